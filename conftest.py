@@ -1,0 +1,33 @@
+"""Shared pytest configuration for ``tests/`` and ``verify/``.
+
+* Hypothesis profiles: ``ci`` (default: derandomised, ``deadline=None`` because the first call of a
+  Numba kernel compiles, 25 examples) and ``thorough`` (500 random examples), chosen with
+  ``--thorough`` or ``HYPOTHESIS_PROFILE``.
+* ``--thorough`` also switches verify tests to their long sweeps (``request.config.thorough``).
+* ``--report-dir DIR`` moves the claim report (default ``verify/report``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", deadline=None, max_examples=25, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("thorough", deadline=None, max_examples=500, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("fastslow")
+    group.addoption("--thorough", action="store_true", default=False,
+                    help="run the long sweeps and many Hypothesis examples (opt-in profile)")
+    group.addoption("--report-dir", default=None,
+                    help="where pytest verify writes report.json and REPORT.md (default verify/report)")
+
+
+def pytest_configure(config):
+    thorough = config.getoption("--thorough")
+    config.thorough = thorough
+    settings.load_profile("thorough" if thorough else os.environ.get("HYPOTHESIS_PROFILE", "ci"))

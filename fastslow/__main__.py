@@ -1,0 +1,5 @@
+import sys
+
+from fastslow.cli import main
+
+sys.exit(main())

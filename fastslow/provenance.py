@@ -1,0 +1,74 @@
+"""Provenance: package versions, git commit and dirty flag, platform, thread settings.
+
+Every report, figure and benchmark embeds :func:`provenance`. It contains no timestamp, so that a
+rerun with the same seeds and the same code reproduces the report's results bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("numpy", "scipy", "sympy", "numba", "llvmlite", "matplotlib", "hypothesis", "pytest")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                             timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> dict:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the working tree holding this package."""
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def provenance(seeds: dict | None = None, params: dict | None = None) -> dict:
+    """The provenance record: versions, git state, platform, thread settings, and the given seeds/params."""
+    from fastslow import __version__
+
+    rec = {
+        "fastslow": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "packages": {name: _version(name) for name in PACKAGES},
+        "git": git_state(),
+        "threads": {k: os.environ.get(k) for k in THREAD_VARS},
+    }
+    if seeds is not None:
+        rec["seeds"] = seeds
+    if params is not None:
+        rec["params"] = params
+    return rec
+
+
+def short(rec: dict | None = None) -> str:
+    """A one-line summary for figure metadata and console output."""
+    rec = rec or provenance()
+    git = rec["git"]
+    commit = (git["commit"] or "unknown")[:12] + ("+dirty" if git["dirty"] else "")
+    pk = rec["packages"]
+    return (f"fastslow {rec['fastslow']} @ {commit}; python {rec['python']}; numpy {pk['numpy']}; "
+            f"scipy {pk['scipy']}; sympy {pk['sympy']}; numba {pk['numba']}")

@@ -1,0 +1,136 @@
+"""Block pooling and up-sampling, applied by reshaping (never as dense matrices).
+
+With ``T = N·P`` tokens in ``N`` blocks of ``P``:
+
+* ``B = I_N ⊗ (1/P)·1_Pᵀ`` (N×T) is block-mean pooling, :func:`block_mean`;
+* ``U = I_N ⊗ 1_P`` (T×N) is up-sampling, :func:`upsample`; ``BU = I_N`` and ``UB`` is the
+  orthogonal projector onto block-constant sequences, :func:`block_constant_part`;
+* ``U_c`` is causal up-sampling, :func:`causal_upsample`: block ``b`` receives row ``b−1``, block 0
+  receives zero, so a token never sees the block it is in;
+* ``W = I_N ⊗ wᵀ`` with ``w`` in the probability simplex is weighted pooling, :func:`weighted_pool`
+  (``w = 1/P`` is the block mean; ``w = e_1`` picks the first token of each block).
+
+All functions take arrays of shape ``(T,)`` or ``(T, d)`` (``(N,)`` or ``(N, d)`` for the
+up-sampling maps) and return new arrays. The ``*_adjoint`` functions apply the transposed matrices
+(used by the reverse-mode gradients). The functions with a leading underscore skip validation and are
+for internal hot paths only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+
+__all__ = [
+    "block_mean",
+    "upsample",
+    "causal_upsample",
+    "causal_upsample_adjoint",
+    "weighted_pool",
+    "block_constant_part",
+    "pooling_matrix",
+    "upsampling_matrix",
+    "causal_upsampling_matrix",
+]
+
+
+def _as_tokens(name: str, X) -> np.ndarray:
+    X = v.finite_array(name, X)
+    if X.ndim not in (1, 2):
+        raise ValueError(f"{name} must have shape (T,) or (T, d), got {X.shape}")
+    return X
+
+
+def _block_mean(X: np.ndarray, P: int) -> np.ndarray:
+    return X.reshape((X.shape[0] // P, P) + X.shape[1:]).mean(axis=1)
+
+
+def _upsample(Y: np.ndarray, P: int) -> np.ndarray:
+    return np.repeat(Y, P, axis=0)
+
+
+def _causal_upsample(Y: np.ndarray, P: int) -> np.ndarray:
+    out = np.zeros((Y.shape[0] * P,) + Y.shape[1:])
+    out[P:] = np.repeat(Y[:-1], P, axis=0)
+    return out
+
+
+def _causal_upsample_adjoint(G: np.ndarray, P: int) -> np.ndarray:
+    N = G.shape[0] // P
+    sums = G.reshape((N, P) + G.shape[1:]).sum(axis=1)
+    out = np.zeros_like(sums)
+    out[:-1] = sums[1:]
+    return out
+
+
+def block_mean(X, P: int) -> np.ndarray:
+    """Block-mean pooling ``B X``: the mean of each block of ``P`` consecutive tokens.
+
+    Raises ``ValueError`` if ``P`` does not divide ``T = X.shape[0]``.
+    """
+    X = _as_tokens("X", X)
+    v.divides(P, X.shape[0])
+    return _block_mean(X, P)
+
+
+def upsample(Y, P: int) -> np.ndarray:
+    """Up-sampling ``U Y``: every block value repeated ``P`` times."""
+    Y = _as_tokens("Y", Y)
+    P = v.positive_int("P", P)
+    return _upsample(Y, P)
+
+
+def causal_upsample(Y, P: int) -> np.ndarray:
+    """Causal up-sampling ``U_c Y``: block ``b`` receives ``Y[b−1]``, block 0 receives zero."""
+    Y = _as_tokens("Y", Y)
+    P = v.positive_int("P", P)
+    return _causal_upsample(Y, P)
+
+
+def causal_upsample_adjoint(G, P: int) -> np.ndarray:
+    """``U_cᵀ G``: row ``b`` is the sum of ``G`` over block ``b+1`` (the last row is zero)."""
+    G = _as_tokens("G", G)
+    v.divides(P, G.shape[0])
+    return _causal_upsample_adjoint(G, P)
+
+
+def weighted_pool(X, w) -> np.ndarray:
+    """Weighted pooling ``W X`` with ``W = I_N ⊗ wᵀ``: ``Σ_p w_p X[bP + p]`` for each block ``b``.
+
+    ``w`` must be a probability vector of length ``P`` (non-negative, summing to 1 within 1e-12).
+    """
+    X = _as_tokens("X", X)
+    w = v.finite_array("w", w, ndim=1)
+    if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-12:
+        raise ValueError(f"w must be a probability vector (w ≥ 0, Σw = 1), got sum {w.sum()!r} "
+                         f"and min {w.min()!r}")
+    P = w.shape[0]
+    N = v.divides(P, X.shape[0])
+    return np.tensordot(w, X.reshape((N, P) + X.shape[1:]), axes=([0], [1]))
+
+
+def block_constant_part(X, P: int) -> np.ndarray:
+    """``UB X``: the orthogonal projection of ``X`` onto block-constant sequences."""
+    X = _as_tokens("X", X)
+    v.divides(P, X.shape[0])
+    return _upsample(_block_mean(X, P), P)
+
+
+def pooling_matrix(T: int, P: int, w=None) -> np.ndarray:
+    """Dense ``B`` (or ``W`` for weights ``w``), N×T. For small checks and theory comparisons only."""
+    N = v.divides(P, T)
+    w = np.full(P, 1.0 / P) if w is None else v.finite_array("w", w, shape=(P,))
+    return np.kron(np.eye(N), w[None, :])
+
+
+def upsampling_matrix(T: int, P: int) -> np.ndarray:
+    """Dense ``U``, T×N. For small checks only."""
+    N = v.divides(P, T)
+    return np.kron(np.eye(N), np.ones((P, 1)))
+
+
+def causal_upsampling_matrix(T: int, P: int) -> np.ndarray:
+    """Dense ``U_c``, T×N (block b gets column b−1). For small checks only."""
+    N = v.divides(P, T)
+    return np.kron(np.eye(N, k=-1), np.ones((P, 1)))

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# fastslow quick start: sets up a virtual environment (once) and runs one job.
+#
+#   bash run.sh verify   # pytest verify: checks every claim and writes verify/report/
+#   bash run.sh test     # every test: tests/ (unit, property) and verify/ (claims)
+#   bash run.sh bench    # benchmark tables (ratios measured in one run)
+#   bash run.sh figures  # regenerate every figure into figures/out/
+#
+# Extra arguments go to the command, e.g. `bash run.sh verify -k A1 --thorough`.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+"$PYTHON" - <<'PY' || { echo "fastslow needs Python >= 3.11 (set PYTHON=...)" >&2; exit 2; }
+import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
+PY
+
+VENV=${FASTSLOW_VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.fastslow-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  touch "$stamp"
+fi
+
+# Single-threaded BLAS and Numba for stable test timings; a project-local Numba cache.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export NUMBA_NUM_THREADS=${NUMBA_NUM_THREADS:-1}
+export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.numba_cache}
+
+job=${1:-}
+[ $# -gt 0 ] && shift
+case "$job" in
+  verify)  exec "$VENV/bin/python" -m pytest verify "$@" ;;
+  test)    exec "$VENV/bin/python" -m pytest tests verify "$@" ;;
+  bench)   exec "$VENV/bin/fastslow" bench "$@" ;;
+  figures) exec "$VENV/bin/fastslow" figures "$@" ;;
+  *) echo "usage: bash run.sh {verify|test|bench|figures} [args...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,155 @@
+"""Check functions: one module per claim, shared by ``pytest verify`` and ``fastslow check``.
+
+A check module ``verify.checks.<id>`` (lower-case ID, e.g. ``a1``) defines
+
+* ``DEFAULTS``: a dict of parameter names to default values. The type of each default fixes how a
+  command-line string is parsed (int, float, bool, str, or a tuple of floats/ints written
+  ``1e-3,1e-1``).
+* ``check(params: dict, seed: int) -> CheckResult``: run the claim's test on one instance and say
+  whether the conclusion holds, whether the instance satisfies the claim's hypotheses, and the
+  measured numbers. A negative control is the same call with parameters that violate a hypothesis.
+
+A claim without a module is *pending*: :func:`run_check` raises :class:`PendingClaim`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..registry import get_claim
+
+
+class PendingClaim(LookupError):
+    """The claim is registered but has no check implemented yet."""
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check on one instance.
+
+    Attributes:
+        id: the claim ID.
+        holds: the claim's conclusion holds on this instance (within ``tolerance``).
+        hypotheses_hold: the instance satisfies the claim's hypotheses (False for negative controls).
+        figures: the measured numbers (residuals, slopes with intervals, ranks, ...).
+        params: the resolved parameters of the instance.
+        seed: the root seed.
+        tolerance: the tolerances used, in the units stated by their keys.
+        notes: short remarks (gaps, caveats, what the numbers mean).
+    """
+
+    id: str
+    holds: bool
+    hypotheses_hold: bool
+    figures: dict
+    params: dict
+    seed: int
+    tolerance: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return jsonable(asdict(self))
+
+    def summary(self) -> str:
+        figs = ", ".join(f"{k}={_fmt(v)}" for k, v in list(self.figures.items())[:8])
+        return (f"{self.id}: holds={self.holds} hypotheses_hold={self.hypotheses_hold} "
+                f"seed={self.seed} {figs}")
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
+
+
+def jsonable(obj):
+    """Convert numpy scalars/arrays and non-finite floats into JSON-safe values (recursively).
+
+    Non-finite floats become the strings ``"inf"``, ``"-inf"``, ``"nan"`` (strict JSON has none).
+    """
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        f = float(obj)
+        return f if math.isfinite(f) else str(f)
+    return obj
+
+
+def _parse_value(key: str, raw, default):
+    """Parse ``raw`` (a string from the command line, or a value) to the type of ``default``."""
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    try:
+        if isinstance(default, bool):
+            low = text.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+        if isinstance(default, tuple):
+            kind = type(default[0]) if default else float
+            return tuple(kind(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"parameter {key}={raw!r}: expected a value of type "
+                         f"{type(default).__name__} like {default!r}") from None
+    return text
+
+
+def resolve_params(defaults: dict, overrides: dict | None) -> dict:
+    """``defaults`` updated by ``overrides`` (strings parsed to the default's type).
+
+    Unknown keys raise ``ValueError`` naming the known ones.
+    """
+    params = dict(defaults)
+    for key, raw in (overrides or {}).items():
+        if key not in defaults:
+            raise ValueError(f"unknown parameter {key!r}; expected one of {sorted(defaults)}")
+        params[key] = _parse_value(key, raw, defaults[key])
+    return params
+
+
+def load(claim_id: str):
+    """The check module of a claim; :class:`PendingClaim` if it has none yet."""
+    claim = get_claim(claim_id)
+    try:
+        return importlib.import_module(f"{__name__}.{claim.id.lower()}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{claim.id.lower()}":
+            raise PendingClaim(f"claim {claim.id} is pending: no check is implemented yet") from None
+        raise
+
+
+def defaults(claim_id: str) -> dict:
+    """The default parameters of a claim's check."""
+    return dict(load(claim_id).DEFAULTS)
+
+
+def run_check(claim_id: str, params: dict | None = None, seed: int = 0) -> CheckResult:
+    """Run the check of ``claim_id`` on ``DEFAULTS`` updated by ``params`` with root ``seed``."""
+    mod = load(claim_id)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    resolved = resolve_params(mod.DEFAULTS, params)
+    result = mod.check(resolved, int(seed))
+    if not isinstance(result, CheckResult):
+        raise TypeError(f"check of {claim_id} returned {type(result).__name__}, not CheckResult")
+    return result

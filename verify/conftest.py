@@ -1,0 +1,123 @@
+"""``pytest verify``: collect claim results from tests marked ``@pytest.mark.claim(ID)`` and write
+the claim report at the end of the session (see :mod:`verify.report`).
+
+A test records its check results through the ``claim`` fixture::
+
+    @pytest.mark.claim("A1")
+    def test_blockcausal_model_is_autoregressive(claim):
+        result = claim.main(run_check("A1", {}, seed=7))
+        assert result.holds, result.summary()
+
+``claim.negative(result)`` records a negative control, ``claim.figure(key, value)`` an extra
+measured number, ``claim.note(text)`` a remark that goes into the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fastslow.provenance import provenance
+from verify.registry import CLAIMS
+from verify.report import ClaimLedger, build_report, write_report
+
+_LEDGER = pytest.StashKey[ClaimLedger]()
+_CLAIM_OF = pytest.StashKey[dict]()
+_REPORT_PATHS = pytest.StashKey[tuple]()
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "claim(ID): the SPEC claim this verify test checks")
+    config.stash[_LEDGER] = ClaimLedger()
+    config.stash[_CLAIM_OF] = {}
+
+
+def _in_verify(item) -> bool:
+    return _HERE in Path(str(item.path)).resolve().parents
+
+
+def pytest_collection_modifyitems(config, items):
+    claim_of = config.stash[_CLAIM_OF]
+    for item in items:
+        if not _in_verify(item):
+            continue
+        marker = item.get_closest_marker("claim")
+        if marker is None or not marker.args:
+            raise pytest.UsageError(f"{item.nodeid}: every verify test needs @pytest.mark.claim(ID)")
+        cid = marker.args[0]
+        if cid not in CLAIMS:
+            raise pytest.UsageError(f"{item.nodeid}: unknown claim ID {cid!r}")
+        claim_of[item.nodeid] = cid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    rep = yield
+    cid = item.config.stash[_CLAIM_OF].get(item.nodeid)
+    if cid is not None and (rep.when == "call" or rep.outcome != "passed"):
+        item.config.stash[_LEDGER].outcome(cid, item.nodeid, rep.outcome, rep.duration)
+    return rep
+
+
+class ClaimRecorder:
+    """Records the results of one claim's test into the session's ledger."""
+
+    def __init__(self, ledger: ClaimLedger, claim_id: str):
+        self._ledger = ledger
+        self.id = claim_id
+
+    def main(self, result):
+        """Record the check on an instance satisfying the hypotheses; return the result."""
+        self._ledger.record(self.id, result, negative=False)
+        return result
+
+    def negative(self, result):
+        """Record a negative control (a violated hypothesis); return the result."""
+        self._ledger.record(self.id, result, negative=True)
+        return result
+
+    def figure(self, key: str, value) -> None:
+        self._ledger.figure(self.id, key, value)
+
+    def note(self, text: str) -> None:
+        self._ledger.note(self.id, text)
+
+
+@pytest.fixture
+def claim(request) -> ClaimRecorder:
+    marker = request.node.get_closest_marker("claim")
+    if marker is None:
+        raise pytest.UsageError("the claim fixture needs @pytest.mark.claim(ID)")
+    return ClaimRecorder(request.config.stash[_LEDGER], marker.args[0])
+
+
+@pytest.fixture(scope="session")
+def thorough(request) -> bool:
+    """True under ``--thorough``: run the long sweeps."""
+    return bool(request.config.thorough)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if not config.stash[_CLAIM_OF]:
+        return
+    outdir = config.getoption("--report-dir") or (_HERE / "report")
+    prov = provenance()
+    prov["profile"] = "thorough" if config.thorough else "default"
+    report = build_report(config.stash[_LEDGER], prov)
+    config.stash[_REPORT_PATHS] = write_report(report, Path(outdir))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    paths = config.stash.get(_REPORT_PATHS, None)
+    if paths:
+        import json
+        rep = json.loads(paths[0].read_text())
+        terminalreporter.write_sep("=", "fastslow claim report")
+        for c in rep["claims"]:
+            terminalreporter.write_line(f"{c['id']:>3}  {c['status']:<9} negative control: "
+                                        f"{c['negative_control']:<18} {c['title']}")
+        terminalreporter.write_line(f"report: {paths[0]}")
+        terminalreporter.write_line(f"        {paths[1]}")
