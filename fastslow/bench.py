@@ -1,0 +1,62 @@
+"""``fastslow bench``: run every benchmark section and print its ratio table (Markdown).
+
+Timings are ratios measured in one run, never asserted in tests (SPEC §4). The sections live in
+:mod:`fastslow.benchmarks`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from fastslow.benchmarks import discover
+from fastslow.provenance import provenance, short
+
+
+def best_time(fn, *, repeat: int = 5, number: int = 1) -> float:
+    """Minimum over ``repeat`` runs of the mean time of ``number`` calls (seconds); call once first."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+def to_markdown(table: dict) -> str:
+    cols = table["columns"]
+    lines = [f"### {table['title']}", "", "| " + " | ".join(cols) + " |",
+             "|" + "---|" * len(cols)]
+    for row in table["rows"]:
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    for n in table.get("notes", []):
+        lines.append(f"\n{n}")
+    return "\n".join(lines)
+
+
+def _cell(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
+
+
+def main(quick: bool = False, out: str | None = None, only: list[str] | None = None) -> int:
+    sections = discover()
+    names = only or list(sections)
+    results = {"provenance": provenance(), "sections": {}}
+    print(f"<!-- {short(results['provenance'])} -->")
+    for name in names:
+        if name not in sections:
+            print(f"unknown benchmark section {name!r}; known: {sorted(sections)}", file=sys.stderr)
+            return 2
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        table = sections[name](quick)
+        results["sections"][name] = table
+        print(to_markdown(table), "\n", flush=True)
+    if out:
+        Path(out).write_text(json.dumps(results, indent=1, default=str))
+    return 0
