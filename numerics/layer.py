@@ -179,9 +179,11 @@ def stack_trajectory(model: Model, X0, E=None) -> np.ndarray:
     E = _check_embeddings(cfg, E, X)
     out = np.empty((model.L + 1, cfg.T, cfg.d))
     out[0] = X
-    for l, p in enumerate(model.layers):
-        X = _layer(cfg, p, X, E)
-        out[l + 1] = X
-    if not np.all(np.isfinite(out[-1])):
-        raise FloatingPointError("the stack produced non-finite values; reduce the weight scale or h")
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l, p in enumerate(model.layers):
+            X = _layer(cfg, p, X, E)
+            if not np.all(np.isfinite(X)):
+                raise FloatingPointError(f"layer {l} produced non-finite values (overflow); reduce "
+                                         "the weight scale, the depth step h or the depth L")
+            out[l + 1] = X
     return out
