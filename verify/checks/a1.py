@@ -43,18 +43,25 @@ def dependence_matrix(model: nm.Model, X0: np.ndarray, rng: np.random.Generator,
     return dep
 
 
-def check(params: dict, seed: int) -> CheckResult:
+def build_instance(params: dict, seed: int):
+    """The model (non-zero gates), input and perturbation stream of one A1 instance."""
     p = params
-    ss = np.random.SeedSequence(seed)
-    w_seed, x_seed, d_seed, g_seed = ss.spawn(4)
+    w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
     cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"])
     model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
     # a different non-zero gate per layer, of magnitude ~ gate
     gates = p["gate"] * (1.0 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
     model = model.with_gates(gates)
     X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
+    return model, X0, np.random.default_rng(d_seed)
 
-    dep = dependence_matrix(model, X0, np.random.default_rng(d_seed), p["perturbation"])
+
+def check(params: dict, seed: int) -> CheckResult:
+    p = params
+    model, X0, perturb_rng = build_instance(p, seed)
+    cfg = model.config
+    gates = np.array([lp.g for lp in model.layers])
+    dep = dependence_matrix(model, X0, perturb_rng, p["perturbation"])
     future = np.triu(dep, k=1)
     past = np.tril(dep)
     leaks = np.argwhere(future > 0)

@@ -1,0 +1,33 @@
+"""A1 figure: which outputs depend on which inputs, block-causal vs full slow mask."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from figures import figure
+from verify.checks import run_check
+from verify.checks.a1 import build_instance, dependence_matrix
+
+
+@figure("A1", "a1_dependence")
+def a1_dependence(seed: int = 0):
+    params = {"T": 16, "P": 4, "d": 4, "L": 3}
+    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), constrained_layout=True)
+    for ax, slow_mask in zip(axes, ("blockcausal", "full")):
+        res = run_check("A1", dict(params, slow_mask=slow_mask), seed=seed)
+        T, P = params["T"], params["P"]
+        model, X0, perturb_rng = build_instance(res.params, seed)
+        dep = dependence_matrix(model, X0, perturb_rng, res.params["perturbation"])
+        im = ax.imshow(np.log10(dep + 1e-17), vmin=-17, vmax=1, cmap="magma", origin="upper")
+        for b in range(1, T // P):
+            ax.axhline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
+            ax.axvline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
+        ax.plot([-0.5, T - 0.5], [-0.5, T - 0.5], color="c", lw=0.8)
+        ax.set_title(f"slow_mask={slow_mask!r}: max future dep. "
+                     f"{res.figures['max_future_dependence']:.1e}", fontsize=8)
+        ax.grid(False)
+        ax.set_xlabel("perturbed input token s")
+        ax.set_ylabel("output token t")
+    fig.colorbar(im, ax=axes, label="log10 max |Δ out_t|  (future: above the diagonal)")
+    return fig, dict(params, seed=seed)
