@@ -6,6 +6,8 @@
     fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json]
     fastslow figures [ID ...] [--out DIR] [--seed N]
     fastslow bench [--quick] [--out FILE]
+    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
+                      [--cache DIR] [--out FILE]
 
 ``check`` exits 0 when the claim's conclusion holds on the instance, 1 when it does not, and 2 on
 bad input (with a one-line reason on stderr), including a claim that is still pending.
@@ -94,6 +96,71 @@ def _cmd_bench(args) -> int:
     return bench.main(quick=args.quick, out=args.out)
 
 
+def _parse_seeds(text: str) -> list[int]:
+    try:
+        if ":" in text:
+            a, b = text.split(":", 1)
+            seeds = list(range(int(a), int(b)))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds expects A:B (a range) or a comma list, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"--seeds must give at least one non-negative seed, got {text!r}")
+    return seeds
+
+
+def _cmd_sweep(args) -> int:
+    from fastslow import sweep as sw
+    from verify.checks import PendingClaim, defaults, resolve_params
+    from verify.registry import get_claim
+
+    try:
+        cid = get_claim(args.id).id
+        base = defaults(cid)
+        axes = {}
+        for item in args.grid or []:
+            key, _, values = item.partition("=")
+            if not key or not values:
+                raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
+            sep = ";" if isinstance(base.get(key), tuple) else ","  # tuples use commas inside
+            axes[key] = [resolve_params(base, {key: v})[key] for v in values.split(sep)]
+        axes["seed"] = _parse_seeds(args.seeds)
+        points = [dict(p, claim=cid) for p in sw.grid(**axes)]
+    except PendingClaim as exc:
+        print(f"fastslow sweep: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as exc:
+        print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
+        return 2
+    client = None
+    if args.scheduler:
+        executor, client = sw.dask_executor(args.scheduler)
+    elif args.workers and args.workers > 1:
+        executor = sw.local_executor(args.workers)
+    else:
+        executor = None
+    try:
+        results = sw.sweep(sw.check_point, points, executor=executor, cache_dir=args.cache,
+                           label=f"sweep {cid}")
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True)
+        if client is not None:
+            client.close()
+    holds = sum(r["holds"] for r in results)
+    print(f"{cid}: conclusion holds on {holds}/{len(results)} instances")
+    for p, r in zip(points, results):
+        if not r["holds"]:
+            shown = {k: v for k, v in p.items() if k != "claim"}
+            print(f"  does not hold at {shown} (hypotheses hold: {r['hypotheses_hold']})")
+    if args.out:
+        from pathlib import Path
+        Path(args.out).write_text(json.dumps([{"point": p, "result": r} for p, r in zip(points, results)],
+                                             indent=1))
+    return 0 if holds == len(results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fastslow", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -119,6 +186,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     s.add_argument("--out", default=None, help="also write the results as JSON to this file")
     s.set_defaults(func=_cmd_bench)
+    s = sub.add_parser("sweep", help="run a claim's check over a parameter grid and many seeds")
+    s.add_argument("id", help="claim ID, e.g. D5")
+    s.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                   help="an axis of the grid (repeatable); values parsed like --param")
+    s.add_argument("--seeds", default="0:4", help="seeds as A:B (range) or a comma list (default 0:4)")
+    s.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    s.add_argument("--scheduler", default=None,
+                   help="address of a Dask distributed scheduler (needs fastslow[dask])")
+    s.add_argument("--cache", default=None, help="cache folder; an interrupted sweep resumes from it")
+    s.add_argument("--out", default=None, help="write every point and result as JSON")
+    s.set_defaults(func=_cmd_sweep)
     return p
 
 
