@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", deadline=None, max_examples=25, derandomize=True, print_blob=True,
@@ -31,3 +32,11 @@ def pytest_configure(config):
     thorough = config.getoption("--thorough")
     config.thorough = thorough
     settings.load_profile("thorough" if thorough else os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _numba_warm_up():
+    """Compile (or load from the cache) the Numba kernels once per session, before any timing."""
+    from numerics.fast import warm_up
+
+    warm_up()

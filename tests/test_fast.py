@@ -1,0 +1,145 @@
+"""The Numba forward (numerics.fast) against the NumPy reference (numerics.layer).
+
+Tolerance: relative Frobenius error ≤ 1e-12. Both paths compute the same expression; they differ in
+the order of summation (row tiles, sequential RMS sums) and in ``exp``/``tanh`` (libm against
+NumPy's SIMD versions), i.e. by a few units of rounding (~1e-16) per operation, amplified at most by
+the depth product of the stack's Jacobians. With O(1) weights and L ≤ 4 that stays far below 1e-12
+(measured ≈ 2e-16); 1e-12 leaves 4 orders of margin, and still catches any real discrepancy
+(a dropped term, a wrong mask entry, a mis-shifted block) which is O(1e-3) or larger.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import numerics as nm
+from numerics.fast import fast_layer, fast_stack
+from numerics.layer import _layer, stack
+
+RTOL = 1e-12
+
+
+def rel_err(a, b) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def instance(T=24, P=4, d=5, m=None, L=3, seed=0, gate=0.7, **kw):
+    cfg = nm.ModelConfig(T=T, P=P, d=d, m=m, **kw)
+    ss = np.random.SeedSequence(seed)
+    w, x, e = ss.spawn(3)
+    model = nm.init_model(cfg, L, w, gate=gate)
+    X0 = np.random.default_rng(x).standard_normal((T, d))
+    E = np.random.default_rng(e).standard_normal((T, d))
+    return cfg, model, X0, E
+
+
+SWITCHES = [
+    {},
+    {"mask": "block_causal"},
+    {"mask": "block_bidirectional", "slow_mask": "full"},
+    {"norm": False},
+    {"sigma": "identity"},
+    {"slow": False},
+    {"gamma": 0.3, "h": 0.25},
+    {"beta": 0.9},
+    {"norm": False, "sigma": "identity", "gamma": 1.5, "slow_mask": "full", "beta": 0.1},
+]
+
+
+@pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items())
+                         or "defaults")
+def test_stack_matches_reference_for_every_switch(kw):
+    cfg, model, X0, E = instance(**kw)
+    ref = stack(model, X0, E)
+    assert rel_err(fast_stack(model, X0, E), ref) <= RTOL
+    assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
+
+
+@pytest.mark.parametrize("kw", SWITCHES[:3] + SWITCHES[-1:])
+def test_single_layer_matches_reference(kw):
+    cfg, model, X0, E = instance(m=7, **kw)
+    p = model.layers[0]
+    assert rel_err(fast_layer(cfg, p, X0, E), nm.layer(cfg, p, X0, E)) <= RTOL
+    assert rel_err(fast_layer(cfg, p, X0), _layer(cfg, p, X0, X0)) <= RTOL
+
+
+def test_large_size_exercises_several_row_tiles():
+    # T = 320 spans three tiles of 128 rows (one partial): the column ranges and the tile edges
+    cfg, model, X0, E = instance(T=320, P=8, d=16, m=24, L=2, seed=3)
+    assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
+
+
+def test_custom_masks_with_holes_and_anticausal_rows():
+    rng = np.random.default_rng(11)
+    T = 20
+    mask = rng.random((T, T)) < 0.3
+    mask[np.arange(T), (np.arange(T) * 7) % T] = True  # every row non-empty, entries anywhere
+    mask[0] = False
+    mask[0, -1] = True  # a row whose only key is the last token
+    cfg, model, X0, E = instance(T=T, P=5, d=3, mask=mask)
+    assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
+
+
+def test_masked_entries_are_exact_zeros_so_causality_is_exact():
+    # the future of token t must not influence out_t at all: bitwise, as in the reference (A1)
+    cfg, model, X0, E = instance(T=16, P=4, d=3, L=2)
+    base = fast_stack(model, X0)
+    X = X0.copy()
+    X[9] += 1.0
+    out = fast_stack(model, X)
+    assert np.array_equal(out[:9], base[:9])  # tokens 0..8 precede token 9: bitwise unchanged
+    assert np.abs(out[9:] - base[9:]).max() > 1e-3  # and the later ones do move
+
+
+def test_tied_weights_and_zero_gate():
+    cfg = nm.ModelConfig(T=12, P=3, d=4)
+    model = nm.init_model(cfg, 4, 5, tied=True, gate=0.0)
+    X0 = np.random.default_rng(1).standard_normal((12, 4))
+    assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
+
+
+@given(N=st.integers(1, 5), P=st.integers(1, 5), d=st.integers(1, 6), m=st.integers(1, 6),
+       L=st.integers(1, 3), mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+       slow_mask=st.sampled_from(["blockcausal", "full"]), norm=st.booleans(),
+       sigma=st.sampled_from(["tanh", "identity"]), slow=st.booleans(),
+       gamma=st.sampled_from([0.0, 0.5]), h=st.sampled_from([1.0, 0.25]),
+       gate=st.floats(-2.0, 2.0), seed=st.integers(0, 2**16))
+def test_random_sizes_and_switches_match_reference(N, P, d, m, L, mask, slow_mask, norm, sigma,
+                                                    slow, gamma, h, gate, seed):
+    cfg, model, X0, E = instance(T=N * P, P=P, d=d, m=m, L=L, seed=seed, gate=gate, mask=mask,
+                                 slow_mask=slow_mask, norm=norm, sigma=sigma, slow=slow,
+                                 gamma=gamma, h=h)
+    assert rel_err(fast_stack(model, X0, E), stack(model, X0, E)) <= RTOL
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_bad_inputs_raise_like_the_reference():
+    cfg, model, X0, E = instance()
+    with pytest.raises(ValueError, match="X0 must have shape 24×5"):
+        fast_stack(model, X0[:-1])
+    with pytest.raises(ValueError, match="X0 must be finite"):
+        fast_stack(model, np.where(X0 > 1, np.nan, X0))
+    with pytest.raises(ValueError, match="E must have shape"):
+        fast_stack(model, X0, E[:, :2])
+    with pytest.raises(TypeError, match="model must be a numerics.Model"):
+        fast_stack(cfg, X0)
+    with pytest.raises(TypeError, match="params must be LayerParams"):
+        fast_layer(cfg, model, X0)
+    with pytest.raises(TypeError, match="config must be a numerics.ModelConfig"):
+        fast_layer(None, model.layers[0], X0)
+    with pytest.raises(ValueError, match="X must have shape"):
+        fast_layer(cfg, model.layers[0], X0.T)
+    with pytest.raises(TypeError, match="X must be an array"):
+        fast_layer(cfg, model.layers[0], "X0")
+    bad = model.layers[0].copy()
+    bad.W1 = bad.W1[:, :2]
+    with pytest.raises(ValueError, match="W1 must have shape"):
+        fast_layer(cfg, bad, X0)
+
+
+def test_non_finite_output_raises_floating_point_error():
+    cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity", h=1.0)
+    model = nm.init_model(cfg, 150, 0, scale=40.0)  # grows ~1e3 per layer: overflows by layer ~110
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        fast_stack(model, np.random.default_rng(0).standard_normal((4, 2)))
