@@ -6,6 +6,7 @@
     fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json]
     fastslow figures [ID ...] [--out DIR] [--seed N]
     fastslow bench [--quick] [--out FILE]
+    fastslow readme [--report PATH] [--readme PATH]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
                       [--cache DIR] [--out FILE]
 
@@ -161,6 +162,20 @@ def _cmd_sweep(args) -> int:
     return 0 if holds == len(results) else 1
 
 
+def _cmd_readme(args) -> int:
+    from pathlib import Path
+
+    from verify.readme import update_readme
+
+    try:
+        update_readme(Path(args.readme), Path(args.report), args.figure_dir)
+    except (OSError, ValueError) as exc:
+        print(f"fastslow readme: {exc}", file=sys.stderr)
+        return 2
+    print(f"updated the claim table in {args.readme}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fastslow", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -197,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cache", default=None, help="cache folder; an interrupted sweep resumes from it")
     s.add_argument("--out", default=None, help="write every point and result as JSON")
     s.set_defaults(func=_cmd_sweep)
+    s = sub.add_parser("readme", help="regenerate the README's claim table from the last report")
+    s.add_argument("--report", default="verify/report/report.json")
+    s.add_argument("--readme", default="README.md")
+    s.add_argument("--figure-dir", default="docs/figures")
+    s.set_defaults(func=_cmd_readme)
     return p
 
 

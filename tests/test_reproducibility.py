@@ -1,0 +1,26 @@
+"""Rerunning with the same seeds reproduces the claim report bit for bit (timings aside)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _report(outdir: Path) -> dict:
+    subprocess.run([sys.executable, "-m", "pytest", "verify/test_a1_causality.py", "-q",
+                    "-k", "not random", "-p", "no:cacheprovider", "--report-dir", str(outdir)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    rep = json.loads((outdir / "report.json").read_text())
+    for c in rep["claims"]:
+        c.pop("seconds")
+    return rep
+
+
+def test_two_runs_of_pytest_verify_write_identical_reports(tmp_path):
+    a, b = _report(tmp_path / "a"), _report(tmp_path / "b")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    a1 = next(c for c in a["claims"] if c["id"] == "A1")
+    assert a1["status"] == "verified" and a1["provenance"]["seeds"] == [7]
+    assert {"packages", "git", "python"} <= set(a["provenance"])
