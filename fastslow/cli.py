@@ -3,7 +3,7 @@
 ::
 
     fastslow claims                                   list the claim IDs and statements
-    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json]
+    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json] [--defaults]
     fastslow figures [ID ...] [--out DIR] [--seed N]
     fastslow bench [--quick] [--out FILE]
     fastslow readme [--report PATH] [--readme PATH]
@@ -51,6 +51,10 @@ def _cmd_check(args) -> int:
     from verify.checks import PendingClaim, run_check
 
     try:
+        if args.defaults:
+            from verify.checks import defaults, jsonable
+            print(json.dumps(jsonable(defaults(args.id)), indent=1, ensure_ascii=False))
+            return 0
         params = _parse_kv(args.param)
         result = run_check(args.id, params, seed=args.seed)
     except PendingClaim as exc:
@@ -189,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a parameter of the check (repeatable)")
     s.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument("--defaults", action="store_true",
+                   help="print the check's parameters and their defaults, and exit")
     s.set_defaults(func=_cmd_check)
 
     s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")

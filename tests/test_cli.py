@@ -72,3 +72,8 @@ def test_figures_writes_deterministic_png_and_pdf(tmp_path):
     for name in ("a1_dependence.png", "a1_dependence.pdf"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
     assert b'"claim": "A1"' in (a / "a1_dependence.png").read_bytes()  # provenance in metadata
+
+
+def test_check_defaults_prints_the_parameters(capsys):
+    assert main(["check", "A1", "--defaults"]) == 0
+    assert json.loads(capsys.readouterr().out)["P"] == 4
