@@ -1,0 +1,186 @@
+"""Integrators for the depth flow ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)`` and for small test ODEs.
+
+Two methods, both compiled with Numba and both landing exactly on breakpoints and output times:
+
+* ``method="rosw"``: ROS34PW2, a Rosenbrock-W method of order 3 (embedded order 2), L-stable and
+  stiffly accurate. Each step needs one matrix ``J`` (``m×m``) and one inverse of
+  ``I/(hγ) − J``; ``W = J ⊗ I_k`` replaces the Jacobian. For the coupling form the stiff part is
+  the frozen-kernel term, so ``J = (A(X_n) − I)/ε − γI`` is a T×T matrix acting on the token
+  index: the linear algebra costs ``O(T³ + T²d)`` per step instead of ``O((Td)³)`` for the full
+  Jacobian, and being a W-method the scheme keeps order 3 with this inexact ``J``
+  (:mod:`numerics.integrators.coupling`).
+* ``method="dopri5"``: Dormand–Prince 5(4), explicit, for the non-stiff case (the layer form of
+  claim D2, reduced flows, ε not small).
+
+:func:`integrate` takes either compiled problem functions (``rhs(t, y, p, seg, out)`` and
+``jac(t, y, p, seg, J)`` with the signatures :data:`RHS_SIG`, :data:`JAC_SIG`; the fast path) or
+plain Python callables ``f(t, y) -> dy/dt`` and ``jac(t, y) -> J`` (the same step loop runs
+uncompiled). It returns an :class:`IntegratorResult` with SciPy's field names and work counters.
+
+Caveats: no dense output (ask for output times with ``t_eval``; the steps land on them); the error
+estimate is local (tolerances control the local error per unit step, as in SciPy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _validate as v
+from ._core import (JAC_SIG, MAX_STEPS, NOT_FINITE, N_ACCEPT, N_FEV, N_JEV, N_LU, N_REJECT,
+                    RHS_SIG, STEP_TOO_SMALL, SUCCESS, dopri5_loop, rosw_loop)
+from ._tableaux import DP_ORDER, ROS_ORDER
+
+METHODS = ("rosw", "dopri5")
+ORDERS = {"rosw": ROS_ORDER, "dopri5": DP_ORDER}
+"""Classical order of each method (the slope a fixed-step convergence test must show)."""
+
+__all__ = ["METHODS", "ORDERS", "IntegratorResult", "integrate", "RHS_SIG", "JAC_SIG"]
+
+_MESSAGES = {SUCCESS: "The solver successfully reached the end of the integration interval.",
+             MAX_STEPS: "Maximum number of steps reached.",
+             STEP_TOO_SMALL: "Required step size is less than spacing between numbers.",
+             NOT_FINITE: "The solution became non-finite."}
+
+
+@dataclass
+class IntegratorResult:
+    """Result of :func:`integrate`, with SciPy's ``OdeResult`` field names.
+
+    Attributes:
+        t: output times (``t_eval``, or ``[t0, t1]``), shape ``(K,)``.
+        y: states at ``t``, shape ``(n, K)`` as in SciPy.
+        status: 0 success, −1 max steps, −2 step too small, −3 non-finite.
+        message, success: as in SciPy.
+        nfev, njev, nlu: right-hand-side and Jacobian evaluations, matrix factorisations (inverses).
+        nsteps, nreject: accepted and rejected steps.
+        method: ``"rosw"`` or ``"dopri5"``; ``compiled``: whether the compiled loop ran.
+    """
+
+    t: np.ndarray
+    y: np.ndarray
+    status: int
+    message: str
+    success: bool
+    nfev: int
+    njev: int
+    nlu: int
+    nsteps: int
+    nreject: int
+    method: str
+    compiled: bool
+    extra: dict = field(default_factory=dict)
+
+
+def _is_compiled(fn) -> bool:
+    return hasattr(fn, "py_func") and hasattr(fn, "signatures")
+
+
+def _stops(t0: float, t1: float, t_eval, breakpoints):
+    """Merge output times and breakpoints into ``stops`` with the segment index of each interval."""
+    bps = np.unique(np.asarray([b for b in breakpoints if t0 < b < t1], dtype=float))
+    edges = np.concatenate([[t0], bps, [t1]])
+    outs = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
+    stops = np.unique(np.concatenate([edges, outs]))
+    # the segment of the interval (stops[k-1], stops[k]] is the one containing its midpoint
+    mids = 0.5 * (stops[:-1] + stops[1:])
+    segs = np.concatenate([[0], np.searchsorted(edges, mids, side="right") - 1]).astype(np.int64)
+    out_index = np.searchsorted(stops, outs)
+    return stops, segs, out_index, edges
+
+
+def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int | None = None,
+              p=None, rtol: float = 1e-6, atol: float = 1e-9, t_eval=None, breakpoints=(),
+              first_step: float | None = None, h_fixed: float | None = None,
+              max_steps: int = 1_000_000) -> IntegratorResult:
+    """Integrate ``dy/dt = f(t, y)`` from ``t_span[0]`` to ``t_span[1]`` (forward in time).
+
+    Args:
+        fun: a compiled ``rhs(t, y, p, seg, out)`` (signature :data:`RHS_SIG`) or a Python
+            callable ``f(t, y) -> array``.
+        y0: initial state (flattened to 1-D; the result keeps the flat shape).
+        method: ``"rosw"`` (stiff, Rosenbrock-W ROS34PW2) or ``"dopri5"`` (explicit).
+        jac: for ``"rosw"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J`` (``m×m``), or a
+            Python callable ``jac(t, y) -> J``; ``None`` uses ``J = 0`` (a valid but non-stiff
+            W-method). The method uses ``J ⊗ I_k`` with ``k = n/m``.
+        jac_size: ``m`` (default ``n``); must divide ``n``.
+        p: flat float64 parameter vector passed to compiled problem functions.
+        rtol, atol: local error tolerances (RMS norm, as SciPy).
+        t_eval: output times inside ``t_span`` (the steps land on them exactly).
+        breakpoints: times where the right-hand side may jump (piecewise-constant weights): the
+            integration restarts there, and stages at the right end of a segment see the left limit
+            (compiled problems get the segment index ``seg``; Python callables are evaluated at the
+            largest float below the breakpoint).
+        h_fixed: take fixed steps of at most this size (no error control), for order tests.
+
+    Returns:
+        :class:`IntegratorResult`.
+    """
+    v.choice("method", method, METHODS)
+    if not (isinstance(t_span, (tuple, list, np.ndarray)) and len(t_span) == 2):
+        raise ValueError(f"t_span must be a pair (t0, t1), got {t_span!r}")
+    t0 = v.real("t_span[0]", t_span[0])
+    t1 = v.real("t_span[1]", t_span[1], low=t0, low_open=True)
+    y0 = v.finite_array("y0", y0).ravel().copy()
+    n = y0.size
+    if n == 0:
+        raise ValueError("y0 must be non-empty")
+    rtol = v.real("rtol", rtol, low=0.0, low_open=True)
+    atol = v.real("atol", atol, low=0.0, low_open=True)
+    m = n if jac_size is None else v.positive_int("jac_size", jac_size)
+    if n % m:
+        raise ValueError(f"jac_size={m} must divide the state size n={n}")
+    if t_eval is not None:
+        t_eval = v.finite_array("t_eval", t_eval, ndim=1)
+        if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
+            raise ValueError(f"t_eval must be sorted and inside [{t0}, {t1}]")
+    h0 = 0.0 if first_step is None else v.real("first_step", first_step, low=0.0, low_open=True)
+    hf = 0.0 if h_fixed is None else v.real("h_fixed", h_fixed, low=0.0, low_open=True)
+    max_steps = v.positive_int("max_steps", max_steps)
+    stops, segs, out_index, edges = _stops(t0, t1, t_eval, breakpoints)
+    pvec = np.zeros(1) if p is None else np.ascontiguousarray(p, dtype=np.float64).ravel()
+    counters = np.zeros(5, dtype=np.int64)
+    Yout = np.empty((stops.size, n))
+
+    compiled = _is_compiled(fun)
+    if compiled:
+        rhs = fun
+        if jac is None:
+            jac_fn = _zero_jac
+        elif _is_compiled(jac):
+            jac_fn = jac
+        else:
+            raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or None")
+        loop = rosw_loop if method == "rosw" else dopri5_loop
+    else:
+        if not callable(fun):
+            raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+        left = np.nextafter(edges[1:], -np.inf)       # left limit at each segment's right end
+
+        def rhs(t, y, p_, seg, out):
+            out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
+
+        if jac is None:
+            jac_fn = _zero_jac.py_func
+        else:
+            def jac_fn(t, y, p_, seg, J):
+                J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
+        loop = (rosw_loop if method == "rosw" else dopri5_loop).py_func
+
+    status = int(loop(rhs, jac_fn, y0, pvec, stops, segs, np.int64(m), rtol, atol, h0, hf,
+                      np.int64(max_steps), Yout, counters))
+    keep = out_index if status == SUCCESS else out_index[out_index < 1]
+    return IntegratorResult(
+        t=stops[keep], y=Yout[keep].T.copy(), status=status, message=_MESSAGES[status],
+        success=status == SUCCESS, nfev=int(counters[N_FEV]), njev=int(counters[N_JEV]),
+        nlu=int(counters[N_LU]), nsteps=int(counters[N_ACCEPT]), nreject=int(counters[N_REJECT]),
+        method=method, compiled=compiled)
+
+
+from numba import njit  # noqa: E402
+
+
+@njit(JAC_SIG, cache=True)
+def _zero_jac(t, y, p, seg, J):
+    J[:, :] = 0.0

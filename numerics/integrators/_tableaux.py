@@ -1,0 +1,61 @@
+"""Butcher and Rosenbrock tableaux, typed from the papers (checked by the identities in the tests).
+
+* :data:`DOPRI5`: Dormand & Prince (1980), the explicit 5(4) pair with FSAL (Hairer, Nørsett &
+  Wanner, *Solving ODEs I*, Table II.5.2).
+* :data:`ROS34PW2`: Rang & Angermann (2005), a 4-stage Rosenbrock-W method of order 3 with an
+  embedded order-2 solution; L-stable, stiffly accurate, and of order 3 for *any* matrix ``W``
+  used in place of the Jacobian (a W-method). Stored in the ``(α, Γ, b, b̂)`` form of the paper and
+  transformed to the ``(a, c, m, m̂)`` form of Hairer & Wanner (*Solving ODEs II*, IV.7, eq. 7.25)
+  that needs no Jacobian-vector product:
+  ``(I/(hγ) − J) u_i = f(t + α_i h, y + Σ_j a_ij u_j) + Σ_j (c_ij/h) u_j``, ``y₁ = y + Σ m_i u_i``.
+
+??? cite "References"
+    Dormand, J. R. & Prince, P. J. (1980). A family of embedded Runge–Kutta formulae.
+    J. Comput. Appl. Math. 6(1), 19–26.
+    Rang, J. & Angermann, L. (2005). New Rosenbrock W-methods of order 3 for partial
+    differential algebraic equations of index 1. BIT 45, 761–787.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- Dormand–Prince 5(4)
+DP_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
+DP_A = np.zeros((7, 7))
+DP_A[1, 0] = 1 / 5
+DP_A[2, :2] = [3 / 40, 9 / 40]
+DP_A[3, :3] = [44 / 45, -56 / 15, 32 / 9]
+DP_A[4, :4] = [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729]
+DP_A[5, :5] = [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]
+DP_A[6, :6] = [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]
+DP_B = DP_A[6].copy()                      # 5th order weights (FSAL: stage 7 is f(y₁))
+DP_BHAT = np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100,
+                    1 / 40])               # embedded 4th order weights
+DP_E = DP_B - DP_BHAT
+DP_ORDER, DP_ERROR_ORDER = 5, 4
+
+# ----------------------------------------------------------------------------- ROS34PW2
+ROS_GAMMA = 4.3586652150845900e-01
+ROS_ALPHA = np.zeros((4, 4))               # strictly lower: stage arguments y + Σ α_ij k_j
+ROS_ALPHA[1, 0] = 8.7173304301691801e-01
+ROS_ALPHA[2, :2] = [8.4457060015369423e-01, -1.1299064236484185e-01]
+ROS_ALPHA[3, :3] = [0.0, 0.0, 1.0]
+ROS_GAMMA_MATRIX = np.diag(np.full(4, ROS_GAMMA))   # lower triangular Γ
+ROS_GAMMA_MATRIX[1, 0] = -8.7173304301691801e-01
+ROS_GAMMA_MATRIX[2, :2] = [-9.0338057013044082e-01, 5.4180672388095326e-02]
+ROS_GAMMA_MATRIX[3, :3] = [2.4212380706095346e-01, -1.2232505839045147e+00, 5.4526025533510214e-01]
+ROS_B = np.array([2.4212380706095346e-01, -1.2232505839045147e+00, 1.5452602553351020e+00,
+                  4.3586652150845900e-01])
+ROS_BHAT = np.array([3.7810903145819369e-01, -9.6042292212423178e-02, 5.0000000000000000e-01,
+                     2.1793326075422950e-01])
+ROS_ORDER, ROS_ERROR_ORDER = 3, 2
+
+# transformed (Hairer–Wanner) coefficients
+_GINV = np.linalg.inv(ROS_GAMMA_MATRIX)
+ROS_A = np.tril(ROS_ALPHA @ _GINV, -1)     # strictly lower
+ROS_CMAT = np.tril(np.diag(1.0 / np.diag(ROS_GAMMA_MATRIX)) - _GINV, -1)   # strictly lower
+ROS_M = ROS_B @ _GINV
+ROS_MHAT = ROS_BHAT @ _GINV
+ROS_MERR = ROS_M - ROS_MHAT
+ROS_C = ROS_ALPHA.sum(axis=1)              # stage times α_i

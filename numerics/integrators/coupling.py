@@ -1,0 +1,212 @@
+"""The coupling form of the depth flow compiled for the integrators (SPEC §1, "Depth flow").
+
+``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)``, ``R_t(X) = γ(E − X) + MLP_t(X) + g_t·Slow_t(X)``, with
+``θ(t)`` piecewise constant on ``L`` equal intervals (the untied stack; tied weights are ``L = 1``).
+:func:`coupling_rhs_nb` is a Numba transcription of :func:`numerics.flow.make_rhs` with
+``form="coupling"`` (same RMS norm, masked softmax, tanh MLP, block-causal slow path with ``U_c``);
+the tests check that the two agree to rounding. :func:`frozen_kernel_jac_nb` returns the stiff part
+``J = (A_t(X) − I)/ε − γI`` (T×T, acting on the token index), which the Rosenbrock-W method uses as
+``W = J ⊗ I_d``. It omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on the
+critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
+Jacobian of the MLP and slow path (O(1)); the W-method keeps its order whatever is omitted.
+
+All parameters travel in one flat float64 vector built by :func:`pack_coupling`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .. import _validate as v
+from ..model import LayerParams, Model, ModelConfig
+from ._core import JAC_SIG, RHS_SIG
+from . import IntegratorResult, integrate
+
+HEADER = 16
+_T, _P, _D, _M, _L, _NORM, _TANH, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS = range(13)
+
+__all__ = ["pack_coupling", "coupling_rhs_nb", "frozen_kernel_jac_nb", "integrate_coupling",
+           "layer_breakpoints"]
+
+
+def pack_coupling(config: ModelConfig, layers, eps: float, E=None) -> np.ndarray:
+    """Pack ``config``, the per-interval parameters ``layers`` (a :class:`Model` or a sequence of
+    :class:`LayerParams`), ``ε`` and the injection target ``E`` into one flat vector."""
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    if isinstance(layers, Model):
+        layers = layers.layers
+    layers = list(layers)
+    if not layers:
+        raise ValueError("need at least one LayerParams")
+    for i, lp in enumerate(layers):
+        if not isinstance(lp, LayerParams):
+            raise TypeError(f"layers[{i}] must be LayerParams, got {type(lp).__name__}")
+        lp.shapes_ok(config.d, config.m)
+    eps = v.real("eps", eps, low=0.0, low_open=True)
+    T, d = config.T, config.d
+    if config.gamma:
+        if E is None:
+            raise ValueError("gamma > 0 needs the injection target E (T×d)")
+        E = v.finite_array("E", E, shape=(T, d))
+    else:
+        E = np.zeros((T, d))
+    head = np.zeros(HEADER)
+    head[:13] = [T, config.P, d, config.m, len(layers), float(config.norm),
+                 float(config.sigma == "tanh"), float(config.slow), float(config.slow_mask == "full"),
+                 config.gamma, config.score_scale, config.norm_eps, eps]
+    parts = [head, config.mask_array.astype(np.float64).ravel(), E.ravel()]
+    for lp in layers:
+        parts += [lp.Q.ravel(), lp.K.ravel(), lp.W1.ravel(), lp.W2.ravel(), lp.Qs.ravel(),
+                  lp.Ks.ravel(), lp.Vs.ravel(), np.array([lp.g])]
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+@njit(cache=True)
+def _mat(p, off, r, c):
+    return p[off:off + r * c].copy().reshape(r, c)
+
+
+@njit(cache=True)
+def _rms(X, ne):
+    out = np.empty_like(X)
+    for i in range(X.shape[0]):
+        s = 0.0
+        for j in range(X.shape[1]):
+            s += X[i, j] * X[i, j]
+        r = 1.0 / np.sqrt(s / X.shape[1] + ne)
+        for j in range(X.shape[1]):
+            out[i, j] = X[i, j] * r
+    return out
+
+
+@njit(cache=True)
+def _softmax_masked(S, mask):
+    """Row-wise softmax of ``S`` over the entries where ``mask > 0`` (in place)."""
+    n, k = S.shape
+    for i in range(n):
+        mx = -np.inf
+        for j in range(k):
+            if mask[i, j] > 0.0 and S[i, j] > mx:
+                mx = S[i, j]
+        z = 0.0
+        for j in range(k):
+            if mask[i, j] > 0.0:
+                e = np.exp(S[i, j] - mx)
+                S[i, j] = e
+                z += e
+            else:
+                S[i, j] = 0.0
+        for j in range(k):
+            S[i, j] /= z
+    return S
+
+
+@njit(cache=True)
+def _layer_offset(p, seg):
+    T = int(p[_T])
+    d = int(p[_D])
+    m = int(p[_M])
+    L = int(p[_L])
+    size = 5 * d * d + 2 * d * m + 1
+    l = min(max(seg, 0), L - 1)
+    return HEADER + T * T + T * d + l * size
+
+
+@njit(cache=True)
+def _fast_kernel(X, p, seg):
+    T = int(p[_T])
+    d = int(p[_D])
+    off = _layer_offset(p, seg)
+    Q = _mat(p, off, d, d)
+    K = _mat(p, off + d * d, d, d)
+    mask = _mat(p, HEADER, T, T)
+    Xn = _rms(X, p[_NEPS]) if p[_NORM] > 0.0 else X
+    S = p[_BETA] * np.dot(np.dot(Xn, Q), np.dot(Xn, K).T)
+    return _softmax_masked(S, mask), Xn
+
+
+@njit(RHS_SIG, cache=True)
+def coupling_rhs_nb(t, y, p, seg, out):
+    """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg``."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    X = y.reshape(T, d)
+    A, Xn = _fast_kernel(X, p, seg)
+    F = (np.dot(A, X) - X) / p[_EPS]
+    off = _layer_offset(p, seg) + 2 * d * d
+    W1 = _mat(p, off, d, m)
+    W2 = _mat(p, off + d * m, m, d)
+    Z = np.dot(Xn, W1)
+    if p[_TANH] > 0.0:
+        Z = np.tanh(Z)
+    F += np.dot(Z, W2)
+    off += 2 * d * m
+    g = p[off + 3 * d * d]
+    if p[_SLOW] > 0.0 and g != 0.0:
+        Qs = _mat(p, off, d, d)
+        Ks = _mat(p, off + d * d, d, d)
+        Vs = _mat(p, off + 2 * d * d, d, d)
+        Yb = np.zeros((N, d))
+        for b in range(N):
+            for i in range(P):
+                Yb[b] += X[b * P + i]
+        Yb /= P
+        Yh = _rms(Yb, p[_NEPS]) if p[_NORM] > 0.0 else Yb
+        Ss = p[_BETA] * np.dot(np.dot(Yh, Qs), np.dot(Yh, Ks).T)
+        smask = np.ones((N, N))
+        if p[_SLOWFULL] == 0.0:
+            smask = np.tril(smask)
+        Zs = np.dot(_softmax_masked(Ss, smask), np.dot(Yh, Vs))
+        for b in range(1, N):
+            for i in range(P):
+                F[b * P + i] += g * Zs[b - 1]
+    if p[_GAMMA] != 0.0:
+        E = p[HEADER + T * T:HEADER + T * T + T * d].reshape(T, d)
+        F += p[_GAMMA] * (E - X)
+    out[:] = F.reshape(T * d)
+
+
+@njit(JAC_SIG, cache=True)
+def frozen_kernel_jac_nb(t, y, p, seg, J):
+    """``J = (A(X) − I)/ε − γI`` (T×T): the stiff part of the coupling Jacobian, as ``J ⊗ I_d``."""
+    T = int(p[_T])
+    d = int(p[_D])
+    A, _ = _fast_kernel(y.reshape(T, d), p, seg)
+    J[:, :] = A / p[_EPS]
+    for i in range(T):
+        J[i, i] -= 1.0 / p[_EPS] + p[_GAMMA]
+
+
+def layer_breakpoints(L: int) -> np.ndarray:
+    """The interior breakpoints ``l/L`` (``l = 1 … L−1``) of ``L`` piecewise-constant intervals."""
+    L = v.positive_int("L", L)
+    return np.arange(1, L) / L
+
+
+def integrate_coupling(model: Model, X0, eps: float, *, E=None, t_span=(0.0, 1.0), t_eval=None,
+                       method: str = "rosw", rtol: float = 1e-6, atol: float = 1e-9,
+                       h_fixed: float | None = None, max_steps: int = 1_000_000) -> IntegratorResult:
+    """Integrate the coupling form of ``model`` (weights of layer ``l`` on ``[l/L, (l+1)/L)``).
+
+    ``E`` defaults to ``X0`` when ``γ > 0``. The integration stops exactly at every ``l/L``. The
+    result's ``y`` has shape ``(T·d, K)``; ``result.extra["X"]`` holds the states as ``(K, T, d)``.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+    cfg = model.config
+    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
+    if cfg.gamma and E is None:
+        E = X0
+    p = pack_coupling(cfg, model.layers, eps, E)
+    t0, t1 = float(t_span[0]), float(t_span[1])
+    bps = [b for b in layer_breakpoints(model.L)] if not model.tied else []
+    res = integrate(coupling_rhs_nb, (t0, t1), X0, method=method, jac=frozen_kernel_jac_nb,
+                    jac_size=cfg.T, p=p, rtol=rtol, atol=atol, t_eval=t_eval, breakpoints=bps,
+                    h_fixed=h_fixed, max_steps=max_steps)
+    res.extra["X"] = res.y.T.reshape(-1, cfg.T, cfg.d)
+    return res
