@@ -1,0 +1,91 @@
+"""Unit and property tests of numerics.stability (margin, critical gate, pencil certificate) and of
+the closed forms in theory.stability."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from scipy.stats import ortho_group
+
+from numerics.stability import (critical_gate, gate_spectral_radii, margin_certificate,
+                                sigma_min_on_circle, spectral_radius, stability_margin)
+from theory.stability import (block_causal_gap_ratio, normal_critical_gates, scalar_critical_gates,
+                              slow_coupling_algebra)
+
+
+def _contractive(rng, n, rho):
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    return rho * A / spectral_radius(A)
+
+
+@pytest.mark.parametrize("bad", [np.zeros((2, 3)), np.zeros(3), [[np.nan]], "J", None,
+                                 np.zeros((0, 0))])
+def test_inputs_are_validated(bad):
+    with pytest.raises((ValueError, TypeError)):
+        stability_margin(bad)
+
+
+def test_critical_gate_validates_sign_and_shapes():
+    with pytest.raises(ValueError, match="sign"):
+        critical_gate(np.eye(2) * 0.5, np.eye(2), sign=2)
+    with pytest.raises(ValueError, match="shape"):
+        critical_gate(np.eye(2) * 0.5, np.eye(3))
+
+
+def test_scalar_case_matches_the_closed_form():
+    _, _, _, _, f = scalar_critical_gates()
+    for a in (0.0, 0.3, 0.9):
+        J, G = a * np.eye(3), np.eye(3)
+        gp, gm, bound = f(a)
+        assert stability_margin(J) == pytest.approx(1 - a, abs=1e-12)
+        assert critical_gate(J, G) == pytest.approx(gp, abs=1e-10)
+        assert critical_gate(J, G, sign=-1) == pytest.approx(gm, abs=1e-10)
+        assert critical_gate(J, G) == pytest.approx(bound, abs=1e-10)  # tight
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6))
+def test_normal_case_matches_the_closed_form(seed, n):
+    rng = np.random.default_rng(seed)
+    r = rng.uniform(0, 0.95, n)
+    phi = rng.uniform(0, np.pi, n)
+    lam = r * np.exp(1j * phi)
+    Qm = ortho_group.rvs(n, random_state=rng) if n > 1 else np.eye(1)
+    J = Qm @ np.diag(lam) @ Qm.T  # complex normal matrix
+    gp, gm, m = normal_critical_gates().numeric(r, phi)
+    assert stability_margin(J) == pytest.approx(1 - r.max(), abs=1e-9)
+    assert critical_gate(J, np.eye(n)) == pytest.approx(gp.min(), abs=1e-9)
+    assert critical_gate(J, np.eye(n), sign=-1) == pytest.approx(gm.min(), abs=1e-9)
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8), st.floats(0.05, 0.98))
+def test_margin_agrees_with_the_pencil_certificate_and_a_dense_grid(seed, n, rho):
+    J = _contractive(np.random.default_rng(seed), n, rho)
+    m = stability_margin(J)
+    cert = margin_certificate(J)
+    dense = sigma_min_on_circle(J, np.linspace(0, 2 * np.pi, 4001)).min()
+    assert cert.lower - 1e-9 <= m <= cert.upper + 1e-9
+    assert m <= dense + 1e-12
+    assert dense - m < 1e-3 * max(m, 1e-3)  # the grid only approaches from above
+    # m ≤ 1 − ρ(J) always (σ_min(zI − J) ≤ |z − λ|), equality for normal J
+    assert m <= 1 - spectral_radius(J) + 1e-10
+
+
+def test_triangular_coupling_never_reaches_the_circle():
+    J = np.diag([0.5, 0.2, -0.4])
+    G = np.tril(np.ones((3, 3)), k=-1)  # nilpotent, strictly lower: spectrum of J + gG is J's
+    assert critical_gate(J, G) == float("inf")
+    assert np.allclose(gate_spectral_radii(J, G, [0, 10, 100]), 0.5)
+
+
+def test_critical_gate_is_zero_for_a_non_contractive_reference():
+    assert critical_gate(np.diag([1.2, 0.1]), np.eye(2)) == 0.0
+
+
+def test_block_causal_gap_algebra_is_exact():
+    assert block_causal_gap_ratio() == __import__("sympy").sqrt(__import__("sympy").Symbol(
+        "P", positive=True, integer=True) - 1)
+    for N, P in ((1, 1), (2, 3), (3, 4)):
+        out = slow_coupling_algebra(N, P)
+        for key in ("G_times_I_minus_UB", "I_minus_UB_times_G", "I_minus_Pi_times_G",
+                    "gap_gram_minus_scaled_gram"):
+            assert out[key].is_zero_matrix, (N, P, key)
+        assert out["gap"].is_zero_matrix == (N == 1 or P == 1)
