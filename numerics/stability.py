@@ -74,8 +74,16 @@ def _sigma_min_at(J: np.ndarray, theta) -> np.ndarray:
     """``σ_min(e^{iθ} I − J)`` for an array of angles (batched SVD)."""
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
     n = J.shape[0]
-    Z = np.exp(1j * theta)[:, None, None] * np.eye(n)[None] - J[None]
-    return np.linalg.svd(Z, compute_uv=False)[:, -1]
+    out = np.empty(theta.size)
+    idx = np.arange(n)
+    chunk = max(1, 2 ** 16 // (n * n))
+    for s in range(0, theta.size, chunk):
+        z = np.exp(1j * theta[s:s + chunk])
+        Z = np.empty((z.size, n, n), dtype=np.complex128)
+        Z[:] = -J
+        Z[:, idx, idx] += z[:, None]
+        out[s:s + chunk] = np.linalg.svd(Z, compute_uv=False)[:, -1]
+    return out
 
 
 def _grid_angles(J: np.ndarray, n_grid: int) -> np.ndarray:
