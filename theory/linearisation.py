@@ -134,9 +134,10 @@ def homogeneous_jacobian_residual(T: int, d: int, mask: str = "causal", P: int |
     e = sp.Matrix(sp.symbols(f"e0:{d}", real=True))
     X = sp.Matrix(T, d, sp.symbols(f"X0:{T * d}", real=True))
     act = _sigma(sigma)
-    rows = [rms_norm(X[t, :], eps) if norm else X[t, :] for t in range(T)]
-    Xn = sp.Matrix.vstack(*rows)
-    S = beta * (Xn * Q) * (Xn * Kw).T
+    # chain rule by computation: Φ(U, X) with U = n(X) a matrix of independent symbols, then
+    # ∂Φ/∂X = ∂Φ/∂X|_U + ∂Φ/∂U · ∂U/∂X (∂U/∂X is block diagonal: one d×d norm Jacobian per row)
+    U = sp.Matrix(T, d, sp.symbols(f"u0:{T * d}", real=True))
+    S = beta * (U * Q) * (U * Kw).T
     mk = mask_matrix(mask, T, P)
     A = sp.zeros(T, T)
     for t in range(T):
@@ -145,15 +146,30 @@ def homogeneous_jacobian_residual(T: int, d: int, mask: str = "causal", P: int |
         for s in range(T):
             A[t, s] = ws[s] / tot
     E = sp.Matrix.vstack(*[e.T for _ in range(T)])
-    Phi = X + h * (A * Xn * V + (Xn * W1).applyfunc(act) * W2 + gamma * (E - X))
-    vecPhi = sp.Matrix([Phi[t, i] for t in range(T) for i in range(d)])
-    vecX = [X[t, i] for t in range(T) for i in range(d)]
-    J = vecPhi.jacobian(vecX)
+    Phi = X + h * (A * U * V + (U * W1).applyfunc(act) * W2 + gamma * (E - X))
+    vec = lambda Z: sp.Matrix([Z[t, i] for t in range(T) for i in range(d)])
+    vecX, vecU = list(vec(X)), list(vec(U))
+    rowmap = [rms_norm(X[t, :], eps) if norm else X[t, :] for t in range(T)]
+    # evaluate at X = 1xᵀ and U = 1uᵀ with a free symbol u: the scores in each row coincide, so
+    # the exponentials cancel structurally (xreplace rebuilds exp(a)/(2 exp(a)) as 1/2); then u = n(x)
+    u = sp.Matrix(sp.symbols(f"w0:{d}", real=True))
     at = {X[t, i]: x[i] for t in range(T) for i in range(d)}
-    J = J.subs(at)
+    at.update({U[t, i]: u[i] for t in range(T) for i in range(d)})
+    dU = sp.diag(*[sp.Matrix(r).jacobian([X[t, i] for i in range(d)]) for t, r in enumerate(rowmap)])
+    JX = vec(Phi).jacobian(vecX).xreplace(at)
+    JU = vec(Phi).jacobian(vecU).xreplace(at)
+    ustar = rms_norm(x, eps) if norm else x
+    J = JX + (JU * dU.xreplace(at)).xreplace({u[i]: ustar[i] for i in range(d)})
     Kmask = sp.Matrix(T, T, lambda t, s: sp.Rational(1, sum(mk[t])) if mk[t][s] else 0)
     pred = sp.kronecker_product(sp.eye(T), N.T) + sp.kronecker_product(Kmask, M.T)
     rho = sp.Symbol("rho", positive=True)
     to_rho = {eps: rho ** 2 - sum(xi ** 2 for xi in x) / d}
     R = (J - pred).subs(to_rho) if norm else (J - pred)
-    return R.applyfunc(lambda expr: sp.simplify(sp.powsimp(sp.expand(expr), force=True)))
+    return R.applyfunc(_zero_or_simplified)
+
+
+def _zero_or_simplified(expr):
+    """Cheap normal form first (``cancel``: a rational function in the symbols once ``ε = ρ² −
+    mean(x²)``); ``simplify`` only if that is not already zero."""
+    e = sp.cancel(expr)
+    return e if e == 0 else sp.simplify(e)
