@@ -63,6 +63,9 @@ def _cmd_check(args) -> int:
     except (ValueError, TypeError) as exc:
         print(f"fastslow check: bad input: {exc}", file=sys.stderr)
         return 2
+    except FloatingPointError as exc:
+        print(f"fastslow check: the instance is out of numerical range: {exc}", file=sys.stderr)
+        return 2
     payload = {"id": result.id, "holds": result.holds, "hypotheses_hold": result.hypotheses_hold,
                "figures": result.figures, "params": result.params, "seed": result.seed,
                "tolerance": result.tolerance, "notes": result.notes}
@@ -232,7 +235,12 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage already
         return int(exc.code or 0)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # e.g. `fastslow claims | head`
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -74,8 +74,17 @@ def _layer(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E: np.ndarray | None
 
 # --------------------------------------------------------------------------- validation helpers
 
+STATE_LIMIT = 1e150
+"""Largest magnitude a state entry may have: squares (RMS norm) and scores stay below overflow."""
+
+
 def _check_state(cfg: ModelConfig, X, name: str = "X") -> np.ndarray:
-    return v.finite_array(name, X, shape=(cfg.T, cfg.d))
+    X = v.finite_array(name, X, shape=(cfg.T, cfg.d))
+    big = np.abs(X).max(initial=0.0)
+    if big >= STATE_LIMIT:
+        raise ValueError(f"{name} has an entry of magnitude {big:.3g}; expected magnitudes below "
+                         f"{STATE_LIMIT:.0e} (squares must not overflow float64)")
+    return X
 
 
 def _check_embeddings(cfg: ModelConfig, E, X0: np.ndarray) -> np.ndarray | None:
@@ -182,8 +191,9 @@ def stack_trajectory(model: Model, X0, E=None) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         for l, p in enumerate(model.layers):
             X = _layer(cfg, p, X, E)
-            if not np.all(np.isfinite(X)):
-                raise FloatingPointError(f"layer {l} produced non-finite values (overflow); reduce "
-                                         "the weight scale, the depth step h or the depth L")
+            if not np.all(np.abs(X) < STATE_LIMIT):  # also catches inf and NaN
+                raise FloatingPointError(f"layer {l} produced non-finite or overflowing values "
+                                         f"(|X| ≥ {STATE_LIMIT:.0e}); reduce the weight scale, the "
+                                         "depth step h or the depth L")
             out[l + 1] = X
     return out

@@ -163,5 +163,5 @@ def test_weights_of_the_wrong_shape_are_rejected():
 def test_overflowing_stack_raises_instead_of_returning_nan():
     cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity")
     model = nm.init_model(cfg, 60, 0, scale=30.0)
-    with pytest.raises(FloatingPointError, match=r"layer \d+ produced non-finite values"):
+    with pytest.raises(FloatingPointError, match=r"layer \d+ produced non-finite or overflowing values"):
         nm.stack(model, np.ones((4, 2)))

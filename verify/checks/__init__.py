@@ -5,6 +5,8 @@ A check module ``verify.checks.<id>`` (lower-case ID, e.g. ``a1``) defines
 * ``DEFAULTS``: a dict of parameter names to default values. The type of each default fixes how a
   command-line string is parsed (int, float, bool, str, or a tuple of floats/ints written
   ``1e-3,1e-1``).
+* optionally ``LIMITS``: ``{name: (low, high)}`` bounds that keep an instance small enough to
+  finish in seconds (``fastslow check`` rejects values outside them with exit code 2).
 * ``check(params: dict, seed: int) -> CheckResult``: run the claim's test on one instance and say
   whether the conclusion holds, whether the instance satisfies the claim's hypotheses, and the
   measured numbers. A negative control is the same call with parameters that violate a hypothesis.
@@ -114,16 +116,48 @@ def _parse_value(key: str, raw, default):
     return text
 
 
-def resolve_params(defaults: dict, overrides: dict | None) -> dict:
+def _check_type(key: str, value, default):
+    """Values must have the default's type (ints for ints, finite reals for floats, ...)."""
+    if isinstance(default, bool):
+        ok = isinstance(value, (bool, np.bool_))
+    elif isinstance(default, int):
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if ok and not math.isfinite(float(value)):
+            raise ValueError(f"parameter {key}={value!r}: expected a finite number")
+    elif isinstance(default, tuple):
+        ok = isinstance(value, (tuple, list)) and len(value) > 0 and all(
+            isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
+            for x in value)
+        value = tuple(value) if ok else value
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    else:
+        ok = True
+    if not ok:
+        raise ValueError(f"parameter {key}={value!r}: expected a value of type "
+                         f"{type(default).__name__} like {default!r}")
+    return value
+
+
+def resolve_params(defaults: dict, overrides: dict | None, limits: dict | None = None) -> dict:
     """``defaults`` updated by ``overrides`` (strings parsed to the default's type).
 
-    Unknown keys raise ``ValueError`` naming the known ones.
+    Unknown keys, values of the wrong type and values outside ``limits`` (``{key: (low, high)}``,
+    inclusive; a check module's ``LIMITS``, which keep a user's instance small enough to finish)
+    raise ``ValueError`` naming the parameter and what was expected.
     """
     params = dict(defaults)
     for key, raw in (overrides or {}).items():
         if key not in defaults:
             raise ValueError(f"unknown parameter {key!r}; expected one of {sorted(defaults)}")
-        params[key] = _parse_value(key, raw, defaults[key])
+        params[key] = _check_type(key, _parse_value(key, raw, defaults[key]), defaults[key])
+    for key, (low, high) in (limits or {}).items():
+        val = params[key]
+        vals = val if isinstance(val, tuple) else (val,)
+        if any(not (low <= x <= high) for x in vals):
+            raise ValueError(f"parameter {key}={val!r} is out of range: expected {low} ≤ {key} ≤ {high}")
     return params
 
 
@@ -148,7 +182,7 @@ def run_check(claim_id: str, params: dict | None = None, seed: int = 0) -> Check
     mod = load(claim_id)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    resolved = resolve_params(mod.DEFAULTS, params)
+    resolved = resolve_params(mod.DEFAULTS, params, getattr(mod, "LIMITS", None))
     result = mod.check(resolved, int(seed))
     if not isinstance(result, CheckResult):
         raise TypeError(f"check of {claim_id} returned {type(result).__name__}, not CheckResult")

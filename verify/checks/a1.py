@@ -27,6 +27,9 @@ DEFAULTS = {
     "gate": 0.7, "scale": 1.0, "slow_scale": 1.0, "perturbation": 1.0,
 }
 
+LIMITS = {"T": (1, 256), "P": (1, 256), "d": (1, 64), "L": (1, 64), "gate": (-1e3, 1e3),
+          "scale": (0.0, 1e3), "slow_scale": (0.0, 1e3), "perturbation": (1e-8, 1e3)}
+
 CAUSAL_FAST_MASKS = ("causal", "block_causal")
 
 
