@@ -237,8 +237,8 @@ def train(toy: GatedToy, mom: Moments, *, w0: float = 1.0, g0: float = 0.0, lr: 
     """Gradient descent on ``R(g, w)`` from ``(g0, w0)`` with Armijo backtracking.
 
     Each step tries the step size ``lr`` and halves it until the risk decreases by at least
-    ``10⁻⁴·η·‖∇R‖²`` and the recurrence stays stable (at most 40 halvings; otherwise the step is
-    skipped). Backtracking keeps plain gradient descent convergent when the curvature grows with
+    ``10⁻⁴·η·‖∇R‖²`` and the recurrence stays stable (at most 40 halvings, and none once the
+    predicted decrease ``η‖∇R‖²`` falls below ``10⁻¹⁴|R|``; otherwise the step is skipped). Backtracking keeps plain gradient descent convergent when the curvature grows with
     ``ρ`` (no fixed step fits all ``ρ``). ``train_slow=False`` freezes the slow weight at ``w0``
     (with ``w0 = 0`` the slow channel is off: the *frozen* ablation). Moments with a leading batch
     axis (:func:`stack_moments`) train a batch of independent models at once.
@@ -268,6 +268,8 @@ def train(toy: GatedToy, mom: Moments, *, w0: float = 1.0, g0: float = 0.0, lr: 
             g, w, r = np.where(accept, gn, g), np.where(accept, wn, w), np.where(accept, rn, r)
             todo = todo & ~accept
             eta = np.where(todo, 0.5 * eta, eta)
+            # a decrease below the rounding level of the risk cannot be certified: stop there
+            todo = todo & (eta * sq > 1e-14 * np.abs(r))
         stable = stable & (np.abs(toy.a + g * toy.c) < 1.0)
         hist[j + 1] = r
     if batch == ():
