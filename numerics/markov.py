@@ -1,0 +1,372 @@
+"""Markov generators: validation, communicating classes, stationary distributions, spectral gaps,
+the first-order slow manifold and the coupled fast–slow system (claims F2, F3).
+
+Conventions. A **generator in the column convention** is a real n×n matrix ``Q`` with
+``Q_ij ≥ 0`` for ``i ≠ j`` (the rate of the jump ``j → i``) and zero column sums, ``1ᵀQ = 0``; a
+probability vector evolves by ``dx/dt = Q x`` and stays on the simplex. ``G`` is a generator in the
+**row convention** iff ``Gᵀ`` is one in the column convention (``G 1 = 0``): the frozen attention
+kernels give ``K − I`` in the row convention (SPEC §1), acting on ``X`` from the left.
+
+Uniqueness. ``Q`` has a one-dimensional null space spanned by a probability vector iff its jump
+graph has exactly **one closed communicating class** (a "unichain"); irreducibility (one class
+in all) is the special case with a strictly positive ``p_st``. Then every other eigenvalue has
+negative real part and ``x(t) → p_st`` at the spectral gap ``−max{Re λ : λ ≠ 0}``.
+
+The fast–slow system of F2 (column convention)::
+
+    ε dx/dt = Q(y) x,        dy/dt = g(x, y, t) = −y + cᵀx + sin t.
+
+After an initial layer of duration O(ε log 1/ε), ``x(t) = p_st(y(t)) + ε h_1(y(t), t) + O(ε²)``
+with ``Q h_1 = ∂_y p_st · g(p_st, y, t)``, ``1ᵀh_1 = 0``; and ``∂_y p_st = Q^#(−∂_y Q · p_st)``
+(differentiate ``Q p_st = 0``). :func:`first_order_correction` computes ``h_1`` this way,
+numerically, independently of ``theory.markov`` (which derives it symbolically).
+
+``numerics`` never imports ``theory``: the example chains are written out here and ``verify``
+checks that both definitions agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from . import _validate as v
+
+__all__ = ["CONVENTIONS", "check_generator", "generator_violation", "communicating_classes",
+           "closed_classes", "is_irreducible", "stationary_distribution", "spectral_gap",
+           "zero_sum_solve", "example_generator", "example_generator_dy", "EXAMPLE_CHAINS",
+           "stationary_derivative", "first_order_correction", "CoupledRun", "integrate_coupled",
+           "attention_mixing_operator"]
+
+CONVENTIONS = ("column", "row")
+EXAMPLE_CHAINS = (2, 3)
+
+
+def _as_column(Q, convention: str) -> np.ndarray:
+    v.choice("convention", convention, CONVENTIONS)
+    Q = v.finite_array("Q", Q, ndim=2)
+    if Q.shape[0] != Q.shape[1] or Q.shape[0] < 1:
+        raise ValueError(f"Q must be a non-empty square matrix, got shape {Q.shape}")
+    return Q if convention == "column" else Q.T
+
+
+def generator_violation(G, convention: str = "column") -> dict:
+    """How far ``G`` is from being a generator: the sizes of the two violated conditions.
+
+    Returns (all ≥ 0; every entry is exactly 0 for a generator):
+
+    * ``negative_offdiag``: ``max(0, −min_{i≠j} G_ij)``, the most negative off-diagonal rate;
+    * ``negative_offdiag_rel``: the same divided by ``max_{i≠j} |G_ij|``;
+    * ``negative_mass_fraction``: ``Σ_{i≠j} max(0, −G_ij) / Σ_{i≠j} |G_ij|``;
+    * ``sum_defect``: ``max |column sums|`` (column convention) or ``max |row sums|`` (row), i.e.
+      ``‖1ᵀG‖_∞`` resp. ``‖G 1‖_∞``: the conservation defect;
+    * ``sum_defect_rel``: the same divided by the largest absolute column (row) sum of ``|G|``.
+    """
+    Gc = _as_column(G, convention)
+    n = Gc.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    offv = Gc[off]
+    neg = np.maximum(0.0, -offv)
+    scale_off = float(np.abs(offv).max()) if offv.size else 0.0
+    sums = Gc.sum(axis=0)
+    scale_sum = float(np.abs(Gc).sum(axis=0).max())
+    return {
+        "negative_offdiag": float(neg.max()) if offv.size else 0.0,
+        "negative_offdiag_rel": float(neg.max()) / scale_off if scale_off > 0 else 0.0,
+        "negative_mass_fraction": float(neg.sum() / np.abs(offv).sum()) if scale_off > 0 else 0.0,
+        "sum_defect": float(np.abs(sums).max()),
+        "sum_defect_rel": float(np.abs(sums).max()) / scale_sum if scale_sum > 0 else 0.0,
+    }
+
+
+def check_generator(Q, convention: str = "column", atol: float = 1e-12) -> np.ndarray:
+    """Return ``Q`` (as a float array) if it is a generator within ``atol``, else raise ``ValueError``
+    naming the first violation: a negative off-diagonal entry or a non-zero column (row) sum.
+
+    ``atol`` is absolute, scaled by ``max(1, max |Q|)``.
+    """
+    Qc = _as_column(Q, convention)
+    atol = v.real("atol", atol, low=0.0)
+    tol = atol * max(1.0, float(np.abs(Qc).max()))
+    n = Qc.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    bad = np.argwhere(off & (Qc < -tol))
+    if bad.size:
+        i, j = bad[0]
+        r, c = (i, j) if convention == "column" else (j, i)
+        raise ValueError(f"not a generator ({convention} convention): off-diagonal entry "
+                         f"Q[{r}, {c}] = {Qc[i, j]:.3g} is negative (rates must be ≥ 0)")
+    sums = Qc.sum(axis=0)
+    badsum = np.flatnonzero(np.abs(sums) > tol)
+    if badsum.size:
+        j = badsum[0]
+        what = "column" if convention == "column" else "row"
+        raise ValueError(f"not a generator ({convention} convention): {what} {j} sums to "
+                         f"{sums[j]:.3g}, expected 0 (mass conservation, 1ᵀQ = 0)")
+    return np.asarray(Q, dtype=np.float64)
+
+
+def _reach(Qc: np.ndarray) -> np.ndarray:
+    """``reach[j, i]``: state ``i`` is reachable from ``j`` (jumps ``j → i`` where ``Q_ij > 0``)."""
+    n = Qc.shape[0]
+    R = (Qc.T > 0) | np.eye(n, dtype=bool)
+    for k in range(n):  # Warshall
+        R = R | (R[:, [k]] & R[[k], :])
+    return R
+
+
+def communicating_classes(Q, convention: str = "column") -> list[list[int]]:
+    """The communicating classes of the jump graph of ``Q`` (sorted lists of states)."""
+    Qc = _as_column(Q, convention)
+    R = _reach(Qc)
+    both = R & R.T
+    classes, seen = [], set()
+    for j in range(Qc.shape[0]):
+        if j not in seen:
+            cls = sorted(np.flatnonzero(both[j]).tolist())
+            seen.update(cls)
+            classes.append(cls)
+    return classes
+
+
+def closed_classes(Q, convention: str = "column") -> list[list[int]]:
+    """The closed communicating classes (no jump leaves them). Their number is the dimension of the
+    null space of a generator; ``p_st`` is unique iff there is exactly one."""
+    Qc = _as_column(Q, convention)
+    R = _reach(Qc)
+    return [c for c in communicating_classes(Qc) if not R[c][:, [k for k in range(Qc.shape[0])
+                                                                   if k not in c]].any()]
+
+
+def is_irreducible(Q, convention: str = "column") -> bool:
+    """Every state reaches every other state through jumps of positive rate."""
+    return len(communicating_classes(Q, convention)) == 1
+
+
+def stationary_distribution(Q, convention: str = "column", atol: float = 1e-12) -> np.ndarray:
+    """The unique stationary distribution ``p`` of the generator ``Q`` (``Q p = 0``, ``1ᵀp = 1``).
+
+    Hypotheses, checked with a clear ``ValueError``: ``Q`` is a generator (:func:`check_generator`)
+    with exactly one closed communicating class (irreducible chains are the main case; a chain with
+    transient states and one closed class, such as the within-block causal kernel, also has a
+    unique ``p``). Computed as the right singular vector of the smallest singular value, normalised
+    to sum 1 (entries of transient states are zero up to rounding).
+    """
+    Qc = _as_column(check_generator(Q, convention, atol), convention)
+    closed = closed_classes(Qc)
+    if len(closed) != 1:
+        raise ValueError(f"Q has {len(closed)} closed communicating classes {closed}: it is "
+                         "reducible with several equilibria, so the stationary distribution is "
+                         "not unique")
+    return _null_vector(Qc)
+
+
+def _null_vector(Qc: np.ndarray) -> np.ndarray:
+    _, _, Vt = np.linalg.svd(Qc)
+    p = Vt[-1]
+    return p / p.sum()
+
+
+def spectral_gap(Q, convention: str = "column") -> float:
+    """``−max{Re λ : λ eigenvalue of Q other than the one nearest 0}``: the rate at which
+    ``x(t) → p_st``. Positive for a generator with one closed class. Small n only (dense eig)."""
+    Qc = _as_column(Q, convention)
+    lam = np.linalg.eigvals(Qc)
+    if lam.size == 1:
+        return float("inf")
+    rest = np.delete(lam, np.argmin(np.abs(lam)))
+    return float(-rest.real.max())
+
+
+def zero_sum_solve(Q, b) -> np.ndarray:
+    """The solution ``h`` of ``Q h = b`` with ``1ᵀh = 0`` (``h = Q^# b``, group inverse).
+
+    ``Q`` is a column-convention generator with one closed class and ``b`` must satisfy ``1ᵀb = 0``
+    (then ``b ∈ range Q``). Solved as the consistent bordered system ``[Q; 1ᵀ] h = [b; 0]`` by
+    least squares (exact for consistent systems up to rounding). Unvalidated; callers check.
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    n = Q.shape[0]
+    A = np.vstack([Q, np.ones((1, n))])
+    rhs = np.concatenate([b, np.zeros((1,) + b.shape[1:])])
+    return np.linalg.lstsq(A, rhs, rcond=None)[0]
+
+
+# --------------------------------------------------------------------------- example chains
+
+def _example_rates(n: int, y: float) -> tuple[list, list]:
+    """``(rates, d rates/dy)`` as lists of ``(i, j, value)`` for the jump ``j → i``.
+
+    n = 2: ``0 → 1: e^y``, ``1 → 0: 1 + y²``.
+    n = 3: ``0 → 1: e^y``, ``1 → 0: 1``, ``1 → 2: 1 + y²``, ``2 → 1: e^{−y}``, ``2 → 0: 2``,
+    ``0 → 2: 1/2`` (irreducible, not reversible).
+    """
+    ey, emy = np.exp(y), np.exp(-y)
+    if n == 2:
+        return ([(1, 0, ey), (0, 1, 1.0 + y * y)], [(1, 0, ey), (0, 1, 2.0 * y)])
+    return ([(1, 0, ey), (0, 1, 1.0), (2, 1, 1.0 + y * y), (1, 2, emy), (0, 2, 2.0), (2, 0, 0.5)],
+            [(1, 0, ey), (0, 1, 0.0), (2, 1, 2.0 * y), (1, 2, -emy), (0, 2, 0.0), (2, 0, 0.0)])
+
+
+def _assemble(n: int, entries: list) -> np.ndarray:
+    Q = np.zeros((n, n))
+    for i, j, r in entries:
+        Q[i, j] += r
+        Q[j, j] -= r
+    return Q
+
+
+def _check_example(n, y) -> tuple[int, float]:
+    n = v.positive_int("n", n)
+    if n not in EXAMPLE_CHAINS:
+        raise ValueError(f"example chains exist for n in {EXAMPLE_CHAINS}, got n={n}")
+    return n, v.real("y", y)
+
+
+def example_generator(n: int, y: float) -> np.ndarray:
+    """``Q(y)`` (column convention) of the example chain with ``n ∈ {2, 3}`` states."""
+    n, y = _check_example(n, y)
+    return _assemble(n, _example_rates(n, y)[0])
+
+
+def example_generator_dy(n: int, y: float) -> np.ndarray:
+    """``∂Q/∂y`` of :func:`example_generator` (analytic)."""
+    n, y = _check_example(n, y)
+    return _assemble(n, _example_rates(n, y)[1])
+
+
+def stationary_derivative(Q, dQ) -> np.ndarray:
+    """``∂_y p_st = Q^#(−∂_y Q · p_st)`` (from differentiating ``Q p_st = 0``, ``1ᵀ p_st = 1``)."""
+    p = stationary_distribution(Q)
+    dQ = v.finite_array("dQ", dQ, shape=np.shape(Q))
+    return zero_sum_solve(Q, -dQ @ p)
+
+
+def first_order_correction(Q, dQ, c, y: float, t: float) -> np.ndarray:
+    """``h_1 = Q^#(∂_y p_st · g(p_st, y, t))`` with ``g = −y + cᵀx + sin t``: the O(ε) term of the
+    slow manifold ``x = p_st(y) + ε h_1(y, t) + O(ε²)`` (zero-sum, ``1ᵀh_1 = 0``)."""
+    p = stationary_distribution(Q)
+    c = v.finite_array("c", c, shape=(p.size,))
+    g0 = -v.real("y", y) + c @ p + np.sin(v.real("t", t))
+    return zero_sum_solve(Q, stationary_derivative(Q, dQ) * g0)
+
+
+# --------------------------------------------------------------------------- coupled system
+
+@dataclass
+class CoupledRun:
+    """A trajectory of ``ε x' = Q(y) x``, ``y' = −y + cᵀx + sin t``: times ``t`` (k,), ``x`` (k, n),
+    ``y`` (k,), and the solver counters ``nfev``, ``njev``, ``nlu``, ``method``, ``success``."""
+
+    t: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    nfev: int
+    njev: int
+    nlu: int
+    method: str
+    success: bool
+
+
+def integrate_coupled(generator, generator_dy, eps: float, x0, y0: float, c, t_eval,
+                      method: str = "Radau", rtol: float = 1e-10, atol: float = 1e-12,
+                      require_generator: bool = True) -> CoupledRun:
+    """Integrate the F2 fast–slow system with ``scipy.integrate.solve_ivp`` and the analytic Jacobian
+
+    ::
+
+        d/dt (x, y) = (Q(y) x / ε,  −y + cᵀx + sin t),
+        J = [[Q(y)/ε, ∂_yQ(y) x / ε], [cᵀ, −1]].
+
+    ``generator(y)`` and ``generator_dy(y)`` return ``Q(y)`` and ``∂Q/∂y``. ``t_eval`` is increasing
+    and starts at the initial time. With ``require_generator`` (default) ``Q(y0)`` must be a
+    generator; the negative controls switch it off. Stiff methods only (``Radau``, ``BDF``,
+    ``LSODA``): the fast rate is ``gap/ε``.
+    """
+    eps = v.real("eps", eps, low=0.0, low_open=True)
+    v.choice("method", method, ("Radau", "BDF", "LSODA"))
+    x0 = v.finite_array("x0", x0, ndim=1)
+    y0 = v.real("y0", y0)
+    n = x0.size
+    c = v.finite_array("c", c, shape=(n,))
+    t_eval = v.finite_array("t_eval", t_eval, ndim=1)
+    if t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be strictly increasing with at least 2 points")
+    Q0 = v.finite_array("generator(y0)", generator(y0), shape=(n, n))
+    if require_generator:
+        check_generator(Q0)
+
+    def rhs(t, z):
+        x, yy = z[:n], z[n]
+        return np.concatenate([generator(yy) @ x / eps, [-yy + c @ x + np.sin(t)]])
+
+    def jac(t, z):
+        x, yy = z[:n], z[n]
+        J = np.empty((n + 1, n + 1))
+        J[:n, :n] = generator(yy) / eps
+        J[:n, n] = generator_dy(yy) @ x / eps
+        J[n, :n] = c
+        J[n, n] = -1.0
+        return J
+
+    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate([x0, [y0]]), method=method,
+                    t_eval=t_eval, jac=jac, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"solve_ivp({method}) failed at eps={eps}: {sol.message}")
+    return CoupledRun(t=sol.t, x=sol.y[:n].T.copy(), y=sol.y[n].copy(), nfev=int(sol.nfev),
+                      njev=int(sol.njev), nlu=int(sol.nlu), method=method, success=bool(sol.success))
+
+
+# --------------------------------------------------------------------------- attention (F3)
+
+def _attention_jvp(cfg, p, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
+    """Directional derivative of ``Attn(X) = A(X) n(X) V`` along ``dX`` (RMS norm, softmax)."""
+    from .layer import _kernel, _normed
+
+    if cfg.norm:
+        ms = np.mean(X * X, axis=-1, keepdims=True) + cfg.norm_eps
+        r = np.sqrt(ms)
+        Xn = X / r
+        dXn = dX / r - X * np.sum(X * dX, axis=-1, keepdims=True) / (X.shape[1] * r ** 3)
+    else:
+        Xn, dXn = _normed(cfg, X), dX
+    A = _kernel(cfg, Xn, p.Q, p.K, cfg.mask_array)
+    dS = cfg.score_scale * ((dXn @ p.Q) @ (Xn @ p.K).T + (Xn @ p.Q) @ (dXn @ p.K).T)
+    AdS = A * dS
+    dA = AdS - A * AdS.sum(axis=-1, keepdims=True)
+    return dA @ (Xn @ p.V) + A @ (dXn @ p.V)
+
+
+def attention_mixing_operator(config, params, X, kind: str = "frozen") -> np.ndarray:
+    """The token-mixing operator ``M`` (Td × Td, row-major ``vec``) of the attention output at ``X``.
+
+    * ``kind="frozen"``: ``M = A(X) ⊗ Vᵀ``, the linear map ``Z ↦ A(X) Z V`` with the attention
+      matrix frozen at ``X`` (acting on the normalised state ``Z = n(X)``);
+    * ``kind="linearised"``: ``M = ∂ vec Attn(X) / ∂ vec X``, the full Jacobian of
+      ``Attn(X) = A(X) n(X) V`` (softmax derivative and norm Jacobian included), by analytic JVPs.
+
+    The attention update ``dX/dτ = M X − X`` is a master equation over (token, feature) pairs iff
+    ``M − I`` is a generator in the row convention (:func:`generator_violation` with
+    ``convention="row"``): off-diagonal ``M ≥ 0`` and ``M 1 = 1``. Small ``T·d`` only (dense).
+    """
+    from .layer import _check_layer_params, _check_state, _kernel, _normed
+
+    v.choice("kind", kind, ("frozen", "linearised"))
+    p = _check_layer_params(config, params)
+    X = _check_state(config, X)
+    T, d = X.shape
+    if T * d > 4096:
+        raise ValueError(f"attention_mixing_operator is dense: T·d = {T * d} > 4096")
+    if kind == "frozen":
+        A = _kernel(config, _normed(config, X), p.Q, p.K, config.mask_array)
+        return np.kron(A, p.V.T)
+    M = np.empty((T * d, T * d))
+    E = np.zeros((T, d))
+    for k in range(T * d):
+        E.flat[k] = 1.0
+        M[:, k] = _attention_jvp(config, p, X, E).ravel()
+        E.flat[k] = 0.0
+    return M
