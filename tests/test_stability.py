@@ -89,3 +89,39 @@ def test_block_causal_gap_algebra_is_exact():
                     "gap_gram_minus_scaled_gram"):
             assert out[key].is_zero_matrix, (N, P, key)
         assert out["gap"].is_zero_matrix == (N == 1 or P == 1)
+
+
+def test_dense_jacobians_match_central_differences():
+    import numerics as nm
+    from numerics.layer import _layer, _slow
+    from numerics.stability import layer_jacobian, slow_jacobian
+
+    cfg = nm.ModelConfig(T=6, P=3, d=2, mask="causal", slow_mask="full", gamma=0.5)
+    p = nm.init_layer(cfg, np.random.default_rng(0), gate=0.4)
+    X = np.random.default_rng(1).standard_normal((6, 2))
+    E = np.random.default_rng(2).standard_normal((6, 2))
+    J, S = layer_jacobian(cfg, p, X, E), slow_jacobian(cfg, p, X)
+    h = 1e-6
+    for k in range(12):
+        e = np.zeros(12)
+        e[k] = h
+        e = e.reshape(6, 2)
+        assert np.allclose(J[:, k], ((_layer(cfg, p, X + e, E) - _layer(cfg, p, X - e, E)) / (2 * h)).ravel(), atol=1e-7)
+        assert np.allclose(S[:, k], ((_slow(cfg, p, X + e) - _slow(cfg, p, X - e)) / (2 * h)).ravel(), atol=1e-7)
+
+
+def test_looped_iteration_statuses():
+    import numerics as nm
+    from numerics.stability import iterate_looped_map
+
+    cfg = nm.ModelConfig(T=2, P=1, d=1, mask="causal", norm=False, sigma="identity", slow=False,
+                         gamma=1.0, h=0.5)
+    p = nm.init_layer(cfg, np.random.default_rng(0), scale=0.0)  # Φ(X) = X + 0.5(E − X)
+    res = iterate_looped_map(cfg, p, np.ones((2, 1)), np.zeros((2, 1)), X_ref=np.zeros((2, 1)))
+    assert res.status == "converged" and res.distance < 1e-11
+    cfg2 = cfg.replace(gamma=0.0)
+    p2 = p.copy()
+    p2.W1[:] = 2.0
+    p2.W2[:] = 1.0  # Φ(X) = X + 0.5·4X/… grows
+    res = iterate_looped_map(cfg2, p2, np.ones((2, 1)), max_iter=200)
+    assert res.status == "diverged"
