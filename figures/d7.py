@@ -1,0 +1,59 @@
+"""D7 figure: ρ(J + gG) against the gate with the margin bound m/‖G‖ and the critical gates, and
+σ_min(e^{iθ}I − J) on the circle with the margin."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from figures import figure
+from numerics.stability import gate_spectral_radii, layer_jacobian, sigma_min_on_circle, slow_jacobian
+from verify.checks import run_check
+from verify.checks.d7 import DEFAULTS, instance
+
+
+@figure("D7", "d7_gate_spectral_radius")
+def d7_gate_spectral_radius(seed: int = 0):
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
+    out = {}
+    for slow_mask, style in (("full", "-"), ("blockcausal", "--")):
+        p = dict(DEFAULTS, slow_mask=slow_mask)
+        res = run_check("D7", p, seed=seed)
+        f = res.figures
+        cfg, lp, Xs, E, _ = instance(p, seed)
+        J = layer_jacobian(cfg, lp, Xs, E)
+        G = cfg.h * slow_jacobian(cfg, lp, Xs)
+        span = 1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"]) \
+            if np.isfinite(f["critical_gate"]) else 5.0
+        gs = np.linspace(-span, span, 801)
+        ax.plot(gs, gate_spectral_radii(J, G, gs), style, label=f"slow_mask={slow_mask!r}")
+        out[slow_mask] = f
+    f = out["full"]
+    b = f["bound_m_over_normG"]
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axvspan(-b, b, color="C2", alpha=0.2, label=f"|g| < m/‖G‖ = {b:.3f}")
+    for g, lab in ((f["critical_gate_plus"], "g_c⁺"), (-f["critical_gate_minus"], "g_c⁻")):
+        ax.axvline(g, color="C3", lw=0.8, ls=":")
+        ax.annotate(f"{lab} = {abs(g):.3f}", (g, 1.02), fontsize=7, color="C3", ha="center")
+    for key, sgn in (("above_plus", 1), ("above_minus", -1), ("below_plus", 1), ("below_minus", -1)):
+        nl = f["nonlinear"].get(key)
+        if nl:
+            ax.plot(nl["gate"], nl["rho"], "o" if nl["converged_to_reference"] else "x",
+                    color="k", ms=5)
+    ax.set_xlabel("gate g")
+    ax.set_ylabel("ρ(J + gG)")
+    ax.set_title("looped layer at X* = 0 (o: nonlinear loop converges, x: it does not)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper center")
+
+    p = dict(DEFAULTS)
+    cfg, lp, Xs, E, _ = instance(p, seed)
+    J = layer_jacobian(cfg, lp, Xs, E)
+    th = np.linspace(0, 2 * np.pi, 1001)
+    ax2.plot(th, sigma_min_on_circle(J, th))
+    ax2.axhline(f["margin"], color="C3", ls="--", label=f"m(J) = {f['margin']:.4f} (grid+Brent)")
+    ax2.axhline(f["one_minus_rho"], color="0.5", ls=":", label=f"1 − ρ(J) = {f['one_minus_rho']:.4f}")
+    ax2.set_xlabel("θ")
+    ax2.set_ylabel("σ_min(e^{iθ} I − J)")
+    ax2.legend(fontsize=7)
+    ax2.set_title("distance to instability on the unit circle", fontsize=8)
+    return fig, dict(DEFAULTS, seed=seed)
