@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import numerics as nm
-from numerics.fast import fast_layer, fast_stack
+from numerics.fast import fast_attention, fast_layer, fast_slow_path, fast_stack
 from numerics.layer import _layer, stack
 
 RTOL = 1e-12
@@ -61,6 +61,15 @@ def test_single_layer_matches_reference(kw):
     p = model.layers[0]
     assert rel_err(fast_layer(cfg, p, X0, E), nm.layer(cfg, p, X0, E)) <= RTOL
     assert rel_err(fast_layer(cfg, p, X0), _layer(cfg, p, X0, X0)) <= RTOL
+
+
+@pytest.mark.parametrize("kw", SWITCHES[:4] + SWITCHES[-1:])
+def test_attention_and_slow_path_pieces_match_reference(kw):
+    cfg, model, X0, E = instance(T=40, P=5, **kw)
+    p = model.layers[1]
+    assert rel_err(fast_attention(cfg, p, X0), nm.attention(cfg, p, X0)) <= RTOL
+    assert rel_err(fast_slow_path(cfg, p, X0), nm.slow_path(cfg, p, X0)) <= RTOL
+    assert np.all(fast_slow_path(cfg, p, X0)[:5] == 0.0)  # block 1 receives zero
 
 
 def test_large_size_exercises_several_row_tiles():
@@ -132,6 +141,10 @@ def test_bad_inputs_raise_like_the_reference():
         fast_layer(cfg, model.layers[0], X0.T)
     with pytest.raises(TypeError, match="X must be an array"):
         fast_layer(cfg, model.layers[0], "X0")
+    with pytest.raises(TypeError, match="config must be"):
+        fast_attention("cfg", model.layers[0], X0)
+    with pytest.raises(ValueError, match="X must be finite"):
+        fast_slow_path(cfg, model.layers[0], np.full_like(X0, np.inf))
     bad = model.layers[0].copy()
     bad.W1 = bad.W1[:, :2]
     with pytest.raises(ValueError, match="W1 must have shape"):
