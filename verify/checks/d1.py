@@ -1,0 +1,308 @@
+"""D1 — the linearised stack is a depth-ordered product of layer Jacobians.
+
+Statement (our formalisation of SPEC D1):
+
+1. **Chain rule.** ``∂X_L/∂X_0 = J_{L−1} ⋯ J_0`` with ``J_l = ∂Φ_l/∂X`` evaluated at the trajectory
+   point ``X_l`` (``E`` held constant). Checked with dense matrices at small sizes (``T·d ≤ 64``):
+   ``J_l`` from :func:`numerics.autodiff.layer_jvp` on basis vectors; ``∂X_L/∂X_0`` three ways —
+   forward mode (:func:`~numerics.autodiff.stack_jvp` on basis vectors, relative Frobenius
+   tolerance 1e-12), reverse mode (:func:`~numerics.autodiff.stack_vjp` on basis cotangents,
+   1e-12) and Richardson-extrapolated central differences of :func:`numerics.stack` with step
+   ``δ = fd_step/max(1, ‖J_{L−1}⋯J_0‖₂)`` (the output moves by about ``fd_step`` whatever the
+   expansion of the stack) and the criterion ``‖product − FD‖_F ≤ 1e-6·‖product‖_F + floor``,
+   ``floor`` the rounding floor of the extrapolated difference (forward rounding ``u·|X_{l+1}|``
+   per layer amplified by the suffix products ``J_{L−1}⋯J_{l+1}``, divided by ``δ``; see
+   ``_fd_rounding_floor``); the truncation error is ``O(δ⁴)``. The default instance sits at
+   ``‖product − FD‖_F/‖product‖_F ≈ 1e-9``, far inside both terms.
+2. **Order.** The reversed product ``J_0 ⋯ J_{L−1}`` is compared through
+   ``r = ‖J_{L−1}⋯J_0 − J_0⋯J_{L−1}‖_F / ‖J_{L−1}⋯J_0‖_F``:
+
+   * untied weights, generic instance: the order matters, ``r ≥ order_tol`` (default 1e-2);
+   * tied weights: SPEC says "they agree". Tied weights alone do **not** make the ``J_l`` equal:
+     ``J_l = J(X_l)`` still depends on the moving state, and on a generic trajectory of a tied
+     model ``r`` is as large as with untied weights (measured ≈ 0.1–1.5 at T=8, d=4, L=4; this is
+     a finding against the unqualified reading). What is true: if the ``J_l`` coincide the two
+     products are the same power ``J^L`` and agree to rounding. The instance used for the tied
+     statement is a **fixed point of the tied map** (``trajectory="fixed_point"``): ``X_0 = X*``
+     with ``Φ(X*) = X*`` (found by Newton's method; it needs ``γ > 0`` and an injection target
+     ``E ≠ X*``), so ``X_l = X*`` for every ``l``, all ``J_l`` equal and ``r ≤ agree_tol``
+     (1e-10, a rounding-level bound: the ``J_l`` differ only through the ``≈1e-15`` residual of
+     the fixed point). ``trajectory="homogeneous_fixed_point"`` uses a token-homogeneous target
+     ``E = 1 eᵀ``; with ``gate = 0`` the fixed point is token-homogeneous too (the frozen kernel of
+     D3), with ``gate ≠ 0`` the slow path (block 1 receives zero) makes it heterogeneous.
+
+Hypotheses and verdicts: ``tied=False`` claims "order matters" (hypotheses hold for generic
+weights). ``tied=True`` claims "reversal is harmless"; its hypothesis is that the layer Jacobians
+coincide along the trajectory, which holds for ``trajectory="fixed_point"`` and is violated for
+``trajectory="generic"`` (a moving state). It is *measured*: ``hypotheses_hold`` for the tied
+statement requires the spread ``max_l ‖J_l − J_0‖_F/‖J_0‖_F ≤ 1e-12``; at an unstable fixed point
+rounding errors grow along the stack and the ``J_l`` drift apart, which is reported, not hidden. The negative control is the tied model on a moving
+trajectory: the hypothesis "the J_l coincide" is violated and the conclusion "the reversed product
+agrees" measurably fails (``r`` of order 1). ``holds`` is the chain rule AND the order statement of
+the regime; the spread ``max_l ‖J_l − J_0‖_F/‖J_0‖_F`` is reported as the measured hypothesis. For untied
+weights "generic" excludes ``T·d = 1``, where the Jacobians are scalars and commute (a second
+negative control: the order statement fails there with ``r`` at rounding level).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import numerics as nm
+from numerics.autodiff import layer_jvp, stack_jvp, stack_vjp
+
+from . import CheckResult
+
+DEFAULTS = {
+    "T": 8, "P": 2, "d": 4, "L": 4,
+    "mask": "causal", "slow_mask": "blockcausal", "norm": True, "sigma": "tanh",
+    "h": 0.5, "gamma": 1.0, "gate": 0.5, "scale": 1.0, "slow_scale": 1.0,
+    "tied": False, "trajectory": "generic",
+    "fd_step": 1e-6, "order_tol": 1e-2, "agree_tol": 1e-10,
+}
+
+TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
+MAX_DENSE = 64
+CHAIN_RTOL = 1e-12
+SPREAD_TOL = 1e-12
+FD_RTOL = 1e-6
+
+
+def layer_jacobian(config: nm.ModelConfig, params: nm.LayerParams, X: np.ndarray,
+                   E=None) -> np.ndarray:
+    """Dense ``J = ∂Φ/∂X`` ((T·d)×(T·d), row-major flattening) from JVPs of basis vectors."""
+    n = config.T * config.d
+    J = np.empty((n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 1.0
+        J[:, k] = layer_jvp(config, params, X, e.reshape(config.T, config.d), E=E)[1].ravel()
+    return J
+
+
+def stack_jacobian_forward(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
+    """Dense ``∂X_L/∂X_0`` from :func:`stack_jvp` on basis vectors."""
+    cfg, n = model.config, model.config.T * model.config.d
+    cols = [stack_jvp(model, X0, np.eye(n)[k].reshape(cfg.T, cfg.d), E=E)[1].ravel()
+            for k in range(n)]
+    return np.column_stack(cols)
+
+
+def stack_jacobian_reverse(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
+    """Dense ``∂X_L/∂X_0`` from :func:`stack_vjp` on basis cotangents (one row each)."""
+    cfg, n = model.config, model.config.T * model.config.d
+    rows = [stack_vjp(model, X0, np.eye(n)[k].reshape(cfg.T, cfg.d), E=E)[0].ravel()
+            for k in range(n)]
+    return np.vstack(rows)
+
+
+def stack_jacobian_fd(model: nm.Model, X0: np.ndarray, E, step: float) -> np.ndarray:
+    """Dense ``∂X_L/∂X_0`` by central differences of :func:`numerics.stack` (``E`` fixed).
+
+    Richardson-extrapolated: ``(4·D(δ/2) − D(δ))/3`` with ``D`` the central difference, so the
+    truncation error is ``O(δ⁴)`` (rows of small RMS make the norm strongly curved).
+    """
+    return (4.0 * _central_difference(model, X0, E, step / 2)
+            - _central_difference(model, X0, E, step)) / 3.0
+
+
+def _central_difference(model: nm.Model, X0: np.ndarray, E, step: float) -> np.ndarray:
+    cfg, n = model.config, model.config.T * model.config.d
+    cols = []
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = step
+        e = e.reshape(cfg.T, cfg.d)
+        cols.append(((nm.stack(model, X0 + e, E) - nm.stack(model, X0 - e, E)) / (2 * step)).ravel())
+    return np.column_stack(cols)
+
+
+def _newton(config, params, E, X, max_iter: int, damped: bool):
+    try:
+        return _newton_iterations(config, params, E, X, max_iter, damped)
+    except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+        return None, float("nan")
+
+
+def _newton_iterations(config, params, E, X, max_iter: int, damped: bool):
+    n = X.size
+    R = nm.layer(config, params, X, E) - X
+    for _ in range(max_iter):
+        res = float(np.abs(R).max())
+        if res <= 1e-14 * max(1.0, float(np.abs(X).max())):
+            return X, res
+        step = np.linalg.solve(layer_jacobian(config, params, X, E) - np.eye(n), R.ravel())
+        step = step.reshape(X.shape)
+        merit, t = float(np.linalg.norm(R)), 1.0
+        while True:  # backtracking on ‖R‖₂, for which the Newton step is a descent direction
+            X_try = X - t * step
+            R_try = nm.layer(config, params, X_try, E) - X_try
+            if not damped or np.linalg.norm(R_try) < merit or t < 1e-8:
+                break
+            t /= 2
+        if not np.all(np.isfinite(R_try)):
+            break
+        X, R = X_try, R_try
+    return None, float(np.abs(R).max())
+
+
+def tied_fixed_point(config: nm.ModelConfig, params: nm.LayerParams, E: np.ndarray,
+                     X_init: np.ndarray, *, max_iter: int = 40) -> tuple[np.ndarray, float]:
+    """``X*`` with ``Φ(X*) = X*`` by Newton's method on ``R(X) = Φ(X) − X`` (dense Jacobian).
+
+    With the norm on and ``γ > 0`` a fixed point exists: ``X = E + (Attn + MLP + g·Slow)(X)/γ`` is a
+    continuous map into a bounded set (Brouwer); without the norm none need exist. Plain Newton
+    from ``X_init`` first; if it fails, continuation in ``γ``: from ``64γ`` (where the fixed point is
+    ``E + O(1/γ)`` and the map is a contraction) down to ``γ`` in factors of 2, damped Newton at
+    each stage from the previous solution. Returns ``(X*, max|Φ(X*) − X*|)``; raises
+    ``ValueError`` if neither converges.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        X, res = _newton(config, params, E, X_init.copy(), max_iter, damped=False)
+        if X is not None:
+            return X, res
+        X = E.copy()
+        for k in range(6, -1, -1):
+            cfg_k = config.replace(gamma=config.gamma * 2.0 ** k)
+            X, res = _newton(cfg_k, params, E, X, max_iter, damped=True)
+            if X is None:
+                break
+        if X is not None:
+            return X, res
+    raise ValueError(f"Newton's method found no fixed point of the tied layer (residual {res:.2e}); "
+                     "increase gamma, switch the norm on or reduce the weight scale")
+
+
+def _validate(p: dict) -> None:
+    if p["trajectory"] not in TRAJECTORIES:
+        raise ValueError(f"unknown trajectory {p['trajectory']!r}; expected one of {list(TRAJECTORIES)}")
+    if not isinstance(p["tied"], bool):
+        raise ValueError(f"tied must be true or false, got {p['tied']!r}")
+    if p["trajectory"] != "generic":
+        if not p["tied"]:
+            raise ValueError(f"trajectory={p['trajectory']!r} needs tied=True (untied layers share "
+                             "no fixed point)")
+        if not p["gamma"] > 0:
+            raise ValueError(f"trajectory={p['trajectory']!r} needs gamma > 0 (an injection target "
+                             f"to pin the fixed point), got gamma={p['gamma']}")
+    if isinstance(p["T"], int) and isinstance(p["d"], int) and p["T"] * p["d"] > MAX_DENSE:
+        raise ValueError(f"D1 builds dense Jacobians: T·d must be ≤ {MAX_DENSE}, got "
+                         f"T·d = {p['T'] * p['d']}")
+    for key in ("fd_step", "order_tol", "agree_tol"):
+        if isinstance(p[key], bool) or not isinstance(p[key], (int, float)) or not p[key] > 0:
+            raise ValueError(f"{key} must be a positive number, got {p[key]!r}")
+    if p["fd_step"] > 1e-2:
+        raise ValueError(f"fd_step must be ≤ 1e-2, got {p['fd_step']}")
+
+
+def _fd_rounding_floor(Js: list, traj: np.ndarray, step: float) -> float:
+    """Rounding floor of the Frobenius error of the Richardson-extrapolated central difference.
+
+    The forward pass commits a rounding error of about ``u·max|X_{l+1}|`` per entry in layer
+    ``l``, which reaches ``X_L`` amplified by the suffix product ``J_{L−1}⋯J_{l+1}``; a central
+    difference divides the output noise by ``δ`` and Richardson's ``(4D(δ/2) − D(δ))/3`` triples
+    it; the Frobenius norm over the n² entries adds a factor ``n``. The operator norms make this
+    an overestimate (measured errors sit 100–1000× below it), so no further safety factor.
+    """
+    n, u = Js[0].shape[0], np.finfo(float).eps
+    noise, suffix = 0.0, np.eye(n)
+    for l in range(len(Js) - 1, -1, -1):
+        noise += float(np.linalg.norm(suffix, 2)) * float(np.abs(traj[l + 1]).max())
+        suffix = suffix @ Js[l]
+    return 3.0 * n * u * noise / step
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    diff, nb = float(np.linalg.norm(a - b)), float(np.linalg.norm(b))
+    if nb == 0.0:
+        return 0.0 if diff == 0.0 else float("inf")
+    return diff / nb
+
+
+def check(params: dict, seed: int) -> CheckResult:
+    p = params
+    _validate(p)
+    w_seed, x_seed, e_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
+    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"],
+                         norm=p["norm"], sigma=p["sigma"], h=p["h"], gamma=p["gamma"])
+    model = nm.init_model(cfg, p["L"], w_seed, tied=p["tied"], scale=p["scale"],
+                          slow_scale=p["slow_scale"])
+    if p["tied"]:
+        model = model.with_gates(p["gate"])
+    else:
+        model = model.with_gates(p["gate"] * (1 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"])))
+    X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
+    E = X0.copy()
+    fixed_residual = None
+    if p["trajectory"] != "generic":
+        erng = np.random.default_rng(e_seed)
+        if p["trajectory"] == "fixed_point":
+            E = erng.standard_normal((cfg.T, cfg.d))
+        else:  # a token-homogeneous injection target E = 1 eᵀ
+            E = np.repeat(erng.standard_normal((1, cfg.d)), cfg.T, axis=0)
+        X0, fixed_residual = tied_fixed_point(cfg, model.layers[0], E, E)
+
+    traj = nm.stack_trajectory(model, X0, E)
+    Js = [layer_jacobian(cfg, lp, traj[l], E) for l, lp in enumerate(model.layers)]
+    n = cfg.T * cfg.d
+    ordered, reversed_ = np.eye(n), np.eye(n)
+    for J in Js:
+        ordered = J @ ordered
+        reversed_ = reversed_ @ J
+    D_fwd = stack_jacobian_forward(model, X0, E)
+    D_rev = stack_jacobian_reverse(model, X0, E)
+    # FD step scaled so that the output moves by about fd_step (a strongly expanding stack would
+    # otherwise leave the linear regime)
+    fd_step = p["fd_step"] / max(1.0, float(np.linalg.norm(ordered, 2)))
+    D_fd = stack_jacobian_fd(model, X0, E, fd_step)
+    fd_floor = _fd_rounding_floor(Js, traj, fd_step)
+
+    norm_ordered = float(np.linalg.norm(ordered))
+    chain_fwd, chain_rev = _rel(ordered, D_fwd), _rel(ordered, D_rev)
+    fd_err = float(np.linalg.norm(ordered - D_fd))
+    chain_fd = fd_err / norm_ordered if norm_ordered > 0 else float(fd_err > 0) * np.inf
+    fd_allowance = FD_RTOL * norm_ordered + fd_floor
+    r = _rel(reversed_, ordered)
+    spread = max(_rel(J, Js[0]) for J in Js)
+    if not np.isfinite(spread):  # J_0 = 0 (possible with d = 1 and the norm on)
+        spread = 0.0 if all(not J.any() for J in Js) else float("inf")
+    comm = float(np.linalg.norm(Js[1] @ Js[0] - Js[0] @ Js[1]) / np.linalg.norm(Js[1] @ Js[0])) \
+        if len(Js) > 1 else 0.0
+    chain_ok = chain_fwd <= CHAIN_RTOL and chain_rev <= CHAIN_RTOL and fd_err <= fd_allowance
+    if p["tied"]:
+        order_ok = r <= p["agree_tol"]
+        # the hypothesis is measured: the layer Jacobians coincide to rounding. At an unstable
+        # fixed point rounding errors grow along the stack and the J_l drift apart (reported)
+        hypotheses = p["trajectory"] != "generic" and spread <= SPREAD_TOL
+        expectation = "reversed product agrees (tied weights, coinciding layer Jacobians)"
+    else:
+        order_ok = r >= p["order_tol"]
+        hypotheses = n > 1  # 1×1 Jacobians commute: not a generic instance
+        expectation = "reversed product differs (untied weights)"
+    figures = {
+        "chain_rule_rel_forward": chain_fwd,
+        "chain_rule_rel_reverse": chain_rev,
+        "chain_rule_rel_fd": chain_fd,
+        "fd_abs_error": fd_err,
+        "fd_rounding_floor": fd_floor,
+        "fd_error_over_allowance": fd_err / fd_allowance,
+        "fd_step_used": fd_step,
+        "reversal_rel_difference": r,
+        "layer_jacobian_spread": spread,
+        "first_commutator_rel": comm,
+        "state_motion_rel": float(np.abs(traj[-1] - traj[0]).max() / np.abs(traj[0]).max()),
+        "jacobian_product_norm": float(np.linalg.norm(ordered)),
+        "dense_size": n,
+    }
+    if fixed_residual is not None:
+        figures["fixed_point_residual"] = fixed_residual
+        figures["fixed_point_token_spread"] = float(np.abs(X0 - X0[:1]).max())
+    return CheckResult(
+        id="D1", holds=bool(chain_ok and order_ok), hypotheses_hold=bool(hypotheses),
+        figures=figures, params=dict(p), seed=seed,
+        tolerance={"chain_rule_rel_jvp_vjp": CHAIN_RTOL, "chain_rule_rel_fd": FD_RTOL,
+                   "reversal_min_rel_untied": p["order_tol"], "reversal_max_rel_tied": p["agree_tol"],
+                   "layer_jacobian_spread_tied_hypothesis": SPREAD_TOL},
+        notes=[f"expected: {expectation}; relative differences in the Frobenius norm",
+               "J_l = dPhi_l/dX at X_l with the injection target E held constant"],
+    )
