@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import numerics as nm
-from numerics.fast import fast_attention, fast_layer, fast_slow_path, fast_stack
+from numerics.fast import (_exp_into, _tanh_row, fast_attention, fast_layer, fast_slow_path,
+                           fast_stack)
 from numerics.layer import _layer, stack
 
 RTOL = 1e-12
@@ -119,6 +120,37 @@ def test_random_sizes_and_switches_match_reference(N, P, d, m, L, mask, slow_mas
                                  slow_mask=slow_mask, norm=norm, sigma=sigma, slow=slow,
                                  gamma=gamma, h=h)
     assert rel_err(fast_stack(model, X0, E), stack(model, X0, E)) <= RTOL
+
+
+def ulps(a, ref):
+    return np.abs(a - ref) / np.spacing(np.abs(ref))
+
+
+def test_vectorised_exp_within_one_ulp_of_numpy_and_zero_below_the_cut():
+    v = np.concatenate([np.linspace(-708.0, 0.0, 200_001), -np.logspace(-300, 2.5, 4001),
+                        np.random.default_rng(0).uniform(-50, 0, 100_000), [-0.0]])
+    p, t = np.empty_like(v), np.empty_like(v)
+    _exp_into(v, p, t)
+    assert ulps(p * t, np.exp(v)).max() <= 1.0
+    low = np.array([-708.5, -745.0, -1000.0, np.nan])
+    p, t = np.empty(4), np.empty(4)
+    _exp_into(low, p, t)
+    assert np.isnan((p * t)[-1])  # NaN propagates (the caller zeroes v < −708 only)
+
+
+def test_vectorised_tanh_within_two_ulp_of_numpy():
+    x = np.concatenate([np.linspace(-30.0, 30.0, 200_001), np.logspace(-300, 1.5, 4001),
+                        -np.logspace(-300, 1.5, 4001), [0.625, -0.625, 0.0, 800.0, -800.0]])
+    y = x.copy()
+    n = y.size
+    _tanh_row(y, np.empty(n), np.empty(n), np.empty(n))
+    ref = np.tanh(x)
+    nz = ref != 0
+    assert ulps(y[nz], ref[nz]).max() <= 2.0
+    assert np.all(y[~nz] == 0.0)
+    z = np.array([np.nan, 1.0])
+    _tanh_row(z, np.empty(2), np.empty(2), np.empty(2))
+    assert np.isnan(z[0])
 
 
 # --------------------------------------------------------------------------- bad input
