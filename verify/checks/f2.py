@@ -247,10 +247,10 @@ def check(params: dict, seed: int) -> CheckResult:
     on_simplex = figures["mass_defect"] <= 1e-8 and figures["min_x_entry"] >= -1e-8
     unique_eq = figures["max_zero_eigenvalues"] == 1 and figures["min_zero_eigenvalues"] == 1 \
         and figures["min_null_vector_entry"] >= -1e-12 and figures["max_re_nonleading_eigenvalue"] < 0
-    no_memory = figures["x0_dependence_at_t1"] <= 10 * eps_lo
+    no_memory = figures["x0_dependence_at_t1"] <= eps_lo
     tol = {"manifold_abs": p["manifold_tol"], "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
            "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
-           "x0_dependence_abs": 10 * eps_lo, "simplex_abs": 1e-8}
+           "x0_dependence_abs": eps_lo, "simplex_abs": 1e-8}
 
     if p["chain"] != "irreducible":
         figures["unique_probability_equilibrium"] = bool(unique_eq)
