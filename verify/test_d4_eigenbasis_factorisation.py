@@ -41,12 +41,12 @@ def test_three_way_agreement_on_the_default_instance(claim):
     {"mask": "causal", "norm": False, "sigma": "identity", "h": 0.25, "L": 10},
 ])
 def test_three_way_agreement_other_masks_and_switches(overrides):
-    result = run_check("D4", {**overrides, "cond_Ts": ()}, seed=5)
+    result = run_check("D4", {**overrides, "report_condition": False}, seed=5)
     assert result.hypotheses_hold and result.holds, result.summary()
 
 
 def test_negative_control_heterogeneous_input_breaks_the_factorisation(claim):
-    result = claim.negative(run_check("D4", {"heterogeneity": 0.3, "cond_Ts": ()}, seed=11))
+    result = claim.negative(run_check("D4", {"heterogeneity": 0.3, "report_condition": False}, seed=11))
     assert not result.hypotheses_hold and not result.holds
     assert result.figures["poly_vs_jvp_rel"] > 1e-3          # measurable, ≫ tol
     assert result.figures["jvp_vs_finite_difference_rel"] < 1e-5  # the oracles still agree
@@ -54,7 +54,7 @@ def test_negative_control_heterogeneous_input_breaks_the_factorisation(claim):
 
 def test_negative_control_open_gate_breaks_the_factorisation(claim):
     result = claim.negative(run_check("D4", {"slow": True, "gate": 0.5, "mask": "block_causal",
-                                             "cond_Ts": ()}, seed=11))
+                                             "report_condition": False}, seed=11))
     assert not result.holds
     assert result.figures["poly_vs_jvp_rel"] > 1e-3
 
@@ -111,7 +111,7 @@ def test_non_normality_of_the_causal_kernel(claim):
     numpy64 = float(np.linalg.cond(V64))
     errs = {}
     for T in (8, 12, 16, 20):
-        r = run_check("D4", {"T": T, "eig_max_T": 20, "theory_max_d": 0, "cond_Ts": ()}, seed=2)
+        r = run_check("D4", {"T": T, "eig_max_T": 20, "theory_max_d": 0, "report_condition": False}, seed=2)
         errs[T] = (r.figures["eigen_form_vs_poly_rel"], r.figures["poly_vs_jvp_rel"])
         claim.figure(f"eigen_form_rel_error_T{T}", errs[T][0])
     assert errs[20][0] > 100 * errs[8][0]                     # eigen form degrades with T
@@ -134,7 +134,7 @@ def test_polynomial_form_equals_jvp_for_random_instances(N, P, d, L, mask, scale
                                                          sigma, gamma, h, seed):
     params = {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "scale": scale,
               "value_gain": value_gain, "norm": norm, "sigma": sigma, "gamma": gamma, "h": h,
-              "eig_max_T": 8, "theory_max_d": 0, "cond_Ts": ()}
+              "eig_max_T": 8, "theory_max_d": 0, "report_condition": False}
     result = run_check("D4", params, seed=seed)
     tol = result.tolerance["rel"]
     assert result.figures["poly_vs_jvp_rel"] <= tol, result.summary()

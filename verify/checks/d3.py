@@ -35,6 +35,9 @@ DEFAULTS = {
     "tol": 1e-12,
 }
 
+LIMITS = {"T": (1, 256), "d": (1, 64), "L": (1, 64), "n_draws": (1, 20)}
+"""Bounds that keep a user's instance small enough to finish in seconds."""
+
 
 def _validate(p: dict) -> None:
     v.positive_int("L", p["L"])

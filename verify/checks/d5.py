@@ -46,6 +46,9 @@ DEFAULTS = {
     "tol": 1e-12, "fd_tol": 1e-6,
 }
 
+LIMITS = {"T": (1, 256), "d": (1, 32), "L": (1, 256), "brute_max_Td": (0, 256)}
+"""Bounds that keep a user's instance small enough to finish in seconds."""
+
 BLOCK_LOCAL = ("block_causal", "block_bidirectional")
 
 

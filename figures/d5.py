@@ -1,0 +1,76 @@
+"""D5 figures: mode ratios ‖D_λ‖/σ_min(D_1) against depth per eigenvalue with L* marked, and the
+relative within-block fluctuation of the output against depth (measured vs the bound)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from figures import figure
+from numerics import linearised as lin
+from verify.checks import run_check
+from verify.checks.d4 import build_model
+from verify.checks.d5 import DEFAULTS
+
+
+def _mode_ratios(params: dict, seed: int):
+    """Per-eigenvalue ratios ‖D_λ‖₂/σ_min(D_1) at depths 1…L for the D5 instance of ``seed``."""
+    w_seed, x_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
+    model = build_model({**params, "heterogeneity": 0.0}, w_seed).with_gates(0.0)
+    cfg = model.config
+    x0 = np.random.default_rng(x_seed).standard_normal(cfg.d)
+    xs = lin.homogeneous_trajectory(model, x0)
+    N, M = lin.layer_factors(model, xs)
+    lams = lin.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+    D = lin.mode_products(N, M, lams, all_depths=True)
+    s = np.linalg.svd(D, compute_uv=False)
+    return lams, s[:, 1:, 0] / s[:, :1, -1]
+
+
+@figure("D5", "d5_mode_ratios")
+def d5_mode_ratios(seed: int = 0):
+    cases = [("block_causal", 16), ("block_bidirectional", 16), ("causal", 8)]
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.4), constrained_layout=True, sharey=True)
+    for ax, (mask, T) in zip(axes, cases):
+        params = dict(DEFAULTS, mask=mask, T=T)
+        res = run_check("D5", params, seed=seed)
+        lams, ratios = _mode_ratios(res.params, seed)
+        depth = np.arange(1, ratios.shape[0] + 1)
+        for k, lam in enumerate(lams[1:]):
+            ax.semilogy(depth, ratios[:, k], lw=1, label=f"λ = {lam:.3g}")
+        ax.semilogy(depth, res.figures["r_by_depth"], "k--", lw=1.2, label="r(L)")
+        ax.axhline(res.params["tau"], color="grey", ls=":", lw=0.8, label="τ")
+        Ls = res.figures["L_star"]
+        if np.isfinite(Ls):
+            ax.axvline(Ls, color="r", lw=0.8, label=f"L* = {int(Ls)}")
+        ax.set_title(f"{mask} (T={T}), c_K={res.figures['kernel_constant']:.3g}", fontsize=8)
+        ax.set_xlabel("depth L")
+        ax.legend(fontsize=6, ncol=2)
+    axes[0].set_ylabel("‖D_λ‖₂ / σ_min(D_1)")
+    return fig, {"params": {k: v for k, v in DEFAULTS.items()}, "cases": cases, "seed": seed}
+
+
+@figure("D5", "d5_within_block_fluctuation")
+def d5_within_block_fluctuation(seed: int = 0):
+    cases = [("block_causal", 16), ("block_bidirectional", 16)]
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4), constrained_layout=True, sharey=True)
+    for ax, (mask, T) in zip(axes, cases):
+        res = run_check("D5", dict(DEFAULTS, mask=mask, T=T, brute_max_Td=0), seed=seed)
+        f = res.figures
+        depth = np.arange(1, len(f["within_block_fluctuation_by_depth"]) + 1)
+        lin_f = np.array(f["within_block_fluctuation_by_depth"])
+        ax.semilogy(depth[lin_f > 0], lin_f[lin_f > 0], "o-", ms=2.5, label="linearised")
+        ax.semilogy(depth, f["within_block_fluctuation_nonlinear_by_depth"], "x", ms=4,
+                    label="nonlinear stack (central differences)")
+        ax.semilogy(depth, f["within_block_fluctuation_bound_by_depth"], "k--", lw=1,
+                    label="bound c_K r(L) σ_min(D_1)‖δX_0‖/‖δX_L‖")
+        ax.axhline(np.finfo(float).eps, color="grey", ls=":", lw=0.8, label="float64 eps")
+        ax.axhline(res.params["eta"] * 1e-4, color="orange", ls=":", lw=0.8,
+                   label="~ finite-difference floor")
+        if np.isfinite(f["L_star"]):
+            ax.axvline(f["L_star"], color="r", lw=0.8, label=f"L* = {int(f['L_star'])}")
+        ax.set_title(f"{mask} (T={T}, P={res.params['P']})", fontsize=8)
+        ax.set_xlabel("depth L")
+        ax.legend(fontsize=6)
+    axes[0].set_ylabel("‖(I − UB) δX_L‖ / ‖δX_L‖")
+    return fig, {"params": dict(DEFAULTS), "cases": cases, "seed": seed}
