@@ -49,7 +49,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _validate as v
-from .layer import _check_layer_params, _check_model, _check_state, _masked_softmax
+from .layer import STATE_LIMIT, _check_layer_params, _check_model, _check_state, _masked_softmax
 from .masks import block_level_mask
 from .model import WEIGHT_NAMES, LayerParams, Model, ModelConfig
 from .pooling import _block_mean, _causal_upsample, _causal_upsample_adjoint, _upsample
@@ -237,8 +237,11 @@ def _check_point(cfg, params, X, E, xname: str):
 
 
 def _check_finite_out(Y: np.ndarray, what: str) -> None:
-    if not np.all(np.isfinite(Y)):
-        raise FloatingPointError(f"{what} produced non-finite values; reduce the weight scale or h")
+    """Raise like :func:`numerics.layer.stack_trajectory` when values overflow (or are NaN)."""
+    if not np.all(np.abs(Y) < STATE_LIMIT):  # also catches inf and NaN
+        raise FloatingPointError(f"{what} produced non-finite or overflowing values "
+                                 f"(|value| ≥ {STATE_LIMIT:.0e}); reduce the weight scale, the "
+                                 "depth step h or the depth L")
 
 
 # --------------------------------------------------------------------------- public functions
@@ -256,12 +259,10 @@ def layer_jvp(config: ModelConfig, params: LayerParams, X, dX=None, dparams=None
     p, X, E = _check_point(cfg, params, X, E, "X")
     dX = None if dX is None else _check_state(cfg, dX, "dX")
     dp = _check_tangent_params(cfg, dparams, "dparams")
-    c = _layer_fwd(cfg, p, X, E)
-    if dX is None and dp is None:
-        dY = np.zeros_like(X)
-    else:
-        dY = _layer_jvp_cached(cfg, p, c, dX, dp)
-    _check_finite_out(c["Y"], "the layer")
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = _layer_fwd(cfg, p, X, E)
+        _check_finite_out(c["Y"], "the layer")
+        dY = np.zeros_like(X) if dX is None and dp is None else _layer_jvp_cached(cfg, p, c, dX, dp)
     _check_finite_out(dY, "the layer JVP")
     return c["Y"], dY
 
@@ -276,9 +277,10 @@ def layer_vjp(config: ModelConfig, params: LayerParams, X, G, E=None):
     cfg = _check_config(config)
     p, X, E = _check_point(cfg, params, X, E, "X")
     G = _check_state(cfg, G, "G")
-    c = _layer_fwd(cfg, p, X, E)
-    _check_finite_out(c["Y"], "the layer")
-    GX, grad = _layer_vjp_cached(cfg, p, c, G)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = _layer_fwd(cfg, p, X, E)
+        _check_finite_out(c["Y"], "the layer")
+        GX, grad = _layer_vjp_cached(cfg, p, c, G)
     _check_finite_out(GX, "the layer VJP")
     return GX, grad
 
@@ -298,11 +300,11 @@ def _check_stack_tangents(model: Model, dparams) -> list:
 
 def _trajectory_caches(model: Model, X0: np.ndarray, E) -> list:
     caches, X = [], X0
-    for p in model.layers:
+    for l, p in enumerate(model.layers):
         c = _layer_fwd(model.config, p, X, E)
         caches.append(c)
         X = c["Y"]
-    _check_finite_out(X, "the stack")
+        _check_finite_out(X, f"layer {l}")
     return caches
 
 
@@ -323,12 +325,14 @@ def stack_jvp(model: Model, X0, dX0=None, dparams=None, E=None):
     dX = None if dX0 is None else _check_state(cfg, dX0, "dX0")
     dps = _check_stack_tangents(model, dparams)
     X = X0
-    for p, dp in zip(model.layers, dps):
-        c = _layer_fwd(cfg, p, X, E)
-        if dX is not None or dp is not None:
-            dX = _layer_jvp_cached(cfg, p, c, dX, dp)
-        X = c["Y"]
-    _check_finite_out(X, "the stack")
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l, (p, dp) in enumerate(zip(model.layers, dps)):
+            c = _layer_fwd(cfg, p, X, E)
+            X = c["Y"]
+            _check_finite_out(X, f"layer {l}")
+            if dX is not None or dp is not None:
+                dX = _layer_jvp_cached(cfg, p, c, dX, dp)
+                _check_finite_out(dX, f"the JVP of layer {l}")
     if dX is None:
         dX = np.zeros_like(X)
     _check_finite_out(dX, "the stack JVP")
@@ -347,9 +351,11 @@ def stack_vjp(model: Model, X0, G, E=None):
     X0 = _check_state(cfg, X0, "X0")
     G = _check_state(cfg, G, "G")
     E = _check_state(cfg, E, "E") if E is not None else (X0.copy() if cfg.gamma else None)
-    caches = _trajectory_caches(model, X0, E)
     grads = [None] * model.L
-    for l in range(model.L - 1, -1, -1):
-        G, grads[l] = _layer_vjp_cached(cfg, model.layers[l], caches[l], G)
+    with np.errstate(over="ignore", invalid="ignore"):
+        caches = _trajectory_caches(model, X0, E)
+        for l in range(model.L - 1, -1, -1):
+            G, grads[l] = _layer_vjp_cached(cfg, model.layers[l], caches[l], G)
+            _check_finite_out(G, f"the VJP of layer {l}")
     _check_finite_out(G, "the stack VJP")
     return G, grads

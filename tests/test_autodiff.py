@@ -329,8 +329,12 @@ def test_wrong_types_are_rejected(small):
 
 def test_overflow_is_reported_not_returned():
     cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity")
-    model = nm.init_model(cfg, 2, 0, scale=1e160)
-    X = np.full((4, 2), 1e150)
-    with pytest.raises(FloatingPointError, match="non-finite"):
-        with np.errstate(over="ignore", invalid="ignore"):
-            stack_vjp(model, X, X)
+    model = nm.init_model(cfg, 3, 0, scale=1e100)
+    X = np.full((4, 2), 1e40)
+    for call in (lambda: stack_vjp(model, X, X), lambda: stack_jvp(model, X, X),
+                 lambda: layer_jvp(cfg, model.layers[0], X, X),
+                 lambda: layer_vjp(cfg, model.layers[0], X, X)):
+        with pytest.raises(FloatingPointError, match="overflowing"):
+            call()
+    with pytest.raises(ValueError, match="magnitude"):
+        stack_jvp(model, X, np.full((4, 2), 1e200))

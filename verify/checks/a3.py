@@ -49,6 +49,11 @@ DEFAULTS = {
     "scale": 1.0, "slow_scale": 1000.0, "quad": 0.5, "fd_step": 1e-5,
 }
 
+LIMITS = {"T": (1, 256), "P": (1, 256), "d": (1, 32), "L": (1, 32), "h": (1e-6, 10.0),
+          "gamma": (0.0, 100.0), "gate": (-100.0, 100.0), "scale": (0.0, 100.0),
+          "slow_scale": (0.0, 1e6), "quad": (0.0, 100.0), "fd_step": (1e-12, 1e-2)}
+"""Bounds for ``fastslow check`` (instances that finish in seconds and stay finite)."""
+
 FD_RTOL = 1e-6
 IDENTITY_RTOL = 1e-13
 

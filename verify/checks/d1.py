@@ -61,6 +61,12 @@ DEFAULTS = {
     "fd_step": 1e-6, "order_tol": 1e-2, "agree_tol": 1e-10,
 }
 
+LIMITS = {"T": (1, 64), "P": (1, 64), "d": (1, 64), "L": (1, 32), "h": (1e-6, 10.0),
+          "gamma": (0.0, 100.0), "gate": (-100.0, 100.0), "scale": (0.0, 100.0),
+          "slow_scale": (0.0, 100.0), "fd_step": (1e-12, 1e-2), "order_tol": (1e-300, 1.0),
+          "agree_tol": (1e-300, 1.0)}
+"""Bounds for ``fastslow check`` (dense Jacobians need ``T·d ≤ 64``, checked separately)."""
+
 TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
 MAX_DENSE = 64
 CHAIN_RTOL = 1e-12
