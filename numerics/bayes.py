@@ -39,7 +39,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from . import _validate as v
-from .data import Emission, _distribution, _transition, running_sums, stationary_distribution
+from .data import Emission, _distribution, _transition, stationary_distribution
 
 __all__ = [
     "kalman_token_filter", "kalman_pooled_filter", "kalman_predictive_logpdf",

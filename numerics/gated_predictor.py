@@ -238,8 +238,9 @@ def train(toy: GatedToy, mom: Moments, *, w0: float = 1.0, g0: float = 0.0, lr: 
 
     Each step tries the step size ``lr`` and halves it until the risk decreases by at least
     ``10⁻⁴·η·‖∇R‖²`` and the recurrence stays stable (at most 40 halvings, and none once the
-    predicted decrease ``η‖∇R‖²`` falls below ``10⁻¹⁴|R|``; otherwise the step is skipped). Backtracking keeps plain gradient descent convergent when the curvature grows with
-    ``ρ`` (no fixed step fits all ``ρ``). ``train_slow=False`` freezes the slow weight at ``w0``
+    predicted decrease ``η‖∇R‖²`` falls below ``10⁻¹⁴|R|``; otherwise the step is skipped).
+    Backtracking keeps plain gradient descent convergent when the curvature grows with ``ρ`` (no
+    fixed step fits all ``ρ``). ``train_slow=False`` freezes the slow weight at ``w0``
     (with ``w0 = 0`` the slow channel is off: the *frozen* ablation). Moments with a leading batch
     axis (:func:`stack_moments`) train a batch of independent models at once.
     """
