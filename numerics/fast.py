@@ -44,7 +44,7 @@ and cost at most ~10 % (within noise) with a dense one. Numba's scalar ``np.exp`
 do not vectorise (3.9 ns per ``exp`` against NumPy's 0.9 ns), so the softmax and the MLP use the
 branch-free, vectorisable ``exp``/``tanh`` below (≤ 1 and ≤ 2 ulp from NumPy's).
 
-Caveats: the first call compiles (≈ 18 s of CPU on a fresh checkout, then ≈ 1 s to load from the
+Caveats: the first call compiles (≈ 13 s of CPU on a fresh checkout, then ≈ 1 s to load from the
 on-disk cache); call :func:`warm_up` once per process (the test suite does it in a session
 fixture). The kernels expect
 C-contiguous float64 arrays, boolean masks and int64 ranges; the public wrappers convert.
