@@ -133,7 +133,10 @@ def test_causal_masks_stay_blind_to_qk_in_the_persistent_component_but_not_in_th
                "tokens see only themselves) but visible in X_L")
 
 
-@settings(max_examples=10)
+_EXAMPLES = 10 if settings.default.max_examples <= 25 else 150
+
+
+@settings(max_examples=_EXAMPLES)
 @given(mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
        N=st.integers(1, 3), P=st.integers(2, 3), d=st.integers(2, 3), L=st.integers(1, 2),
        seed=st.integers(0, 2**16))
@@ -141,3 +144,14 @@ def test_random_instances(mask, N, P, d, L, seed):
     result = run_check("D6", {"T": N * P, "P": P, "d": d, "L": L, "mask": mask,
                               "gate_sweep": (1e-3, 1e-1)}, seed=seed)
     assert result.holds, (result.figures["parts_hold"], result.summary())
+
+
+def test_larger_instances(claim, thorough):
+    """Default: one more seed per mask; --thorough: wider sizes (T = 16, d = 6, L = 4)."""
+    cases = [{"mask": m} for m in ("causal", "block_causal", "block_bidirectional")]
+    if thorough:
+        cases += [{"mask": m, "T": 16, "P": 4, "d": 6, "L": 4} for m in
+                  ("causal", "block_causal", "block_bidirectional")]
+    for params in cases:
+        result = run_check("D6", params, seed=11)
+        assert result.holds, (params, result.figures["parts_hold"])
