@@ -122,6 +122,20 @@ def test_random_sizes_and_switches_match_reference(N, P, d, m, L, mask, slow_mas
     assert rel_err(fast_stack(model, X0, E), stack(model, X0, E)) <= RTOL
 
 
+def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtypes():
+    # warm_up compiles with the exact dtypes the wrappers pass: later calls must not recompile
+    from numerics import fast
+
+    for kw in SWITCHES:
+        cfg, model, X0, E = instance(**kw)
+        fast_stack(model, X0.astype(np.float32), E.tolist())  # other dtypes are converted first
+        fast_layer(cfg, model.layers[0], np.asfortranarray(X0))
+        fast_attention(cfg, model.layers[0], X0[::1])
+        fast_slow_path(cfg, model.layers[0], X0)
+    for kernel in (fast._layer_into, fast._fast_attention_kernel, fast._slow_path_kernel):
+        assert len(kernel.signatures) == 1, kernel.signatures
+
+
 def ulps(a, ref):
     return np.abs(a - ref) / np.spacing(np.abs(ref))
 
