@@ -32,6 +32,13 @@ population, is an exact quadratic form in two ``N×N`` moment matrices:
 diagonal, so ``R(g, w) = Q + (P/T)tr(MCMᵀ) ≥ Q`` with equality at ``w = 0``: the risk-minimising
 slow channel is zero whatever the gate, ``min_w R(g, w) = Q`` for every ``g``, and
 ``∂R/∂g = −(2/T)⟨∂M/∂g, D⟩ = 0`` at ``g = 0``.
+
+Caveats. The gate and the slow weight enter the input term only through ``g·w``; the gate amplitude
+is identified only through the pole ``a + g·c``, so the risk has a shallow valley along which
+gradient descent moves slowly: "the learned gate" is the gate after a fixed budget of steps (like
+a training run of fixed length), not a unique minimiser. Whether it grows with ``ρ`` depends on the
+parametrisation (monotone for the default ``a = 0, c = 1``; rises then falls for ``a = 0.3,
+c = −1``, where opening the gate lowers the pole); the risk falls with ``ρ`` in every case.
 """
 
 from __future__ import annotations
