@@ -29,6 +29,9 @@ Caveats.
   non-normal ``J + gG`` carry errors of order ``eps·‖J + gG‖·κ``: ``ρ`` within ``1e-12`` of 1 is
   not resolved.
 * Dense ``O(n³)`` linear algebra: for the small Jacobians of the checks (``n = T·d ≤ 64``).
+* A causal model's Jacobians are block lower-triangular in token order and the block-causal slow
+  path (shifted by ``U_c``) is strictly so: then ``ρ(J + gG) = ρ(J)`` for every ``g`` and
+  :func:`critical_gate` returns ``inf``.
 """
 
 from __future__ import annotations
@@ -229,10 +232,11 @@ def critical_gate(J, G, *, sign: int = +1, g_max: float | None = None, n_scan: i
                   tol: float = 1e-12) -> float:
     """The first gate ``g ≥ 0`` at which ``ρ(J + sign·g·G)`` reaches 1.
 
-    Scans ``n_scan`` equally spaced gates on ``[0, g_max]`` (default ``g_max = 4(‖J‖₂ + 1)/‖G‖₂``,
-    beyond which ``ρ`` is dominated by ``g·G`` unless ``G`` is nilpotent), then bisects the first
-    bracket to ``tol·max(1, g)``. Returns ``0.0`` if ``ρ(J) ≥ 1`` and ``inf`` if ``ρ < 1`` on the
-    whole scan (e.g. ``J + gG`` block-triangular with ``g``-independent diagonal blocks).
+    Scans ``n_scan`` equally spaced gates on ``[0, g_max]`` (default ``g_max = 4(‖J‖₂ + 1)/‖G‖₂``),
+    then doubling segments up to ``2^16·g_max`` (for ``G`` with ``ρ(G) ≪ ‖G‖``), and bisects the
+    first bracket to ``tol·max(1, g)``. Returns ``0.0`` if ``ρ(J) ≥ 1`` and ``inf`` if ``ρ < 1`` on
+    the whole scan (e.g. ``J + gG`` block-triangular with ``g``-independent diagonal blocks: the
+    autoregressive slow path, claim D7).
     """
     J = _square("J", J)
     G = _square("G", G)
@@ -251,14 +255,17 @@ def critical_gate(J, G, *, sign: int = +1, g_max: float | None = None, n_scan: i
         g_max = 4.0 * (float(np.linalg.norm(J, 2)) + 1.0) / nG
     g_max = v.real("g_max", g_max, low=0.0, low_open=True)
     Gs = sign * G
-    gs = np.linspace(0.0, g_max, n_scan + 1)
-    lo = 0.0
-    for g in gs[1:]:
+    # [0, g_max] finely, then doubling segments [2^(k−1), 2^k]·g_max (k ≤ 16), n_scan/4 points each
+    segments = [np.linspace(0.0, g_max, n_scan + 1)[1:]]
+    segments += [np.linspace(g_max * 2.0 ** (k - 1), g_max * 2.0 ** k, max(n_scan // 4, 2) + 1)[1:]
+                 for k in range(1, 17)]
+    lo, hi = 0.0, None
+    for g in np.concatenate(segments):
         if _rho(J + g * Gs) >= 1.0:
             hi = g
             break
         lo = g
-    else:
+    if hi is None:
         return float("inf")
     while hi - lo > tol * max(1.0, hi):
         mid = 0.5 * (lo + hi)
