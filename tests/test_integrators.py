@@ -1,0 +1,200 @@
+"""numerics.integrators: tableaux, order of accuracy (fitted slopes), breakpoints, work counters."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+from numba import njit
+from scipy import stats
+
+import numerics as nm
+from numerics.integrators import JAC_SIG, ORDERS, RHS_SIG, integrate
+from numerics.integrators import _tableaux as tb
+from numerics.integrators.coupling import (coupling_rhs_nb, frozen_kernel_jac_nb, integrate_coupling,
+                                           pack_coupling)
+
+
+# ------------------------------------------------------------------ catalogue of problems
+def linear_problem(n=6, seed=0):
+    """``y' = M y`` with a known solution ``expm(tM) y0`` (diffrax's order test problem)."""
+    rng = np.random.default_rng(seed)
+    M = 0.5 * rng.standard_normal((n, n)) - 1.5 * np.eye(n)
+    y0 = rng.standard_normal(n)
+    return M, y0, lambda t: scipy.linalg.expm(t * M) @ y0
+
+
+@njit(RHS_SIG, cache=True)
+def stiff_rhs(t, y, p, seg, out):
+    """Prothero–Robinson-type: ``y₀' = −(y₀ − cos t)/ε − sin t``, ``y₁' = y₀`` (``ε = p[0]``)."""
+    out[0] = -(y[0] - np.cos(t)) / p[0] - np.sin(t)
+    out[1] = y[0]
+
+
+@njit(JAC_SIG, cache=True)
+def stiff_jac(t, y, p, seg, J):
+    J[0, 0] = -1.0 / p[0]
+    J[0, 1] = 0.0
+    J[1, 0] = 1.0
+    J[1, 1] = 0.0
+
+
+def fitted_order(method, jac=None, ks=range(3, 9)):
+    M, y0, exact = linear_problem()
+    errs, hs = [], []
+    for k in ks:
+        h = 2.0 ** -k
+        r = integrate(lambda t, y: M @ y, (0.0, 1.0), y0, method=method, jac=jac, h_fixed=h)
+        errs.append(np.abs(r.y[:, -1] - exact(1.0)).max())
+        hs.append(h)
+    return stats.linregress(np.log2(hs), np.log2(errs)).slope
+
+
+# ------------------------------------------------------------------ tableaux
+def test_dopri5_tableau_identities():
+    assert np.allclose(tb.DP_A.sum(axis=1), tb.DP_C, rtol=0, atol=1e-15)
+    assert abs(tb.DP_B.sum() - 1) < 1e-15 and abs(tb.DP_BHAT.sum() - 1) < 1e-15
+    # order conditions up to 4 for the 5th-order weights
+    b, c, A = tb.DP_B, tb.DP_C, tb.DP_A
+    assert abs(b @ c - 1 / 2) < 1e-15 and abs(b @ c**2 - 1 / 3) < 1e-15
+    assert abs(b @ A @ c - 1 / 6) < 1e-15 and abs(b @ c**3 - 1 / 4) < 1e-15
+
+
+def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
+    g, b, bh = tb.ROS_GAMMA, tb.ROS_B, tb.ROS_BHAT
+    alpha = tb.ROS_ALPHA
+    beta = alpha + tb.ROS_GAMMA_MATRIX - np.diag(np.diag(tb.ROS_GAMMA_MATRIX))
+    bp = beta.sum(axis=1)
+    a = alpha.sum(axis=1)
+    for w, order in ((b, 3), (bh, 2)):
+        assert abs(w.sum() - 1) < 1e-14
+        assert abs(w @ bp - (0.5 - g)) < 1e-14
+        if order == 3:
+            assert abs(w @ a**2 - 1 / 3) < 1e-14
+            assert abs(w @ beta @ bp - (1 / 6 - g + g * g)) < 1e-14
+    # stiffly accurate: the weights are the last row of (α + Γ)
+    assert np.allclose(b, (alpha + tb.ROS_GAMMA_MATRIX)[3], atol=1e-15)
+
+
+# ------------------------------------------------------------------ orders (diffrax-style)
+@pytest.mark.parametrize("method", ["dopri5", "rosw"])
+def test_fixed_step_order_matches_the_method(method):
+    M, _, _ = linear_problem()
+    jac = (lambda t, y: M) if method == "rosw" else None
+    order = fitted_order(method, jac, ks=range(4, 9) if method == "dopri5" else range(3, 9))
+    assert abs(order - ORDERS[method]) < 0.3, order
+
+
+def test_rosenbrock_w_keeps_order_three_with_a_wrong_jacobian():
+    M, _, _ = linear_problem()
+    for J in (np.zeros_like(M), 0.3 * M + np.eye(len(M)), -np.eye(len(M))):
+        assert abs(fitted_order("rosw", lambda t, y, J=J: J) - 3) < 0.3
+
+
+def test_adaptive_error_is_within_a_few_tolerances():
+    M, y0, exact = linear_problem()
+    for method in ("dopri5", "rosw"):
+        for rtol in (1e-4, 1e-7):
+            r = integrate(lambda t, y: M @ y, (0.0, 2.0), y0, method=method, rtol=rtol,
+                          atol=rtol * 1e-2, jac=(lambda t, y: M) if method == "rosw" else None)
+            err = np.sqrt(np.mean(((r.y[:, -1] - exact(2.0)) / (rtol * 1e-2 + rtol * np.abs(exact(2.0)))) ** 2))
+            assert r.success and err < 5, (method, rtol, err)
+
+
+# ------------------------------------------------------------------ stiffness and work counters
+def test_stiff_mode_work_budget_and_explicit_cost_grows_like_one_over_eps():
+    p = np.array([1e-4])
+    y0 = np.array([1.0, 0.0])
+    r = integrate(stiff_rhs, (0.0, 2.0), y0, jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9)
+    exact0 = np.cos(2.0)
+    assert r.success and abs(r.y[0, -1] - exact0) < 1e-5
+    # if the stiff part were not treated implicitly these numbers would be much bigger
+    assert r.nsteps < 200 and r.nfev == 4 * (r.nsteps + r.nreject) + 1 and r.njev <= r.nsteps + 2
+    e = integrate(stiff_rhs, (0.0, 2.0), y0, method="dopri5", p=p, rtol=1e-6, atol=1e-9)
+    assert e.success and e.nsteps > 2.0 / p[0] / 10
+    assert r.compiled and e.compiled
+
+
+def test_compiled_and_python_paths_give_the_same_steps():
+    p = np.array([1e-2])
+    y0 = np.array([1.0, 0.0])
+    a = integrate(stiff_rhs, (0.0, 1.0), y0, jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9)
+
+    def f(t, y):
+        return np.array([-(y[0] - np.cos(t)) / p[0] - np.sin(t), y[0]])
+
+    b = integrate(f, (0.0, 1.0), y0, jac=lambda t, y: np.array([[-1 / p[0], 0.0], [1.0, 0.0]]),
+                  rtol=1e-6, atol=1e-9)
+    assert a.nsteps == b.nsteps and a.nfev == b.nfev and not b.compiled
+    assert np.allclose(a.y, b.y, rtol=1e-12, atol=1e-14)
+
+
+# ------------------------------------------------------------------ breakpoints and outputs
+@pytest.mark.parametrize("method", ["dopri5", "rosw"])
+def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
+    jump = 0.3
+
+    def f(t, y):
+        return np.array([1.0 if t < jump else -2.0])
+
+    r = integrate(f, (0.0, 1.0), np.array([0.0]), method=method, breakpoints=[jump],
+                  t_eval=[0.0, jump, 1.0], rtol=1e-8, atol=1e-12)
+    assert np.array_equal(r.t, [0.0, jump, 1.0])
+    assert abs(r.y[0, 1] - jump) < 1e-13 and abs(r.y[0, 2] - (jump - 2 * (1 - jump))) < 1e-13
+    # without the breakpoint the jump is smeared into a step and the error is much larger
+    bad = integrate(f, (0.0, 1.0), np.array([0.0]), method=method, rtol=1e-8, atol=1e-12,
+                    first_step=0.25)
+    assert bad.nreject > 0 or abs(bad.y[0, -1] - (jump - 2 * (1 - jump))) > 1e-13
+
+
+def test_coupling_rhs_compiled_equals_numpy_reference():
+    for mask in nm.NAMED_MASKS:
+        cfg = nm.ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7)
+        model = nm.init_model(cfg, 3, 5, gate=0.9)
+        rng = np.random.default_rng(1)
+        X, E = rng.standard_normal((8, 3)), rng.standard_normal((8, 3))
+        f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+        p = pack_coupling(cfg, model, 0.01, E)
+        out = np.empty(24)
+        J = np.empty((8, 8))
+        for seg in range(3):
+            t = (seg + 0.5) / 3
+            coupling_rhs_nb(t, X.ravel(), p, seg, out)
+            assert np.allclose(out, f(t, X).ravel(), rtol=1e-13, atol=1e-12)
+            frozen_kernel_jac_nb(t, X.ravel(), p, seg, J)
+            A = nm.attention_kernel(cfg, model.layers[seg], X)
+            assert np.allclose(J, (A - np.eye(8)) / 0.01 - 0.7 * np.eye(8), rtol=1e-13, atol=1e-10)
+
+
+def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
+    from scipy.integrate import solve_ivp
+
+    cfg = nm.ModelConfig(T=6, P=3, d=2, mask="block_bidirectional", gamma=1.0)
+    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    rng = np.random.default_rng(2)
+    X0, E = rng.standard_normal((6, 2)), rng.standard_normal((6, 2))
+    eps = 1e-2
+    r = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11)
+    f = nm.make_rhs(model, form="coupling", eps=eps, E=E)
+    y = X0.ravel()
+    for a, b in [(0.0, 0.5), (0.5, 1.0)]:       # interval by interval, left limits at the ends
+        s = solve_ivp(lambda t, y: f(min(t, np.nextafter(b, 0)), y.reshape(6, 2)).ravel(), (a, b), y,
+                      method="Radau", rtol=1e-9, atol=1e-11)
+        y = s.y[:, -1]
+    assert r.success and np.abs(r.y[:, -1] - y).max() < 1e-6
+    assert r.njev == r.nsteps + 1 or r.njev <= r.nsteps + model.L     # one J per accepted step
+
+
+def test_invalid_arguments_raise_clear_errors():
+    f = lambda t, y: -y  # noqa: E731
+    with pytest.raises(ValueError, match="method"):
+        integrate(f, (0, 1), [1.0], method="euler")
+    with pytest.raises(ValueError, match="t_span"):
+        integrate(f, (1, 0), [1.0])
+    with pytest.raises(ValueError, match="jac_size"):
+        integrate(f, (0, 1), [1.0, 2.0, 3.0], jac_size=2)
+    with pytest.raises(ValueError, match="y0"):
+        integrate(f, (0, 1), [np.nan])
+    with pytest.raises(ValueError, match="t_eval"):
+        integrate(f, (0, 1), [1.0], t_eval=[0.5, 2.0])
+    with pytest.raises(ValueError, match="eps"):
+        pack_coupling(nm.ModelConfig(T=2, P=1, d=1), [nm.init_layer(nm.ModelConfig(T=2, P=1, d=1),
+                                                                   np.random.default_rng(0))], 0.0)
