@@ -1,0 +1,70 @@
+"""theory.linearisation and theory.kernels: closed forms, lambdified factors, exact projectors."""
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from theory import kernels as tk
+from theory import linearisation as tl
+
+
+def test_factors_without_norm_and_nonlinearity_are_the_weights():
+    syms, N, M, Jn = tl.factor_matrices(2, norm=False, sigma="identity")
+    h, g = syms["h"], syms["gamma"]
+    assert (Jn - sp.eye(2)).is_zero_matrix
+    assert (M - h * syms["V"]).is_zero_matrix
+    assert sp.expand(N - (sp.eye(2) + h * (syms["W1"] * syms["W2"] - g * sp.eye(2)))).is_zero_matrix
+
+
+def test_norm_jacobian_annihilates_the_state_when_eps_is_zero():
+    syms, _, _, _ = tl.factor_matrices(3)
+    x, eps = syms["x"], syms["eps"]
+    Jn = tl.norm_jacobian_closed_form(x, 0)
+    assert (x.T * Jn).applyfunc(sp.cancel).is_zero_matrix
+
+
+def test_lambdified_factors_match_the_symbolic_ones():
+    rng = np.random.default_rng(0)
+    x, V, W1, W2 = rng.standard_normal(2), *rng.standard_normal((3, 2, 2))
+    N, M = tl.factors_function(2)(x, V, W1, W2, 0.5, 0.2, 1e-6)
+    syms, Ns, Ms, _ = tl.factor_matrices(2)
+    sub = {**dict(zip(syms["x"], x)), **dict(zip(syms["V"], V.ravel())),
+           **dict(zip(syms["W1"], W1.ravel())), **dict(zip(syms["W2"], W2.ravel())),
+           syms["h"]: 0.5, syms["gamma"]: 0.2, syms["eps"]: 1e-6}
+    assert np.abs(np.array(Ns.subs(sub), dtype=float) - N).max() < 1e-12
+    assert np.abs(np.array(Ms.subs(sub), dtype=float) - M).max() < 1e-12
+
+
+def test_mask_matrix():
+    assert tl.mask_matrix("block_causal", 4, 2) == [[True, False, False, False],
+                                                    [True, True, False, False],
+                                                    [False, False, True, False],
+                                                    [False, False, True, True]]
+
+
+def test_jacobian_identity_for_a_tiny_case():
+    assert tl.homogeneous_jacobian_residual(2, 1, "causal").is_zero_matrix
+
+
+def test_frozen_kernels_are_row_stochastic_and_diagonalisable():
+    for name, T, P in [("causal", 5, None), ("block_causal", 6, 3), ("block_bidirectional", 4, 2)]:
+        K = tk.frozen_kernel(name, T, P)
+        assert all(sum(K.row(t)) == 1 for t in range(T))
+        projs = tk.spectral_projectors(K)
+        assert all(r.is_zero_matrix for r in tk.projector_residuals(K, projs).values())
+
+
+def test_jordan_block_is_rejected():
+    with pytest.raises(ValueError, match="not diagonalisable"):
+        tk.spectral_projectors(sp.Matrix([[1, 1], [0, 1]]))
+
+
+def test_exact_kernel_constants():
+    assert tk.kernel_constant("block_bidirectional", 6, 3) == 1
+    assert tk.kernel_constant("causal", 2) == sp.sqrt(2)
+    assert tk.kernel_constant("block_causal", 6, 2) == sp.sqrt(2)
+
+
+def test_condition_number_grows():
+    c = [float(tk.causal_eigenvector_condition(T)) for T in (2, 4, 8)]
+    assert 1 < c[0] < c[1] < c[2]
