@@ -255,9 +255,9 @@ def critical_gate(J, G, *, sign: int = +1, g_max: float | None = None, n_scan: i
         g_max = 4.0 * (float(np.linalg.norm(J, 2)) + 1.0) / nG
     g_max = v.real("g_max", g_max, low=0.0, low_open=True)
     Gs = sign * G
-    # [0, g_max] finely, then doubling segments [2^(k−1), 2^k]·g_max (k ≤ 16), n_scan/4 points each
+    # [0, g_max] finely, then doubling segments [2^(k−1), 2^k]·g_max (k ≤ 16), n_scan/10 points each
     segments = [np.linspace(0.0, g_max, n_scan + 1)[1:]]
-    segments += [np.linspace(g_max * 2.0 ** (k - 1), g_max * 2.0 ** k, max(n_scan // 4, 2) + 1)[1:]
+    segments += [np.linspace(g_max * 2.0 ** (k - 1), g_max * 2.0 ** k, max(n_scan // 10, 2) + 1)[1:]
                  for k in range(1, 17)]
     lo, hi = 0.0, None
     for g in np.concatenate(segments):

@@ -106,8 +106,10 @@ def test_dense_jacobians_match_central_differences():
         e = np.zeros(12)
         e[k] = h
         e = e.reshape(6, 2)
-        assert np.allclose(J[:, k], ((_layer(cfg, p, X + e, E) - _layer(cfg, p, X - e, E)) / (2 * h)).ravel(), atol=1e-7)
-        assert np.allclose(S[:, k], ((_slow(cfg, p, X + e) - _slow(cfg, p, X - e)) / (2 * h)).ravel(), atol=1e-7)
+        fd_layer = (_layer(cfg, p, X + e, E) - _layer(cfg, p, X - e, E)) / (2 * h)
+        fd_slow = (_slow(cfg, p, X + e) - _slow(cfg, p, X - e)) / (2 * h)
+        assert np.allclose(J[:, k], fd_layer.ravel(), atol=1e-7)
+        assert np.allclose(S[:, k], fd_slow.ravel(), atol=1e-7)
 
 
 def test_looped_iteration_statuses():

@@ -3,7 +3,6 @@ move the persistent component at first order (block means: second order, causal 
 kernel's first-order change annihilates the state, and the slow coupling G = U_c K_s B reads and
 writes only block-constant information (block_causal gap: ‖G(I − Π)‖ = √(P − 1)‖G‖)."""
 
-import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings, strategies as st

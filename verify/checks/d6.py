@@ -45,7 +45,7 @@ import numerics as nm
 from numerics import _validate as v
 from numerics.layer import _normed
 from numerics.stability import slow_jacobian
-from numerics.visibility import (PARAMETER_BLOCKS, POSITION_BLOCKS, block_spectra,
+from numerics.visibility import (PARAMETER_BLOCKS, block_spectra,
                                  decaying_projector, forced_stack, forced_tangent, kernel_jvp,
                                  numerical_rank, persistent_basis, persistent_component,
                                  visibility_map)
