@@ -36,6 +36,7 @@ entry and the trajectory leaves the simplex).
 from __future__ import annotations
 
 import numpy as np
+import sympy as sp
 from scipy import stats
 
 from numerics import _validate as v
@@ -263,7 +264,7 @@ def check(params: dict, seed: int) -> CheckResult:
 
     # ---- 1. manifold: theory vs numerics
     sm = tm.slow_manifold(n)
-    Q_th = tm.sp.lambdify(tm.y, sm.Q, modules="numpy", cse=True)
+    Q_th = sp.lambdify(tm.y, sm.Q, modules="numpy", cse=True)
     figures["generator_definition_mismatch"] = float(max(np.abs(np.array(Q_th(y), dtype=float)
                                                                 - gen(y)).max() for y in ys))
     p_num = np.array([mk.stationary_distribution(gen(y)) for y in ys])

@@ -4,8 +4,9 @@ Statement (two parts):
 
 (a) In the F2 regime (``Q(y)`` irreducible for every y), a small MLP ``φ_θ(y)`` with softmax output
 trained to minimise ``E_y KL(p_st(y) ‖ φ_θ(y))`` on ``y ∈ [y_min, y_max]`` approaches ``p_st``: the
-held-out error falls with the width and with the number of training steps, and reaches
-``max TV ≤ tv_threshold``.
+held-out error falls with the width (Kendall's τ between width and per-seed mean KL, one-sided
+p < 0.05) and with the number of training steps (median max TV over widths strictly decreasing
+over the recorded steps), and reaches ``max TV ≤ tv_threshold`` (best width, after the last step).
 
 (b) The effective token-mixing operator of a random attention block on a heterogeneous state is
 not a generator. Precisely: the update ``dX/dτ = M X − X`` is a master equation over the Td
@@ -38,6 +39,7 @@ from scipy.special import rel_entr
 from numerics import _validate as v
 from numerics import markov as mk
 from numerics import variational as va
+from numerics.layer import attention_kernel
 from numerics.model import ModelConfig, init_model
 from theory import markov as tm
 
@@ -164,7 +166,6 @@ def generator_measurements(p: dict, seed: int) -> dict:
             X = rng.standard_normal((cfg.T, cfg.d))
         else:
             X = np.tile(rng.standard_normal(cfg.d), (cfg.T, 1))
-        from numerics.layer import attention_kernel
         A = attention_kernel(cfg, lp, X)
         out["attention_matrix"].append(mk.generator_violation(A - np.eye(cfg.T), "row"))
         for kind in ("frozen", "linearised"):
@@ -200,17 +201,25 @@ def check(params: dict, seed: int) -> CheckResult:
     figures["constant_predictor"] = sweep["constant_predictor"]
     figures["best_final_max_tv"] = best
     reaches = best <= p["tv_threshold"]
-    # width: fitted slope of log(mean KL after the last step) against log(width), 95% interval
+    # width: Kendall's τ between width and the per-seed mean KL after the last step, one-sided
+    # test for a decreasing trend (the error is not a power law in width: it saturates at the
+    # optimisation error of a finite number of steps, so a log–log slope is only reported)
     final_kl = [table[w][smax]["mean_kl"] for w in widths]
+    W = [w for w in widths for _ in sweep["raw"][w]]
+    E = [r[smax]["mean_kl"] for w in widths for r in sweep["raw"][w]]
+    if len(set(widths)) >= 2 and len(W) >= 3:
+        tau = stats.kendalltau(W, E, alternative="less")
+        figures["width_trend_kendall"] = {"tau": float(tau.statistic), "p_value": float(tau.pvalue),
+                                          "n_points": len(W)}
+        falls_width = bool(tau.pvalue < 0.05)
+    else:
+        falls_width = False
     if len(widths) >= 3:
         r = stats.linregress(np.log(widths), np.log(final_kl))
         q = stats.t.ppf(0.975, len(widths) - 2)
         figures["width_slope_log_mean_kl"] = {"slope": float(r.slope),
                                               "ci95": [float(r.slope - q * r.stderr),
                                                        float(r.slope + q * r.stderr)]}
-        falls_width = bool(r.slope + q * r.stderr < 0)
-    else:
-        falls_width = len(widths) == 2 and final_kl[-1] < final_kl[0]
     # steps: the median over widths of the max TV falls at each recorded step
     by_step = [float(np.median([table[w][s]["max_tv"] for w in widths])) for s in steps]
     figures["median_max_tv_by_steps"] = dict(zip([str(s) for s in steps], by_step))
