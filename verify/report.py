@@ -116,7 +116,7 @@ def build_report(ledger: ClaimLedger, provenance: dict) -> dict:
             "seconds": round(e.seconds, 3),
             "tests": dict(sorted(e.tests.items())),
             "reasons": why,
-            "notes": e.notes + [n for r in e.main + e.negative for n in r.notes if n not in e.notes],
+            "notes": list(dict.fromkeys(e.notes + [n for r in e.main + e.negative for n in r.notes])),
             "provenance": {"seeds": seeds,
                            "params": [r.params for r in e.main],
                            "git": provenance.get("git")},
