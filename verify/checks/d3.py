@@ -35,7 +35,8 @@ DEFAULTS = {
     "tol": 1e-12,
 }
 
-LIMITS = {"T": (1, 256), "d": (1, 64), "L": (1, 64), "n_draws": (1, 20)}
+LIMITS = {"T": (1, 256), "d": (1, 64), "L": (1, 64), "n_draws": (1, 20), "qk_scale": (0.0, 1e6),
+          "scale": (0.0, 1e3), "temperatures": (1e-12, 1e6)}
 """Bounds that keep a user's instance small enough to finish in seconds."""
 
 
@@ -54,6 +55,16 @@ def _validate(p: dict) -> None:
 
 
 def check(params: dict, seed: int) -> CheckResult:
+    """Run the check; an instance that overflows float64 raises ``FloatingPointError``."""
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            return _check(params, seed)
+    except FloatingPointError as exc:
+        raise FloatingPointError(f"{exc}: the instance overflows float64 (reduce L or the weight "
+                                 "scales)") from None
+
+
+def _check(params: dict, seed: int) -> CheckResult:
     p = dict(params)
     _validate(p)
     w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
