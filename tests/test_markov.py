@@ -182,3 +182,14 @@ def test_theory_within_block_stationary(P):
     assert ca["closed_classes"] == [[0]] and ca["null_dim"] == 1
     assert ca["irreducible"] == (P == 1)
     assert ca["eigenvalues"] == {sp.Rational(1, k) - 1: 1 for k in range(1, P + 1)}
+
+
+def test_stiff_methods_agree_on_the_coupled_system():
+    n = 3
+    def gen(y): return mk.example_generator(n, y)
+    def gdy(y): return mk.example_generator_dy(n, y)
+    t = np.linspace(0.0, 2.0, 5)
+    runs = [mk.integrate_coupled(gen, gdy, 1e-3, [0.2, 0.3, 0.5], 0.5, np.arange(3.0), t, method=m)
+            for m in ("Radau", "BDF", "LSODA")]
+    for r in runs[1:]:
+        assert np.abs(r.x - runs[0].x).max() <= 1e-8 and np.abs(r.y - runs[0].y).max() <= 1e-8
