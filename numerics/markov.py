@@ -68,7 +68,7 @@ def generator_violation(G, convention: str = "column") -> dict:
     n = Gc.shape[0]
     off = ~np.eye(n, dtype=bool)
     offv = Gc[off]
-    neg = np.maximum(0.0, -offv)
+    neg = np.maximum(0.0, -offv) + 0.0  # no negative zeros
     scale_off = float(np.abs(offv).max()) if offv.size else 0.0
     sums = Gc.sum(axis=0)
     scale_sum = float(np.abs(Gc).sum(axis=0).max())

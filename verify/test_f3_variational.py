@@ -43,6 +43,13 @@ def test_mlp_approaches_p_st_and_attention_operator_is_not_a_generator(claim, th
     for kind in ("frozen", "linearised"):  # both conditions break, not just one
         assert gv[kind]["negative_mass_fraction"]["min"] > 0.1
         assert gv[kind]["sum_defect_rel"]["min"] > 0.1
+    # attribution on the same states: without the value map the frozen operator A ⊗ I is a
+    # generator; with V = I and no norm the linearisation still is not (the dA/dX term)
+    eps = np.finfo(float).eps
+    assert gv["frozen_identity_value"]["negative_offdiag"]["max"] == 0.0
+    assert gv["frozen_identity_value"]["sum_defect"]["max"] <= 1e3 * eps
+    assert gv["linearised_identity_value_no_norm"]["negative_offdiag_rel"]["min"] > 0.1
+    assert gv["linearised_identity_value_no_norm"]["sum_defect_rel"]["min"] > 0.05
     assert result.holds, result.summary()
     claim.figure("final_max_tv_by_width", f["final_max_tv_by_width"])
     claim.figure("final_mean_kl_by_width", f["final_mean_kl_by_width"])

@@ -152,10 +152,20 @@ def approximation_sweep(p: dict, seed: int) -> dict:
     return {"table": table, "raw": raw, "constant_predictor": base, "irreducible": irr_tr and irr_te}
 
 
-def generator_measurements(p: dict, seed: int) -> dict:
-    """Generator violations of ``M − I`` (row convention) for the attention operators at ``X``."""
+def generator_measurements(p: dict, seed) -> dict:
+    """Generator violations of ``M − I`` (row convention) for the attention operators at ``X``.
+
+    Besides the requested instance (``attention_matrix``: ``A(X) − I``; ``frozen``:
+    ``A(X) ⊗ Vᵀ − I``; ``linearised``: the Jacobian of ``Attn`` minus ``I``) it attributes the
+    violation on the same states: ``frozen_identity_value`` (``A(X) ⊗ I``: the frozen operator
+    without the value map) and ``linearised_identity_value_no_norm`` (the Jacobian of ``A(X) X``:
+    only the state dependence of ``A``, the softmax-derivative term, is left).
+    """
     cfg = ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], norm=p["norm"])
-    out = {"attention_matrix": [], "frozen": [], "linearised": []}
+    bare = cfg.replace(norm=False)
+    kinds = ("attention_matrix", "frozen", "linearised", "frozen_identity_value",
+             "linearised_identity_value_no_norm")
+    out = {k: [] for k in kinds}
     for ss in _seq(seed).spawn(p["attn_seeds"]):
         w_seed, x_seed = ss.spawn(2)
         lp = init_model(cfg, 1, w_seed).layers[0]
@@ -166,11 +176,18 @@ def generator_measurements(p: dict, seed: int) -> dict:
             X = rng.standard_normal((cfg.T, cfg.d))
         else:
             X = np.tile(rng.standard_normal(cfg.d), (cfg.T, 1))
+        eye = np.eye(cfg.T * cfg.d)
         A = attention_kernel(cfg, lp, X)
         out["attention_matrix"].append(mk.generator_violation(A - np.eye(cfg.T), "row"))
         for kind in ("frozen", "linearised"):
             M = mk.attention_mixing_operator(cfg, lp, X, kind)
-            out[kind].append(mk.generator_violation(M - np.eye(M.shape[0]), "row"))
+            out[kind].append(mk.generator_violation(M - eye, "row"))
+        lid = lp.copy()
+        lid.V = np.eye(cfg.d)
+        out["frozen_identity_value"].append(mk.generator_violation(
+            mk.attention_mixing_operator(cfg, lid, X, "frozen") - eye, "row"))
+        out["linearised_identity_value_no_norm"].append(mk.generator_violation(
+            mk.attention_mixing_operator(bare, lid, X, "linearised") - eye, "row"))
     keys = ("negative_offdiag", "negative_offdiag_rel", "negative_mass_fraction", "sum_defect",
             "sum_defect_rel")
     summary = {kind: {key: {"min": float(min(r[key] for r in rows)),
