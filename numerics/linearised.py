@@ -42,7 +42,7 @@ from math import comb
 import numpy as np
 
 from . import _validate as v
-from .masks import NAMED_MASKS, coarse_maps, frozen_kernel, kernel_eigenvalues
+from .masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues
 from .model import Model, ModelConfig
 
 __all__ = ["norm_jacobian", "single_token_increment", "homogeneous_trajectory", "layer_factors",

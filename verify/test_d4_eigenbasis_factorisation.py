@@ -25,6 +25,8 @@ def test_three_way_agreement_on_the_default_instance(claim):
     f = result.figures
     assert f["poly_vs_jvp_rel"] / tol <= 1.0, result.summary()
     assert f["poly_vs_recursion_rel"] / tol <= 1.0
+    assert f["softmax_derivative_term_rel"] / tol <= 1.0      # the term cancels ...
+    assert f["softmax_derivative_dA_norm"] > 1e-3              # ... although δA ≠ 0
     assert f["eigen_form_vs_poly_rel"] / tol <= 1.0
     assert f["theory_vs_numerics_factors_rel"] / tol <= 1.0
     assert f["poly_vs_finite_difference_rel"] / fd_tol <= 1.0
@@ -50,6 +52,7 @@ def test_negative_control_heterogeneous_input_breaks_the_factorisation(claim):
     assert not result.hypotheses_hold and not result.holds
     assert result.figures["poly_vs_jvp_rel"] > 1e-3          # measurable, ≫ tol
     assert result.figures["jvp_vs_finite_difference_rel"] < 1e-5  # the oracles still agree
+    assert result.figures["softmax_derivative_term_rel"] > 1e-3   # the term no longer cancels
 
 
 def test_negative_control_open_gate_breaks_the_factorisation(claim):

@@ -11,7 +11,8 @@ the eigen form with the closed-form projectors (only for ``T ≤ eig_max_T``: th
 non-normal), and the analytic JVP through the nonlinear stack (:func:`numerics.autodiff.stack_jvp`),
 with central finite differences of :func:`numerics.layer.stack` as a second, cruder oracle.
 The numeric ``N_l, M_l`` are compared with the lambdified SymPy ones (``d ≤ theory_max_d``).
-Also reported (the non-normality finding): the 2-norm condition number of the causal kernel's
+The softmax-derivative term ``δA·n(X)V`` of the first layer is measured directly (relative to
+``‖δA‖‖n(X)V‖``: zero although ``δA ≠ 0``). Also reported (the non-normality finding): the 2-norm condition number of the causal kernel's
 eigenvector matrix for each ``T`` in ``cond_Ts``: exact (closed-form eigenvectors) and as computed by
 ``numpy.linalg.eig`` in float64. Relative residuals are in units of ``tol`` (``fd_tol`` for finite
 differences, whose truncation error is O(fd_step² times the third derivative) and rounding error
@@ -59,6 +60,32 @@ def build_model(p: dict, seed) -> nm.Model:
         q.V = q.V + p["value_gain"] * np.eye(cfg.d)
         layers.append(q)
     return nm.Model(cfg, tuple(layers))
+
+
+def softmax_derivative_term(cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarray,
+                            dX: np.ndarray) -> tuple[float, float, float]:
+    """``(‖δA · n(X)V‖_F, ‖δA‖_F, ‖n(X)V‖_F)`` for the first-order change ``δA`` of the attention
+    matrix along ``dX`` (written out from SPEC §1: ``δA = A ⊙ (δS − rowsum(A ⊙ δS))``).
+
+    At a homogeneous ``X`` the first number vanishes (every row of ``δA`` sums to zero and every row
+    of ``n(X)V`` is the same) although ``δA`` itself does not.
+    """
+    d = cfg.d
+    if cfg.norm:
+        r = np.sqrt(np.mean(X * X, axis=1, keepdims=True) + cfg.norm_eps)
+        Xn = X / r
+        dXn = dX / r - X * (np.sum(X * dX, axis=1, keepdims=True) / (d * r ** 3))
+    else:
+        Xn, dXn = X, dX
+    beta = cfg.score_scale
+    S = beta * (Xn @ p.Q) @ (Xn @ p.K).T
+    dS = beta * ((dXn @ p.Q) @ (Xn @ p.K).T + (Xn @ p.Q) @ (dXn @ p.K).T)
+    A = nm.masked_softmax(S, cfg.mask_array)
+    AdS = A * dS
+    dA = AdS - A * AdS.sum(axis=1, keepdims=True)
+    values = Xn @ p.V
+    return (float(np.linalg.norm(dA @ values)), float(np.linalg.norm(dA)),
+            float(np.linalg.norm(values)))
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -111,7 +138,10 @@ def _check(params: dict, seed: int) -> CheckResult:
     E = X0 if cfg.gamma else None              # hold the injection target fixed, as stack_jvp does
     fd = (nm.stack(gated, X0 + s * dX0, E) - nm.stack(gated, X0 - s * dX0, E)) / (2 * s)
 
+    term, dA_norm, v_norm = softmax_derivative_term(cfg, gated.layers[0], X0, dX0)
     figures = {
+        "softmax_derivative_term_rel": term / max(dA_norm * v_norm, 1e-300),
+        "softmax_derivative_dA_norm": dA_norm,
         "poly_vs_jvp_rel": _rel(poly, jvp),
         "poly_vs_recursion_rel": _rel(poly, rec),
         "poly_vs_finite_difference_rel": _rel(poly, fd),
@@ -153,6 +183,7 @@ def _check(params: dict, seed: int) -> CheckResult:
     tol, fd_tol = p["tol"], p["fd_tol"]
     hypotheses = p["heterogeneity"] == 0 and (not cfg.slow or p["gate"] == 0)
     holds = (figures["poly_vs_jvp_rel"] <= tol and figures["poly_vs_recursion_rel"] <= tol
+             and figures["softmax_derivative_term_rel"] <= tol
              and figures["poly_vs_finite_difference_rel"] <= fd_tol
              and figures.get("eigen_form_vs_poly_rel", 0.0) <= tol
              and figures.get("theory_vs_numerics_factors_rel", 0.0) <= tol)
