@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from figures import figure
 from verify.checks import run_check
@@ -30,7 +29,8 @@ def f3_error_vs_width(seed: int = 0):
         ax.set_xticks(widths, [str(w) for w in widths])
     axes[1].legend(fontsize=6)
     gv = res.figures["generator_violation"]
+    lin = gv["linearised"]
     fig.suptitle("F3: softmax MLP → p_st (median over seeds). Attention operator generator "
-                 f"violation (median rel.): sign {gv['linearised']['negative_offdiag_rel']['median']:.2f}, "
-                 f"sum {gv['linearised']['sum_defect_rel']['median']:.2f}", fontsize=8)
+                 f"violation (median rel.): sign {lin['negative_offdiag_rel']['median']:.2f}, "
+                 f"sum {lin['sum_defect_rel']['median']:.2f}", fontsize=8)
     return fig, dict(res.params, seed=seed)

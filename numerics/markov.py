@@ -317,7 +317,8 @@ def integrate_coupled(generator, generator_dy, eps: float, x0, y0: float, c, t_e
     if not sol.success:
         raise RuntimeError(f"solve_ivp({method}) failed at eps={eps}: {sol.message}")
     return CoupledRun(t=sol.t, x=sol.y[:n].T.copy(), y=sol.y[n].copy(), nfev=int(sol.nfev),
-                      njev=int(sol.njev), nlu=int(sol.nlu), method=method, success=bool(sol.success))
+                      njev=int(sol.njev), nlu=int(sol.nlu), method=method,
+                      success=bool(sol.success))
 
 
 # --------------------------------------------------------------------------- attention (F3)

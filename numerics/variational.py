@@ -25,7 +25,8 @@ from scipy.special import xlogy
 
 from . import _validate as v
 
-__all__ = ["PARAM_NAMES", "init_mlp", "mlp_probs", "kl_loss_and_grad", "train", "approximation_error"]
+__all__ = ["PARAM_NAMES", "init_mlp", "mlp_probs", "kl_loss_and_grad", "train",
+           "approximation_error"]
 
 PARAM_NAMES = ("W1", "b1", "W2", "b2")
 

@@ -207,7 +207,8 @@ def slow_manifold(n: int, c: tuple | None = None) -> SlowManifold:
     equality is decidable, so both residuals are exact zero tests.
     """
     Q = example_generator(n)
-    c = tuple(range(n)) if c is None else tuple(int(ci) if float(ci).is_integer() else ci for ci in c)
+    c = tuple(range(n)) if c is None else tuple(
+        int(ci) if float(ci).is_integer() else ci for ci in c)
     if len(c) != n:
         raise ValueError(f"c must have n={n} entries, got {len(c)}")
     cf = [_FIELD.from_sympy(sp.nsimplify(ci)) for ci in c]

@@ -248,9 +248,11 @@ def check(params: dict, seed: int) -> CheckResult:
     figures["min_x_entry"] = float(ra.x[sl].min())
     on_simplex = figures["mass_defect"] <= 1e-8 and figures["min_x_entry"] >= -1e-8
     unique_eq = figures["max_zero_eigenvalues"] == 1 and figures["min_zero_eigenvalues"] == 1 \
-        and figures["min_null_vector_entry"] >= -1e-12 and figures["max_re_nonleading_eigenvalue"] < 0
+        and figures["min_null_vector_entry"] >= -1e-12 \
+        and figures["max_re_nonleading_eigenvalue"] < 0
     no_memory = figures["x0_dependence_at_t1"] <= eps_lo
-    tol = {"manifold_abs": p["manifold_tol"], "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
+    tol = {"manifold_abs": p["manifold_tol"],
+           "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
            "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
            "x0_dependence_abs": eps_lo, "simplex_abs": 1e-8}
 
@@ -271,7 +273,8 @@ def check(params: dict, seed: int) -> CheckResult:
     p_num = np.array([mk.stationary_distribution(gen(y)) for y in ys])
     p_th = np.array(sm.p_numeric(ys)).T
     figures["manifold_max_abs_error"] = float(np.abs(p_num - p_th).max())
-    figures["manifold_residual_theory"] = float(max(np.abs(gen(y) @ q).max() for y, q in zip(ys, p_th)))
+    figures["manifold_residual_theory"] = float(max(np.abs(gen(y) @ q).max()
+                                                    for y, q in zip(ys, p_th)))
     tt = 0.7
     h_num = np.array([mk.first_order_correction(gen(y), gen_dy(y), c, y, tt) for y in ys])
     h_th = np.array(sm.h1_numeric(ys, np.full_like(ys, tt))).T
@@ -294,7 +297,8 @@ def check(params: dict, seed: int) -> CheckResult:
     fit0, fit1 = slope_fit(eps, np.array(e0)), slope_fit(eps, np.array(e1))
     layer = np.exp(-figures["min_spectral_gap"] * p["t0"] / eps)  # per ε
     figures.update({"eps": eps.tolist(), "err_order0": e0, "err_order1": e1, "nfev": nfev,
-                    "slope_order0": fit0, "slope_order1": fit1, "initial_layer_factor": float(layer.max()),
+                    "slope_order0": fit0, "slope_order1": fit1,
+                    "initial_layer_factor": float(layer.max()),
                     "y_range_visited": y_range})
     if y_range[0] < p["y_min"] or y_range[1] > p["y_max"]:
         notes.append(f"trajectory visits y in {y_range}, outside the checked grid")

@@ -149,7 +149,8 @@ def approximation_sweep(p: dict, seed: int) -> dict:
     const = Ptr.mean(axis=0)
     base = {"mean_kl": float(np.mean(rel_entr(Pte, const).sum(axis=1))),
             "max_tv": float(np.max(0.5 * np.abs(Pte - const).sum(axis=1)))}
-    return {"table": table, "raw": raw, "constant_predictor": base, "irreducible": irr_tr and irr_te}
+    return {"table": table, "raw": raw, "constant_predictor": base,
+            "irreducible": irr_tr and irr_te}
 
 
 def generator_measurements(p: dict, seed) -> dict:
@@ -254,15 +255,16 @@ def check(params: dict, seed: int) -> CheckResult:
     figures["min_violation_frozen"] = worst("frozen")
     figures["min_violation_linearised"] = worst("linearised")
     figures["max_violation_attention_matrix"] = max(
-        gen["attention_matrix"]["negative_offdiag"]["max"], gen["attention_matrix"]["sum_defect"]["max"])
+        gen["attention_matrix"]["negative_offdiag"]["max"],
+        gen["attention_matrix"]["sum_defect"]["max"])
     not_generator = min(figures["min_violation_frozen"], figures["min_violation_linearised"]) \
         > p["violation_tol"]
     figures["attention_not_a_generator"] = bool(not_generator)
 
     hyp_a = sweep["irreducible"] and max(widths) >= 2 and smax > 0
     hyp_b = p["state"] == "heterogeneous" and p["value_map"] == "random"
-    notes.append("A(X) − I alone is always a row-convention generator (softmax rows are stochastic); "
-                 "the violations come from the value map, the norm Jacobian and dA/dX")
+    notes.append("A(X) − I alone is always a row-convention generator (softmax rows are "
+                 "stochastic); the violations come from the value map, the norm Jacobian and dA/dX")
     if not p["norm"]:
         notes.append("norm off")
     return CheckResult(
