@@ -3,48 +3,51 @@
 Statement (our formalisation of SPEC D1):
 
 1. **Chain rule.** ``∂X_L/∂X_0 = J_{L−1} ⋯ J_0`` with ``J_l = ∂Φ_l/∂X`` evaluated at the trajectory
-   point ``X_l`` (``E`` held constant). Checked with dense matrices at small sizes (``T·d ≤ 64``):
-   ``J_l`` from :func:`numerics.autodiff.layer_jvp` on basis vectors; ``∂X_L/∂X_0`` three ways —
-   forward mode (:func:`~numerics.autodiff.stack_jvp` on basis vectors) and reverse mode
-   (:func:`~numerics.autodiff.stack_vjp` on basis cotangents), tolerance 1e-12 relative to the
-   rounding scale of a product, ``√n·Π_l‖J_l‖₂`` (≥ ``‖Π J_l‖_F``; equal to it up to the
-   cancellation factor ``κ`` that is reported: at d = 2 with the norm on, rank-deficient norm
-   Jacobians can make ``κ`` large and the plain relative difference 1e-12-ish), and Richardson-extrapolated central differences of :func:`numerics.stack` with step
-   ``δ = fd_step/max(1, ‖J_{L−1}⋯J_0‖₂)`` (the output moves by about ``fd_step`` whatever the
-   expansion of the stack) and the criterion ``‖product − FD‖_F ≤ 1e-6·‖product‖_F + floor``,
-   ``floor`` the rounding floor of the extrapolated difference (forward rounding ``u·m_l`` of each
-   layer's largest intermediate, amplified by the suffix products ``J_{L−1}⋯J_{l+1}``, over ``δ``; see
-   ``_fd_rounding_floor``); the truncation error is ``O(δ⁴)``. The default instance sits at
-   ``‖product − FD‖_F/‖product‖_F ≈ 1e-9``, far inside both terms.
-2. **Order.** The reversed product ``J_0 ⋯ J_{L−1}`` is compared through
-   ``r = ‖J_{L−1}⋯J_0 − J_0⋯J_{L−1}‖_F / ‖J_{L−1}⋯J_0‖_F``:
+   point ``X_l`` (``E`` held constant). Checked with dense matrices at small sizes
+   (``n = T·d ≤ 64``): ``J_l`` from :func:`numerics.autodiff.layer_jvp` on basis vectors, and
+   ``∂X_L/∂X_0`` three ways:
+
+   * forward mode (:func:`~numerics.autodiff.stack_jvp` on basis vectors) and reverse mode
+     (:func:`~numerics.autodiff.stack_vjp` on basis cotangents): difference ≤ 1e-12 times the
+     rounding scale of a product, ``√n·Π_l‖J_l‖₂`` (≥ ``‖Π J_l‖_F``). The two agree up to the
+     reported cancellation factor ``κ = √n·Π‖J_l‖₂ / ‖Π J_l‖_F``; ``κ`` is ≈ 10–150 on generic
+     instances but can reach 1e5 at d = 2 with the norm on (rank-deficient norm Jacobians), where
+     the plain relative difference is legitimately ≈ 1e-12;
+   * Richardson-extrapolated central differences of :func:`numerics.stack` with step
+     ``δ = fd_step/max(1, ‖J_{L−1}⋯J_0‖₂)`` (the output moves by about ``fd_step`` whatever the
+     expansion of the stack): ``‖product − FD‖_F ≤ 1e-6·‖product‖_F + floor``, where ``floor`` is
+     the rounding floor of the difference quotient (each layer's rounding ``u·m_l`` of its largest
+     intermediate, amplified by the suffix products ``J_{L−1}⋯J_{l+1}``, divided by ``δ``; see
+     :func:`_fd_rounding_floor`). The truncation error is ``O(δ⁴)``. The default instance sits at
+     ``‖product − FD‖_F/‖product‖_F ≈ 4e-9``, far inside both terms.
+
+2. **Order.** ``r = ‖J_{L−1}⋯J_0 − J_0⋯J_{L−1}‖_F / ‖J_{L−1}⋯J_0‖_F``:
 
    * untied weights, generic instance: the order matters, ``r ≥ order_tol`` (default 1e-2);
    * tied weights: SPEC says "they agree". Tied weights alone do **not** make the ``J_l`` equal:
      ``J_l = J(X_l)`` still depends on the moving state, and on a generic trajectory of a tied
-     model ``r`` is as large as with untied weights (measured ≈ 0.1–1.5 at T=8, d=4, L=4; this is
-     a finding against the unqualified reading). What is true: if the ``J_l`` coincide the two
-     products are the same power ``J^L`` and agree to rounding. The instance used for the tied
+     model ``r`` is as large as with untied weights (measured ≈ 0.4–0.8 at T=8, d=4, L=4, h=0.5,
+     γ=1; a finding against the unqualified reading). What is true: if the ``J_l`` coincide the
+     two products are the same power ``J^L`` and agree to rounding. The instance used for the tied
      statement is a **fixed point of the tied map** (``trajectory="fixed_point"``): ``X_0 = X*``
-     with ``Φ(X*) = X*`` (found by Newton's method; it needs ``γ > 0`` and an injection target
-     ``E ≠ X*``), so ``X_l = X*`` for every ``l``, all ``J_l`` equal and ``r ≤ agree_tol``
-     (1e-10, a rounding-level bound: the ``J_l`` differ only through the ``≈1e-15`` residual of
-     the fixed point; like the chain rule, measured against the rounding scale ``√n·Π‖J_l‖₂``
-     of the products, which equals ``r`` up to the reported cancellation factor ``κ``). ``trajectory="homogeneous_fixed_point"`` uses a token-homogeneous target
-     ``E = 1 eᵀ``; with ``gate = 0`` the fixed point is token-homogeneous too (the frozen kernel of
-     D3), with ``gate ≠ 0`` the slow path (block 1 receives zero) makes it heterogeneous.
+     with ``Φ(X*) = X*`` (Newton's method; it needs ``γ > 0`` and an injection target ``E``), so
+     ``X_l = X*`` for every ``l``, all ``J_l`` are equal and ``‖ordered − reversed‖_F`` is
+     ≤ ``agree_tol`` (1e-10) times the rounding scale ``√n·Π‖J_l‖₂`` (the plain ``r`` is reported:
+     ≈ 2e-16 on the default instance). ``trajectory="homogeneous_fixed_point"`` uses a
+     token-homogeneous target ``E = 1 eᵀ``; with ``gate = 0`` the fixed point is token-homogeneous
+     too (the frozen kernel of D3); with ``gate ≠ 0`` the slow path (block 1 receives zero) makes
+     it heterogeneous.
 
-Hypotheses and verdicts: ``tied=False`` claims "order matters" (hypotheses hold for generic
-weights). ``tied=True`` claims "reversal is harmless"; its hypothesis is that the layer Jacobians
-coincide along the trajectory, which holds for ``trajectory="fixed_point"`` and is violated for
-``trajectory="generic"`` (a moving state). It is *measured*: ``hypotheses_hold`` for the tied
-statement requires the spread ``max_l ‖J_l − J_0‖_F/‖J_0‖_F ≤ 1e-12``; at an unstable fixed point
-rounding errors grow along the stack and the ``J_l`` drift apart, which is reported, not hidden. The negative control is the tied model on a moving
-trajectory: the hypothesis "the J_l coincide" is violated and the conclusion "the reversed product
-agrees" measurably fails (``r`` of order 1). ``holds`` is the chain rule AND the order statement of
-the regime; the spread ``max_l ‖J_l − J_0‖_F/‖J_0‖_F`` is reported as the measured hypothesis. For untied
-weights "generic" excludes ``T·d = 1``, where the Jacobians are scalars and commute (a second
-negative control: the order statement fails there with ``r`` at rounding level).
+Hypotheses, verdicts and negative controls. ``tied=False`` claims "the order matters"; its
+hypothesis is a generic instance, which excludes ``T·d = 1`` (1×1 Jacobians commute). ``tied=True``
+claims "the reversed product agrees"; its hypothesis is that the layer Jacobians coincide along the
+trajectory, and it is *measured*: the spread ``max_l ‖J_l − J_0‖_F/‖J_0‖_F`` must be ≤ 1e-12 on a
+fixed-point trajectory (at an unstable fixed point rounding errors grow along the stack and the
+``J_l`` drift apart: then the hypothesis fails and this is reported, not hidden). ``holds`` is the
+chain rule AND the order statement of the regime. Negative controls (hypothesis violated,
+conclusion measurably fails): (a) tied weights on a moving trajectory (``trajectory="generic"``):
+"the reversed product agrees" fails with ``r`` of order 1 — the finding above; (b) untied weights
+with ``T = d = 1``: "the order matters" fails with ``r`` at rounding level.
 """
 
 from __future__ import annotations
