@@ -40,6 +40,10 @@ def test_negative_control_nonzero_gate_reveals_the_slow_path(claim):
     assert f["relative_output_difference"] > 1e-2
     assert f["nonzero_slow_weight_gradient_entries"] > 0
     assert f["max_abs_slow_weight_gradient"] > 1e-3
+    claim.note(f"negative control (gate≈0.5, slow weights of scale 1e3): output differs by "
+               f"{f['relative_output_difference']:.3g} relative; {f['nonzero_slow_weight_gradient_entries']}"
+               f" of {f['slow_weight_gradient_entries']} slow-weight gradient entries are non-zero "
+               "(the large slow scores saturate the slow softmax, so only Vs receives gradient)")
     # the gate identity and its finite difference hold for every g
     assert f["gate_identity_max_relative_difference"] == 0.0
     assert f["gate_gradient_fd_max_relative_error"] <= result.tolerance["gate_gradient_fd_rel"]
