@@ -26,7 +26,8 @@ _CLAIMS = [
     Claim("A2", "Cost of the slow path",
           "a slow path of full attention over T/P pooled tokens (P²× cheaper per layer)",
           "Slow attention over N = T/P pooled tokens costs 1/P² of fast attention over T tokens in "
-          "score and mixing FLOPs (4N²d vs 4T²d); the whole layer lies between 1/P² and 1/P."),
+          "score and mixing FLOPs (4N²d vs 4T²d); the whole layer lies between 1/P² and 1/P when "
+          "3d(P−1) ≥ 2m (finding: the lower bound fails otherwise, e.g. P = 2, m = 4d)."),
     Claim("A3", "Zero-initialised gate",
           "fed back into the fast path through a zero-initialised gate",
           "With g = 0 the coupled output equals the fast-only output bit for bit, every slow-weight "
@@ -34,7 +35,8 @@ _CLAIMS = [
     Claim("D1", "Depth-ordered product",
           "The linearised dynamics is a depth-ordered product of layer maps.",
           "∂X_L/∂X_0 = J_{L−1}⋯J_0; with untied weights the reversed product differs (≥ 1e-2 "
-          "relative), with tied weights it agrees."),
+          "relative); with tied weights it agrees where the layer Jacobians coincide, e.g. at a "
+          "fixed point (finding: not on a moving trajectory)."),
     Claim("D2", "Non-autonomous flow",
           "untied weights as its non-autonomous feature",
           "With h = 1/L and smooth θ(t) the stack converges to dX/dt = F(t, X) with order 1 "
@@ -51,7 +53,8 @@ _CLAIMS = [
     Claim("D5", "Saturation depth and coarse-graining",
           "Past a computable saturation depth, the flow factors through the block coarse-graining",
           "For L ≥ L*(τ), ‖δX_L − Π δX_0 D_1‖ ≤ c_K r(L) σ_min(D_1) ‖δX_0‖; L* computed from d×d "
-          "products; block-constant inputs run exactly as the coarse stack."),
+          "products; block-constant inputs run exactly as the coarse stack (finding: with the RMS norm "
+          "on, L* = ∞)."),
     Claim("D6", "Visible and invisible directions",
           "Weight perturbations supported on the decaying bundle move neither the persistent "
           "component ... nor the frozen kernel to first order",
@@ -61,7 +64,9 @@ _CLAIMS = [
     Claim("D7", "Stability margin of the gate",
           "How large a gate the slow path can carry is bounded by a stability margin.",
           "For a contractive reference J and slow linearisation G, ρ(J + gG) < 1 for |g| < "
-          "m(J)/‖G‖₂ with m(J) = min_{|z|=1} σ_min(zI − J); the critical gate g_c ≥ m/‖G‖."),
+          "m(J)/‖G‖₂ with m(J) = min_{|z|=1} σ_min(zI − J); the critical gate g_c ≥ m/‖G‖ "
+          "(finding: with the autoregressive slow path g_c = ∞, so the bound binds only for "
+          "slow_mask='full')."),
     Claim("D8", "Exponential-family sufficiency",
           "if block emissions follow an exponential family, block-mean pooling captures all the "
           "information the slow path can use",
