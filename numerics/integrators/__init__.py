@@ -91,6 +91,7 @@ def _stops(t0: float, t1: float, t_eval, breakpoints):
 
 
 def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int | None = None,
+              jac_block: int | None = None,
               p=None, rtol: float = 1e-6, atol: float = 1e-9, t_eval=None, breakpoints=(),
               first_step: float | None = None, h_fixed: float | None = None,
               max_steps: int = 1_000_000) -> IntegratorResult:
@@ -105,6 +106,8 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
             Python callable ``jac(t, y) -> J``; ``None`` uses ``J = 0`` (a valid but non-stiff
             W-method). The method uses ``J ⊗ I_k`` with ``k = n/m``.
         jac_size: ``m`` (default ``n``); must divide ``n``.
+        jac_block: if ``J`` is block diagonal with blocks of this size (dividing ``m``), the
+            linear algebra is done block by block (entries outside the blocks are ignored).
         p: flat float64 parameter vector passed to compiled problem functions.
         rtol, atol: local error tolerances (RMS norm, as SciPy).
         t_eval: output times inside ``t_span`` (the steps land on them exactly).
@@ -131,6 +134,9 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
     m = n if jac_size is None else v.positive_int("jac_size", jac_size)
     if n % m:
         raise ValueError(f"jac_size={m} must divide the state size n={n}")
+    mb = m if jac_block is None else v.positive_int("jac_block", jac_block)
+    if m % mb:
+        raise ValueError(f"jac_block={mb} must divide jac_size={m}")
     if t_eval is not None:
         t_eval = v.finite_array("t_eval", t_eval, ndim=1)
         if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
@@ -168,7 +174,7 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
                 J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
         loop = (rosw_loop if method == "rosw" else dopri5_loop).py_func
 
-    status = int(loop(rhs, jac_fn, y0, pvec, stops, segs, np.int64(m), rtol, atol, h0, hf,
+    status = int(loop(rhs, jac_fn, y0, pvec, stops, segs, np.int64(m), np.int64(mb), rtol, atol, h0, hf,
                       np.int64(max_steps), Yout, counters))
     keep = out_index if status == SUCCESS else out_index[out_index < 1]
     return IntegratorResult(
