@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
+import numerics as nm
 from verify.checks import run_check
 
 pytestmark = pytest.mark.claim("F1")
@@ -88,3 +90,34 @@ def test_bad_parameters_are_rejected():
         run_check("F1", {"eps_min": 0.1, "eps_max": 0.01})
     with pytest.raises(ValueError, match="coarse"):
         run_check("F1", {"coarse": "median"})
+
+
+@given(N=st.integers(1, 3), P=st.integers(1, 4), d=st.integers(1, 3),
+       mask=st.sampled_from(["block_bidirectional", "block_causal"]), norm=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_block_constant_states_are_critical_and_normally_linear(N, P, d, mask, norm, seed):
+    """(a), (b) for random instances: ``(A(UY) − I)UY = 0`` and the fast part's derivative at
+    ``UY`` is ``(K − I) ⊗ I_d`` (the softmax-derivative term ``DA[δX]·UY`` vanishes)."""
+    cfg = nm.ModelConfig(T=N * P, P=P, d=d, mask=mask, norm=norm)
+    rng = np.random.default_rng(seed)
+    lp = nm.init_layer(cfg, rng, scale=2.0)
+    X = np.repeat(rng.standard_normal((N, d)), P, axis=0)
+    assert np.abs(nm.attention_kernel(cfg, lp, X) @ X - X).max() <= 1e-12
+
+    def fast(Z):
+        return nm.attention_kernel(cfg, lp, Z) @ Z - Z
+
+    dX = rng.standard_normal(X.shape)
+    h = 1e-6
+    jvp = (fast(X + h * dX) - fast(X - h * dX)) / (2 * h)
+    K = nm.frozen_kernel(mask, cfg.T, P)
+    assert np.abs(jvp - (K - np.eye(cfg.T)) @ dX).max() <= 1e-7 * max(1.0, np.abs(dX).max())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("mask", ["block_bidirectional", "block_causal"])
+def test_slopes_hold_for_other_seeds(mask, seed, thorough):
+    if not thorough:
+        pytest.skip("thorough profile only (≈ 5 s per instance)")
+    result = run_check("F1", {"mask": mask, "n_eps": 9, "theory_check": False}, seed=seed)
+    assert result.holds, result.summary()
