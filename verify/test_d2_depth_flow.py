@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from verify.checks import run_check
 
@@ -51,8 +51,9 @@ def test_jumps_off_the_grid_keep_order_one_but_make_convergence_irregular(claim)
 @settings(max_examples=6)
 @given(seed=st.integers(0, 2**16), mask=st.sampled_from(["causal", "block_causal",
                                                           "block_bidirectional"]))
+@example(seed=400, mask="block_causal")   # pre-asymptotic at L = 32 (local slope 1.3): start at 64
 def test_order_one_for_random_smooth_paths(seed, mask):
-    result = run_check("D2", {"mask": mask, "Ls": (32, 64, 128, 256)}, seed=seed)
+    result = run_check("D2", {"mask": mask, "Ls": (64, 128, 256, 512)}, seed=seed)
     assert abs(result.figures["slope_untied"] - 1) <= 0.1
     assert abs(result.figures["slope_tied"] - 1) <= 0.1
 
