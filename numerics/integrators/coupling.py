@@ -79,6 +79,19 @@ def _mat(p, off, r, c):
 
 
 @njit(cache=True)
+def _small_mm(A, B):
+    n, k = A.shape
+    m = B.shape[1]
+    C = np.zeros((n, m))
+    for i in range(n):
+        for l in range(k):
+            a = A[i, l]
+            for j in range(m):
+                C[i, j] += a * B[l, j]
+    return C
+
+
+@njit(cache=True)
 def _rms(X, ne):
     out = np.empty_like(X)
     for i in range(X.shape[0]):
@@ -136,12 +149,30 @@ def _fast_kernel(X, p, seg):
     XQ = np.dot(Xn, Q)
     XK = np.dot(Xn, K)
     if p[_BLOCKLOCAL] > 0.0:
+        # block by block with explicit loops: P×P×d products are too small for BLAS calls
         P = int(p[_P])
         A = np.zeros((T, T))
+        beta = p[_BETA]
         for b0 in range(0, T, P):
-            Sb = p[_BETA] * np.dot(XQ[b0:b0 + P], XK[b0:b0 + P].T)
-            A[b0:b0 + P, b0:b0 + P] = _softmax_masked(
-                Sb, np.ascontiguousarray(mask[b0:b0 + P, b0:b0 + P]))
+            for i in range(b0, b0 + P):
+                mx = -np.inf
+                for j in range(b0, b0 + P):
+                    if mask[i, j] > 0.0:
+                        s = 0.0
+                        for k in range(d):
+                            s += XQ[i, k] * XK[j, k]
+                        s *= beta
+                        A[i, j] = s
+                        if s > mx:
+                            mx = s
+                z = 0.0
+                for j in range(b0, b0 + P):
+                    if mask[i, j] > 0.0:
+                        e = np.exp(A[i, j] - mx)
+                        A[i, j] = e
+                        z += e
+                for j in range(b0, b0 + P):
+                    A[i, j] /= z
         return A, Xn
     S = p[_BETA] * np.dot(XQ, XK.T)
     return _softmax_masked(S, mask), Xn
@@ -159,9 +190,14 @@ def coupling_rhs_nb(t, y, p, seg, out):
     A, Xn = _fast_kernel(X, p, seg)
     if p[_BLOCKLOCAL] > 0.0:
         F = np.empty((T, d))
+        inv_eps = 1.0 / p[_EPS]
         for b0 in range(0, T, P):
-            F[b0:b0 + P] = np.dot(np.ascontiguousarray(A[b0:b0 + P, b0:b0 + P]), X[b0:b0 + P])
-        F = (F - X) / p[_EPS]
+            for i in range(b0, b0 + P):
+                for k in range(d):
+                    s = -X[i, k]
+                    for j in range(b0, b0 + P):
+                        s += A[i, j] * X[j, k]
+                    F[i, k] = s * inv_eps
     else:
         F = (np.dot(A, X) - X) / p[_EPS]
     off = _layer_offset(p, seg) + 2 * d * d
@@ -180,14 +216,35 @@ def coupling_rhs_nb(t, y, p, seg, out):
         Yb = np.zeros((N, d))
         for b in range(N):
             for i in range(P):
-                Yb[b] += X[b * P + i]
+                for k in range(d):
+                    Yb[b, k] += X[b * P + i, k]
         Yb /= P
         Yh = _rms(Yb, p[_NEPS]) if p[_NORM] > 0.0 else Yb
-        Ss = p[_BETA] * np.dot(np.dot(Yh, Qs), np.dot(Yh, Ks).T)
-        smask = np.ones((N, N))
-        if p[_SLOWFULL] == 0.0:
-            smask = np.tril(smask)
-        Zs = np.dot(_softmax_masked(Ss, smask), np.dot(Yh, Vs))
+        # N×N×d and N×d×d products (N = T/P pooled tokens): explicit loops, too small for BLAS
+        YQ = _small_mm(Yh, Qs)
+        YK = _small_mm(Yh, Ks)
+        YV = _small_mm(Yh, Vs)
+        full = p[_SLOWFULL] > 0.0
+        Zs = np.zeros((N, d))
+        w = np.empty(N)
+        for a in range(N):
+            top = N if full else a + 1
+            mx = -np.inf
+            for b in range(top):
+                sc = 0.0
+                for k in range(d):
+                    sc += YQ[a, k] * YK[b, k]
+                sc *= p[_BETA]
+                w[b] = sc
+                if sc > mx:
+                    mx = sc
+            z = 0.0
+            for b in range(top):
+                w[b] = np.exp(w[b] - mx)
+                z += w[b]
+            for b in range(top):
+                for k in range(d):
+                    Zs[a, k] += (w[b] / z) * YV[b, k]
         for b in range(1, N):
             for i in range(P):
                 F[b * P + i] += g * Zs[b - 1]
