@@ -77,9 +77,8 @@ class Instance:
 
     def __init__(self, p: dict, seed: int):
         nm_mask = p["mask"]
-        for key in ("mask",):
-            if p[key] not in nm.NAMED_MASKS:
-                raise ValueError(f"mask must be one of {list(nm.NAMED_MASKS)}, got {p[key]!r}")
+        if nm_mask not in nm.NAMED_MASKS:
+            raise ValueError(f"mask must be one of {list(nm.NAMED_MASKS)}, got {nm_mask!r}")
         if p["coarse"] not in COARSE:
             raise ValueError(f"coarse must be one of {list(COARSE)}, got {p['coarse']!r}")
         if not p["eps_min"] < p["eps_max"]:
