@@ -96,12 +96,14 @@ def f1_integrator_work(seed: int = 0):
     eps_values = np.geomspace(1e-4, 1e-1, 7)
     X0 = inst.U @ inst.Y0 + inst.Z0
     rtol, atol = 1e-6, 1e-9
-    rows = {"Rosenbrock-W (Numba)": [], "DOPRI5 (Numba)": [], "SciPy LSODA": [], "SciPy Radau": []}
+    rows = {"Rosenbrock-W (Numba)": [], "Radau IIA (Numba)": [], "DOPRI5 (Numba)": [],
+            "SciPy LSODA": [], "SciPy Radau": []}
     times = {k: [] for k in rows}
     edges = np.concatenate([[0.0], layer_breakpoints(inst.model.L), [1.0]])
     for eps in eps_values:
         p = pack_coupling(inst.cfg, inst.model, eps, inst.E)
-        for name, method in (("Rosenbrock-W (Numba)", "rosw"), ("DOPRI5 (Numba)", "dopri5")):
+        for name, method in (("Rosenbrock-W (Numba)", "rosw"), ("Radau IIA (Numba)", "radau"),
+                             ("DOPRI5 (Numba)", "dopri5")):
             t0 = time.process_time()
             r = integrate_coupling(inst.model, X0, eps, E=inst.E, method=method, rtol=rtol,
                                    atol=atol, max_steps=2_000_000)
@@ -126,7 +128,7 @@ def f1_integrator_work(seed: int = 0):
             times[name].append(time.process_time() - t0)
             rows[name].append(nfev)
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6), constrained_layout=True)
-    for name, marker in zip(rows, "osv^"):
+    for name, marker in zip(rows, "oDsv^"):
         axes[0].loglog(eps_values, rows[name], marker + "-", ms=4, label=name)
         axes[1].loglog(eps_values, np.asarray(times[name]) * 1e3, marker + "-", ms=4, label=name)
     axes[0].loglog(eps_values, 3.0 / eps_values, "k:", lw=0.8, label="∝ 1/ε")

@@ -75,11 +75,12 @@ def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
 
 
 # ------------------------------------------------------------------ orders (diffrax-style)
-@pytest.mark.parametrize("method", ["dopri5", "rosw"])
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
 def test_fixed_step_order_matches_the_method(method):
     M, _, _ = linear_problem()
-    jac = (lambda t, y: M) if method == "rosw" else None
-    order = fitted_order(method, jac, ks=range(4, 9) if method == "dopri5" else range(3, 9))
+    jac = (lambda t, y: M) if method != "dopri5" else None
+    ks = {"dopri5": range(4, 9), "rosw": range(3, 9), "radau": range(1, 6)}[method]
+    order = fitted_order(method, jac, ks=ks)
     assert abs(order - ORDERS[method]) < 0.3, order
 
 
@@ -89,12 +90,21 @@ def test_rosenbrock_w_keeps_order_three_with_a_wrong_jacobian():
         assert abs(fitted_order("rosw", lambda t, y, J=J: J) - 3) < 0.3
 
 
+def test_radau_transform_diagonalises_the_inverse_butcher_matrix():
+    L = tb.RADAU_TI @ np.linalg.inv(tb.RADAU_A) @ tb.RADAU_T
+    alpha, beta = tb.RADAU_MU_COMPLEX.real, -tb.RADAU_MU_COMPLEX.imag
+    want = np.array([[tb.RADAU_MU_REAL, 0, 0], [0, alpha, beta], [0, -beta, alpha]])
+    assert np.allclose(L, want, atol=1e-12)
+    assert np.allclose(tb.RADAU_A.sum(axis=1), tb.RADAU_C, atol=1e-15)
+    assert np.allclose(tb.RADAU_A[2], [(16 - np.sqrt(6)) / 36, (16 + np.sqrt(6)) / 36, 1 / 9])
+
+
 def test_adaptive_error_is_within_a_few_tolerances():
     M, y0, exact = linear_problem()
-    for method in ("dopri5", "rosw"):
+    for method in ("dopri5", "rosw", "radau"):
         for rtol in (1e-4, 1e-7):
             r = integrate(lambda t, y: M @ y, (0.0, 2.0), y0, method=method, rtol=rtol,
-                          atol=rtol * 1e-2, jac=(lambda t, y: M) if method == "rosw" else None)
+                          atol=rtol * 1e-2, jac=(lambda t, y: M) if method != "dopri5" else None)
             err = np.sqrt(np.mean(((r.y[:, -1] - exact(2.0)) / (rtol * 1e-2 + rtol * np.abs(exact(2.0)))) ** 2))
             assert r.success and err < 5, (method, rtol, err)
 
@@ -108,6 +118,8 @@ def test_stiff_mode_work_budget_and_explicit_cost_grows_like_one_over_eps():
     assert r.success and abs(r.y[0, -1] - exact0) < 1e-5
     # if the stiff part were not treated implicitly these numbers would be much bigger
     assert r.nsteps < 200 and r.nfev == 4 * (r.nsteps + r.nreject) + 1 and r.njev <= r.nsteps + 2
+    rd = integrate(stiff_rhs, (0.0, 2.0), y0, method="radau", jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9)
+    assert rd.success and abs(rd.y[0, -1] - exact0) < 1e-5 and rd.nsteps < 100 and rd.njev < rd.nsteps
     e = integrate(stiff_rhs, (0.0, 2.0), y0, method="dopri5", p=p, rtol=1e-6, atol=1e-9)
     assert e.success and e.nsteps > 2.0 / p[0] / 10
     assert r.compiled and e.compiled
@@ -128,7 +140,7 @@ def test_compiled_and_python_paths_give_the_same_steps():
 
 
 # ------------------------------------------------------------------ breakpoints and outputs
-@pytest.mark.parametrize("method", ["dopri5", "rosw"])
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
 def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
     jump = 0.3
 
@@ -173,6 +185,7 @@ def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
     X0, E = rng.standard_normal((6, 2)), rng.standard_normal((6, 2))
     eps = 1e-2
     r = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11)
+    rr = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11, method="radau")
     f = nm.make_rhs(model, form="coupling", eps=eps, E=E)
     y = X0.ravel()
     for a, b in [(0.0, 0.5), (0.5, 1.0)]:       # interval by interval, left limits at the ends
@@ -180,6 +193,7 @@ def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
                       method="Radau", rtol=1e-9, atol=1e-11)
         y = s.y[:, -1]
     assert r.success and np.abs(r.y[:, -1] - y).max() < 1e-6
+    assert rr.success and np.abs(rr.y[:, -1] - y).max() < 1e-6
     assert r.njev == r.nsteps + 1 or r.njev <= r.nsteps + model.L     # one J per accepted step
 
 

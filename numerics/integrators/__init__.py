@@ -1,6 +1,6 @@
 """Integrators for the depth flow ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)`` and for small test ODEs.
 
-Two methods, both compiled with Numba and both landing exactly on breakpoints and output times:
+Three methods, all compiled with Numba and both landing exactly on breakpoints and output times:
 
 * ``method="rosw"``: ROS34PW2, a Rosenbrock-W method of order 3 (embedded order 2), L-stable and
   stiffly accurate. Each step needs one matrix ``J`` (``m×m``) and one inverse of
@@ -9,6 +9,11 @@ Two methods, both compiled with Numba and both landing exactly on breakpoints an
   index: the linear algebra costs ``O(T³ + T²d)`` per step instead of ``O((Td)³)`` for the full
   Jacobian, and being a W-method the scheme keeps order 3 with this inexact ``J``
   (:mod:`numerics.integrators.coupling`).
+* ``method="radau"``: Radau IIA of order 5 (3-stage collocation, L-stable) with simplified Newton
+  iterations on the same ``W = J ⊗ I_k`` (after SciPy's ``Radau`` / Hairer & Wanner's RADAU5:
+  one real and one complex factorisation per step size, Jacobian and factorisations reused while
+  Newton converges fast, starting guess from the last collocation polynomial). With an inexact
+  ``J`` Newton converges more slowly but the result is the collocation solution (order 5).
 * ``method="dopri5"``: Dormand–Prince 5(4), explicit, for the non-stiff case (the layer form of
   claim D2, reduced flows, ε not small).
 
@@ -29,15 +34,16 @@ import numpy as np
 
 from .. import _validate as v
 from ._core import (JAC_SIG, MAX_STEPS, NOT_FINITE, N_ACCEPT, N_FEV, N_JEV, N_LU, N_REJECT,
-                    RHS_SIG, STEP_TOO_SMALL, SUCCESS, dopri5_loop, rosw_loop)
-from ._tableaux import DP_ORDER, ROS_ORDER
+                    RHS_SIG, STEP_TOO_SMALL, SUCCESS, dopri5_loop, radau_loop, rosw_loop)
+from ._tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
 
-METHODS = ("rosw", "dopri5")
-ORDERS = {"rosw": ROS_ORDER, "dopri5": DP_ORDER}
+METHODS = ("rosw", "radau", "dopri5")
+ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
 """Classical order of each method (the slope a fixed-step convergence test must show)."""
 
 __all__ = ["METHODS", "ORDERS", "IntegratorResult", "integrate", "RHS_SIG", "JAC_SIG"]
 
+_LOOPS = {"rosw": rosw_loop, "radau": radau_loop, "dopri5": dopri5_loop}
 _MESSAGES = {SUCCESS: "The solver successfully reached the end of the integration interval.",
              MAX_STEPS: "Maximum number of steps reached.",
              STEP_TOO_SMALL: "Required step size is less than spacing between numbers.",
@@ -55,7 +61,7 @@ class IntegratorResult:
         message, success: as in SciPy.
         nfev, njev, nlu: right-hand-side and Jacobian evaluations, matrix factorisations (inverses).
         nsteps, nreject: accepted and rejected steps.
-        method: ``"rosw"`` or ``"dopri5"``; ``compiled``: whether the compiled loop ran.
+        method: the method name; ``compiled``: whether the compiled loop ran.
     """
 
     t: np.ndarray
@@ -101,8 +107,9 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
         fun: a compiled ``rhs(t, y, p, seg, out)`` (signature :data:`RHS_SIG`) or a Python
             callable ``f(t, y) -> array``.
         y0: initial state (flattened to 1-D; the result keeps the flat shape).
-        method: ``"rosw"`` (stiff, Rosenbrock-W ROS34PW2) or ``"dopri5"`` (explicit).
-        jac: for ``"rosw"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J`` (``m×m``), or a
+        method: ``"rosw"`` (stiff, Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5)
+            or ``"dopri5"`` (explicit).
+        jac: for ``"rosw"`` and ``"radau"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J`` (``m×m``), or a
             Python callable ``jac(t, y) -> J``; ``None`` uses ``J = 0`` (a valid but non-stiff
             W-method). The method uses ``J ⊗ I_k`` with ``k = n/m``.
         jac_size: ``m`` (default ``n``); must divide ``n``.
@@ -158,7 +165,7 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
             jac_fn = jac
         else:
             raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or None")
-        loop = rosw_loop if method == "rosw" else dopri5_loop
+        loop = _LOOPS[method]
     else:
         if not callable(fun):
             raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -172,7 +179,7 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
         else:
             def jac_fn(t, y, p_, seg, J):
                 J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
-        loop = (rosw_loop if method == "rosw" else dopri5_loop).py_func
+        loop = _LOOPS[method].py_func
 
     status = int(loop(rhs, jac_fn, y0, pvec, stops, segs, np.int64(m), np.int64(mb), rtol, atol, h0, hf,
                       np.int64(max_steps), Yout, counters))

@@ -59,3 +59,33 @@ ROS_M = ROS_B @ _GINV
 ROS_MHAT = ROS_BHAT @ _GINV
 ROS_MERR = ROS_M - ROS_MHAT
 ROS_C = ROS_ALPHA.sum(axis=1)              # stage times α_i
+
+# ----------------------------------------------------------------------------- Radau IIA (3 stages)
+# Hairer & Wanner, Solving ODEs II, IV.5 (Table 5.6): collocation at the Radau points, order 5.
+_S6 = np.sqrt(6.0)
+RADAU_C = np.array([(4 - _S6) / 10, (4 + _S6) / 10, 1.0])
+RADAU_A = np.array([[(88 - 7 * _S6) / 360, (296 - 169 * _S6) / 1800, (-2 + 3 * _S6) / 225],
+                    [(296 + 169 * _S6) / 1800, (88 + 7 * _S6) / 360, (-2 - 3 * _S6) / 225],
+                    [(16 - _S6) / 36, (16 + _S6) / 36, 1 / 9]])
+# embedded error estimate (Hairer & Wanner IV.8, eq. 8.20): err = (I/(hγ₀) − J)⁻¹[f(y) + Σ e_i z_i / h]
+RADAU_E = np.array([-13 - 7 * _S6, -13 + 7 * _S6, -1.0]) / 3
+RADAU_ORDER = 5
+
+
+def _radau_transform():
+    """Real block form of A⁻¹ = T Λ T⁻¹ with Λ = diag(μ, [[α, −β], [β, α]]) (computed, not typed)."""
+    Ainv = np.linalg.inv(RADAU_A)
+    w, V = np.linalg.eig(Ainv)
+    ir = int(np.argmin(np.abs(w.imag)))
+    ic = int(np.argmax(w.imag))
+    mu = w[ir].real
+    lam = w[ic]
+    vr = V[:, ir].real / V[2, ir].real
+    vc = V[:, ic] / V[2, ic]
+    T = np.column_stack([vr, vc.real, vc.imag])
+    return mu, complex(lam.conjugate()), T, np.linalg.inv(T)   # μ_c = α − iβ (Newton form)
+
+
+RADAU_MU_REAL, RADAU_MU_COMPLEX, RADAU_T, RADAU_TI = _radau_transform()
+# dense output: u(t + xh) = y + Σ_j q_j x^j with Σ_j q_j c_i^j = z_i  →  q = V⁻¹ z, V_ij = c_i^j
+RADAU_VINV = np.linalg.inv(np.array([[c, c * c, c * c * c] for c in RADAU_C]))
