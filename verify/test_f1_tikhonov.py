@@ -85,11 +85,24 @@ def test_negative_control_global_causal_mask_block_reduction_error_stays_order_o
     claim.figure("causal_err_leading_min", float(min(f["err_leading"])))
 
 
+def test_two_independent_stiff_integrators_give_the_same_errors(claim):
+    """The full flow by Radau IIA and by the Rosenbrock-W method: the measured errors agree."""
+    params = {"n_eps": 3, "theory_check": False}
+    a = run_check("F1", dict(params, method="radau"), seed=2).figures
+    b = run_check("F1", dict(params, method="rosw"), seed=2).figures
+    for key in ("err_leading", "err_first_order"):
+        ea, eb = np.asarray(a[key]), np.asarray(b[key])
+        assert np.all(np.abs(ea - eb) <= 1e-3 * ea), (key, ea, eb)
+    claim.note("full-flow errors agree between Radau IIA and ROS34PW2 to 1e-3 relative")
+
+
 def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="eps_min"):
         run_check("F1", {"eps_min": 0.1, "eps_max": 0.01})
     with pytest.raises(ValueError, match="coarse"):
         run_check("F1", {"coarse": "median"})
+    with pytest.raises(ValueError, match="method"):
+        run_check("F1", {"method": "euler"})
 
 
 @given(N=st.integers(1, 3), P=st.integers(1, 4), d=st.integers(1, 3),

@@ -9,8 +9,9 @@ decay of ``(I − UB)(X − εH₁)``; (c) ``‖X(1) − UY₀(1)‖ = O(ε)`` w
 
 How it is checked.
 
-* Full flow: :func:`numerics.integrators.coupling.integrate_coupling` (Rosenbrock-W, tight
-  tolerances), untied weights (piecewise constant on ``L`` intervals, breakpoints hit exactly),
+* Full flow: :func:`numerics.integrators.coupling.integrate_coupling` (Radau IIA by default,
+  ``method="rosw"`` for the Rosenbrock-W method; tight tolerances), untied weights (piecewise
+  constant on ``L`` intervals, breakpoints hit exactly),
   ``γ > 0`` towards a random, non-block-constant ``E``, gate ``g ≠ 0`` (the slow path is on).
 * Coarse variable ``Y = LᵀX`` with ``Π = U Lᵀ`` the spectral projector of ``K_mask``
   (:func:`numerics.masks.coarse_maps`): the block mean for ``block_bidirectional``, the first token of
@@ -54,7 +55,7 @@ DEFAULTS = {
     "gamma": 1.0, "gate": 0.5, "scale": 1.0, "x_scale": 1.0,
     "eps_min": 1e-3, "eps_max": 1e-1, "n_eps": 5,
     "rate_eps": 1e-4, "rate_tol": 0.05,
-    "rtol": 1e-9, "atol": 1e-11,
+    "method": "radau", "rtol": 1e-9, "atol": 1e-11,
     "slope_tol0": 0.1, "slope_tol1": 0.2,
     "theory_check": True, "theory_P": 2, "theory_d": 2,
 }
@@ -68,6 +69,7 @@ LIMITS = {"T": (1, 64), "P": (1, 64), "d": (1, 16), "L": (1, 16), "gamma": (0.0,
 
 BLOCK_LOCAL = ("block_bidirectional", "block_causal")
 COARSE = ("auto", "mean", "first")
+METHODS = ("radau", "rosw")
 
 
 # ----------------------------------------------------------------------------- the instance
@@ -79,6 +81,8 @@ class Instance:
         nm_mask = p["mask"]
         if nm_mask not in nm.NAMED_MASKS:
             raise ValueError(f"mask must be one of {list(nm.NAMED_MASKS)}, got {nm_mask!r}")
+        if p["method"] not in METHODS:
+            raise ValueError(f"method must be one of {list(METHODS)}, got {p['method']!r}")
         if p["coarse"] not in COARSE:
             raise ValueError(f"coarse must be one of {list(COARSE)}, got {p['coarse']!r}")
         if not p["eps_min"] < p["eps_max"]:
@@ -159,7 +163,8 @@ class Instance:
         lp = self.model.layers[0].copy()
         lp.W2 = np.zeros_like(lp.W2)
         fast = nm.Model(cfg, (lp,))
-        res = integrate_coupling(fast, X0, 1.0, t_span=(0.0, 40.0), rtol=1e-11, atol=1e-13)
+        res = integrate_coupling(fast, X0, 1.0, t_span=(0.0, 40.0), rtol=1e-11, atol=1e-13,
+                                 method=self.p["method"])
         if not res.success:
             raise RuntimeError(f"fast flow failed: {res.message}")
         return res.extra["X"][-1]
@@ -179,11 +184,12 @@ def error_sweep(inst: Instance, eps_values) -> dict:
     last_seg = inst.model.L - 1
     for eps in eps_values:
         r0 = integrate_coupling(inst.model, X0_generic, eps, E=inst.E, rtol=p["rtol"],
-                                atol=p["atol"])
+                                atol=p["atol"], method=p["method"])
         X1 = r0.extra["X"][-1]
         lead.append(np.linalg.norm(X1 - U @ Y0_red) / np.linalg.norm(X1))
         X0m = U @ inst.Y0 + eps * inst.H1(0, inst.Y0)
-        r1 = integrate_coupling(inst.model, X0m, eps, E=inst.E, rtol=p["rtol"], atol=p["atol"])
+        r1 = integrate_coupling(inst.model, X0m, eps, E=inst.E, rtol=p["rtol"], atol=p["atol"],
+                                method=p["method"])
         Y1, _ = inst.reduced(1, eps, inst.Y0, p["rtol"], p["atol"])
         X1m = r1.extra["X"][-1]
         approx = U @ Y1 + eps * inst.H1(last_seg, Y1)
@@ -207,7 +213,8 @@ def attraction_rate(inst: Instance, eps: float, n_t: int = 161) -> dict:
     t_end = min(30.0 / predicted, 1.0 / inst.model.L)
     t = np.linspace(0.0, t_end, n_t)
     X0 = inst.U @ inst.Y0 + inst.Z0
-    res = integrate_coupling(inst.model, X0, eps, E=inst.E, t_eval=t, rtol=1e-10, atol=1e-13)
+    res = integrate_coupling(inst.model, X0, eps, E=inst.E, t_eval=t, rtol=1e-10, atol=1e-13,
+                             method=p["method"])
     H = eps * inst.H1(0, inst.Y0)
     Pperp = np.eye(inst.cfg.T) - inst.U @ inst.B
     dev = np.array([np.linalg.norm(Pperp @ (X - H)) for X in res.extra["X"]])
@@ -317,8 +324,9 @@ def check(params: dict, seed: int) -> CheckResult:
           and hw0 <= p["slope_tol0"] and hw1 <= p["slope_tol1"]
           and np.isfinite(rate["ratio"]) and abs(rate["ratio"] - 1.0) <= p["rate_tol"]
           and crit["block_constant"] <= 1e-12)
-    notes = ["full flow: Rosenbrock-W ROS34PW2 (numerics.integrators), W = ((A−I)/ε − γI) ⊗ I_d; "
-             "reduced flows: DOPRI5; errors relative Frobenius at t = 1"]
+    notes = [f"full flow: numerics.integrators method={p['method']!r} (radau: Radau IIA order 5; rosw: "
+             "Rosenbrock-W ROS34PW2), W = ((A−I)/ε − γI) ⊗ I_d; reduced flows: DOPRI5; errors "
+             "relative Frobenius at t = 1"]
     if p["theory_check"] and p["mask"] in BLOCK_LOCAL:
         th = theory_agreement(p["mask"], p["theory_P"], p["theory_d"], p["gamma"],
                               np.random.SeedSequence(seed).spawn(5)[4])
