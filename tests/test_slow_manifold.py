@@ -60,7 +60,8 @@ def test_numeric_functions_match_the_expressions():
             **dict(zip(s["W2"], W2.ravel())), s["beta"]: 0.7, s["gamma"]: 1.3}
     for expr, fn in ((sm.H1, sm.H1_fn), (sm.curvature, sm.curvature_fn),
                      (sm.reduced1, sm.reduced1_fn)):
-        val = np.array(expr.evalf(30, subs=subs).tolist(), dtype=float).reshape(fn(y, E, Q, K, W1, W2, 0.7, 1.3).shape)
+        got = fn(y, E, Q, K, W1, W2, 0.7, 1.3)
+        val = np.array(expr.evalf(30, subs=subs).tolist(), dtype=float).reshape(got.shape)
         assert np.allclose(fn(y, E, Q, K, W1, W2, 0.7, 1.3), val, rtol=1e-12, atol=1e-14)
 
 

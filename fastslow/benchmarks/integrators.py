@@ -188,7 +188,8 @@ def integrator_benchmark(quick: bool) -> dict:
     best = {k: float(np.nanmax(v)) for k, v in speed.items()}
     met = worst["numpy"] >= 10
     return {
-        "title": f"Stiff depth flow: Numba Radau IIA / Rosenbrock-W vs SciPy at matched final error ≤ {target:g}",
+        "title": ("Stiff depth flow: Numba Radau IIA / Rosenbrock-W vs SciPy at matched final "
+                  f"error ≤ {target:g}"),
         "columns": ["T·d", "T×d", "ε", "method", "CPU ms", "final rel. error", "rtol used", "steps",
                     "nfev/njev/nlu", "Jacobian"],
         "rows": table,

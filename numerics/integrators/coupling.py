@@ -5,7 +5,8 @@
 :func:`coupling_rhs_nb` is a Numba transcription of :func:`numerics.flow.make_rhs` with
 ``form="coupling"`` (same RMS norm, masked softmax, tanh MLP, block-causal slow path with ``U_c``);
 the tests check that the two agree to rounding. For block-local masks the kernel, its product with
-``X`` and the inverse of ``I/(hγ) − J`` are computed block by block (``O(T·P·d)``, not ``O(T²d)``). :func:`frozen_kernel_jac_nb` returns the stiff part
+``X`` and the inverse of ``I/(hγ) − J`` are computed block by block (``O(T·P·d)``, not
+``O(T²d)``). :func:`frozen_kernel_jac_nb` returns the stiff part
 ``J = (A_t(X) − I)/ε − γI`` (T×T, acting on the token index), which the Rosenbrock-W method uses as
 ``W = J ⊗ I_d``. It omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on the
 critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
@@ -290,7 +291,8 @@ def integrate_coupling(model: Model, X0, eps: float, *, E=None, t_span=(0.0, 1.0
     bps = [b for b in layer_breakpoints(model.L)] if not model.tied else []
     block = cfg.P if is_block_local(cfg.mask_array, cfg.P) else None
     res = integrate(coupling_rhs_nb, (t0, t1), X0, method=method, jac=frozen_kernel_jac_nb,
-                    jac_size=cfg.T, jac_block=block, p=p, rtol=rtol, atol=atol, t_eval=t_eval, breakpoints=bps,
+                    jac_size=cfg.T, jac_block=block, p=p, rtol=rtol, atol=atol, t_eval=t_eval,
+                    breakpoints=bps,
                     h_fixed=h_fixed, max_steps=max_steps)
     res.extra["X"] = res.y.T.reshape(-1, cfg.T, cfg.d)
     return res

@@ -9,7 +9,8 @@ Checked by: a smooth path between two random layers (:class:`numerics.depth_path
 weights and gate), stacks for ``L`` in ``Ls``, the flow integrated by DOPRI5
 (:mod:`numerics.integrators`) at tight tolerance; the relative error at ``t = 1`` is fitted against
 ``h = 1/L`` on log–log axes (slope with 95% interval); holds when ``|slope − 1| ≤ slope_tol`` for
-the untied and the tied path and both intervals have half-width ≤ ``slope_tol``. ``path="step"`` replaces the smooth path by a piecewise-constant one
+the untied and the tied path and both intervals have half-width ≤ ``slope_tol``.
+``path="step"`` replaces the smooth path by a piecewise-constant one
 with ``n_jumps`` jumps at random times off the grid (reported: the order stays 1, because each jump
 costs one O(h) local error and their number is fixed).
 
