@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from .. import _validate as v
+from ..fast import _EXP_CUT, _exp_into, _tanh_row
 from ..model import LayerParams, Model, ModelConfig
 from ._core import JAC_SIG, RHS_SIG
 from . import IntegratorResult, integrate
@@ -76,7 +77,8 @@ def is_block_local(mask: np.ndarray, P: int) -> bool:
 
 @njit(cache=True)
 def _mat(p, off, r, c):
-    return p[off:off + r * c].copy().reshape(r, c)
+    """View of ``p[off : off + r·c]`` as an ``r×c`` matrix (no copy)."""
+    return p[off:off + r * c].reshape((r, c))
 
 
 @njit(cache=True)
@@ -139,44 +141,61 @@ def _layer_offset(p, seg):
 
 
 @njit(cache=True)
-def _fast_kernel(X, p, seg):
+def _normed(X, p):
+    return _rms(X, p[_NEPS]) if p[_NORM] > 0.0 else X
+
+
+@njit(cache=True)
+def _block_weights(Xn, p, seg):
+    """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
+    token of the block of ``i``). The scores of a block are ``P×P×d`` products (explicit loops); all
+    exponentials go through one vectorisable pass (:func:`numerics.fast._exp_into`, ≤ 1 ulp)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    off = _layer_offset(p, seg)
+    XQ = _small_mm(Xn, _mat(p, off, d, d))
+    XK = _small_mm(Xn, _mat(p, off + d * d, d, d))
+    mask = _mat(p, HEADER, T, T)
+    beta = p[_BETA]
+    S = np.empty((T, P))
+    v = np.empty(T * P)
+    pb = np.empty(T * P)
+    tb = np.empty(T * P)
+    for i in range(T):
+        b0 = (i // P) * P
+        mx = -np.inf
+        for j in range(P):
+            s = 0.0
+            for k in range(d):
+                s += XQ[i, k] * XK[b0 + j, k]
+            s *= beta
+            S[i, j] = s
+            if mask[i, b0 + j] > 0.0 and s > mx:
+                mx = s
+        for j in range(P):
+            v[i * P + j] = S[i, j] - mx if mask[i, b0 + j] > 0.0 else -1000.0
+    _exp_into(v, pb, tb)
+    for i in range(T):
+        z = 0.0
+        for j in range(P):
+            e = 0.0 if v[i * P + j] < _EXP_CUT else pb[i * P + j] * tb[i * P + j]
+            S[i, j] = e
+            z += e
+        for j in range(P):
+            S[i, j] /= z
+    return S
+
+
+@njit(cache=True)
+def _dense_kernel(Xn, p, seg):
     T = int(p[_T])
     d = int(p[_D])
     off = _layer_offset(p, seg)
-    Q = _mat(p, off, d, d)
-    K = _mat(p, off + d * d, d, d)
-    mask = _mat(p, HEADER, T, T)
-    Xn = _rms(X, p[_NEPS]) if p[_NORM] > 0.0 else X
-    XQ = np.dot(Xn, Q)
-    XK = np.dot(Xn, K)
-    if p[_BLOCKLOCAL] > 0.0:
-        # block by block with explicit loops: P×P×d products are too small for BLAS calls
-        P = int(p[_P])
-        A = np.zeros((T, T))
-        beta = p[_BETA]
-        for b0 in range(0, T, P):
-            for i in range(b0, b0 + P):
-                mx = -np.inf
-                for j in range(b0, b0 + P):
-                    if mask[i, j] > 0.0:
-                        s = 0.0
-                        for k in range(d):
-                            s += XQ[i, k] * XK[j, k]
-                        s *= beta
-                        A[i, j] = s
-                        if s > mx:
-                            mx = s
-                z = 0.0
-                for j in range(b0, b0 + P):
-                    if mask[i, j] > 0.0:
-                        e = np.exp(A[i, j] - mx)
-                        A[i, j] = e
-                        z += e
-                for j in range(b0, b0 + P):
-                    A[i, j] /= z
-        return A, Xn
+    XQ = np.dot(Xn, _mat(p, off, d, d))
+    XK = np.dot(Xn, _mat(p, off + d * d, d, d))
     S = p[_BETA] * np.dot(XQ, XK.T)
-    return _softmax_masked(S, mask), Xn
+    return _softmax_masked(S, _mat(p, HEADER, T, T))
 
 
 @njit(RHS_SIG, cache=True)
@@ -187,44 +206,50 @@ def coupling_rhs_nb(t, y, p, seg, out):
     d = int(p[_D])
     m = int(p[_M])
     N = T // P
-    X = y.reshape(T, d)
-    A, Xn = _fast_kernel(X, p, seg)
+    X = y.reshape((T, d))
+    Xn = _normed(X, p)
+    inv_eps = 1.0 / p[_EPS]
     if p[_BLOCKLOCAL] > 0.0:
-        F = np.empty((T, d))
-        inv_eps = 1.0 / p[_EPS]
-        for b0 in range(0, T, P):
-            for i in range(b0, b0 + P):
-                for k in range(d):
-                    s = -X[i, k]
-                    for j in range(b0, b0 + P):
-                        s += A[i, j] * X[j, k]
-                    F[i, k] = s * inv_eps
+        S = _block_weights(Xn, p, seg)
+        for i in range(T):
+            b0 = (i // P) * P
+            for k in range(d):
+                s = -X[i, k]
+                for j in range(P):
+                    s += S[i, j] * X[b0 + j, k]
+                out[i * d + k] = s * inv_eps
     else:
-        F = (np.dot(A, X) - X) / p[_EPS]
+        A = _dense_kernel(Xn, p, seg)
+        out[:] = ((np.dot(A, X) - X) / p[_EPS]).reshape(T * d)
     off = _layer_offset(p, seg) + 2 * d * d
-    W1 = _mat(p, off, d, m)
     W2 = _mat(p, off + d * m, m, d)
-    Z = np.dot(Xn, W1)
+    Z = _small_mm(Xn, _mat(p, off, d, m))
     if p[_TANH] > 0.0:
-        Z = np.tanh(Z)
-    F += np.dot(Z, W2)
+        zf = Z.reshape(T * m)
+        _tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
+    acc = np.empty(d)
+    for i in range(T):
+        acc[:] = 0.0
+        for l in range(m):
+            a = Z[i, l]
+            for k in range(d):
+                acc[k] += a * W2[l, k]
+        for k in range(d):
+            out[i * d + k] += acc[k]
     off += 2 * d * m
     g = p[off + 3 * d * d]
     if p[_SLOW] > 0.0 and g != 0.0:
-        Qs = _mat(p, off, d, d)
-        Ks = _mat(p, off + d * d, d, d)
-        Vs = _mat(p, off + 2 * d * d, d, d)
         Yb = np.zeros((N, d))
         for b in range(N):
             for i in range(P):
                 for k in range(d):
                     Yb[b, k] += X[b * P + i, k]
         Yb /= P
-        Yh = _rms(Yb, p[_NEPS]) if p[_NORM] > 0.0 else Yb
+        Yh = _normed(Yb, p)
         # N×N×d and N×d×d products (N = T/P pooled tokens): explicit loops, too small for BLAS
-        YQ = _small_mm(Yh, Qs)
-        YK = _small_mm(Yh, Ks)
-        YV = _small_mm(Yh, Vs)
+        YQ = _small_mm(Yh, _mat(p, off, d, d))
+        YK = _small_mm(Yh, _mat(p, off + d * d, d, d))
+        YV = _small_mm(Yh, _mat(p, off + 2 * d * d, d, d))
         full = p[_SLOWFULL] > 0.0
         Zs = np.zeros((N, d))
         w = np.empty(N)
@@ -248,11 +273,13 @@ def coupling_rhs_nb(t, y, p, seg, out):
                     Zs[a, k] += (w[b] / z) * YV[b, k]
         for b in range(1, N):
             for i in range(P):
-                F[b * P + i] += g * Zs[b - 1]
-    if p[_GAMMA] != 0.0:
-        E = p[HEADER + T * T:HEADER + T * T + T * d].reshape(T, d)
-        F += p[_GAMMA] * (E - X)
-    out[:] = F.reshape(T * d)
+                for k in range(d):
+                    out[(b * P + i) * d + k] += g * Zs[b - 1, k]
+    gam = p[_GAMMA]
+    if gam != 0.0:
+        e0 = HEADER + T * T
+        for i in range(T * d):
+            out[i] += gam * (p[e0 + i] - y[i])
 
 
 @njit(JAC_SIG, cache=True)
@@ -260,10 +287,20 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
     """``J = (A(X) − I)/ε − γI`` (T×T): the stiff part of the coupling Jacobian, as ``J ⊗ I_d``."""
     T = int(p[_T])
     d = int(p[_D])
-    A, _ = _fast_kernel(y.reshape(T, d), p, seg)
-    J[:, :] = A / p[_EPS]
+    P = int(p[_P])
+    Xn = _normed(y.reshape((T, d)), p)
+    inv_eps = 1.0 / p[_EPS]
+    if p[_BLOCKLOCAL] > 0.0:
+        S = _block_weights(Xn, p, seg)
+        J[:, :] = 0.0
+        for i in range(T):
+            b0 = (i // P) * P
+            for j in range(P):
+                J[i, b0 + j] = S[i, j] / p[_EPS]
+    else:
+        J[:, :] = _dense_kernel(Xn, p, seg) / p[_EPS]
     for i in range(T):
-        J[i, i] -= 1.0 / p[_EPS] + p[_GAMMA]
+        J[i, i] -= inv_eps + p[_GAMMA]
 
 
 def layer_breakpoints(L: int) -> np.ndarray:
