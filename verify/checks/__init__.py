@@ -11,6 +11,9 @@ A check module ``verify.checks.<id>`` (lower-case ID, e.g. ``a1``) defines
   whether the conclusion holds, whether the instance satisfies the claim's hypotheses, and the
   measured numbers. A negative control is the same call with parameters that violate a hypothesis.
 
+Checks run under ``numpy.errstate(over="raise", invalid="raise")``: an instance that overflows
+raises ``FloatingPointError`` (``fastslow check`` exits 2) instead of producing NaN.
+
 A claim without a module is *pending*: :func:`run_check` raises :class:`PendingClaim`.
 """
 
@@ -183,7 +186,14 @@ def run_check(claim_id: str, params: dict | None = None, seed: int = 0) -> Check
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     resolved = resolve_params(mod.DEFAULTS, params, getattr(mod, "LIMITS", None))
-    result = mod.check(resolved, int(seed))
+    try:
+        # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
+        with np.errstate(over="raise", invalid="raise"):
+            result = mod.check(resolved, int(seed))
+    except FloatingPointError as exc:
+        raise FloatingPointError(f"{mod.__name__.rsplit('.', 1)[-1].upper()}: the instance leaves "
+                                 f"float64 range ({exc}); reduce the depth, the weight scales or "
+                                 "the step") from None
     if not isinstance(result, CheckResult):
         raise TypeError(f"check of {claim_id} returned {type(result).__name__}, not CheckResult")
     return result
