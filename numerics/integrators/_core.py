@@ -261,28 +261,135 @@ rosw_loop = njit(_CORE_SIG, cache=True)(_rosw)
 NEWTON_MAXITER = 6
 
 
-def _apply_inv(Minv, v, m, mb, kk):
-    """``(Minv ⊗ I_k) v`` for a dense or block-diagonal (blocks of ``mb``) ``Minv``."""
-    V = v.reshape(m, kk)
+def _invert_into(M, m, mb, out, work):
+    """``out`` ← inverse of ``M`` (dense, ``mb == m``: LAPACK) or of each diagonal block of size
+    ``mb`` (Gauss–Jordan with partial pivoting in loops: the blocks are too small for LAPACK calls,
+    whose per-call cost dominated). ``work`` is an ``mb×mb`` scratch of ``M``'s dtype. A singular
+    block gives non-finite entries (no exception), which the Newton iteration then rejects."""
     if mb == m:
-        return np.dot(np.ascontiguousarray(Minv), V).reshape(m * kk)
-    out = np.empty_like(V)
+        out[:, :] = np.linalg.inv(M)
+        return
+    out[:, :] = 0.0
     for b0 in range(0, m, mb):
-        out[b0:b0 + mb] = np.dot(np.ascontiguousarray(Minv[b0:b0 + mb, b0:b0 + mb]), V[b0:b0 + mb])
-    return out.reshape(m * kk)
+        for i in range(mb):
+            for j in range(mb):
+                work[i, j] = M[b0 + i, b0 + j]
+                out[b0 + i, b0 + j] = 1.0 if i == j else 0.0
+        for c in range(mb):
+            piv = c
+            big = abs(work[c, c])
+            for r in range(c + 1, mb):
+                if abs(work[r, c]) > big:
+                    big = abs(work[r, c])
+                    piv = r
+            if piv != c:
+                for j in range(mb):
+                    tmp = work[c, j]
+                    work[c, j] = work[piv, j]
+                    work[piv, j] = tmp
+                    tmp = out[b0 + c, b0 + j]
+                    out[b0 + c, b0 + j] = out[b0 + piv, b0 + j]
+                    out[b0 + piv, b0 + j] = tmp
+            inv = 1.0 / work[c, c]
+            for j in range(mb):
+                work[c, j] *= inv
+                out[b0 + c, b0 + j] *= inv
+            for r in range(mb):
+                if r != c:
+                    f = work[r, c]
+                    if f != 0.0:
+                        for j in range(mb):
+                            work[r, j] -= f * work[c, j]
+                            out[b0 + r, b0 + j] -= f * out[b0 + c, b0 + j]
 
 
-def _invert(M, m, mb):
+def _apply_into(Minv, v, out, m, mb, kk):
+    """``out = (Minv ⊗ I_k) v`` for a dense or block-diagonal (blocks of ``mb``) real ``Minv``."""
     if mb == m:
-        return np.linalg.inv(M)
-    out = np.zeros_like(M)
+        out[:] = np.dot(Minv, v.reshape((m, kk))).reshape(m * kk)
+        return
     for b0 in range(0, m, mb):
-        out[b0:b0 + mb, b0:b0 + mb] = np.linalg.inv(np.ascontiguousarray(M[b0:b0 + mb, b0:b0 + mb]))
-    return out
+        for i in range(b0, b0 + mb):
+            for k in range(kk):
+                out[i * kk + k] = 0.0
+            for j in range(b0, b0 + mb):
+                a = Minv[i, j]
+                for k in range(kk):
+                    out[i * kk + k] += a * v[j * kk + k]
 
 
-_apply_inv = njit(cache=True)(_apply_inv)
-_invert = njit(cache=True)(_invert)
+def _apply_complex_into(Mre, Mim, vre, vim, ore, oim, m, mb, kk):
+    """``o = ((Mre + i·Mim) ⊗ I_k)(vre + i·vim)`` in real arithmetic."""
+    if mb == m:
+        Vr = vre.reshape((m, kk))
+        Vi = vim.reshape((m, kk))
+        ore[:] = (np.dot(Mre, Vr) - np.dot(Mim, Vi)).reshape(m * kk)
+        oim[:] = (np.dot(Mre, Vi) + np.dot(Mim, Vr)).reshape(m * kk)
+        return
+    for b0 in range(0, m, mb):
+        for i in range(b0, b0 + mb):
+            for k in range(kk):
+                ore[i * kk + k] = 0.0
+                oim[i * kk + k] = 0.0
+            for j in range(b0, b0 + mb):
+                a = Mre[i, j]
+                b = Mim[i, j]
+                for k in range(kk):
+                    xr = vre[j * kk + k]
+                    xi = vim[j * kk + k]
+                    ore[i * kk + k] += a * xr - b * xi
+                    oim[i * kk + k] += a * xi + b * xr
+
+
+def _factor(J, hs, m, mb, Mr, Mcre, Mcim, Areal, Acplx, Cinv, wr, wc):
+    """``Mr = (μ_r/h − J)⁻¹`` and ``Mc = (μ_c/h − J)⁻¹`` (split into real and imaginary parts)."""
+    mur = RADAU_MU_REAL / hs
+    muc = RADAU_MU_COMPLEX / hs
+    for i in range(m):
+        for j in range(m):
+            Areal[i, j] = -J[i, j]
+            Acplx[i, j] = -J[i, j]
+        Areal[i, i] += mur
+        Acplx[i, i] += muc
+    _invert_into(Areal, m, mb, Mr, wr)
+    _invert_into(Acplx, m, mb, Cinv, wc)
+    for i in range(m):
+        for j in range(m):
+            Mcre[i, j] = Cinv[i, j].real
+            Mcim[i, j] = Cinv[i, j].imag
+
+
+def _newton_residual(F, W, hs, fr, fcr, fci):
+    """Transformed residuals: ``fr = (T⁻¹F)_0 − (μ_r/h)W_0`` and the complex pair
+    ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``."""
+    mr = RADAU_MU_REAL / hs
+    mcr = RADAU_MU_COMPLEX.real / hs
+    mci = RADAU_MU_COMPLEX.imag / hs
+    for i in range(F.shape[1]):
+        f0 = F[0, i]
+        f1 = F[1, i]
+        f2 = F[2, i]
+        fr[i] = RADAU_TI[0, 0] * f0 + RADAU_TI[0, 1] * f1 + RADAU_TI[0, 2] * f2 - mr * W[0, i]
+        a = RADAU_TI[1, 0] * f0 + RADAU_TI[1, 1] * f1 + RADAU_TI[1, 2] * f2
+        b = RADAU_TI[2, 0] * f0 + RADAU_TI[2, 1] * f1 + RADAU_TI[2, 2] * f2
+        fcr[i] = a - (mcr * W[1, i] - mci * W[2, i])
+        fci[i] = b - (mcr * W[2, i] + mci * W[1, i])
+
+
+def _newton_norm(dr, dcr, dci, scale):
+    s = 0.0
+    for i in range(dr.size):
+        s += (dr[i] / scale[i]) ** 2 + (dcr[i] / scale[i]) ** 2 + (dci[i] / scale[i]) ** 2
+    return np.sqrt(s / (3 * dr.size))
+
+
+def _newton_update(W, Z, dr, dcr, dci):
+    for i in range(W.shape[1]):
+        W[0, i] += dr[i]
+        W[1, i] += dcr[i]
+        W[2, i] += dci[i]
+        for r in range(3):
+            Z[r, i] = RADAU_T[r, 0] * W[0, i] + RADAU_T[r, 1] * W[1, i] + RADAU_T[r, 2] * W[2, i]
 
 
 def _rms_scaled(v, scale):
@@ -292,12 +399,20 @@ def _rms_scaled(v, scale):
     return np.sqrt(s / v.size)
 
 
+_invert_into = njit(cache=True, error_model="numpy")(_invert_into)
+_apply_into = njit(cache=True)(_apply_into)
+_apply_complex_into = njit(cache=True)(_apply_complex_into)
+_factor = njit(cache=True)(_factor)
+_newton_residual = njit(cache=True)(_newton_residual)
+_newton_norm = njit(cache=True)(_newton_norm)
+_newton_update = njit(cache=True)(_newton_update)
 _rms_scaled = njit(cache=True)(_rms_scaled)
 
 
 def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_steps, Yout, counters):
     """Radau IIA of order 5 with simplified Newton on ``W = J ⊗ I_k`` (after SciPy's ``Radau``,
-    Hairer & Wanner IV.8): Jacobian and factorisations are reused while Newton converges fast."""
+    Hairer & Wanner IV.8): Jacobian and factorisations are reused while Newton converges fast.
+    All work arrays are allocated once; the block-diagonal inverses and products are loops."""
     n = y0.size
     kk = n // m
     y = y0.copy()
@@ -305,11 +420,30 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
     fi = np.empty(n)
     F = np.empty((3, n))
     Z = np.zeros((3, n))
+    Z0 = np.zeros((3, n))
     W = np.zeros((3, n))
+    ys = np.empty(n)
     ynew = np.empty(n)
     scale = np.empty(n)
+    fr = np.empty(n)
+    fcr = np.empty(n)
+    fci = np.empty(n)
+    dr = np.empty(n)
+    dcr = np.empty(n)
+    dci = np.empty(n)
+    ze = np.empty(n)
+    err = np.empty(n)
     J = np.empty((m, m))
-    eye = np.eye(m)
+    Mr = np.empty((m, m))
+    Mcre = np.empty((m, m))
+    Mcim = np.empty((m, m))
+    Areal = np.empty((m, m))
+    Acplx = np.empty((m, m), dtype=np.complex128)
+    Cinv = np.empty((m, m), dtype=np.complex128)
+    wr = np.empty((mb, mb))
+    wc = np.empty((mb, mb), dtype=np.complex128)
+    Qp = np.zeros((3, n))
+    Zlast = np.zeros(n)                        # collocation polynomial of the last accepted step
     Yout[0, :] = y
     h = h0
     newton_tol = max(10 * 2.220446049250313e-16 / rtol, min(0.03, rtol ** 0.5))
@@ -329,14 +463,10 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
         current_jac = True
         have_lu = False
         h_lu = 0.0
-        Mr = np.empty((m, m))
-        Mc = np.empty((m, m), dtype=np.complex128)
         h_old = -1.0
         err_old = -1.0
         rejected = False
         have_poly = False
-        Qp = np.zeros((3, n))
-        Zlast = np.zeros(n)                    # collocation polynomial of the last accepted step
         while t < t_end:
             if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
                 return MAX_STEPS
@@ -348,18 +478,18 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
             if hs <= 1e-14 * max(1.0, abs(t)):
                 return STEP_TOO_SMALL
             # starting guess: extrapolate the last collocation polynomial u(x) = y_old + Σ q_j x^j
-            Z0 = np.zeros((3, n))
             if have_poly:
                 for i in range(3):
                     x = 1.0 + RADAU_C[i] * hs / h_old
                     Z0[i] = x * Qp[0] + x * x * Qp[1] + x * x * x * Qp[2] - Zlast
+            else:
+                Z0[:, :] = 0.0
             if not have_lu or hs != h_lu:
-                Mr = _invert(RADAU_MU_REAL / hs * eye - J, m, mb)
-                Mc = _invert(RADAU_MU_COMPLEX / hs * eye - J.astype(np.complex128), m, mb)
+                _factor(J, hs, m, mb, Mr, Mcre, Mcim, Areal, Acplx, Cinv, wr, wc)
                 counters[N_LU] += 2
                 have_lu = True
                 h_lu = hs
-            # simplified Newton for the collocation system, from Z = 0
+            # simplified Newton for the collocation system
             for i in range(n):
                 scale[i] = atol + rtol * abs(y[i])
             Z[:, :] = Z0
@@ -373,34 +503,22 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                 n_iter = k + 1
                 for i in range(3):
                     ti = t_end if (i == 2 and last) else t + RADAU_C[i] * hs
-                    ys = y + Z[i]
+                    ys[:] = y
+                    ys += Z[i]
                     rhs(ti, ys, p, seg, F[i])
                 counters[N_FEV] += 3
                 if not np.all(np.isfinite(F)):
                     break
-                fr = RADAU_TI[0, 0] * F[0] + RADAU_TI[0, 1] * F[1] + RADAU_TI[0, 2] * F[2] \
-                    - (RADAU_MU_REAL / hs) * W[0]
-                fc = (RADAU_TI[1, 0] + 1j * RADAU_TI[2, 0]) * F[0] \
-                    + (RADAU_TI[1, 1] + 1j * RADAU_TI[2, 1]) * F[1] \
-                    + (RADAU_TI[1, 2] + 1j * RADAU_TI[2, 2]) * F[2] \
-                    - (RADAU_MU_COMPLEX / hs) * (W[1] + 1j * W[2])
-                dr = _apply_inv(Mr, fr, m, mb, kk)
-                dc = _apply_inv(Mc, fc, m, mb, kk)
-                dn = 0.0
-                for i in range(n):
-                    dn += (dr[i] / scale[i]) ** 2 + (dc[i].real / scale[i]) ** 2 \
-                        + (dc[i].imag / scale[i]) ** 2
-                dn = np.sqrt(dn / (3 * n))
+                _newton_residual(F, W, hs, fr, fcr, fci)
+                _apply_into(Mr, fr, dr, m, mb, kk)
+                _apply_complex_into(Mcre, Mcim, fcr, fci, dcr, dci, m, mb, kk)
+                dn = _newton_norm(dr, dcr, dci, scale)
                 if dW_old >= 0.0:
                     rate = dn / dW_old if dW_old > 0 else 0.0
                 if rate >= 0.0 and (rate >= 1.0 or
                                     rate ** (NEWTON_MAXITER - k) / (1.0 - rate) * dn > newton_tol):
                     break
-                W[0] += dr
-                W[1] += dc.real
-                W[2] += dc.imag
-                for i in range(3):
-                    Z[i] = RADAU_T[i, 0] * W[0] + RADAU_T[i, 1] * W[1] + RADAU_T[i, 2] * W[2]
+                _newton_update(W, Z, dr, dcr, dci)
                 if dn == 0.0 or (rate >= 0.0 and rate / (1.0 - rate) * dn < newton_tol):
                     converged = True
                     break
@@ -418,17 +536,23 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                 have_lu = False
                 rejected = True
                 continue
-            ynew[:] = y + Z[2]
-            ze = (RADAU_E[0] * Z[0] + RADAU_E[1] * Z[1] + RADAU_E[2] * Z[2]) / hs
-            err = _apply_inv(Mr, f0 + ze, m, mb, kk)
+            ynew[:] = y
+            ynew += Z[2]
+            for i in range(n):
+                ze[i] = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * Z[2, i]) / hs
+                fi[i] = f0[i] + ze[i]
+            _apply_into(Mr, fi, err, m, mb, kk)
             for i in range(n):
                 scale[i] = atol + rtol * max(abs(y[i]), abs(ynew[i]))
             en = _rms_scaled(err, scale)
             safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter)
             if rejected and en > 1.0:
-                rhs(t, y + err, p, seg, fi)
+                ys[:] = y
+                ys += err
+                rhs(t, ys, p, seg, fi)
                 counters[N_FEV] += 1
-                err = _apply_inv(Mr, fi + ze, m, mb, kk)
+                fi += ze
+                _apply_into(Mr, fi, err, m, mb, kk)
                 en = _rms_scaled(err, scale)
             if h_fixed > 0.0 or en <= 1.0:
                 counters[N_ACCEPT] += 1
@@ -446,8 +570,9 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                         h = hs * fac
                 h_old = hs
                 err_old = en
-                Qp = np.dot(RADAU_VINV, Z)           # q_j with Σ_j q_j c_i^j = Z_i
-                Zlast = Z[2].copy()
+                for i in range(3):                   # q_j with Σ_j q_j c_i^j = Z_i
+                    Qp[i] = RADAU_VINV[i, 0] * Z[0] + RADAU_VINV[i, 1] * Z[1] + RADAU_VINV[i, 2] * Z[2]
+                Zlast[:] = Z[2]
                 have_poly = True
                 t = t_end if last else t + hs
                 y[:] = ynew
