@@ -44,11 +44,15 @@ def _cell(x) -> str:
     return str(x)
 
 
-def main(quick: bool = False, out: str | None = None, only: list[str] | None = None) -> int:
+def main(quick: bool = False, out: str | None = None, only: list[str] | None = None,
+         markdown: str | None = None) -> int:
+    """Run the sections ``only`` (all by default); print Markdown; optionally save JSON/Markdown."""
     sections = discover()
     names = only or list(sections)
     results = {"provenance": provenance(), "sections": {}}
-    print(f"<!-- {short(results['provenance'])} -->")
+    header = f"<!-- {short(results['provenance'])}; {'quick' if quick else 'full'} run -->"
+    print(header)
+    md = [header]
     for name in names:
         if name not in sections:
             print(f"unknown benchmark section {name!r}; known: {sorted(sections)}", file=sys.stderr)
@@ -56,7 +60,10 @@ def main(quick: bool = False, out: str | None = None, only: list[str] | None = N
         print(f"running {name} ...", file=sys.stderr, flush=True)
         table = sections[name](quick)
         results["sections"][name] = table
-        print(to_markdown(table), "\n", flush=True)
+        md.append(to_markdown(table))
+        print(md[-1], "\n", flush=True)
     if out:
         Path(out).write_text(json.dumps(results, indent=1, default=str))
+    if markdown:
+        Path(markdown).write_text("\n\n".join(md) + "\n")
     return 0

@@ -5,7 +5,7 @@
     fastslow claims                                   list the claim IDs and statements
     fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json] [--defaults]
     fastslow figures [ID ...] [--out DIR] [--seed N]
-    fastslow bench [--quick] [--out FILE]
+    fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
                       [--cache DIR] [--out FILE]
@@ -101,7 +101,8 @@ def _cmd_figures(args) -> int:
 def _cmd_bench(args) -> int:
     from fastslow import bench
 
-    return bench.main(quick=args.quick, out=args.out)
+    return bench.main(quick=args.quick, out=args.out, only=args.sections or None,
+                      markdown=args.markdown)
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -209,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")
     s.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     s.add_argument("--out", default=None, help="also write the results as JSON to this file")
+    s.add_argument("--markdown", default=None, help="also write the tables as Markdown to this file")
+    s.add_argument("sections", nargs="*", help="benchmark sections to run (default: all)")
     s.set_defaults(func=_cmd_bench)
     s = sub.add_parser("sweep", help="run a claim's check over a parameter grid and many seeds")
     s.add_argument("id", help="claim ID, e.g. D5")

@@ -77,3 +77,8 @@ def test_figures_writes_deterministic_png_and_pdf(tmp_path):
 def test_check_defaults_prints_the_parameters(capsys):
     assert main(["check", "A1", "--defaults"]) == 0
     assert json.loads(capsys.readouterr().out)["P"] == 4
+
+
+def test_bench_rejects_an_unknown_section(capsys):
+    assert main(["bench", "warp_drive", "--quick"]) == 2
+    assert "unknown benchmark section 'warp_drive'" in capsys.readouterr().err

@@ -41,6 +41,9 @@ from . import CheckResult
 
 DEFAULTS = {"T": 48, "P": 4, "d": 6, "m": 6, "pooled": True, "mask": "causal"}
 
+LIMITS = {"T": (1, 4096), "P": (1, 4096), "d": (1, 512), "m": (1, 2048)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 SLOW_NAMES = ("Qs", "Ks", "Vs")
 
 

@@ -60,6 +60,12 @@ DEFAULTS = {
     "slope_tol": 0.1, "gate_sweep": (1e-3, 1e-1),
 }
 
+LIMITS = {"T": (1, 64), "d": (1, 16), "L": (1, 16), "n_s": (3, 50), "gamma": (0.0, 1e3),
+          "scale": (0.0, 1e3), "slow_scale": (0.0, 1e3), "gate": (-1e3, 1e3),
+          "heterogeneity": (0.0, 1e3), "qk_size": (0.0, 1e3), "s_min": (1e-8, 1.0),
+          "s_max": (1e-8, 1.0), "gate_sweep": (1e-8, 1.0)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 REFERENCES = ("homogeneous", "heterogeneous")
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
 

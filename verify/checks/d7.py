@@ -48,6 +48,12 @@ DEFAULTS = {
     "n_iter": 5000, "n_gates": 41, "margin_tol": 1e-8, "dense_grid": 2001,
 }
 
+LIMITS = {"T": (1, 64), "d": (1, 16), "gamma": (0.0, 1e3), "h": (1e-6, 10.0),
+          "scale": (0.0, 1e3), "slow_scale": (0.0, 1e3), "below": (0.0, 10.0), "above": (0.0, 100.0),
+          "init_size": (0.0, 10.0), "n_iter": (1, 100_000), "n_gates": (3, 1001),
+          "dense_grid": (16, 100_001)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 REFERENCES = ("origin", "embedding")
 
 

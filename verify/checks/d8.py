@@ -58,6 +58,10 @@ DEFAULTS = {
     "tau": 1.0, "sigma": 1.0, "n_future": 32, "tolerance": 1e-10, "confidence": 0.95,
 }
 
+LIMITS = {"P": (1, 64), "N": (1, 64), "n_seq": (10, 200_000), "K": (2, 8), "n_future": (1, 256),
+          "tau": (1e-6, 1e6), "sigma": (1e-6, 1e6)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 
 def default_emission(family: str, K: int, tau: float = 1.0, sigma: float = 1.0) -> Emission:
     """The emission used by the check for a chain family with ``K`` states (see module docstring)."""

@@ -66,6 +66,11 @@ DEFAULTS = {
     "n_gates": 19, "z_max": 3.0, "confidence": 0.95,
 }
 
+LIMITS = {"P": (1, 64), "N": (2, 64), "steps": (1, 20_000), "n_train": (8, 1 << 17),
+          "n_test": (8, 1 << 18), "n_grad": (8, 1 << 20), "seeds": (2, 256), "n_grid": (8, 1 << 16),
+          "n_gates": (3, 1001), "lr": (1e-8, 1e3), "tau": (1e-6, 1e6), "sigma": (1e-6, 1e6)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 
 def _validate(p: dict) -> GatedToy:
     v.real("rho", p["rho"], low=-1.0, high=1.0, low_open=True, high_open=True)

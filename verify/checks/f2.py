@@ -58,6 +58,12 @@ DEFAULTS = {
     "defect": 1.0, "P_max": 6,
 }
 
+LIMITS = {"n_eps": (3, 40), "n_t": (2, 10_000), "n_grid": (2, 10_000), "t0": (0.0, 100.0),
+          "t1": (0.0, 100.0), "eps_min": (1e-6, 1.0), "eps_max": (1e-6, 1.0), "rtol": (1e-14, 1e-2),
+          "atol": (1e-16, 1e-2), "P_max": (2, 64), "y0": (-50.0, 50.0), "y_min": (-50.0, 50.0),
+          "y_max": (-50.0, 50.0)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 CHAINS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
 
 

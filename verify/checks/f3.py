@@ -56,6 +56,11 @@ DEFAULTS = {
     "violation_tol": 1e-8,
 }
 
+LIMITS = {"widths": (1, 256), "steps": (0, 100_000), "n_seeds": (1, 20), "n_train": (2, 10_000),
+          "n_test": (2, 100_000), "T": (1, 64), "d": (1, 32), "attn_seeds": (1, 50),
+          "lr": (1e-8, 10.0), "y_min": (-50.0, 50.0), "y_max": (-50.0, 50.0)}
+"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+
 TARGETS = ("p_st", "discontinuous")
 
 
