@@ -64,6 +64,13 @@ def pack_coupling(config: ModelConfig, layers, eps: float, E=None) -> np.ndarray
     for lp in layers:
         parts += [lp.Q.ravel(), lp.K.ravel(), lp.W1.ravel(), lp.W2.ravel(), lp.Qs.ravel(),
                   lp.Ks.ravel(), lp.Vs.ravel(), np.array([lp.g])]
+    # per-layer products used by the block-local path: G = [β·Q Kᵀ | W1] (d×(d+m)), so that one
+    # product n(X)·G gives the bilinear score factor and the MLP pre-activation, and
+    # Gs = [β·Qs Ksᵀ | Vs] (d×2d) for the slow path (same maps, rounding-level differences)
+    beta = config.score_scale
+    for lp in layers:
+        parts += [np.hstack([beta * (lp.Q @ lp.K.T), lp.W1]).ravel(),
+                  np.hstack([beta * (lp.Qs @ lp.Ks.T), lp.Vs]).ravel()]
     return np.ascontiguousarray(np.concatenate(parts))
 
 
@@ -141,23 +148,32 @@ def _layer_offset(p, seg):
 
 
 @njit(cache=True)
+def _fused_offset(p, seg):
+    """Offset of ``G = [β·Q Kᵀ | W1]`` (followed by ``Gs = [β·Qs Ksᵀ | Vs]``) of interval ``seg``."""
+    T = int(p[_T])
+    d = int(p[_D])
+    m = int(p[_M])
+    L = int(p[_L])
+    size = 5 * d * d + 2 * d * m + 1
+    l = min(max(seg, 0), L - 1)
+    return HEADER + T * T + T * d + L * size + l * (d * (d + m) + 2 * d * d)
+
+
+@njit(cache=True)
 def _normed(X, p):
     return _rms(X, p[_NEPS]) if p[_NORM] > 0.0 else X
 
 
 @njit(cache=True)
-def _block_weights(Xn, p, seg):
+def _block_weights(Xn, XG, p):
     """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
-    token of the block of ``i``). The scores of a block are ``P×P×d`` products (explicit loops); all
-    exponentials go through one vectorisable pass (:func:`numerics.fast._exp_into`, ≤ 1 ulp)."""
+    token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
+    ``XG[i, :d]·n(X)[j]`` (``P×P×d`` per block, explicit loops); all exponentials go through one
+    vectorisable pass (:func:`numerics.fast._exp_into`, ≤ 1 ulp from ``np.exp``)."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
-    off = _layer_offset(p, seg)
-    XQ = _small_mm(Xn, _mat(p, off, d, d))
-    XK = _small_mm(Xn, _mat(p, off + d * d, d, d))
     mask = _mat(p, HEADER, T, T)
-    beta = p[_BETA]
     S = np.empty((T, P))
     v = np.empty(T * P)
     pb = np.empty(T * P)
@@ -168,8 +184,7 @@ def _block_weights(Xn, p, seg):
         for j in range(P):
             s = 0.0
             for k in range(d):
-                s += XQ[i, k] * XK[b0 + j, k]
-            s *= beta
+                s += XG[i, k] * Xn[b0 + j, k]
             S[i, j] = s
             if mask[i, b0 + j] > 0.0 and s > mx:
                 mx = s
@@ -209,8 +224,11 @@ def coupling_rhs_nb(t, y, p, seg, out):
     X = y.reshape((T, d))
     Xn = _normed(X, p)
     inv_eps = 1.0 / p[_EPS]
+    off = _layer_offset(p, seg) + 2 * d * d
+    W2 = _mat(p, off + d * m, m, d)
     if p[_BLOCKLOCAL] > 0.0:
-        S = _block_weights(Xn, p, seg)
+        XG = np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m))    # one BLAS call
+        S = _block_weights(Xn, XG, p)
         for i in range(T):
             b0 = (i // P) * P
             for k in range(d):
@@ -218,12 +236,11 @@ def coupling_rhs_nb(t, y, p, seg, out):
                 for j in range(P):
                     s += S[i, j] * X[b0 + j, k]
                 out[i * d + k] = s * inv_eps
+        Z = np.ascontiguousarray(XG[:, d:])
     else:
         A = _dense_kernel(Xn, p, seg)
         out[:] = ((np.dot(A, X) - X) / p[_EPS]).reshape(T * d)
-    off = _layer_offset(p, seg) + 2 * d * d
-    W2 = _mat(p, off + d * m, m, d)
-    Z = _small_mm(Xn, _mat(p, off, d, m))
+        Z = np.dot(Xn, _mat(p, off, d, m))
     if p[_TANH] > 0.0:
         zf = Z.reshape(T * m)
         _tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
@@ -247,9 +264,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
         Yb /= P
         Yh = _normed(Yb, p)
         # N×N×d and N×d×d products (N = T/P pooled tokens): explicit loops, too small for BLAS
-        YQ = _small_mm(Yh, _mat(p, off, d, d))
-        YK = _small_mm(Yh, _mat(p, off + d * d, d, d))
-        YV = _small_mm(Yh, _mat(p, off + 2 * d * d, d, d))
+        YG = _small_mm(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d))
         full = p[_SLOWFULL] > 0.0
         Zs = np.zeros((N, d))
         w = np.empty(N)
@@ -259,8 +274,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
             for b in range(top):
                 sc = 0.0
                 for k in range(d):
-                    sc += YQ[a, k] * YK[b, k]
-                sc *= p[_BETA]
+                    sc += YG[a, k] * Yh[b, k]
                 w[b] = sc
                 if sc > mx:
                     mx = sc
@@ -270,7 +284,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
                 z += w[b]
             for b in range(top):
                 for k in range(d):
-                    Zs[a, k] += (w[b] / z) * YV[b, k]
+                    Zs[a, k] += (w[b] / z) * YG[b, d + k]
         for b in range(1, N):
             for i in range(P):
                 for k in range(d):
@@ -291,7 +305,8 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
     Xn = _normed(y.reshape((T, d)), p)
     inv_eps = 1.0 / p[_EPS]
     if p[_BLOCKLOCAL] > 0.0:
-        S = _block_weights(Xn, p, seg)
+        m = int(p[_M])
+        S = _block_weights(Xn, np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m)), p)
         J[:, :] = 0.0
         for i in range(T):
             b0 = (i // P) * P
