@@ -59,3 +59,17 @@ def test_check_command_exits_0_1_or_2_on_any_parameter(key, value):
 @pytest.mark.parametrize("args", [["check"], ["nonsense"], ["check", "A1", "--seed", "x"], []])
 def test_argument_errors_exit_2(args):
     assert main(args) == 2
+
+
+def _claim_keys():
+    from verify.checks import load
+    from verify.registry import CLAIMS
+    return [(c, k) for c in CLAIMS for k in load(c).DEFAULTS]
+
+
+@settings(max_examples=20)
+@given(claim_key=st.sampled_from(_claim_keys()),
+       value=st.sampled_from(["-1", "nan", "inf", "1e300", "x", ""]))
+def test_every_claim_check_exits_0_1_or_2_on_extreme_parameters(claim_key, value):
+    claim, key = claim_key
+    assert main(["check", claim, "--param", f"{key}={value}"]) in (0, 1, 2)
