@@ -61,3 +61,22 @@ def test_report_files_are_strict_json_and_markdown(tmp_path):
     loaded = json.loads(js.read_text())
     assert loaded["claims"][0]["figures"]["inf"] == "inf"
     assert "| [A1](#a1) |" in md.read_text()
+
+
+def test_readme_table_is_generated_from_the_report_and_copies_it(tmp_path):
+    from verify.readme import BEGIN, END, update_readme
+
+    led = ClaimLedger()
+    led.outcome("A1", "t::main", "passed", 0.1)
+    led.record("A1", result(True), negative=False)
+    led.record("A1", result(False, hyp=False), negative=True)
+    rep = build_report(led, {"git": {"commit": "abc123", "dirty": False}})
+    js, _ = write_report(rep, tmp_path / "rep")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{BEGIN}\nold table\n{END}\nrest\n")
+    update_readme(readme, js)
+    text = readme.read_text()
+    assert "old table" not in text and text.startswith("intro") and text.endswith("rest\n")
+    assert "| [A1](docs/report/REPORT.md#a1) |" in text and "**verified (control: fails-as-predicted)**" in text
+    assert "| [D5](docs/report/REPORT.md#d5) |" in text and "**pending**" in text
+    assert (tmp_path / "docs/report/report.json").read_text() == js.read_text()
