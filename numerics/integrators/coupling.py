@@ -266,25 +266,36 @@ def coupling_rhs_nb(t, y, p, seg, out):
         # N×N×d and N×d×d products (N = T/P pooled tokens): explicit loops, too small for BLAS
         YG = _small_mm(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d))
         full = p[_SLOWFULL] > 0.0
+        # scores of the N−1 pooled queries that reach the output (U_c shifts by one block), one
+        # vectorisable exponential pass for all of them
         Zs = np.zeros((N, d))
-        w = np.empty(N)
-        for a in range(N):
+        v = np.empty(N * N)
+        pb = np.empty(N * N)
+        tb = np.empty(N * N)
+        for a in range(N - 1):
             top = N if full else a + 1
             mx = -np.inf
             for b in range(top):
                 sc = 0.0
                 for k in range(d):
                     sc += YG[a, k] * Yh[b, k]
-                w[b] = sc
+                v[a * N + b] = sc
                 if sc > mx:
                     mx = sc
+            for b in range(N):
+                v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
+        _exp_into(v[:(N - 1) * N], pb, tb)
+        for a in range(N - 1):
+            top = N if full else a + 1
             z = 0.0
             for b in range(top):
-                w[b] = np.exp(w[b] - mx)
-                z += w[b]
+                e = 0.0 if v[a * N + b] < _EXP_CUT else pb[a * N + b] * tb[a * N + b]
+                pb[a * N + b] = e
+                z += e
             for b in range(top):
+                wb = pb[a * N + b]
                 for k in range(d):
-                    Zs[a, k] += (w[b] / z) * YG[b, d + k]
+                    Zs[a, k] += (wb / z) * YG[b, d + k]
         for b in range(1, N):
             for i in range(P):
                 for k in range(d):
