@@ -57,7 +57,8 @@ def main(quick: bool = False, out: str | None = None, only: list[str] | None = N
         if name not in sections:
             print(f"unknown benchmark section {name!r}; known: {sorted(sections)}", file=sys.stderr)
             return 2
-        print(f"running {name} ...", file=sys.stderr, flush=True)
+        print(f"[{names.index(name) + 1}/{len(names)}] running benchmark section {name} ...",
+              file=sys.stderr, flush=True)
         table = sections[name](quick)
         results["sections"][name] = table
         md.append(to_markdown(table))

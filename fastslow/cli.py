@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -86,11 +87,17 @@ def _cmd_check(args) -> int:
 def _cmd_figures(args) -> int:
     import figures
 
+    from fastslow import sweep as sw
+
+    executor = sw.local_executor(args.workers) if args.workers > 1 else None
     try:
-        paths = figures.render(args.ids or None, outdir=args.out, seed=args.seed)
+        paths = figures.render(args.ids or None, outdir=args.out, seed=args.seed, executor=executor)
     except (ValueError, TypeError) as exc:
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if executor is not None:
+            executor.shutdown()
     for p in paths:
         print(p)
     if not paths:
@@ -205,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("ids", nargs="*", help="claim IDs (default: all)")
     s.add_argument("--out", default=None, help="output folder (default figures/out)")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="draw figures in parallel on this many local processes (default: all CPUs)")
     s.set_defaults(func=_cmd_figures)
 
     s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")
@@ -218,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--grid", action="append", metavar="KEY=V1,V2",
                    help="an axis of the grid (repeatable); values parsed like --param")
     s.add_argument("--seeds", default="0:4", help="seeds as A:B (range) or a comma list (default 0:4)")
-    s.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    s.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="local worker processes (default: all CPUs; 1 runs in this process)")
     s.add_argument("--scheduler", default=None,
                    help="address of a Dask distributed scheduler (needs fastslow[dask])")
     s.add_argument("--cache", default=None, help="cache folder; an interrupted sweep resumes from it")

@@ -93,21 +93,35 @@ def available() -> dict[str, list[str]]:
     return {cid: [s.name for s in specs] for cid, specs in sorted(FIGURES.items())}
 
 
-def render(claim_ids=None, outdir: Path | None = None, seed: int = 0) -> list[Path]:
-    """Draw the figures of ``claim_ids`` (all registered ones if ``None``) into ``outdir``."""
+def render_one(claim: str, name: str, outdir: str, seed: int = 0) -> list[str]:
+    """Draw one registered figure and write its PNG and PDF; return the paths (a sweep point)."""
     from fastslow.provenance import provenance
+
+    _discover()
+    spec = next((sp for sp in FIGURES.get(claim, []) if sp.name == name), None)
+    if spec is None:
+        raise ValueError(f"no figure {name!r} registered for claim {claim!r}")
+    with plt.rc_context(STYLE):
+        fig, params = spec.make(seed)
+    prov = provenance()
+    meta = {"claim": claim, "figure": name, "seed": seed, "params": params,
+            "git": prov["git"], "packages": prov["packages"], "python": prov["python"]}
+    return [str(p) for p in save(fig, Path(outdir), name, meta)]
+
+
+def render(claim_ids=None, outdir: Path | None = None, seed: int = 0, executor=None) -> list[Path]:
+    """Draw the figures of ``claim_ids`` (all registered ones if ``None``) into ``outdir``.
+
+    The figures are the points of a :func:`fastslow.sweep.sweep`, so they can be drawn in parallel
+    on any ``concurrent.futures`` executor; each figure is deterministic whatever the executor.
+    """
+    from fastslow.sweep import sweep
     from verify.registry import get_claim
 
     _discover()
     ids = list(FIGURES) if claim_ids is None else [get_claim(c).id for c in claim_ids]
     outdir = DEFAULT_OUTDIR if outdir is None else Path(outdir)
-    prov = provenance()
-    written = []
-    for cid in ids:
-        for spec in FIGURES.get(cid, []):
-            with plt.rc_context(STYLE):
-                fig, params = spec.make(seed)
-            meta = {"claim": cid, "figure": spec.name, "seed": seed, "params": params,
-                    "git": prov["git"], "packages": prov["packages"], "python": prov["python"]}
-            written += save(fig, outdir, spec.name, meta)
-    return written
+    points = [dict(claim=cid, name=spec.name, outdir=str(outdir), seed=seed)
+              for cid in ids for spec in FIGURES.get(cid, [])]
+    paths = sweep(render_one, points, executor=executor, label="figures")
+    return [Path(p) for group in paths for p in group]
