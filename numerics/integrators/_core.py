@@ -376,10 +376,14 @@ def _newton_residual(F, W, hs, fr, fcr, fci):
         fci[i] = b - (mcr * W[2, i] + mci * W[1, i])
 
 
-def _newton_norm(dr, dcr, dci, scale):
+def _newton_norm(dr, dcr, dci, iscale):
+    """RMS norm of the three transformed increments, ``iscale = 1/(atol + rtol·|y|)``."""
     s = 0.0
     for i in range(dr.size):
-        s += (dr[i] / scale[i]) ** 2 + (dcr[i] / scale[i]) ** 2 + (dci[i] / scale[i]) ** 2
+        a = dr[i] * iscale[i]
+        b = dcr[i] * iscale[i]
+        c = dci[i] * iscale[i]
+        s += a * a + b * b + c * c
     return np.sqrt(s / (3 * dr.size))
 
 
@@ -425,6 +429,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
     ys = np.empty(n)
     ynew = np.empty(n)
     scale = np.empty(n)
+    iscale = np.empty(n)
     fr = np.empty(n)
     fcr = np.empty(n)
     fci = np.empty(n)
@@ -491,7 +496,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                 h_lu = hs
             # simplified Newton for the collocation system
             for i in range(n):
-                scale[i] = atol + rtol * abs(y[i])
+                iscale[i] = 1.0 / (atol + rtol * abs(y[i]))
             Z[:, :] = Z0
             for i in range(3):
                 W[i] = RADAU_TI[i, 0] * Z0[0] + RADAU_TI[i, 1] * Z0[1] + RADAU_TI[i, 2] * Z0[2]
@@ -512,7 +517,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                 _newton_residual(F, W, hs, fr, fcr, fci)
                 _apply_into(Mr, fr, dr, m, mb, kk)
                 _apply_complex_into(Mcre, Mcim, fcr, fci, dcr, dci, m, mb, kk)
-                dn = _newton_norm(dr, dcr, dci, scale)
+                dn = _newton_norm(dr, dcr, dci, iscale)
                 if dW_old >= 0.0:
                     rate = dn / dW_old if dW_old > 0 else 0.0
                 if rate >= 0.0 and (rate >= 1.0 or
