@@ -308,14 +308,15 @@ def _apply_into(Minv, v, out, m, mb, kk):
     if mb == m:
         out[:] = np.dot(Minv, v.reshape((m, kk))).reshape(m * kk)
         return
+    acc = np.empty(kk)
     for b0 in range(0, m, mb):
         for i in range(b0, b0 + mb):
-            for k in range(kk):
-                out[i * kk + k] = 0.0
+            acc[:] = 0.0
             for j in range(b0, b0 + mb):
                 a = Minv[i, j]
                 for k in range(kk):
-                    out[i * kk + k] += a * v[j * kk + k]
+                    acc[k] += a * v[j * kk + k]
+            out[i * kk:(i + 1) * kk] = acc
 
 
 def _apply_complex_into(Mre, Mim, vre, vim, ore, oim, m, mb, kk):
@@ -326,19 +327,43 @@ def _apply_complex_into(Mre, Mim, vre, vim, ore, oim, m, mb, kk):
         ore[:] = (np.dot(Mre, Vr) - np.dot(Mim, Vi)).reshape(m * kk)
         oim[:] = (np.dot(Mre, Vi) + np.dot(Mim, Vr)).reshape(m * kk)
         return
+    accr = np.empty(kk)
+    acci = np.empty(kk)
     for b0 in range(0, m, mb):
         for i in range(b0, b0 + mb):
-            for k in range(kk):
-                ore[i * kk + k] = 0.0
-                oim[i * kk + k] = 0.0
+            accr[:] = 0.0
+            acci[:] = 0.0
             for j in range(b0, b0 + mb):
                 a = Mre[i, j]
                 b = Mim[i, j]
                 for k in range(kk):
                     xr = vre[j * kk + k]
                     xi = vim[j * kk + k]
-                    ore[i * kk + k] += a * xr - b * xi
-                    oim[i * kk + k] += a * xi + b * xr
+                    accr[k] += a * xr - b * xi
+                    acci[k] += a * xi + b * xr
+            ore[i * kk:(i + 1) * kk] = accr
+            oim[i * kk:(i + 1) * kk] = acci
+
+
+def _mix3(M, src, out):
+    """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows (no temporaries)."""
+    for i in range(src.shape[1]):
+        a = src[0, i]
+        b = src[1, i]
+        c = src[2, i]
+        for r in range(3):
+            out[r, i] = M[r, 0] * a + M[r, 1] * b + M[r, 2] * c
+
+
+def _extrapolate(Qp, Zlast, hs, h_old, Z0):
+    """Starting guess ``Z0_i = u(1 + c_i·h/h_old) − u(1)`` from the last collocation polynomial
+    ``u(x) − y_old = Σ_j q_j x^j`` (``Zlast = u(1) − y_old``)."""
+    for r in range(3):
+        x = 1.0 + RADAU_C[r] * hs / h_old
+        x2 = x * x
+        x3 = x2 * x
+        for i in range(Zlast.size):
+            Z0[r, i] = x * Qp[0, i] + x2 * Qp[1, i] + x3 * Qp[2, i] - Zlast[i]
 
 
 def _factor(J, hs, m, mb, Mr, Mcre, Mcim, Areal, Acplx, Cinv, wr, wc):
@@ -410,6 +435,8 @@ _factor = njit(cache=True)(_factor)
 _newton_residual = njit(cache=True)(_newton_residual)
 _newton_norm = njit(cache=True)(_newton_norm)
 _newton_update = njit(cache=True)(_newton_update)
+_mix3 = njit(cache=True)(_mix3)
+_extrapolate = njit(cache=True)(_extrapolate)
 _rms_scaled = njit(cache=True)(_rms_scaled)
 
 
@@ -484,9 +511,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                 return STEP_TOO_SMALL
             # starting guess: extrapolate the last collocation polynomial u(x) = y_old + Σ q_j x^j
             if have_poly:
-                for i in range(3):
-                    x = 1.0 + RADAU_C[i] * hs / h_old
-                    Z0[i] = x * Qp[0] + x * x * Qp[1] + x * x * x * Qp[2] - Zlast
+                _extrapolate(Qp, Zlast, hs, h_old, Z0)
             else:
                 Z0[:, :] = 0.0
             if not have_lu or hs != h_lu:
@@ -498,8 +523,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
             for i in range(n):
                 iscale[i] = 1.0 / (atol + rtol * abs(y[i]))
             Z[:, :] = Z0
-            for i in range(3):
-                W[i] = RADAU_TI[i, 0] * Z0[0] + RADAU_TI[i, 1] * Z0[1] + RADAU_TI[i, 2] * Z0[2]
+            _mix3(RADAU_TI, Z0, W)
             converged = False
             rate = -1.0
             dW_old = -1.0
@@ -575,8 +599,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                         h = hs * fac
                 h_old = hs
                 err_old = en
-                for i in range(3):                   # q_j with Σ_j q_j c_i^j = Z_i
-                    Qp[i] = RADAU_VINV[i, 0] * Z[0] + RADAU_VINV[i, 1] * Z[1] + RADAU_VINV[i, 2] * Z[2]
+                _mix3(RADAU_VINV, Z, Qp)             # q_j with Σ_j q_j c_i^j = Z_i
                 Zlast[:] = Z[2]
                 have_poly = True
                 t = t_end if last else t + hs
