@@ -213,3 +213,33 @@ def test_invalid_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="eps"):
         pack_coupling(nm.ModelConfig(T=2, P=1, d=1), [nm.init_layer(nm.ModelConfig(T=2, P=1, d=1),
                                                                    np.random.default_rng(0))], 0.0)
+
+
+def test_block_inverse_and_products_by_loops_match_lapack_and_kron():
+    """The Radau loop's block-diagonal helpers: Gauss–Jordan with partial pivoting per block (real
+    and complex; blocks with a zero leading entry need the pivoting) and ``(M ⊗ I_k) v`` by loops,
+    against ``np.linalg.inv`` per block and the dense Kronecker product."""
+    from numerics.integrators._core import _apply_complex_into, _apply_into, _invert_into
+    rng = np.random.default_rng(3)
+    m, mb, kk = 12, 4, 3
+    for dtype in (np.float64, np.complex128):
+        M = rng.standard_normal((m, m)).astype(dtype)
+        if dtype is np.complex128:
+            M = M + 1j * rng.standard_normal((m, m))
+        M[0, 0] = 0.0                                  # first block: pivoting needed
+        out = np.empty((m, m), dtype=dtype)
+        _invert_into(M, m, mb, out, np.empty((mb, mb), dtype=dtype))
+        want = np.zeros((m, m), dtype=dtype)
+        for b0 in range(0, m, mb):
+            want[b0:b0 + mb, b0:b0 + mb] = np.linalg.inv(M[b0:b0 + mb, b0:b0 + mb])
+        assert np.allclose(out, want, rtol=1e-12, atol=1e-12)
+        _invert_into(M, m, m, out, np.empty((m, m), dtype=dtype))     # dense: LAPACK
+        assert np.allclose(out, np.linalg.inv(M), rtol=1e-12, atol=1e-12)
+    Mr, Mi = want.real.copy(), want.imag.copy()
+    vr, vi = rng.standard_normal(m * kk), rng.standard_normal(m * kk)
+    o, o2 = np.empty(m * kk), np.empty(m * kk)
+    _apply_into(Mr, vr, o, m, mb, kk)
+    assert np.allclose(o, np.kron(Mr, np.eye(kk)) @ vr, rtol=1e-13, atol=1e-13)
+    _apply_complex_into(Mr, Mi, vr, vi, o, o2, m, mb, kk)
+    full = np.kron(Mr + 1j * Mi, np.eye(kk)) @ (vr + 1j * vi)
+    assert np.allclose(o + 1j * o2, full, rtol=1e-13, atol=1e-13)
