@@ -386,7 +386,12 @@ def _factor(J, hs, m, mb, Mr, Mcre, Mcim, Areal, Acplx, Cinv, wr, wc):
 
 def _newton_residual(F, W, hs, fr, fcr, fci):
     """Transformed residuals: ``fr = (T⁻¹F)_0 − (μ_r/h)W_0`` and the complex pair
-    ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``."""
+    ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``. Returns whether all of ``F`` is finite
+    (checked first, without a temporary array; nothing is written otherwise)."""
+    for r in range(3):
+        for i in range(F.shape[1]):
+            if not np.isfinite(F[r, i]):
+                return False
     mr = RADAU_MU_REAL / hs
     mcr = RADAU_MU_COMPLEX.real / hs
     mci = RADAU_MU_COMPLEX.imag / hs
@@ -399,6 +404,7 @@ def _newton_residual(F, W, hs, fr, fcr, fci):
         b = RADAU_TI[2, 0] * f0 + RADAU_TI[2, 1] * f1 + RADAU_TI[2, 2] * f2
         fcr[i] = a - (mcr * W[1, i] - mci * W[2, i])
         fci[i] = b - (mcr * W[2, i] + mci * W[1, i])
+    return True
 
 
 def _newton_norm(dr, dcr, dci, iscale):
@@ -536,9 +542,8 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                     ys += Z[i]
                     rhs(ti, ys, p, seg, F[i])
                 counters[N_FEV] += 3
-                if not np.all(np.isfinite(F)):
-                    break
-                _newton_residual(F, W, hs, fr, fcr, fci)
+                if not _newton_residual(F, W, hs, fr, fcr, fci):
+                    break                              # non-finite stage values: not converged
                 _apply_into(Mr, fr, dr, m, mb, kk)
                 _apply_complex_into(Mcre, Mcim, fcr, fci, dcr, dci, m, mb, kk)
                 dn = _newton_norm(dr, dcr, dci, iscale)
