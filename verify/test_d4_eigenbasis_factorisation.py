@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 import numerics as nm
 from numerics import linearised as lin
@@ -133,6 +133,9 @@ def test_non_normality_of_the_causal_kernel(claim):
        value_gain=st.floats(-1.0, 2.0), norm=st.booleans(),
        sigma=st.sampled_from(["tanh", "identity"]), gamma=st.sampled_from([0.0, 0.5]),
        h=st.sampled_from([1.0, 0.25]), seed=st.integers(0, 2**16))
+# found by the thorough profile: the polynomial form's terms cancel by ~1e6 (N + M ≈ 0)
+@example(N=1, P=1, d=1, L=6, mask="causal", scale=0.25, value_gain=-1.0, norm=False,
+         sigma="tanh", gamma=0.0, h=1.0, seed=0)
 def test_polynomial_form_equals_jvp_for_random_instances(N, P, d, L, mask, scale, value_gain, norm,
                                                          sigma, gamma, h, seed):
     params = {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "scale": scale,
