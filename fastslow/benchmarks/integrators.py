@@ -195,7 +195,8 @@ def integrator_benchmark(quick: bool) -> dict:
                           f"{speed['numba'][-1]:.2f} / {speed['numpy'][-1]:.2f}", "", "", "", "", ""])
     worst = {k: float(np.nanmin(v)) for k, v in speed.items()}
     best = {k: float(np.nanmax(v)) for k, v in speed.items()}
-    met = worst["numpy"] >= 10
+    n_met = int(np.sum(np.asarray(speed["numpy"]) >= 10))
+    n_all = int(np.sum(np.isfinite(speed["numpy"])))
     return {
         "title": ("Stiff depth flow: Numba Radau IIA / Rosenbrock-W vs SciPy at matched final "
                   f"error ≤ {target:g}"),
@@ -205,8 +206,8 @@ def integrator_benchmark(quick: bool) -> dict:
         "notes": [f"speed-up of the faster Numba method over the best of LSODA/BDF/Radau: "
                   f"{worst['numpy']:.1f}–{best['numpy']:.1f}× when SciPy uses the NumPy reference RHS "
                   f"(numerics.flow), {worst['numba']:.1f}–{best['numba']:.1f}× when SciPy gets the same "
-                  f"compiled Numba RHS. SPEC §4 target ≥ 10×: {'met' if met else 'MISSED'} over the "
-                  "whole grid. The Numba methods need about as many RHS calls as SciPy's best at this "
+                  f"compiled Numba RHS. SPEC §4 target ≥ 10× (against SciPy with the NumPy "
+                  f"RHS): met in {n_met} of {n_all} cases. The Numba methods need about as many RHS calls as SciPy's best at this "
                   "accuracy (Radau IIA: the same algorithm; ROS34PW2: order 3, 2–4× more calls, half of "
                   "them in the initial layer — an exact finite-difference Jacobian gives the same step "
                   "count, so that layer is accuracy-limited); their gain is the cost per call and per "
