@@ -13,17 +13,40 @@ from pathlib import Path
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
 
 
-def _key_figures(figs: dict, limit: int = 2) -> str:
+KEY_FIGURES = {
+    "A1": ["max_future_dependence", "slow_input_within_block_variation"],
+    "A2": ["attention_ratio_times_P2", "grid_lower_bound_failures", "grid_configurations"],
+    "A3": ["max_abs_slow_weight_gradient", "gate_gradient_fd_max_relative_error"],
+    "D1": ["chain_rule_rel_fd", "untied_reversal_rel_difference_min_over_seeds_0_5",
+           "tied_moving_trajectory_reversal_rel_difference"],
+    "D2": ["slope_untied", "slope_tied"],
+    "D3": ["max_kernel_deviation_fresh_qk_and_temperatures", "max_kernel_spread_between_qk_draws"],
+    "D4": ["poly_vs_jvp_rel", "eigen_form_vs_poly_rel", "causal_eigvec_cond_exact_T64"],
+    "D5": ["L_star", "L_star_brute_force", "bound_ratio_max", "kernel_constant_causal_T64"],
+    "D6": ["qk_max_column_norm_rel", "parameter_map_rank", "block_causal_gap_rel"],
+    "D7": ["margin", "bound_m_over_normG", "critical_gate", "blockcausal_rho_variation_over_gates"],
+    "D8": ["max_abs_future_logpdf_diff"],
+    "D9": ["grad_g_at_0_z", "learned_gate_mean", "gate_rms_slope", "sweep_max_gate_over_margin"],
+    "F1": ["slope_leading", "slope_first_order", "attraction_rate_ratio"],
+    "F2": ["slope_order0_n3", "slope_order1_n3", "min_spectral_gap"],
+    "F3": ["best_final_max_tv", "min_violation_frozen"],
+}
+"""The measured numbers shown in the README for each claim (the report has all of them)."""
+
+
+def _cell(text: str) -> str:
+    """Escape a table cell: a '|' (as in |g|) would split it."""
+    return str(text).replace("|", "\\|")
+
+
+def _key_figures(cid: str, figs: dict) -> str:
+    keys = [k for k in KEY_FIGURES.get(cid, []) if k in figs] or [
+        k for k, v in figs.items() if not isinstance(v, (dict, list, bool))][:2]
     parts = []
-    for k, v in figs.items():
-        if k == "negative_control" or isinstance(v, (dict, list)):
-            continue
-        if isinstance(v, bool):
-            continue
+    for k in keys:
+        v = figs[k]
         parts.append(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}")
-        if len(parts) == limit:
-            break
-    return "; ".join(parts).replace("|", "\\|")
+    return _cell("; ".join(parts))
 
 
 def claim_table(report: dict, figure_names: dict[str, list[str]], figure_dir: str,
@@ -35,8 +58,9 @@ def claim_table(report: dict, figure_names: dict[str, list[str]], figure_dir: st
         figs = " ".join(f"[{n}]({figure_dir}/{n}.png)" for n in figure_names.get(c["id"], []))
         status = c["status"] + ("" if c["status"] == "pending" else
                                 f" (control: {c['negative_control']})")
-        rows.append(f"| [{c['id']}]({report_md}#{c['id'].lower()}) | {c['abstract']} | "
-                    f"{c['statement']} | **{status}** | {_key_figures(c['figures'])} | {figs} |")
+        rows.append(f"| [{c['id']}]({report_md}#{c['id'].lower()}) | {_cell(c['abstract'])} | "
+                    f"{_cell(c['statement'])} | **{status}** | {_key_figures(c['id'], c['figures'])} | "
+                    f"{figs} |")
     return "\n".join(rows)
 
 
