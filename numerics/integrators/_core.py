@@ -50,6 +50,22 @@ SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 5.0
 
 
 @njit(cache=True)
+def _step_length(t, t_end, h, h_fixed):
+    """The step to try from ``t``: ``(h, hs, last)``.
+
+    With a fixed step, ``h`` is ``h_fixed`` shrunk so that a whole number of steps ends at
+    ``t_end``. ``hs`` is the step actually taken: ``h``, or the rest of the segment when the step
+    would reach (within 1e-10 relative) or pass ``t_end``, so segments end exactly on breakpoints.
+    """
+    if h_fixed > 0.0:
+        nsub = np.ceil((t_end - t) / h_fixed - 1e-9)
+        h = (t_end - t) / max(nsub, 1.0)
+    last = t + h * (1.0 + 1e-10) >= t_end
+    hs = t_end - t if last else h
+    return h, hs, last
+
+
+@njit(cache=True)
 def _error_norm(err, y, ynew, rtol, atol):
     s = 0.0
     for i in range(err.size):
@@ -113,11 +129,7 @@ def _dopri5(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_st
         while t < t_end:
             if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
                 return MAX_STEPS
-            if h_fixed > 0.0:
-                nsub = np.ceil((t_end - t) / h_fixed - 1e-9)
-                h = (t_end - t) / max(nsub, 1.0)
-            last = t + h * (1.0 + 1e-10) >= t_end
-            hs = t_end - t if last else h
+            h, hs, last = _step_length(t, t_end, h, h_fixed)
             if hs <= 1e-14 * max(1.0, abs(t)):
                 return STEP_TOO_SMALL
             for i in range(1, 7):
@@ -186,11 +198,7 @@ def _rosw(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_step
         while t < t_end:
             if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
                 return MAX_STEPS
-            if h_fixed > 0.0:
-                nsub = np.ceil((t_end - t) / h_fixed - 1e-9)
-                h = (t_end - t) / max(nsub, 1.0)
-            last = t + h * (1.0 + 1e-10) >= t_end
-            hs = t_end - t if last else h
+            h, hs, last = _step_length(t, t_end, h, h_fixed)
             if hs <= 1e-14 * max(1.0, abs(t)):
                 return STEP_TOO_SMALL
             if need_jac:
@@ -508,11 +516,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
         while t < t_end:
             if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
                 return MAX_STEPS
-            if h_fixed > 0.0:
-                nsub = np.ceil((t_end - t) / h_fixed - 1e-9)
-                h = (t_end - t) / max(nsub, 1.0)
-            last = t + h * (1.0 + 1e-10) >= t_end
-            hs = t_end - t if last else h
+            h, hs, last = _step_length(t, t_end, h, h_fixed)
             if hs <= 1e-14 * max(1.0, abs(t)):
                 return STEP_TOO_SMALL
             # starting guess: extrapolate the last collocation polynomial u(x) = y_old + Σ q_j x^j
