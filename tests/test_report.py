@@ -80,3 +80,15 @@ def test_readme_table_is_generated_from_the_report_and_copies_it(tmp_path):
     assert "| [A1](docs/report/REPORT.md#a1) |" in text and "**verified (control: fails-as-predicted)**" in text
     assert "| [D5](docs/report/REPORT.md#d5) |" in text and "**pending**" in text
     assert (tmp_path / "docs/report/report.json").read_text() == js.read_text()
+
+
+def test_several_main_instances_are_listed_not_merged():
+    led = ClaimLedger()
+    led.outcome("A1", "t::main", "passed", 0.1)
+    first, second = result(True), result(True)
+    second.figures = {"x": 2.0}
+    led.record("A1", first, negative=False)
+    led.record("A1", second, negative=False)
+    a1 = build_report(led, {"git": {}})["claims"][0]
+    assert a1["figures"]["x"] == 1.0
+    assert a1["figures"]["other_instances"][0]["figures"] == {"x": 2.0}

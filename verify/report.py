@@ -93,16 +93,18 @@ def build_report(ledger: ClaimLedger, provenance: dict) -> dict:
     for cid, claim in CLAIMS.items():
         e = ledger.entries[cid]
         status, neg, why = _status(e)
-        figures = {}
-        for r in e.main:
-            figures.update(r.figures)
+        # the first main result is the claim's headline instance; further instances are listed
+        # whole, so that no measured number is silently overwritten by another instance's
+        figures = dict(e.main[0].figures) if e.main else {}
+        if len(e.main) > 1:
+            figures["other_instances"] = [
+                {"params": r.params, "seed": r.seed, "holds": r.holds, "figures": r.figures}
+                for r in e.main[1:]]
         if e.negative:
             figures["negative_control"] = [
                 {"params": r.params, "holds": r.holds, "figures": r.figures} for r in e.negative]
         figures.update(e.figures)
-        tolerance = {}
-        for r in e.main:
-            tolerance.update(r.tolerance)
+        tolerance = dict(e.main[0].tolerance) if e.main else {}
         seeds = sorted({r.seed for r in e.main + e.negative})
         claims.append(jsonable({
             "id": cid,
@@ -126,7 +128,7 @@ def build_report(ledger: ClaimLedger, provenance: dict) -> dict:
 
 
 def _short_figures(figs: dict, limit: int = 4) -> str:
-    items = [(k, v) for k, v in figs.items() if k != "negative_control" and not isinstance(v, (dict, list))]
+    items = [(k, v) for k, v in figs.items() if not isinstance(v, (dict, list))]
     parts = []
     for k, v in items[:limit]:
         parts.append(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}")
