@@ -104,6 +104,20 @@ def _next_factor(err, exponent, rejected):
 _next_factor = njit(cache=True)(_next_factor)
 
 
+@njit(cache=True)
+def _step_after_accept(h, hs, en, exponent, rejected, last, h_fixed):
+    """Next step size after an accepted step of the embedded-error methods (DOPRI5, ROS34PW2).
+
+    Fixed steps keep ``h``; a final step shortened to land on a breakpoint does not shrink ``h``.
+    """
+    if h_fixed > 0.0:
+        return h
+    fac = _next_factor(en, exponent, rejected)
+    if not last or hs >= h:
+        return hs * fac
+    return h
+
+
 def _dopri5(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_steps, Yout, counters):
     n = y0.size
     y = y0.copy()
@@ -155,10 +169,7 @@ def _dopri5(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_st
                 t = t_end if last else t + hs
                 y[:] = ynew
                 k[0, :] = k[6]
-                if h_fixed <= 0.0:
-                    fac = _next_factor(en, exponent, rejected)
-                    if not last or hs >= h:
-                        h = hs * fac
+                h = _step_after_accept(h, hs, en, exponent, rejected, last, h_fixed)
                 rejected = False
             else:
                 counters[N_REJECT] += 1
@@ -248,10 +259,7 @@ def _rosw(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_step
                 t = t_end if last else t + hs
                 y[:] = ynew
                 need_jac = True
-                if h_fixed <= 0.0:
-                    fac = _next_factor(en, exponent, rejected)
-                    if not last or hs >= h:
-                        h = hs * fac
+                h = _step_after_accept(h, hs, en, exponent, rejected, last, h_fixed)
                 rejected = False
             else:
                 counters[N_REJECT] += 1

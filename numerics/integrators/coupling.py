@@ -146,26 +146,26 @@ def _softmax_masked(S, mask):
 
 
 @njit(cache=True)
-def _layer_offset(p, seg):
+def _packed_layout(p, seg):
+    """``(start of the per-layer weights, size of one layer's weights, d, m, clipped layer, L)``."""
     T = int(p[_T])
     d = int(p[_D])
     m = int(p[_M])
     L = int(p[_L])
-    size = 5 * d * d + 2 * d * m + 1
-    l = min(max(seg, 0), L - 1)
-    return HEADER + T * T + T * d + l * size
+    return HEADER + T * T + T * d, 5 * d * d + 2 * d * m + 1, d, m, min(max(seg, 0), L - 1), L
+
+
+@njit(cache=True)
+def _layer_offset(p, seg):
+    start, size, d, m, l, L = _packed_layout(p, seg)
+    return start + l * size
 
 
 @njit(cache=True)
 def _fused_offset(p, seg):
     """Offset of ``G = [β·Q Kᵀ | W1]`` (followed by ``Gs = [β·Qs Ksᵀ | Vs]``) of interval ``seg``."""
-    T = int(p[_T])
-    d = int(p[_D])
-    m = int(p[_M])
-    L = int(p[_L])
-    size = 5 * d * d + 2 * d * m + 1
-    l = min(max(seg, 0), L - 1)
-    return HEADER + T * T + T * d + L * size + l * (d * (d + m) + 2 * d * d)
+    start, size, d, m, l, L = _packed_layout(p, seg)
+    return start + L * size + l * (d * (d + m) + 2 * d * d)
 
 
 @njit(cache=True)
