@@ -4,7 +4,7 @@
 
     fastslow claims                                   list the claim IDs and statements
     fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json] [--defaults]
-    fastslow figures [ID ...] [--out DIR] [--seed N]
+    fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
@@ -89,15 +89,13 @@ def _cmd_figures(args) -> int:
 
     from fastslow import sweep as sw
 
-    executor = sw.local_executor(args.workers) if args.workers > 1 else None
     try:
-        paths = figures.render(args.ids or None, outdir=args.out, seed=args.seed, executor=executor)
+        with sw.executor_for(args.workers, args.scheduler) as executor:
+            paths = figures.render(args.ids or None, outdir=args.out, seed=args.seed,
+                                   executor=executor, cache_dir=args.cache)
     except (ValueError, TypeError) as exc:
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
-    finally:
-        if executor is not None:
-            executor.shutdown()
     for p in paths:
         print(p)
     if not paths:
@@ -149,21 +147,13 @@ def _cmd_sweep(args) -> int:
     except (ValueError, TypeError) as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return 2
-    client = None
-    if args.scheduler:
-        executor, client = sw.dask_executor(args.scheduler)
-    elif args.workers and args.workers > 1:
-        executor = sw.local_executor(args.workers)
-    else:
-        executor = None
     try:
-        results = sw.sweep(sw.check_point, points, executor=executor, cache_dir=args.cache,
-                           label=f"sweep {cid}")
-    finally:
-        if executor is not None:
-            executor.shutdown(wait=True)
-        if client is not None:
-            client.close()
+        with sw.executor_for(args.workers, args.scheduler) as executor:
+            results = sw.sweep(sw.check_point, points, executor=executor, cache_dir=args.cache,
+                               label=f"sweep {cid}")
+    except ValueError as exc:
+        print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
+        return 2
     holds = sum(r["holds"] for r in results)
     print(f"{cid}: conclusion holds on {holds}/{len(results)} instances")
     for p, r in zip(points, results):
@@ -213,7 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, help="output folder (default figures/out)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="draw figures in parallel on this many local processes (default: all CPUs)")
+                   help="compute the figures' sweep points on this many local processes "
+                        "(default: all CPUs; 1 runs in this process)")
+    s.add_argument("--scheduler", default=None,
+                   help="address of a Dask distributed scheduler (needs fastslow[dask])")
+    s.add_argument("--cache", default=None,
+                   help="cache folder for the computed points; an interrupted run resumes from it")
     s.set_defaults(func=_cmd_figures)
 
     s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")

@@ -36,6 +36,28 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip()
 
 
+SOURCE_PACKAGES = ("numerics", "theory", "verify", "figures", "fastslow")
+"""The packages whose source determines computed results (the sweep cache is keyed by them)."""
+
+
+@functools.lru_cache(maxsize=1)
+def source_fingerprint() -> str:
+    """A SHA-256 (first 16 hex digits) of every ``.py`` file of :data:`SOURCE_PACKAGES`.
+
+    Unlike the git commit it also changes with uncommitted edits, so a sweep cache keyed by it
+    never serves results computed by different code. Test modules are included (they are in
+    ``verify``), which makes the key conservative, not wrong.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    for pkg in SOURCE_PACKAGES:
+        for f in sorted((REPO_ROOT / pkg).rglob("*.py")):
+            h.update(str(f.relative_to(REPO_ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 @functools.lru_cache(maxsize=1)
 def git_state() -> dict:
     """``{"commit": sha or None, "dirty": bool or None}`` of the working tree holding this package."""
@@ -55,6 +77,7 @@ def provenance(seeds: dict | None = None, params: dict | None = None) -> dict:
         "machine": platform.machine(),
         "packages": {name: _version(name) for name in PACKAGES},
         "git": git_state(),
+        "source_fingerprint": source_fingerprint(),
         "threads": {k: os.environ.get(k) for k in THREAD_VARS},
     }
     if seeds is not None:

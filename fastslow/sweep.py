@@ -9,15 +9,21 @@ JSON-serialisable value. The executor is any ``concurrent.futures.Executor``:
 * :func:`dask_executor` gives the executor of a ``dask.distributed`` client (optional extra
   ``pip install 'fastslow[dask]'``), for users who outgrow one machine.
 
-Every finished point is written to ``cache_dir/<fn module.name>/<sha256 of the point>.json``
-before the next one is awaited, so an interrupted sweep rerun with the same ``cache_dir`` only
-computes the missing points. Results do not depend on the executor: each point carries its own
-seed, and the cache key includes every parameter.
+Every finished point is written to
+``cache_dir/<source fingerprint>/<fn module.name>/<sha256 of the point>.json`` as soon as it
+arrives, so an interrupted sweep rerun with the same ``cache_dir`` only computes the missing
+points. The source fingerprint (:func:`fastslow.provenance.source_fingerprint`) changes with any
+edit of the code, so a cache never serves results of other code.
+
+Results do not depend on the executor or on the cache: each point carries its own seed, and every
+result is passed through JSON (as the cache and the workers would), so a serial run, a process
+pool, a Dask cluster and a cache hit all return the same lists, dicts and floats, bit for bit.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import itertools
 import json
@@ -87,7 +93,9 @@ def sweep(fn: Callable, points: list[dict], *, executor: cf.Executor | None = No
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
     cache = None
     if cache_dir is not None:
-        cache = Path(cache_dir) / f"{fn.__module__}.{fn.__qualname__}"
+        from fastslow.provenance import source_fingerprint
+
+        cache = Path(cache_dir) / source_fingerprint() / f"{fn.__module__}.{fn.__qualname__}"
         cache.mkdir(parents=True, exist_ok=True)
 
     results: list = [None] * len(points)
@@ -102,6 +110,7 @@ def sweep(fn: Callable, points: list[dict], *, executor: cf.Executor | None = No
     bar.update(len(points) - len(todo))
 
     def store(i, value):
+        value = as_json(value, f"{fn.__qualname__}({points[i]})")
         results[i] = value
         if cache is not None:
             f = cache / f"{point_key(fn, points[i])}.json"
@@ -118,6 +127,37 @@ def sweep(fn: Callable, points: list[dict], *, executor: cf.Executor | None = No
         for fut in cf.as_completed(futures):
             store(futures[fut], fut.result())
     return results
+
+
+def as_json(value, what: str = "a sweep result"):
+    """``value`` after a JSON round trip (the form every sweep result takes); TypeError if it has none."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON-serialisable (lists, dicts, numbers, strings): {exc}") from None
+
+
+@contextlib.contextmanager
+def executor_for(workers: int | None = 1, scheduler: str | None = None):
+    """The executor a command or test session asked for, shut down on exit.
+
+    ``scheduler`` (a Dask scheduler address) wins; otherwise ``workers > 1`` gives a local process
+    pool and ``workers`` of 1 or ``None`` gives ``None`` (serial, in this process).
+    """
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if scheduler:
+        executor, client = dask_executor(scheduler)
+        try:
+            yield executor
+        finally:
+            executor.shutdown(wait=True)
+            client.close()
+    elif workers and workers > 1:
+        with local_executor(workers) as executor:
+            yield executor
+    else:
+        yield None
 
 
 def local_executor(workers: int | None = None) -> cf.Executor:

@@ -6,19 +6,29 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
 from verify.checks.a1 import build_instance, dependence_matrix
 
+PARAMS = {"T": 16, "P": 4, "d": 4, "L": 3}
+SLOW_MASKS = ("blockcausal", "full")
 
-@figure("A1", "a1_dependence")
-def a1_dependence(seed: int = 0):
-    params = {"T": 16, "P": 4, "d": 4, "L": 3}
+
+def a1_case(seed: int, slow_mask: str) -> dict:
+    """The A1 check and the output-by-input dependence matrix for one slow mask."""
+    res = run_check("A1", dict(PARAMS, slow_mask=slow_mask), seed=seed)
+    model, X0, perturb_rng = build_instance(res.params, seed)
+    dep = dependence_matrix(model, X0, perturb_rng, res.params["perturbation"])
+    return {"check": res.to_json(), "dependence": dep.tolist()}
+
+
+@figure("A1", "a1_dependence", compute=a1_case,
+        points=lambda seed: [dict(seed=seed, slow_mask=m) for m in SLOW_MASKS])
+def a1_dependence(data: list, seed: int):
+    T, P = PARAMS["T"], PARAMS["P"]
     fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), constrained_layout=True)
-    for ax, slow_mask in zip(axes, ("blockcausal", "full")):
-        res = run_check("A1", dict(params, slow_mask=slow_mask), seed=seed)
-        T, P = params["T"], params["P"]
-        model, X0, perturb_rng = build_instance(res.params, seed)
-        dep = dependence_matrix(model, X0, perturb_rng, res.params["perturbation"])
+    for ax, slow_mask, case in zip(axes, SLOW_MASKS, data):
+        res = CheckResult.from_json(case["check"])
+        dep = np.asarray(case["dependence"])
         im = ax.imshow(np.log10(dep + 1e-17), vmin=-17, vmax=1, cmap="magma", origin="upper")
         for b in range(1, T // P):
             ax.axhline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
@@ -30,4 +40,4 @@ def a1_dependence(seed: int = 0):
         ax.set_xlabel("perturbed input token s")
         ax.set_ylabel("output token t")
     fig.colorbar(im, ax=axes, label="log10 max |Δ out_t|  (future: above the diagonal)")
-    return fig, dict(params, seed=seed)
+    return fig, dict(PARAMS, seed=seed)

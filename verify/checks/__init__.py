@@ -60,6 +60,13 @@ class CheckResult:
     def to_json(self) -> dict:
         return jsonable(asdict(self))
 
+    @classmethod
+    def from_json(cls, data: dict) -> "CheckResult":
+        """The result back from :meth:`to_json`: the strings ``"inf"``, ``"-inf"``, ``"nan"`` in
+        ``figures`` and ``tolerance`` become floats again (arrays stay lists)."""
+        return cls(**{**data, "figures": _unstring(data["figures"]),
+                      "tolerance": _unstring(data.get("tolerance", {}))})
+
     def summary(self) -> str:
         figs = ", ".join(f"{k}={_fmt(v)}" for k, v in list(self.figures.items())[:8])
         return (f"{self.id}: holds={self.holds} hypotheses_hold={self.hypotheses_hold} "
@@ -90,6 +97,20 @@ def jsonable(obj):
     if isinstance(obj, numbers.Real):
         f = float(obj)
         return f if math.isfinite(f) else str(f)
+    return obj
+
+
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _unstring(obj):
+    """Undo :func:`jsonable`'s strings for non-finite floats (recursively)."""
+    if isinstance(obj, dict):
+        return {k: _unstring(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_unstring(v) for v in obj]
+    if isinstance(obj, str):
+        return _NONFINITE.get(obj, obj)
     return obj
 
 
