@@ -8,9 +8,12 @@ import numpy as np
 
 from figures import figure
 from numerics import linearised as lin
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
 from verify.checks.d4 import build_model
 from verify.checks.d5 import DEFAULTS
+
+MODE_CASES = (("block_causal", 16), ("block_bidirectional", 16), ("causal", 8))
+FLUCTUATION_CASES = (("block_causal", 16), ("block_bidirectional", 16))
 
 
 def _mode_ratios(params: dict, seed: int):
@@ -27,14 +30,25 @@ def _mode_ratios(params: dict, seed: int):
     return lams, s[:, 1:, 0] / s[:, :1, -1]
 
 
-@figure("D5", "d5_mode_ratios")
-def d5_mode_ratios(seed: int = 0):
-    cases = [("block_causal", 16), ("block_bidirectional", 16), ("causal", 8)]
+def mode_ratio_case(seed: int, mask: str, T: int) -> dict:
+    """The D5 check and the per-eigenvalue mode ratios for one mask and length."""
+    res = run_check("D5", dict(DEFAULTS, mask=mask, T=T), seed=seed)
+    lams, ratios = _mode_ratios(res.params, seed)
+    return {"check": res.to_json(), "lams": np.asarray(lams).tolist(), "ratios": ratios.tolist()}
+
+
+def fluctuation_case(seed: int, mask: str, T: int) -> dict:
+    """The D5 check (no brute-force reference) for one mask and length."""
+    return run_check("D5", dict(DEFAULTS, mask=mask, T=T, brute_max_Td=0), seed=seed).to_json()
+
+
+@figure("D5", "d5_mode_ratios", compute=mode_ratio_case,
+        points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in MODE_CASES])
+def d5_mode_ratios(data: list, seed: int):
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.4), constrained_layout=True, sharey=True)
-    for ax, (mask, T) in zip(axes, cases):
-        params = dict(DEFAULTS, mask=mask, T=T)
-        res = run_check("D5", params, seed=seed)
-        lams, ratios = _mode_ratios(res.params, seed)
+    for ax, (mask, T), case in zip(axes, MODE_CASES, data):
+        res = CheckResult.from_json(case["check"])
+        lams, ratios = case["lams"], np.asarray(case["ratios"])
         depth = np.arange(1, ratios.shape[0] + 1)
         for k, lam in enumerate(lams[1:]):
             ax.semilogy(depth, ratios[:, k], lw=1, label=f"λ = {lam:.3g}")
@@ -47,15 +61,15 @@ def d5_mode_ratios(seed: int = 0):
         ax.set_xlabel("depth L")
         ax.legend(fontsize=6, ncol=2)
     axes[0].set_ylabel("‖D_λ‖₂ / σ_min(D_1)")
-    return fig, {"params": {k: v for k, v in DEFAULTS.items()}, "cases": cases, "seed": seed}
+    return fig, {"params": dict(DEFAULTS), "cases": [list(c) for c in MODE_CASES], "seed": seed}
 
 
-@figure("D5", "d5_within_block_fluctuation")
-def d5_within_block_fluctuation(seed: int = 0):
-    cases = [("block_causal", 16), ("block_bidirectional", 16)]
+@figure("D5", "d5_within_block_fluctuation", compute=fluctuation_case,
+        points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in FLUCTUATION_CASES])
+def d5_within_block_fluctuation(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4), constrained_layout=True, sharey=True)
-    for ax, (mask, T) in zip(axes, cases):
-        res = run_check("D5", dict(DEFAULTS, mask=mask, T=T, brute_max_Td=0), seed=seed)
+    for ax, (mask, T), case in zip(axes, FLUCTUATION_CASES, data):
+        res = CheckResult.from_json(case)
         f = res.figures
         depth = np.arange(1, len(f["within_block_fluctuation_by_depth"]) + 1)
         lin_f = np.array(f["within_block_fluctuation_by_depth"])
@@ -73,4 +87,4 @@ def d5_within_block_fluctuation(seed: int = 0):
         ax.set_xlabel("depth L")
         ax.legend(fontsize=6)
     axes[0].set_ylabel("‖(I − UB) δX_L‖ / ‖δX_L‖")
-    return fig, {"params": dict(DEFAULTS), "cases": cases, "seed": seed}
+    return fig, {"params": dict(DEFAULTS), "cases": [list(c) for c in FLUCTUATION_CASES], "seed": seed}
