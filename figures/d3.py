@@ -7,19 +7,27 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
+
+PARAMS = {"T": 16, "P": 4, "d": 4, "L": 8, "mask": "causal"}
+CASES = (("homogeneous, g = 0", {}),
+         ("homogeneous, slow path g = 0.5", {"slow": True, "gate": 0.5}),
+         ("heterogeneity 1e-3", {"heterogeneity": 1e-3}),
+         ("heterogeneity 0.5", {"heterogeneity": 0.5}))
+"""The curves: (label, overrides of PARAMS), one sweep point each."""
 
 
-@figure("D3", "d3_frozen_kernel")
-def d3_frozen_kernel(seed: int = 0):
-    params = {"T": 16, "P": 4, "d": 4, "L": 8, "mask": "causal"}
-    cases = [("homogeneous, g = 0", {}),
-             ("homogeneous, slow path g = 0.5", {"slow": True, "gate": 0.5}),
-             ("heterogeneity 1e-3", {"heterogeneity": 1e-3}),
-             ("heterogeneity 0.5", {"heterogeneity": 0.5})]
+def d3_case(seed: int, overrides: dict) -> dict:
+    """The D3 check (kernel deviation by layer) for one input case."""
+    return run_check("D3", dict(PARAMS, **overrides), seed=seed).to_json()
+
+
+@figure("D3", "d3_frozen_kernel", compute=d3_case,
+        points=lambda seed: [dict(seed=seed, overrides=ov) for _, ov in CASES])
+def d3_frozen_kernel(data: list, seed: int):
     fig, ax = plt.subplots(constrained_layout=True)
-    for label, ov in cases:
-        res = run_check("D3", dict(params, **ov), seed=seed)
+    for (label, _), case in zip(CASES, data):
+        res = CheckResult.from_json(case)
         dev = np.maximum(np.array(res.figures["kernel_deviation_by_layer"]), 1e-18)
         ax.semilogy(np.arange(len(dev)), dev, "o-", ms=3, label=label)
     ax.axhline(res.tolerance["kernel_abs"], color="k", ls=":", lw=0.8, label="tolerance")
@@ -27,4 +35,4 @@ def d3_frozen_kernel(seed: int = 0):
     ax.set_ylabel("max |A_l(X_l) − K_mask|  (floor 1e-18 = exact)")
     ax.set_title("D3: the kernel is frozen on homogeneous states (causal mask, T=16)", fontsize=9)
     ax.legend(fontsize=7)
-    return fig, dict(params, seed=seed)
+    return fig, dict(PARAMS, seed=seed)
