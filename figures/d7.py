@@ -8,27 +8,39 @@ import numpy as np
 
 from figures import figure
 from numerics.stability import gate_spectral_radii, layer_jacobian, sigma_min_on_circle, slow_jacobian
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
 from verify.checks.d7 import DEFAULTS, instance
 
+SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))
+"""The slow masks of the left panel and their line styles; the right panel is DEFAULTS' (full)."""
 
-@figure("D7", "d7_gate_spectral_radius")
-def d7_gate_spectral_radius(seed: int = 0):
+
+def d7_case(seed: int, slow_mask: str) -> dict:
+    """The D7 check, ρ(J + gG) on a gate grid and σ_min(e^{iθ}I − J) on the circle for one slow mask."""
+    p = dict(DEFAULTS, slow_mask=slow_mask)
+    res = run_check("D7", p, seed=seed)
+    f = res.figures
+    cfg, lp, Xs, E, _ = instance(p, seed)
+    J = layer_jacobian(cfg, lp, Xs, E)
+    G = cfg.h * slow_jacobian(cfg, lp, Xs)
+    span = 1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"]) \
+        if np.isfinite(f["critical_gate"]) else 5.0
+    gs = np.linspace(-span, span, 801)
+    th = np.linspace(0, 2 * np.pi, 1001)
+    return {"check": res.to_json(), "gates": gs.tolist(),
+            "rho": np.asarray(gate_spectral_radii(J, G, gs)).tolist(),
+            "theta": th.tolist(), "sigma_min": np.asarray(sigma_min_on_circle(J, th)).tolist()}
+
+
+@figure("D7", "d7_gate_spectral_radius", compute=d7_case,
+        points=lambda seed: [dict(seed=seed, slow_mask=m) for m, _ in SLOW_MASKS])
+def d7_gate_spectral_radius(data: list, seed: int):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
     out = {}
-    for slow_mask, style in (("full", "-"), ("blockcausal", "--")):
-        p = dict(DEFAULTS, slow_mask=slow_mask)
-        res = run_check("D7", p, seed=seed)
-        f = res.figures
-        cfg, lp, Xs, E, _ = instance(p, seed)
-        J = layer_jacobian(cfg, lp, Xs, E)
-        G = cfg.h * slow_jacobian(cfg, lp, Xs)
-        span = 1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"]) \
-            if np.isfinite(f["critical_gate"]) else 5.0
-        gs = np.linspace(-span, span, 801)
-        ax.plot(gs, gate_spectral_radii(J, G, gs), style, label=f"slow_mask={slow_mask!r}")
-        out[slow_mask] = f
-    f = out["full"]
+    for (slow_mask, style), case in zip(SLOW_MASKS, data):
+        ax.plot(case["gates"], case["rho"], style, label=f"slow_mask={slow_mask!r}")
+        out[slow_mask] = (CheckResult.from_json(case["check"]).figures, case)
+    f, full = out[DEFAULTS["slow_mask"]]
     b = f["bound_m_over_normG"]
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axvspan(-b, b, color="C2", alpha=0.2, label=f"|g| < m/‖G‖ = {b:.3f}")
@@ -45,11 +57,7 @@ def d7_gate_spectral_radius(seed: int = 0):
     ax.set_title("looped layer at X* = 0 (o: nonlinear loop converges, x: it does not)", fontsize=8)
     ax.legend(fontsize=7, loc="upper center")
 
-    p = dict(DEFAULTS)
-    cfg, lp, Xs, E, _ = instance(p, seed)
-    J = layer_jacobian(cfg, lp, Xs, E)
-    th = np.linspace(0, 2 * np.pi, 1001)
-    ax2.plot(th, sigma_min_on_circle(J, th))
+    ax2.plot(full["theta"], full["sigma_min"])
     ax2.axhline(f["margin"], color="C3", ls="--", label=f"m(J) = {f['margin']:.4f} (grid+Brent)")
     ax2.axhline(f["one_minus_rho"], color="0.5", ls=":", label=f"1 − ρ(J) = {f['one_minus_rho']:.4f}")
     ax2.set_xlabel("θ")
