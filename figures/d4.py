@@ -11,19 +11,39 @@ from figures import figure
 from numerics import linearised as lin
 from verify.checks import run_check
 
+TS = (2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64)
+"""Sizes of the condition-number panel."""
+EIG_TS = (4, 8, 12, 16, 20)
+"""Sizes of the accuracy panel (one D4 check each)."""
+CHECK = {"P": 4, "eig_max_T": 20, "theory_max_d": 0, "report_condition": False}
 
-@figure("D4", "d4_causal_eigenbasis_condition")
-def d4_causal_eigenbasis_condition(seed: int = 0):
-    Ts = [2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64]
-    exact = [lin.causal_eigenvector_condition(T) for T in Ts]
-    numpy_eig = [float(np.linalg.cond(np.linalg.eig(nm.frozen_kernel("causal", T))[1])) for T in Ts]
-    eig_Ts = [4, 8, 12, 16, 20]
-    eig_err, poly_err = [], []
-    for T in eig_Ts:
-        f = run_check("D4", {"T": T, "P": 4, "eig_max_T": 20, "theory_max_d": 0, "report_condition": False},
-                      seed=seed).figures
-        eig_err.append(max(f["eigen_form_vs_poly_rel"], 1e-17))
-        poly_err.append(max(f["poly_vs_jvp_rel"], 1e-17))
+
+def d4_case(seed: int, panel: str, T: int) -> dict:
+    """One size T of one panel: the eigenvector condition numbers ("condition") or the D4 check's
+    eigen-form and polynomial-form errors ("accuracy")."""
+    if panel == "condition":
+        return {"exact": lin.causal_eigenvector_condition(T),
+                "numpy_eig": float(np.linalg.cond(np.linalg.eig(nm.frozen_kernel("causal", T))[1]))}
+    if panel == "accuracy":
+        f = run_check("D4", {"T": T, **CHECK}, seed=seed).figures
+        return {"eig_err": max(float(f["eigen_form_vs_poly_rel"]), 1e-17),
+                "poly_err": max(float(f["poly_vs_jvp_rel"]), 1e-17)}
+    raise ValueError(f"unknown D4 panel {panel!r}")
+
+
+def _points(seed: int) -> list[dict]:
+    return ([dict(seed=seed, panel="condition", T=T) for T in TS]
+            + [dict(seed=seed, panel="accuracy", T=T) for T in EIG_TS])
+
+
+@figure("D4", "d4_causal_eigenbasis_condition", compute=d4_case, points=_points)
+def d4_causal_eigenbasis_condition(data: list, seed: int):
+    Ts, eig_Ts = list(TS), list(EIG_TS)
+    cond, acc = data[:len(Ts)], data[len(Ts):]
+    exact = [c["exact"] for c in cond]
+    numpy_eig = [c["numpy_eig"] for c in cond]
+    eig_err = [a["eig_err"] for a in acc]
+    poly_err = [a["poly_err"] for a in acc]
     fig, (a, b) = plt.subplots(1, 2, figsize=(8.5, 3.6), constrained_layout=True)
     a.semilogy(Ts, exact, "o-", ms=3, label="exact (closed-form eigenvectors)")
     a.semilogy(Ts, numpy_eig, "s--", ms=3, label="numpy.linalg.eig, float64")
