@@ -8,14 +8,23 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from figures import figure
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
+
+PARAMS = {"rhos": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)}
+RHO_CASES = ((0.0, "ρ = 0", "tab:blue"), (0.6, "ρ = 0.6", "tab:orange"))
+"""The training correlation ρ of each D9 check, its label and colour; the first (ρ = 0, the D9
+default) also gives the ρ sweep and the margin of the left panel."""
 
 
-@figure("D9", "d9_gate_vs_rho")
-def d9_gate_vs_rho(seed: int = 0):
-    params = {"rhos": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)}
-    r0 = run_check("D9", params, seed=seed)
-    r1 = run_check("D9", dict(params, rho=0.6), seed=seed)
+def d9_case(seed: int, rho: float) -> dict:
+    """The D9 check (ρ sweep of the learned gate and its 1/√n decay) trained at correlation ρ."""
+    return run_check("D9", dict(PARAMS, rho=rho), seed=seed).to_json()
+
+
+@figure("D9", "d9_gate_vs_rho", compute=d9_case,
+        points=lambda seed: [dict(seed=seed, rho=rho) for rho, _, _ in RHO_CASES])
+def d9_gate_vs_rho(data: list, seed: int):
+    r0, r1 = (CheckResult.from_json(case) for case in data)
     f = r0.figures
     rhos = np.array(f["rhos"])
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), constrained_layout=True)
@@ -34,7 +43,7 @@ def d9_gate_vs_rho(seed: int = 0):
     ax.legend(fontsize=7, loc="center left")
     ax = axes[1]
     n = np.array(f["n_grid"], dtype=float)
-    for res, lab, col in ((r0, "ρ = 0", "tab:blue"), (r1, "ρ = 0.6", "tab:orange")):
+    for res, (_, lab, col) in zip((r0, r1), RHO_CASES):
         g = res.figures
         ax.loglog(n, g["learned_gate_rms_by_n"], "o-", color=col,
                   label=f"{lab}: slope {g['gate_rms_slope']:.2f} "
@@ -47,4 +56,4 @@ def d9_gate_vs_rho(seed: int = 0):
     ax.set_ylabel("RMS learned gate over seeds")
     ax.set_title("independent blocks: the gate stays closed (∝ 1/√n)", fontsize=8)
     ax.legend(fontsize=7)
-    return fig, dict(params, seed=seed)
+    return fig, dict(PARAMS, seed=seed)
