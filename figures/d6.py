@@ -8,20 +8,30 @@ import numpy as np
 
 from figures import figure
 from numerics.visibility import BLOCKS, block_spectra, visibility_map
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
 from verify.checks.d6 import DEFAULTS, build
 
 FLOOR = 1e-18
+REFERENCES = ("homogeneous", "heterogeneous")
+SECOND_ORDER_CHECKS = ({}, {"reference": "heterogeneous"})
+"""The D6 checks of the second-order figure (overrides of the defaults): homogeneous, heterogeneous."""
 
 
-@figure("D6", "d6_visibility_spectrum")
-def d6_visibility_spectrum(seed: int = 0):
+def d6_spectrum_case(seed: int, reference: str) -> dict:
+    """The singular values of the visibility map, by parameter block, for one reference state."""
+    model, X0, _ = build(dict(DEFAULTS, reference=reference), seed)
+    spectra = block_spectra(visibility_map(model, X0, X0.copy()))
+    return {b: np.asarray(s).tolist() for b, s in spectra.items()}
+
+
+@figure("D6", "d6_visibility_spectrum", compute=d6_spectrum_case,
+        points=lambda seed: [dict(seed=seed, reference=r) for r in REFERENCES])
+def d6_visibility_spectrum(data: list, seed: int):
     params = dict(DEFAULTS)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8), sharey=True, constrained_layout=True)
-    for ax, reference in zip(axes, ("homogeneous", "heterogeneous")):
+    for ax, reference, case in zip(axes, REFERENCES, data):
         p = dict(params, reference=reference)
-        model, X0, _ = build(p, seed)
-        spectra = block_spectra(visibility_map(model, X0, X0.copy()))
+        spectra = {b: np.asarray(s, dtype=float) for b, s in case.items()}
         top = max(s.max() for s in spectra.values() if s.size)
         for i, b in enumerate(BLOCKS):
             s = spectra[b]
@@ -41,11 +51,16 @@ def d6_visibility_spectrum(seed: int = 0):
     return fig, dict(params, seed=seed)
 
 
-@figure("D6", "d6_second_order")
-def d6_second_order(seed: int = 0):
+def d6_check(seed: int, overrides: dict) -> dict:
+    """The D6 check (block-mean response to E_d forcing) for one reference state."""
+    return run_check("D6", overrides, seed=seed).to_json()
+
+
+@figure("D6", "d6_second_order", compute=d6_check,
+        points=lambda seed: [dict(seed=seed, overrides=ov) for ov in SECOND_ORDER_CHECKS])
+def d6_second_order(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
-    res = run_check("D6", {}, seed=seed)
-    het = run_check("D6", {"reference": "heterogeneous"}, seed=seed)
+    res, het = (CheckResult.from_json(case) for case in data)
     s = np.array(res.figures["perturbation_sizes"])
     for i, kind in enumerate(("X0_Ed", "E_Ed", "F_Ed")):
         fit = res.figures["Ed_second_order_slopes"][kind]
