@@ -5,6 +5,10 @@
   ``--thorough`` or ``HYPOTHESIS_PROFILE``.
 * ``--thorough`` also switches verify tests to their long sweeps (``request.config.thorough``).
 * ``--report-dir DIR`` moves the claim report (default ``verify/report``).
+* ``--workers N`` / ``--scheduler ADDR`` / ``--sweep-cache DIR``: where the verify seed and size
+  sweeps run (:mod:`fastslow.sweep`): serially by default, on a local process pool of all CPUs
+  under ``--thorough``, on a Dask cluster with ``--scheduler``; cached (resumable) with
+  ``--sweep-cache``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ def pytest_addoption(parser):
                     help="run the long sweeps and many Hypothesis examples (opt-in profile)")
     group.addoption("--report-dir", default=None,
                     help="where pytest verify writes report.json and REPORT.md (default verify/report)")
+    group.addoption("--workers", type=int, default=None,
+                    help="local processes for the verify sweeps (default 1; all CPUs under --thorough)")
+    group.addoption("--scheduler", default=None,
+                    help="run the verify sweeps on the Dask scheduler at this address (fastslow[dask])")
+    group.addoption("--sweep-cache", default=None,
+                    help="cache the verify sweep points here, so an interrupted run resumes")
 
 
 def pytest_configure(config):

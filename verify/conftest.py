@@ -10,15 +10,24 @@ A test records its check results through the ``claim`` fixture::
 
 ``claim.negative(result)`` records a negative control, ``claim.figure(key, value)`` an extra
 measured number, ``claim.note(text)`` a remark that goes into the report.
+
+Sweeps over seeds, sizes and masks go through the ``check_sweep`` fixture, which runs the checks
+as points of :func:`fastslow.sweep.sweep` on the session's executor (``--workers``,
+``--scheduler``, ``--sweep-cache``; see the root ``conftest.py``)::
+
+    results = check_sweep([dict(claim="D7", seed=s, mask=m) for s in seeds for m in masks])
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from fastslow import sweep as sw
 from fastslow.provenance import provenance
+from verify.checks import CheckResult
 from verify.registry import CLAIMS
 from verify.report import ClaimLedger, build_report, write_report
 
@@ -97,6 +106,33 @@ def claim(request) -> ClaimRecorder:
 def thorough(request) -> bool:
     """True under ``--thorough``: run the long sweeps."""
     return bool(request.config.thorough)
+
+
+@pytest.fixture(scope="session")
+def sweep_executor(request):
+    """The executor of the verify sweeps: serial, a local process pool, or a Dask cluster."""
+    config = request.config
+    workers = config.getoption("--workers")
+    if workers is None:
+        workers = (os.cpu_count() or 1) if config.thorough else 1
+    with sw.executor_for(workers, config.getoption("--scheduler")) as executor:
+        yield executor
+
+
+@pytest.fixture
+def check_sweep(request, sweep_executor):
+    """``check_sweep(points) -> [CheckResult]``: ``run_check(**point)`` for every point, as a sweep.
+
+    Each point is ``dict(claim=ID, seed=N, **params)``. The results are the same whatever the
+    executor (see :mod:`fastslow.sweep`).
+    """
+    cache = request.config.getoption("--sweep-cache")
+
+    def run(points: list[dict], label: str | None = None) -> list[CheckResult]:
+        results = sw.sweep(sw.check_point, points, executor=sweep_executor, cache_dir=cache,
+                           label=label or request.node.name)
+        return [CheckResult.from_json(r) for r in results]
+    return run
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -130,16 +130,15 @@ def test_bad_parameters_raise_clear_errors():
         run_check("D5", {"T": 10}, seed=0)
 
 
-def test_saturation_is_robust_across_seeds_and_first_crossing_caveat(claim, thorough):
+def test_saturation_is_robust_across_seeds_and_first_crossing_caveat(claim, thorough, check_sweep):
     """Defaults saturate for every seed and mask; for a weaker value map r(L) is not monotone and
     can cross τ and come back above it (L* is the first crossing: a caveat, reported)."""
     seeds = range(10) if thorough else range(3)
     cases = [("block_causal", 16), ("block_bidirectional", 16), ("causal", 8)]
-    ok = [run_check("D5", {"mask": m, "T": T, "brute_max_Td": 0}, seed=s).holds
-          for s in seeds for m, T in cases]
+    points = [dict(claim="D5", seed=s, mask=m, T=T, brute_max_Td=0) for s in seeds for m, T in cases]
+    ok = [r.holds for r in check_sweep(points)]
     assert all(ok)
-    weak = [run_check("D5", {"mask": m, "T": T, "brute_max_Td": 0, "gamma": 0.5,
-                             "value_gain": 0.5}, seed=s).figures for s in seeds for m, T in cases]
+    weak = [r.figures for r in check_sweep([dict(p, gamma=0.5, value_gain=0.5) for p in points])]
     crossed = [f for f in weak if math.isfinite(f["L_star"])]
     recrossed = sum(f["max_r_after_L_star"] > f["tau"] for f in crossed)
     claim.figure("saturated_fraction_defaults", sum(ok) / len(ok))

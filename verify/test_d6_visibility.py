@@ -145,12 +145,11 @@ def test_random_instances(mask, N, P, d, L, seed):
     assert result.holds, (result.figures["parts_hold"], result.summary())
 
 
-def test_larger_instances(claim, thorough):
+def test_larger_instances(claim, thorough, check_sweep):
     """Default: one more seed per mask; --thorough: wider sizes (T = 16, d = 6, L = 4)."""
     cases = [{"mask": m} for m in ("causal", "block_causal", "block_bidirectional")]
     if thorough:
         cases += [{"mask": m, "T": 16, "P": 4, "d": 6, "L": 4} for m in
                   ("causal", "block_causal", "block_bidirectional")]
-    for params in cases:
-        result = run_check("D6", params, seed=11)
+    for params, result in zip(cases, check_sweep([dict(p, claim="D6", seed=11) for p in cases])):
         assert result.holds, (params, result.figures["parts_hold"])

@@ -137,17 +137,16 @@ def test_model_instances(seed, mask, d, P, N):
     assert min(f["critical_gate_plus"], f["critical_gate_minus"]) >= f["bound_m_over_normG"]
 
 
-def test_seed_sweep(claim, thorough):
+def test_seed_sweep(claim, thorough, check_sweep):
     """Several seeds and both contractive fast masks (many more under --thorough)."""
     seeds = range(12) if thorough else range(2)
     ratios = []
-    for seed in seeds:
-        for mask in ("causal", "block_bidirectional"):
-            result = run_check("D7", {"mask": mask}, seed=seed)
-            f = result.figures
-            if not result.hypotheses_hold:
-                continue
-            assert result.holds, result.summary()
-            ratios.append(f["critical_gate"] / f["bound_m_over_normG"])
+    points = [dict(claim="D7", seed=s, mask=m) for s in seeds for m in ("causal", "block_bidirectional")]
+    for result in check_sweep(points):
+        f = result.figures
+        if not result.hypotheses_hold:
+            continue
+        assert result.holds, result.summary()
+        ratios.append(f["critical_gate"] / f["bound_m_over_normG"])
     assert ratios and min(ratios) >= 1.0
     claim.figure("gc_over_bound_range_seed_sweep", [min(ratios), max(ratios)])
