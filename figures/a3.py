@@ -27,8 +27,8 @@ def _measure(model: nm.Model, fast: nm.Model, X0, C, g: float) -> tuple[float, f
     return float(np.abs(out - nm.stack(fast, X0)).max()), float(np.linalg.norm(slow))
 
 
-@figure("A3", "a3_gate")
-def a3_gate(seed: int = 0):
+def a3_case(seed: int, gate: float) -> list:
+    """The output difference to the fast-only model and the slow-gradient norm at one common gate."""
     p = PARAMS
     w, x, c = np.random.SeedSequence(seed).spawn(3)
     cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], h=p["h"])
@@ -36,8 +36,15 @@ def a3_gate(seed: int = 0):
     fast = nm.Model(cfg.replace(slow=False), model.layers)
     X0 = np.random.default_rng(x).standard_normal((cfg.T, cfg.d))
     C = np.random.default_rng(c).standard_normal((cfg.T, cfg.d))
-    at_zero = _measure(model, fast, X0, C, 0.0)
-    vals = np.array([_measure(model, fast, X0, C, g) for g in p["gates"]])
+    return list(_measure(model, fast, X0, C, gate))
+
+
+@figure("A3", "a3_gate", compute=a3_case,
+        points=lambda seed: [dict(seed=seed, gate=g) for g in (0.0, *PARAMS["gates"])])
+def a3_gate(data: list, seed: int):
+    p = PARAMS
+    at_zero = tuple(data[0])
+    vals = np.array(data[1:])
     g = np.array(p["gates"])
     fig, ax = plt.subplots()
     ax.loglog(g, vals[:, 0], marker="o", label="max |X_L(g) − X_L(fast-only)|")
