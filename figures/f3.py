@@ -5,17 +5,23 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from figures import figure
-from verify.checks import run_check
+from verify.checks import CheckResult, run_check
+
+PARAMS = {"widths": (1, 2, 4, 8, 16, 32), "steps": (0, 300, 1000, 3000), "n_seeds": 3}
 
 
-@figure("F3", "f3_error_vs_width")
-def f3_error_vs_width(seed: int = 0):
-    params = {"widths": (1, 2, 4, 8, 16, 32), "steps": (0, 300, 1000, 3000), "n_seeds": 3}
-    res = run_check("F3", params, seed=seed)
+def f3_check(seed: int) -> dict:
+    """The F3 check over all widths, training steps and seeds of PARAMS."""
+    return run_check("F3", PARAMS, seed=seed).to_json()
+
+
+@figure("F3", "f3_error_vs_width", compute=f3_check)
+def f3_error_vs_width(data: list, seed: int):
+    res = CheckResult.from_json(data[0])
     table = res.figures["kl_width_table"]
-    widths = list(params["widths"])
+    widths = list(PARAMS["widths"])
     fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4), constrained_layout=True)
-    for s in params["steps"]:
+    for s in PARAMS["steps"]:
         for ax, metric in zip(axes, ("mean_kl", "max_tv")):
             vals = [table[f"width={w}"][f"steps={s}"][metric] for w in widths]
             ax.loglog(widths, vals, "o-", ms=3, label=f"{s} steps")
