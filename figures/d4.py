@@ -19,8 +19,7 @@ CHECK = {"P": 4, "eig_max_T": 20, "theory_max_d": 0, "report_condition": False}
 
 
 def d4_case(seed: int, panel: str, T: int) -> dict:
-    """One size T of one panel: the eigenvector condition numbers ("condition") or the D4 check's
-    eigen-form and polynomial-form errors ("accuracy")."""
+    """Size T of one panel: the eigenvector condition numbers, or the D4 check's two errors."""
     if panel == "condition":
         return {"exact": lin.causal_eigenvector_condition(T),
                 "numpy_eig": float(np.linalg.cond(np.linalg.eig(nm.frozen_kernel("causal", T))[1]))}
