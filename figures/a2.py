@@ -9,22 +9,32 @@ from fastslow.benchmarks.layer import A2_PS, a2_attention_times
 from figures import figure
 from numerics.cost import attention_ratio, layer_ratio
 
+PARAMS = {"T": 2048, "d": 64, "repeat": 3}
 
-@figure("A2", "a2_cost_ratio")
-def a2_cost_ratio(seed: int = 0):
-    """Model lines 1/P² (attention core) and 1/P, the whole-layer model ratio for m = d and m = 4d,
-    and the measured time ratio slow path / fast attention (NumPy reference and Numba) at T=2048."""
-    T, d, repeat = 2048, 64, 3
+
+def a2_data(seed: int) -> dict:
+    """The model cost ratios and the measured times of all block sizes P (timed round-robin)."""
+    T, d, repeat = PARAMS["T"], PARAMS["d"], PARAMS["repeat"]
     Ps = np.array(A2_PS)
-    times = a2_attention_times(T, d, A2_PS, repeat=repeat)
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
     curves = [("model: attention core 4N²d/4T²d = 1/P²", "k-",
                [float(attention_ratio(T, P, d)) for P in Ps]),
-              ("1/P", "k--", list(1.0 / Ps))]
+              ("1/P", "k--", (1.0 / Ps).tolist())]
     for m, style in ((d, "C2:"), (4 * d, "C3-.")):
         curves.append((f"model: slow path / fast layer, m={m // d}d", style,
                        [float(layer_ratio(T, P, d, m)) for P in Ps]))
-    for label, style, y in curves:
+    return {"curves": curves, "times": a2_attention_times(T, d, A2_PS, repeat=repeat)}
+
+
+@figure("A2", "a2_cost_ratio", compute=a2_data)
+def a2_cost_ratio(data: list, seed: int):
+    """Model lines 1/P² (attention core) and 1/P, the whole-layer model ratio for m = d and m = 4d,
+    and the measured time ratio slow path / fast attention (NumPy reference and Numba) at T=2048."""
+    T, d, repeat = PARAMS["T"], PARAMS["d"], PARAMS["repeat"]
+    Ps = np.array(A2_PS)
+    (case,) = data
+    times = case["times"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
+    for label, style, y in case["curves"]:
         ax.loglog(Ps, y, style, lw=1.2, label=label)
         bx.loglog(Ps, np.array(y) * Ps**2, style, lw=1.2)
     for path, marker, colour in (("numpy", "o", "C0"), ("numba", "s", "C1")):
