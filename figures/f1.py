@@ -17,21 +17,41 @@ from verify.checks import resolve_params
 from verify.checks.f1 import DEFAULTS, LIMITS, Instance, error_sweep
 from verify.checks.f2 import slope_fit
 
+ERROR_EPS = np.geomspace(1e-3, 1e-1, 7)
+ERROR_CASES = (("block_bidirectional", "mean", "block_bidirectional, Y = BX"),
+               ("block_causal", "first", "block_causal, Y = FᵀX (first token)"),
+               ("causal", "mean", "negative control: causal, Y = BX"))
+"""The panels of ``f1_error_vs_eps``: mask, coarse map and title."""
+
+TRAJECTORY_EPS = 1e-2
+
+WORK_EPS = np.geomspace(1e-4, 1e-1, 7)
+WORK_SIZE = {"T": 16, "P": 4, "d": 4, "L": 4}
+WORK_TOL = {"rtol": 1e-6, "atol": 1e-9}
+WORK_METHODS = ("Rosenbrock-W (Numba)", "Radau IIA (Numba)", "DOPRI5 (Numba)", "SciPy LSODA",
+                "SciPy Radau")
+
 
 def _instance(seed, **changes):
     return Instance(resolve_params(DEFAULTS, changes, LIMITS), seed)
 
 
-@figure("F1", "f1_error_vs_eps")
-def f1_error_vs_eps(seed: int = 0):
-    eps = np.geomspace(1e-3, 1e-1, 7)
+def f1_error_case(seed: int, mask: str, coarse: str, eps: float) -> dict:
+    """Leading- and first-order reduction errors at t = 1 for one mask, coarse map and ε."""
+    sw = error_sweep(_instance(seed, mask=mask, coarse=coarse), [eps])
+    return {"eps": float(sw["eps"][0]), "err_leading": float(sw["err_leading"][0]),
+            "err_first": float(sw["err_first"][0])}
+
+
+@figure("F1", "f1_error_vs_eps", compute=f1_error_case,
+        points=lambda seed: [dict(seed=seed, mask=mask, coarse=coarse, eps=float(e))
+                             for mask, coarse, _ in ERROR_CASES for e in ERROR_EPS])
+def f1_error_vs_eps(data: list, seed: int):
+    eps = ERROR_EPS
     fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.6), constrained_layout=True, sharey=True)
-    cases = [("block_bidirectional", "mean", "block_bidirectional, Y = BX"),
-             ("block_causal", "first", "block_causal, Y = FᵀX (first token)"),
-             ("causal", "mean", "negative control: causal, Y = BX")]
-    for ax, (mask, coarse, title) in zip(axes, cases):
-        inst = _instance(seed, mask=mask, coarse=coarse)
-        sw = error_sweep(inst, eps)
+    for i, (ax, (mask, coarse, title)) in enumerate(zip(axes, ERROR_CASES)):
+        rows = data[i * len(ERROR_EPS):(i + 1) * len(ERROR_EPS)]
+        sw = {k: np.array([r[k] for r in rows]) for k in ("eps", "err_leading", "err_first")}
         for key, label, marker in (("err_leading", "leading order", "o"),
                                    ("err_first", "first order (+εH₁, curvature)", "s")):
             fit = slope_fit(sw["eps"], sw[key])
@@ -48,9 +68,10 @@ def f1_error_vs_eps(seed: int = 0):
                  "L": DEFAULTS["L"], "gamma": DEFAULTS["gamma"], "seed": seed}
 
 
-@figure("F1", "f1_depth_trajectory")
-def f1_depth_trajectory(seed: int = 0):
-    eps = 1e-2
+def f1_trajectory(seed: int) -> dict:
+    """The coupled flow at ε = TRAJECTORY_EPS on a depth grid: distance to the block-constant
+    states, block means and the reduced flow (feature 0 of the first three blocks)."""
+    eps = TRAJECTORY_EPS
     inst = _instance(seed)
     U, B = inst.U, inst.B
     t = np.concatenate([np.linspace(0, 0.1, 201)[:-1], np.linspace(0.1, 1.0, 181)])
@@ -63,13 +84,27 @@ def f1_depth_trajectory(seed: int = 0):
                     breakpoints=inst.breaks)
     Yred = red.y.T.reshape(len(t), *inst.Y0.shape)
     dev = np.array([np.linalg.norm(x - U @ (B @ x)) for x in X])
+    BX = np.einsum("nt,ktd->knd", B, X)
+    blocks = range(min(3, BX.shape[1]))
+    return {"t": t.tolist(), "dev": dev.tolist(),
+            "first_order_level": float(eps * np.linalg.norm(inst.H1(0, inst.Y0))),
+            "breaks": np.asarray(inst.breaks, dtype=float).tolist(),
+            "block_means": [BX[:, n, 0].tolist() for n in blocks],
+            "reduced": [Yred[:, n, 0].tolist() for n in blocks]}
+
+
+@figure("F1", "f1_depth_trajectory", compute=f1_trajectory)
+def f1_depth_trajectory(data: list, seed: int):
+    eps = TRAJECTORY_EPS
+    d = data[0]
+    t, dev = np.asarray(d["t"]), np.asarray(d["dev"])
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6), constrained_layout=True)
     ax = axes[0]
     ax.semilogy(t, dev, label="‖(I − UB)X(t)‖")
     ax.semilogy(t, dev[0] * np.exp(-t / eps), "k--", lw=0.8, label="rate 1/ε (λ₂ = 0)")
-    ax.axhline(eps * np.linalg.norm(inst.H1(0, inst.Y0)), color="C3", lw=0.8,
+    ax.axhline(d["first_order_level"], color="C3", lw=0.8,
                label="ε‖H₁‖ (first-order slow manifold)")
-    for b in inst.breaks:
+    for b in d["breaks"]:
         ax.axvline(b, color="0.6", lw=0.6)
     ax.set_ylim(dev.min() / 3, dev[0] * 3)
     ax.set_xlim(0, 0.15)
@@ -77,12 +112,11 @@ def f1_depth_trajectory(seed: int = 0):
     ax.set_title(f"fast collapse onto block-constant states (ε = {eps:g})", fontsize=8)
     ax.legend(fontsize=7)
     ax = axes[1]
-    BX = np.einsum("nt,ktd->knd", B, X)
-    for n in range(min(3, BX.shape[1])):
-        ax.plot(t, BX[:, n, 0], color=f"C{n}", lw=1.2, label=f"block {n}: (BX)₀" if n == 0 else None)
-        ax.plot(t, Yred[:, n, 0], color=f"C{n}", lw=0.8, ls="--",
+    for n, (bx, yred) in enumerate(zip(d["block_means"], d["reduced"])):
+        ax.plot(t, np.asarray(bx), color=f"C{n}", lw=1.2, label=f"block {n}: (BX)₀" if n == 0 else None)
+        ax.plot(t, np.asarray(yred), color=f"C{n}", lw=0.8, ls="--",
                 label="reduced flow Y₀" if n == 0 else None)
-    for b in inst.breaks:
+    for b in d["breaks"]:
         ax.axvline(b, color="0.6", lw=0.6)
     ax.set_xlabel("depth t")
     ax.set_title("slow drift of the block means vs the reduced flow (feature 0)", fontsize=8)
@@ -90,43 +124,50 @@ def f1_depth_trajectory(seed: int = 0):
     return fig, {"eps": eps, "seed": seed, "mask": "block_bidirectional"}
 
 
-@figure("F1", "f1_integrator_work")
-def f1_integrator_work(seed: int = 0):
-    inst = _instance(seed, T=16, P=4, d=4, L=4)
-    eps_values = np.geomspace(1e-4, 1e-1, 7)
+def f1_work_case(seed: int, eps: float) -> dict:
+    """RHS evaluations and CPU time of each integrator over [0, 1] at one ε (all timed here, so
+    their ratios stay fair)."""
+    inst = _instance(seed, **WORK_SIZE)
     X0 = inst.U @ inst.Y0 + inst.Z0
-    rtol, atol = 1e-6, 1e-9
-    rows = {"Rosenbrock-W (Numba)": [], "Radau IIA (Numba)": [], "DOPRI5 (Numba)": [],
-            "SciPy LSODA": [], "SciPy Radau": []}
-    times = {k: [] for k in rows}
+    rtol, atol = WORK_TOL["rtol"], WORK_TOL["atol"]
+    nfev, times = {}, {}
     edges = np.concatenate([[0.0], layer_breakpoints(inst.model.L), [1.0]])
-    for eps in eps_values:
-        p = pack_coupling(inst.cfg, inst.model, eps, inst.E)
-        for name, method in (("Rosenbrock-W (Numba)", "rosw"), ("Radau IIA (Numba)", "radau"),
-                             ("DOPRI5 (Numba)", "dopri5")):
-            t0 = time.process_time()
-            r = integrate_coupling(inst.model, X0, eps, E=inst.E, method=method, rtol=rtol,
-                                   atol=atol, max_steps=2_000_000)
-            times[name].append(time.process_time() - t0)
-            rows[name].append(r.nfev)
-        for name, m in (("SciPy LSODA", "LSODA"), ("SciPy Radau", "Radau")):
-            out = np.empty(X0.size)
-            y, nfev = X0.ravel().copy(), 0
-            t0 = time.process_time()
-            for s in range(len(edges) - 1):
-                def f(t, y, s=s):
-                    coupling_rhs_nb(t, np.ascontiguousarray(y), p, s, out)
-                    return out.copy()
-                J = np.empty((inst.cfg.T, inst.cfg.T))
+    p = pack_coupling(inst.cfg, inst.model, eps, inst.E)
+    for name, method in (("Rosenbrock-W (Numba)", "rosw"), ("Radau IIA (Numba)", "radau"),
+                         ("DOPRI5 (Numba)", "dopri5")):
+        t0 = time.process_time()
+        r = integrate_coupling(inst.model, X0, eps, E=inst.E, method=method, rtol=rtol,
+                               atol=atol, max_steps=2_000_000)
+        times[name] = time.process_time() - t0
+        nfev[name] = int(r.nfev)
+    for name, m in (("SciPy LSODA", "LSODA"), ("SciPy Radau", "Radau")):
+        out = np.empty(X0.size)
+        y, n = X0.ravel().copy(), 0
+        t0 = time.process_time()
+        for s in range(len(edges) - 1):
+            def f(t, y, s=s):
+                coupling_rhs_nb(t, np.ascontiguousarray(y), p, s, out)
+                return out.copy()
+            J = np.empty((inst.cfg.T, inst.cfg.T))
 
-                def jac(t, y, s=s):
-                    frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, s, J)
-                    return np.kron(J, np.eye(inst.cfg.d))
-                sol = solve_ivp(f, (edges[s], edges[s + 1]), y, method=m, rtol=rtol, atol=atol,
-                                jac=jac)
-                y, nfev = sol.y[:, -1], nfev + sol.nfev
-            times[name].append(time.process_time() - t0)
-            rows[name].append(nfev)
+            def jac(t, y, s=s):
+                frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, s, J)
+                return np.kron(J, np.eye(inst.cfg.d))
+            sol = solve_ivp(f, (edges[s], edges[s + 1]), y, method=m, rtol=rtol, atol=atol,
+                            jac=jac)
+            y, n = sol.y[:, -1], n + sol.nfev
+        times[name] = time.process_time() - t0
+        nfev[name] = int(n)
+    return {"nfev": nfev, "cpu_seconds": times}
+
+
+@figure("F1", "f1_integrator_work", compute=f1_work_case,
+        points=lambda seed: [dict(seed=seed, eps=float(e)) for e in WORK_EPS])
+def f1_integrator_work(data: list, seed: int):
+    eps_values = WORK_EPS
+    rtol = WORK_TOL["rtol"]
+    rows = {name: [case["nfev"][name] for case in data] for name in WORK_METHODS}
+    times = {name: [case["cpu_seconds"][name] for case in data] for name in WORK_METHODS}
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6), constrained_layout=True)
     for name, marker in zip(rows, "oDsv^"):
         axes[0].loglog(eps_values, rows[name], marker + "-", ms=4, label=name)
