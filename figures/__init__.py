@@ -74,7 +74,7 @@ def single_point(seed: int) -> list[dict]:
     return [{"seed": seed}]
 
 
-def figure(claim_id: str, name: str, *, compute: Callable = None, points: Callable = single_point):  # TRANSITION: compute required
+def figure(claim_id: str, name: str, *, compute: Callable, points: Callable = single_point):
     """Register ``draw(data, seed) -> (Figure, params)`` as figure ``name`` of claim ``claim_id``.
 
     ``compute(**point)`` (module-level, so that it pickles to workers) computes one point of
@@ -83,8 +83,6 @@ def figure(claim_id: str, name: str, *, compute: Callable = None, points: Callab
     from verify.registry import get_claim
 
     cid = get_claim(claim_id).id
-    if compute is None:  # TRANSITION: unconverted module
-        return lambda fn: fn
     if not callable(compute) or not callable(points):
         raise TypeError(f"figure {name!r}: compute and points must be callables")
 

@@ -60,17 +60,21 @@ def test_a_pending_claim_exits_2_and_says_so(capsys, monkeypatch):
     assert "pending" in capsys.readouterr().err
 
 
-def test_figures_rejects_unknown_ids(capsys):
+def test_figures_rejects_unknown_ids_and_bad_worker_counts(capsys):
     assert main(["figures", "Q7"]) == 2
     assert "unknown claim ID 'Q7'" in capsys.readouterr().err
+    assert main(["figures", "A1", "--workers", "0"]) == 2
+    assert "workers must be a positive integer, got 0" in capsys.readouterr().err
 
 
-def test_figures_writes_deterministic_png_and_pdf(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["figures", "A1", "--out", str(a)]) == 0
-    assert main(["figures", "A1", "--out", str(b)]) == 0
+def test_figures_are_the_same_bytes_serially_on_a_pool_and_from_the_cache(tmp_path):
+    a, b, c, cache = tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "cache"
+    assert main(["figures", "A1", "--out", str(a), "--workers", "1"]) == 0
+    assert main(["figures", "A1", "--out", str(b), "--workers", "2", "--cache", str(cache)]) == 0
+    assert len(list(cache.rglob("*.json"))) == 2  # one cached point per slow mask
+    assert main(["figures", "A1", "--out", str(c), "--workers", "2", "--cache", str(cache)]) == 0
     for name in ("a1_dependence.png", "a1_dependence.pdf"):
-        assert (a / name).read_bytes() == (b / name).read_bytes()
+        assert (a / name).read_bytes() == (b / name).read_bytes() == (c / name).read_bytes()
     assert b'"claim": "A1"' in (a / "a1_dependence.png").read_bytes()  # provenance in metadata
 
 

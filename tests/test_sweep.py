@@ -81,3 +81,57 @@ def test_sweep_command_reports_where_the_conclusion_fails(tmp_path, capsys):
     assert "conclusion holds on 2/4 instances" in text
     assert len(json.loads(out.read_text())) == 4
     assert main(["sweep", "A1", "--seeds", "x"]) == 2
+
+
+def _array_point(x):
+    return {"v": (x, float("inf")), "a": [x / 3]}
+
+
+def _not_json(x):
+    return {1, 2}
+
+
+def test_results_are_the_same_whether_computed_or_read_from_the_cache(tmp_path):
+    fresh = sw.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
+    cached = sw.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
+    assert fresh == cached == [{"v": [1, float("inf")], "a": [1 / 3]}, {"v": [2, float("inf")], "a": [2 / 3]}]
+
+
+def test_a_result_without_a_json_form_is_a_clear_type_error():
+    with pytest.raises(TypeError, match=r"_not_json\(\{'x': 1\}\) must be JSON-serialisable"):
+        sw.sweep(_not_json, [dict(x=1)])
+
+
+def test_the_cache_is_keyed_by_the_source_fingerprint(tmp_path, monkeypatch):
+    from fastslow import provenance
+
+    log = tmp_path / "calls.txt"
+    pts = [dict(x=3, log=str(log))]
+    sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c")
+    sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c")
+    assert log.read_text().split() == ["3"]
+    monkeypatch.setattr(provenance, "source_fingerprint", lambda: "edited-code")
+    sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c")  # other code: never served stale results
+    assert log.read_text().split() == ["3", "3"]
+
+
+def test_executor_for_picks_serial_pool_or_rejects():
+    import concurrent.futures as cf
+
+    with sw.executor_for(1) as ex:
+        assert ex is None
+    with sw.executor_for(2) as ex:
+        assert isinstance(ex, cf.ProcessPoolExecutor)
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="workers must be a positive integer"):
+            with sw.executor_for(bad):
+                pass
+
+
+def test_check_results_survive_the_json_round_trip_including_non_finite_numbers():
+    from verify.checks import CheckResult, run_check
+
+    r = run_check("D7", {"slow_mask": "blockcausal"}, seed=0)  # g_c = inf: the gap D7 reports
+    back = CheckResult.from_json(sw.as_json(r.to_json()))
+    assert back.figures["critical_gate"] == float("inf") == r.figures["critical_gate"]
+    assert back.holds == r.holds and back.params == sw.as_json(r.params)
