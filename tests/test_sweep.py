@@ -33,11 +33,8 @@ def test_dask_local_cluster_gives_the_same_results_as_the_process_pool():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
-        executor, client = sw.dask_executor(cluster.scheduler_address)
-        try:
+        with sw.executor_for(scheduler=cluster.scheduler_address) as executor:  # as --scheduler does
             on_dask = sw.sweep(sw.check_point, POINTS, executor=executor)
-        finally:
-            client.close()
     with sw.local_executor(2) as ex:
         pooled = sw.sweep(sw.check_point, POINTS, executor=ex)
     assert json.dumps(on_dask, sort_keys=True) == json.dumps(pooled, sort_keys=True)
