@@ -179,8 +179,9 @@ def dask_executor(address: str):
     return client.get_executor(), client
 
 
-def check_point(claim: str, seed: int, **params) -> dict:
-    """One claim check as a sweep point (picklable): the JSON of :func:`verify.checks.run_check`."""
-    from verify.checks import run_check
+def check_point(claim: str, seed: int, control: str | None = None, **params) -> dict:
+    """One claim's verdict as a sweep point (picklable): the JSON of
+    :func:`verify.registry.run_check` (``control`` names a negative control)."""
+    from verify.registry import run_check
 
-    return run_check(claim, params, seed=seed).to_json()
+    return run_check(claim, params, seed=seed, control=control).to_json()

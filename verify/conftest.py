@@ -27,7 +27,7 @@ import pytest
 
 from fastslow import sweep as sw
 from fastslow.provenance import provenance
-from verify.checks import CheckResult
+from verify.claim import Verdict
 from verify.registry import CLAIMS
 from verify.report import ClaimLedger, build_report, write_report
 
@@ -121,17 +121,17 @@ def sweep_executor(request):
 
 @pytest.fixture
 def check_sweep(request, sweep_executor):
-    """``check_sweep(points) -> [CheckResult]``: ``run_check(**point)`` for every point, as a sweep.
+    """``check_sweep(points) -> [Verdict]``: ``run_check(**point)`` for every point, as a sweep.
 
     Each point is ``dict(claim=ID, seed=N, **params)``. The results are the same whatever the
     executor (see :mod:`fastslow.sweep`).
     """
     cache = request.config.getoption("--sweep-cache")
 
-    def run(points: list[dict], label: str | None = None) -> list[CheckResult]:
+    def run(points: list[dict], label: str | None = None) -> list[Verdict]:
         results = sw.sweep(sw.check_point, points, executor=sweep_executor, cache_dir=cache,
                            label=label or request.node.name)
-        return [CheckResult.from_json(r) for r in results]
+        return [Verdict.from_json(r) for r in results]
     return run
 
 

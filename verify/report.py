@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checks import CheckResult, jsonable
+from .claim import Verdict, jsonable
 from .registry import CLAIMS
 
 
@@ -42,8 +42,8 @@ class ClaimLedger:
         return self.entries[claim_id]
 
     def record(self, claim_id: str, result: CheckResult, *, negative: bool) -> None:
-        if not isinstance(result, CheckResult):
-            raise TypeError(f"record a CheckResult, got {type(result).__name__}")
+        if not isinstance(result, Verdict):
+            raise TypeError(f"record a Verdict, got {type(result).__name__}")
         e = self._entry(claim_id)
         (e.negative if negative else e.main).append(result)
 

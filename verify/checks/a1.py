@@ -1,16 +1,22 @@
 """A1 — timescale and causality of the block-causal slow path.
 
 Statement: the slow input ``Slow_l(X)`` seen by token ``t`` is constant within each block (it
-changes only at block boundaries, once per ``P`` tokens), and with ``slow_mask="blockcausal"`` and a
+changes only at block boundaries, once per ``P`` tokens), and with a block-causal slow path and a
 causal fast mask the stack is autoregressive: ``out_t`` does not depend on ``X_s`` for any
 ``s > t``, for any weights and any gate ``g ≠ 0``.
 
-Checked by: perturbing one input token at a time by an O(1) random row and recording
-``dep[t, s] = max |Δ out_t|``. The future part (``s > t``) must be exactly zero — bitwise, because
-masked entries are exact zeros in every product — so the tolerance is 0. The past part must be
-non-zero (otherwise the check is vacuous). Negative control: ``slow_mask="full"`` (v1's variant)
-makes block ``b`` see blocks after ``b−1`` through the shifted slow output, so some ``out_t``
-depends on a later token; a non-causal fast mask (``block_bidirectional``) leaks within blocks.
+Checked by perturbing one input token at a time by an O(1) random row and recording
+``dep[t, s] = max |Δ out_t|``. The future part (``s > t``) must be exactly zero (bitwise: masked
+entries are exact zeros in every product), so the tolerance is 0; the diagonal must be non-zero
+(otherwise the check is vacuous).
+
+Hypotheses, read off the instance's own masks (not from the parameter names): the fast mask has
+no entry above the diagonal; the slow path's effective token-level mask (the block-level slow
+mask, shifted by one block through ``U_c``) lets token ``t`` see only blocks that end before
+``t``; every gate is non-zero (otherwise the slow path is not tested).
+
+Negative controls: v1's ``slow_mask="full"`` (block ``b`` sees blocks after ``b − 1`` through the
+shifted slow output) and a bidirectional fast mask (leaks within blocks).
 """
 
 from __future__ import annotations
@@ -18,19 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
+from numerics.masks import block_level_mask
 
-from . import CheckResult
-
-DEFAULTS = {
-    "T": 16, "P": 4, "d": 4, "L": 3,
-    "mask": "causal", "slow_mask": "blockcausal",
-    "gate": 0.7, "scale": 1.0, "slow_scale": 1.0, "perturbation": 1.0,
-}
-
-LIMITS = {"T": (1, 256), "P": (1, 256), "d": (1, 64), "L": (1, 64), "gate": (-1e3, 1e3),
-          "scale": (0.0, 1e3), "slow_scale": (0.0, 1e3), "perturbation": (1e-8, 1e3)}
-
-CAUSAL_FAST_MASKS = ("causal", "block_causal")
+from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
 
 def dependence_matrix(model: nm.Model, X0: np.ndarray, rng: np.random.Generator,
@@ -46,57 +42,135 @@ def dependence_matrix(model: nm.Model, X0: np.ndarray, rng: np.random.Generator,
     return dep
 
 
-def build_instance(params: dict, seed: int):
-    """The model (non-zero gates), input and perturbation stream of one A1 instance."""
-    p = params
-    w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
-    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"])
-    model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
-    # a different non-zero gate per layer, of magnitude ~ gate
-    gates = p["gate"] * (1.0 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
-    model = model.with_gates(gates)
-    X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
-    return model, X0, np.random.default_rng(d_seed)
+def slow_token_mask(cfg: nm.ModelConfig) -> np.ndarray:
+    """``M[t, s]``: token ``t``'s slow input may read token ``s`` (block-level slow mask composed
+    with the one-block shift ``U_c`` and block pooling)."""
+    Mb = block_level_mask(cfg.slow_mask, cfg.N)            # block b' reads block c
+    shifted = np.zeros_like(Mb)
+    shifted[1:] = Mb[:-1]                                  # U_c: block b receives row b − 1
+    return np.kron(shifted, np.ones((cfg.P, cfg.P), dtype=bool))
 
 
-def check(params: dict, seed: int) -> CheckResult:
-    p = params
-    model, X0, perturb_rng = build_instance(p, seed)
-    cfg = model.config
-    gates = np.array([lp.g for lp in model.layers])
-    dep = dependence_matrix(model, X0, perturb_rng, p["perturbation"])
-    future = np.triu(dep, k=1)
-    past = np.tril(dep)
-    leaks = np.argwhere(future > 0)
+class Instance:
+    def __init__(self, p: dict, seed: int):
+        w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
+        self.p = p
+        self.cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"],
+                                  slow_mask=p["slow_mask"])
+        model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
+        # a different non-zero gate per layer, of magnitude ~ gate
+        gates = p["gate"] * (1.0 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
+        self.model = model.with_gates(gates)
+        self.gates = gates
+        self.X0 = np.random.default_rng(x_seed).standard_normal((self.cfg.T, self.cfg.d))
+        self.perturb_rng = np.random.default_rng(d_seed)
 
-    # the slow input of each layer along the trajectory is constant within every block
-    traj = nm.stack_trajectory(model, X0)
-    within = 0.0
-    for l, lp in enumerate(model.layers):
-        S = nm.slow_path(cfg, lp, traj[l]).reshape(cfg.N, cfg.P, cfg.d)
-        within = max(within, float(np.abs(S - S[:, :1]).max()))
-        first_block = float(np.abs(S[0]).max())
 
-    hypotheses = p["slow_mask"] == "blockcausal" and p["mask"] in CAUSAL_FAST_MASKS \
-        and bool(np.all(gates != 0))
-    holds = bool(future.max() == 0.0 and within == 0.0 and past.max() > 0.0)
-    figures = {
-        "max_future_dependence": float(future.max()),
-        "future_pairs_with_dependence": int(len(leaks)),
-        "min_past_diagonal_dependence": float(np.diag(dep).min()),
-        "max_past_dependence": float(past.max()),
-        "slow_input_within_block_variation": within,
-        "slow_input_first_block_max": first_block,
-        "slow_updates_per_token": 1.0 / cfg.P,
+class A1(Claim):
+    id = "A1"
+    title = "Timescale and causality"
+    abstract = ("the slow variable y evolves at one update per P tokens ... enforced structurally "
+                "by causal block-mean pooling")
+    statement = ("The slow input of token t changes only at block boundaries, and with a "
+                 "block-causal slow path and a causal fast mask the model is autoregressive: "
+                 "∂out_t/∂X_s = 0 for all s > t, any weights, any g ≠ 0.")
+    params = {
+        "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
+        "P": Param(4, "tokens per block", low=1, high=256),
+        "d": Param(4, "features", low=1, high=64),
+        "L": Param(3, "layers", low=1, high=64),
+        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
+        "slow_mask": Param("blockcausal", "slow attention mask at block level",
+                           choices=("blockcausal", "full")),
+        "gate": Param(0.7, "gate magnitude (each layer's gate is gate·(1 ± 0.5·u))", low=-1e3, high=1e3),
+        "scale": Param(1.0, "scale of the fast weights", low=0.0, high=1e3),
+        "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
+        "perturbation": Param(1.0, "size of the one-token input perturbation", low=1e-8, high=1e3),
     }
-    if len(leaks):
-        t, s = leaks[np.lexsort((leaks[:, 1], leaks[:, 0]))][0]
-        figures["first_leak"] = {"output_token": int(t), "later_input_token": int(s),
-                                 "dependence": float(dep[t, s])}
-        figures["leaking_output_tokens"] = sorted({int(t) for t, _ in leaks})
-    return CheckResult(
-        id="A1", holds=holds, hypotheses_hold=hypotheses, figures=figures, params=dict(p),
-        seed=seed, tolerance={"future_dependence_abs": 0.0, "within_block_variation_abs": 0.0},
-        notes=["dependence measured by O(1) perturbations of one input token at a time; "
-               "future entries must vanish exactly (bitwise)"],
+    hypotheses = {
+        "fast_mask_causal": "the fast mask has no entry above the diagonal (count of s > t entries = 0)",
+        "slow_path_sees_only_completed_blocks":
+            "the slow path's token-level mask (block-level mask, shifted one block by U_c) "
+            "has no entry with s ≥ the start of t's block",
+        "gates_nonzero": "every layer's gate is non-zero (the slow path is switched on)",
+    }
+    conclusion = {
+        "no_future_dependence": "max_{s>t} |Δ out_t| = 0 (bitwise)",
+        "slow_input_block_constant": "the slow input is the same for every token of a block (bitwise)",
+        "check_not_vacuous": "every out_t depends on X_t (min diagonal dependence > 0)",
+    }
+    controls = (
+        Control("full_slow_mask", {"slow_mask": "full"}, breaks="slow_path_sees_only_completed_blocks",
+                meaning="v1's slow attention over all pooled tokens: later blocks leak into earlier ones",
+                seed=7),
+        Control("bidirectional_fast_mask", {"mask": "block_bidirectional"}, breaks="fast_mask_causal",
+                meaning="a fast mask that attends within the whole block leaks later tokens of the block",
+                seed=7),
     )
+    key_figures = ("max_future_dependence", "slow_input_within_block_variation",
+                   "min_past_diagonal_dependence")
+
+    def validate(self, p):
+        if p["T"] % p["P"]:
+            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
+
+    def build(self, p, seed):
+        return Instance(p, seed)
+
+    def diagnose(self, inst):
+        cfg = inst.cfg
+        T, P = cfg.T, cfg.P
+        fast_future = int(np.triu(cfg.mask_array, k=1).sum())
+        slow = slow_token_mask(cfg)
+        block_start = (np.arange(T) // P) * P
+        slow_late = int(sum(slow[t, block_start[t]:].sum() for t in range(T)))
+        zero_gates = int(np.sum(inst.gates == 0))
+        return {
+            "fast_mask_causal": Diagnostic(fast_future == 0, fast_future,
+                                           "number of fast-mask entries with s > t; 0 required"),
+            "slow_path_sees_only_completed_blocks": Diagnostic(
+                slow_late == 0, slow_late,
+                "number of slow-mask entries (t, s) with s ≥ start of t's block; 0 required"),
+            "gates_nonzero": Diagnostic(zero_gates == 0, zero_gates, "number of zero gates; 0 required"),
+        }
+
+    def conclude(self, inst):
+        cfg, model = inst.cfg, inst.model
+        dep = dependence_matrix(model, inst.X0, inst.perturb_rng, inst.p["perturbation"])
+        future = np.triu(dep, k=1)
+        leaks = np.argwhere(future > 0)
+        traj = nm.stack_trajectory(model, inst.X0)
+        within, first_block = 0.0, 0.0
+        for l, lp in enumerate(model.layers):
+            S = nm.slow_path(cfg, lp, traj[l]).reshape(cfg.N, cfg.P, cfg.d)
+            within = max(within, float(np.abs(S - S[:, :1]).max()))
+            first_block = max(first_block, float(np.abs(S[0]).max()))
+        diag_min = float(np.diag(dep).min())
+        figures = {
+            "max_future_dependence": float(future.max()),
+            "future_pairs_with_dependence": int(len(leaks)),
+            "min_past_diagonal_dependence": diag_min,
+            "max_past_dependence": float(np.tril(dep).max()),
+            "slow_input_within_block_variation": within,
+            "slow_input_first_block_max": first_block,
+            "slow_updates_per_token": 1.0 / cfg.P,
+        }
+        if len(leaks):
+            t, s = leaks[np.lexsort((leaks[:, 1], leaks[:, 0]))][0]
+            figures["first_leak"] = {"output_token": int(t), "later_input_token": int(s),
+                                     "dependence": float(dep[t, s])}
+            figures["leaking_output_tokens"] = sorted({int(t) for t, _ in leaks})
+        parts = {
+            "no_future_dependence": Diagnostic(future.max() == 0.0, float(future.max()),
+                                               "max_{s>t} |Δ out_t| = 0"),
+            "slow_input_block_constant": Diagnostic(within == 0.0, within,
+                                                    "max within-block spread of the slow input = 0"),
+            "check_not_vacuous": Diagnostic(diag_min > 0.0, diag_min, "min_t |Δ out_t| for δX_t > 0"),
+        }
+        return Conclusion(parts, figures,
+                          tolerance={"future_dependence_abs": 0.0, "within_block_variation_abs": 0.0},
+                          notes=["dependence measured by O(1) perturbations of one input token at a "
+                                 "time; future entries must vanish exactly (bitwise)"])
+
+
+CLAIM = A1()

@@ -1,0 +1,539 @@
+"""A claim as one declarative unit, and the verdict it decides.
+
+A claim module (``verify/checks/<id>.py``) defines one subclass of :class:`Claim` and exposes an
+instance of it as ``CLAIM``. The class declares, in one place,
+
+* ``id``, ``title``, ``abstract`` (the abstract's sentence) and ``statement`` (our formal reading);
+* ``params``: one :class:`Param` per parameter (default, type, bounds, choices, meaning); the
+  command line, the sweeps and the Python API parse and validate through it, and nothing else
+  describes a parameter;
+* ``hypotheses``: ``{name: meaning}``; :meth:`Claim.diagnose` computes one :class:`Diagnostic` per
+  name from the instance alone, *before* the conclusion is computed;
+* ``conclusion``: ``{part: meaning}``; :meth:`Claim.conclude` computes one :class:`Diagnostic`
+  per part and the measured figures;
+* ``controls``: the negative controls, each a named :class:`Control` that says which hypothesis it
+  breaks;
+* ``key_figures``: the few measured numbers a reader needs (the report and the README show them).
+
+:meth:`Claim.check` is the only place where a verdict is decided (:data:`OUTCOMES`):
+
+* ``holds``: every hypothesis diagnostic holds and every part of the conclusion holds;
+* ``fails``: the hypotheses hold and some part of the conclusion does not (a counterexample);
+* ``outside-hypotheses``: some hypothesis diagnostic does not hold (the conclusion is still
+  computed and reported, so a negative control shows it failing);
+* ``error``: the check raised on a valid input (``LinAlgError``, ``FloatingPointError``, a failed
+  integration, ...). The exception is part of the verdict; it is never called bad input.
+
+Bad input (an unknown parameter, a value of the wrong type or out of bounds, an inconsistent
+combination) raises ``ValueError`` from :meth:`Claim.resolve` before any work is done.
+
+The tests, the command line (``fastslow check``), the report, the README table and the figures read
+the :class:`Verdict` and add no conditions of their own.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+OUTCOMES = ("holds", "fails", "outside-hypotheses", "error")
+"""The verdict of a claim on one instance."""
+
+EXIT_CODES = {"holds": 0, "fails": 1, "error": 3, "outside-hypotheses": 4}
+"""``fastslow check`` exit code per outcome; bad input exits 2."""
+
+BAD_INPUT_EXIT = 2
+
+
+class PendingClaim(LookupError):
+    """The claim is declared but has no check implemented yet."""
+
+
+# ----------------------------------------------------------------------------- JSON helpers
+
+def jsonable(obj):
+    """Numpy scalars and arrays, tuples and non-finite floats as JSON-safe values (recursively).
+
+    Non-finite floats become the strings ``"inf"``, ``"-inf"``, ``"nan"`` (strict JSON has none);
+    :func:`unjsonable` turns them back.
+    """
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        f = float(obj)
+        return f if math.isfinite(f) else str(f)
+    if isinstance(obj, numbers.Complex):
+        return {"re": jsonable(obj.real), "im": jsonable(obj.imag)}
+    return obj
+
+
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def unjsonable(obj):
+    """Undo :func:`jsonable`'s strings for non-finite floats (recursively; lists stay lists)."""
+    if isinstance(obj, dict):
+        return {k: unjsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [unjsonable(v) for v in obj]
+    if isinstance(obj, str):
+        return _NONFINITE.get(obj, obj)
+    return obj
+
+
+# ----------------------------------------------------------------------------- parameters
+
+_KINDS = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a claim's check.
+
+    The default fixes the type: ``bool``, ``int``, ``float``, ``str``, or a non-empty tuple of
+    ints or floats (written ``1e-3,1e-1`` on the command line). ``low``/``high`` bound the value
+    (every element of a tuple), inclusive unless ``open_low``/``open_high``; ``choices`` lists the
+    allowed strings; ``min_len``/``max_len`` bound a tuple's length.
+    """
+
+    default: Any
+    meaning: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple | None = None
+    open_low: bool = False
+    open_high: bool = False
+    min_len: int = 1
+    max_len: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """``bool``, ``int``, ``float``, ``str``, ``tuple[int]`` or ``tuple[float]``."""
+        if isinstance(self.default, tuple):
+            inner = int if self.default and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in self.default) else float
+            return f"tuple[{_KINDS[inner]}]"
+        return _KINDS[type(self.default)]
+
+    def describe(self) -> str:
+        """One line: type, allowed values, default."""
+        parts = [self.kind]
+        if self.choices is not None:
+            parts.append("one of " + ", ".join(map(str, self.choices)))
+        if self.low is not None or self.high is not None:
+            lo = "(" if self.open_low else "["
+            hi = ")" if self.open_high else "]"
+            parts.append(f"in {lo}{'-inf' if self.low is None else self.low}, "
+                         f"{'inf' if self.high is None else self.high}{hi}")
+        if self.kind.startswith("tuple"):
+            parts.append(f"length ≥ {self.min_len}" + (f" and ≤ {self.max_len}" if self.max_len else ""))
+        default = ",".join(map(str, self.default)) if isinstance(self.default, tuple) else self.default
+        return f"{' '.join(parts)}; default {default}"
+
+    def parse(self, name: str, raw):
+        """``raw`` (a command-line string, or already a value) as a value of this parameter's type,
+        validated; ``ValueError`` naming the parameter, the value and what was expected."""
+        if isinstance(raw, str) and self.kind != "str":
+            raw = self._from_text(name, raw)
+        return self.validate(name, raw)
+
+    def _from_text(self, name: str, text: str):
+        s = text.strip()
+        try:
+            if self.kind == "bool":
+                low = s.lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError
+            if self.kind == "int":
+                return int(s)
+            if self.kind == "float":
+                return float(s)
+            inner = int if self.kind == "tuple[int]" else float
+            return tuple(inner(x) for x in s.split(",") if x.strip())
+        except ValueError:
+            raise ValueError(f"parameter {name}={text!r}: expected {self.describe()}") from None
+
+    def validate(self, name: str, value):
+        """``value`` if it has the right type and lies in bounds, else ``ValueError``."""
+        kind = self.kind
+
+        def bad(what: str = ""):
+            return ValueError(f"parameter {name}={value!r}: expected {what or self.describe()}")
+
+        def real(x, integral: bool):
+            if isinstance(x, (bool, np.bool_)):
+                raise bad()
+            if integral:
+                if not isinstance(x, numbers.Integral):
+                    raise bad()
+                return int(x)
+            if not isinstance(x, numbers.Real):
+                raise bad()
+            x = float(x)
+            if not math.isfinite(x):
+                raise bad("a finite number; " + self.describe())
+            return x
+
+        if kind == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                raise bad()
+            return bool(value)
+        if kind == "str":
+            if not isinstance(value, str):
+                raise bad()
+            if self.choices is not None and value not in self.choices:
+                raise bad()
+            return value
+        if kind in ("int", "float"):
+            values = (real(value, kind == "int"),)
+            out = values[0]
+        else:
+            if not isinstance(value, (tuple, list)):
+                raise bad()
+            values = tuple(real(x, kind == "tuple[int]") for x in value)
+            if len(values) < self.min_len or (self.max_len is not None and len(values) > self.max_len):
+                raise bad()
+            out = values
+        for x in values:
+            if self.low is not None and (x < self.low or (self.open_low and x == self.low)):
+                raise bad()
+            if self.high is not None and (x > self.high or (self.open_high and x == self.high)):
+                raise bad()
+        if self.choices is not None and any(x not in self.choices for x in values):
+            raise bad()
+        return out
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One decided condition: a hypothesis or a part of the conclusion.
+
+    ``holds`` is the decision, ``value`` the measured number (or numbers) it rests on, ``rule`` the
+    rule in words (e.g. ``"max |∂out_t/∂X_s|, s > t, = 0 (bitwise)"``).
+    """
+
+    holds: bool
+    value: Any = None
+    rule: str = ""
+
+    def to_json(self) -> dict:
+        return jsonable({"holds": bool(self.holds), "value": self.value, "rule": self.rule})
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Diagnostic":
+        return cls(bool(data["holds"]), unjsonable(data.get("value")), data.get("rule", ""))
+
+
+def at_most(value, bound, rule: str) -> Diagnostic:
+    """``value ≤ bound`` (a NaN value never holds)."""
+    v = float(value)
+    return Diagnostic(bool(v <= bound), v, rule)
+
+
+def at_least(value, bound, rule: str) -> Diagnostic:
+    """``value ≥ bound`` (a NaN value never holds)."""
+    v = float(value)
+    return Diagnostic(bool(v >= bound), v, rule)
+
+
+def within(value, centre, tol, rule: str) -> Diagnostic:
+    """``|value − centre| ≤ tol`` (a NaN value never holds)."""
+    v = float(value)
+    return Diagnostic(bool(abs(v - centre) <= tol), v, rule)
+
+
+@dataclass
+class Conclusion:
+    """What :meth:`Claim.conclude` returns: the decided parts and the measured numbers."""
+
+    parts: dict
+    figures: dict
+    tolerance: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A negative control: parameters (and optionally a seed) that break one named hypothesis.
+
+    It *fails as predicted* when the claim's own hypothesis diagnostics find ``breaks`` violated
+    (outcome ``outside-hypotheses``) and the conclusion measurably fails on it.
+    """
+
+    name: str
+    params: Mapping
+    breaks: str
+    meaning: str
+    seed: int | None = None
+
+
+# ----------------------------------------------------------------------------- the verdict
+
+@dataclass
+class Verdict:
+    """The verdict of one claim on one instance (see :data:`OUTCOMES`).
+
+    Attributes:
+        id: the claim ID.
+        outcome: ``holds`` / ``fails`` / ``outside-hypotheses`` / ``error``.
+        hypotheses: ``{name: Diagnostic}``, computed before the conclusion.
+        conclusion: ``{part: Diagnostic}`` (empty when the check raised first).
+        figures: the measured numbers.
+        params: the resolved parameters; ``seed`` the root seed; ``control`` the negative control's
+            name when the instance is one.
+        tolerance: the tolerances used, in the units their keys state.
+        error: ``{"type", "message"}`` when the outcome is ``error``.
+    """
+
+    id: str
+    outcome: str
+    hypotheses: dict
+    conclusion: dict
+    figures: dict
+    params: dict
+    seed: int
+    control: str | None = None
+    tolerance: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    error: dict | None = None
+    seconds: float = 0.0
+
+    @property
+    def holds(self) -> bool:
+        """The outcome is ``holds``."""
+        return self.outcome == "holds"
+
+    @property
+    def hypotheses_hold(self) -> bool:
+        return bool(self.hypotheses) and all(d.holds for d in self.hypotheses.values())
+
+    @property
+    def conclusion_holds(self) -> bool:
+        return bool(self.conclusion) and all(d.holds for d in self.conclusion.values())
+
+    @property
+    def violated(self) -> list[str]:
+        """The hypotheses that do not hold."""
+        return [k for k, d in self.hypotheses.items() if not d.holds]
+
+    @property
+    def failed_parts(self) -> list[str]:
+        """The parts of the conclusion that do not hold."""
+        return [k for k, d in self.conclusion.items() if not d.holds]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.outcome]
+
+    def reason(self) -> str:
+        """One line: why this outcome."""
+        if self.outcome == "error":
+            return f"error: {self.error['type']}: {self.error['message']}"
+        if self.outcome == "outside-hypotheses":
+            why = ", ".join(f"{k} ({_short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
+                            for k in self.violated)
+            tail = "; conclusion " + ("holds" if self.conclusion_holds else
+                                      "fails: " + ", ".join(self.failed_parts))
+            return f"outside the hypotheses: {why}{tail}"
+        if self.outcome == "fails":
+            return "conclusion fails: " + ", ".join(
+                f"{k} ({_short(self.conclusion[k].value)}; {self.conclusion[k].rule})"
+                for k in self.failed_parts)
+        return "hypotheses and conclusion hold"
+
+    def summary(self) -> str:
+        figs = ", ".join(f"{k}={_short(v)}" for k, v in list(self.figures.items())[:6]
+                         if not isinstance(v, (dict, list)))
+        ctl = f" control={self.control}" if self.control else ""
+        return f"{self.id}: {self.outcome}{ctl} seed={self.seed}: {self.reason()} [{figs}]"
+
+    def to_json(self) -> dict:
+        return jsonable({
+            "id": self.id, "verdict": self.outcome, "holds": self.holds,
+            "hypotheses_hold": self.hypotheses_hold, "conclusion_holds": self.conclusion_holds,
+            "hypotheses": {k: d.to_json() for k, d in self.hypotheses.items()},
+            "conclusion": {k: d.to_json() for k, d in self.conclusion.items()},
+            "reason": self.reason(), "figures": self.figures, "params": self.params,
+            "seed": self.seed, "control": self.control, "tolerance": self.tolerance,
+            "notes": self.notes, "error": self.error, "seconds": round(self.seconds, 3)})
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Verdict":
+        return cls(
+            id=data["id"], outcome=data["verdict"],
+            hypotheses={k: Diagnostic.from_json(v) for k, v in data["hypotheses"].items()},
+            conclusion={k: Diagnostic.from_json(v) for k, v in data["conclusion"].items()},
+            figures=unjsonable(data["figures"]), params=data["params"], seed=data["seed"],
+            control=data.get("control"), tolerance=unjsonable(data.get("tolerance", {})),
+            notes=list(data.get("notes", [])), error=data.get("error"),
+            seconds=float(data.get("seconds", 0.0)))
+
+
+def _short(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, (list, tuple)) and len(v) <= 4:
+        return "[" + ", ".join(_short(x) for x in v) + "]"
+    if isinstance(v, (list, tuple, dict)):
+        return f"<{type(v).__name__} of {len(v)}>"
+    return str(v)
+
+
+# ----------------------------------------------------------------------------- the claim
+
+class Claim:
+    """Base class of a claim unit; see the module docstring.
+
+    Subclasses set the class attributes and implement :meth:`build` (the seeded instance),
+    :meth:`diagnose` (the hypotheses) and :meth:`conclude` (the conclusion and the figures), and may
+    override :meth:`validate` for conditions between parameters. A claim without a check (pending)
+    leaves ``implemented = False``.
+    """
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    abstract: ClassVar[str]
+    statement: ClassVar[str]
+    params: ClassVar[Mapping[str, Param]] = {}
+    hypotheses: ClassVar[Mapping[str, str]] = {}
+    conclusion: ClassVar[Mapping[str, str]] = {}
+    controls: ClassVar[tuple[Control, ...]] = ()
+    key_figures: ClassVar[tuple[str, ...]] = ()
+    implemented: ClassVar[bool] = True
+
+    # -- to implement -------------------------------------------------------------------------
+    def build(self, p: dict, seed: int):
+        """The seeded instance of the resolved parameters ``p``."""
+        raise NotImplementedError
+
+    def diagnose(self, inst) -> dict:
+        """``{hypothesis: Diagnostic}`` from the instance alone (never from the conclusion)."""
+        raise NotImplementedError
+
+    def conclude(self, inst) -> Conclusion:
+        """The conclusion's parts and the measured figures."""
+        raise NotImplementedError
+
+    def validate(self, p: dict) -> None:
+        """Conditions between parameters (e.g. ``P`` divides ``T``); ``ValueError`` if violated."""
+
+    # -- provided -----------------------------------------------------------------------------
+    def defaults(self) -> dict:
+        return {k: spec.default for k, spec in self.params.items()}
+
+    def control(self, name: str) -> Control:
+        """The negative control called ``name``; ``ValueError`` naming the known ones."""
+        for c in self.controls:
+            if c.name == name:
+                return c
+        known = ", ".join(c.name for c in self.controls) or "none"
+        raise ValueError(f"{self.id} has no negative control {name!r}; expected one of: {known}")
+
+    def resolve(self, overrides: Mapping | None = None) -> dict:
+        """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
+        naming the parameter and what was expected."""
+        if not self.implemented:
+            raise PendingClaim(f"claim {self.id} is pending: no check is implemented yet")
+        p = self.defaults()
+        for key, raw in (overrides or {}).items():
+            if key not in self.params:
+                raise ValueError(f"unknown parameter {key!r} of {self.id}; expected one of "
+                                 f"{', '.join(self.params)}")
+            p[key] = self.params[key].parse(key, raw)
+        self.validate(p)
+        return p
+
+    def check(self, params: Mapping | None = None, seed: int | None = None, *,
+              control: str | None = None) -> Verdict:
+        """Decide the verdict on one instance (the only place where a verdict is decided).
+
+        ``seed`` defaults to 0 (or to the control's own seed). ``control`` names a negative
+        control: its parameters are the base and ``params`` override them. Bad input raises
+        ``ValueError`` (or :class:`PendingClaim`) before any work is done.
+        """
+        overrides = dict(params or {})
+        if control is not None:
+            ctl = self.control(control)
+            overrides = {**ctl.params, **overrides}
+            if seed is None:
+                seed = ctl.seed
+        if seed is None:
+            seed = 0
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        seed = int(seed)
+        p = self.resolve(overrides)
+        hyps: dict = {}
+        t0 = time.perf_counter()
+        try:
+            # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
+            with np.errstate(over="raise", invalid="raise"):
+                inst = self.build(p, seed)
+                hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis")
+                concl = self.conclude(inst)
+                parts = self._named(concl.parts, self.conclusion, "conclusion part")
+        except (KeyboardInterrupt, SystemExit, PendingClaim):
+            raise
+        except Exception as exc:  # a valid input the check could not decide: outcome "error"
+            return Verdict(self.id, "error", hyps, {}, {}, p, seed, control,
+                           error={"type": type(exc).__name__, "message": str(exc) or repr(exc)},
+                           seconds=time.perf_counter() - t0)
+        if not all(d.holds for d in hyps.values()):
+            outcome = "outside-hypotheses"
+        elif all(d.holds for d in parts.values()):
+            outcome = "holds"
+        else:
+            outcome = "fails"
+        return Verdict(self.id, outcome, hyps, parts, concl.figures, p, seed, control,
+                       tolerance=concl.tolerance, notes=list(concl.notes),
+                       seconds=time.perf_counter() - t0)
+
+    def _named(self, found: Mapping, declared: Mapping, what: str) -> dict:
+        if not isinstance(found, Mapping) or set(found) != set(declared):
+            raise TypeError(f"{self.id}: the {what}s computed ({sorted(found)}) are not the ones "
+                            f"declared ({sorted(declared)})")
+        out = {}
+        for k in declared:
+            d = found[k]
+            if not isinstance(d, Diagnostic):
+                raise TypeError(f"{self.id}: {what} {k!r} is a {type(d).__name__}, not a Diagnostic")
+            out[k] = Diagnostic(bool(d.holds), d.value, d.rule)
+        return out
+
+    def fails_as_predicted(self, verdict: Verdict) -> bool:
+        """A negative control's verdict is as predicted: its own hypothesis diagnostics find the
+        control's hypothesis broken, and the conclusion fails."""
+        if verdict.control is None:
+            raise ValueError("not a negative control's verdict")
+        ctl = self.control(verdict.control)
+        return (verdict.outcome == "outside-hypotheses" and ctl.breaks in verdict.violated
+                and not verdict.conclusion_holds)
+
+    def describe(self) -> str:
+        """The claim, its parameters, hypotheses, conclusion and controls, for ``--help`` texts."""
+        lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
+        lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
+        lines += ["hypotheses:"] + [f"  {k}: {m}" for k, m in self.hypotheses.items()]
+        lines += ["conclusion:"] + [f"  {k}: {m}" for k, m in self.conclusion.items()]
+        lines += ["negative controls:"] + [
+            f"  {c.name}: {c.meaning} (breaks {c.breaks}; "
+            + ", ".join(f"{k}={v}" for k, v in c.params.items()) + ")" for c in self.controls]
+        return "\n".join(lines)
