@@ -3,15 +3,18 @@
 ::
 
     fastslow claims                                   list the claim IDs and statements
-    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--json] [--defaults]
+    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME] [--json] [--describe]
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
                       [--cache DIR] [--out FILE]
 
-``check`` exits 0 when the claim's conclusion holds on the instance, 1 when it does not, and 2 on
-bad input (with a one-line reason on stderr), including a claim that is still pending.
+``check`` decides the claim's verdict on one instance and exits 0 ``holds``, 1 ``fails``,
+4 ``outside-hypotheses``, 3 ``error`` (a valid input the check could not decide), 2 bad input (a
+one-line reason on stderr naming the value), including a claim that is still pending. ``sweep``
+exits with the code of the worst verdict among its points. ``readme`` exits 1 when it refuses a
+report (partial, pending or from a dirty tree) and then writes nothing.
 """
 
 from __future__ import annotations
@@ -35,53 +38,49 @@ def _parse_kv(items) -> dict:
 
 
 def _cmd_claims(args) -> int:
-    from verify.checks import PendingClaim, load
     from verify.registry import CLAIMS
 
     for c in CLAIMS.values():
-        try:
-            load(c.id)
-            state = "implemented"
-        except PendingClaim:
-            state = "pending"
+        state = "implemented" if c.implemented else "pending"
         print(f"{c.id:>3}  [{state}]  {c.title}: {c.statement}")
     return 0
 
 
+def _print_verdict(v) -> None:
+    ctl = f", negative control {v.control}" if v.control else ""
+    print(f"{v.id}: {v.outcome.upper()} (seed {v.seed}{ctl}): {v.reason()}")
+    for kind, diags in (("hypothesis", v.hypotheses), ("conclusion", v.conclusion)):
+        for k, d in diags.items():
+            print(f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
+                  f"(value {d.value}; {d.rule})")
+    for k, val in v.figures.items():
+        print(f"  {k}: {val}")
+    for n in v.notes:
+        print(f"  note: {n}")
+
+
 def _cmd_check(args) -> int:
-    from verify.checks import PendingClaim, run_check
+    from verify.claim import BAD_INPUT_EXIT, PendingClaim
+    from verify.registry import get_claim
 
     try:
-        if args.defaults:
-            from verify.checks import defaults, jsonable
-            print(json.dumps(jsonable(defaults(args.id)), indent=1, ensure_ascii=False))
+        unit = get_claim(args.id)
+        if args.describe:
+            print(unit.describe())
             return 0
         params = _parse_kv(args.param)
-        result = run_check(args.id, params, seed=args.seed)
-    except PendingClaim as exc:
-        print(f"fastslow check: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as exc:
+        verdict = unit.check(params, args.seed, control=args.control)
+    except (PendingClaim, ValueError) as exc:
         print(f"fastslow check: bad input: {exc}", file=sys.stderr)
-        return 2
-    except FloatingPointError as exc:
-        print(f"fastslow check: the instance is out of numerical range: {exc}", file=sys.stderr)
-        return 2
-    payload = {"id": result.id, "holds": result.holds, "hypotheses_hold": result.hypotheses_hold,
-               "figures": result.figures, "params": result.params, "seed": result.seed,
-               "tolerance": result.tolerance, "notes": result.notes}
+        return BAD_INPUT_EXIT
     if args.json:
-        from verify.checks import jsonable
-        print(json.dumps(jsonable(payload), indent=1, ensure_ascii=False, allow_nan=False))
+        print(json.dumps(verdict.to_json(), indent=1, ensure_ascii=False, allow_nan=False))
     else:
-        verdict = "HOLDS" if result.holds else "DOES NOT HOLD"
-        hyp = "hypotheses hold" if result.hypotheses_hold else "hypotheses violated (control)"
-        print(f"{result.id}: {verdict} ({hyp}), seed {result.seed}")
-        for k, v in result.figures.items():
-            print(f"  {k}: {v}")
-        for n in result.notes:
-            print(f"  note: {n}")
-    return 0 if result.holds else 1
+        _print_verdict(verdict)
+    if verdict.outcome == "error":
+        print(f"fastslow check: {verdict.id} could not be decided on this valid input: "
+              f"{verdict.error['type']}: {verdict.error['message']}", file=sys.stderr)
+    return verdict.exit_code
 
 
 def _cmd_figures(args) -> int:
@@ -126,58 +125,73 @@ def _parse_seeds(text: str) -> list[int]:
 
 def _cmd_sweep(args) -> int:
     from fastslow import sweep as sw
-    from verify.checks import PendingClaim, defaults, resolve_params
+    from verify.claim import BAD_INPUT_EXIT, PendingClaim
     from verify.registry import get_claim
 
     try:
-        cid = get_claim(args.id).id
-        base = defaults(cid)
+        unit = get_claim(args.id)
+        cid = unit.id
         axes = {}
         for item in args.grid or []:
             key, _, values = item.partition("=")
             if not key or not values:
                 raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
-            sep = ";" if isinstance(base.get(key), tuple) else ","  # tuples use commas inside
-            axes[key] = [resolve_params(base, {key: v})[key] for v in values.split(sep)]
+            if key not in unit.params:
+                raise ValueError(f"--grid {key}: unknown parameter of {cid}; expected one of "
+                                 f"{', '.join(unit.params)}")
+            sep = ";" if unit.params[key].kind.startswith("tuple") else ","  # tuples use commas inside
+            axes[key] = [unit.params[key].parse(key, v) for v in values.split(sep)]
         axes["seed"] = _parse_seeds(args.seeds)
         points = [dict(p, claim=cid) for p in sw.grid(**axes)]
-    except PendingClaim as exc:
-        print(f"fastslow sweep: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as exc:
+        for p in points:   # every point is valid input before any work starts
+            unit.resolve({k: v for k, v in p.items() if k not in ("claim", "seed")})
+    except (PendingClaim, ValueError) as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT_EXIT
     try:
         with sw.executor_for(args.workers, args.scheduler) as executor:
             results = sw.sweep(sw.check_point, points, executor=executor, cache_dir=args.cache,
                                label=f"sweep {cid}")
     except ValueError as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
-        return 2
-    holds = sum(r["holds"] for r in results)
-    print(f"{cid}: conclusion holds on {holds}/{len(results)} instances")
+        return BAD_INPUT_EXIT
+    counts = {}
+    for r in results:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    print(f"{cid}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+          + f" of {len(results)} instances")
     for p, r in zip(points, results):
-        if not r["holds"]:
+        if r["verdict"] != "holds":
             shown = {k: v for k, v in p.items() if k != "claim"}
-            print(f"  does not hold at {shown} (hypotheses hold: {r['hypotheses_hold']})")
+            print(f"  {r['verdict']} at {shown}: {r['reason']}")
     if args.out:
         from pathlib import Path
-        Path(args.out).write_text(json.dumps([{"point": p, "result": r} for p, r in zip(points, results)],
-                                             indent=1))
-    return 0 if holds == len(results) else 1
+
+        from verify.report import write_atomic
+        write_atomic(Path(args.out), json.dumps([{"point": p, "result": r}
+                                                 for p, r in zip(points, results)], indent=1))
+    worst = max((r["verdict"] for r in results), key=("holds", "outside-hypotheses", "fails",
+                                                      "error").index)
+    from verify.claim import EXIT_CODES
+    return EXIT_CODES[worst]
 
 
 def _cmd_readme(args) -> int:
     from pathlib import Path
 
+    import figures
     from verify.readme import update_readme
 
     try:
-        update_readme(Path(args.readme), Path(args.report), args.figure_dir)
+        update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)
+    except FileNotFoundError as exc:
+        print(f"fastslow readme: bad input: {exc.filename}: no such file (run pytest verify first)",
+              file=sys.stderr)
+        return 2
     except (OSError, ValueError) as exc:
         print(f"fastslow readme: {exc}", file=sys.stderr)
-        return 2
-    print(f"updated the claim table in {args.readme}")
+        return 1
+    print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")
     return 0
 
 
@@ -188,14 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("claims", help="list the claim IDs and their statements")
     s.set_defaults(func=_cmd_claims)
 
-    s = sub.add_parser("check", help="check one claim on an instance of your choice")
+    s = sub.add_parser(
+        "check", help="decide one claim's verdict on an instance of your choice",
+        description="Decide a claim's verdict on one instance. Exit codes: 0 holds, 1 fails, "
+                    "4 outside-hypotheses, 3 error (could not decide a valid input), 2 bad input. "
+                    "The claims and their parameters are listed in docs/claims.md.")
     s.add_argument("id", help="claim ID, e.g. A1")
     s.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="override a parameter of the check (repeatable)")
-    s.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
-    s.add_argument("--json", action="store_true", help="print the result as JSON")
-    s.add_argument("--defaults", action="store_true",
-                   help="print the check's parameters and their defaults, and exit")
+    s.add_argument("--seed", type=int, default=None,
+                   help="root seed (default 0, or the negative control's own seed)")
+    s.add_argument("--control", default=None, metavar="NAME",
+                   help="run the named negative control (see --describe)")
+    s.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    s.add_argument("--describe", action="store_true",
+                   help="print the claim's parameters, hypotheses, conclusion and controls, and exit")
     s.set_defaults(func=_cmd_check)
 
     s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")

@@ -14,7 +14,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("numpy", "scipy", "sympy", "numba", "llvmlite", "matplotlib", "hypothesis", "pytest")
+PACKAGES = ("numpy", "scipy", "sympy", "numba", "llvmlite", "matplotlib", "hypothesis", "pytest",
+            "threadpoolctl")
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +60,25 @@ def source_fingerprint() -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def blas_state() -> dict:
+    """The BLAS/LAPACK libraries numpy and scipy use: library, version, the CPU kernel in use
+    (OpenBLAS' ``architecture``: ``Haswell``, ``SkylakeX``, ...), threads, and every ``OPENBLAS_*``
+    environment variable (``OPENBLAS_CORETYPE`` forces the kernel). Results that rest on LAPACK
+    may differ in rounding between kernels; verdicts must not."""
+    import numpy  # noqa: F401  (loads numpy's BLAS so that threadpoolctl sees it)
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import threadpool_info
+
+    libs = [{k: info.get(k) for k in ("internal_api", "prefix", "version", "architecture",
+                                      "threading_layer", "num_threads")}
+            for info in threadpool_info() if info.get("user_api") == "blas"]
+    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")}
+    summary = ", ".join(f"{b['internal_api']} {b['version']} ({b['architecture']} kernel)"
+                        for b in libs) or "unknown"
+    return {"libraries": libs, "openblas_env": env, "summary": summary}
+
+
+@functools.lru_cache(maxsize=1)
 def git_state() -> dict:
     """``{"commit": sha or None, "dirty": bool or None}`` of the working tree holding this package."""
     commit = _git("rev-parse", "HEAD")
@@ -69,6 +89,7 @@ def git_state() -> dict:
 def provenance(seeds: dict | None = None, params: dict | None = None) -> dict:
     """The provenance record: versions, git state, platform, thread settings, and the given seeds/params."""
     from fastslow import __version__
+    from numerics.jit_cache import ACTIVE as numba_cache  # the Numba cache key (numerics sources)
 
     rec = {
         "fastslow": __version__,
@@ -78,7 +99,9 @@ def provenance(seeds: dict | None = None, params: dict | None = None) -> dict:
         "packages": {name: _version(name) for name in PACKAGES},
         "git": git_state(),
         "source_fingerprint": source_fingerprint(),
+        "numba_cache": numba_cache["fingerprint"],
         "threads": {k: os.environ.get(k) for k in THREAD_VARS},
+        "blas": blas_state(),
     }
     if seeds is not None:
         rec["seeds"] = seeds
@@ -94,4 +117,5 @@ def short(rec: dict | None = None) -> str:
     commit = (git["commit"] or "unknown")[:12] + ("+dirty" if git["dirty"] else "")
     pk = rec["packages"]
     return (f"fastslow {rec['fastslow']} @ {commit}; python {rec['python']}; numpy {pk['numpy']}; "
-            f"scipy {pk['scipy']}; sympy {pk['sympy']}; numba {pk['numba']}")
+            f"scipy {pk['scipy']}; sympy {pk['sympy']}; numba {pk['numba']}; "
+            f"BLAS {rec['blas']['summary']}")

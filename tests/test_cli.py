@@ -1,4 +1,4 @@
-"""The fastslow command line: exit codes and JSON contract of SPEC §3."""
+"""The fastslow command line: verdict outcomes, exit codes and the JSON contract."""
 
 import json
 import subprocess
@@ -26,22 +26,67 @@ def test_check_prints_a_json_verdict_and_exits_0_when_the_claim_holds():
     res = run("check", "A1", "--seed", "7", "--json")
     assert res.returncode == 0, res.stderr
     payload = json.loads(res.stdout)
-    assert {"id", "holds", "hypotheses_hold", "figures", "params", "seed"} <= set(payload)
-    assert payload["id"] == "A1" and payload["holds"] is True and payload["seed"] == 7
+    assert {"id", "verdict", "holds", "hypotheses", "conclusion", "figures", "params",
+            "seed"} <= set(payload)
+    assert payload["id"] == "A1" and payload["verdict"] == "holds" and payload["seed"] == 7
+    assert payload["hypotheses"]["fast_mask_causal"] == {
+        "holds": True, "value": 0, "rule": "number of fast-mask entries with s > t; 0 required"}
 
 
-def test_check_exits_1_when_the_conclusion_fails(capsys):
-    assert main(["check", "A1", "--param", "slow_mask=full", "--seed", "7"]) == 1
-    assert "DOES NOT HOLD" in capsys.readouterr().out
+def test_a_negative_control_is_outside_the_hypotheses_and_exits_4(capsys):
+    assert main(["check", "A1", "--control", "full_slow_mask"]) == 4
+    out = capsys.readouterr().out
+    assert out.startswith("A1: OUTSIDE-HYPOTHESES (seed 7, negative control full_slow_mask)")
+    assert "slow_path_sees_only_completed_blocks: DOES NOT HOLD" in out
+
+
+def test_the_same_instance_as_parameters_gives_the_same_verdict_as_the_named_control(capsys):
+    assert main(["check", "A1", "--param", "slow_mask=full", "--seed", "7", "--json"]) == 4
+    by_params = json.loads(capsys.readouterr().out)
+    assert main(["check", "A1", "--control", "full_slow_mask", "--json"]) == 4
+    by_name = json.loads(capsys.readouterr().out)
+    assert by_params["control"] is None and by_name["control"] == "full_slow_mask"
+    for key in ("verdict", "hypotheses", "conclusion", "figures", "params", "seed"):
+        assert by_params[key] == by_name[key]
+
+
+def test_a_counterexample_exits_1_and_an_undecidable_valid_input_exits_3(capsys, monkeypatch):
+    import numpy as np
+
+    from verify.checks import a1
+    from verify.claim import Diagnostic
+
+    real = a1.A1.conclude
+
+    def fails(self, inst):
+        out = real(self, inst)
+        out.parts["no_future_dependence"] = Diagnostic(False, 1.0, "forced")
+        return out
+
+    monkeypatch.setattr(a1.A1, "conclude", fails)
+    assert main(["check", "A1"]) == 1
+    assert capsys.readouterr().out.startswith("A1: FAILS")
+
+    def singular(self, inst):
+        np.linalg.inv(np.zeros((2, 2)))
+
+    monkeypatch.setattr(a1.A1, "conclude", singular)
+    assert main(["check", "A1", "--json"]) == 3
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
+    assert payload["verdict"] == "error"
+    assert payload["error"] == {"type": "LinAlgError", "message": "Singular matrix"}
+    assert "could not be decided" in captured.err and "bad input" not in captured.err
 
 
 @pytest.mark.parametrize("args, message", [
     (["check", "Z9"], "unknown claim ID 'Z9'"),
-    (["check", "A1", "--param", "T=15"], "P=4 must divide the sequence length T=15"),
+    (["check", "A1", "--param", "T=15"], "P=4 must divide T=15"),
     (["check", "A1", "--param", "colour=red"], "unknown parameter 'colour'"),
-    (["check", "A1", "--param", "T=many"], "parameter T='many': expected a value of type int"),
+    (["check", "A1", "--param", "T=many"], "parameter T='many': expected int in [1, 256]"),
     (["check", "A1", "--param", "T"], "--param expects KEY=VALUE"),
-    (["check", "A1", "--param", "mask=sliding"], "unknown mask 'sliding'"),
+    (["check", "A1", "--param", "mask=sliding"], "parameter mask='sliding': expected str one of"),
+    (["check", "A1", "--control", "nope"], "A1 has no negative control 'nope'"),
     (["check", "A1", "--seed", "-3"], "seed must be a non-negative integer"),
 ])
 def test_bad_input_exits_2_with_a_one_line_reason(capsys, args, message):
@@ -50,14 +95,9 @@ def test_bad_input_exits_2_with_a_one_line_reason(capsys, args, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_a_pending_claim_exits_2_and_says_so(capsys, monkeypatch):
-    import verify.checks as checks
-
-    def pending(claim_id):
-        raise checks.PendingClaim(f"claim {claim_id} is pending: no check is implemented yet")
-    monkeypatch.setattr(checks, "load", pending)
-    assert main(["check", "F3"]) == 2
-    assert "pending" in capsys.readouterr().err
+def test_a_pending_claim_exits_2_and_says_so(capsys):
+    assert main(["check", "E1"]) == 2
+    assert "claim E1 is pending" in capsys.readouterr().err
 
 
 def test_figures_rejects_unknown_ids_and_bad_worker_counts(capsys):
@@ -78,9 +118,11 @@ def test_figures_are_the_same_bytes_serially_on_a_pool_and_from_the_cache(tmp_pa
     assert b'"claim": "A1"' in (a / "a1_dependence.png").read_bytes()  # provenance in metadata
 
 
-def test_check_defaults_prints_the_parameters(capsys):
-    assert main(["check", "A1", "--defaults"]) == 0
-    assert json.loads(capsys.readouterr().out)["P"] == 4
+def test_check_describe_prints_parameters_hypotheses_and_controls(capsys):
+    assert main(["check", "A1", "--describe"]) == 0
+    out = capsys.readouterr().out
+    assert "P: tokens per block (int in [1, 256]; default 4)" in out
+    assert "full_slow_mask" in out and "fast_mask_causal" in out
 
 
 def test_bench_rejects_an_unknown_section(capsys):

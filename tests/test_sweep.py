@@ -62,7 +62,7 @@ def test_sweep_rejects_bad_arguments():
 
 
 def test_same_seed_reproduces_a_check_bit_for_bit_in_a_fresh_process():
-    code = ("import json,sys; from verify.checks import run_check; "
+    code = ("import json,sys; from verify.registry import run_check; "
             "print(json.dumps(run_check('A1', {'T': 8, 'P': 2}, seed=5).to_json(), sort_keys=True))")
     a = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     b = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -73,9 +73,9 @@ def test_sweep_command_reports_where_the_conclusion_fails(tmp_path, capsys):
     out = tmp_path / "sweep.json"
     rc = main(["sweep", "A1", "--grid", "slow_mask=blockcausal,full", "--seeds", "0:2",
                "--cache", str(tmp_path / "cache"), "--out", str(out)])
-    assert rc == 1
+    assert rc == 4          # the worst verdict: the full slow mask is outside the hypotheses
     text = capsys.readouterr().out
-    assert "conclusion holds on 2/4 instances" in text
+    assert "A1: 2 holds, 2 outside-hypotheses of 4 instances" in text
     assert len(json.loads(out.read_text())) == 4
     assert main(["sweep", "A1", "--seeds", "x"]) == 2
 
@@ -125,10 +125,12 @@ def test_executor_for_picks_serial_pool_or_rejects():
                 pass
 
 
-def test_check_results_survive_the_json_round_trip_including_non_finite_numbers():
-    from verify.checks import CheckResult, run_check
+def test_verdicts_survive_the_json_round_trip_including_non_finite_numbers():
+    from verify.claim import Verdict
+    from verify.registry import run_check
 
     r = run_check("D7", {"slow_mask": "blockcausal"}, seed=0)  # g_c = inf: the gap D7 reports
-    back = CheckResult.from_json(sw.as_json(r.to_json()))
+    back = Verdict.from_json(sw.as_json(r.to_json()))
     assert back.figures["critical_gate"] == float("inf") == r.figures["critical_gate"]
-    assert back.holds == r.holds and back.params == sw.as_json(r.params)
+    assert back.outcome == r.outcome and back.params == sw.as_json(r.params)
+    assert back.hypotheses == r.hypotheses and back.to_json() == sw.as_json(r.to_json())

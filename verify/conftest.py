@@ -8,7 +8,8 @@ A test records its check results through the ``claim`` fixture::
         result = claim.main(run_check("A1", {}, seed=7))
         assert result.holds, result.summary()
 
-``claim.negative(result)`` records a negative control, ``claim.figure(key, value)`` an extra
+The verdict is decided by the claim's unit (:mod:`verify.claim`); a test only records it and
+asserts its outcome. ``claim.negative(verdict)`` records a negative control's verdict, ``claim.figure(key, value)`` an extra
 measured number, ``claim.note(text)`` a remark that goes into the report.
 
 Sweeps over seeds, sizes and masks go through the ``check_sweep`` fixture, which runs the checks
@@ -34,6 +35,8 @@ from verify.report import ClaimLedger, build_report, write_report
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()
 _REPORT_PATHS = pytest.StashKey[tuple]()
+_DESELECTED = pytest.StashKey[list]()
+_REPORTED = pytest.StashKey[set]()
 _HERE = Path(__file__).resolve().parent
 
 
@@ -41,6 +44,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "claim(ID): the SPEC claim this verify test checks")
     config.stash[_LEDGER] = ClaimLedger()
     config.stash[_CLAIM_OF] = {}
+    config.stash[_DESELECTED] = []
+    config.stash[_REPORTED] = set()
 
 
 def _in_verify(item) -> bool:
@@ -61,12 +66,19 @@ def pytest_collection_modifyitems(config, items):
         claim_of[item.nodeid] = cid
 
 
+def pytest_deselected(items):
+    if items:
+        config = items[0].config
+        config.stash[_DESELECTED].extend(i.nodeid for i in items if _in_verify(i))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     rep = yield
     cid = item.config.stash[_CLAIM_OF].get(item.nodeid)
     if cid is not None and (rep.when == "call" or rep.outcome != "passed"):
         item.config.stash[_LEDGER].outcome(cid, item.nodeid, rep.outcome, rep.duration)
+        item.config.stash[_REPORTED].add(item.nodeid)
     return rep
 
 
@@ -135,14 +147,35 @@ def check_sweep(request, sweep_executor):
     return run
 
 
+def _incomplete_reasons(session, exitstatus) -> list[str]:
+    """Why this session's report does not cover the whole verify suite (empty when it does)."""
+    config = session.config
+    why = []
+    deselected = config.stash[_DESELECTED]
+    if deselected:
+        why.append(f"{len(deselected)} verify test(s) deselected (-k/-m or similar)")
+    not_run = sorted(set(config.stash[_CLAIM_OF]) - config.stash[_REPORTED])
+    if not_run:
+        why.append(f"{len(not_run)} collected verify test(s) did not run (stopped early)")
+    if exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop:
+        why.append("the session was interrupted or stopped early")
+    collected_files = {Path(n.split("::")[0]).name for n in config.stash[_CLAIM_OF]}
+    all_files = {p.name for p in _HERE.glob("test_*.py")}
+    if all_files - collected_files:
+        why.append("not every verify test module was collected: missing "
+                   + ", ".join(sorted(all_files - collected_files)))
+    return why
+
+
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
-    if not config.stash[_CLAIM_OF]:
+    if not config.stash[_CLAIM_OF] or config.option.collectonly:
         return
     outdir = config.getoption("--report-dir") or (_HERE / "report")
     prov = provenance()
     prov["profile"] = "thorough" if config.thorough else "default"
-    report = build_report(config.stash[_LEDGER], prov)
+    why = _incomplete_reasons(session, exitstatus)
+    report = build_report(config.stash[_LEDGER], prov, complete=not why, incomplete_reasons=why)
     config.stash[_REPORT_PATHS] = write_report(report, Path(outdir))
 
 
@@ -151,9 +184,14 @@ def pytest_terminal_summary(terminalreporter, config):
     if paths:
         import json
         rep = json.loads(paths[0].read_text())
-        terminalreporter.write_sep("=", "fastslow claim report")
+        terminalreporter.write_sep("=", "fastslow claim report" + ("" if rep["complete"] else
+                                                                   " (PARTIAL)"))
         for c in rep["claims"]:
             terminalreporter.write_line(f"{c['id']:>3}  {c['status']:<9} negative control: "
                                         f"{c['negative_control']:<18} {c['title']}")
+            for r in c["reasons"][:3]:
+                terminalreporter.write_line(f"       {r}")
+        for r in rep["incomplete_reasons"]:
+            terminalreporter.write_line(f"partial: {r}")
         terminalreporter.write_line(f"report: {paths[0]}")
         terminalreporter.write_line(f"        {paths[1]}")

@@ -1,8 +1,10 @@
-"""The README's claim table, generated from ``report.json`` so that it cannot drift.
+"""The README's claim table and ``docs/claims.md``, generated so that they cannot drift.
 
-``fastslow readme`` copies the last report (``report.json`` and ``REPORT.md``) to ``docs/report/``
-(the evidence a reader reaches from the README) and rewrites the part of README.md between the
-markers ``<!-- claims:begin -->`` and ``<!-- claims:end -->`` from it.
+``fastslow readme`` publishes one complete report: it copies ``report.json`` and ``REPORT.md`` to
+``docs/report/``, writes ``docs/claims.md`` from the claim units, and rewrites the part of
+README.md between ``<!-- claims:begin -->`` and ``<!-- claims:end -->``. It refuses (and writes
+nothing) when the report is partial, when a claim that has a check was not run (pending), or when
+the report comes from a working tree with uncommitted changes. Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -10,43 +12,35 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .registry import CLAIMS
+from .report import key_figures_text, write_atomic
+
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
-
-
-KEY_FIGURES = {
-    "A1": ["max_future_dependence", "slow_input_within_block_variation"],
-    "A2": ["attention_ratio_times_P2", "grid_lower_bound_failures", "grid_configurations"],
-    "A3": ["max_abs_slow_weight_gradient", "gate_gradient_fd_max_relative_error"],
-    "D1": ["chain_rule_rel_fd", "untied_reversal_rel_difference_min_over_seeds_0_5",
-           "tied_moving_trajectory_reversal_rel_difference"],
-    "D2": ["slope_untied", "slope_tied"],
-    "D3": ["max_kernel_deviation_fresh_qk_and_temperatures", "max_kernel_spread_between_qk_draws"],
-    "D4": ["poly_vs_jvp_rel", "eigen_form_vs_poly_rel", "causal_eigvec_cond_exact_T64"],
-    "D5": ["L_star", "L_star_brute_force", "bound_ratio_max", "kernel_constant_causal_T64"],
-    "D6": ["qk_max_column_norm_rel", "parameter_map_rank", "block_causal_gap_rel"],
-    "D7": ["margin", "bound_m_over_normG", "critical_gate", "blockcausal_rho_variation_over_gates"],
-    "D8": ["max_abs_future_logpdf_diff"],
-    "D9": ["grad_g_at_0_z", "learned_gate_mean", "gate_rms_slope", "sweep_max_gate_over_margin"],
-    "F1": ["slope_leading", "slope_first_order", "attraction_rate_ratio"],
-    "F2": ["slope_order0_n3", "slope_order1_n3", "min_spectral_gap"],
-    "F3": ["best_final_max_tv", "min_violation_frozen"],
-}
-"""The measured numbers shown in the README for each claim (the report has all of them)."""
 
 
 def _cell(text: str) -> str:
     """Escape a table cell: a '|' (as in |g|) would split it."""
-    return str(text).replace("|", "\\|")
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _key_figures(cid: str, figs: dict) -> str:
-    keys = [k for k in KEY_FIGURES.get(cid, []) if k in figs] or [
-        k for k, v in figs.items() if not isinstance(v, (dict, list, bool))][:2]
-    parts = []
-    for k in keys:
-        v = figs[k]
-        parts.append(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}")
-    return _cell("; ".join(parts))
+def publishable(report: dict) -> list[str]:
+    """Why ``report`` may not be published (empty when it may)."""
+    why = []
+    if report.get("schema_version") != 2:
+        why.append(f"the report has schema_version {report.get('schema_version')!r}, expected 2 "
+                   "(rerun pytest verify)")
+        return why
+    if not report["complete"]:
+        why.append("the report is partial: " + "; ".join(report["incomplete_reasons"]))
+    pending = [c["id"] for c in report["claims"]
+               if c["status"] == "pending" and CLAIMS[c["id"]].implemented]
+    if pending:
+        why.append("claims with a check were not run (pending): " + ", ".join(pending))
+    git = report["provenance"].get("git") or {}
+    if git.get("dirty") is not False:
+        why.append("the report comes from a working tree with uncommitted changes (dirty: "
+                   f"{git.get('dirty')}); commit, then rerun pytest verify")
+    return why
 
 
 def claim_table(report: dict, figure_names: dict[str, list[str]], figure_dir: str,
@@ -59,32 +53,70 @@ def claim_table(report: dict, figure_names: dict[str, list[str]], figure_dir: st
         status = c["status"] + ("" if c["status"] == "pending" else
                                 f" (control: {c['negative_control']})")
         rows.append(f"| [{c['id']}]({report_md}#{c['id'].lower()}) | {_cell(c['abstract'])} | "
-                    f"{_cell(c['statement'])} | **{status}** | {_key_figures(c['id'], c['figures'])} | "
+                    f"{_cell(c['statement'])} | **{status}** | {_cell(key_figures_text(c))} | "
                     f"{figs} |")
     return "\n".join(rows)
 
 
-def update_readme(readme: Path, report_path: Path, figure_dir: str = "docs/figures",
-                  report_dir: str = "docs/report") -> None:
-    """Copy the report into ``report_dir`` and regenerate the claim table of ``readme`` from it."""
-    import shutil
+def claims_markdown() -> str:
+    """``docs/claims.md``: every claim as its unit declares it (statement, parameters, hypotheses,
+    conclusion, negative controls, key figures)."""
+    lines = ["# The claims", "",
+             "Generated from the claim units (`verify/checks/<id>.py`) by `fastslow readme`; do not "
+             "edit by hand. Each claim's verdict on an instance is one of `holds`, `fails`, "
+             "`outside-hypotheses`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 3; bad input 2).",
+             ""]
+    for cid, unit in CLAIMS.items():
+        lines += [f"## {cid} — {unit.title}", "", f"> {unit.abstract}", "", unit.statement, ""]
+        if not unit.implemented:
+            lines += ["*Pending: no check is implemented yet.*", ""]
+            continue
+        lines += ["**Hypotheses** (diagnostics computed before the conclusion):", ""]
+        lines += [f"- `{k}`: {m}" for k, m in unit.hypotheses.items()]
+        lines += ["", "**Conclusion:**", ""]
+        lines += [f"- `{k}`: {m}" for k, m in unit.conclusion.items()]
+        lines += ["", "**Negative controls** (`fastslow check " + cid + " --control NAME`):", ""]
+        lines += [f"- `{c.name}` breaks `{c.breaks}`: {c.meaning} ("
+                  + ", ".join(f"{k}={v}" for k, v in c.params.items()) + ")" for c in unit.controls]
+        lines += ["", "**Key figures:** " + ", ".join(f"`{k}`" for k in unit.key_figures), "",
+                  "**Parameters** (`--param KEY=VALUE`):", "", "| name | meaning | type and range |",
+                  "|---|---|---|"]
+        lines += [f"| `{k}` | {_cell(s.meaning)} | {_cell(s.describe())} |"
+                  for k, s in unit.params.items()]
+        lines.append("")
+    return "\n".join(lines)
 
-    import figures
 
-    report_path = Path(report_path)
-    report = json.loads(report_path.read_text())
-    dest = Path(readme).parent / report_dir
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(report_path, dest / "report.json")
-    shutil.copyfile(report_path.with_name("REPORT.md"), dest / "REPORT.md")
-    text = Path(readme).read_text()
+def update_readme(readme: Path, report_path: Path, figure_names: dict[str, list[str]],
+                  figure_dir: str = "docs/figures", report_dir: str = "docs/report") -> None:
+    """Publish ``report_path``: copy it to ``report_dir``, write ``docs/claims.md`` and the claim
+    table of ``readme`` (``figure_names``: claim ID → figure names, from the figure registry).
+    ``ValueError`` (nothing written) when the report may not be published."""
+    report_path, readme = Path(report_path), Path(readme)
+    try:
+        report = json.loads(report_path.read_text())
+        report_md = report_path.with_name("REPORT.md").read_text()
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{report_path} is not valid JSON ({exc}); rerun pytest verify") from None
+    why = publishable(report)
+    if why:
+        raise ValueError(f"refusing to publish {report_path}: " + "; ".join(why))
+    text = readme.read_text()
     if BEGIN not in text or END not in text:
         raise ValueError(f"{readme} has no {BEGIN} ... {END} section to fill")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    prov = report["provenance"]["git"]
-    table = claim_table(report, figures.available(), figure_dir, f"{report_dir}/REPORT.md")
+    git = report["provenance"]["git"]
+    s = report["summary"]
+    table = claim_table(report, figure_names, figure_dir, f"{report_dir}/REPORT.md")
     stamp = (f"\n_Generated by `fastslow readme` from the report of commit "
-             f"`{(prov.get('commit') or 'unknown')[:12]}`; {report['summary']['verified']} verified, "
-             f"{report['summary']['failed']} failed, {report['summary']['pending']} pending._\n")
-    Path(readme).write_text(head + BEGIN + "\n" + table + "\n" + stamp + END + tail)
+             f"`{(git.get('commit') or 'unknown')[:12]}` (BLAS: "
+             f"{report['provenance']['blas']['summary']}); {s['verified']} verified, "
+             f"{s['failed']} failed, {s['error']} error, {s['pending']} pending._\n")
+    # everything is checked and rendered before the first write
+    dest = readme.parent / report_dir
+    dest.mkdir(parents=True, exist_ok=True)
+    write_atomic(dest / "report.json", report_path.read_text())
+    write_atomic(dest / "REPORT.md", report_md)
+    write_atomic(readme.parent / "docs" / "claims.md", claims_markdown())
+    write_atomic(readme, head + BEGIN + "\n" + table + "\n" + stamp + END + tail)

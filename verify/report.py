@@ -1,29 +1,42 @@
-"""The claim report: ``report.json`` and ``REPORT.md`` (SPEC §3).
+"""The claim report: ``report.json`` (validated by ``verify/report.schema.json``) and ``REPORT.md``.
 
-A :class:`ClaimLedger` collects, per claim, the check results recorded by tests (main instance and
-negative control), extra measured numbers, and the outcome and duration of every test marked
-``@pytest.mark.claim(ID)``. :func:`build_report` turns it into one entry per registered claim:
+A :class:`ClaimLedger` collects what one ``pytest verify`` session recorded, claim by claim: the
+verdicts of the main instances and of the negative controls (:class:`verify.claim.Verdict`, never
+re-decided here), extra measured numbers, and the outcome and duration of every test marked
+``@pytest.mark.claim(ID)``. :func:`claim_status` turns them into the claim's status:
 
-* ``status``: ``verified`` when every test of the claim passed, the main check holds, and the
-  negative control failed as predicted; ``failed`` when a test failed or the main check does not
-  hold; ``pending`` when no test of the claim ran or the negative control is missing.
-* ``negative_control``: ``fails-as-predicted`` / ``did-not-fail`` / ``pending``.
+* ``error``: a main instance or a control could not be decided (its exception is the reason);
+* ``failed``: a test of the claim failed, a main instance's verdict is ``fails`` or
+  ``outside-hypotheses``, or a negative control did not fail as predicted;
+* ``pending``: the claim has no check yet, no test of it ran, or a declared control did not run;
+* ``verified``: otherwise.
+
+A report is *complete* when every test of ``verify/`` that was collected ran (no ``-k``
+deselection, no interruption, no early stop). ``fastslow readme`` publishes complete reports only.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .claim import Verdict, jsonable
 from .registry import CLAIMS
 
+SCHEMA_VERSION = 2
+SCHEMA_PATH = "verify/report.schema.json"
+"""Repository-relative path of the JSON Schema that validates ``report.json``."""
+
+STATUSES = ("verified", "failed", "error", "pending")
+
 
 @dataclass
 class _Entry:
     main: list = field(default_factory=list)
-    negative: list = field(default_factory=list)
+    controls: list = field(default_factory=list)
     figures: dict = field(default_factory=dict)
     tests: dict = field(default_factory=dict)  # nodeid -> outcome
     seconds: float = 0.0
@@ -41,11 +54,17 @@ class ClaimLedger:
             raise ValueError(f"unknown claim ID {claim_id!r}; expected one of {', '.join(CLAIMS)}")
         return self.entries[claim_id]
 
-    def record(self, claim_id: str, result: CheckResult, *, negative: bool) -> None:
-        if not isinstance(result, Verdict):
-            raise TypeError(f"record a Verdict, got {type(result).__name__}")
+    def record(self, claim_id: str, verdict: Verdict, *, negative: bool) -> None:
+        """Record a main instance's verdict, or a negative control's (``negative=True``)."""
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"record a Verdict, got {type(verdict).__name__}")
+        if verdict.id != claim_id:
+            raise ValueError(f"a verdict of {verdict.id} recorded under claim {claim_id}")
+        if negative and verdict.control is None:
+            raise ValueError(f"{claim_id}: a negative control's verdict must name its control "
+                             "(run_check(ID, control=NAME))")
         e = self._entry(claim_id)
-        (e.negative if negative else e.main).append(result)
+        (e.controls if negative else e.main).append(verdict)
 
     def figure(self, claim_id: str, key: str, value) -> None:
         self._entry(claim_id).figures[key] = jsonable(value)
@@ -63,114 +82,195 @@ class ClaimLedger:
         e.seconds += seconds
 
 
-def _status(e: _Entry) -> tuple[str, str, list[str]]:
-    why = []
+def claim_status(cid: str, e: _Entry) -> tuple[str, str, list[str]]:
+    """``(status, negative_control, reasons)`` of one claim from its recorded verdicts and tests."""
+    unit = CLAIMS[cid]
+    if not unit.implemented:
+        return "pending", "pending", ["not implemented yet"]
     ran = [o for o in e.tests.values() if o != "skipped"]
     if not ran:
         return "pending", "pending", ["no test of this claim ran"]
-    failed = [n for n, o in e.tests.items() if o == "failed"]
-    if e.negative:
-        neg = "did-not-fail" if any(r.holds for r in e.negative) else "fails-as-predicted"
+    controls = {}
+    for v in e.controls:
+        ok = unit.fails_as_predicted(v)
+        controls[v.control] = controls.get(v.control, True) and ok
+    declared = [c.name for c in unit.controls]
+    missing = [n for n in declared if n not in controls]
+    if controls and not all(controls.values()):
+        neg = "did-not-fail"
+    elif controls and not missing:
+        neg = "fails-as-predicted"
     else:
         neg = "pending"
+    errors = [v for v in e.main + e.controls if v.outcome == "error"]
+    if errors:
+        return "error", neg, [f"{v.control or 'main instance'} (seed {v.seed}): {v.reason()}"
+                              for v in errors]
+    why = []
+    failed = sorted(n for n, o in e.tests.items() if o == "failed")
     if failed:
-        why.append(f"{len(failed)} test(s) failed: " + ", ".join(sorted(failed)[:5]))
+        why.append(f"{len(failed)} test(s) failed: " + ", ".join(failed[:5]))
+    why += [f"main instance (seed {v.seed}): {v.reason()}" for v in e.main if not v.holds]
+    why += [f"negative control {v.control} did not fail as predicted: {v.reason()}"
+            for v in e.controls if not unit.fails_as_predicted(v)]
+    if why:
         return "failed", neg, why
     if not e.main:
-        return "pending", neg, ["no main check result was recorded"]
-    if not all(r.holds for r in e.main):
-        return "failed", neg, ["the main check does not hold"]
-    if neg == "pending":
-        return "pending", neg, ["the negative control has not run"]
-    if neg == "did-not-fail":
-        return "failed", neg, ["the negative control did not fail: the check has no teeth"]
-    return "verified", neg, why
+        return "pending", neg, ["no main instance was checked"]
+    if missing:
+        return "pending", neg, ["negative control(s) not run: " + ", ".join(missing)]
+    return "verified", neg, []
 
 
-def build_report(ledger: ClaimLedger, provenance: dict) -> dict:
-    """The report as a JSON-ready dict: ``{"provenance": ..., "summary": ..., "claims": [...]}``."""
+def _control_entry(unit, v: Verdict) -> dict:
+    ctl = unit.control(v.control)
+    return {"name": v.control, "breaks": ctl.breaks, "meaning": ctl.meaning,
+            "verdict": v.outcome, "violated": v.violated, "failed_parts": v.failed_parts,
+            "fails_as_predicted": unit.fails_as_predicted(v), "reason": v.reason(),
+            "params": v.params, "seed": v.seed,
+            "hypotheses": {k: d.to_json() for k, d in v.hypotheses.items()},
+            "conclusion": {k: d.to_json() for k, d in v.conclusion.items()},
+            "figures": v.figures, "error": v.error}
+
+
+def build_report(ledger: ClaimLedger, provenance: dict, *, complete: bool = True,
+                 incomplete_reasons: list | None = None) -> dict:
+    """The report as a JSON-ready dict (see ``verify/report.schema.json``)."""
     claims = []
-    for cid, claim in CLAIMS.items():
+    for cid, unit in CLAIMS.items():
         e = ledger.entries[cid]
-        status, neg, why = _status(e)
-        # the first main result is the claim's headline instance; further instances are listed
-        # whole, so that no measured number is silently overwritten by another instance's
-        figures = dict(e.main[0].figures) if e.main else {}
-        if len(e.main) > 1:
-            figures["other_instances"] = [
-                {"params": r.params, "seed": r.seed, "holds": r.holds, "figures": r.figures}
-                for r in e.main[1:]]
-        if e.negative:
-            figures["negative_control"] = [
-                {"params": r.params, "holds": r.holds, "figures": r.figures} for r in e.negative]
+        status, neg, why = claim_status(cid, e)
+        head = e.main[0] if e.main else None
+        figures = dict(head.figures) if head else {}
         figures.update(e.figures)
-        tolerance = dict(e.main[0].tolerance) if e.main else {}
-        seeds = sorted({r.seed for r in e.main + e.negative})
+        key = {k: figures.get(k) for k in unit.key_figures}
         claims.append(jsonable({
             "id": cid,
-            "title": claim.title,
-            "statement": claim.statement,
-            "abstract": claim.abstract,
+            "title": unit.title,
+            "statement": unit.statement,
+            "abstract": unit.abstract,
             "status": status,
+            "reasons": why,
             "negative_control": neg,
+            "hypotheses": dict(unit.hypotheses),
+            "conclusion": dict(unit.conclusion),
+            "key_figures": key,
             "figures": figures,
-            "tolerance": tolerance,
+            "verdicts": [v.to_json() for v in e.main],
+            "controls": [_control_entry(unit, v) for v in e.controls],
+            "tolerance": dict(head.tolerance) if head else {},
             "seconds": round(e.seconds, 3),
             "tests": dict(sorted(e.tests.items())),
-            "reasons": why,
-            "notes": list(dict.fromkeys(e.notes + [n for r in e.main + e.negative for n in r.notes])),
-            "provenance": {"seeds": seeds,
-                           "params": [r.params for r in e.main],
+            "notes": list(dict.fromkeys(e.notes + [n for v in e.main + e.controls for n in v.notes])),
+            "provenance": {"seeds": sorted({v.seed for v in e.main + e.controls}),
+                           "params": [v.params for v in e.main],
                            "git": provenance.get("git")},
         }))
-    counts = {s: sum(c["status"] == s for c in claims) for s in ("verified", "failed", "pending")}
-    return {"provenance": jsonable(provenance), "summary": counts, "claims": claims}
+    counts = {s: sum(c["status"] == s for c in claims) for s in STATUSES}
+    return {"$schema": SCHEMA_PATH, "schema_version": SCHEMA_VERSION,
+            "complete": bool(complete), "incomplete_reasons": list(incomplete_reasons or []),
+            "provenance": jsonable(provenance), "summary": counts, "claims": claims}
 
 
-def _short_figures(figs: dict, limit: int = 4) -> str:
-    items = [(k, v) for k, v in figs.items() if not isinstance(v, (dict, list))]
-    parts = []
-    for k, v in items[:limit]:
-        parts.append(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}")
-    return "; ".join(parts)
+# ----------------------------------------------------------------------------- REPORT.md
+
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, list) and len(v) <= 4 and all(isinstance(x, (int, float)) for x in v):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, (list, dict)):
+        return f"({type(v).__name__} of {len(v)}, see report.json)"
+    return str(v)
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def key_figures_text(c: dict) -> str:
+    """``name = value; ...`` of a claim's key figures (the README and REPORT.md show these)."""
+    return "; ".join(f"{k} = {_fmt(v)}" for k, v in c["key_figures"].items() if v is not None)
 
 
 def render_markdown(report: dict) -> str:
-    """``REPORT.md``: a summary table, then one section per claim, then provenance."""
+    """``REPORT.md``: a one-screen summary, the qualified form of each claim, then the details."""
     prov = report["provenance"]
     git = prov.get("git", {})
-    lines = ["# fastslow claim report", "",
-             f"Commit `{git.get('commit')}` (dirty: {git.get('dirty')}); python {prov.get('python')}; "
-             + ", ".join(f"{k} {v}" for k, v in prov.get("packages", {}).items() if v), "",
-             "Summary: " + ", ".join(f"{v} {k}" for k, v in report["summary"].items()), "",
-             "| ID | claim | status | negative control | key figures | seconds |",
-             "|---|---|---|---|---|---|"]
+    blas = prov.get("blas") or {}
+    lines = ["# fastslow claim report", ""]
+    if not report["complete"]:
+        lines += ["**PARTIAL REPORT** — " + "; ".join(report["incomplete_reasons"]), ""]
+    lines += [f"Commit `{(git.get('commit') or 'unknown')[:12]}` (dirty: {git.get('dirty')}), "
+              f"profile {prov.get('profile', 'default')}, python {prov.get('python')}, BLAS "
+              f"{blas.get('summary', 'unknown')}. "
+              + ", ".join(f"{v} {k}" for k, v in report["summary"].items()) + ".", "",
+              "| ID | claim | status | negative control | key figures |", "|---|---|---|---|---|"]
     for c in report["claims"]:
-        lines.append(f"| [{c['id']}](#{c['id'].lower()}) | {c['title']} | **{c['status']}** | "
-                     f"{c['negative_control']} | {_short_figures(c['figures'])} | {c['seconds']} |")
+        lines.append(f"| [{c['id']}](#{c['id'].lower()}) | {_cell(c['title'])} | **{c['status']}** | "
+                     f"{c['negative_control']} | {_cell(key_figures_text(c))} |")
+    lines += ["", "## What each claim says, as checked", ""]
     for c in report["claims"]:
-        lines += ["", f"## {c['id']}", "", f"**{c['title']}** — {c['status']}, negative control "
+        lines.append(f"- **{c['id']}** ({c['status']}): {c['statement']}")
+        for r in c["reasons"]:
+            lines.append(f"  - why {c['status']}: {r}")
+    for c in report["claims"]:
+        lines += ["", f"## {c['id']}", "", f"**{c['title']}** — {c['status']}; negative control "
                   f"{c['negative_control']}.", "", f"> {c['abstract']}", "", c["statement"], ""]
         if c["reasons"]:
             lines += ["Why this status: " + "; ".join(c["reasons"]), ""]
+        for v in c["verdicts"]:
+            lines += [f"Instance seed {v['seed']}: **{v['verdict']}** — {v['reason']}", "",
+                      "| | name | holds | value | rule |", "|---|---|---|---|---|"]
+            for kind in ("hypotheses", "conclusion"):
+                for k, d in v[kind].items():
+                    lines.append(f"| {kind[:10]} | {k} | {d['holds']} | {_cell(_fmt(d['value']))} | "
+                                 f"{_cell(d['rule'])} |")
+            lines.append("")
+        if c["controls"]:
+            lines += ["| negative control | breaks | verdict | as predicted | reason |",
+                      "|---|---|---|---|---|"]
+            for ctl in c["controls"]:
+                lines.append(f"| {ctl['name']} | {ctl['breaks']} | {ctl['verdict']} | "
+                             f"{ctl['fails_as_predicted']} | {_cell(ctl['reason'])} |")
+            lines.append("")
         for n in c["notes"]:
             lines.append(f"- {n}")
-        if c["figures"]:
-            lines += ["", "```json", json.dumps(c["figures"], indent=1, ensure_ascii=False), "```"]
+        scalars = {k: v for k, v in c["figures"].items() if not isinstance(v, (dict, list))}
+        if scalars:
+            lines += ["", "Measured: " + "; ".join(f"{k} = {_fmt(v)}" for k, v in scalars.items())
+                      + " (arrays and nested results: report.json)."]
         if c["tolerance"]:
             lines += ["", "Tolerances: " + ", ".join(f"{k} = {v}" for k, v in c["tolerance"].items())]
         if c["provenance"]["seeds"]:
-            lines += ["", f"Seeds: {c['provenance']['seeds']}"]
+            lines += ["", f"Seeds: {c['provenance']['seeds']}; {c['seconds']} s."]
     lines += ["", "## Provenance", "", "```json", json.dumps(prov, indent=1), "```", ""]
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- writing
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so that
+    a reader never sees a half-written file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_report(report: dict, outdir: Path) -> tuple[Path, Path]:
-    """Write ``report.json`` and ``REPORT.md`` into ``outdir``; return both paths."""
+    """Write ``report.json`` and ``REPORT.md`` into ``outdir`` (atomically); return both paths."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    js = outdir / "report.json"
-    md = outdir / "REPORT.md"
-    js.write_text(json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-    md.write_text(render_markdown(report))
+    js, md = outdir / "report.json", outdir / "REPORT.md"
+    write_atomic(js, json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    write_atomic(md, render_markdown(report))
     return js, md

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import lapack
+
 # ----------------------------------------------------------------------------- Dormand–Prince 5(4)
 DP_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
 DP_A = np.zeros((7, 7))
@@ -73,9 +75,13 @@ RADAU_ORDER = 5
 
 
 def _radau_transform():
-    """Real block form of A⁻¹ = T Λ T⁻¹ with Λ = diag(μ, [[α, −β], [β, α]]) (computed, not typed)."""
+    """Real block form of A⁻¹ = T Λ T⁻¹ with Λ = diag(μ, [[α, −β], [β, α]]) (computed, not typed).
+
+    The three eigenvalues are distinct, so the result does not depend on LAPACK's choices: they
+    are picked by their imaginary parts (not by position) and each eigenvector is scaled by its
+    last component (not by LAPACK's normalisation)."""
     Ainv = np.linalg.inv(RADAU_A)
-    w, V = np.linalg.eig(Ainv)
+    w, V = lapack.eig(Ainv)
     ir = int(np.argmin(np.abs(w.imag)))
     ic = int(np.argmax(w.imag))
     mu = w[ir].real
