@@ -7,7 +7,7 @@ and returns it with a dict of the parameters it used. ``points(seed)`` lists the
 (default: the single point ``{"seed": seed}``)::
 
     def a1_case(seed, slow_mask):
-        return run_check("A1", {"slow_mask": slow_mask}, seed=seed).to_json()
+        return run_check("A1", {"slow_mask": slow_mask}, seed=seed).to_json()   # verify.registry
 
     @figure("A1", "a1_dependence", compute=a1_case,
             points=lambda seed: [dict(seed=seed, slow_mask=m) for m in ("blockcausal", "full")])

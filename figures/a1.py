@@ -6,38 +6,35 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from verify.checks import CheckResult, run_check
-from verify.checks.a1 import build_instance, dependence_matrix
+from verify.claim import Verdict
+from verify.registry import get_claim, run_check
 
-PARAMS = {"T": 16, "P": 4, "d": 4, "L": 3}
 SLOW_MASKS = ("blockcausal", "full")
 
 
 def a1_case(seed: int, slow_mask: str) -> dict:
-    """The A1 check and the output-by-input dependence matrix for one slow mask."""
-    res = run_check("A1", dict(PARAMS, slow_mask=slow_mask), seed=seed)
-    model, X0, perturb_rng = build_instance(res.params, seed)
-    dep = dependence_matrix(model, X0, perturb_rng, res.params["perturbation"])
-    return {"check": res.to_json(), "dependence": dep.tolist()}
+    """A1's verdict (with its output-by-input dependence matrix) for one slow mask."""
+    return run_check("A1", {"slow_mask": slow_mask}, seed=seed).to_json()
 
 
 @figure("A1", "a1_dependence", compute=a1_case,
         points=lambda seed: [dict(seed=seed, slow_mask=m) for m in SLOW_MASKS])
 def a1_dependence(data: list, seed: int):
-    T, P = PARAMS["T"], PARAMS["P"]
+    params = get_claim("A1").defaults()
+    T, P = params["T"], params["P"]
     fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), constrained_layout=True)
     for ax, slow_mask, case in zip(axes, SLOW_MASKS, data):
-        res = CheckResult.from_json(case["check"])
-        dep = np.asarray(case["dependence"])
+        res = Verdict.from_json(case)
+        dep = np.asarray(res.figures["dependence"])
         im = ax.imshow(np.log10(dep + 1e-17), vmin=-17, vmax=1, cmap="magma", origin="upper")
         for b in range(1, T // P):
             ax.axhline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
             ax.axvline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
         ax.plot([-0.5, T - 0.5], [-0.5, T - 0.5], color="c", lw=0.8)
-        ax.set_title(f"slow_mask={slow_mask!r}: max future dep. "
+        ax.set_title(f"slow_mask={slow_mask!r}: {res.outcome}\nmax future dep. "
                      f"{res.figures['max_future_dependence']:.1e}", fontsize=8)
         ax.grid(False)
         ax.set_xlabel("perturbed input token s")
         ax.set_ylabel("output token t")
     fig.colorbar(im, ax=axes, label="log10 max |Δ out_t|  (future: above the diagonal)")
-    return fig, dict(PARAMS, seed=seed)
+    return fig, dict(params, seed=seed)

@@ -418,6 +418,10 @@ class Claim:
     controls: ClassVar[tuple[Control, ...]] = ()
     key_figures: ClassVar[tuple[str, ...]] = ()
     implemented: ClassVar[bool] = True
+    failure_rate: ClassVar[float] = 0.0
+    """For a statistical conclusion (a confidence interval, a z-score): the probability that it
+    fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
+    claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
 
     # -- to implement -------------------------------------------------------------------------
     def build(self, p: dict, seed: int):

@@ -1,29 +1,49 @@
-"""Thorough profile: every claim's check on many seeds, run through the sweep API.
+"""Thorough profile: every claim's default instance on 12 further seeds, as one sweep per claim.
 
-Under ``pytest verify --thorough`` each claim's default instance is checked on 12 further seeds
-as points of a :mod:`fastslow.sweep` sweep (a local process pool by default; ``--scheduler`` for a
-Dask cluster). Deterministic claims must hold on every seed. The statistical claims (D8, D9:
-confidence intervals at 95 %, |z| < 3) may miss on a few seeds by construction; for them the
-fraction of seeds on which the check holds must be at least ``STATISTICAL[ID]``. The fraction is
-written to the report for every claim.
+Under ``pytest verify --thorough`` each implemented claim is decided on :data:`SEEDS` (a local
+process pool by default; ``--scheduler`` for a Dask cluster). The verdict of every seed is the
+unit's own; this test only counts them and writes the table to the report:
+
+* no seed may end in ``error``;
+* a seed outside the hypotheses is reported (with the diagnostic that decided it), not counted
+  as a failure: the claim says nothing about it;
+* among the seeds inside the hypotheses, a deterministic claim (``failure_rate = 0``) must hold
+  on every one; a statistical claim may fail on as many as its declared ``failure_rate`` allows,
+  up to the 99.9 % binomial quantile.
 """
 
 import pytest
+from scipy.stats import binom
 
-from verify.registry import CLAIMS
+from verify.registry import CLAIMS, IDS
 
 SEEDS = list(range(101, 113))
-STATISTICAL = {"D8": 0.75, "D9": 0.75}
 
 
-@pytest.mark.parametrize("cid", [pytest.param(c, marks=pytest.mark.claim(c)) for c in CLAIMS])
-def test_conclusion_holds_across_seeds(cid, claim, thorough, check_sweep):
+def allowed_failures(rate: float, n: int) -> int:
+    """The 99.9 % quantile of Binomial(n, rate): failures compatible with the declared rate."""
+    return 0 if rate == 0 else int(binom.ppf(0.999, n, rate))
+
+
+@pytest.mark.parametrize("cid", [pytest.param(c, marks=pytest.mark.claim(c)) for c in IDS])
+def test_verdicts_across_seeds(cid, claim, thorough, check_sweep):
     if not thorough:
         pytest.skip("thorough profile only (--thorough)")
-    results = check_sweep([dict(claim=cid, seed=s) for s in SEEDS], label=f"{cid} seeds")
-    holds = [r.holds for r in results]
-    fraction = sum(holds) / len(holds)
-    claim.figure("seed_sweep", {"seeds": SEEDS, "holds_fraction": fraction,
-                                "failing_seeds": [s for s, h in zip(SEEDS, holds) if not h]})
-    assert all(r.hypotheses_hold for r in results)
-    assert fraction >= STATISTICAL.get(cid, 1.0), f"{cid} holds on {sum(holds)}/{len(holds)} seeds"
+    unit = CLAIMS[cid]
+    if not unit.implemented:
+        pytest.skip(f"{cid} is pending")
+    verdicts = check_sweep([dict(claim=cid, seed=s) for s in SEEDS], label=f"{cid} seeds")
+    table = {s: v.outcome for s, v in zip(SEEDS, verdicts)}
+    inside = [v for v in verdicts if v.outcome in ("holds", "fails")]
+    failed = [v.seed for v in verdicts if v.outcome == "fails"]
+    claim.figure("seed_sweep", {
+        "seeds": SEEDS, "verdicts": table,
+        "outside_hypotheses": {v.seed: v.violated for v in verdicts
+                               if v.outcome == "outside-hypotheses"},
+        "failing": {v.seed: v.failed_parts for v in verdicts if v.outcome == "fails"},
+        "allowed_failures": allowed_failures(unit.failure_rate, len(inside))})
+    errors = [v.summary() for v in verdicts if v.outcome == "error"]
+    assert not errors, errors
+    assert inside, f"{cid}: every seed is outside the hypotheses: {table}"
+    assert len(failed) <= allowed_failures(unit.failure_rate, len(inside)), \
+        f"{cid} fails on seeds {failed} of {len(inside)} inside the hypotheses"

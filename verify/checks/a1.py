@@ -154,6 +154,7 @@ class A1(Claim):
             "slow_input_within_block_variation": within,
             "slow_input_first_block_max": first_block,
             "slow_updates_per_token": 1.0 / cfg.P,
+            "dependence": dep,
         }
         if len(leaks):
             t, s = leaks[np.lexsort((leaks[:, 1], leaks[:, 0]))][0]
