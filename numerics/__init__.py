@@ -3,6 +3,12 @@
 ``numerics`` never imports ``theory`` (SPEC §5, independent oracles).
 """
 
+# First, before any submodule's @njit(cache=True) decorator runs: key Numba's on-disk cache by the
+# content of every source file of this package (numerics.jit_cache explains why).
+from . import jit_cache as _jit_cache
+
+_jit_cache.configure()
+
 from .masks import (NAMED_MASKS, as_mask, coarse_maps, frozen_kernel, kernel_eigenvalues,
                     make_mask, spectral_projector)
 from .model import (FAST_WEIGHTS, SLOW_WEIGHTS, WEIGHT_NAMES, LayerParams, Model, ModelConfig,

@@ -1,0 +1,180 @@
+"""numerics.jit_cache: Numba's disk cache follows the content of every source file it depends on.
+
+The end-to-end tests build a throwaway package (a constants module and a module whose
+``@njit(cache=True)`` function reads a constant from it) and run it in fresh subprocesses sharing
+one cache base directory. Editing the constant keeps the file size and mtime identical, so only
+the content differs: without the fingerprint Numba serves the stale value (the control test
+shows the bug is real), with it the new value is returned.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import numerics
+from numerics import jit_cache
+
+CONSTS_OLD = "VALUE = 1.25\n"
+CONSTS_NEW = "VALUE = 7.50\n"          # same length: only the content changes
+
+INIT = textwrap.dedent(f"""\
+    import importlib.util, os
+    from pathlib import Path
+    if os.environ.get("TOY_FINGERPRINT") == "1":
+        spec = importlib.util.spec_from_file_location("jit_cache", {str(Path(jit_cache.__file__))!r})
+        jc = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(jc)
+        jc.configure(package_dir=Path(__file__).parent, base=os.environ["TOY_BASE"])
+    """)
+
+KERNEL = textwrap.dedent("""\
+    from numba import njit
+    from .consts import VALUE
+
+    @njit(cache=True)
+    def value():
+        return VALUE * 2.0
+    """)
+
+RUN = ("import toypkg.kernel as k, numba; v = k.value(); "
+       "print(v, k.value.stats.cache_hits.get(k.value.signatures[0], 0), numba.config.CACHE_DIR)")
+
+
+def _make_package(root: Path) -> Path:
+    pkg = root / "src" / "toypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(INIT)
+    (pkg / "consts.py").write_text(CONSTS_OLD)
+    (pkg / "kernel.py").write_text(KERNEL)
+    return pkg
+
+
+def _edit_same_size_and_mtime(path: Path, new: str) -> None:
+    st = path.stat()
+    old = path.read_text()
+    assert len(old.encode()) == len(new.encode())
+    path.write_text(new)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def _run(pkg: Path, base: Path, fingerprint: bool) -> tuple[float, int, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", jit_cache.BASE_ENV)}
+    env.update(PYTHONPATH=str(pkg.parent), PYTHONDONTWRITEBYTECODE="1", TOY_BASE=str(base),
+               TOY_FINGERPRINT="1" if fingerprint else "0", NUMBA_NUM_THREADS="1")
+    if not fingerprint:
+        env["NUMBA_CACHE_DIR"] = str(base)      # Numba's own behaviour, for the control
+    out = subprocess.run([sys.executable, "-c", RUN], env=env, cwd=pkg.parent, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    value, hits, cache_dir = out.stdout.split()
+    return float(value), int(hits), cache_dir
+
+
+def test_editing_a_dependency_invalidates_the_cache(tmp_path):
+    pkg = _make_package(tmp_path)
+    base = tmp_path / "cache"
+    v1, hits1, dir1 = _run(pkg, base, fingerprint=True)
+    assert (v1, hits1) == (2.5, 0)
+    assert Path(dir1).parent == base and Path(dir1).name == jit_cache.fingerprint(pkg)[:16]
+    v1b, hits1b, _ = _run(pkg, base, fingerprint=True)
+    assert (v1b, hits1b) == (2.5, 1)                        # unchanged sources: served from disk
+
+    _edit_same_size_and_mtime(pkg / "consts.py", CONSTS_NEW)
+    v2, hits2, dir2 = _run(pkg, base, fingerprint=True)
+    assert v2 == 15.0 and hits2 == 0 and dir2 != dir1       # recompiled in a fresh directory
+    v3, hits3, _ = _run(pkg, base, fingerprint=True)
+    assert (v3, hits3) == (15.0, 1)
+
+
+def test_control_plain_numba_cache_serves_stale_code(tmp_path):
+    """Without the fingerprint the same edit is invisible to Numba: the bug this module fixes."""
+    pkg = _make_package(tmp_path)
+    base = tmp_path / "cache"
+    assert _run(pkg, base, fingerprint=False)[:2] == (2.5, 0)
+    _edit_same_size_and_mtime(pkg / "consts.py", CONSTS_NEW)
+    assert _run(pkg, base, fingerprint=False)[:2] == (2.5, 1)   # stale
+
+
+def test_fingerprint_of_numerics_follows_tableaux_content(tmp_path):
+    copy = tmp_path / "numerics"
+    shutil.copytree(jit_cache.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    fp = jit_cache.fingerprint(copy)
+    assert fp == jit_cache.fingerprint()                     # independent of the location
+    tab = copy / "integrators" / "_tableaux.py"
+    src = tab.read_bytes()
+    i = src.index(b"1")
+    _edit = src[:i] + b"2" + src[i + 1:]                     # one digit: same size
+    st = tab.stat()
+    tab.write_bytes(_edit)
+    os.utime(tab, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert jit_cache.fingerprint(copy) != fp
+    tab.write_bytes(src)
+    assert jit_cache.fingerprint(copy) == fp
+    (copy / "new_module.py").write_text("")                  # a new file counts too
+    assert jit_cache.fingerprint(copy) != fp
+
+
+def test_import_numerics_configured_the_cache():
+    assert numerics._jit_cache is jit_cache
+    fp, d = jit_cache.ACTIVE["fingerprint"], jit_cache.ACTIVE["dir"]
+    assert fp is not None and len(fp) == 16 and Path(d).name == fp
+    assert (Path(d) / jit_cache.MARKER).exists()
+    numba_config = pytest.importorskip("numba.core.config")
+    assert numba_config.CACHE_DIR == d == os.environ["NUMBA_CACHE_DIR"]
+
+
+@pytest.fixture
+def restore_cache_settings(monkeypatch):
+    """configure() changes process-wide settings: put them back after the test."""
+    for var in ("NUMBA_CACHE_DIR", jit_cache.BASE_ENV, "XDG_CACHE_HOME"):
+        if var in os.environ:
+            monkeypatch.setenv(var, os.environ[var])
+        else:
+            monkeypatch.delenv(var, raising=False)
+    cfg = sys.modules.get("numba.core.config")
+    if cfg is not None:
+        monkeypatch.setattr(cfg, "CACHE_DIR", cfg.CACHE_DIR)
+    monkeypatch.setattr(jit_cache, "ACTIVE", dict(jit_cache.ACTIVE))
+
+
+def test_configure_falls_back_when_base_is_not_writable(tmp_path, monkeypatch,
+                                                        restore_cache_settings):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    pkg = _make_package(tmp_path)
+    d = jit_cache.configure(package_dir=pkg, base=not_a_dir / "cache")
+    assert d == tmp_path / "xdg" / "fastslow-numba" / jit_cache.fingerprint(pkg)[:16]
+    assert os.environ["NUMBA_CACHE_DIR"] == str(d)
+    # a second configure in a child-like environment reuses the same base, no nesting
+    assert jit_cache.configure(package_dir=pkg) == d
+
+
+def test_prune_keeps_the_newest_marked_directories(tmp_path):
+    now = time.time()
+    marked = []
+    for i in range(6):
+        d = tmp_path / f"{i:016x}"
+        d.mkdir()
+        (d / jit_cache.MARKER).write_text("")
+        os.utime(d, (now - 10 * (6 - i), now - 10 * (6 - i)))
+        marked.append(d)
+    foreign = [tmp_path / ("f" * 16), tmp_path / "integrators_abc"]
+    for d in foreign:
+        d.mkdir()
+        os.utime(d, (now - 1000, now - 1000))
+    removed = jit_cache.prune(tmp_path, current=marked[0], keep=2, grace=0)
+    assert sorted(removed) == marked[1:4]
+    assert all(d.exists() for d in [marked[0], *marked[4:], *foreign])
+    assert jit_cache.prune(tmp_path / "missing") == []       # errors are ignored
+    # the grace period protects recently used directories
+    assert jit_cache.prune(tmp_path, keep=0, grace=3600) == []
