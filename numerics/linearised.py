@@ -37,19 +37,22 @@ saturation needs ``norm=False`` (or a trajectory that rotates enough). See claim
 
 from __future__ import annotations
 
+from fractions import Fraction
 from math import comb
 
 import numpy as np
 
 from . import _validate as v
-from .masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues
+from . import lapack
+from .masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
 from .model import Model, ModelConfig
 
 __all__ = ["norm_jacobian", "single_token_increment", "homogeneous_trajectory", "layer_factors",
            "linearised_layer", "linearised_stack", "depth_polynomial", "apply_depth_polynomial",
            "mode_products", "mode_ratio", "saturation_depth", "distinct_eigenvalues",
            "causal_eigenvectors", "spectral_projectors", "kernel_constant", "eigen_form",
-           "coarse_factorisation", "causal_eigenvector_condition", "coarse_stack"]
+           "coarse_factorisation", "causal_eigenvector_condition", "coarse_stack",
+           "exact_kernel", "exact_spectral_projectors", "exact_projector_residuals"]
 
 
 # --------------------------------------------------------------------------- single-token map
@@ -265,7 +268,7 @@ def _ratio_from_products(D_all: np.ndarray, lams: np.ndarray) -> tuple[np.ndarra
     others = np.flatnonzero(lams != 1.0)
     # σ_min(D_1) needs the SVD; the largest singular values of the others come from the largest
     # eigenvalue of DᵀD (relative accuracy ~eps for the top of the spectrum, and cheaper)
-    smin1 = np.linalg.svd(D_all[:, one[0]], compute_uv=False)[:, -1]
+    smin1 = lapack.svdvals(D_all[:, one[0]])[:, -1]
     if others.size:
         Do = D_all[:, others]
         top = np.sqrt(np.maximum(np.linalg.eigvalsh(np.swapaxes(Do, -1, -2) @ Do)[..., -1], 0.0))
@@ -351,6 +354,62 @@ def spectral_projectors(name: str, T: int, P: int | None = None) -> dict:
     if P > 1:
         out[0.0] = np.eye(T) - UB
     return out
+
+
+def exact_kernel(name: str, T: int, P: int | None = None) -> np.ndarray:
+    """``K_name`` as a T×T object array of exact :class:`fractions.Fraction` entries."""
+    mask = make_mask(name, T, P)
+    return np.array([[Fraction(int(m), int(row.sum())) for m in row] for row in mask], dtype=object)
+
+
+def exact_spectral_projectors(name: str, T: int, P: int | None = None) -> dict:
+    """``{λ: P_λ}`` with exact rational ``λ`` (:class:`fractions.Fraction`) and T×T object arrays of
+    Fractions, from the same closed forms as :func:`spectral_projectors` (integer binomial
+    eigenvectors; ``UB`` and ``I − UB``). No floating point is involved."""
+    v.choice("mask", name, NAMED_MASKS)
+    T = v.positive_int("T", T)
+
+    def causal(n):
+        V, W = _causal_vectors_int(n)
+        return {Fraction(1, k + 1): np.array([[Fraction(V[t][k] * W[s][k]) for s in range(n)]
+                                              for t in range(n)], dtype=object)
+                for k in range(n)}
+
+    def block_diag(block, N):
+        n = block.shape[0]
+        out = np.full((N * n, N * n), Fraction(0), dtype=object)
+        for b in range(N):
+            out[b * n:(b + 1) * n, b * n:(b + 1) * n] = block
+        return out
+
+    if name == "causal":
+        return causal(T)
+    if P is None:
+        raise ValueError(f"mask {name!r} needs the block size P")
+    N = v.divides(P, T)
+    if name == "block_causal":
+        return {lam: block_diag(p, N) for lam, p in causal(P).items()}
+    UB = block_diag(np.full((P, P), Fraction(1, P), dtype=object), N)
+    out = {Fraction(1): UB}
+    if P > 1:
+        eye = np.array([[Fraction(int(i == j)) for j in range(T)] for i in range(T)], dtype=object)
+        out[Fraction(0)] = eye - UB
+    return out
+
+
+def exact_projector_residuals(name: str, T: int, P: int | None = None) -> dict:
+    """Exact (rational) residuals of the closed-form spectral projectors of ``K_name``:
+    ``{"sum": max|Σ_λ P_λ − I|, "right": max_λ max|K P_λ − λ P_λ|, "left": max_λ max|P_λ K − λ P_λ|}``
+    as Fractions (all zero iff the projectors are K's spectral projectors: with distinct ``λ``,
+    ``P_μ K P_λ`` gives ``P_μ P_λ = 0`` for ``μ ≠ λ``, and ``Σ P = I`` then gives ``P_λ² = P_λ``).
+    Cost O(n_λ T³) rational operations: small ``T`` only."""
+    K = exact_kernel(name, T, P)
+    projs = exact_spectral_projectors(name, T, P)
+    eye = np.array([[Fraction(int(i == j)) for j in range(T)] for i in range(T)], dtype=object)
+    total = sum(projs.values()) - eye
+    right = max(max(abs(x) for x in (K.dot(Pl) - lam * Pl).ravel()) for lam, Pl in projs.items())
+    left = max(max(abs(x) for x in (Pl.dot(K) - lam * Pl).ravel()) for lam, Pl in projs.items())
+    return {"sum": max(abs(x) for x in total.ravel()), "right": right, "left": left}
 
 
 def _causal_projector_norms(T: int) -> list[float]:

@@ -1,6 +1,11 @@
 """D4: at a token-homogeneous state the linearised layer is δX ↦ δX N + K δX M, and the depth
 product factorises along the frozen kernel's eigenbasis (checked symbolically, exactly in rational
-arithmetic, by the stable polynomial form and by JVPs through the nonlinear stack)."""
+arithmetic, by the stable polynomial form and by JVPs through the nonlinear stack).
+
+The verdict is decided by :data:`verify.checks.d4.CLAIM`; the tests of a check only read it. The
+negative controls run in ``verify/test_negative_controls.py``. The symbolic and rational tests below
+check the algebra behind the claim (theory), independently of any instance.
+"""
 
 import random
 
@@ -10,56 +15,98 @@ import sympy as sp
 from hypothesis import example, given, strategies as st
 
 import numerics as nm
+from numerics import lapack
 from numerics import linearised as lin
 from theory import kernels as tk
 from theory import linearisation as tl
-from verify.checks import run_check
+from verify.checks import d4
+from verify.registry import get_claim, run_check
 
 pytestmark = pytest.mark.claim("D4")
+
+CLAIM = get_claim("D4")
+
+# the instance whose numpy.linalg.eig eigenvector matrix is rank-deficient on SkylakeX OpenBLAS
+# (cond ≈ 2.7e17): it must hold, whatever basis LAPACK returns inside the repeated eigenvalues
+BLOCK_BIDIRECTIONAL = {"mask": "block_bidirectional", "gamma": 0.3, "T": 12, "P": 4}
+
+
+def _deciding(verdict):
+    return ({k: d.value for k, d in verdict.hypotheses.items()},
+            {k: d.value for k, d in verdict.conclusion.items()})
 
 
 def test_three_way_agreement_on_the_default_instance(claim):
     result = claim.main(run_check("D4", {}, seed=11))
-    assert result.hypotheses_hold
-    tol, fd_tol = result.tolerance["rel"], result.tolerance["finite_difference_rel"]
-    f = result.figures
-    assert f["poly_vs_jvp_rel"] / tol <= 1.0, result.summary()
-    assert f["poly_vs_recursion_rel"] / tol <= 1.0
-    assert f["softmax_derivative_term_rel"] / tol <= 1.0      # the term cancels ...
-    assert f["softmax_derivative_dA_norm"] > 1e-3              # ... although δA ≠ 0
-    assert f["eigen_form_vs_poly_rel"] / tol <= 1.0
-    assert f["theory_vs_numerics_factors_rel"] / tol <= 1.0
-    assert f["poly_vs_finite_difference_rel"] / fd_tol <= 1.0
-    assert result.holds
-    conds = f["causal_eigenvector_condition"]
-    for T, c in conds.items():
-        claim.figure(f"causal_eigvec_cond_exact_T{T}", c["exact"])
-        claim.figure(f"causal_eigvec_cond_numpy_T{T}", c["numpy_eig_float64"])
+    assert result.outcome == "holds", result.summary()
 
 
 @pytest.mark.parametrize("overrides", [
     {"mask": "block_causal", "T": 12, "P": 3},
-    {"mask": "block_bidirectional", "gamma": 0.3, "T": 12, "P": 4},
+    BLOCK_BIDIRECTIONAL,
     {"mask": "causal", "norm": False, "sigma": "identity", "h": 0.25, "L": 10},
 ])
-def test_three_way_agreement_other_masks_and_switches(overrides):
-    result = run_check("D4", {**overrides, "report_condition": False}, seed=5)
-    assert result.hypotheses_hold and result.holds, result.summary()
+def test_three_way_agreement_other_masks_and_switches(claim, overrides):
+    result = claim.main(run_check("D4", overrides, seed=5))
+    assert result.outcome == "holds", result.summary()
 
 
-def test_negative_control_heterogeneous_input_breaks_the_factorisation(claim):
-    result = claim.negative(run_check("D4", {"heterogeneity": 0.3, "report_condition": False}, seed=11))
-    assert not result.hypotheses_hold and not result.holds
-    assert result.figures["poly_vs_jvp_rel"] > 1e-3          # measurable, ≫ tol
-    assert result.figures["jvp_vs_finite_difference_rel"] < 1e-5  # the oracles still agree
-    assert result.figures["softmax_derivative_term_rel"] > 1e-3   # the term no longer cancels
+@pytest.mark.parametrize("cond", [1e16, 1e12])
+@pytest.mark.parametrize("params, seed", [({}, 11), (BLOCK_BIDIRECTIONAL, 5)],
+                         ids=["default", "block_bidirectional"])
+def test_verdict_does_not_depend_on_lapack_eigenvector_basis(params, seed, cond):
+    """Other valid eig answers (permuted, rescaled, an eigenbasis of condition ≈ cond inside every
+    repeated eigenvalue) leave the outcome and every deciding number unchanged; only the
+    report-only numpy_eig_* diagnostics move."""
+    base = run_check("D4", params, seed=seed)
+    assert base.outcome == "holds", base.summary()
+    for s in (0, 1):
+        with lapack.other_valid_answers(seed=s, cond=cond):
+            other = run_check("D4", params, seed=seed)
+        assert other.outcome == base.outcome, other.summary()
+        assert _deciding(other) == _deciding(base)
+        for key in ("poly_vs_jvp_rel", "eigen_form_vs_poly_rel", "causal_eigvec_cond_exact_T64"):
+            assert other.figures[key] == base.figures[key]
 
 
-def test_negative_control_open_gate_breaks_the_factorisation(claim):
-    result = claim.negative(run_check("D4", {"slow": True, "gate": 0.5, "mask": "block_causal",
-                                             "report_condition": False}, seed=11))
-    assert not result.holds
-    assert result.figures["poly_vs_jvp_rel"] > 1e-3
+@pytest.mark.parametrize("control", [c.name for c in CLAIM.controls])
+def test_controls_do_not_depend_on_lapack_eigenvector_basis(control):
+    base = run_check("D4", control=control)
+    for s in (0, 1):
+        with lapack.other_valid_answers(seed=s, cond=1e16):
+            other = run_check("D4", control=control)
+        assert other.outcome == base.outcome
+        assert _deciding(other) == _deciding(base)
+
+
+def test_numpy_eig_diagnostic_survives_a_singular_eigenvector_matrix(monkeypatch):
+    """A rank-deficient eigenvector matrix (as LAPACK may return inside a repeated eigenvalue) is
+    recorded as a fact by the report-only diagnostic, and the verdict still holds."""
+    K = nm.frozen_kernel("block_bidirectional", 12, 4)
+    w, V = np.linalg.eig(K)
+    zero = np.flatnonzero(np.abs(w) < 0.5)
+    V = V.copy()
+    V[:, zero[1]] = V[:, zero[0]]                     # two equal columns: exactly singular
+    monkeypatch.setattr(lapack, "eig", lambda A: (w, V))
+    rng = np.random.default_rng(0)
+    dX0 = rng.standard_normal((12, 3))
+    C = rng.standard_normal((3, 3, 3))
+    diag = d4.numpy_eig_diagnostic(K, dX0, C, lin.apply_depth_polynomial(K, dX0, C))
+    assert diag["eigenvector_condition"] == float("inf") or diag["eigenvector_condition"] > 1e15
+    assert isinstance(diag["eigen_form_vs_poly_rel"], str) \
+        or diag["eigen_form_vs_poly_rel"] > 1e-8            # a recorded fact, never a crash
+    result = run_check("D4", BLOCK_BIDIRECTIONAL, seed=5)
+    assert result.outcome == "holds", result.summary()
+    assert isinstance(result.figures["numpy_eig_form_vs_poly_rel"], (str, float))
+
+
+def test_cli_check_of_the_block_bidirectional_instance_holds():
+    from fastslow.cli import main
+    argv = ["check", "D4", "--param", "mask=block_bidirectional", "--param", "gamma=0.3",
+            "--param", "T=12", "--param", "P=4", "--seed", "5"]
+    with lapack.other_valid_answers(seed=0, cond=1e16):
+        code = main(argv)
+    assert code == 0
 
 
 @pytest.mark.parametrize("T,d,mask,P", [(3, 1, "causal", None), (4, 1, "block_causal", 2),
@@ -101,31 +148,42 @@ def test_exact_projectors_and_eigen_form_in_rational_arithmetic(name, T, P):
         <= 1e-12 * max(1.0, lin.kernel_constant(name, T, P))
 
 
+def _eigen_form_error(T: int, seed: int) -> float:
+    """Relative float64 error of the eigen form (closed-form projectors) against the polynomial
+    form on the default D4 instance of size T (causal mask)."""
+    inst = CLAIM.build(CLAIM.resolve({"T": T, "eig_max_T": 20, "theory_max_d": 0,
+                                      "report_condition": False}), seed)
+    model = inst.model.with_gates(0.0)
+    N, M = lin.layer_factors(model, lin.homogeneous_trajectory(model, inst.x0))
+    C = lin.depth_polynomial(N, M)
+    poly = lin.apply_depth_polynomial(inst.K, inst.dX0, C)
+    projs = lin.spectral_projectors("causal", T)
+    lams = sorted(projs, reverse=True)
+    eig = lin.eigen_form(projs, inst.dX0, dict(zip(lams, lin.mode_products(N, M, lams))))
+    return float(np.linalg.norm(eig - poly) / np.linalg.norm(poly))
+
+
 def test_non_normality_of_the_causal_kernel(claim):
     """The finding: the eigen form is exact algebra but loses accuracy like the eigenvector
-    condition number; the polynomial form does not."""
+    condition number; the polynomial form does not (it is what the D4 verdict rests on)."""
     for T in (8, 16):
         exact = float(tk.causal_eigenvector_condition(T))
         assert abs(lin.causal_eigenvector_condition(T) - exact) <= 1e-8 * exact
     conds = {T: lin.causal_eigenvector_condition(T) for T in (8, 16, 32, 64)}
     assert conds[8] < conds[16] < conds[32] < conds[64]
     assert 1e3 <= conds[8] <= 1e4 and 1e14 <= conds[32] <= 1e15
-    _, V64 = np.linalg.eig(nm.frozen_kernel("causal", 64))
-    numpy64 = float(np.linalg.cond(V64))
-    errs = {}
-    for T in (8, 12, 16, 20):
-        r = run_check("D4", {"T": T, "eig_max_T": 20, "theory_max_d": 0, "report_condition": False}, seed=2)
-        errs[T] = (r.figures["eigen_form_vs_poly_rel"], r.figures["poly_vs_jvp_rel"])
-        claim.figure(f"eigen_form_rel_error_T{T}", errs[T][0])
-    assert errs[20][0] > 100 * errs[8][0]                     # eigen form degrades with T
-    assert max(e[1] for e in errs.values()) <= 1e-12          # the polynomial form does not
+    numpy64 = d4.unit_column_condition(lapack.eig(nm.frozen_kernel("causal", 64))[1])
+    errs = {T: _eigen_form_error(T, seed=2) for T in (8, 12, 16, 20)}
+    for T, e in errs.items():
+        claim.figure(f"eigen_form_rel_error_T{T}", e)
+    assert errs[20] > 100 * errs[8]                           # eigen form degrades with T
     claim.figure("causal_eigvec_cond_numpy_eig_T64", numpy64)
     claim.note(f"causal kernel eigenvector condition (exact, unit columns): T=8 {conds[8]:.3g}, "
                f"T=16 {conds[16]:.3g}, T=32 {conds[32]:.3g}, T=64 {conds[64]:.3g}; numpy.linalg.eig "
-               f"in float64 gives {numpy64:.3g} at T=64 (it saturates: SPEC's '1e20 at T=64' is the "
+               f"in float64 gives {numpy64:.3g} at T=64 (it saturates: '1e20 at T=64' is the "
                "float64 measurement, the exact value is ~7e29). Eigen-form relative error in float64: "
-               + ", ".join(f"T={T} {e[0]:.2g}" for T, e in errs.items())
-               + "; the polynomial form stays at ~1e-16 against the JVP.")
+               + ", ".join(f"T={T} {e:.2g}" for T, e in errs.items())
+               + "; the polynomial form stays at rounding level against the JVP.")
 
 
 @given(N=st.integers(1, 4), P=st.integers(1, 4), d=st.integers(1, 5), L=st.integers(1, 8),
@@ -142,10 +200,7 @@ def test_polynomial_form_equals_jvp_for_random_instances(N, P, d, L, mask, scale
               "value_gain": value_gain, "norm": norm, "sigma": sigma, "gamma": gamma, "h": h,
               "eig_max_T": 8, "theory_max_d": 0, "report_condition": False}
     result = run_check("D4", params, seed=seed)
-    tol = result.tolerance["rel"]
-    assert result.figures["poly_vs_jvp_rel"] <= tol, result.summary()
-    assert result.figures["poly_vs_recursion_rel"] <= tol
-    assert result.figures.get("eigen_form_vs_poly_rel", 0.0) <= tol
+    assert result.outcome == "holds", result.summary()
 
 
 def test_bad_parameters_raise_clear_errors():
@@ -153,3 +208,7 @@ def test_bad_parameters_raise_clear_errors():
         run_check("D4", {"fd_step": 0.0}, seed=0)
     with pytest.raises(ValueError, match="mask"):
         run_check("D4", {"mask": "diagonal"}, seed=0)
+    with pytest.raises(ValueError, match="P=3 must divide T=8"):
+        run_check("D4", {"P": 3}, seed=0)
+    with pytest.raises(ValueError, match="eig_max_T"):
+        CLAIM.resolve({"eig_max_T": 25})
