@@ -8,19 +8,21 @@ import numpy as np
 
 from figures import figure
 from numerics.stability import gate_spectral_radii, layer_jacobian, sigma_min_on_circle, slow_jacobian
-from verify.checks import CheckResult, run_check
-from verify.checks.d7 import DEFAULTS, instance
+from verify.checks.d7 import CLAIM, reference_point
+from verify.claim import Verdict
+from verify.registry import run_check
 
+DEFAULTS = CLAIM.defaults()
 SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))
-"""The slow masks of the left panel and their line styles; the right panel is DEFAULTS' (full)."""
+"""The slow masks of the left panel and their line styles; the right panel is the default's (full)."""
 
 
 def d7_case(seed: int, slow_mask: str) -> dict:
     """The D7 check, ρ(J + gG) on a gate grid and σ_min(e^{iθ}I − J) on the circle for one slow mask."""
     p = dict(DEFAULTS, slow_mask=slow_mask)
-    res = run_check("D7", p, seed=seed)
+    res = run_check("D7", {"slow_mask": slow_mask}, seed=seed)
     f = res.figures
-    cfg, lp, Xs, E, _ = instance(p, seed)
+    cfg, lp, Xs, E = reference_point(p, seed)
     J = layer_jacobian(cfg, lp, Xs, E)
     G = cfg.h * slow_jacobian(cfg, lp, Xs)
     span = 1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"]) \
@@ -39,7 +41,7 @@ def d7_gate_spectral_radius(data: list, seed: int):
     out = {}
     for (slow_mask, style), case in zip(SLOW_MASKS, data):
         ax.plot(case["gates"], case["rho"], style, label=f"slow_mask={slow_mask!r}")
-        out[slow_mask] = (CheckResult.from_json(case["check"]).figures, case)
+        out[slow_mask] = (Verdict.from_json(case["check"]).figures, case)
     f, full = out[DEFAULTS["slow_mask"]]
     b = f["bound_m_over_normG"]
     ax.axhline(1.0, color="k", lw=0.8)

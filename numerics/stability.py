@@ -43,6 +43,7 @@ import scipy.linalg as sla
 from scipy.optimize import minimize_scalar
 
 from . import _validate as v
+from . import lapack
 from .autodiff import _attn_jvp, _layer_fwd, _layer_jvp_cached, _norm_lin
 from .layer import _check_layer_params, _check_state, _layer
 from .model import ModelConfig
@@ -70,7 +71,8 @@ def _square(name: str, M) -> np.ndarray:
 # --------------------------------------------------------------------------- unvalidated kernels
 
 def _rho(M: np.ndarray) -> float:
-    return float(np.max(np.abs(np.linalg.eigvals(M))))
+    # the eigenvalues are used as a multiset (their largest modulus): LAPACK's order is irrelevant
+    return float(np.max(np.abs(lapack.eigvals(M))))
 
 
 def _sigma_min_at(J: np.ndarray, theta) -> np.ndarray:
@@ -85,7 +87,7 @@ def _sigma_min_at(J: np.ndarray, theta) -> np.ndarray:
         Z = np.empty((z.size, n, n), dtype=np.complex128)
         Z[:] = -J
         Z[:, idx, idx] += z[:, None]
-        out[s:s + chunk] = np.linalg.svd(Z, compute_uv=False)[:, -1]
+        out[s:s + chunk] = lapack.svdvals(Z)[:, -1]
     return out
 
 
@@ -128,6 +130,8 @@ def _has_unimodular(J: np.ndarray, r: float, tol: float) -> np.ndarray:
     I, O = np.eye(n), np.zeros((n, n))
     Ap = np.block([[J, r * I], [O, I]])
     Bp = np.block([[I, O], [r * I, J.conj().T]])
+    # generalised eigenvalues only (no vectors), used as a set: the unimodular ones, each
+    # re-evaluated by σ_min(ẑI − J); LAPACK's order cannot change the result
     a, b = sla.eig(Ap, Bp, right=False, homogeneous_eigvals=True)
     finite = np.abs(b) > 1e-14 * np.maximum(np.abs(a), 1.0)
     z = a[finite] / b[finite]

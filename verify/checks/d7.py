@@ -1,32 +1,46 @@
 """D7 — stability margin of the gate.
 
 Statement: let ``J`` be the Jacobian of the weight-tied looped layer ``Φ`` (gate 0) at a fixed point
-``X*``, with ``ρ(J) < 1`` (contractive reference: input injection ``γ > 0``), and ``G = h·∂Slow/∂X``
+``X*`` with ``ρ(J) < 1`` (contractive reference: input injection ``γ > 0``), and ``G = h·∂Slow/∂X``
 the linearised slow path there, so that the gated layer linearises to ``J + gG``. With the distance
 to instability ``m(J) = min_{|z|=1} σ_min(zI − J)``: ``ρ(J + gG) < 1`` for every
 ``|g| < m(J)/‖G‖₂``, and the critical gates ``g_c^± = inf{g ≥ 0 : ρ(J ± gG) ≥ 1}`` satisfy
-``g_c^± ≥ m/‖G‖₂``. Nonlinear check: the looped map ``X ← Φ_g(X)`` converges to ``X*`` for
-``|g| = below·g_c`` and does not for ``|g| = above·g_c``.
+``g_c^± ≥ m/‖G‖₂``. When the gate can move the spectrum at all, ``g_c`` is finite: the bound binds.
+Nonlinear check: the looped map ``X ← Φ_g(X)`` converges to ``X*`` for ``|g| = below·g_c`` and does
+not for ``|g| = above·g_c``.
 
 The instance (``reference="origin"``): embeddings ``E = 0`` and ``norm=False``. Then ``X* = 0`` is
 a fixed point of ``Φ_g`` for *every* gate (``Attn(0) = MLP(0) = Slow(0) = 0``), and the Jacobian of
 the gated map there is exactly ``J + gG``: the linear statement and the nonlinear iteration are about
-the same fixed point, which is why this instance is chosen. ``reference="embedding"`` uses random
-embeddings (and the RMS norm if ``norm=True``): ``X*`` is found by iterating at ``g = 0``; the
-linear statement is checked the same way, but the nonlinear iteration is only reported (``X*``
-moves with ``g``, so ``J + gG`` is not the Jacobian at the gated fixed point).
+the same fixed point. ``reference="embedding"`` uses random embeddings (and the RMS norm if
+``norm=True``): ``X*`` is found by iterating at ``g = 0``; the linear statement is checked the same
+way, but ``Slow(X*) ≠ 0`` moves the fixed point with ``g``, so ``J + gG`` is not the Jacobian at the
+gated fixed point and the nonlinear iteration is only reported (the conclusion part says so).
 
-Finding (documented, tested): with the autoregressive slow path (``slow_mask="blockcausal"``) and
-any causal or block-local fast mask, ``J + gG`` is block lower-triangular in token order with
-``g``-independent diagonal blocks (the slow path reads only earlier blocks, ``U_c`` shifts by one
-block), so ``ρ(J + gG) = ρ(J)`` for every ``g``: ``g_c = ∞`` and the bound holds vacuously. The
-gate can destabilise the linearisation only in v1's ``slow_mask="full"`` variant, which is
-therefore the default instance here.
+Hypotheses, measured on the instance:
 
-Margin computed twice: grid on the circle refined by Brent (``stability_margin``) and the
-symplectic-pencil bisection (``margin_certificate``), plus a brute-force dense grid.
-Negative control: ``γ = 0`` (additive injection): ``ρ(J) ≥ 1``, so ``ρ(J + gG) < 1`` already fails
-at ``g = 0`` inside the would-be margin, and the looped map does not converge.
+* ``reference_is_fixed_point``: ``‖Φ_0(X*) − X*‖_F`` is at rounding level;
+* ``reference_contractive``: ``ρ(J) < 1`` (measured);
+* ``gate_moves_spectrum``: ``J + gG`` is *not* block lower-triangular in token-block order with
+  ``g``-independent diagonal blocks, i.e. not (``J`` has no entry above the ``P·d`` block diagonal
+  and ``G`` none on or above it). When that structure is present, ``ρ(J + gG) = ρ(J)`` for every
+  ``g`` (the measured variation of ``ρ`` over a wide gate grid is reported with the diagnostic).
+
+Finding (the negative controls ``autoregressive_slow_path*``): with the autoregressive slow path
+(``slow_mask="blockcausal"``: the slow path reads only earlier blocks, ``U_c`` shifts by one block)
+and any causal or block-local fast mask, the structure above is exact, so ``g_c = ∞`` and the
+margin bound holds only vacuously. The bound binds only for v1's ``slow_mask="full"``, which is
+therefore the default instance.
+
+Checked by: the margin computed twice (grid on the circle refined by Brent, ``stability_margin``;
+the symplectic-pencil bisection, ``margin_certificate``) plus a brute-force dense grid; ``ρ(J + gG)``
+on a gate grid strictly inside the margin; the critical gates by scan and bisection; the looped
+nonlinear map iterated at ``0``, ``±below·g_c`` and ``±above·g_c``. Eigenvalues enter only through
+``ρ`` (a multiset's largest modulus), singular values are unique: no verdict depends on LAPACK's
+choices.
+
+Negative controls: ``γ = 0`` (additive injection: ``ρ(J) ≥ 1``, the conclusion fails at ``g = 0``
+already), and the autoregressive slow path (``g_c = ∞``: the margin does not bind).
 """
 
 from __future__ import annotations
@@ -34,156 +48,276 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics import _validate as v
+from numerics.layer import _layer
 from numerics.stability import (critical_gate, gate_spectral_radii, iterate_looped_map,
                                 layer_jacobian, margin_certificate, sigma_min_on_circle,
                                 slow_jacobian, spectral_radius, stability_margin)
 
-from . import CheckResult
+from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
-DEFAULTS = {
-    "T": 8, "P": 4, "d": 4, "mask": "block_bidirectional", "slow_mask": "full",
-    "norm": False, "gamma": 1.0, "h": 0.5, "scale": 0.5, "slow_scale": 1.0,
-    "reference": "origin", "below": 0.5, "above": 1.5, "init_size": 1e-2,
-    "n_iter": 5000, "n_gates": 41, "margin_tol": 1e-8, "dense_grid": 2001,
-}
+FIXED_POINT_RTOL = 1e-10
+"""``‖Φ_0(X*) − X*‖_F ≤ FIXED_POINT_RTOL·max(1, ‖X*‖_F)`` for ``X*`` to count as a fixed point."""
 
-LIMITS = {"T": (1, 64), "d": (1, 16), "gamma": (0.0, 1e3), "h": (1e-6, 10.0),
-          "scale": (0.0, 1e3), "slow_scale": (0.0, 1e3), "below": (0.0, 10.0), "above": (0.0, 100.0),
-          "init_size": (0.0, 10.0), "n_iter": (1, 100_000), "n_gates": (3, 1001),
-          "dense_grid": (16, 100_001)}
-"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
-
-REFERENCES = ("origin", "embedding")
+REFERENCE_DISTANCE = 1e-8
+"""A loop run converges *to X** when it stops within this Frobenius distance of it."""
 
 
-def _validate(p: dict) -> None:
-    for k in ("T", "P", "d", "n_iter", "n_gates", "dense_grid"):
-        v.positive_int(k, p[k])
-    v.divides(p["P"], p["T"])
-    if p["T"] * p["d"] > 96:
-        raise ValueError(f"D7 builds dense Jacobians: T·d must be ≤ 96, got {p['T'] * p['d']}")
-    v.choice("reference", p["reference"], REFERENCES)
-    v.real("gamma", p["gamma"], low=0.0)
-    v.real("h", p["h"], low=0.0, low_open=True)
-    v.real("scale", p["scale"], low=0.0)
-    v.real("slow_scale", p["slow_scale"], low=0.0)
-    v.real("below", p["below"], low=0.0, high=1.0, high_open=True)
-    v.real("above", p["above"], low=1.0, low_open=True)
-    v.real("init_size", p["init_size"], low=0.0, low_open=True)
-    v.real("margin_tol", p["margin_tol"], low=0.0, low_open=True)
-
-
-def instance(p: dict, seed: int):
-    """``(config, params, X*, E, fixed_point_found)`` for the parameters ``p``."""
+def reference_point(p: dict, seed: int):
+    """``(config, layer params, X*, E)`` of the parameters ``p`` (gate 0; ``X*`` found by iterating
+    the looped map when ``reference="embedding"``)."""
     w_seed, e_seed, _ = np.random.SeedSequence(seed).spawn(3)
     cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"],
                          norm=bool(p["norm"]), gamma=p["gamma"], h=p["h"])
     lp = nm.init_layer(cfg, np.random.default_rng(w_seed), scale=p["scale"],
                        slow_scale=p["slow_scale"], gate=0.0)
     if p["reference"] == "origin":
-        if cfg.norm:
-            raise ValueError("reference='origin' needs norm=False (the RMS norm has gain 1/√ε at 0)")
-        E = np.zeros((cfg.T, cfg.d))
-        return cfg, lp, np.zeros((cfg.T, cfg.d)), E, True
+        zero = np.zeros((cfg.T, cfg.d))
+        return cfg, lp, zero, zero.copy()
     E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
     res = iterate_looped_map(cfg, lp, E, E, max_iter=p["n_iter"], tol=1e-13)
-    return cfg, lp, res.X, E, res.status == "converged"
+    return cfg, lp, res.X, E
 
 
-def check(params: dict, seed: int) -> CheckResult:
-    p = dict(params)
-    _validate(p)
-    _, _, i_seed = np.random.SeedSequence(seed).spawn(3)
-    cfg, lp, Xs, E, found = instance(p, seed)
-    J = layer_jacobian(cfg, lp, Xs, E)
-    G = cfg.h * slow_jacobian(cfg, lp, Xs)
-    rho_J = spectral_radius(J)
-    m = stability_margin(J)
-    cert = margin_certificate(J)
-    dense = float(sigma_min_on_circle(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
-    nG = float(np.linalg.norm(G, 2))
-    bound = m / nG if nG > 0 else float("inf")
-    gc_plus = critical_gate(J, G, sign=+1)
-    gc_minus = critical_gate(J, G, sign=-1)
-    gc = min(gc_plus, gc_minus)
+def token_block_structure(J: np.ndarray, G: np.ndarray, block: int) -> dict:
+    """Relative size of ``J`` above and of ``G`` on-or-above the token-block diagonal (blocks of
+    ``block`` rows/columns): both 0 means ``J + gG`` is block lower-triangular with
+    ``g``-independent diagonal blocks."""
+    n = J.shape[0]
+    b = np.arange(n) // block
+    upper = b[:, None] < b[None, :]
+    on_or_upper = b[:, None] <= b[None, :]
+    nJ, nG = max(np.abs(J).max(), 1e-300), max(np.abs(G).max(), 1e-300)
+    return {"J_above_block_diagonal_rel": float(np.abs(J[upper]).max(initial=0.0) / nJ),
+            "G_on_or_above_block_diagonal_rel": float(np.abs(G[on_or_upper]).max(initial=0.0) / nG),
+            "G_max_abs": float(np.abs(G).max())}
 
-    # ρ(J + gG) on a grid of gates strictly inside the margin
-    inner = np.linspace(-0.999, 0.999, p["n_gates"]) * (bound if np.isfinite(bound) else 1.0)
-    rho_inner = gate_spectral_radii(J, G, inner)
-    wide = np.linspace(-10.0, 10.0, 81) * (bound if np.isfinite(bound) and bound > 0 else 1.0)
-    rho_wide = gate_spectral_radii(J, G, wide)
 
-    margin_agree = abs(m - cert.margin) <= p["margin_tol"] and m <= dense + 1e-12
-    linear_holds = bool(rho_inner.max() < 1.0 and gc_plus >= bound and gc_minus >= bound)
+class Instance:
+    def __init__(self, p: dict, seed: int):
+        _, _, i_seed = np.random.SeedSequence(seed).spawn(3)
+        self.p = p
+        self.cfg, self.lp, self.Xs, self.E = reference_point(p, seed)
+        self.J = layer_jacobian(self.cfg, self.lp, self.Xs, self.E)
+        self.G = self.cfg.h * slow_jacobian(self.cfg, self.lp, self.Xs)
+        self.X_init = self.Xs + p["init_size"] * np.random.default_rng(i_seed).standard_normal(
+            self.Xs.shape)
 
-    # nonlinear looped map around X*
-    X_init = Xs + p["init_size"] * np.random.default_rng(i_seed).standard_normal(Xs.shape)
 
-    def budget(rho: float) -> int:
-        """Iterations the linear rate ρ needs to shrink the initial offset to the step tolerance
-        (three times over), at least ``n_iter`` and at most 200 000."""
-        if rho >= 1.0 or rho <= 0.0:
-            return p["n_iter"]
-        need = 3.0 * np.log(1e-12 / p["init_size"]) / np.log(rho)
-        return int(min(max(p["n_iter"], need), 200_000))
-
-    nonlinear = {}
-    res0 = iterate_looped_map(cfg, lp, X_init, E, X_ref=Xs, max_iter=budget(rho_J), tol=1e-12)
-    nonlinear["zero_gate"] = {"gate": 0.0, "rho": rho_J, "status": res0.status,
-                              "converged_to_reference": bool(res0.status == "converged"
-                                                             and res0.distance < 1e-8),
-                              "iterations": res0.iterations, "distance_to_reference": res0.distance}
-    nonlinear_ok = nonlinear["zero_gate"]["converged_to_reference"]
-    for sign, gcs in ((+1, gc_plus), (-1, gc_minus)):
-        if not np.isfinite(gcs) or gcs == 0.0:
-            continue
-        for label, factor in (("below", p["below"]), ("above", p["above"])):
-            q = lp.copy()
-            q.g = sign * factor * gcs
-            rho_g = float(spectral_radius(J + q.g * G))
-            res = iterate_looped_map(cfg, q, X_init, E, X_ref=Xs, max_iter=budget(rho_g), tol=1e-12)
-            to_ref = res.status == "converged" and res.distance < 1e-8
-            key = f"{label}_{'plus' if sign > 0 else 'minus'}"
-            nonlinear[key] = {"gate": float(q.g), "rho": rho_g,
-                              "status": res.status, "converged_to_reference": bool(to_ref),
-                              "iterations": res.iterations, "distance_to_reference": res.distance}
-            if p["reference"] == "origin":
-                nonlinear_ok &= to_ref if label == "below" else not to_ref
-
-    hypotheses = bool(rho_J < 1.0 and found)
-    holds = bool(linear_holds and margin_agree and nonlinear_ok)
-    figures = {
-        "spectral_radius_J": rho_J,
-        "margin": m,
-        "margin_pencil": cert.margin,
-        "margin_pencil_bracket": [cert.lower, cert.upper],
-        "margin_dense_grid": dense,
-        "margin_methods_abs_gap": abs(m - cert.margin),
-        "one_minus_rho": 1.0 - rho_J,
-        "norm_G": nG,
-        "bound_m_over_normG": bound,
-        "critical_gate_plus": gc_plus,
-        "critical_gate_minus": gc_minus,
-        "critical_gate": gc,
-        "bound_tightness_gc_over_bound": gc / bound if bound > 0 and np.isfinite(gc) else None,
-        "max_rho_inside_margin": float(rho_inner.max()),
-        "rho_variation_over_wide_gates": float(rho_wide.max() - rho_wide.min()),
-        "nonlinear": nonlinear,
-        "fixed_point_found": bool(found),
-        "fixed_point_norm": float(np.linalg.norm(Xs)),
-        "dimension": int(J.shape[0]),
+class D7(Claim):
+    id = "D7"
+    title = "Stability margin of the gate"
+    abstract = "How large a gate the slow path can carry is bounded by a stability margin."
+    statement = ("For a contractive reference J and slow linearisation G, ρ(J + gG) < 1 for |g| < "
+                 "m(J)/‖G‖₂ with m(J) = min_{|z|=1} σ_min(zI − J); the critical gate g_c ≥ m/‖G‖ "
+                 "(finding: with the autoregressive slow path g_c = ∞, so the bound binds only for "
+                 "slow_mask='full').")
+    params = {
+        "T": Param(8, "tokens (a multiple of P)", low=1, high=64),
+        "P": Param(4, "tokens per block", low=1, high=64),
+        "d": Param(4, "features", low=1, high=16),
+        "mask": Param("block_bidirectional", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
+        "slow_mask": Param("full", "slow attention mask at block level",
+                           choices=("blockcausal", "full")),
+        "norm": Param(False, "RMS normalisation before attention, MLP and slow path"),
+        "gamma": Param(1.0, "input injection γ (γ > 0 makes the reference contractive)",
+                       low=0.0, high=1e3),
+        "h": Param(0.5, "step size h of the layer", low=0.0, high=10.0, open_low=True),
+        "scale": Param(0.5, "scale of the fast weights", low=0.0, high=1e3),
+        "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
+        "reference": Param("origin", "fixed point: X* = 0 with E = 0, or X* of random embeddings",
+                           choices=("origin", "embedding")),
+        "below": Param(0.5, "fraction of g_c at which the loop must converge (|g| < g_c)",
+                       low=0.0, high=1.0, open_high=True),
+        "above": Param(1.5, "multiple of g_c at which the loop must lose X* (|g| > g_c)",
+                       low=1.0, high=100.0, open_low=True),
+        "init_size": Param(1e-2, "size of the random offset of the loop's start from X*",
+                           low=0.0, high=10.0, open_low=True),
+        "n_iter": Param(5000, "minimum iteration budget of the loop", low=1, high=100_000),
+        "n_gates": Param(41, "gates on the grid strictly inside the margin", low=3, high=1001),
+        "margin_tol": Param(1e-8, "agreement of the two margin computations (absolute)",
+                            low=0.0, high=1.0, open_low=True),
+        "dense_grid": Param(2001, "angles of the brute-force grid on the circle", low=16,
+                            high=100_001),
     }
-    notes = []
-    if not np.isfinite(gc):
-        notes.append("ρ(J + gG) never reaches 1: J + gG is block lower-triangular in token order "
-                     "with g-independent diagonal blocks (autoregressive slow path), g_c = ∞; the "
-                     "bound holds vacuously")
-    if p["reference"] == "embedding":
-        notes.append("nonlinear iteration reported only: X* moves with g off the origin")
-    return CheckResult(
-        id="D7", holds=holds, hypotheses_hold=hypotheses, figures=figures, params=dict(p),
-        seed=seed, tolerance={"margin_methods_abs": p["margin_tol"], "fixed_point_distance": 1e-8,
-                              "loop_step_fro": 1e-12},
-        notes=notes,
+    hypotheses = {
+        "reference_is_fixed_point": "‖Φ_0(X*) − X*‖_F ≤ 1e-10·max(1, ‖X*‖_F)",
+        "reference_contractive": "ρ(J) < 1 at the reference (measured)",
+        "gate_moves_spectrum": "J + gG is not block lower-triangular in token-block order with "
+                               "g-independent diagonal blocks (J above, or G on or above, the P·d "
+                               "block diagonal is non-zero); otherwise ρ(J + gG) = ρ(J) for all g",
+    }
+    conclusion = {
+        "margin_two_methods_agree": "|m(grid+Brent) − m(pencil)| ≤ margin_tol",
+        "margin_is_a_minimum": "m ≤ min of σ_min on a dense grid + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
+        "contractive_inside_margin": "max ρ(J + gG) < 1 over |g| ≤ 0.999·m/‖G‖₂",
+        "critical_gates_above_bound": "g_c⁺ ≥ m/‖G‖₂ and g_c⁻ ≥ m/‖G‖₂",
+        "critical_gate_finite": "min(g_c⁺, g_c⁻) < ∞: the margin bound binds",
+        "nonlinear_loop": "when X* is a fixed point of every Φ_g (Slow(X*) = 0): the loop converges "
+                          "to X* at g = 0 and g = ±below·g_c, and at g = ±above·g_c it does not "
+                          "while ρ > 1 (reported only when X* moves with g)",
+    }
+    controls = (
+        Control("additive_injection", {"gamma": 0.0}, breaks="reference_contractive",
+                meaning="γ = 0: ρ(J) ≥ 1, so ρ(J + gG) < 1 fails at g = 0 inside the would-be "
+                        "margin and the loop does not converge", seed=0),
+        Control("autoregressive_slow_path", {"slow_mask": "blockcausal"},
+                breaks="gate_moves_spectrum",
+                meaning="finding: the block-causal slow path makes J + gG block-triangular with "
+                        "g-independent diagonal blocks: ρ(J + gG) = ρ(J), g_c = ∞, the margin "
+                        "bound holds only vacuously", seed=0),
+        Control("autoregressive_slow_path_causal", {"slow_mask": "blockcausal", "mask": "causal"},
+                breaks="gate_moves_spectrum",
+                meaning="the same finding with the token-causal fast mask", seed=0),
+        Control("autoregressive_slow_path_embedding",
+                {"slow_mask": "blockcausal", "reference": "embedding", "norm": True},
+                breaks="gate_moves_spectrum",
+                meaning="the same finding at a fixed point of random embeddings with the RMS norm",
+                seed=0),
     )
+    key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
+
+    def validate(self, p):
+        if p["T"] % p["P"]:
+            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
+        if p["T"] * p["d"] > 96:
+            raise ValueError(f"parameters T={p['T']}, d={p['d']}: D7 builds dense Jacobians, "
+                             f"T·d must be ≤ 96, got {p['T'] * p['d']}")
+        if p["reference"] == "origin" and p["norm"]:
+            raise ValueError("parameter norm=True: reference='origin' needs norm=False (the RMS "
+                             "norm has gain 1/√ε at 0)")
+
+    def build(self, p, seed):
+        return Instance(p, seed)
+
+    def diagnose(self, inst):
+        cfg, J, G = inst.cfg, inst.J, inst.G
+        residual = float(np.linalg.norm(_layer(cfg, inst.lp, inst.Xs, inst.E) - inst.Xs))
+        fp_bound = FIXED_POINT_RTOL * max(1.0, float(np.linalg.norm(inst.Xs)))
+        rho = spectral_radius(J)
+        structure = token_block_structure(J, G, cfg.P * cfg.d)
+        triangular = (structure["J_above_block_diagonal_rel"] == 0.0
+                      and structure["G_on_or_above_block_diagonal_rel"] == 0.0)
+        nG = float(np.linalg.norm(G, 2))
+        wide = np.linspace(-10.0, 10.0, 81) * (1.0 / nG if nG > 0 else 1.0)
+        rho_wide = gate_spectral_radii(J, G, wide)
+        structure["rho_variation_over_gates_10_over_normG"] = float(rho_wide.max() - rho_wide.min())
+        inst.structure = structure
+        return {
+            "reference_is_fixed_point": Diagnostic(residual <= fp_bound, residual,
+                                                   f"‖Φ_0(X*) − X*‖_F ≤ {fp_bound:.3g}"),
+            "reference_contractive": Diagnostic(rho < 1.0, rho, "ρ(J) < 1"),
+            "gate_moves_spectrum": Diagnostic(
+                not triangular, structure,
+                "J above and G on/above the token-block diagonal not both exactly 0"),
+        }
+
+    def conclude(self, inst):
+        p, cfg, lp, J, G, Xs, E = inst.p, inst.cfg, inst.lp, inst.J, inst.G, inst.Xs, inst.E
+        rho_J = spectral_radius(J)
+        m = stability_margin(J)
+        cert = margin_certificate(J)
+        dense = float(sigma_min_on_circle(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
+        nG = float(np.linalg.norm(G, 2))
+        bound = m / nG if nG > 0 else float("inf")
+        gc_plus = critical_gate(J, G, sign=+1)
+        gc_minus = critical_gate(J, G, sign=-1)
+        gc = min(gc_plus, gc_minus)
+        inner = np.linspace(-0.999, 0.999, p["n_gates"]) * (bound if np.isfinite(bound) else 1.0)
+        rho_inner = gate_spectral_radii(J, G, inner)
+        wide = np.linspace(-10.0, 10.0, 81) * (bound if np.isfinite(bound) and bound > 0 else 1.0)
+        rho_wide = gate_spectral_radii(J, G, wide)
+
+        def budget(rho: float) -> int:
+            """Iterations the linear rate ρ needs to shrink the initial offset to the step
+            tolerance (three times over), at least ``n_iter`` and at most 200 000."""
+            if rho >= 1.0 or rho <= 0.0:
+                return p["n_iter"]
+            need = 3.0 * np.log(1e-12 / p["init_size"]) / np.log(rho)
+            return int(min(max(p["n_iter"], need), 200_000))
+
+        def run(gate: float, rho: float) -> dict:
+            q = lp.copy()
+            q.g = gate
+            res = iterate_looped_map(cfg, q, inst.X_init, E, X_ref=Xs, max_iter=budget(rho),
+                                     tol=1e-12)
+            return {"gate": float(gate), "rho": float(rho), "status": res.status,
+                    "converged_to_reference": bool(res.status == "converged"
+                                                   and res.distance < REFERENCE_DISTANCE),
+                    "iterations": res.iterations, "distance_to_reference": res.distance}
+
+        nonlinear = {"zero_gate": run(0.0, rho_J)}
+        for sign, gcs in ((+1, gc_plus), (-1, gc_minus)):
+            if not np.isfinite(gcs) or gcs == 0.0:
+                continue
+            for label, factor in (("below", p["below"]), ("above", p["above"])):
+                g = sign * factor * gcs
+                nonlinear[f"{label}_{'plus' if sign > 0 else 'minus'}"] = run(
+                    g, spectral_radius(J + g * G))
+        # X* is a fixed point of every Φ_g iff the slow path vanishes there (Φ_g = Φ_0 + g·h·Slow)
+        q1 = lp.copy()
+        q1.g = 1.0
+        slow_at_ref = float(np.linalg.norm(_layer(cfg, q1, Xs, E) - _layer(cfg, lp, Xs, E)))
+        applicable = slow_at_ref == 0.0
+        loop_ok = nonlinear["zero_gate"]["converged_to_reference"]
+        for key, run_ in nonlinear.items():
+            if key.startswith("below"):
+                loop_ok &= run_["converged_to_reference"]
+            elif key.startswith("above"):
+                loop_ok &= (not run_["converged_to_reference"]) and run_["rho"] > 1.0
+        loop_value = {"applicable": applicable, "slow_output_at_reference": slow_at_ref,
+                      "runs": {k: r["status"] + ("@X*" if r["converged_to_reference"] else "")
+                               for k, r in nonlinear.items()}}
+        figures = {
+            "spectral_radius_J": rho_J,
+            "margin": m,
+            "margin_pencil": cert.margin,
+            "margin_pencil_bracket": [cert.lower, cert.upper],
+            "margin_dense_grid": dense,
+            "margin_methods_abs_gap": abs(m - cert.margin),
+            "one_minus_rho": 1.0 - rho_J,
+            "norm_G": nG,
+            "bound_m_over_normG": bound,
+            "critical_gate_plus": gc_plus,
+            "critical_gate_minus": gc_minus,
+            "critical_gate": gc,
+            "bound_tightness_gc_over_bound": gc / bound if bound > 0 and np.isfinite(gc) else None,
+            "max_rho_inside_margin": float(rho_inner.max()),
+            "rho_variation_over_wide_gates": float(rho_wide.max() - rho_wide.min()),
+            "nonlinear": nonlinear,
+            "fixed_point_norm": float(np.linalg.norm(Xs)),
+            "dimension": int(J.shape[0]),
+            "token_block_structure": getattr(inst, "structure", None),
+        }
+        parts = {
+            "margin_two_methods_agree": Diagnostic(
+                abs(m - cert.margin) <= p["margin_tol"], abs(m - cert.margin),
+                f"|m − m_pencil| ≤ {p['margin_tol']:g}"),
+            "margin_is_a_minimum": Diagnostic(
+                bool(m <= dense + 1e-12 and m <= 1.0 - rho_J + 1e-12),
+                [m, dense, 1.0 - rho_J], "m ≤ dense-grid min + 1e-12 and m ≤ 1 − ρ(J) + 1e-12"),
+            "contractive_inside_margin": Diagnostic(
+                bool(rho_inner.max() < 1.0), float(rho_inner.max()),
+                "max ρ(J + gG) over |g| ≤ 0.999·m/‖G‖ < 1"),
+            "critical_gates_above_bound": Diagnostic(
+                bool(gc_plus >= bound and gc_minus >= bound), [gc_minus, gc_plus, bound],
+                "[g_c⁻, g_c⁺] ≥ m/‖G‖"),
+            "critical_gate_finite": Diagnostic(bool(np.isfinite(gc)), gc, "min(g_c⁺, g_c⁻) < ∞"),
+            "nonlinear_loop": Diagnostic(
+                bool(loop_ok) if applicable else True, loop_value,
+                "converges to X* at 0 and ±below·g_c, not at ±above·g_c (ρ > 1); decided only "
+                "when Slow(X*) = 0"),
+        }
+        notes = []
+        if not np.isfinite(gc):
+            notes.append("ρ(J + gG) never reaches 1: g_c = ∞ and the bound holds only vacuously")
+        if not applicable:
+            notes.append("nonlinear iteration reported only: Slow(X*) ≠ 0 moves the fixed point "
+                         "with g")
+        return Conclusion(parts, figures,
+                          tolerance={"margin_methods_abs": p["margin_tol"],
+                                     "fixed_point_distance": REFERENCE_DISTANCE,
+                                     "loop_step_fro": 1e-12},
+                          notes=notes)
+
+
+CLAIM = D7()
