@@ -7,9 +7,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from verify.checks import CheckResult, run_check
+from verify.claim import Verdict
+from verify.registry import get_claim, run_check
 
-PARAMS = {"T": 16, "P": 4, "d": 4, "L": 8, "mask": "causal"}
+PARAMS = dict(get_claim("D3").defaults(), L=8)
+"""The D3 defaults, with a deeper stack."""
 CASES = (("homogeneous, g = 0", {}),
          ("homogeneous, slow path g = 0.5", {"slow": True, "gate": 0.5}),
          ("heterogeneity 1e-3", {"heterogeneity": 1e-3}),
@@ -27,12 +29,13 @@ def d3_case(seed: int, overrides: dict) -> dict:
 def d3_frozen_kernel(data: list, seed: int):
     fig, ax = plt.subplots(constrained_layout=True)
     for (label, _), case in zip(CASES, data):
-        res = CheckResult.from_json(case)
+        res = Verdict.from_json(case)
         dev = np.maximum(np.array(res.figures["kernel_deviation_by_layer"]), 1e-18)
         ax.semilogy(np.arange(len(dev)), dev, "o-", ms=3, label=label)
     ax.axhline(res.tolerance["kernel_abs"], color="k", ls=":", lw=0.8, label="tolerance")
     ax.set_xlabel("layer l")
     ax.set_ylabel("max |A_l(X_l) − K_mask|  (floor 1e-18 = exact)")
-    ax.set_title("D3: the kernel is frozen on homogeneous states (causal mask, T=16)", fontsize=9)
+    ax.set_title(f"D3: the kernel is frozen on homogeneous states ({PARAMS['mask']} mask, "
+                 f"T={PARAMS['T']})", fontsize=9)
     ax.legend(fontsize=7)
     return fig, dict(PARAMS, seed=seed)

@@ -2,20 +2,25 @@
 
 Statement: on ``X = 1_T xᵀ`` every softmax attention returns ``K_mask`` (mask rows divided by their
 counts), whatever ``Q, K``, the temperature ``β`` and the depth; the fast layer maps homogeneous
-states to homogeneous states when ``γ = 0`` or ``E`` is homogeneous, so the whole stack runs the
-single-token map ``x_{l+1} = x_l + h f_l(x_l)`` and every layer sees ``K_mask``.
-
-Caveat (documented, tested): the slow path with ``U_c`` does **not** keep homogeneous states
-homogeneous when ``g ≠ 0``: block 1 receives zero while every later block receives the slow output
-of the previous block, so after one layer block 1 differs from the rest (and from then on the kernel
-is no longer frozen).
+states to homogeneous states when the injection ``γ(E − X)`` is homogeneous, so the whole stack runs
+the single-token map ``x_{l+1} = x_l + h f_l(x_l)`` and every layer sees ``K_mask``.
 
 Checked by: along the stack trajectory from ``1 x_0ᵀ``, the attention matrix of every layer against
 ``K_mask``; on each visited state, ``n_draws`` fresh ``(Q, K)`` at scale ``qk_scale`` and each
 temperature in ``temperatures``; the states against ``1 x_lᵀ`` with ``x_l`` from the single-token
-map (an independent computation). Everything in absolute units of ``tol``.
-Negative controls: ``heterogeneity > 0`` (the kernel then depends on ``Q, K`` and ``β``);
-``slow=True`` with ``gate ≠ 0`` (homogeneity lost after layer 1); heterogeneous ``E`` with ``γ > 0``.
+map of the same layers without the slow path (an independent computation). Kernel deviations are
+absolute (entries of ``K_mask`` lie in [0, 1]), row spreads and the gap to the single-token map are
+relative to ``max |X_l|``; all in units of ``tol``.
+
+Hypotheses, measured on the instance: the input state is token-homogeneous (bitwise), the
+injection ``γ(E − X)`` is homogeneous, and no layer's slow path contributes (``max_l |g_l| = 0``
+where a slow path exists).
+
+Caveat (documented by a control): the slow path with ``U_c`` does **not** keep homogeneous states
+homogeneous when ``g ≠ 0``: block 1 receives zero while every later block receives the slow output
+of the previous block, so after one layer the state is block-wise constant but block 1 differs from
+the rest (``slow_first_layer_*`` figures), and with the global causal mask the kernel is then no
+longer frozen.
 """
 
 from __future__ import annotations
@@ -23,101 +28,165 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics import _validate as v
 from numerics.linearised import homogeneous_trajectory
 
-from . import CheckResult
-
-DEFAULTS = {
-    "T": 16, "P": 4, "d": 4, "L": 4, "mask": "causal",
-    "scale": 1.0, "qk_scale": 3.0, "temperatures": (0.1, 1.0, 10.0), "n_draws": 3,
-    "heterogeneity": 0.0, "slow": False, "gate": 0.0, "gamma": 0.0, "e_homogeneous": True,
-    "tol": 1e-12,
-}
-
-LIMITS = {"T": (1, 256), "d": (1, 64), "L": (1, 64), "n_draws": (1, 20), "qk_scale": (0.0, 1e6),
-          "scale": (0.0, 1e3), "temperatures": (1e-12, 1e6)}
-"""Bounds that keep a user's instance small enough to finish in seconds."""
+from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 
 
-def _validate(p: dict) -> None:
-    v.positive_int("L", p["L"])
-    v.positive_int("n_draws", p["n_draws"])
-    v.real("scale", p["scale"], low=0.0)
-    v.real("qk_scale", p["qk_scale"], low=0.0)
-    v.real("heterogeneity", p["heterogeneity"], low=0.0)
-    v.real("gate", p["gate"])
-    v.real("tol", p["tol"], low=0.0, low_open=True)
-    if not p["temperatures"]:
-        raise ValueError("temperatures must be a non-empty tuple of positive numbers")
-    for b in p["temperatures"]:
-        v.real("temperature", b, low=0.0, low_open=True)
+class Instance:
+    def __init__(self, p: dict, seed: int):
+        w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
+        self.p = p
+        self.cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"],
+                                  slow=bool(p["slow"]), gamma=p["gamma"])
+        self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
+        rng = np.random.default_rng(x_seed)
+        self.x0 = rng.standard_normal(self.cfg.d)
+        self.X0 = np.ones((self.cfg.T, 1)) * self.x0 + p["heterogeneity"] * rng.standard_normal(
+            (self.cfg.T, self.cfg.d))
+        erng = np.random.default_rng(e_seed)
+        self.e = erng.standard_normal(self.cfg.d)
+        self.E = (np.ones((self.cfg.T, 1)) * self.e if p["e_homogeneous"]
+                  else erng.standard_normal((self.cfg.T, self.cfg.d)))
+        self.qk_rng = np.random.default_rng(qk_seed)
 
 
-def check(params: dict, seed: int) -> CheckResult:
-    p = dict(params)
-    _validate(p)
-    w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
-    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow=bool(p["slow"]),
-                         gamma=p["gamma"])
-    model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
-    rng = np.random.default_rng(x_seed)
-    x0 = rng.standard_normal(cfg.d)
-    X0 = np.ones((cfg.T, 1)) * x0 + p["heterogeneity"] * rng.standard_normal((cfg.T, cfg.d))
-    erng = np.random.default_rng(e_seed)
-    e = erng.standard_normal(cfg.d)
-    E = np.ones((cfg.T, 1)) * e if p["e_homogeneous"] else erng.standard_normal((cfg.T, cfg.d))
-    Kmask = nm.frozen_kernel(cfg.mask_array)
-
-    traj = nm.stack_trajectory(model, X0, E)
-    kernel_dev_depth = [float(np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max())
-                        for l, lp in enumerate(model.layers)]
-
-    # fresh Q, K and temperatures on every visited state
-    qk_rng = np.random.default_rng(qk_seed)
-    dev_qk, spread_qk = 0.0, 0.0
-    for l in range(model.L):
-        kernels = []
-        for _ in range(p["n_draws"]):
-            lp = nm.init_layer(cfg, qk_rng, scale=p["qk_scale"])
-            for beta in p["temperatures"]:
-                A = nm.attention_kernel(cfg.replace(beta=float(beta)), lp, traj[l])
-                kernels.append(A)
-                dev_qk = max(dev_qk, float(np.abs(A - Kmask).max()))
-        spread_qk = max(spread_qk, max(float(np.abs(A - kernels[0]).max()) for A in kernels))
-
-    scale_of = np.abs(traj).max(axis=(1, 2)) + 1e-300
-    row_spread = [float(np.abs(traj[l] - traj[l][:1]).max() / scale_of[l])
-                  for l in range(model.L + 1)]
-    figures = {
-        "max_kernel_deviation_along_depth": max(kernel_dev_depth),
-        "kernel_deviation_by_layer": kernel_dev_depth,
-        "max_kernel_deviation_fresh_qk_and_temperatures": dev_qk,
-        "max_kernel_spread_between_qk_draws": spread_qk,
-        "max_relative_row_spread": max(row_spread),
-        "relative_row_spread_by_depth": row_spread,
+class D3(Claim):
+    id = "D3"
+    title = "Frozen kernel"
+    abstract = "a frozen attention kernel"
+    statement = ("On a token-homogeneous state every softmax attention equals K_mask exactly, "
+                 "independent of Q, K, temperature and depth; fast layers keep homogeneous states "
+                 "homogeneous, so the stack runs the single-token map.")
+    params = {
+        "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
+        "P": Param(4, "block size", low=1, high=256),
+        "d": Param(4, "features", low=1, high=64),
+        "L": Param(4, "layers", low=1, high=64),
+        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
+        "scale": Param(1.0, "scale of the model's weights", low=0.0, high=1e3),
+        "qk_scale": Param(3.0, "scale of the fresh Q, K draws", low=0.0, high=1e6),
+        "temperatures": Param((0.1, 1.0, 10.0), "score scales β tried with every fresh (Q, K)",
+                              low=0.0, high=1e6, open_low=True, max_len=16),
+        "n_draws": Param(3, "fresh (Q, K) draws per visited state", low=1, high=20),
+        "heterogeneity": Param(0.0, "size of a random token-dependent part added to the input",
+                               low=0.0, high=1e3),
+        "slow": Param(False, "include the slow path"),
+        "gate": Param(0.0, "gate of every layer (slow path)", low=-1e3, high=1e3),
+        "gamma": Param(0.0, "input-injection strength γ", low=0.0, high=1e3),
+        "e_homogeneous": Param(True, "the injection target E is 1 eᵀ (else random per token)"),
+        "tol": Param(1e-12, "absolute kernel / relative state tolerance", low=0.0, high=1.0,
+                     open_low=True),
     }
-    gates_on = cfg.slow and p["gate"] != 0
-    if not gates_on:
-        xs = homogeneous_trajectory(model, x0, e)
-        figures["max_relative_gap_to_single_token_map"] = float(
-            np.abs(traj - xs[:, None, :]).max() / scale_of.max())
-    else:
+    hypotheses = {
+        "state_token_homogeneous": "the input state is 1 x_0ᵀ: max_t max|X_t − X_1| = 0 (bitwise)",
+        "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
+        "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
+    }
+    conclusion = {
+        "kernel_frozen_along_depth": "max_l max|A_l(X_l) − K_mask| ≤ tol",
+        "kernel_independent_of_qk_and_temperature":
+            "max over fresh (Q, K) and β of max|A(X_l) − K_mask| ≤ tol on every visited state",
+        "states_stay_homogeneous": "max_l max_t |X_{l,t} − X_{l,1}| / max|X_l| ≤ tol",
+        "stack_runs_single_token_map": "max_l max|X_l − 1 x_lᵀ| / max_l max|X_l| ≤ tol",
+    }
+    controls = (
+        Control("heterogeneous_input", {"heterogeneity": 0.5}, breaks="state_token_homogeneous",
+                meaning="a token-dependent input: the kernel depends on Q, K and β", seed=3),
+        Control("open_gate", {"slow": True, "gate": 0.5, "mask": "block_causal"},
+                breaks="slow_path_closed",
+                meaning="U_c gives block 1 zero: after one layer the state is block-wise constant "
+                        "but not homogeneous", seed=3),
+        Control("open_gate_global_mask", {"slow": True, "gate": 0.5, "mask": "causal"},
+                breaks="slow_path_closed",
+                meaning="with the global causal mask the lost homogeneity unfreezes the kernel",
+                seed=3),
+        Control("heterogeneous_injection", {"gamma": 0.5, "e_homogeneous": False},
+                breaks="injection_homogeneous",
+                meaning="a token-dependent injection target pulls the tokens apart", seed=3),
+    )
+    key_figures = ("max_kernel_deviation_along_depth", "max_kernel_deviation_fresh_qk_and_temperatures",
+                   "max_kernel_spread_between_qk_draws")
+
+    def validate(self, p):
+        if p["T"] % p["P"]:
+            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
+
+    def build(self, p, seed):
+        return Instance(p, seed)
+
+    def diagnose(self, inst):
+        X0, E, cfg = inst.X0, inst.E, inst.cfg
+        spread = float(np.abs(X0 - X0[:1]).max())
+        inj = float(cfg.gamma * np.abs(E - E[:1]).max())
+        gates = np.array([lp.g for lp in inst.model.layers], dtype=float)
+        open_gate = float(np.abs(gates).max()) if cfg.slow else 0.0
+        return {
+            "state_token_homogeneous": Diagnostic(spread == 0.0, spread,
+                                                  "max_t max|X_t − X_1| = 0 (bitwise)"),
+            "injection_homogeneous": Diagnostic(inj == 0.0, inj, "γ · max_t max|E_t − E_1| = 0"),
+            "slow_path_closed": Diagnostic(open_gate == 0.0, open_gate,
+                                           "max_l |g_l| over layers with a slow path = 0"),
+        }
+
+    def conclude(self, inst):
+        p, cfg, model = inst.p, inst.cfg, inst.model
+        Kmask = nm.frozen_kernel(cfg.mask_array)
+        traj = nm.stack_trajectory(model, inst.X0, inst.E)
+        kernel_dev_depth = [float(np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max())
+                            for l, lp in enumerate(model.layers)]
+
+        # fresh Q, K and temperatures on every visited state
+        dev_qk, spread_qk = 0.0, 0.0
+        for l in range(model.L):
+            kernels = []
+            for _ in range(p["n_draws"]):
+                lp = nm.init_layer(cfg, inst.qk_rng, scale=p["qk_scale"])
+                for beta in p["temperatures"]:
+                    A = nm.attention_kernel(cfg.replace(beta=float(beta)), lp, traj[l])
+                    kernels.append(A)
+                    dev_qk = max(dev_qk, float(np.abs(A - Kmask).max()))
+            spread_qk = max(spread_qk, max(float(np.abs(A - kernels[0]).max()) for A in kernels))
+
+        scale_of = np.abs(traj).max(axis=(1, 2)) + 1e-300
+        row_spread = [float(np.abs(traj[l] - traj[l][:1]).max() / scale_of[l])
+                      for l in range(model.L + 1)]
+        # the prediction: the single-token map of the same layers without the slow path
+        xs = homogeneous_trajectory(model.with_gates(0.0), inst.x0, inst.e)
+        gap = float(np.abs(traj - xs[:, None, :]).max() / scale_of.max())
         X1 = traj[1].reshape(cfg.N, cfg.P, cfg.d)
-        figures["slow_first_layer_within_block_spread"] = float(np.abs(X1 - X1[:, :1]).max())
-        figures["slow_first_layer_block1_vs_block2"] = float(np.abs(X1[0, 0] - X1[min(1, cfg.N - 1), 0]).max())
-    hypotheses = p["heterogeneity"] == 0 and not gates_on and (p["gamma"] == 0 or p["e_homogeneous"])
-    tol = p["tol"]
-    holds = (figures["max_kernel_deviation_along_depth"] <= tol and dev_qk <= tol
-             and figures["max_relative_row_spread"] <= tol
-             and figures.get("max_relative_gap_to_single_token_map", 0.0) <= tol)
-    notes = ["kernel deviations are absolute (entries of K_mask are in [0, 1]); row spreads are "
-             "relative to max|X_l|"]
-    if gates_on:
-        notes.append("slow path on with g ≠ 0: U_c gives block 1 zero, so after one layer block 1 "
-                     "differs from the later blocks and the state is no longer homogeneous")
-    return CheckResult(id="D3", holds=bool(holds), hypotheses_hold=bool(hypotheses), figures=figures,
-                       params=p, seed=seed,
-                       tolerance={"kernel_abs": tol, "row_spread_rel": tol,
-                                  "single_token_gap_rel": tol},
-                       notes=notes)
+        figures = {
+            "max_kernel_deviation_along_depth": max(kernel_dev_depth),
+            "kernel_deviation_by_layer": kernel_dev_depth,
+            "max_kernel_deviation_fresh_qk_and_temperatures": dev_qk,
+            "max_kernel_spread_between_qk_draws": spread_qk,
+            "max_relative_row_spread": max(row_spread),
+            "relative_row_spread_by_depth": row_spread,
+            "max_relative_gap_to_single_token_map": gap,
+            "slow_first_layer_within_block_spread": float(np.abs(X1 - X1[:, :1]).max()),
+            "slow_first_layer_block1_vs_block2": float(
+                np.abs(X1[0, 0] - X1[min(1, cfg.N - 1), 0]).max()),
+        }
+        tol = p["tol"]
+        parts = {
+            "kernel_frozen_along_depth": at_most(figures["max_kernel_deviation_along_depth"], tol,
+                                                 "max_l max|A_l − K_mask| ≤ tol"),
+            "kernel_independent_of_qk_and_temperature": at_most(
+                dev_qk, tol, "max over fresh (Q, K), β, l of max|A − K_mask| ≤ tol"),
+            "states_stay_homogeneous": at_most(figures["max_relative_row_spread"], tol,
+                                               "max_l row spread / max|X_l| ≤ tol"),
+            "stack_runs_single_token_map": at_most(gap, tol,
+                                                   "max|X_l − 1 x_lᵀ| / max|X| ≤ tol"),
+        }
+        notes = ["kernel deviations are absolute (entries of K_mask are in [0, 1]); row spreads are "
+                 "relative to max|X_l|",
+                 "slow_first_layer_*: after one layer, the spread inside each block and the gap "
+                 "between blocks 1 and 2 (with g ≠ 0, U_c gives block 1 zero: block-wise constant, "
+                 "not homogeneous)"]
+        return Conclusion(parts, figures,
+                          tolerance={"kernel_abs": tol, "row_spread_rel": tol,
+                                     "single_token_gap_rel": tol},
+                          notes=notes)
+
+
+CLAIM = D3()
