@@ -6,10 +6,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from verify.checks import CheckResult, run_check
+from verify.checks.d8 import CLAIM, FAMILY_CHOICES
+from verify.claim import Verdict
+from verify.registry import run_check
 
-FAMILIES = ("gaussian_ar1", "gaussian", "poisson", "bernoulli", "gaussian_scale", "cauchy", "mixture")
-PARAMS = {"n_seq": 4000, "P": 4, "N": 8}
+FAMILIES = FAMILY_CHOICES
+PARAMS = {k: CLAIM.defaults()[k] for k in ("n_seq", "P", "N")}
+"""The claim's default sizes (every family at the same n_seq, P, N)."""
 
 
 def d8_case(seed: int, family: str) -> dict:
@@ -20,14 +23,14 @@ def d8_case(seed: int, family: str) -> dict:
 @figure("D8", "d8_logloss_gap", compute=d8_case,
         points=lambda seed: [dict(seed=seed, family=fam) for fam in FAMILIES])
 def d8_logloss_gap(data: list, seed: int):
-    rows = [CheckResult.from_json(case) for case in data]
+    rows = [Verdict.from_json(case) for case in data]
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.6), constrained_layout=True,
                              gridspec_kw={"width_ratios": [1.4, 1.0]})
     ax = axes[0]
     x = np.arange(len(FAMILIES))
     gap = np.array([r.figures["gap_mean"] for r in rows])
     ci = np.array([r.figures["gap_ci"] for r in rows])
-    colors = ["tab:blue" if r.hypotheses_hold else "tab:red" for r in rows]
+    colors = ["tab:blue" if r.hypotheses_hold else "tab:red" for r in rows]  # measured hypothesis
     ax.bar(x, gap, color=colors, alpha=0.75)
     ax.errorbar(x, gap, yerr=np.abs(ci - gap[:, None]).T, fmt="none", ecolor="k", capsize=3, lw=1)
     ax.axhline(0.0, color="k", lw=0.6)
@@ -39,8 +42,8 @@ def d8_logloss_gap(data: list, seed: int):
     ax.set_ylabel("E[log p_full − log p_pooled]  (nats/token)")
     ax.set_title("log-loss cost of block-mean pooling (95% CI)", fontsize=9)
     ax = axes[1]
-    diff = np.array([max(r.figures[k] for k in r.figures if k.startswith("max_abs") and k.endswith("diff"))
-                     for r in rows])
+    diff = np.array([max(r.figures[k] for k in r.figures if k.startswith("max_abs") and k.endswith("diff")
+                         and r.figures[k] is not None) for r in rows])
     ax.semilogy(x, np.maximum(diff, 1e-17), "o", color="k")
     for xi, c in zip(x, colors):
         ax.plot(xi, max(diff[xi], 1e-17), "o", color=c)

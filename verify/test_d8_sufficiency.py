@@ -1,69 +1,56 @@
 """D8: for exponential-family emissions the Bayes predictive from block sums equals the one from all
-tokens (1e-10); for the negative controls pooling costs log-loss (interval excluding 0)."""
+tokens (1e-10), for the next and every future token, and pooling costs no log-loss.
+
+The verdict is decided by :data:`verify.checks.d8.CLAIM`; these tests only read it. The negative
+controls (latent variance, Cauchy, mixture: the gap's interval excludes 0; their allowed miss rate is
+stated in :mod:`verify.checks.d8`) run in ``verify/test_negative_controls.py``. The property tests
+below exercise the filters of :mod:`numerics.bayes` and the symbolic factorisation directly.
+"""
 
 import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, strategies as st
 
+import numerics.lapack
 from numerics.bayes import token_loglik
 from numerics.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
 from theory.exponential_family import FAMILIES, factorisation, likelihood_ratio
-from verify.checks import run_check
 from verify.checks.d8 import compare_ar1, compare_chain
+from verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D8")
 
 EXP = ("gaussian_ar1", "gaussian", "poisson", "bernoulli")
-CONTROLS = ("gaussian_scale", "cauchy", "mixture")
-DIFF_KEYS = ("max_abs_next_token_logpdf_diff", "max_abs_posterior_diff", "max_abs_future_logpdf_diff",
-             "max_abs_theory_posterior_diff")
 
 
-def test_block_sums_are_sufficient_for_exponential_families(claim, thorough):
+@pytest.mark.parametrize("family", EXP)
+def test_block_sums_are_sufficient_for_exponential_families(claim, thorough, family):
     n_seq = 20000 if thorough else 2000
-    summary = {}
-    for fam in EXP:
-        params = {"family": fam, "n_seq": n_seq}
-        result = run_check("D8", params, seed=3)
-        if fam == "poisson":
-            claim.main(result)
-        f = result.figures
-        tol = result.tolerance["max_abs_diff"]
-        assert result.hypotheses_hold
-        for key in DIFF_KEYS:
-            if key in f:
-                assert f[key] / tol <= 1.0, (fam, key, f[key])
-        assert f["future_pairs_compared"] > 0
-        assert abs(f["gap_mean"]) / tol <= 1.0
-        assert result.holds, result.summary()
-        summary[fam] = {"max_diff": max(f[k] for k in DIFF_KEYS if k in f),
-                        "gap_mean": f["gap_mean"], "gap_ci": f["gap_ci"]}
-    claim.figure("exponential_family_max_abs_diff", summary)
+    result = claim.main(run_check("D8", {"family": family, "n_seq": n_seq}, seed=3))
+    assert result.outcome == "holds", result.summary()
 
 
-def test_negative_controls_pooling_loses_log_loss(claim, thorough):
-    n_seq = 20000 if thorough else 3000
-    summary = {}
-    for fam in CONTROLS:
-        result = claim.negative(run_check("D8", {"family": fam, "n_seq": n_seq}, seed=3))
-        f = result.figures
-        assert not result.hypotheses_hold
-        assert not result.holds
-        lo, hi = f["gap_ci"]
-        assert lo > 0, (fam, f["gap_ci"])               # strictly higher expected log-loss
-        assert f["logloss_pooled"] > f["logloss_full"]
-        summary[fam] = {"gap_mean": f["gap_mean"], "gap_ci": f["gap_ci"]}
-    claim.figure("control_logloss_gap_nats_per_token", summary)
-    claim.note("controls: latent variance N(0, s_z²), Cauchy (Student-t ν=1) with latent location, "
-               "two-component Gaussian mixture with latent location; pooled predictor exact")
-
-
-def test_independent_blocks_are_a_special_case():
+def test_independent_blocks_are_a_special_case(claim):
     # stay = 0: i.i.d. block states; rho = 0: independent AR(1) block means
     for params in ({"family": "poisson", "stay": 0.0}, {"family": "gaussian_ar1", "rho": 0.0}):
-        result = run_check("D8", dict(params, n_seq=500), seed=5)
-        assert result.holds, result.summary()
+        result = claim.main(run_check("D8", dict(params, n_seq=500), seed=5))
+        assert result.outcome == "holds", result.summary()
+
+
+@pytest.mark.parametrize("control", [None] + [c.name for c in CLAIMS["D8"].controls])
+def test_verdict_does_not_depend_on_lapack_choices(control):
+    """D8 calls no eigen- or singular-value decomposition (its filters are forward recursions):
+    inside other valid LAPACK answers the verdict and every figure are identical (two seeds)."""
+    params = {"n_seq": 300} if control is None else {"n_seq": 3000}
+    ref = run_check("D8", params, seed=3, control=control)
+    for lapack_seed in (1, 2):
+        with numerics.lapack.other_valid_answers(seed=lapack_seed):
+            other = run_check("D8", params, seed=3, control=control)
+        assert other.outcome == ref.outcome, (ref.summary(), other.summary())
+        assert other.failed_parts == ref.failed_parts and other.violated == ref.violated
+        for key in CLAIMS["D8"].key_figures:
+            assert other.figures[key] == ref.figures[key], key
 
 
 @given(family=st.sampled_from(["gaussian", "poisson", "bernoulli"]), P=st.integers(1, 6),

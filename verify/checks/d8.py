@@ -4,8 +4,7 @@ Statement: if the tokens of block ``b`` are i.i.d. given a latent parameter that
 process across blocks, and the emission is an exponential family with ``T(x) = x`` (Gaussian with
 known variance, Poisson, Bernoulli), then the Bayes predictive law of every future token given all
 past tokens equals the one given the past block sums (means) and the running sum of the current
-block. Negative controls (latent variance, heavy tails, mixture): the pooled predictor has a
-strictly larger expected log-loss.
+block.
 
 Checked by (exact filters of :mod:`numerics.bayes` on sequences of :mod:`numerics.data`):
 
@@ -20,7 +19,17 @@ Checked by (exact filters of :mod:`numerics.bayes` on sequences of :mod:`numeric
   :func:`theory.exponential_family.sum_factor` (``log g_k(S, θ) = η(θ)S − kA(η)``, the factor of
   the Fisher–Neyman factorisation) and compared with the token filter;
 * the expected log-loss gap ``E[log p_full(x_t) − log p_pooled(x_t)]`` (nats per token): mean over
-  sequences of the per-sequence average, with a Student-t confidence interval over sequences.
+  sequences of the per-sequence average, with a Student-t interval at level ``confidence`` over
+  sequences. The full predictor is the Bayes predictor, so the gap is ≥ 0 in expectation for every
+  design; under the hypothesis it is 0 on every sequence (to ``1e-10``).
+
+Hypothesis, measured on the instance's emission (not read from the family's name):
+``emission_loglik_ratio_affine``: for every latent value ``z`` the log-likelihood ratio
+``log p(x | z) − log p(x | z₀)`` is affine in ``x`` on the observed token values (least-squares
+affine fit, residual ≤ 1e-9 relative), i.e. ``log p(x | z) = η(z)x − A(z) + log h(x)``: the
+exponential family with ``T(x) = x``, so the block sum is sufficient (Fisher–Neyman). Bernoulli
+tokens take two values, where every function is affine: correctly, the sum is sufficient. For the
+AR(1) design the ratio is evaluated at the latent means ``−2τ, 0, 2τ``.
 
 Negative controls (the block mean is not sufficient), each with an *exact* pooled predictor because
 the law of the block mean is closed form (see :mod:`numerics.bayes`):
@@ -32,9 +41,16 @@ the law of the block mean is closed form (see :mod:`numerics.bayes`):
 * ``mixture``: ``½N(m_z − 2τ, (τ/2)²) + ½N(m_z + 2τ, (τ/2)²)`` with latent location ``m_z``; the
   block mean is a finite Gaussian mixture over the component counts.
 
-The full predictor is the Bayes predictor, so the gap is ≥ 0 in expectation for every design; the
-controls must show a confidence interval that excludes 0, the exponential families a gap that is 0
-to ``1e-10`` on every sequence.
+Each control's conclusion fails on the exact parts (``|Δ log p|`` of order 0.1–1 nats, far above
+1e-10) and on the statistical part ``no_significant_log_loss_gap``: the 95 % interval of the gap
+lies above 0. That part is a seeded statistical test. Under the hypothesis it cannot fail by
+chance: the per-sequence gap is 0 to rounding, so the interval is ``[±1e-16]``, never above the
+``tolerance`` 1e-10 (false-alarm rate 0, not 5 %). For a control, each fixed seed gives one fixed
+verdict; over random seeds the chance that the interval does *not* exclude 0 is about
+``Φ(z₀.₉₇₅ − gap/se)``. With the controls' seed 3 and ``n_seq = 3000`` the measured ``gap/se``
+(the figure ``gap_z``) is 41 (gaussian_scale), 38 (cauchy) and 82 (mixture), so the miss rate
+these seeded controls allow is below ``Φ(1.96 − 38) < 1e-300``: none of them is expected to flake
+for any seed.
 """
 
 from __future__ import annotations
@@ -42,25 +58,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import stdtrit
 
-from numerics import _validate as v
 from numerics.bayes import (hmm_future_logpdf, hmm_pooled_filter, hmm_predictive_logpdf,
                             hmm_token_filter, kalman_future_logpdf, kalman_pooled_filter,
-                            kalman_predictive_logpdf, kalman_token_filter)
+                            kalman_predictive_logpdf, kalman_token_filter, token_loglik)
 from numerics.data import (CONTROL_FAMILIES, EXPONENTIAL_FAMILIES, Emission, gaussian_ar1_blocks,
                            hmm_blocks, running_sums, stationary_distribution, sticky_transition)
 
-from . import CheckResult
+from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
 FAMILY_CHOICES = ("gaussian_ar1",) + EXPONENTIAL_FAMILIES + CONTROL_FAMILIES
 
-DEFAULTS = {
-    "family": "poisson", "P": 4, "N": 8, "n_seq": 4000, "K": 3, "stay": 0.8, "rho": 0.8,
-    "tau": 1.0, "sigma": 1.0, "n_future": 32, "tolerance": 1e-10, "confidence": 0.95,
-}
-
-LIMITS = {"P": (1, 64), "N": (1, 64), "n_seq": (10, 200_000), "K": (2, 8), "n_future": (1, 256),
-          "tau": (1e-6, 1e6), "sigma": (1e-6, 1e6)}
-"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+AFFINE_RTOL = 1e-9
+"""Relative residual of the affine fit of the log-likelihood ratio below which it counts as affine."""
 
 
 def default_emission(family: str, K: int, tau: float = 1.0, sigma: float = 1.0) -> Emission:
@@ -169,52 +178,158 @@ def gap_interval(lp_full: np.ndarray, lp_pool: np.ndarray, confidence: float) ->
             "logloss_full": float(-lp_full.mean()), "logloss_pooled": float(-lp_pool.mean())}
 
 
-def _validate(p: dict) -> None:
-    v.choice("family", p["family"], FAMILY_CHOICES)
-    for key in ("P", "N", "n_seq", "K"):
-        v.positive_int(key, p[key])
-    v.nonneg_int("n_future", p["n_future"])
-    v.real("stay", p["stay"], low=0.0, high=1.0, high_open=True)
-    v.real("rho", p["rho"], low=-1.0, high=1.0, low_open=True, high_open=True)
-    v.real("tau", p["tau"], low=0.0, low_open=True)
-    v.real("sigma", p["sigma"], low=0.0, low_open=True)
-    v.real("tolerance", p["tolerance"], low=0.0, low_open=True)
-    v.real("confidence", p["confidence"], low=0.0, high=1.0, low_open=True, high_open=True)
-    if p["n_seq"] < 2:
-        raise ValueError(f"n_seq must be ≥ 2 for a confidence interval, got {p['n_seq']}")
+def affine_residual(x: np.ndarray, loglik: np.ndarray) -> float:
+    """Largest relative residual of the least-squares affine fit ``a + b·x`` of every column of
+    ``loglik[:, z] − loglik[:, 0]`` (``x`` the distinct token values, ``loglik`` their
+    log-likelihoods per latent value); 0 when ``x`` has at most two values."""
+    x = np.asarray(x, float)
+    ratio = loglik - loglik[:, :1]
+    if x.size <= 2:
+        return 0.0
+    xc = x - x.mean()
+    slope = (xc @ (ratio - ratio.mean(axis=0))) / (xc @ xc)
+    fit = ratio.mean(axis=0) + np.outer(xc, slope)
+    scale = max(float(np.abs(ratio).max()), 1.0)
+    return float(np.abs(ratio - fit).max() / scale)
 
 
-def check(params: dict, seed: int) -> CheckResult:
-    p = params
-    _validate(p)
-    fam, P, N = p["family"], p["P"], p["N"]
-    data_seed = np.random.SeedSequence(seed).spawn(1)[0]
-    if fam == "gaussian_ar1":
-        data = gaussian_ar1_blocks(p["n_seq"], N, P, rho=p["rho"], tau=p["tau"], sigma=p["sigma"],
-                                   seed=data_seed)
-        res = compare_ar1(data.x, P, p["rho"], p["tau"], p["sigma"], p["n_future"])
-        exp_family = True
-    else:
-        em = default_emission(fam, p["K"], p["tau"], p["sigma"])
-        A = sticky_transition(p["K"], p["stay"])
-        data = hmm_blocks(p["n_seq"], N, P, em, A, seed=data_seed)
-        res = compare_chain(em, A, data.x, P, p["n_future"])
-        exp_family = em.exponential_family
-    lp_full, lp_pool = res.pop("lp_full"), res.pop("lp_pool")
-    figures = {"max_abs_next_token_logpdf_diff": float(np.abs(lp_full - lp_pool).max())}
-    figures.update(res)
-    figures.update(gap_interval(lp_full, lp_pool, p["confidence"]))
-    tol = p["tolerance"]
-    diffs = [figures[k] for k in ("max_abs_next_token_logpdf_diff", "max_abs_posterior_diff",
-                                  "max_abs_future_logpdf_diff", "max_abs_theory_posterior_diff")
-             if k in figures]
-    holds = bool(max(diffs) <= tol)
-    figures["max_diff_in_tolerance_units"] = float(max(diffs) / tol)
-    figures["gap_ci_excludes_zero"] = bool(figures["gap_ci"][0] > tol)
-    notes = ["gap = E[log p_full − log p_pooled] in nats per token; interval over sequences"]
-    if not exp_family:
-        notes.append(f"{fam}: the block mean is not sufficient; the pooled predictor is the exact "
-                     "best predictor from block means (closed-form law of the mean)")
-    return CheckResult(
-        id="D8", holds=holds, hypotheses_hold=exp_family, figures=figures, params=dict(p),
-        seed=seed, tolerance={"max_abs_diff": tol, "confidence": p["confidence"]}, notes=notes)
+class Instance:
+    def __init__(self, p: dict, seed: int):
+        self.p = p
+        fam, P, N = p["family"], p["P"], p["N"]
+        data_seed = np.random.SeedSequence(seed).spawn(1)[0]
+        if fam == "gaussian_ar1":
+            self.em, self.A = None, None
+            self.data = gaussian_ar1_blocks(p["n_seq"], N, P, rho=p["rho"], tau=p["tau"],
+                                            sigma=p["sigma"], seed=data_seed)
+        else:
+            self.em = default_emission(fam, p["K"], p["tau"], p["sigma"])
+            self.A = sticky_transition(p["K"], p["stay"])
+            self.data = hmm_blocks(p["n_seq"], N, P, self.em, self.A, seed=data_seed)
+
+    def token_values(self, n_max: int = 512) -> np.ndarray:
+        """Up to ``n_max`` distinct observed token values (sorted)."""
+        vals = np.unique(self.data.x)
+        if vals.size > n_max:
+            vals = vals[np.linspace(0, vals.size - 1, n_max).round().astype(int)]
+        return vals
+
+    def loglik(self, xs: np.ndarray) -> np.ndarray:
+        """``log p(x | z)`` of the token values ``xs`` for every latent value (columns)."""
+        if self.em is not None:
+            return token_loglik(self.em, xs)
+        sigma, tau = self.p["sigma"], self.p["tau"]
+        means = np.array([-2.0 * tau, 0.0, 2.0 * tau])
+        return (-0.5 * ((xs[:, None] - means[None, :]) / sigma) ** 2
+                - np.log(sigma * np.sqrt(2 * np.pi)))
+
+
+class D8(Claim):
+    id = "D8"
+    title = "Exponential-family sufficiency"
+    abstract = ("if block emissions follow an exponential family, block-mean pooling captures all the "
+                "information the slow path can use")
+    statement = ("For exponential-family emissions with T(x) = x the block mean is sufficient: the "
+                 "Bayes predictive given block means equals the one given all tokens (to 1e-10), for "
+                 "the next and every future token, and pooling costs no log-loss.")
+    params = {
+        "family": Param("poisson", "emission family (gaussian_ar1: latent AR(1) mean, Kalman)",
+                        choices=FAMILY_CHOICES),
+        "P": Param(4, "tokens per block", low=1, high=64),
+        "N": Param(8, "blocks per sequence", low=1, high=64),
+        "n_seq": Param(4000, "sequences sampled", low=2, high=200_000),
+        "K": Param(3, "latent states of the chain families", low=2, high=8),
+        "stay": Param(0.8, "persistence of the latent chain", low=0.0, high=1.0, open_high=True),
+        "rho": Param(0.8, "AR(1) coefficient of the latent mean", low=-1.0, high=1.0,
+                     open_low=True, open_high=True),
+        "tau": Param(1.0, "scale of the latent parameter", low=1e-6, high=1e6),
+        "sigma": Param(1.0, "token noise (Gaussian families)", low=1e-6, high=1e6),
+        "n_future": Param(32, "sequences on which every future token is compared", low=1, high=256),
+        "tolerance": Param(1e-10, "absolute tolerance of the exact comparisons (nats, probability)",
+                           low=0.0, high=1e-3, open_low=True),
+        "confidence": Param(0.95, "level of the interval of the log-loss gap", low=0.0, high=1.0,
+                            open_low=True, open_high=True),
+    }
+    hypotheses = {
+        "emission_loglik_ratio_affine":
+            "log p(x | z) − log p(x | z₀) is affine in x on the observed token values for every "
+            "latent z (relative residual ≤ 1e-9): exponential family with T(x) = x",
+    }
+    conclusion = {
+        "next_token_predictive_equal": "max |log p_full(x_t) − log p_pooled(x_t)| ≤ tolerance",
+        "posterior_equal": "max |posterior_full − posterior_pooled| ≤ tolerance",
+        "future_predictive_equal": "max over t ≤ t' of |Δ log p(x_t' | info before t)| ≤ tolerance, "
+                                   "on at least one pair",
+        "symbolic_oracle_agrees": "chain families: the posterior from the symbolic factor "
+                                  "g_k(S, θ) equals the token filter's to tolerance (no oracle for "
+                                  "the Kalman design or a non-exponential emission)",
+        "gap_mean_zero": "|E[log p_full − log p_pooled]| ≤ tolerance (nats per token)",
+        "no_significant_log_loss_gap": "the lower end of the gap's confidence interval ≤ tolerance",
+    }
+    controls = tuple(
+        Control(fam, {"family": fam, "n_seq": 3000}, breaks="emission_loglik_ratio_affine",
+                meaning=meaning, seed=3)
+        for fam, meaning in (
+            ("gaussian_scale", "latent variance N(0, s_z²): Σx² matters, the mean is not sufficient"),
+            ("cauchy", "Cauchy tokens with latent location: the block mean is as spread as one token"),
+            ("mixture", "two-component Gaussian mixture with latent location"),
+        ))
+    key_figures = ("max_abs_future_logpdf_diff", "max_abs_next_token_logpdf_diff", "gap_mean",
+                   "gap_ci")
+
+    def build(self, p, seed):
+        return Instance(p, seed)
+
+    def diagnose(self, inst):
+        xs = inst.token_values()
+        res = affine_residual(xs, inst.loglik(xs))
+        return {"emission_loglik_ratio_affine": Diagnostic(
+            res <= AFFINE_RTOL, res,
+            f"relative residual of the affine fit of the log-likelihood ratio ≤ {AFFINE_RTOL:g} "
+            f"({xs.size} token values)")}
+
+    def conclude(self, inst):
+        p = inst.p
+        P, tol = p["P"], p["tolerance"]
+        if inst.em is None:
+            res = compare_ar1(inst.data.x, P, p["rho"], p["tau"], p["sigma"], p["n_future"])
+        else:
+            res = compare_chain(inst.em, inst.A, inst.data.x, P, p["n_future"])
+        lp_full, lp_pool = res.pop("lp_full"), res.pop("lp_pool")
+        figures = {"max_abs_next_token_logpdf_diff": float(np.abs(lp_full - lp_pool).max())}
+        figures.update(res)
+        figures.update(gap_interval(lp_full, lp_pool, p["confidence"]))
+        se = figures["gap_se"]
+        figures["gap_z"] = figures["gap_mean"] / se if se > 0 else None
+        lo = figures["gap_ci"][0]
+        oracle = figures.get("max_abs_theory_posterior_diff")
+        pairs = figures.get("future_pairs_compared", 0)
+        fut = figures.get("max_abs_future_logpdf_diff", float("nan"))
+        parts = {
+            "next_token_predictive_equal": Diagnostic(
+                figures["max_abs_next_token_logpdf_diff"] <= tol,
+                figures["max_abs_next_token_logpdf_diff"], f"≤ {tol:g} nats"),
+            "posterior_equal": Diagnostic(figures["max_abs_posterior_diff"] <= tol,
+                                          figures["max_abs_posterior_diff"], f"≤ {tol:g}"),
+            "future_predictive_equal": Diagnostic(bool(pairs > 0 and fut <= tol), [fut, pairs],
+                                                  f"[max diff ≤ {tol:g}, pairs compared > 0]"),
+            "symbolic_oracle_agrees": Diagnostic(
+                True if oracle is None else bool(oracle <= tol), oracle,
+                f"≤ {tol:g} (None: no symbolic oracle for this design)"),
+            "gap_mean_zero": Diagnostic(abs(figures["gap_mean"]) <= tol, figures["gap_mean"],
+                                        f"|gap| ≤ {tol:g} nats/token"),
+            "no_significant_log_loss_gap": Diagnostic(
+                bool(lo <= tol), figures["gap_ci"],
+                f"lower end of the {p['confidence']:.0%} interval ≤ {tol:g}"),
+        }
+        notes = ["gap = E[log p_full − log p_pooled] in nats per token; interval over sequences"]
+        if inst.em is not None and not inst.em.exponential_family:
+            notes.append(f"{p['family']}: the pooled predictor is the exact best predictor from "
+                         "block means (closed-form law of the mean)")
+        return Conclusion(parts, figures,
+                          tolerance={"max_abs_diff": tol, "confidence": p["confidence"],
+                                     "affine_fit_rel": AFFINE_RTOL},
+                          notes=notes)
+
+
+CLAIM = D8()
