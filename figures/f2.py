@@ -9,8 +9,9 @@ import numpy as np
 from figures import figure
 from numerics import markov as mk
 from theory import markov as tm
-from verify.checks import CheckResult, run_check
-from verify.checks.f2 import DEFAULTS, chain_functions
+from verify.claim import Verdict
+from verify.checks.f2 import CLAIM, chain_functions
+from verify.registry import run_check
 
 TRAJECTORY_EPS = 0.05
 
@@ -22,7 +23,7 @@ def f2_check(seed: int) -> dict:
 
 def f2_trajectory(seed: int) -> dict:
     """A coupled trajectory at ε = TRAJECTORY_EPS from a seeded x0 and p_st(y) on a y grid around it."""
-    p = dict(DEFAULTS)
+    p = CLAIM.defaults()
     n = p["n_states"]
     gen, gen_dy, c = chain_functions(p)
     x0 = np.random.default_rng(np.random.SeedSequence(seed)).dirichlet(np.ones(n))
@@ -37,7 +38,7 @@ def f2_trajectory(seed: int) -> dict:
 
 @figure("F2", "f2_tracking_error", compute=f2_check)
 def f2_tracking_error(data: list, seed: int):
-    res = CheckResult.from_json(data[0])
+    res = Verdict.from_json(data[0])
     f = res.figures
     eps = np.array(f["eps"])
     fig, ax = plt.subplots(constrained_layout=True)
@@ -59,7 +60,7 @@ def f2_tracking_error(data: list, seed: int):
 
 @figure("F2", "f2_manifold_and_trajectory", compute=f2_trajectory)
 def f2_manifold_and_trajectory(data: list, seed: int):
-    p = dict(DEFAULTS)
+    p = CLAIM.defaults()
     n, eps = p["n_states"], TRAJECTORY_EPS
     d = data[0]
     ys, P = np.asarray(d["ys"]), np.asarray(d["p_st"])

@@ -33,9 +33,11 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from . import _validate as v
+from . import lapack
 
 __all__ = ["CONVENTIONS", "check_generator", "generator_violation", "communicating_classes",
            "closed_classes", "is_irreducible", "stationary_distribution", "spectral_gap",
+           "null_dimension", "unique_null_vector", "sorted_eigenvalues",
            "zero_sum_solve", "example_generator", "example_generator_dy", "EXAMPLE_CHAINS",
            "stationary_derivative", "first_order_correction", "CoupledRun", "integrate_coupled",
            "attention_mixing_operator"]
@@ -163,21 +165,52 @@ def stationary_distribution(Q, convention: str = "column", atol: float = 1e-12) 
     return _null_vector(Qc)
 
 
+def null_dimension(Q, convention: str = "column", rtol: float = 1e-10) -> int:
+    """The dimension of the numerical null space of ``Q``: the number of singular values
+    ``≤ rtol·max(1, σ_max)`` (basis-free: singular values are unique)."""
+    s = lapack.svdvals(_as_column(Q, convention))
+    return int(np.sum(s <= rtol * max(1.0, float(s[0]) if s.size else 0.0)))
+
+
+def unique_null_vector(Q, convention: str = "column", rtol: float = 1e-10):
+    """The null vector of ``Q`` normalised to ``1ᵀp = 1`` if the numerical null space is
+    one-dimensional (and not orthogonal to ``1``), else ``None``.
+
+    A one-dimensional null space is spanned by one vector, unique up to a factor, so the
+    normalised vector does not depend on LAPACK's choice of sign or basis.
+    """
+    Qc = _as_column(Q, convention)
+    if null_dimension(Qc, "column", rtol) != 1:
+        return None
+    return _null_vector(Qc)
+
+
 def _null_vector(Qc: np.ndarray) -> np.ndarray:
-    _, _, Vt = np.linalg.svd(Qc)
+    """The right singular vector of the smallest singular value, normalised to sum 1 (callers
+    ensure the null space is one-dimensional, so this is basis-free)."""
+    _, _, Vt = lapack.svd(Qc)
     p = Vt[-1]
-    return p / p.sum()
+    total = p.sum()
+    if total == 0.0:
+        raise ValueError("the null vector of Q sums to 0: it is not a multiple of a distribution")
+    return p / total
+
+
+def sorted_eigenvalues(Q, convention: str = "column") -> np.ndarray:
+    """The eigenvalues of ``Q`` as a multiset in a fixed order: ascending ``|λ|``, ties broken by
+    real part, then imaginary part (independent of LAPACK's order)."""
+    lam = np.asarray(lapack.eigvals(_as_column(Q, convention)))
+    order = np.lexsort((np.round(lam.imag, 12), np.round(lam.real, 12), np.round(np.abs(lam), 12)))
+    return lam[order]
 
 
 def spectral_gap(Q, convention: str = "column") -> float:
     """``−max{Re λ : λ eigenvalue of Q other than the one nearest 0}``: the rate at which
     ``x(t) → p_st``. Positive for a generator with one closed class. Small n only (dense eig)."""
-    Qc = _as_column(Q, convention)
-    lam = np.linalg.eigvals(Qc)
+    lam = sorted_eigenvalues(Q, convention)
     if lam.size == 1:
         return float("inf")
-    rest = np.delete(lam, np.argmin(np.abs(lam)))
-    return float(-rest.real.max())
+    return float(-lam[1:].real.max())   # all but one eigenvalue of least modulus
 
 
 def zero_sum_solve(Q, b) -> np.ndarray:

@@ -1,36 +1,52 @@
 """F2 — linear generator: the equilibrium manifold is the stationary distribution.
 
-Statement: if the fast dynamics is ``ε dx/dt = Q(y) x`` with ``Q(y)`` an irreducible generator
-(column convention) for every y, the equilibrium manifold on the simplex is the graph of
-``φ(y) = p_st(y)``; every other eigenvalue has negative real part (it attracts at the spectral
-gap), and the coupled system ``y' = −y + cᵀx + sin t`` tracks it: after the initial layer
-``x(t) − p_st(y(t)) = O(ε)``, and ``x(t) − p_st(y(t)) − ε h_1(y(t), t) = O(ε²)``.
+Statement: if the fast dynamics is ``ε dx/dt = Q(y) x`` with ``Q(y)`` a generator (column
+convention) with exactly one closed communicating class for every y (irreducibility is the main
+case), the equilibrium manifold on the simplex is the graph of ``φ(y) = p_st(y)``; every other
+eigenvalue has negative real part (it attracts at the spectral gap), and the coupled system
+``y' = −y + cᵀx + sin t`` tracks it: after the initial layer ``x(t) − p_st(y(t)) = O(ε)``, and
+``x(t) − p_st(y(t)) − ε h_1(y(t), t) = O(ε²)``.
 
-Checked by:
+Hypotheses, computed from ``Q(y)`` on the sampled y-grid (not from the ``chain`` name):
 
-1. the manifold: ``p_st(y)`` of ``theory.markov`` (Markov chain tree theorem, exact) against the
-   normalised numerical null vector of ``Q(y)`` from ``numerics.markov`` on a y-grid (≤
-   ``manifold_tol``), after checking that both modules define the same ``Q(y)``; the first-order
-   correction ``h_1`` of theory (exact rational-function algebra) against the numerical group-inverse
-   formula;
-2. the spectral gap on the grid: exactly one eigenvalue at 0, all others with ``Re λ < 0``;
-3. tracking: the coupled system integrated with BDF (analytic Jacobian, rtol 1e-10; Radau and LSODA
-   agree, see tests/test_markov.py) for ε
-   log-spaced in ``[eps_min, eps_max]``; the errors are maxima over ``t ∈ [t0, t1]`` (after the
-   layer: ``exp(−gap·t0/ε_max)`` is recorded and must be ≪ ε_max²); fitted log–log slopes with 95%
-   intervals must lie in ``1 ± slope_tol0`` and ``2 ± slope_tol1``; two initial conditions with the
-   same ``y0`` end O(ε) apart (no memory of x0);
-4. the attention link: the within-block frozen kernels as generators ``(K − I)ᵀ``: uniform
-   stationary distribution for ``block_bidirectional`` (block-mean pooling is conserved),
-   ``e_1`` for ``block_causal`` (first-token pooling is conserved, the block mean is not), both
-   numerically (``numerics.masks.frozen_kernel``) and exactly (``theory.markov``). The causal
-   within-block chain is *not irreducible* (token 1 is absorbing); its stationary distribution is
-   unique because it has exactly one closed class — that weaker hypothesis is what is used.
+* ``generator_on_grid``: every off-diagonal rate ≥ 0 and every column sum 0 (to 1e-10·‖Q‖);
+* ``one_closed_class_on_grid``: the jump graph of every ``Q(y)`` has exactly one closed
+  communicating class. This is the hypothesis actually used: the within-block causal chain of the
+  attention link is *not* irreducible (token 1 is absorbing) yet has a unique ``p_st``;
+  irreducibility is reported as a figure;
+* ``initial_layer_negligible``: with the smallest spectral gap on the grid,
+  ``exp(−gap·t0/ε) ≤ 1e-3·ε²`` for every ε of the sweep, so errors measured after ``t0`` are not
+  initial-layer transients.
 
-Negative controls (``chain=``): ``"reducible"`` (two disjoint copies of the chain: two closed
-classes, a two-dimensional set of equilibria, the long-time x depends on the initial condition);
-``"not_generator_mass"`` (``Q − defect·I``: ``1ᵀQ ≠ 0``, mass decays, the only equilibrium is 0);
-``"not_generator_sign"`` (one negative jump rate, mass conserved: the null vector has a negative
+Conclusion (each a named part of the verdict):
+
+1. the spectrum on the grid: exactly one eigenvalue at 0 (eigenvalues used as a multiset), the
+   others with ``Re λ < 0`` and the spectral gap ≥ ``gap_min``; the one-dimensional null vector
+   normalised by its sum is a probability vector (min entry ≥ −1e-12);
+2. the manifold: ``p_st(y)`` of ``theory.markov`` (Markov chain tree theorem, exact) against the
+   normalised numerical null vector of ``Q(y)`` (≤ ``manifold_tol``), after checking that both
+   modules define the same ``Q(y)``; ``h_1`` of theory (exact algebra, residuals exactly 0) against
+   the numerical group-inverse formula (≤ 1e3·``manifold_tol``);
+3. tracking: the coupled system integrated (BDF, analytic Jacobian, rtol 1e-10) for ε log-spaced in
+   ``[eps_min, eps_max]``; errors are maxima over ``t ∈ [t0, t1]``; the fitted log–log slopes'
+   95% intervals lie in ``1 ± slope_tol0`` and ``2 ± slope_tol1``; the correction lowers the error
+   at every ε; the trajectory stays on the simplex and inside the checked y-grid; two initial
+   conditions with the same ``y0`` end ≤ ``eps_min`` apart (no memory of x0). Tracking is measured
+   against the theory chain's manifold, so it is only defined when ``Q(y)`` is that chain (part 2);
+   otherwise the tracking parts are recorded as not holding, with the reason;
+4. the attention link: the within-block frozen kernels as generators ``(K − I)ᵀ`` for
+   ``P = 2..P_max``: uniform ``p_st`` and a conserved block mean for ``block_bidirectional``
+   (irreducible); ``e_1`` and a conserved first token, a non-conserved block mean (defect > 0.1),
+   not irreducible but one closed class, spectral gap 1/2, for ``block_causal``; numerically
+   (``numerics.masks.frozen_kernel``) and exactly (``theory.markov``).
+
+Portability: eigenvalues are consumed as a sorted multiset, null vectors only when the numerical
+null space is one-dimensional, normalised by their sum (sign- and basis-free).
+
+Negative controls (``chain=``): ``reducible`` (two disjoint copies of the chain: two closed
+classes, a two-dimensional set of equilibria, the long-time x remembers the initial condition);
+``not_generator_mass`` (``Q − defect·I``: ``1ᵀQ ≠ 0``, mass decays, the only equilibrium is 0);
+``not_generator_sign`` (one negative jump rate, mass conserved: the null vector has a negative
 entry and the trajectory leaves the simplex).
 """
 
@@ -40,31 +56,15 @@ import numpy as np
 import sympy as sp
 from scipy import stats
 
-from numerics import _validate as v
 from numerics import markov as mk
 from numerics.masks import frozen_kernel
 from theory import markov as tm
 
-from . import CheckResult
-
-DEFAULTS = {
-    "n_states": 3,
-    "chain": "irreducible",
-    "eps_min": 1e-3, "eps_max": 1e-1, "n_eps": 7,
-    "t0": 1.0, "t1": 4.0, "n_t": 121, "y0": 0.5,
-    "y_min": -2.0, "y_max": 2.0, "n_grid": 41,
-    "method": "BDF", "rtol": 1e-10, "atol": 1e-12,
-    "manifold_tol": 1e-12, "slope_tol0": 0.1, "slope_tol1": 0.2,
-    "defect": 1.0, "P_max": 6,
-}
-
-LIMITS = {"n_eps": (3, 40), "n_t": (2, 10_000), "n_grid": (2, 10_000), "t0": (0.0, 100.0),
-          "t1": (0.0, 100.0), "eps_min": (1e-6, 1.0), "eps_max": (1e-6, 1.0), "rtol": (1e-14, 1e-2),
-          "atol": (1e-16, 1e-2), "P_max": (2, 64), "y0": (-50.0, 50.0), "y_min": (-50.0, 50.0),
-          "y_max": (-50.0, 50.0)}
-"""Bounds that keep a user's instance small enough to finish in seconds (``fastslow check`` rejects values outside them)."""
+from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
 
 CHAINS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
+SIMPLEX_TOL = 1e-8
+LAYER_FACTOR = 1e-3
 
 
 def slope_fit(eps: np.ndarray, err: np.ndarray) -> dict:
@@ -118,40 +118,6 @@ def chain_functions(p: dict):
     return (lambda y: bump(mk.example_generator(n, y), y), bump_dy, c)
 
 
-def _validate(p: dict) -> None:
-    v.choice("chain", p["chain"], CHAINS)
-    if p["n_states"] not in tm.EXAMPLE_CHAINS:
-        raise ValueError(f"n_states must be one of {tm.EXAMPLE_CHAINS} (chains with closed-form "
-                         f"stationary distributions), got {p['n_states']}")
-    lo = v.real("eps_min", p["eps_min"], low=0.0, low_open=True)
-    hi = v.real("eps_max", p["eps_max"], low=lo, low_open=True)
-    if hi > 0.5:
-        raise ValueError(f"eps_max must be ≤ 0.5 (a small parameter), got {hi}")
-    if v.positive_int("n_eps", p["n_eps"]) < 3:
-        raise ValueError(f"n_eps must be ≥ 3 to fit a slope with an interval, got {p['n_eps']}")
-    t0 = v.real("t0", p["t0"], low=0.0, low_open=True)
-    v.real("t1", p["t1"], low=t0, low_open=True)
-    v.positive_int("n_t", p["n_t"])
-    v.real("y0", p["y0"], low=-3.0, high=3.0)
-    ylo = v.real("y_min", p["y_min"], low=-5.0)
-    v.real("y_max", p["y_max"], low=ylo, low_open=True, high=5.0)
-    v.positive_int("n_grid", p["n_grid"])
-    v.choice("method", p["method"], ("Radau", "BDF", "LSODA"))
-    v.real("rtol", p["rtol"], low=0.0, low_open=True)
-    v.real("atol", p["atol"], low=0.0, low_open=True)
-    for k in ("manifold_tol", "slope_tol0", "slope_tol1", "defect"):
-        v.real(k, p[k], low=0.0, low_open=True)
-    if v.positive_int("P_max", p["P_max"]) < 2:
-        raise ValueError(f"P_max must be ≥ 2, got {p['P_max']}")
-
-
-def _run(p, gen, gen_dy, c, eps, x0):
-    t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
-    run = mk.integrate_coupled(gen, gen_dy, eps, x0, p["y0"], c, t_eval, method=p["method"],
-                               rtol=p["rtol"], atol=p["atol"], require_generator=False)
-    return run, slice(1, None)
-
-
 def attention_link(P_max: int) -> dict:
     """Stationary distributions of the within-block frozen kernels, numerically and exactly."""
     out = {}
@@ -200,143 +166,305 @@ def attention_link(P_max: int) -> dict:
     return out
 
 
-def check(params: dict, seed: int) -> CheckResult:
-    p = dict(params)
-    _validate(p)
-    n = p["n_states"]
-    gen, gen_dy, c = chain_functions(p)
-    m = c.size
-    x_seed, x2_seed = np.random.SeedSequence(seed).spawn(2)
-    x0 = np.random.default_rng(x_seed).dirichlet(np.ones(m))
-    x0b = np.random.default_rng(x2_seed).dirichlet(np.ones(m))
-    if p["chain"] == "reducible":  # all mass in one class vs all in the other
-        x0 = np.r_[x0[:n] / x0[:n].sum(), np.zeros(n)]
-        x0b = np.r_[np.zeros(n), x0b[n:] / x0b[n:].sum()]
-    ys = np.linspace(p["y_min"], p["y_max"], p["n_grid"])
-    figures: dict = {}
-    notes: list = []
+class Instance:
+    def __init__(self, p: dict, seed: int):
+        self.p = p
+        self.gen, self.gen_dy, self.c = chain_functions(p)
+        n, m = p["n_states"], self.c.size
+        x_seed, x2_seed = np.random.SeedSequence(seed).spawn(2)
+        x0 = np.random.default_rng(x_seed).dirichlet(np.ones(m))
+        x0b = np.random.default_rng(x2_seed).dirichlet(np.ones(m))
+        if m == 2 * n:  # two blocks of states: all mass in one vs all in the other
+            x0 = np.r_[x0[:n] / x0[:n].sum(), np.zeros(n)]
+            x0b = np.r_[np.zeros(n), x0b[n:] / x0b[n:].sum()]
+        self.x0, self.x0b = x0, x0b
+        self.ys = np.linspace(p["y_min"], p["y_max"], p["n_grid"])
+        self.Qs = [self.gen(y) for y in self.ys]
+        self.zero_tol = 1e-10 * max(1.0, max(float(np.abs(Q).max()) for Q in self.Qs))
+        self.eps = np.geomspace(p["eps_min"], p["eps_max"], p["n_eps"])
 
-    # ---- structure of Q(y) on the grid: generator? irreducible? null space, gap
-    viol = [mk.generator_violation(gen(y)) for y in ys]
-    irreducible = [mk.is_irreducible(gen(y)) for y in ys]
-    n_closed = [len(mk.closed_classes(gen(y))) for y in ys]
-    eig = [np.linalg.eigvals(gen(y)) for y in ys]
-    zero_tol = 1e-10 * max(1.0, max(float(np.abs(gen(y)).max()) for y in ys))
-    n_zero = [int(np.sum(np.abs(lam) <= zero_tol)) for lam in eig]
-    max_re_rest = [float(np.delete(lam, np.argmin(np.abs(lam))).real.max()) for lam in eig]
-    is_gen = all(w["negative_offdiag"] == 0.0 and w["sum_defect"] <= zero_tol for w in viol)
-    figures.update({
-        "generator_on_grid": bool(is_gen),
-        "max_negative_rate": max(w["negative_offdiag"] for w in viol),
-        "max_column_sum_defect": max(w["sum_defect"] for w in viol),
-        "irreducible_on_grid": bool(all(irreducible)),
-        "max_closed_classes": int(max(n_closed)),
-        "max_zero_eigenvalues": int(max(n_zero)),
-        "min_zero_eigenvalues": int(min(n_zero)),
-        "max_re_nonleading_eigenvalue": max(max_re_rest),
-        "min_spectral_gap": -max(max_re_rest),
-    })
-    hypotheses = bool(is_gen and all(irreducible))
-    try:
-        mk.stationary_distribution(gen(p["y0"]))
-        figures["numeric_stationary_error"] = None
-    except ValueError as exc:
-        figures["numeric_stationary_error"] = str(exc)
-    null_vecs = [mk._null_vector(gen(y)) for y in ys]
-    figures["min_null_vector_entry"] = float(min(q.min() for q in null_vecs))
+    def run(self, eps: float, x0):
+        p = self.p
+        t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
+        return mk.integrate_coupled(self.gen, self.gen_dy, eps, x0, p["y0"], self.c, t_eval,
+                                    method=p["method"], rtol=p["rtol"], atol=p["atol"],
+                                    require_generator=False)
 
-    # ---- long-time dependence on the initial condition, and staying on the simplex
-    eps_lo = p["eps_min"]
-    ra, sl = _run(p, gen, gen_dy, c, eps_lo, x0)
-    rb, _ = _run(p, gen, gen_dy, c, eps_lo, x0b)
-    figures["x0_dependence_at_t1"] = float(np.abs(ra.x[-1] - rb.x[-1]).max())
-    figures["mass_defect"] = float(np.abs(ra.x[sl].sum(axis=1) - 1.0).max())
-    figures["min_x_entry"] = float(ra.x[sl].min())
-    on_simplex = figures["mass_defect"] <= 1e-8 and figures["min_x_entry"] >= -1e-8
-    unique_eq = figures["max_zero_eigenvalues"] == 1 and figures["min_zero_eigenvalues"] == 1 \
-        and figures["min_null_vector_entry"] >= -1e-12 \
-        and figures["max_re_nonleading_eigenvalue"] < 0
-    no_memory = figures["x0_dependence_at_t1"] <= eps_lo
-    tol = {"manifold_abs": p["manifold_tol"],
-           "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
-           "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
-           "x0_dependence_abs": eps_lo, "simplex_abs": 1e-8}
 
-    if p["chain"] != "irreducible":
-        figures["unique_probability_equilibrium"] = bool(unique_eq)
-        figures["stays_on_simplex"] = bool(on_simplex)
-        notes.append(f"negative control {p['chain']}: tracking of a unique probability equilibrium "
-                     "manifold is not defined; measured the failing conclusion instead")
-        holds = bool(unique_eq and on_simplex and no_memory)
-        return CheckResult(id="F2", holds=holds, hypotheses_hold=hypotheses, figures=figures,
-                           params=p, seed=seed, tolerance=tol, notes=notes)
+def spectrum_on_grid(inst: Instance) -> dict:
+    """Zero-eigenvalue counts and the spectral gap on the grid (eigenvalues as sorted multisets)."""
+    lams = [mk.sorted_eigenvalues(Q) for Q in inst.Qs]
+    n_zero = [int(np.sum(np.abs(lam) <= inst.zero_tol)) for lam in lams]
+    rest = [float(lam[1:].real.max()) if lam.size > 1 else -np.inf for lam in lams]
+    return {"max_zero_eigenvalues": int(max(n_zero)), "min_zero_eigenvalues": int(min(n_zero)),
+            "max_re_nonleading_eigenvalue": max(rest), "min_spectral_gap": -max(rest)}
 
-    # ---- 1. manifold: theory vs numerics
-    sm = tm.slow_manifold(n)
-    Q_th = sp.lambdify(tm.y, sm.Q, modules="numpy", cse=True)
-    figures["generator_definition_mismatch"] = float(max(np.abs(np.array(Q_th(y), dtype=float)
-                                                                - gen(y)).max() for y in ys))
-    p_num = np.array([mk.stationary_distribution(gen(y)) for y in ys])
-    p_th = np.array(sm.p_numeric(ys)).T
-    figures["manifold_max_abs_error"] = float(np.abs(p_num - p_th).max())
-    figures["manifold_residual_theory"] = float(max(np.abs(gen(y) @ q).max()
-                                                    for y, q in zip(ys, p_th)))
-    tt = 0.7
-    h_num = np.array([mk.first_order_correction(gen(y), gen_dy(y), c, y, tt) for y in ys])
-    h_th = np.array(sm.h1_numeric(ys, np.full_like(ys, tt))).T
-    figures["h1_max_abs_error"] = float(np.abs(h_num - h_th).max())
-    figures["h1_exact_residuals_zero"] = bool(all(r == 0 for r in sm.residual_invariance)
-                                              and sm.residual_sum == 0)
 
-    # ---- 3. tracking slopes
-    eps = np.geomspace(p["eps_min"], p["eps_max"], p["n_eps"])
-    e0, e1, nfev, y_range = [], [], [], [np.inf, -np.inf]
-    for e in eps:
-        run = ra if e == eps_lo else _run(p, gen, gen_dy, c, e, x0)[0]
-        yy, ts, xx = run.y[sl], run.t[sl], run.x[sl]
-        P_ = np.array(sm.p_numeric(yy)).T
-        H_ = np.array(sm.h1_numeric(yy, ts)).T
-        e0.append(float(np.abs(xx - P_).max()))
-        e1.append(float(np.abs(xx - P_ - e * H_).max()))
-        nfev.append(run.nfev)
-        y_range = [min(y_range[0], float(run.y.min())), max(y_range[1], float(run.y.max()))]
-    fit0, fit1 = slope_fit(eps, np.array(e0)), slope_fit(eps, np.array(e1))
-    layer = np.exp(-figures["min_spectral_gap"] * p["t0"] / eps)  # per ε
-    figures.update({"eps": eps.tolist(), "err_order0": e0, "err_order1": e1, "nfev": nfev,
-                    "slope_order0": fit0, "slope_order1": fit1,
-                    "initial_layer_factor": float(layer.max()),
-                    "y_range_visited": y_range})
-    if y_range[0] < p["y_min"] or y_range[1] > p["y_max"]:
-        notes.append(f"trajectory visits y in {y_range}, outside the checked grid")
-    layer_ok = bool(np.all(layer <= 1e-3 * np.array(e1)))
-    hypotheses = hypotheses and layer_ok and p["y_min"] <= y_range[0] and y_range[1] <= p["y_max"]
+def _not_computed(reason: str) -> Diagnostic:
+    return Diagnostic(False, None, f"not computed: {reason}")
 
-    # ---- 4. attention link
-    link = attention_link(p["P_max"])
-    figures["attention_link"] = link
-    s = link["summary"]
-    link_ok = (s["max_p_numeric_vs_exact"] <= p["manifold_tol"] and s["max_kernel_vs_exact"] == 0.0
-               and s["bidirectional_max_p_vs_uniform"] <= p["manifold_tol"]
-               and s["bidirectional_max_block_mean_defect"] <= p["manifold_tol"]
-               and s["causal_max_p_vs_first_token"] <= p["manifold_tol"]
-               and s["causal_max_first_token_defect"] == 0.0
-               and s["causal_min_block_mean_defect"] > 0.1
-               and s["bidirectional_irreducible"] and not s["causal_irreducible"]
-               and s["causal_single_closed_class"])
-    notes.append("within-block block_causal chain: not irreducible (token 1 absorbing, others "
-                 "transient) but exactly one closed class, so p_st = e_1 is unique; the hypothesis "
-                 "used is 'one closed class', of which irreducibility is the special case")
 
-    def inside(fit, centre, half):
-        return centre - half <= fit["ci95"][0] and fit["ci95"][1] <= centre + half
-    holds = bool(unique_eq and on_simplex and no_memory
-                 and figures["generator_definition_mismatch"] <= p["manifold_tol"]
-                 and figures["manifold_max_abs_error"] <= p["manifold_tol"]
-                 and figures["h1_max_abs_error"] <= 1e3 * p["manifold_tol"]
-                 and figures["h1_exact_residuals_zero"]
-                 and inside(fit0, 1.0, p["slope_tol0"]) and inside(fit1, 2.0, p["slope_tol1"])
-                 and link_ok)
-    figures["attention_link_holds"] = bool(link_ok)
-    tol["h1_abs"] = 1e3 * p["manifold_tol"]
-    return CheckResult(id="F2", holds=holds, hypotheses_hold=hypotheses, figures=figures,
-                       params=p, seed=seed, tolerance=tol, notes=notes)
+class F2(Claim):
+    id = "F2"
+    title = "Equilibrium manifold = stationary distribution"
+    abstract = ("under a linear-generator assumption ... the equilibrium manifold x = φ(y) is exactly "
+                "the master-equation stationary distribution p_st(y)")
+    statement = ("If ε dx/dt = Q(y)x with Q(y) a generator with one closed class (irreducible: the "
+                 "main case) for every y, the equilibrium manifold is p_st(y), attracting at the "
+                 "spectral gap, tracked to O(ε) (O(ε²) with the correction).")
+    params = {
+        "n_states": Param(3, "states of the example chain (closed-form p_st)",
+                          choices=tuple(tm.EXAMPLE_CHAINS)),
+        "chain": Param("irreducible", "the fast generator Q(y): the example chain or a control",
+                       choices=CHAINS),
+        "eps_min": Param(1e-3, "smallest ε of the sweep", low=1e-6, high=0.5),
+        "eps_max": Param(1e-1, "largest ε of the sweep (a small parameter)", low=1e-6, high=0.5),
+        "n_eps": Param(7, "number of ε values (≥ 3 to fit a slope with an interval)", low=3, high=40),
+        "t0": Param(1.0, "errors are maxima over t ∈ [t0, t1] (after the initial layer)",
+                    low=0.0, high=100.0, open_low=True),
+        "t1": Param(4.0, "end of the measured interval", low=0.0, high=100.0, open_low=True),
+        "n_t": Param(121, "output times in [t0, t1]", low=2, high=10_000),
+        "y0": Param(0.5, "initial slow variable", low=-3.0, high=3.0),
+        "y_min": Param(-2.0, "lower end of the checked y-grid", low=-5.0, high=5.0),
+        "y_max": Param(2.0, "upper end of the checked y-grid", low=-5.0, high=5.0),
+        "n_grid": Param(41, "points of the y-grid", low=2, high=10_000),
+        "method": Param("BDF", "stiff integrator", choices=("Radau", "BDF", "LSODA")),
+        "rtol": Param(1e-10, "integrator relative tolerance", low=1e-14, high=1e-2),
+        "atol": Param(1e-12, "integrator absolute tolerance", low=1e-16, high=1e-2),
+        "manifold_tol": Param(1e-12, "max |p_st numeric − exact| allowed", low=0.0, open_low=True),
+        "slope_tol0": Param(0.1, "the order-0 slope interval must lie in 1 ± slope_tol0",
+                            low=0.0, open_low=True),
+        "slope_tol1": Param(0.2, "the order-1 slope interval must lie in 2 ± slope_tol1",
+                            low=0.0, open_low=True),
+        "gap_min": Param(1.0, "required lower bound on the spectral gap on the grid", low=0.0),
+        "defect": Param(1.0, "column-sum defect of the not_generator_mass control",
+                        low=0.0, open_low=True),
+        "P_max": Param(6, "largest block size of the attention link", low=2, high=64),
+    }
+    hypotheses = {
+        "generator_on_grid": "every Q(y) on the grid has off-diagonal rates ≥ 0 and zero column sums",
+        "one_closed_class_on_grid": "the jump graph of every Q(y) on the grid has exactly one closed "
+                                    "communicating class",
+        "initial_layer_negligible": "exp(−gap·t0/ε) ≤ 1e-3·ε² for every ε, gap = the smallest "
+                                    "spectral gap on the grid",
+    }
+    conclusion = {
+        "one_zero_eigenvalue": "every Q(y) on the grid has exactly one eigenvalue at 0",
+        "attracting_at_spectral_gap": "all other eigenvalues have Re λ < 0, and the smallest gap ≥ gap_min",
+        "equilibrium_is_probability": "the 1-D null vector normalised by its sum has entries ≥ −1e-12",
+        "same_generator_as_theory": "numerics and theory define the same Q(y) (≤ manifold_tol)",
+        "manifold_is_p_st": "max |null vector − exact p_st(y)| ≤ manifold_tol on the grid",
+        "first_order_correction": "h_1: exact residuals are 0 and numeric vs exact ≤ 1e3·manifold_tol",
+        "tracking_order_eps": "95% interval of the order-0 error slope ⊂ 1 ± slope_tol0",
+        "tracking_order_eps2": "95% interval of the order-1 error slope ⊂ 2 ± slope_tol1",
+        "correction_reduces_error": "the order-1 error is below the order-0 error at every ε",
+        "stays_on_simplex": "mass defect ≤ 1e-8 and min entry ≥ 0 after the layer (ε = eps_min)",
+        "trajectory_inside_grid": "the y visited by the trajectories lies in [y_min, y_max]",
+        "no_memory_of_x0": "two initial conditions with the same y0 end ≤ eps_min apart",
+        "attention_link_matches_theory": "numerics and theory build the same kernels (exactly) and "
+                                         "the same p_st (≤ manifold_tol)",
+        "attention_link_bidirectional_uniform": "block_bidirectional: irreducible, p_st uniform, "
+                                                "block mean conserved (≤ manifold_tol)",
+        "attention_link_causal_first_token": "block_causal: not irreducible, one closed class, "
+                                             "p_st = e_1, first token conserved exactly, block mean "
+                                             "not (defect > 0.1), gap 1/2 (± 1e-12)",
+    }
+    controls = (
+        Control("reducible", {"chain": "reducible"}, breaks="one_closed_class_on_grid",
+                meaning="two disjoint copies of the chain: two closed classes, two equilibria, the "
+                        "long-time state remembers x0", seed=7),
+        Control("not_generator_mass", {"chain": "not_generator_mass"}, breaks="generator_on_grid",
+                meaning="Q − defect·I: columns do not sum to 0, mass decays, the only equilibrium is 0",
+                seed=7),
+        Control("not_generator_sign", {"chain": "not_generator_sign"}, breaks="generator_on_grid",
+                meaning="one negative jump rate (mass conserved): the null vector has a negative "
+                        "entry and the trajectory leaves the simplex", seed=7),
+    )
+    key_figures = ("slope_order0", "slope_order1", "min_spectral_gap", "manifold_max_abs_error")
+
+    def validate(self, p):
+        if not p["eps_min"] < p["eps_max"]:
+            raise ValueError(f"parameter eps_max={p['eps_max']} must exceed eps_min={p['eps_min']}")
+        if not p["t0"] < p["t1"]:
+            raise ValueError(f"parameter t1={p['t1']} must exceed t0={p['t0']}")
+        if not p["y_min"] < p["y_max"]:
+            raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
+
+    def build(self, p, seed):
+        return Instance(p, seed)
+
+    def diagnose(self, inst):
+        viol = [mk.generator_violation(Q) for Q in inst.Qs]
+        neg = max(w["negative_offdiag"] for w in viol)
+        defect = max(w["sum_defect"] for w in viol)
+        n_closed = [len(mk.closed_classes(Q)) for Q in inst.Qs]
+        gap = spectrum_on_grid(inst)["min_spectral_gap"]
+        layer = np.exp(-gap * inst.p["t0"] / inst.eps) if gap > 0 else np.ones_like(inst.eps)
+        worst = float(np.max(layer / (LAYER_FACTOR * inst.eps ** 2)))
+        return {
+            "generator_on_grid": Diagnostic(
+                neg == 0.0 and defect <= inst.zero_tol,
+                {"max_negative_rate": neg, "max_column_sum_defect": defect},
+                f"max negative off-diagonal rate = 0 and max |column sum| ≤ {inst.zero_tol:.3g}"),
+            "one_closed_class_on_grid": Diagnostic(
+                min(n_closed) == max(n_closed) == 1, [min(n_closed), max(n_closed)],
+                "[min, max] number of closed classes of Q(y) over the grid; [1, 1] required"),
+            "initial_layer_negligible": at_most(
+                worst, 1.0, "max_ε exp(−gap·t0/ε) / (1e-3·ε²) ≤ 1"),
+        }
+
+    def conclude(self, inst):
+        p = inst.p
+        n = p["n_states"]
+        tol = p["manifold_tol"]
+        figures: dict = {}
+        notes: list = []
+        parts: dict = {}
+        spec = spectrum_on_grid(inst)
+        figures.update(spec)
+        figures["irreducible_on_grid"] = bool(all(mk.is_irreducible(Q) for Q in inst.Qs))
+        figures["max_closed_classes"] = int(max(len(mk.closed_classes(Q)) for Q in inst.Qs))
+        parts["one_zero_eigenvalue"] = Diagnostic(
+            spec["max_zero_eigenvalues"] == spec["min_zero_eigenvalues"] == 1,
+            [spec["min_zero_eigenvalues"], spec["max_zero_eigenvalues"]],
+            f"[min, max] number of eigenvalues with |λ| ≤ {inst.zero_tol:.3g}; [1, 1] required")
+        parts["attracting_at_spectral_gap"] = Diagnostic(
+            spec["max_re_nonleading_eigenvalue"] < 0 and spec["min_spectral_gap"] >= p["gap_min"],
+            spec["min_spectral_gap"], f"min gap > 0 and ≥ gap_min = {p['gap_min']}")
+        null = [mk.unique_null_vector(Q) for Q in inst.Qs]
+        unique = all(q is not None for q in null)
+        figures["null_dimension_range"] = [min(mk.null_dimension(Q) for Q in inst.Qs),
+                                           max(mk.null_dimension(Q) for Q in inst.Qs)]
+        if unique:
+            figures["min_null_vector_entry"] = float(min(q.min() for q in null))
+            parts["equilibrium_is_probability"] = at_least(
+                figures["min_null_vector_entry"], -1e-12,
+                "min entry of the normalised null vector over the grid ≥ −1e-12")
+        else:
+            parts["equilibrium_is_probability"] = _not_computed(
+                f"the null space of Q(y) is not one-dimensional on the whole grid "
+                f"(dimensions {figures['null_dimension_range']})")
+
+        # ---- the manifold against theory (defined only for the theory's chain)
+        sm = tm.slow_manifold(n)
+        Q_th = sp.lambdify(tm.y, sm.Q, modules="numpy", cse=True)
+        if inst.Qs[0].shape == (n, n):
+            mismatch = float(max(np.abs(np.array(Q_th(y), dtype=float) - Q).max()
+                                 for y, Q in zip(inst.ys, inst.Qs)))
+        else:
+            mismatch = float("inf")
+        figures["generator_definition_mismatch"] = mismatch
+        parts["same_generator_as_theory"] = at_most(mismatch, tol, "max_y |Q_numerics − Q_theory|")
+        theory_chain = mismatch <= tol and unique
+        why = "Q(y) is not the theory chain or has no unique null vector; tracking is undefined"
+        if theory_chain:
+            p_num = np.array(null)
+            p_th = np.array(sm.p_numeric(inst.ys)).T
+            figures["manifold_max_abs_error"] = float(np.abs(p_num - p_th).max())
+            parts["manifold_is_p_st"] = at_most(figures["manifold_max_abs_error"], tol,
+                                                "max |normalised null vector − exact p_st|")
+            tt = 0.7
+            h_num = np.array([mk.first_order_correction(Q, inst.gen_dy(y), inst.c, y, tt)
+                              for y, Q in zip(inst.ys, inst.Qs)])
+            h_th = np.array(sm.h1_numeric(inst.ys, np.full_like(inst.ys, tt))).T
+            figures["h1_max_abs_error"] = float(np.abs(h_num - h_th).max())
+            exact_zero = bool(all(r == 0 for r in sm.residual_invariance) and sm.residual_sum == 0)
+            parts["first_order_correction"] = Diagnostic(
+                exact_zero and figures["h1_max_abs_error"] <= 1e3 * tol,
+                {"exact_residuals_zero": exact_zero, "h1_max_abs_error": figures["h1_max_abs_error"]},
+                "exact residuals = 0 and max |h1 numeric − exact| ≤ 1e3·manifold_tol")
+        else:
+            parts["manifold_is_p_st"] = _not_computed(why)
+            parts["first_order_correction"] = _not_computed(why)
+
+        # ---- trajectories: memory of x0, the simplex, tracking
+        eps_lo = float(inst.eps[0])
+        ra, rb = inst.run(eps_lo, inst.x0), inst.run(eps_lo, inst.x0b)
+        figures["x0_dependence_at_t1"] = float(np.abs(ra.x[-1] - rb.x[-1]).max())
+        figures["mass_defect"] = float(np.abs(ra.x[1:].sum(axis=1) - 1.0).max())
+        figures["min_x_entry"] = float(ra.x[1:].min())
+        parts["no_memory_of_x0"] = at_most(figures["x0_dependence_at_t1"], eps_lo,
+                                           "max |x_a(t1) − x_b(t1)| ≤ eps_min")
+        parts["stays_on_simplex"] = Diagnostic(
+            figures["mass_defect"] <= SIMPLEX_TOL and figures["min_x_entry"] >= 0.0,
+            {"mass_defect": figures["mass_defect"], "min_x_entry": figures["min_x_entry"]},
+            "max |1ᵀx − 1| ≤ 1e-8 and min x ≥ 0 on [t0, t1]")
+        y_range = [float(min(ra.y.min(), rb.y.min())), float(max(ra.y.max(), rb.y.max()))]
+        if theory_chain:
+            e0, e1, nfev = [], [], []
+            for e in inst.eps:
+                run = ra if e == eps_lo else inst.run(float(e), inst.x0)
+                yy, ts, xx = run.y[1:], run.t[1:], run.x[1:]
+                P_ = np.array(sm.p_numeric(yy)).T
+                H_ = np.array(sm.h1_numeric(yy, ts)).T
+                e0.append(float(np.abs(xx - P_).max()))
+                e1.append(float(np.abs(xx - P_ - e * H_).max()))
+                nfev.append(run.nfev)
+                y_range = [min(y_range[0], float(run.y.min())), max(y_range[1], float(run.y.max()))]
+            fit0, fit1 = slope_fit(inst.eps, np.array(e0)), slope_fit(inst.eps, np.array(e1))
+            figures.update({"eps": inst.eps.tolist(), "err_order0": e0, "err_order1": e1,
+                            "nfev": nfev, "slope_order0": fit0, "slope_order1": fit1,
+                            "initial_layer_factor": float(np.exp(
+                                -spec["min_spectral_gap"] * p["t0"] / inst.eps).max())})
+
+            def inside(fit, centre, half, what):
+                lo, hi = fit["ci95"]
+                return Diagnostic(centre - half <= lo and hi <= centre + half,
+                                  {"slope": fit["slope"], "ci95": fit["ci95"]},
+                                  f"95% interval of the {what} slope ⊂ [{centre - half:g}, "
+                                  f"{centre + half:g}]")
+            parts["tracking_order_eps"] = inside(fit0, 1.0, p["slope_tol0"], "order-0")
+            parts["tracking_order_eps2"] = inside(fit1, 2.0, p["slope_tol1"], "order-1")
+            ratio = float(max(b / a for a, b in zip(e0, e1)))
+            parts["correction_reduces_error"] = Diagnostic(
+                ratio < 1.0, ratio, "max_ε err_order1/err_order0 < 1")
+        else:
+            for k in ("tracking_order_eps", "tracking_order_eps2", "correction_reduces_error"):
+                parts[k] = _not_computed(why)
+        figures["y_range_visited"] = y_range
+        parts["trajectory_inside_grid"] = Diagnostic(
+            p["y_min"] <= y_range[0] and y_range[1] <= p["y_max"], y_range,
+            f"[min y, max y] visited ⊂ [{p['y_min']}, {p['y_max']}]")
+
+        # ---- the attention link
+        link = attention_link(p["P_max"])
+        figures["attention_link"] = link
+        s = link["summary"]
+        gaps = [r["spectral_gap"] for r in link["block_causal"]]
+        parts["attention_link_matches_theory"] = Diagnostic(
+            s["max_kernel_vs_exact"] == 0.0 and s["max_p_numeric_vs_exact"] <= tol,
+            {"kernel": s["max_kernel_vs_exact"], "p_st": s["max_p_numeric_vs_exact"]},
+            "max |K_numeric − K_exact| = 0 and max |p numeric − exact| ≤ manifold_tol")
+        parts["attention_link_bidirectional_uniform"] = Diagnostic(
+            s["bidirectional_irreducible"] and s["bidirectional_max_p_vs_uniform"] <= tol
+            and s["bidirectional_max_block_mean_defect"] <= tol,
+            {"p_vs_uniform": s["bidirectional_max_p_vs_uniform"],
+             "block_mean_defect": s["bidirectional_max_block_mean_defect"],
+             "irreducible": s["bidirectional_irreducible"]},
+            "irreducible, max |p − 1/P| ≤ manifold_tol, max |1ᵀ(K − I)/P| ≤ manifold_tol")
+        parts["attention_link_causal_first_token"] = Diagnostic(
+            (not s["causal_irreducible"]) and s["causal_single_closed_class"]
+            and s["causal_max_p_vs_first_token"] <= tol and s["causal_max_first_token_defect"] == 0.0
+            and s["causal_min_block_mean_defect"] > 0.1
+            and max(abs(g - 0.5) for g in gaps) <= 1e-12,
+            {"irreducible": s["causal_irreducible"],
+             "single_closed_class": s["causal_single_closed_class"],
+             "p_vs_first_token": s["causal_max_p_vs_first_token"],
+             "first_token_defect": s["causal_max_first_token_defect"],
+             "min_block_mean_defect": s["causal_min_block_mean_defect"],
+             "max_gap_minus_half": float(max(abs(g - 0.5) for g in gaps))},
+            "not irreducible, closed classes = [[0]], max |p − e_1| ≤ manifold_tol, "
+            "e_1ᵀ(K − I) = 0, min block-mean defect > 0.1, |gap − 1/2| ≤ 1e-12")
+        notes.append("within-block block_causal chain: not irreducible (token 1 absorbing, others "
+                     "transient) but exactly one closed class, so p_st = e_1 is unique; the "
+                     "hypothesis used is 'one closed class', of which irreducibility is the special "
+                     "case")
+        tolerance = {"manifold_abs": tol, "h1_abs": 1e3 * tol,
+                     "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
+                     "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
+                     "x0_dependence_abs": eps_lo, "simplex_abs": SIMPLEX_TOL,
+                     "zero_eigenvalue_abs": inst.zero_tol, "gap_min": p["gap_min"]}
+        return Conclusion(parts, figures, tolerance, notes)
+
+
+CLAIM = F2()
