@@ -5,7 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from figures import figure
-from verify.checks import CheckResult, run_check
+from verify.claim import Verdict
+from verify.registry import run_check
 
 PARAMS = {"widths": (1, 2, 4, 8, 16, 32), "steps": (0, 300, 1000, 3000), "n_seeds": 3}
 
@@ -17,7 +18,7 @@ def f3_check(seed: int) -> dict:
 
 @figure("F3", "f3_error_vs_width", compute=f3_check)
 def f3_error_vs_width(data: list, seed: int):
-    res = CheckResult.from_json(data[0])
+    res = Verdict.from_json(data[0])
     table = res.figures["kl_width_table"]
     widths = list(PARAMS["widths"])
     fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4), constrained_layout=True)
