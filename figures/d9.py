@@ -8,7 +8,8 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from figures import figure
-from verify.checks import CheckResult, run_check
+from verify.claim import Verdict
+from verify.registry import run_check
 
 PARAMS = {"rhos": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)}
 RHO_CASES = ((0.0, "ρ = 0", "tab:blue"), (0.6, "ρ = 0.6", "tab:orange"))
@@ -24,7 +25,7 @@ def d9_case(seed: int, rho: float) -> dict:
 @figure("D9", "d9_gate_vs_rho", compute=d9_case,
         points=lambda seed: [dict(seed=seed, rho=rho) for rho, _, _ in RHO_CASES])
 def d9_gate_vs_rho(data: list, seed: int):
-    r0, r1 = (CheckResult.from_json(case) for case in data)
+    r0, r1 = (Verdict.from_json(case) for case in data)
     f = r0.figures
     rhos = np.array(f["rhos"])
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), constrained_layout=True)

@@ -1,15 +1,24 @@
 """D9: on independent blocks the gate gradient vanishes at g = 0, the learned gate stays within
 sampling noise (shrinking like 1/√n), min over the slow weight of R(g) is constant; with shared
-structure the gate opens, grows with ρ and stays below the D7 margin."""
+structure the gate opens, grows with ρ and stays below the D7 margin.
+
+The verdict is decided by :data:`verify.checks.d9.CLAIM`; these tests only read it. The negative
+control (``shared_structure``) runs in ``verify/test_negative_controls.py``.
+
+Statistical parts and seeds: a true claim may fail one statistical part on up to ≈ 11% of seeds
+(union bound, see :mod:`verify.checks.d9`). The test below fixes seed 2 and allows no failure on
+it (the other-answers test uses the same seed).
+"""
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from numerics import lapack
 from numerics.data import gaussian_ar1_blocks
 from numerics.gated_predictor import (GatedToy, empirical_moments, min_slow_risk,
                                       population_moments, risk, risk_gradient)
-from verify.checks import run_check
+from verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D9")
 
@@ -19,47 +28,21 @@ THOROUGH = {"seeds": 48, "n_grid": (128, 256, 512, 1024, 2048, 4096, 8192, 16384
 
 def test_independent_blocks_keep_the_gate_closed(claim, thorough):
     result = claim.main(run_check("D9", THOROUGH if thorough else {}, seed=2))
-    f, verdict = result.figures, result.figures["verdicts"]
-    assert result.hypotheses_hold
-    # the gradient at g = 0: exactly 0 in population, consistent with 0 on data
-    assert f["grad_g_at_0_population"] == 0.0 and f["grad_w_at_0_population"] == 0.0
-    assert abs(f["grad_g_at_0_z"]) < result.tolerance["z_max"]
-    # the learned gate: within sampling noise, shrinking like 1/sqrt(n)
-    lo, hi = f["learned_gate_ci"]
-    assert lo <= 0.0 <= hi
-    slo, shi = f["gate_rms_slope_ci"]
-    assert slo <= -0.5 <= shi and shi < 0, f["gate_rms_slope_ci"]
-    # min over the slow weight of R(g): exactly constant in population, flat to sampling noise
-    assert f["min_slow_risk_population_spread"] <= 1e-12
-    assert f["min_slow_risk_empirical_spread_over_se"] < 1.0
-    # coupled vs frozen ablation within run-to-run noise
-    assert f["ablation_gap_over_run_sd"] <= 1.0
-    # shared structure: the gate grows with rho, stays below the margin, the risk falls
-    assert verdict["gate_grows_with_rho"] and verdict["gate_below_margin"]
-    assert verdict["risk_falls_with_shared_structure"]
-    assert abs(f["margin_over_normG"] - f["margin_closed_form"]) <= 1e-9
-    assert f["critical_gate_plus"] >= f["margin_over_normG"] - 1e-9
-    assert result.holds, result.summary()
-    claim.figure("gate_rms_slope", f["gate_rms_slope"])
-    claim.figure("gate_rms_slope_ci", f["gate_rms_slope_ci"])
-    if f["ablation_gap_ci"][0] > 0:
-        claim.note("paired coupled−frozen test-risk gap on independent blocks is positive "
-                   f"({f['ablation_gap_mean']:.2e}: the O(1/n) overfitting cost of the extra "
-                   f"parameters) but {f['ablation_gap_over_run_sd']:.3f}× the run-to-run SD")
+    assert result.outcome == "holds", result.summary()
 
 
-def test_negative_control_shared_structure_opens_the_gate(claim):
-    result = claim.negative(run_check("D9", {"rho": 0.6}, seed=2))
-    f, verdict = result.figures, result.figures["verdicts"]
-    assert not result.hypotheses_hold
-    assert not result.holds
-    assert f["grad_g_at_0_population"] < 0.0           # descent opens the gate (g increases)
-    assert abs(f["grad_g_at_0_z"]) > 10 * result.tolerance["z_max"]
-    assert f["learned_gate_ci"][0] > 0.0
-    assert not verdict["gate_shrinks_like_inv_sqrt_n"]  # the gate converges to a non-zero value
-    assert f["ablation_gap_ci"][1] < 0.0 and f["ablation_gap_over_run_sd"] > 3.0
-    assert f["min_slow_risk_population_spread"] > 1e-3
-    assert f["learned_gate_mean"] < f["margin_over_normG"]
+@pytest.mark.parametrize("control", [None] + [c.name for c in CLAIMS["D9"].controls])
+def test_verdict_does_not_depend_on_lapack_choices(control):
+    """Other valid LAPACK answers (eigenvalue order, singular-vector signs) leave the verdict and
+    the key figures unchanged (to 1e-12: D9 consumes only eigenvalue moduli and singular values)."""
+    base = run_check("D9", {}, seed=2, control=control)
+    for s in (1, 2):
+        with lapack.other_valid_answers(seed=s):
+            other = run_check("D9", {}, seed=2, control=control)
+        assert other.outcome == base.outcome, (base.summary(), other.summary())
+        for key in ("grad_g_at_0_z", "learned_gate_mean", "gate_rms_slope",
+                    "sweep_max_gate_over_margin", "margin_over_normG"):
+            assert abs(other.figures[key] - base.figures[key]) <= 1e-12, key
 
 
 @given(P=st.integers(1, 6), N=st.integers(2, 10), tau=st.floats(0.2, 3.0),
