@@ -7,10 +7,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
+from numerics import lapack
 from numerics import linearised as lin
-from verify.checks import CheckResult, run_check
 from verify.checks.d4 import build_model
-from verify.checks.d5 import DEFAULTS
+from verify.claim import Verdict
+from verify.registry import get_claim, run_check
+
+DEFAULTS = get_claim("D5").defaults()
+"""The D5 unit's defaults: every panel is a D5 instance with one mask and length changed."""
 
 MODE_CASES = (("block_causal", 16), ("block_bidirectional", 16), ("causal", 8))
 FLUCTUATION_CASES = (("block_causal", 16), ("block_bidirectional", 16))
@@ -26,20 +30,20 @@ def _mode_ratios(params: dict, seed: int):
     N, M = lin.layer_factors(model, xs)
     lams = lin.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
     D = lin.mode_products(N, M, lams, all_depths=True)
-    s = np.linalg.svd(D, compute_uv=False)
+    s = lapack.svdvals(D)
     return lams, s[:, 1:, 0] / s[:, :1, -1]
 
 
 def mode_ratio_case(seed: int, mask: str, T: int) -> dict:
     """The D5 check and the per-eigenvalue mode ratios for one mask and length."""
-    res = run_check("D5", dict(DEFAULTS, mask=mask, T=T), seed=seed)
+    res = run_check("D5", {"mask": mask, "T": T}, seed=seed)
     lams, ratios = _mode_ratios(res.params, seed)
     return {"check": res.to_json(), "lams": np.asarray(lams).tolist(), "ratios": ratios.tolist()}
 
 
 def fluctuation_case(seed: int, mask: str, T: int) -> dict:
     """The D5 check (no brute-force reference) for one mask and length."""
-    return run_check("D5", dict(DEFAULTS, mask=mask, T=T, brute_max_Td=0), seed=seed).to_json()
+    return run_check("D5", {"mask": mask, "T": T, "brute_max_Td": 0}, seed=seed).to_json()
 
 
 @figure("D5", "d5_mode_ratios", compute=mode_ratio_case,
@@ -47,7 +51,7 @@ def fluctuation_case(seed: int, mask: str, T: int) -> dict:
 def d5_mode_ratios(data: list, seed: int):
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.4), constrained_layout=True, sharey=True)
     for ax, (mask, T), case in zip(axes, MODE_CASES, data):
-        res = CheckResult.from_json(case["check"])
+        res = Verdict.from_json(case["check"])
         lams, ratios = case["lams"], np.asarray(case["ratios"])
         depth = np.arange(1, ratios.shape[0] + 1)
         for k, lam in enumerate(lams[1:]):
@@ -69,7 +73,7 @@ def d5_mode_ratios(data: list, seed: int):
 def d5_within_block_fluctuation(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4), constrained_layout=True, sharey=True)
     for ax, (mask, T), case in zip(axes, FLUCTUATION_CASES, data):
-        res = CheckResult.from_json(case)
+        res = Verdict.from_json(case)
         f = res.figures
         depth = np.arange(1, len(f["within_block_fluctuation_by_depth"]) + 1)
         lin_f = np.array(f["within_block_fluctuation_by_depth"])

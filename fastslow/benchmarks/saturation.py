@@ -24,9 +24,12 @@ import numpy as np
 
 import numerics as nm
 from fastslow.benchmarks import section
+from numerics import lapack
 from numerics import linearised as lin
 from verify.checks.d4 import build_model
-from verify.checks.d5 import DEFAULTS as D5_DEFAULTS
+from verify.registry import get_claim
+
+D5_DEFAULTS = get_claim("D5").defaults()
 
 try:
     from fastslow.benchmarks.layer import interleaved_best
@@ -83,7 +86,7 @@ def saturation_brute(model: nm.Model, x0: np.ndarray, tau: float, pairs=None):
         for lam, V, w in lift:
             G = (prod @ V).reshape(T, d, d)
             D = np.einsum("t,tji->ij", w, G)
-            s = np.linalg.svd(D, compute_uv=False)
+            s = lapack.svdvals(D)
             if lam == 1.0:
                 smin = s[-1]
             else:
