@@ -6,14 +6,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from verify.checks import CheckResult, run_check
+from verify.claim import Verdict
+from verify.registry import CLAIMS, run_check
 
 LS = (8, 16, 32, 64, 128, 256, 512, 1024)
-CHECKS = ({}, {"path": "step"}, {"h_mode": "one"})
-"""The D2 check variants (parameter overrides), one sweep point each."""
+CHECKS = ({}, dict(CLAIMS["D2"].control("jumps_off_the_grid").params),
+          dict(CLAIMS["D2"].control("plain_stack_h_one").params))
+"""The D2 check variants (parameter overrides): the main instance and the two negative controls,
+one sweep point each."""
 RUNS = ((0, "err_untied", "smooth θ(t), untied", "o-"),
         (0, "err_tied", "tied (autonomous)", "s-"),
-        (1, "err_untied", "θ(t) with 3 jumps off the grid", "^-"),
+        (1, "err_untied", "negative control: θ(t) with 3 jumps off the grid", "^-"),
         (2, "err_untied", "negative control: plain stack h = 1", "x-"))
 """The curves: (index into CHECKS, error key, label, style)."""
 
@@ -27,7 +30,7 @@ def d2_case(seed: int, overrides: dict) -> dict:
         points=lambda seed: [dict(seed=seed, overrides=ov) for ov in CHECKS])
 def d2_convergence(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(6.0, 4.0), constrained_layout=True)
-    results = [CheckResult.from_json(case) for case in data]
+    results = [Verdict.from_json(case) for case in data]
     for i, key, label, style in RUNS:
         f = results[i].figures
         slope = f["slope_untied" if key == "err_untied" else "slope_tied"]
