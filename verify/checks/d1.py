@@ -24,16 +24,16 @@ Claim (our formalisation):
 2. **Order.** ``r = ‖J_{L−1}⋯J_0 − J_0⋯J_{L−1}‖_F / ‖J_{L−1}⋯J_0‖_F``:
 
    * untied weights, generic instance: the order matters, ``r ≥ order_tol`` (default 1e-2);
-   * tied weights: SPEC says "they agree". Tied weights alone do **not** make the ``J_l`` equal:
-     ``J_l = J(X_l)`` still depends on the moving state, and on a generic trajectory of a tied
+   * tied weights: the unqualified reading is "they agree". Tied weights alone do **not** make
+     the ``J_l`` equal: ``J_l = J(X_l)`` still depends on the moving state, and on a generic trajectory of a tied
      model ``r`` is as large as with untied weights (measured ≈ 0.4–0.8 at T=8, d=4, L=4, h=0.5,
      γ=1; a finding against the unqualified reading). What is true: if the ``J_l`` coincide the
      two products are the same power ``J^L`` and agree to rounding. The instance used for the tied
      statement is a **fixed point of the tied map** (``trajectory="fixed_point"``): ``X_0 = X*``
      with ``Φ(X*) = X*`` (Newton's method; it needs ``γ > 0`` and an injection target ``E``), so
      ``X_l = X*`` for every ``l``, all ``J_l`` are equal and ``‖ordered − reversed‖_F`` is
-     ≤ ``agree_tol`` (1e-10) times the rounding scale ``√n·Π‖J_l‖₂`` (the plain ``r`` is reported:
-     ≈ 2e-16 on the default instance). ``trajectory="homogeneous_fixed_point"`` uses a
+     ≤ ``agree_tol`` (1e-10) times the rounding scale ``√n·Π‖J_l‖₂``, and so is the plain ``r``
+     (≈ 2e-16 on the default instance). ``trajectory="homogeneous_fixed_point"`` uses a
      token-homogeneous target ``E = 1 eᵀ``; with ``gate = 0`` the fixed point is token-homogeneous
      too (the frozen kernel of D3); with ``gate ≠ 0`` the slow path (block 1 receives zero) makes
      it heterogeneous.
