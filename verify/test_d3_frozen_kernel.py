@@ -36,8 +36,8 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
         with lapack.other_valid_answers(seed=s, cond=1e16):
             other = run_check("D3", {"L": 2}, seed=3, control=control)
         assert other.outcome == base.outcome
-        assert ({k: d.value for k, d in other.conclusion.items()}
-                == {k: d.value for k, d in base.conclusion.items()})
+        assert ({k: d.to_json() for k, d in other.conclusion.items()}
+                == {k: d.to_json() for k, d in base.conclusion.items()})
 
 
 @given(N=st.integers(1, 4), P=st.integers(1, 4), d=st.integers(1, 5), L=st.integers(1, 4),

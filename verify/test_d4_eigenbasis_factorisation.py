@@ -32,8 +32,9 @@ BLOCK_BIDIRECTIONAL = {"mask": "block_bidirectional", "gamma": 0.3, "T": 12, "P"
 
 
 def _deciding(verdict):
-    return ({k: d.value for k, d in verdict.hypotheses.items()},
-            {k: d.value for k, d in verdict.conclusion.items()})
+    """The decisions and the numbers they rest on (JSON form: NaN equals NaN)."""
+    return ({k: d.to_json() for k, d in verdict.hypotheses.items()},
+            {k: d.to_json() for k, d in verdict.conclusion.items()})
 
 
 def test_three_way_agreement_on_the_default_instance(claim):
