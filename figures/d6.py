@@ -8,8 +8,11 @@ import numpy as np
 
 from figures import figure
 from numerics.visibility import BLOCKS, block_spectra, visibility_map
-from verify.checks import CheckResult, run_check
-from verify.checks.d6 import DEFAULTS, build
+from verify.checks.d6 import CLAIM, Instance
+from verify.claim import Verdict
+from verify.registry import run_check
+
+DEFAULTS = CLAIM.defaults()
 
 FLOOR = 1e-18
 REFERENCES = ("homogeneous", "heterogeneous")
@@ -18,9 +21,10 @@ SECOND_ORDER_CHECKS = ({}, {"reference": "heterogeneous"})
 
 
 def d6_spectrum_case(seed: int, reference: str) -> dict:
-    """The singular values of the visibility map, by parameter block, for one reference state."""
-    model, X0, _ = build(dict(DEFAULTS, reference=reference), seed)
-    spectra = block_spectra(visibility_map(model, X0, X0.copy()))
+    """The singular values of the visibility map, by parameter block, for one reference state (the
+    E_d blocks' singular values do not depend on LAPACK's choice of basis of ker Lᵀ)."""
+    inst = Instance(CLAIM.resolve({"reference": reference}), seed)
+    spectra = block_spectra(visibility_map(inst.model, inst.X0, inst.E))
     return {b: np.asarray(s).tolist() for b, s in spectra.items()}
 
 
@@ -60,7 +64,7 @@ def d6_check(seed: int, overrides: dict) -> dict:
         points=lambda seed: [dict(seed=seed, overrides=ov) for ov in SECOND_ORDER_CHECKS])
 def d6_second_order(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
-    res, het = (CheckResult.from_json(case) for case in data)
+    res, het = (Verdict.from_json(case) for case in data)
     s = np.array(res.figures["perturbation_sizes"])
     for i, kind in enumerate(("X0_Ed", "E_Ed", "F_Ed")):
         fit = res.figures["Ed_second_order_slopes"][kind]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as v
+from . import lapack
 from .autodiff import (_layer_fwd, _layer_jvp_cached, _norm_fwd, _norm_lin, _softmax_lin)
 from .layer import _check_model, _check_state, _layer, _masked_softmax
 from .masks import NAMED_MASKS, coarse_maps
@@ -82,10 +83,14 @@ def decaying_projector(config: ModelConfig) -> np.ndarray:
 
 
 def decaying_basis(config: ModelConfig) -> np.ndarray:
-    """An orthonormal basis of ``range(I − Π) = ker Lᵀ`` (T × (T − k))."""
+    """An orthonormal basis of ``range(I − Π) = ker Lᵀ`` (T × (T − k)).
+
+    Any orthonormal basis is valid (LAPACK's choice): use it only through basis-free quantities.
+    The visibility map's ``E_d`` blocks are right-multiplied by ``Q ⊗ I_d`` (``Q`` orthogonal) when
+    the basis changes, so their singular values and ranks do not depend on it.
+    """
     _, L = _maps(config)
-    u, s, _ = np.linalg.svd(L, full_matrices=True)
-    return u[:, L.shape[1]:]
+    return lapack.null_space(L.T)
 
 
 def persistent_basis(config: ModelConfig) -> np.ndarray:
@@ -267,7 +272,7 @@ def visibility_map(model: Model, X0, E=None, *, blocks=BLOCKS, output: str = "pe
 
 def block_spectra(vmap: dict) -> dict:
     """Singular values of every block of a visibility map (descending; empty blocks give [])."""
-    return {b: (np.linalg.svd(M, compute_uv=False) if M.size else np.zeros(0))
+    return {b: (lapack.svdvals(M) if M.size else np.zeros(0))
             for b, M in vmap.items()}
 
 

@@ -1,90 +1,36 @@
 """D6: along the token-homogeneous trajectory Q, K are invisible to all orders, E_d forcing does not
 move the persistent component at first order (block means: second order, causal masks: never), the
 kernel's first-order change annihilates the state, and the slow coupling G = U_c K_s B reads and
-writes only block-constant information (block_causal gap: ‖G(I − Π)‖ = √(P − 1)‖G‖)."""
+writes only block-constant information (block_causal gap: ‖G(I − Π)‖ = √(P − 1)‖G‖).
+
+The verdict is decided by :data:`verify.checks.d6.CLAIM`; these tests only read it. The negative
+controls (heterogeneous references) run in ``verify/test_negative_controls.py``.
+"""
 
 import pytest
-import sympy as sp
 from hypothesis import given, settings, strategies as st
 
-from theory.stability import block_causal_gap_ratio, slow_coupling_algebra
-from verify.checks import run_check
+import numerics.lapack
+from theory.stability import slow_coupling_algebra
+from verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D6")
 
 
-def _assert_invisible_qk(f, tol):
-    ranks = f["visibility_ranks"]
-    assert ranks["Q"] == ranks["K"] == ranks["Qs"] == ranks["Ks"] == 0, ranks
-    assert f["qk_max_column_norm_rel"] / tol <= 1.0
-    assert f["qk_state_max_abs_rel"] / tol <= 1.0
-    assert f["finite_qk_state_change_rel"] / tol <= 1.0  # all orders: O(1) perturbations
-    assert f["finite_qk_kernel_deviation"] / tol <= 1.0
-
-
-def _assert_slow_coupling(f, tol):
-    r = f["slow_coupling_residuals_rel"]
-    assert r["G_I_minus_UB"] / tol <= 1.0 and r["I_minus_UB_G"] / tol <= 1.0
-    assert r["kron_structure"] <= 1e-10  # ∂Slow/∂X = (U_c K_s B) ⊗ M_sᵀ
-
-
 def test_block_bidirectional_qk_invisible_and_block_mean_moves_at_second_order(claim):
     result = claim.main(run_check("D6", {}, seed=0))
-    f, tol = result.figures, result.tolerance["relative"]
-    p = result.params
-    assert result.hypotheses_hold
-    _assert_invisible_qk(f, tol)
-    ranks = f["visibility_ranks"]
-    # visible side: a homogeneous trajectory responds homogeneously to fast weights (rank ≤ d), the
-    # gate adds block-dependent directions (block 1 gets no slow input), E_p inputs are full rank
-    assert 1 <= ranks["V"] <= p["d"] and ranks["g"] >= 1
-    assert ranks["X0_Ep"] == f["persistent_dim"]
-    assert f["parameter_map_rank"] <= p["d"] + p["L"]
-    # E_d forcing, three formalisations: zero first-order response, quadratic remainder
-    assert ranks["X0_Ed"] == ranks["E_Ed"] == ranks["F_Ed"] == 0
-    for kind, rel in f["Ed_first_order_persistent_rel"].items():
-        assert rel / tol <= 1.0, kind
-    assert f["Ep_first_order_persistent_rel"] > 1e-2  # the persistent side does respond
-    for kind, fit in f["Ed_second_order_slopes"].items():
-        assert abs(fit["slope"] - 2.0) <= result.tolerance["slope_abs"], (kind, fit)
-    # δA·X* = 0 while δA ≠ 0
-    assert f["kernel_change_times_state_rel"] / tol <= 1.0
-    assert f["kernel_change_min_norm"] > 1e-3
-    assert f["kernel_change_along_qk"] / tol <= 1.0
-    _assert_slow_coupling(f, tol)
-    assert f["slow_coupling_gap_rel"] / tol <= 1.0  # Π = UB: G lies on the persistent side
-    assert f["jvp_vs_fd_rel"] < 1e-6
-    assert result.holds, result.summary()
-    claim.figure("ranks_block_bidirectional", ranks)
-    claim.figure("second_order_slopes", {k: [v["slope"], *v["ci95"]]
-                                         for k, v in f["Ed_second_order_slopes"].items()})
+    assert result.outcome == "holds", result.summary()
 
 
 @pytest.mark.parametrize("mask", ["causal", "block_causal"])
 def test_causal_masks_persistent_component_never_moves(claim, mask):
-    result = run_check("D6", {"mask": mask}, seed=0)
-    f, tol = result.figures, result.tolerance["relative"]
-    assert result.hypotheses_hold
-    _assert_invisible_qk(f, tol)
-    for kind, rel in f["Ed_persistent_change_any_order_rel"].items():
-        assert rel / tol <= 1.0, kind  # finite perturbations up to size 1: no change at any order
-    assert f["kernel_change_times_state_rel"] / tol <= 1.0
-    _assert_slow_coupling(f, tol)
-    assert result.holds, result.summary()
-    if mask == "block_causal":
-        P = result.params["P"]
-        ratio = float(block_causal_gap_ratio().subs(sp.Symbol("P", positive=True, integer=True), P))
-        assert abs(f["slow_coupling_gap_rel"] - ratio) < 1e-12
-        assert f["slow_coupling_residuals_rel"]["I_minus_Pi_G"] / tol <= 1.0  # writes only E_p
-        claim.figure("block_causal_gap_rel", f["slow_coupling_gap_rel"])
-        claim.figure("block_causal_gap_abs_layer0", f["slow_coupling_gap_abs_layer0"])
-        claim.note(f"gap (SPEC D6 c): for block_causal, Π = UFᵀ and the block mean reads E_d: "
-                   f"‖G(I − Π)‖₂/‖G‖₂ = {f['slow_coupling_gap_rel']:.12g} = √(P − 1) (P = {P}; "
-                   "SymPy); G still writes only into E_p ((I − Π)G = 0)")
-    else:
-        assert f["visibility_ranks"]["g"] == 0  # token 0 never receives the slow path
-        claim.note("causal: the persistent component is token 0, which sees only itself; the gate is "
-                   "invisible too, and G writes into E_d ((I − Π)G ≠ 0) because E_p is the constants")
+    result = claim.main(run_check("D6", {"mask": mask}, seed=0))
+    assert result.outcome == "holds", result.summary()
+
+
+def test_gate_and_slow_values_first_order_slow_qk_third_order(claim):
+    result = claim.main(run_check("D6", {"mask": "block_causal"}, seed=3))
+    assert result.outcome == "holds", result.summary()
 
 
 def test_slow_coupling_algebra_exact_in_rationals():
@@ -95,41 +41,21 @@ def test_slow_coupling_algebra_exact_in_rationals():
             assert out[key].is_zero_matrix, (N, P, key)
 
 
-def test_gate_and_slow_values_first_order_slow_qk_third_order(claim):
-    result = run_check("D6", {"mask": "block_causal"}, seed=3)
-    sw = result.figures["gate_sweep"]
-    assert sw["fast_qk_max_abs"] <= 1e-15  # block-constant trajectory keeps fast Q, K frozen
-    assert sw["layer0_slow_qk_max"] == 0.0  # layer 0 pools a homogeneous state
-    assert abs(sw["Vs_slope"]["slope"] - 1.0) < 0.05, sw["Vs_slope"]
-    assert abs(sw["slow_qk_slope"]["slope"] - 3.0) < 0.1, sw["slow_qk_slope"]
-    claim.figure("gate_sweep_slopes", {"Vs": sw["Vs_slope"], "Qs_Ks": sw["slow_qk_slope"]})
-    claim.note("at a reference gate g ≠ 0 the Vs columns scale like g and the Qs, Ks columns like "
-               "g³ (fitted): the slow kernel's O(g) change acts only on the O(g) inhomogeneity of "
-               "the pooled values, times g")
-
-
-def test_negative_control_heterogeneous_reference_makes_qk_visible(claim):
-    result = claim.negative(run_check("D6", {"reference": "heterogeneous"}, seed=0))
-    f, tol = result.figures, result.tolerance["relative"]
-    assert not result.hypotheses_hold and not result.holds
-    assert f["visibility_ranks"]["Q"] > 0 and f["visibility_ranks"]["K"] > 0
-    assert f["qk_max_column_norm_rel"] > 1e6 * tol  # ≫ 0: orders above the tolerance
-    assert f["finite_qk_state_change_rel"] > 1e-3
-    for kind, rel in f["Ed_first_order_persistent_rel"].items():
-        assert rel > 1e-3, kind  # E_d forcing moves the block mean at first order
-    for kind, fit in f["Ed_second_order_slopes"].items():
-        assert abs(fit["slope"] - 1.0) < 0.1, (kind, fit)
-    assert f["kernel_change_times_state_rel"] > 1e-3
-    claim.figure("heterogeneous_qk_rank", f["visibility_ranks"]["Q"])
-
-
-def test_causal_masks_stay_blind_to_qk_in_the_persistent_component_but_not_in_the_state(claim):
-    result = run_check("D6", {"reference": "heterogeneous", "mask": "block_causal"}, seed=0)
-    f, tol = result.figures, result.tolerance["relative"]
-    assert f["visibility_ranks"]["Q"] == 0 and f["qk_max_column_norm_rel"] / tol <= 1.0
-    assert f["qk_state_max_abs_rel"] > 1e-3  # the other tokens do see Q, K
-    claim.note("block_causal on a heterogeneous reference: Q, K stay invisible in Lᵀ X_L (first "
-               "tokens see only themselves) but visible in X_L")
+@pytest.mark.parametrize("control", [None] + [c.name for c in CLAIMS["D6"].controls])
+def test_verdict_does_not_depend_on_lapack_choices(control):
+    """Another orthonormal basis of ker Lᵀ (the E_d bundle) and other singular-vector signs (two
+    seeds): same outcome, same decided parts, same ranks, key figures within 1e-9 (relative to the
+    map's largest singular value for the vanishing ones)."""
+    ref = run_check("D6", control=control)
+    for lapack_seed in (1, 2):
+        with numerics.lapack.other_valid_answers(seed=lapack_seed):
+            other = run_check("D6", control=control)
+        assert other.outcome == ref.outcome, (ref.summary(), other.summary())
+        assert other.violated == ref.violated and other.failed_parts == ref.failed_parts
+        assert other.figures["visibility_ranks"] == ref.figures["visibility_ranks"]
+        for key in CLAIMS["D6"].key_figures:
+            a, b = ref.figures[key], other.figures[key]
+            assert abs(a - b) <= 1e-9 * max(1.0, abs(a)), (key, a, b)
 
 
 _EXAMPLES = 10 if settings.default.max_examples <= 25 else 150
@@ -142,7 +68,7 @@ _EXAMPLES = 10 if settings.default.max_examples <= 25 else 150
 def test_random_instances(mask, N, P, d, L, seed):
     result = run_check("D6", {"T": N * P, "P": P, "d": d, "L": L, "mask": mask,
                               "gate_sweep": (1e-3, 1e-1)}, seed=seed)
-    assert result.holds, (result.figures["parts_hold"], result.summary())
+    assert result.outcome == "holds", result.summary()
 
 
 def test_larger_instances(claim, thorough, check_sweep):
@@ -152,4 +78,4 @@ def test_larger_instances(claim, thorough, check_sweep):
         cases += [{"mask": m, "T": 16, "P": 4, "d": 6, "L": 4} for m in
                   ("causal", "block_causal", "block_bidirectional")]
     for params, result in zip(cases, check_sweep([dict(p, claim="D6", seed=11) for p in cases])):
-        assert result.holds, (params, result.figures["parts_hold"])
+        assert claim.main(result).outcome == "holds", (params, result.summary())
