@@ -79,3 +79,13 @@ def test_larger_instances(claim, thorough, check_sweep):
                   ("causal", "block_causal", "block_bidirectional")]
     for params, result in zip(cases, check_sweep([dict(p, claim="D6", seed=11) for p in cases])):
         assert claim.main(result).outcome == "holds", (params, result.summary())
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"gamma": 0.0}, "gamma"), ({"s_min": 0.1, "s_max": 0.01}, "s_max"),
+    ({"gate_sweep": (0.1, 0.01)}, "gate_sweep"), ({"n_s": 2}, "n_s"),
+    ({"T": 32, "d": 8}, "T"), ({"T": 10}, "P"),
+])
+def test_bad_parameters_are_rejected_before_any_work(params, name):
+    with pytest.raises(ValueError, match=name):
+        CLAIMS["D6"].resolve(params)

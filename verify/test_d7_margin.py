@@ -114,3 +114,15 @@ def test_seed_sweep(claim, thorough, check_sweep):
         assert claim.main(result).outcome == "holds", result.summary()
     ratios = [r.figures["critical_gate"] / r.figures["bound_m_over_normG"] for r in inside]
     claim.figure("gc_over_bound_range_seed_sweep", [min(ratios), max(ratios)])
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"below": 1.0}, "below"),          # a fraction of g_c: [0, 1)
+    ({"above": 1.0}, "above"),          # a multiple of g_c: (1, 100]
+    ({"norm": True}, "norm"),           # reference='origin' needs norm=False
+    ({"T": 10, "P": 4}, "P"),
+    ({"T": 32, "d": 4}, "T"),           # dense Jacobians: T·d ≤ 96
+])
+def test_bad_parameters_are_rejected_before_any_work(params, name):
+    with pytest.raises(ValueError, match=name):
+        CLAIMS["D7"].resolve(params)

@@ -112,3 +112,12 @@ def test_symbolic_factors_match_numeric_token_likelihoods():
         sym = float((f["log_h"] + f["log_g"].subs(f["S"], sum(f["xs"]))).subs(subs).evalf(30))
         num = float(token_loglik(em, x).sum())
         assert abs(sym - num) <= 1e-12 * max(1.0, abs(num)), (fam, sym, num)
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"K": 1}, "K"), ({"n_future": 0}, "n_future"), ({"n_seq": 1}, "n_seq"),
+    ({"family": "laplace"}, "family"), ({"stay": 1.0}, "stay"), ({"rho": -1.0}, "rho"),
+])
+def test_bad_parameters_are_rejected_before_any_work(params, name):
+    with pytest.raises(ValueError, match=name):
+        CLAIMS["D8"].resolve(params)
