@@ -63,7 +63,7 @@ from numerics.layer import _normed
 from numerics.stability import slow_jacobian
 from numerics.visibility import (PARAMETER_BLOCKS, block_spectra, decaying_projector,
                                  forced_stack, forced_tangent, kernel_jvp, numerical_rank,
-                                 persistent_basis, persistent_component, visibility_map)
+                                 persistent_component, visibility_map)
 from numerics import lapack
 from numerics.masks import block_level_mask, coarse_maps
 from theory.stability import block_causal_gap_ratio
