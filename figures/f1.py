@@ -10,11 +10,9 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from figures import figure
-from numerics.integrators import integrate
 from numerics.integrators.coupling import (coupling_rhs_nb, frozen_kernel_jac_nb, integrate_coupling,
                                            layer_breakpoints, pack_coupling)
-from verify.checks import resolve_params
-from verify.checks.f1 import DEFAULTS, LIMITS, Instance, error_sweep
+from verify.checks.f1 import CLAIM, error_sweep
 from verify.checks.f2 import slope_fit
 
 ERROR_EPS = np.geomspace(1e-3, 1e-1, 7)
@@ -33,7 +31,8 @@ WORK_METHODS = ("Rosenbrock-W (Numba)", "Radau IIA (Numba)", "DOPRI5 (Numba)", "
 
 
 def _instance(seed, **changes):
-    return Instance(resolve_params(DEFAULTS, changes, LIMITS), seed)
+    """The unit's instance with its defaults updated by ``changes`` (validated by the unit)."""
+    return CLAIM.build(CLAIM.resolve(changes), seed)
 
 
 def f1_error_case(seed: int, mask: str, coarse: str, eps: float) -> dict:
@@ -64,8 +63,9 @@ def f1_error_vs_eps(data: list, seed: int):
         ax.set_xlabel("ε")
         ax.legend(fontsize=6.5)
     axes[0].set_ylabel("‖X(1) − reduction‖ / ‖X(1)‖")
-    return fig, {"eps": eps.tolist(), "T": DEFAULTS["T"], "P": DEFAULTS["P"], "d": DEFAULTS["d"],
-                 "L": DEFAULTS["L"], "gamma": DEFAULTS["gamma"], "seed": seed}
+    p = CLAIM.defaults()
+    return fig, {"eps": eps.tolist(), "T": p["T"], "P": p["P"], "d": p["d"], "L": p["L"],
+                 "gamma": p["gamma"], "norm": p["norm"], "seed": seed}
 
 
 def f1_trajectory(seed: int) -> dict:
@@ -79,9 +79,7 @@ def f1_trajectory(seed: int) -> dict:
     res = integrate_coupling(inst.model, X0, eps, E=inst.E, t_eval=t, rtol=1e-10, atol=1e-12)
     X = res.extra["X"]
     Yfib = inst.Lt @ inst.fast_limit(X0)
-    red = integrate(lambda s, y: (inst.Lt @ inst.R(inst.seg(s), U @ y.reshape(inst.Y0.shape))).ravel(),
-                    (0.0, 1.0), Yfib, method="dopri5", t_eval=t, rtol=1e-10, atol=1e-12,
-                    breakpoints=inst.breaks)
+    _, red = inst.reduced(0, 0.0, Yfib, rtol=1e-10, atol=1e-12, t_eval=t)   # the unit's order-0 flow
     Yred = red.y.T.reshape(len(t), *inst.Y0.shape)
     dev = np.array([np.linalg.norm(x - U @ (B @ x)) for x in X])
     BX = np.einsum("nt,ktd->knd", B, X)
