@@ -13,7 +13,7 @@ from figures import figure
 from numerics.integrators.coupling import (coupling_rhs_nb, frozen_kernel_jac_nb, integrate_coupling,
                                            layer_breakpoints, pack_coupling)
 from verify.checks.f1 import CLAIM, error_sweep
-from verify.checks.f2 import slope_fit
+from verify.rates import slope_fit
 
 ERROR_EPS = np.geomspace(1e-3, 1e-1, 7)
 ERROR_CASES = (("block_bidirectional", "mean", "block_bidirectional, Y = BX"),

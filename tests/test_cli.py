@@ -128,3 +128,12 @@ def test_check_describe_prints_parameters_hypotheses_and_controls(capsys):
 def test_bench_rejects_an_unknown_section(capsys):
     assert main(["bench", "warp_drive", "--quick"]) == 2
     assert "unknown benchmark section 'warp_drive'" in capsys.readouterr().err
+
+
+def test_check_json_is_exactly_the_verdict_the_python_api_decides(capsys):
+    from verify.registry import run_check
+
+    assert main(["check", "A1", "--param", "T=8", "--param", "P=2", "--seed", "3", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    api = run_check("A1", {"T": 8, "P": 2}, seed=3).to_json()
+    assert cli == json.loads(json.dumps(api))

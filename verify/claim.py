@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
@@ -314,7 +313,6 @@ class Verdict:
     tolerance: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     error: dict | None = None
-    seconds: float = 0.0
 
     @property
     def holds(self) -> bool:
@@ -373,7 +371,7 @@ class Verdict:
             "conclusion": {k: d.to_json() for k, d in self.conclusion.items()},
             "reason": self.reason(), "figures": self.figures, "params": self.params,
             "seed": self.seed, "control": self.control, "tolerance": self.tolerance,
-            "notes": self.notes, "error": self.error, "seconds": round(self.seconds, 3)})
+            "notes": self.notes, "error": self.error})
 
     @classmethod
     def from_json(cls, data: dict) -> "Verdict":
@@ -383,8 +381,7 @@ class Verdict:
             conclusion={k: Diagnostic.from_json(v) for k, v in data["conclusion"].items()},
             figures=unjsonable(data["figures"]), params=data["params"], seed=data["seed"],
             control=data.get("control"), tolerance=unjsonable(data.get("tolerance", {})),
-            notes=list(data.get("notes", [])), error=data.get("error"),
-            seconds=float(data.get("seconds", 0.0)))
+            notes=list(data.get("notes", [])), error=data.get("error"))
 
 
 def _short(v) -> str:
@@ -486,7 +483,6 @@ class Claim:
         seed = int(seed)
         p = self.resolve(overrides)
         hyps: dict = {}
-        t0 = time.perf_counter()
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
             with np.errstate(over="raise", invalid="raise"):
@@ -498,8 +494,7 @@ class Claim:
             raise
         except Exception as exc:  # a valid input the check could not decide: outcome "error"
             return Verdict(self.id, "error", hyps, {}, {}, p, seed, control,
-                           error={"type": type(exc).__name__, "message": str(exc) or repr(exc)},
-                           seconds=time.perf_counter() - t0)
+                           error={"type": type(exc).__name__, "message": str(exc) or repr(exc)})
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
         elif all(d.holds for d in parts.values()):
@@ -507,8 +502,7 @@ class Claim:
         else:
             outcome = "fails"
         return Verdict(self.id, outcome, hyps, parts, concl.figures, p, seed, control,
-                       tolerance=concl.tolerance, notes=list(concl.notes),
-                       seconds=time.perf_counter() - t0)
+                       tolerance=concl.tolerance, notes=list(concl.notes))
 
     def _named(self, found: Mapping, declared: Mapping, what: str) -> dict:
         if not isinstance(found, Mapping) or set(found) != set(declared):

@@ -14,10 +14,7 @@ from verify.registry import CLAIMS, IDS, run_check
 def _controls():
     out = []
     for cid in IDS:
-        try:  # TRANSITION: remove once every unit is converted
-            unit = CLAIMS[cid]
-        except (TypeError, ImportError):
-            continue
+        unit = CLAIMS[cid]
         if not unit.implemented:
             continue
         for ctl in unit.controls:

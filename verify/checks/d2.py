@@ -40,7 +40,7 @@ from numerics.integrators import integrate
 from numerics.model import init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
-from .f2 import slope_fit
+from ..rates import slope_fit
 
 PATHS = ("smooth", "step")
 H_MODES = ("1/L", "one")

@@ -73,7 +73,7 @@ from numerics.integrators.coupling import integrate_coupling, layer_breakpoints
 from numerics.masks import coarse_maps, frozen_kernel, kernel_eigenvalues
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
-from .f2 import slope_fit
+from ..rates import slope_fit
 
 COARSE = ("auto", "mean", "first")
 METHODS = ("radau", "rosw")

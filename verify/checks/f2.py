@@ -61,19 +61,11 @@ from numerics.masks import frozen_kernel
 from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
+from ..rates import slope_fit
 
 CHAINS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
 SIMPLEX_TOL = 1e-8
 LAYER_FACTOR = 1e-3
-
-
-def slope_fit(eps: np.ndarray, err: np.ndarray) -> dict:
-    """Least-squares slope of ``log err`` against ``log eps`` with its 95% interval (t quantile)."""
-    r = stats.linregress(np.log(eps), np.log(err))
-    q = stats.t.ppf(0.975, len(eps) - 2)
-    return {"slope": float(r.slope), "ci95": [float(r.slope - q * r.stderr),
-                                              float(r.slope + q * r.stderr)],
-            "stderr": float(r.stderr), "intercept": float(r.intercept), "r2": float(r.rvalue ** 2)}
 
 
 def chain_functions(p: dict):
