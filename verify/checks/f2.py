@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
-from scipy import stats
 
 from numerics import markov as mk
 from numerics.masks import frozen_kernel
