@@ -72,6 +72,7 @@ def blas_state() -> dict:
     libs = [{k: info.get(k) for k in ("internal_api", "prefix", "version", "architecture",
                                       "threading_layer", "num_threads")}
             for info in threadpool_info() if info.get("user_api") == "blas"]
+    libs.sort(key=lambda b: (str(b["prefix"]), str(b["version"])))   # load order varies
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")}
     summary = ", ".join(f"{b['internal_api']} {b['version']} ({b['architecture']} kernel)"
                         for b in libs) or "unknown"
