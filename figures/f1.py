@@ -12,10 +12,11 @@ from scipy.integrate import solve_ivp
 from figures import figure
 from numerics.integrators.coupling import (coupling_rhs_nb, frozen_kernel_jac_nb, integrate_coupling,
                                            layer_breakpoints, pack_coupling)
-from verify.checks.f1 import CLAIM, error_sweep
-from verify.rates import slope_fit
+from verify.checks.f1 import CLAIM, RATE_ORDERS, eps_ladder, error_sweep
+from verify.rates import asymptotic_slope
 
-ERROR_EPS = np.geomspace(1e-3, 1e-1, 7)
+ERROR_EPS = eps_ladder(CLAIM.defaults()["eps_max"], CLAIM.defaults()["eps_floor_first"])
+"""The unit's ε ladder ``eps_max·10^(−j/4)`` down to the first-order floor."""
 ERROR_CASES = (("block_bidirectional", "mean", "block_bidirectional, Y = BX"),
                ("block_causal", "first", "block_causal, Y = FᵀX (first token)"),
                ("causal", "mean", "negative control: causal, Y = BX"))
@@ -47,23 +48,29 @@ def f1_error_case(seed: int, mask: str, coarse: str, eps: float) -> dict:
                              for mask, coarse, _ in ERROR_CASES for e in ERROR_EPS])
 def f1_error_vs_eps(data: list, seed: int):
     eps = ERROR_EPS
+    p = CLAIM.defaults()
     fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.6), constrained_layout=True, sharey=True)
     for i, (ax, (mask, coarse, title)) in enumerate(zip(axes, ERROR_CASES)):
         rows = data[i * len(ERROR_EPS):(i + 1) * len(ERROR_EPS)]
         sw = {k: np.array([r[k] for r in rows]) for k in ("eps", "err_leading", "err_first")}
-        for key, label, marker in (("err_leading", "leading order", "o"),
-                                   ("err_first", "first order (+εH₁, curvature)", "s")):
-            fit = slope_fit(sw["eps"], sw[key])
+        for (key, label, marker), spec in zip((("err_leading", "leading", "o"),
+                                               ("err_first", "first order", "s")),
+                                              RATE_ORDERS.values()):
+            # the unit's window rule from the top of the ladder (the unit starts at lin_const/c₂)
+            err_at = dict(zip(sw["eps"].tolist(), sw[key].tolist()))
+            fit = asymptotic_slope(sw["eps"], err_at.__getitem__, spec["rate"], p[spec["tol"]],
+                                   window=p["window"])
             lo, hi = fit["ci95"]
+            where = (f"on [{fit['window'][1]:.0e}, {fit['window'][0]:.0e}]" if fit["converged"]
+                     else "no window")
             ax.loglog(sw["eps"], sw[key], marker + "-", ms=4,
-                      label=f"{label}: slope {fit['slope']:.2f} [{lo:.2f}, {hi:.2f}]")
+                      label=f"{label}: slope {fit['slope']:.2f} [{lo:.2f}, {hi:.2f}]\n{where}")
         ax.loglog(eps, 0.5 * eps, "k:", lw=0.8, label="ε, ε²")
         ax.loglog(eps, 0.5 * eps**2, "k:", lw=0.8)
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("ε")
-        ax.legend(fontsize=6.5)
+        ax.legend(fontsize=6, loc="lower right")
     axes[0].set_ylabel("‖X(1) − reduction‖ / ‖X(1)‖")
-    p = CLAIM.defaults()
     return fig, {"eps": eps.tolist(), "T": p["T"], "P": p["P"], "d": p["d"], "L": p["L"],
                  "gamma": p["gamma"], "norm": p["norm"], "seed": seed}
 
