@@ -179,8 +179,13 @@ def _fmt(v) -> str:
         return str(v)
     if isinstance(v, float):
         return f"{v:.3g}"
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, float) for x in v):
+        return f"[{v[0]:.4g}, {v[1]:.4g}]"          # an interval: enough digits to see its width
     if isinstance(v, list) and len(v) <= 4 and all(isinstance(x, (int, float)) for x in v):
         return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, dict) and isinstance(v.get("slope"), float):   # a fitted rate
+        ci = v.get("ci95")
+        return f"{v['slope']:.4g}" + (f" {_fmt(ci)}" if isinstance(ci, list) else "")
     if isinstance(v, (list, dict)):
         return f"({type(v).__name__} of {len(v)}, see report.json)"
     return str(v)

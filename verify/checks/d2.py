@@ -176,7 +176,7 @@ class D2(Claim):
                         "local error of irregular size, the local slopes never settle",
                 seed=0),
     )
-    key_figures = ("slope_untied", "slope_tied", "slope_untied_ci95")
+    key_figures = ("slope_untied", "slope_untied_ci95", "slope_tied", "slope_tied_ci95")
 
     def validate(self, p):
         if p["T"] % p["P"]:

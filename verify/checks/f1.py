@@ -765,7 +765,9 @@ class F1(Claim):
                 meaning="the block mean is not the coarse variable of block_causal (its kernel is "
                         "not doubly stochastic): the error does not shrink with ε", seed=1),
     )
-    key_figures = ("slope_leading", "slope_first_order", "attraction_rate_ratio")
+    key_figures = ("slope_leading", "slope_leading_ci95", "slope_first_order",
+                   "slope_first_order_ci95", "window_leading", "window_first_order",
+                   "attraction_rate_ratio")
 
     def validate(self, p):
         if p["T"] % p["P"]:
