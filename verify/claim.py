@@ -434,7 +434,8 @@ class Claim:
         raise NotImplementedError
 
     def validate(self, p: dict) -> None:
-        """Conditions between parameters (e.g. ``P`` divides ``T``); ``ValueError`` if violated."""
+        """Conditions between parameters; ``ValueError`` naming the value if violated. (That the
+        block size ``P`` divides ``T`` is checked for every claim with both parameters.)"""
 
     # -- provided -----------------------------------------------------------------------------
     def defaults(self) -> dict:
@@ -459,6 +460,8 @@ class Claim:
                 raise ValueError(f"unknown parameter {key!r} of {self.id}; expected one of "
                                  f"{', '.join(self.params)}")
             p[key] = self.params[key].parse(key, raw)
+        if "T" in p and "P" in p and p["T"] % p["P"]:   # T tokens in blocks of P
+            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         self.validate(p)
         return p
 

@@ -110,10 +110,6 @@ class A1(Claim):
     key_figures = ("max_future_dependence", "slow_input_within_block_variation",
                    "min_past_diagonal_dependence")
 
-    def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
-
     def build(self, p, seed):
         return Instance(p, seed)
 

@@ -215,10 +215,6 @@ class A2(Claim):
     key_figures = ("attention_ratio_times_P2", "layer_ratio_times_P2", "grid_lower_bound_failures",
                    "grid_configurations")
 
-    def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
-
     def build(self, p, seed):
         return Instance(p, seed)
 

@@ -146,10 +146,6 @@ class A3(Claim):
     key_figures = ("max_abs_output_difference", "max_abs_slow_weight_gradient",
                    "gate_gradient_fd_max_relative_error")
 
-    def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
-
     def build(self, p, seed):
         return Instance(p, seed)
 

@@ -336,8 +336,6 @@ class D1(Claim):
     key_figures = ("chain_rule_rel_fd", "reversal_rel_difference", "layer_jacobian_spread")
 
     def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         if p["T"] * p["d"] > MAX_DENSE:
             raise ValueError(f"parameters T={p['T']}, d={p['d']}: D1 builds dense Jacobians, T·d must "
                              f"be ≤ {MAX_DENSE}, got T·d = {p['T'] * p['d']}")

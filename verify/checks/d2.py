@@ -179,8 +179,6 @@ class D2(Claim):
     key_figures = ("slope_untied", "slope_untied_ci95", "slope_tied", "slope_tied_ci95")
 
     def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         need = p["L_min"] * 2 ** (p["window"] - 1)
         if p["L_max"] < need:
             raise ValueError(f"parameter L_max={p['L_max']}: expected ≥ L_min·2^(window − 1) = {need} "

@@ -31,6 +31,7 @@ import numerics as nm
 from numerics.linearised import homogeneous_trajectory
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..diagnostics import homogeneous_reference
 
 
 class Instance:
@@ -108,26 +109,11 @@ class D3(Claim):
     key_figures = ("max_kernel_deviation_along_depth", "max_kernel_deviation_fresh_qk_and_temperatures",
                    "max_kernel_spread_between_qk_draws")
 
-    def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
-
     def build(self, p, seed):
         return Instance(p, seed)
 
     def diagnose(self, inst):
-        X0, E, cfg = inst.X0, inst.E, inst.cfg
-        spread = float(np.abs(X0 - X0[:1]).max())
-        inj = float(cfg.gamma * np.abs(E - E[:1]).max())
-        gates = np.array([lp.g for lp in inst.model.layers], dtype=float)
-        open_gate = float(np.abs(gates).max()) if cfg.slow else 0.0
-        return {
-            "state_token_homogeneous": Diagnostic(spread == 0.0, spread,
-                                                  "max_t max|X_t − X_1| = 0 (bitwise)"),
-            "injection_homogeneous": Diagnostic(inj == 0.0, inj, "γ · max_t max|E_t − E_1| = 0"),
-            "slow_path_closed": Diagnostic(open_gate == 0.0, open_gate,
-                                           "max_l |g_l| over layers with a slow path = 0"),
-        }
+        return homogeneous_reference(inst.cfg, inst.model.layers, inst.X0, inst.E)
 
     def conclude(self, inst):
         p, cfg, model = inst.p, inst.cfg, inst.model

@@ -62,6 +62,7 @@ from numerics.autodiff import stack_jvp
 from numerics.model import SIGMAS
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..diagnostics import homogeneous_reference
 
 SOFTMAX_DA_MIN = 1e-3
 """The softmax-derivative check is not vacuous: ``‖δA‖_F / ‖δS‖_F`` (the attention change relative
@@ -246,27 +247,11 @@ class D4(Claim):
     )
     key_figures = ("poly_vs_jvp_rel", "eigen_form_vs_poly_rel", "causal_eigvec_cond_exact_T64")
 
-    def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
-
     def build(self, p, seed):
         return Instance(p, seed)
 
     def diagnose(self, inst):
-        X0, cfg = inst.X0, inst.cfg
-        spread = float(np.abs(X0 - X0[:1]).max())
-        E = X0 if inst.E is None else inst.E
-        inj = float(cfg.gamma * np.abs(E - E[:1]).max())
-        gates = np.array([lp.g for lp in inst.gated.layers], dtype=float)
-        open_gate = float(np.abs(gates).max()) if cfg.slow else 0.0
-        return {
-            "state_token_homogeneous": Diagnostic(spread == 0.0, spread,
-                                                  "max_t max|X_t − X_1| = 0 (bitwise)"),
-            "injection_homogeneous": Diagnostic(inj == 0.0, inj, "γ · max_t max|E_t − E_1| = 0"),
-            "slow_path_closed": Diagnostic(open_gate == 0.0, open_gate,
-                                           "max_l |g_l| over layers with a slow path = 0"),
-        }
+        return homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E)
 
     def conclude(self, inst):
         p, cfg, K, dX0, X0 = inst.p, inst.cfg, inst.K, inst.dX0, inst.X0

@@ -189,10 +189,6 @@ class D5(Claim):
     )
     key_figures = ("L_star", "L_star_brute_force", "bound_ratio_max", "kernel_constant")
 
-    def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
-
     def build(self, p, seed):
         return Instance(p, seed)
 

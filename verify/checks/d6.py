@@ -422,8 +422,6 @@ class D6(Claim):
                    "Ed_first_order_persistent_max_rel", "slow_coupling_gap_rel")
 
     def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         if p["T"] * p["d"] > 128:
             raise ValueError(f"parameters T={p['T']}, d={p['d']}: D6 builds dense maps, T·d must "
                              f"be ≤ 128, got {p['T'] * p['d']}")

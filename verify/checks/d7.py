@@ -177,8 +177,6 @@ class D7(Claim):
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
 
     def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         if p["T"] * p["d"] > 96:
             raise ValueError(f"parameters T={p['T']}, d={p['d']}: D7 builds dense Jacobians, "
                              f"T·d must be ≤ 96, got {p['T'] * p['d']}")

@@ -770,8 +770,6 @@ class F1(Claim):
                    "attraction_rate_ratio")
 
     def validate(self, p):
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         for floor in ("eps_floor_leading", "eps_floor_first"):
             n = len(eps_ladder(p["eps_max"], p[floor])) if p[floor] <= p["eps_max"] else 0
             if n < p["window"]:

@@ -263,8 +263,6 @@ class F3(Claim):
             raise ValueError(f"parameter steps={p['steps']}: expected strictly increasing values")
         if not p["y_min"] < p["y_max"]:
             raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
-        if p["T"] % p["P"]:
-            raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         if p["T"] * p["d"] > 256:
             raise ValueError(f"parameters T={p['T']}, d={p['d']}: expected T·d ≤ 256 "
                              "(dense Td×Td operators)")
