@@ -14,6 +14,7 @@ from numerics import markov as mk
 from numerics.layer import attention_kernel
 from numerics.masks import frozen_kernel
 from numerics.model import ModelConfig, init_model
+from verify.checks.f3 import value_map_generator_form_violation
 from verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("F3")
@@ -63,3 +64,30 @@ def test_frozen_operator_on_homogeneous_state_is_exactly_K_kron_I(mask, blocks, 
     assert np.array_equal(M, np.kron(frozen_kernel(mask, T, P), np.eye(d)))
     viol = mk.generator_violation(M - np.eye(T * d), "row")
     assert viol["negative_offdiag"] == 0.0 and viol["sum_defect"] <= 4 * np.finfo(float).eps
+
+
+def test_bad_parameters_raise_naming_them():
+    with pytest.raises(ValueError, match="violation_tol"):
+        CLAIMS["F3"].resolve({"violation_tol": 1e-15})   # below T·d·eps = 32·eps
+    with pytest.raises(ValueError, match="steps"):
+        CLAIMS["F3"].resolve({"steps": (300, 0)})
+    with pytest.raises(ValueError, match="y_max"):
+        CLAIMS["F3"].resolve({"y_min": 1.0, "y_max": -1.0})
+
+
+@given(d=st.integers(2, 4), seed=st.integers(0, 2**16))
+def test_frozen_operator_is_a_generator_iff_value_map_has_the_generator_form(d, seed):
+    """A ⊗ Vᵀ − I is a generator for a non-negative V with unit column sums (V ≠ I in general),
+    and the hypothesis value_map_breaks_generator_form measures exactly that form."""
+    cfg = ModelConfig(T=4, P=2, d=d, mask="causal", norm=True)
+    rng = np.random.default_rng(seed)
+    lp = init_model(cfg, 1, seed).layers[0]
+    X = rng.standard_normal((4, d))
+    V = rng.random((d, d))
+    lp.V = V / V.sum(axis=0)
+    A = attention_kernel(cfg, lp, X)
+    vf = value_map_generator_form_violation(lp.V, A)
+    assert vf["negative_rel"] == 0.0 and vf["column_sum_defect_rel"] <= d * np.finfo(float).eps
+    viol = mk.generator_violation(mk.attention_mixing_operator(cfg, lp, X, "frozen") - np.eye(4 * d),
+                                  "row")
+    assert viol["negative_offdiag"] == 0.0 and viol["sum_defect"] <= 4 * d * np.finfo(float).eps

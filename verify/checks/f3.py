@@ -14,32 +14,58 @@ not a generator. Precisely: the update ``dX/dτ = M X − X`` is a master equati
 ``M ≥ 0`` and ``M 1 = 1``; equivalently ``(M − I)ᵀ`` in the column convention with ``1ᵀ(M − I)ᵀ = 0``),
 as ``K − I`` is for a frozen kernel. ``M`` is either the frozen operator ``A(X) ⊗ Vᵀ``
 (``Z ↦ A(X) Z V``) or the full Jacobian of ``Attn(X) = A(X) n(X) V``. The attention matrix ``A(X)``
-alone always *is* row-stochastic (``A − I`` is a generator, violation 0): it is the value map
-(negative entries, column sums ≠ 1), the norm Jacobian and the state dependence of ``A`` (the
-softmax-derivative term of the linearisation) that break the sign and conservation conditions.
+alone always *is* row-stochastic (``A − I`` is a generator, violation 0 to rounding); "not a
+generator" means that both conditions are broken by more than rounding: on every sampled state the
+relative negative rate and the relative row-sum defect of ``M − I`` (:func:`numerics.markov.
+generator_violation`, both scale-free: divided by the largest off-diagonal entry resp. the largest
+absolute row sum) exceed ``violation_tol``. ``violation_tol`` (default 1e-8) must exceed the
+rounding level of these quantities: signs of products ``A_ts V_ji`` are exact, and a row sum of
+``Td`` terms carries a relative rounding error ≤ ``Td·eps`` (≤ 6e-14 for ``Td ≤ 256``), so
+``validate`` requires ``violation_tol > Td·eps``.
+
+Why the frozen operator breaks both conditions (exact, and diagnosed as a hypothesis): the
+off-diagonal entries of ``A ⊗ Vᵀ`` are ``A_ts V_ji`` and its row sums are ``Σ_s A_ts Σ_j V_ji =
+(1ᵀV)_i`` because ``A`` is row-stochastic. So ``A ⊗ Vᵀ − I`` is a generator iff ``V`` has no
+negative entry that ``A`` places off the diagonal (every ``V_ji``, ``i ≠ j``, since ``A_tt > 0``; the
+diagonal ``V_ii`` too when ``A`` has an off-diagonal entry) and ``1ᵀV = 1ᵀ``. A random ``V ≠ I`` can
+satisfy both; the hypothesis ``value_map_breaks_generator_form`` therefore measures both violations
+on ``V`` itself. Which term of the linearisation breaks the conditions (the value map, the norm
+Jacobian, the softmax derivative ``dA/dX``) is a reported finding, recorded in the figure
+``attribution``, not a part of the verdict: the claim is about the block's operator, and the size
+of, e.g., the softmax-derivative sum defect ``|dA[11ᵀ] X|`` is set by the weights of the instance,
+so no fixed margin for it follows from the statement.
 
 Threshold for (a): ``max TV ≤ 1e-2``. Justification: the F2 leading-order tracking error is
 ``≈ 0.5 ε`` in max norm (measured), so ``TV ≤ 1e-2`` makes the learned manifold as accurate as the
 zeroth-order Tikhonov reduction at ``ε ≈ 1e-2`` (replacing ``p_st`` by ``φ_θ`` does not change
 the reduction's order there), and it is ≥ 30× below the best constant predictor (max TV ≈ 0.32).
 
+Failure rate. The width trend is a rank test over random initialisations; its failure probability
+on an instance where the claim is true is one minus its power, which its level (0.05) does not
+bound, and no power can be derived for trained MLPs. Measured one-sided p-values at the defaults:
+≤ 0.009 on seeds 101–112 and ≤ 0.006 on seeds 200–239, i.e. no failure in 52 seeds and a
+margin ≥ 5× below the level. The unit therefore declares ``failure_rate = 0``: a failure of any part is a result to
+report. (Declaring the level 0.05 would be the wrong direction of error and would let the seed
+sweep accept 4 failures in 12 seeds of the deterministic parts.)
+
 Hypotheses, computed from the instance: (a) every target chain ``Q(y)`` on the training and
 held-out points is irreducible (from its rate graph); the MLPs have a hidden layer of width ≥ 2
 (read off the initialised weights); the training schedule takes at least one step; (b) the sampled
-states are token-heterogeneous (max_t |X_t − X_0| > 0) and the value map is not the identity
-(‖V − I‖ > 0, from the weights).
+states are token-heterogeneous (max_t |X_t − X_0| > 0) and every sampled value map breaks the
+generator-preserving form (a negative entry placed off the diagonal of ``A ⊗ Vᵀ`` and a column sum
+≠ 1, both relative violations of ``V`` > ``violation_tol``).
 
 Every condition is a named part of the verdict: the width trend (Kendall), the step trend, the
 threshold, the margin to the best constant predictor (best < 0.1·constant), the attention matrix
-being a generator (≤ 1e3·eps), both operators violating both generator conditions (relative
-violation > 1e6·violation_tol, negative-mass fraction > 0.1, relative sum defect > 0.1) and the
-attribution on the same states (``A ⊗ I`` a generator; the Jacobian of ``A(X) X`` not one).
+being a generator (≤ 1e3·eps) and both operators breaking both generator conditions.
 
 Negative controls: ``target="discontinuous"`` (the stationary distribution of a chain that is not
 irreducible at every y — it jumps from ``e_1`` to ``e_2`` at y = 0 — is not continuous, so a smooth
 model cannot reach the threshold uniformly); ``widths=1`` or ``steps=0`` (too small a model, no
 training); for (b) the frozen kernel on a homogeneous state with identity value map and no norm,
-where the operator ``K ⊗ I`` is a generator and the measured violation is 0 (to rounding).
+where the operator ``K ⊗ I`` is a generator and the measured violation is 0 (to rounding); it
+breaks ``state_heterogeneous`` and, with ``V = I`` (non-negative, unit column sums), also
+``value_map_breaks_generator_form``.
 """
 
 from __future__ import annotations
@@ -175,16 +201,52 @@ def generator_measurements(inst: Instance) -> dict:
             for kind, rows in out.items()}
 
 
+def both_conditions_break(g: dict, tol: float) -> bool:
+    """Both generator conditions of ``M − I`` are broken beyond rounding on every sampled state:
+    min relative negative rate > tol and min relative row-sum defect > tol."""
+    return g["negative_offdiag_rel"]["min"] > tol and g["sum_defect_rel"]["min"] > tol
+
+
 def _both_conditions_break(gv: dict, kind: str, tol: float) -> Diagnostic:
     g = gv[kind]
-    worst = max(g["negative_offdiag_rel"]["min"], g["sum_defect_rel"]["min"])
-    value = {"min_relative_violation": worst,
-             "min_negative_mass_fraction": g["negative_mass_fraction"]["min"],
+    value = {"min_negative_offdiag_rel": g["negative_offdiag_rel"]["min"],
              "min_sum_defect_rel": g["sum_defect_rel"]["min"]}
-    return Diagnostic(worst > 1e6 * tol and g["negative_mass_fraction"]["min"] > 0.1
-                      and g["sum_defect_rel"]["min"] > 0.1, value,
-                      f"on every sampled state: relative violation > 1e6·violation_tol = {1e6 * tol:g}, "
-                      "negative-mass fraction > 0.1 and relative sum defect > 0.1")
+    return Diagnostic(both_conditions_break(g, tol), value,
+                      f"on every sampled state: relative negative rate > violation_tol = {tol:g} "
+                      "and relative row-sum defect > violation_tol")
+
+
+def value_map_generator_form_violation(V: np.ndarray, A: np.ndarray) -> dict:
+    """How far ``A ⊗ Vᵀ − I`` is, through ``V`` alone, from a generator (row convention).
+
+    The entries of ``A ⊗ Vᵀ`` are ``A_ts V_ji``; ``A_tt > 0`` on every mask, so each off-diagonal
+    ``V_ji`` lands off the diagonal, and ``V_ii`` does when ``A`` has a positive off-diagonal entry.
+    ``negative_rel``: the most negative such entry of ``V`` over the largest ``|V_ji|`` there;
+    ``column_sum_defect_rel``: ``max_i |(1ᵀV)_i − 1| / (max_i ‖V e_i‖₁ + 1)`` (for row-stochastic
+    ``A`` it is the row-sum defect of ``A ⊗ Vᵀ − I`` up to the normalisation).
+    """
+    d = V.shape[0]
+    offA = bool(np.any(A[~np.eye(A.shape[0], dtype=bool)] > 0))
+    placed = ~np.eye(d, dtype=bool) | offA
+    vals = V[placed]
+    scale = float(np.abs(vals).max()) if vals.size else 0.0
+    neg = float(max(0.0, -vals.min())) if vals.size else 0.0
+    col = V.sum(axis=0)
+    return {"negative_rel": neg / scale if scale > 0 else 0.0,
+            "column_sum_defect_rel": float(np.abs(col - 1.0).max())
+            / (float(np.abs(V).sum(axis=0).max()) + 1.0)}
+
+
+def frozen_defect_vs_value_map(inst: Instance) -> float:
+    """max over samples of ``| ‖(A ⊗ Vᵀ − I) 1‖_∞ − max_i |(1ᵀV)_i − 1| |``: the frozen operator's
+    row-sum defect is exactly the value map's column-sum defect (A row-stochastic); ~ Td·eps."""
+    out = 0.0
+    for lp, X in inst.cases:
+        M = mk.attention_mixing_operator(inst.cfg, lp, X, "frozen")
+        measured = float(np.abs(M.sum(axis=1) - 1.0).max())
+        predicted = float(np.abs(lp.V.sum(axis=0) - 1.0).max())
+        out = max(out, abs(measured - predicted))
+    return out
 
 
 class F3(Claim):
@@ -218,8 +280,8 @@ class F3(Claim):
         "state": Param("heterogeneous", "the sampled states", choices=("heterogeneous", "homogeneous")),
         "value_map": Param("random", "the value map V", choices=("random", "identity")),
         "norm": Param(True, "normalisation inside attention"),
-        "violation_tol": Param(1e-8, "relative generator violation counted as a violation",
-                               low=0.0, open_low=True),
+        "violation_tol": Param(1e-8, "relative generator violation counted as a violation "
+                               "(must exceed the rounding level T·d·eps)", low=0.0, open_low=True),
     }
     hypotheses = {
         "target_chain_irreducible": "every target chain Q(y) on the training and held-out points is "
@@ -227,7 +289,10 @@ class F3(Claim):
         "model_has_hidden_width": "the widest initialised MLP has ≥ 2 hidden units",
         "model_is_trained": "the training schedule takes ≥ 1 gradient step",
         "state_heterogeneous": "every sampled state has max_t |X_t − X_0| > 0",
-        "value_map_not_identity": "every sampled value map has ‖V − I‖ > 0",
+        "value_map_breaks_generator_form": "every sampled value map V has a negative entry that "
+                                           "A(X) ⊗ Vᵀ places off the diagonal and a column sum ≠ 1 "
+                                           "(both relative violations > violation_tol): A ⊗ Vᵀ − I "
+                                           "is a generator iff neither holds",
     }
     conclusion = {
         "error_falls_with_width": "Kendall τ(width, per-seed mean KL after the last step) < 0, "
@@ -236,11 +301,10 @@ class F3(Claim):
         "reaches_threshold": "best final max TV ≤ tv_threshold",
         "far_below_constant_predictor": "best final max TV < 0.1 × that of the best constant predictor",
         "attention_matrix_is_generator": "A(X) − I is a row-convention generator (violation ≤ 1e3·eps)",
-        "frozen_operator_not_generator": "A(X) ⊗ Vᵀ − I breaks both generator conditions",
-        "linearised_operator_not_generator": "the Jacobian of Attn minus I breaks both conditions",
-        "value_map_attribution": "A(X) ⊗ I − I is a generator (negative rates 0, sum defect ≤ 1e3·eps)",
-        "softmax_derivative_attribution": "the Jacobian of A(X)X minus I is not a generator "
-                                          "(negative-rate rel. > 0.1, sum defect rel. > 0.05)",
+        "frozen_operator_not_generator": "A(X) ⊗ Vᵀ − I breaks both generator conditions (relative "
+                                         "negative rate and row-sum defect > violation_tol)",
+        "linearised_operator_not_generator": "the Jacobian of Attn minus I breaks both conditions "
+                                             "(same rule)",
     }
     controls = (
         Control("discontinuous_target", {"target": "discontinuous"}, breaks="target_chain_irreducible",
@@ -266,6 +330,9 @@ class F3(Claim):
         if p["T"] * p["d"] > 256:
             raise ValueError(f"parameters T={p['T']}, d={p['d']}: expected T·d ≤ 256 "
                              "(dense Td×Td operators)")
+        if not p["violation_tol"] > p["T"] * p["d"] * EPS:
+            raise ValueError(f"parameter violation_tol={p['violation_tol']:g}: expected > T·d·eps = "
+                             f"{p['T'] * p['d'] * EPS:.3g} (the rounding level of a relative row sum)")
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -276,7 +343,11 @@ class F3(Claim):
         width = max(int(th["W1"].shape[1]) for _, th in inst.theta0)
         n_steps = int(max(inst.p["steps"]))
         spread = min(float(np.abs(X - X[:1]).max()) for _, X in inst.cases)
-        v_dist = min(float(np.abs(lp.V - np.eye(inst.cfg.d)).max()) for lp, _ in inst.cases)
+        tol = inst.p["violation_tol"]
+        vf = [value_map_generator_form_violation(lp.V, attention_kernel(inst.cfg, lp, X))
+              for lp, X in inst.cases]
+        vneg = min(v["negative_rel"] for v in vf)
+        vcol = min(v["column_sum_defect_rel"] for v in vf)
         return {
             "target_chain_irreducible": Diagnostic(
                 reducible == 0, reducible, "number of y with Q(y) not irreducible; 0 required"),
@@ -284,8 +355,11 @@ class F3(Claim):
             "model_is_trained": Diagnostic(n_steps >= 1, n_steps, "training steps ≥ 1"),
             "state_heterogeneous": Diagnostic(spread > 0, spread,
                                               "min over states of max_t |X_t − X_0| > 0"),
-            "value_map_not_identity": Diagnostic(v_dist > 0, v_dist,
-                                                 "min over samples of max |V − I| > 0"),
+            "value_map_breaks_generator_form": Diagnostic(
+                vneg > tol and vcol > tol,
+                {"min_negative_rel": vneg, "min_column_sum_defect_rel": vcol},
+                "min over samples of V's relative negative entry (placed off the diagonal) and of "
+                "its relative column-sum defect > violation_tol"),
         }
 
     def conclude(self, inst):
@@ -350,24 +424,24 @@ class F3(Claim):
             am, 1e3 * EPS, "max over samples of the generator violation of A(X) − I ≤ 1e3·eps")
         parts["frozen_operator_not_generator"] = _both_conditions_break(gv, "frozen", tol)
         parts["linearised_operator_not_generator"] = _both_conditions_break(gv, "linearised", tol)
-        fi = gv["frozen_identity_value"]
-        parts["value_map_attribution"] = Diagnostic(
-            fi["negative_offdiag"]["max"] == 0.0 and fi["sum_defect"]["max"] <= 1e3 * EPS,
-            {"negative_offdiag": fi["negative_offdiag"]["max"], "sum_defect": fi["sum_defect"]["max"]},
-            "A(X) ⊗ I − I: max negative rate = 0 and max sum defect ≤ 1e3·eps")
-        li = gv["linearised_identity_value_no_norm"]
-        parts["softmax_derivative_attribution"] = Diagnostic(
-            li["negative_offdiag_rel"]["min"] > 0.1 and li["sum_defect_rel"]["min"] > 0.05,
-            {"negative_offdiag_rel": li["negative_offdiag_rel"]["min"],
-             "sum_defect_rel": li["sum_defect_rel"]["min"]},
-            "Jacobian of A(X)X minus I: min negative-rate rel. > 0.1, min sum defect rel. > 0.05")
+        # reported, not decided: which term breaks the conditions (see the module docstring)
+        fi, li = gv["frozen_identity_value"], gv["linearised_identity_value_no_norm"]
+        figures["attribution"] = {
+            "frozen_without_value_map_is_generator": bool(
+                fi["negative_offdiag"]["max"] == 0.0 and fi["sum_defect"]["max"] <= 1e3 * EPS),
+            "softmax_derivative_alone_breaks_both": both_conditions_break(li, tol),
+            "softmax_derivative_min_negative_offdiag_rel": li["negative_offdiag_rel"]["min"],
+            "softmax_derivative_min_sum_defect_rel": li["sum_defect_rel"]["min"],
+            "frozen_sum_defect_minus_value_map_column_defect": frozen_defect_vs_value_map(inst),
+        }
         notes = ["A(X) − I alone is always a row-convention generator (softmax rows are stochastic); "
-                 "the violations come from the value map, the norm Jacobian and dA/dX"]
+                 "the violations come from the value map, the norm Jacobian and dA/dX (figure "
+                 "attribution, reported)"]
         if not p["norm"]:
             notes.append("norm off")
         return Conclusion(parts, figures,
                           tolerance={"max_tv_threshold": p["tv_threshold"],
-                                     "violation_rel": 1e6 * tol, "generator_abs": 1e3 * EPS},
+                                     "violation_rel": tol, "generator_abs": 1e3 * EPS},
                           notes=notes)
 
 
