@@ -33,6 +33,13 @@ def test_gate_and_slow_values_first_order_slow_qk_third_order(claim):
     assert result.outcome == "holds", result.summary()
 
 
+def test_weakly_visible_jvp_column(claim):
+    """Seed 106: the checked V column moves X_L by only 1.5e-4 of its size, so a central difference
+    at h = 1e-6 is off by rounding (1.2e-6 relative); the Taylor-remainder rule decides order 2."""
+    result = claim.main(run_check("D6", {}, seed=106))
+    assert result.outcome == "holds", result.summary()
+
+
 def test_slow_coupling_algebra_exact_in_rationals():
     for N, P in ((2, 2), (3, 4), (4, 3)):
         out = slow_coupling_algebra(N, P)
