@@ -92,6 +92,12 @@ TAYLOR_LADDER_LEN = 40
 """Ladder ``h_j = s·10^(−j/4)``, ``j = 1 … 40`` of the Taylor remainder test (ends at the rounding
 floor long before ``j = 40``)."""
 TAYLOR_WINDOW = 5
+FD_ROUNDING_UNITS = 10.0
+FD_TRUNCATION = 1e-9
+"""The central difference at h = 1e-6 must agree with the JVP within 10 of its rounding units
+``u‖X_L‖/(h‖Je‖)`` plus its truncation error (h² = 1e-12 times the third-derivative scale; 1e-9
+allows a third derivative 1e3× the first): sensitive to JVP errors far below the Taylor test's
+reach on well-scaled columns, and scale-free on columns that barely move X_L."""
 """Points of the asymptotic window of the Taylor remainder test."""
 KERNEL_CHANGE_MIN = 1e-8
 """``‖δA‖_F`` above which the kernel's first-order change counts as non-zero (non-vacuity: far above
@@ -595,6 +601,7 @@ class D6(Claim):
         if self_only and not inst.reference_homogeneous():
             notes.append("persistent tokens attend only to themselves: Q, K stay invisible in "
                          "Lᵀ X_L even on a heterogeneous reference")
+        fd_allowance = FD_ROUNDING_UNITS * f["jvp_vs_fd_rounding_unit"] + FD_TRUNCATION
         parts = {
             "qk_invisible_in_persistent_component": Diagnostic(
                 bool(max(qk_ranks) == 0 and f["qk_max_column_norm_rel"] <= tol),
@@ -631,11 +638,14 @@ class D6(Claim):
                 "[‖G(I − UB)‖, ‖(I − UB)G‖] ≤ tol·‖G‖, Kronecker residual ≤ 1e-10"),
             "slow_coupling_gap_matches_theory": Diagnostic(bool(gap_ok), gap, gap_rule),
             "jvp_matches_finite_differences": Diagnostic(
-                bool(f["jvp_taylor_remainder"]["holds"] or f["jvp_secant_defect_rel"] <= tol),
+                bool((f["jvp_taylor_remainder"]["holds"] or f["jvp_secant_defect_rel"] <= tol)
+                     and f["jvp_vs_fd_rel"] <= fd_allowance),
                 [f["jvp_taylor_slope"], f["jvp_taylor_remainder"]["ci95"],
-                 f["jvp_secant_defect_rel"]],
-                f"[Taylor remainder order 2: asymptotic-window slope, 95 % interval in "
-                f"2 ± {p['slope_tol']:g}] or [affine along e: secant defect at h_1 ≤ tol]"),
+                 f["jvp_secant_defect_rel"], f["jvp_vs_fd_rel"], fd_allowance],
+                f"([Taylor remainder order 2: asymptotic-window slope, 95 % interval in "
+                f"2 ± {p['slope_tol']:g}] or [affine along e: secant defect at h_1 ≤ tol]) and "
+                f"central difference at h = 1e-6 within {FD_ROUNDING_UNITS:g} rounding units "
+                f"u‖X_L‖/(h‖Je‖) + {FD_TRUNCATION:g}"),
             "gate_sweep_orders": Diagnostic(sweep_ok, sweep_value,
                                             "[Vs slope 1 ± 0.05, Qs/Ks slope 3 ± 0.1 (or "
                                             "their columns ≤ tol when they cannot move), "
