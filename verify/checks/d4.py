@@ -31,7 +31,10 @@ judged against ``max(‖poly‖, scale, ‖δX_0‖ Σ_λ ‖P_λ‖₂‖D_λ�
 causal kernel ``‖P_λ‖`` grows ~4^T and the terms cancel: ``eigen_form_cancellation_factor``); the
 plain relative error ``eigen_form_vs_poly_rel`` is reported (it grows like the eigenvector condition
 number: the non-normality finding), and the exact statement is the rational one. Finite-difference residuals are in
-units of ``fd_tol`` (truncation O(fd_step²), rounding O(1e-16/fd_step)).
+units of ``fd_tol``; the finite difference is Richardson-extrapolated from central differences at
+``fd_step`` and ``fd_step/2`` (truncation O(fd_step⁴), rounding O(1e-16/fd_step)): a plain
+central difference's O(fd_step²) truncation reached 1.7e-5 relative on a deep instance
+(L = 5, h = 1, identity σ, no norm), where the polynomial form and the JVP agree to rounding.
 
 Hypotheses, measured on the instance: the input state is token-homogeneous (bitwise), the
 injection ``γ(E − X)`` is homogeneous, and no layer's slow path contributes (``max_l |g_l| = 0``
@@ -175,6 +178,14 @@ class Instance:
         self.K = nm.frozen_kernel(self.cfg.mask_array)
 
 
+def richardson_difference(f, X, dX, step: float) -> np.ndarray:
+    """``(4 D(step/2) − D(step))/3`` with ``D(s) = (f(X + s dX) − f(X − s dX))/(2s)``: the
+    directional derivative with truncation error O(step⁴)."""
+    def D(s):
+        return (f(X + s * dX) - f(X - s * dX)) / (2 * s)
+    return (4.0 * D(step / 2) - D(step)) / 3.0
+
+
 class D4(Claim):
     id = "D4"
     title = "Eigenbasis factorisation"
@@ -267,9 +278,8 @@ class D4(Claim):
 
         # the actual stack
         _, jvp = stack_jvp(inst.gated, X0, dX0)
-        s = p["fd_step"]
-        fd = (nm.stack(inst.gated, X0 + s * dX0, inst.E)
-              - nm.stack(inst.gated, X0 - s * dX0, inst.E)) / (2 * s)
+        fd = richardson_difference(lambda X: nm.stack(inst.gated, X, inst.E), X0, dX0,
+                                   p["fd_step"])
 
         term, dA_norm, v_norm, dS_norm = softmax_derivative_term(cfg, inst.gated.layers[0], X0, dX0)
         # rounding scale of the polynomial form: the size of its terms
