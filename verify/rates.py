@@ -16,6 +16,11 @@ interval too wide to decide, although the error does converge at rate ``k``. The
    verified when the whole interval lies in ``[k − tol, k + tol]``;
 4. if no window converges before the ladder ends, the rate is not verified (``converged`` is
    False) and the result says so.
+
+With ``finest=True`` the whole ladder is evaluated (down to where ``error_of`` returns NaN, e.g. a
+rounding floor) and the *finest* converged window is taken instead: for a Taylor-remainder test,
+where points are cheap, the asymptotic regime is the one just above rounding, and a straight
+pre-asymptotic stretch at coarse steps cannot be mistaken for it.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ def local_slopes(h, err) -> np.ndarray:
 
 
 def asymptotic_slope(ladder: Sequence[float], error_of: Callable[[float], float], expected: float,
-                     tol: float, *, start: int = 0, window: int = 5) -> dict:
+                     tol: float, *, start: int = 0, window: int = 5, finest: bool = False) -> dict:
     """The rate of ``error_of(h)`` over its asymptotic window on ``ladder`` (coarse to fine).
 
     ``error_of`` is called once per ladder point that the rule needs, from ``ladder[start]`` on.
@@ -59,23 +64,31 @@ def asymptotic_slope(ladder: Sequence[float], error_of: Callable[[float], float]
     if window < 3:
         raise ValueError(f"window={window}: expected at least 3 points")
     hs, errs = [], []
+
+    def decided(wh, we):
+        fit = slope_fit(wh, we)
+        lo, hi = fit["ci95"]
+        return {"slope": fit["slope"], "ci95": fit["ci95"],
+                "holds": bool(expected - tol <= lo and hi <= expected + tol),
+                "converged": True, "window": [wh[0], wh[-1]], "h": hs, "err": errs,
+                "local_slopes": local_slopes(hs, errs).tolist()}
+
     for h in ladder[start:]:
         e = float(error_of(h))
         if not np.isfinite(e) or e <= 0.0:
             break
         hs.append(float(h))
         errs.append(e)
-        if len(hs) < window:
+        if finest or len(hs) < window:
             continue
-        wh, we = hs[-window:], errs[-window:]
-        ls = local_slopes(wh, we)
+        ls = local_slopes(hs[-window:], errs[-window:])
         if ls.max() - ls.min() <= tol / 2:
-            fit = slope_fit(wh, we)
-            lo, hi = fit["ci95"]
-            return {"slope": fit["slope"], "ci95": fit["ci95"],
-                    "holds": bool(expected - tol <= lo and hi <= expected + tol),
-                    "converged": True, "window": [wh[0], wh[-1]], "h": hs, "err": errs,
-                    "local_slopes": local_slopes(hs, errs).tolist()}
+            return decided(hs[-window:], errs[-window:])
+    if finest:
+        for k in range(len(hs) - window, -1, -1):
+            ls = local_slopes(hs[k:k + window], errs[k:k + window])
+            if ls.max() - ls.min() <= tol / 2:
+                return decided(hs[k:k + window], errs[k:k + window])
     fit = slope_fit(hs[-window:], errs[-window:]) if len(hs) >= 3 else {"slope": float("nan"),
                                                                            "ci95": [float("nan")] * 2}
     return {"slope": fit["slope"], "ci95": fit["ci95"], "holds": False, "converged": False,
