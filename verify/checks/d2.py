@@ -133,8 +133,9 @@ class D2(Claim):
         "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
         "gamma": Param(0.5, "injection strength γ (E = X_0 + 0.5·noise)", low=0.0, high=10.0),
         "L_min": Param(16, "coarsest depth of the doubling ladder L = L_min·2^j", low=1, high=4096),
-        "L_max": Param(4096, "largest depth of the ladder (reached only if the local slopes have not "
-                             "settled before)", low=1, high=16384),
+        "L_max": Param(16384, "largest depth of the ladder (reached only if the local slopes have "
+                              "not settled before; a steep random path, seed 441 under the causal "
+                              "mask, settles only at L = 1024–16384)", low=1, high=65536),
         "window": Param(5, "ladder points in the asymptotic window (its local slopes spread ≤ "
                            "slope_tol/2; the slope is fitted there)", low=3, high=12),
         "scale": Param(1.0, "scale of the weights", low=0.0, high=10.0),
