@@ -6,7 +6,7 @@
 * ``--thorough`` also switches verify tests to their long sweeps (``request.config.thorough``).
 * ``--report-dir DIR`` moves the claim report (default ``verify/report``).
 * ``--workers N`` / ``--scheduler ADDR`` / ``--sweep-cache DIR``: where the verify seed and size
-  sweeps run (:mod:`fastslow.sweep`): serially by default, on a local process pool of all CPUs
+  sweeps run (:mod:`verify.sweep`): serially by default, on a local process pool of all CPUs
   under ``--thorough``, on a Dask cluster with ``--scheduler``; cached (resumable) with
   ``--sweep-cache``.
 """
@@ -18,24 +18,52 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", deadline=None, max_examples=25, derandomize=True, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("thorough", deadline=None, max_examples=500, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "ci",
+    deadline=None,
+    max_examples=25,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough",
+    deadline=None,
+    max_examples=500,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("fastslow")
-    group.addoption("--thorough", action="store_true", default=False,
-                    help="run the long sweeps and many Hypothesis examples (opt-in profile)")
-    group.addoption("--report-dir", default=None,
-                    help="where pytest verify writes report.json and REPORT.md (default verify/report)")
-    group.addoption("--workers", type=int, default=None,
-                    help="local processes for the verify sweeps (default 1; all CPUs under --thorough)")
-    group.addoption("--scheduler", default=None,
-                    help="run the verify sweeps on the Dask scheduler at this address (fastslow[dask])")
-    group.addoption("--sweep-cache", default=None,
-                    help="cache the verify sweep points here, so an interrupted run resumes")
+    group.addoption(
+        "--thorough",
+        action="store_true",
+        default=False,
+        help="run the long sweeps and many Hypothesis examples (opt-in profile)",
+    )
+    group.addoption(
+        "--report-dir",
+        default=None,
+        help="where pytest verify writes report.json and REPORT.md (default verify/report)",
+    )
+    group.addoption(
+        "--workers",
+        type=int,
+        default=None,
+        help="local processes for the verify sweeps (default 1; all CPUs under --thorough)",
+    )
+    group.addoption(
+        "--scheduler",
+        default=None,
+        help="run the verify sweeps on the Dask scheduler at this address (fastslow[dask])",
+    )
+    group.addoption(
+        "--sweep-cache",
+        default=None,
+        help="cache the verify sweep points here, so an interrupted run resumes",
+    )
 
 
 def pytest_configure(config):
@@ -47,6 +75,6 @@ def pytest_configure(config):
 @pytest.fixture(scope="session", autouse=True)
 def _numba_warm_up():
     """Compile (or load from the cache) the Numba kernels once per session, before any timing."""
-    from numerics.fast import warm_up
+    from numerics.model.compiled import warm_up
 
     warm_up()

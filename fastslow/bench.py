@@ -8,29 +8,15 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 from fastslow.benchmarks import discover
-from fastslow.provenance import provenance, short
-
-
-def best_time(fn, *, repeat: int = 5, number: int = 1) -> float:
-    """Minimum over ``repeat`` runs of the mean time of ``number`` calls (seconds); call once first."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
+from verify.provenance import provenance, short
 
 
 def to_markdown(table: dict) -> str:
     cols = table["columns"]
-    lines = [f"### {table['title']}", "", "| " + " | ".join(cols) + " |",
-             "|" + "---|" * len(cols)]
+    lines = [f"### {table['title']}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in table["rows"]:
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     for n in table.get("notes", []):
@@ -44,8 +30,12 @@ def _cell(x) -> str:
     return str(x)
 
 
-def main(quick: bool = False, out: str | None = None, only: list[str] | None = None,
-         markdown: str | None = None) -> int:
+def main(
+    quick: bool = False,
+    out: str | None = None,
+    only: list[str] | None = None,
+    markdown: str | None = None,
+) -> int:
     """Run the sections ``only`` (all by default); print Markdown; optionally save JSON/Markdown."""
     sections = discover()
     names = only or list(sections)
@@ -57,8 +47,11 @@ def main(quick: bool = False, out: str | None = None, only: list[str] | None = N
         if name not in sections:
             print(f"unknown benchmark section {name!r}; known: {sorted(sections)}", file=sys.stderr)
             return 2
-        print(f"[{names.index(name) + 1}/{len(names)}] running benchmark section {name} ...",
-              file=sys.stderr, flush=True)
+        print(
+            f"[{names.index(name) + 1}/{len(names)}] running benchmark section {name} ...",
+            file=sys.stderr,
+            flush=True,
+        )
         table = sections[name](quick)
         results["sections"][name] = table
         md.append(to_markdown(table))

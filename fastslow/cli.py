@@ -23,6 +23,13 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
+
+from fastslow.readme import update_readme
+from verify import sweep as sw
+from verify.claim import BAD_INPUT_EXIT, EXIT_CODES, PendingClaim
+from verify.registry import CLAIMS, get_claim
+from verify.report import write_atomic
 
 
 def _parse_kv(items) -> dict:
@@ -38,7 +45,6 @@ def _parse_kv(items) -> dict:
 
 
 def _cmd_claims(args) -> int:
-    from verify.registry import CLAIMS
 
     for c in CLAIMS.values():
         state = "implemented" if c.implemented else "pending"
@@ -51,8 +57,10 @@ def _print_verdict(v) -> None:
     print(f"{v.id}: {v.outcome.upper()} (seed {v.seed}{ctl}): {v.reason()}")
     for kind, diags in (("hypothesis", v.hypotheses), ("conclusion", v.conclusion)):
         for k, d in diags.items():
-            print(f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
-                  f"(value {d.value}; {d.rule})")
+            print(
+                f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
+                f"(value {d.value}; {d.rule})"
+            )
     for k, val in v.figures.items():
         print(f"  {k}: {val}")
     for n in v.notes:
@@ -60,8 +68,6 @@ def _print_verdict(v) -> None:
 
 
 def _cmd_check(args) -> int:
-    from verify.claim import BAD_INPUT_EXIT, PendingClaim
-    from verify.registry import get_claim
 
     try:
         unit = get_claim(args.id)
@@ -78,20 +84,26 @@ def _cmd_check(args) -> int:
     else:
         _print_verdict(verdict)
     if verdict.outcome == "error":
-        print(f"fastslow check: {verdict.id} could not be decided on this valid input: "
-              f"{verdict.error['type']}: {verdict.error['message']}", file=sys.stderr)
+        print(
+            f"fastslow check: {verdict.id} could not be decided on this valid input: "
+            f"{verdict.error['type']}: {verdict.error['message']}",
+            file=sys.stderr,
+        )
     return verdict.exit_code
 
 
 def _cmd_figures(args) -> int:
-    import figures
-
-    from fastslow import sweep as sw
+    import figures  # deferred: matplotlib adds 0.5 s to every other command
 
     try:
         with sw.executor_for(args.workers, args.scheduler) as executor:
-            paths = figures.render(args.ids or None, outdir=args.out, seed=args.seed,
-                                   executor=executor, cache_dir=args.cache)
+            paths = figures.render(
+                args.ids or None,
+                outdir=args.out,
+                seed=args.seed,
+                executor=executor,
+                cache_dir=args.cache,
+            )
     except (ValueError, TypeError) as exc:
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
@@ -103,10 +115,11 @@ def _cmd_figures(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from fastslow import bench
+    from fastslow import bench  # deferred: the benchmark sections import the compiled kernels
 
-    return bench.main(quick=args.quick, out=args.out, only=args.sections or None,
-                      markdown=args.markdown)
+    return bench.main(
+        quick=args.quick, out=args.out, only=args.sections or None, markdown=args.markdown
+    )
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -124,9 +137,6 @@ def _parse_seeds(text: str) -> list[int]:
 
 
 def _cmd_sweep(args) -> int:
-    from fastslow import sweep as sw
-    from verify.claim import BAD_INPUT_EXIT, PendingClaim
-    from verify.registry import get_claim
 
     try:
         unit = get_claim(args.id)
@@ -137,56 +147,67 @@ def _cmd_sweep(args) -> int:
             if not key or not values:
                 raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
             if key not in unit.params:
-                raise ValueError(f"--grid {key}: unknown parameter of {cid}; expected one of "
-                                 f"{', '.join(unit.params)}")
-            sep = ";" if unit.params[key].kind.startswith("tuple") else ","  # tuples use commas inside
+                raise ValueError(
+                    f"--grid {key}: unknown parameter of {cid}; expected one of "
+                    f"{', '.join(unit.params)}"
+                )
+            sep = (
+                ";" if unit.params[key].kind.startswith("tuple") else ","
+            )  # tuples use commas inside
             axes[key] = [unit.params[key].parse(key, v) for v in values.split(sep)]
         axes["seed"] = _parse_seeds(args.seeds)
         points = [dict(p, claim=cid) for p in sw.grid(**axes)]
-        for p in points:   # every point is valid input before any work starts
+        for p in points:  # every point is valid input before any work starts
             unit.resolve({k: v for k, v in p.items() if k not in ("claim", "seed")})
     except (PendingClaim, ValueError) as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
     try:
         with sw.executor_for(args.workers, args.scheduler) as executor:
-            results = sw.sweep(sw.check_point, points, executor=executor, cache_dir=args.cache,
-                               label=f"sweep {cid}")
+            results = sw.sweep(
+                sw.check_point,
+                points,
+                executor=executor,
+                cache_dir=args.cache,
+                label=f"sweep {cid}",
+            )
     except ValueError as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
     counts = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    print(f"{cid}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-          + f" of {len(results)} instances")
+    print(
+        f"{cid}: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + f" of {len(results)} instances"
+    )
     for p, r in zip(points, results):
         if r["verdict"] != "holds":
             shown = {k: v for k, v in p.items() if k != "claim"}
             print(f"  {r['verdict']} at {shown}: {r['reason']}")
     if args.out:
-        from pathlib import Path
-
-        from verify.report import write_atomic
-        write_atomic(Path(args.out), json.dumps([{"point": p, "result": r}
-                                                 for p, r in zip(points, results)], indent=1))
-    worst = max((r["verdict"] for r in results), key=("holds", "outside-hypotheses", "fails",
-                                                      "error").index)
-    from verify.claim import EXIT_CODES
+        write_atomic(
+            Path(args.out),
+            json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1),
+        )
+    worst = max(
+        (r["verdict"] for r in results), key=("holds", "outside-hypotheses", "fails", "error").index
+    )
     return EXIT_CODES[worst]
 
 
 def _cmd_readme(args) -> int:
-    from pathlib import Path
 
-    import figures
-    from verify.readme import update_readme
+    import figures  # deferred: matplotlib adds 0.5 s to every other command
 
     try:
         update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)
     except FileNotFoundError as exc:
-        print(f"fastslow readme: bad input: {exc.filename}: no such file (run pytest verify first)",
-              file=sys.stderr)
+        print(
+            f"fastslow readme: bad input: {exc.filename}: no such file (run pytest verify first)",
+            file=sys.stderr,
+        )
         return 2
     except (OSError, ValueError) as exc:
         print(f"fastslow readme: {exc}", file=sys.stderr)
@@ -203,51 +224,95 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_claims)
 
     s = sub.add_parser(
-        "check", help="decide one claim's verdict on an instance of your choice",
+        "check",
+        help="decide one claim's verdict on an instance of your choice",
         description="Decide a claim's verdict on one instance. Exit codes: 0 holds, 1 fails, "
-                    "4 outside-hypotheses, 3 error (could not decide a valid input), 2 bad input. "
-                    "The claims and their parameters are listed in docs/claims.md.")
+        "4 outside-hypotheses, 3 error (could not decide a valid input), 2 bad input. "
+        "The claims and their parameters are listed in docs/claims.md.",
+    )
     s.add_argument("id", help="claim ID, e.g. A1")
-    s.add_argument("--param", action="append", metavar="KEY=VALUE",
-                   help="override a parameter of the check (repeatable)")
-    s.add_argument("--seed", type=int, default=None,
-                   help="root seed (default 0, or the negative control's own seed)")
-    s.add_argument("--control", default=None, metavar="NAME",
-                   help="run the named negative control (see --describe)")
+    s.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a parameter of the check (repeatable)",
+    )
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="root seed (default 0, or the negative control's own seed)",
+    )
+    s.add_argument(
+        "--control",
+        default=None,
+        metavar="NAME",
+        help="run the named negative control (see --describe)",
+    )
     s.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    s.add_argument("--describe", action="store_true",
-                   help="print the claim's parameters, hypotheses, conclusion and controls, and exit")
+    s.add_argument(
+        "--describe",
+        action="store_true",
+        help="print the claim's parameters, hypotheses, conclusion and controls, and exit",
+    )
     s.set_defaults(func=_cmd_check)
 
     s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")
     s.add_argument("ids", nargs="*", help="claim IDs (default: all)")
     s.add_argument("--out", default=None, help="output folder (default figures/out)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="compute the figures' sweep points on this many local processes "
-                        "(default: all CPUs; 1 runs in this process)")
-    s.add_argument("--scheduler", default=None,
-                   help="address of a Dask distributed scheduler (needs fastslow[dask])")
-    s.add_argument("--cache", default=None,
-                   help="cache folder for the computed points; an interrupted run resumes from it")
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="compute the figures' sweep points on this many local processes "
+        "(default: all CPUs; 1 runs in this process)",
+    )
+    s.add_argument(
+        "--scheduler",
+        default=None,
+        help="address of a Dask distributed scheduler (needs fastslow[dask])",
+    )
+    s.add_argument(
+        "--cache",
+        default=None,
+        help="cache folder for the computed points; an interrupted run resumes from it",
+    )
     s.set_defaults(func=_cmd_figures)
 
     s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")
     s.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     s.add_argument("--out", default=None, help="also write the results as JSON to this file")
-    s.add_argument("--markdown", default=None, help="also write the tables as Markdown to this file")
+    s.add_argument(
+        "--markdown", default=None, help="also write the tables as Markdown to this file"
+    )
     s.add_argument("sections", nargs="*", help="benchmark sections to run (default: all)")
     s.set_defaults(func=_cmd_bench)
     s = sub.add_parser("sweep", help="run a claim's check over a parameter grid and many seeds")
     s.add_argument("id", help="claim ID, e.g. D5")
-    s.add_argument("--grid", action="append", metavar="KEY=V1,V2",
-                   help="an axis of the grid (repeatable); values parsed like --param")
-    s.add_argument("--seeds", default="0:4", help="seeds as A:B (range) or a comma list (default 0:4)")
-    s.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="local worker processes (default: all CPUs; 1 runs in this process)")
-    s.add_argument("--scheduler", default=None,
-                   help="address of a Dask distributed scheduler (needs fastslow[dask])")
-    s.add_argument("--cache", default=None, help="cache folder; an interrupted sweep resumes from it")
+    s.add_argument(
+        "--grid",
+        action="append",
+        metavar="KEY=V1,V2",
+        help="an axis of the grid (repeatable); values parsed like --param",
+    )
+    s.add_argument(
+        "--seeds", default="0:4", help="seeds as A:B (range) or a comma list (default 0:4)"
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="local worker processes (default: all CPUs; 1 runs in this process)",
+    )
+    s.add_argument(
+        "--scheduler",
+        default=None,
+        help="address of a Dask distributed scheduler (needs fastslow[dask])",
+    )
+    s.add_argument(
+        "--cache", default=None, help="cache folder; an interrupted sweep resumes from it"
+    )
     s.add_argument("--out", default=None, help="write every point and result as JSON")
     s.set_defaults(func=_cmd_sweep)
     s = sub.add_parser("readme", help="regenerate the README's claim table from the last report")
@@ -267,7 +332,6 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except BrokenPipeError:  # e.g. `fastslow claims | head`
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

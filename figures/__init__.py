@@ -15,7 +15,7 @@ and returns it with a dict of the parameters it used. ``points(seed)`` lists the
         ...
         return fig, {"T": 16, "P": 4}
 
-:func:`render` computes the points of all requested figures in one :func:`fastslow.sweep.sweep`,
+:func:`render` computes the points of all requested figures in one :func:`verify.sweep.sweep`,
 on any ``concurrent.futures`` executor (a process pool, a Dask cluster) and cached by parameters
 if asked, then draws each figure in this process and writes it as PNG and PDF with deterministic
 metadata: no timestamps, and the provenance (commit, versions, seed, parameters) in the PNG
@@ -29,15 +29,19 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+
+from verify.provenance import provenance
+from verify.registry import get_claim
+from verify.sweep import Progress, sweep
 
 DEFAULT_OUTDIR = Path(__file__).resolve().parent / "out"
 
@@ -80,7 +84,6 @@ def figure(claim_id: str, name: str, *, compute: Callable, points: Callable = si
     ``compute(**point)`` (module-level, so that it pickles to workers) computes one point of
     ``points(seed)``; ``draw`` receives the results in the order of the points.
     """
-    from verify.registry import get_claim
 
     cid = get_claim(claim_id).id
     if not callable(compute) or not callable(points):
@@ -91,6 +94,7 @@ def figure(claim_id: str, name: str, *, compute: Callable, points: Callable = si
             raise ValueError(f"figure name {name!r} is registered twice")
         FIGURES.setdefault(cid, []).append(FigureSpec(cid, name, fn, compute, points))
         return fn
+
     return deco
 
 
@@ -107,8 +111,16 @@ def save(fig, outdir: Path, name: str, meta: dict) -> list[Path]:
     text = json.dumps(meta, sort_keys=True, default=str)
     png, pdf = outdir / f"{name}.png", outdir / f"{name}.pdf"
     fig.savefig(png, metadata={"Software": None, "Description": text})
-    fig.savefig(pdf, metadata={"Creator": None, "Producer": None, "CreationDate": None,
-                               "Subject": text, "Keywords": name})
+    fig.savefig(
+        pdf,
+        metadata={
+            "Creator": None,
+            "Producer": None,
+            "CreationDate": None,
+            "Subject": text,
+            "Keywords": name,
+        },
+    )
     plt.close(fig)
     return [png, pdf]
 
@@ -125,7 +137,9 @@ def _spec(name: str) -> FigureSpec:
         for sp in specs:
             if sp.name == name:
                 return sp
-    raise ValueError(f"no figure named {name!r}; registered: {sorted(s.name for v in FIGURES.values() for s in v)}")
+    raise ValueError(
+        f"no figure named {name!r}; registered: {sorted(s.name for v in FIGURES.values() for s in v)}"
+    )
 
 
 def figure_data(figure: str, point: dict):
@@ -135,35 +149,41 @@ def figure_data(figure: str, point: dict):
 
 def draw(name: str, data: list, outdir: Path, seed: int = 0) -> list[Path]:
     """Draw figure ``name`` from its computed ``data`` and write its PNG and PDF; return the paths."""
-    from fastslow.provenance import provenance
 
     spec = _spec(name)
     with plt.rc_context(STYLE):
         fig, params = spec.draw(data, seed)
     prov = provenance()
-    meta = {"claim": spec.claim, "figure": name, "seed": seed, "params": params,
-            "git": prov["git"], "source_fingerprint": prov["source_fingerprint"],
-            "packages": prov["packages"], "python": prov["python"]}
+    meta = {
+        "claim": spec.claim,
+        "figure": name,
+        "seed": seed,
+        "params": params,
+        "git": prov["git"],
+        "source_fingerprint": prov["source_fingerprint"],
+        "packages": prov["packages"],
+        "python": prov["python"],
+    }
     return save(fig, Path(outdir), name, meta)
 
 
 def compute(names: list[str], seed: int = 0, executor=None, cache_dir=None) -> dict[str, list]:
     """The data of figures ``names``: all their points in one sweep on ``executor``."""
-    from fastslow.sweep import sweep
 
     points = [dict(figure=n, point=pt) for n in names for pt in _spec(n).points(seed)]
-    results = sweep(figure_data, points, executor=executor, cache_dir=cache_dir, label="figure data")
+    results = sweep(
+        figure_data, points, executor=executor, cache_dir=cache_dir, label="figure data"
+    )
     data = {n: [] for n in names}
     for pt, res in zip(points, results):
         data[pt["figure"]].append(res)
     return data
 
 
-def render(claim_ids=None, outdir: Path | None = None, seed: int = 0, executor=None,
-           cache_dir=None) -> list[Path]:
+def render(
+    claim_ids=None, outdir: Path | None = None, seed: int = 0, executor=None, cache_dir=None
+) -> list[Path]:
     """Compute and draw the figures of ``claim_ids`` (all registered ones if ``None``) into ``outdir``."""
-    from fastslow.sweep import Progress
-    from verify.registry import get_claim
 
     _discover()
     ids = list(FIGURES) if claim_ids is None else [get_claim(c).id for c in claim_ids]

@@ -17,8 +17,12 @@ def a1_case(seed: int, slow_mask: str) -> dict:
     return run_check("A1", {"slow_mask": slow_mask}, seed=seed).to_json()
 
 
-@figure("A1", "a1_dependence", compute=a1_case,
-        points=lambda seed: [dict(seed=seed, slow_mask=m) for m in SLOW_MASKS])
+@figure(
+    "A1",
+    "a1_dependence",
+    compute=a1_case,
+    points=lambda seed: [dict(seed=seed, slow_mask=m) for m in SLOW_MASKS],
+)
 def a1_dependence(data: list, seed: int):
     params = get_claim("A1").defaults()
     T, P = params["T"], params["P"]
@@ -31,8 +35,11 @@ def a1_dependence(data: list, seed: int):
             ax.axhline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
             ax.axvline(b * P - 0.5, color="w", lw=0.5, alpha=0.6)
         ax.plot([-0.5, T - 0.5], [-0.5, T - 0.5], color="c", lw=0.8)
-        ax.set_title(f"slow_mask={slow_mask!r}: {res.outcome}\nmax future dep. "
-                     f"{res.figures['max_future_dependence']:.1e}", fontsize=8)
+        ax.set_title(
+            f"slow_mask={slow_mask!r}: {res.outcome}\nmax future dep. "
+            f"{res.figures['max_future_dependence']:.1e}",
+            fontsize=8,
+        )
         ax.grid(False)
         ax.set_xlabel("perturbed input token s")
         ax.set_ylabel("output token t")

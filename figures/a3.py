@@ -13,11 +13,14 @@ import numpy as np
 
 import numerics as nm
 from figures import figure
-from numerics.autodiff import stack_vjp
+from numerics.model.autodiff import stack_vjp
 from verify.registry import CLAIMS
 
-PARAMS = {**{k: CLAIMS["A3"].defaults()[k] for k in ("T", "P", "d", "L", "h")},
-          "slow_scale": 1.0, "gates": tuple(float(g) for g in np.logspace(-8, 0, 9))}
+PARAMS = {
+    **{k: CLAIMS["A3"].defaults()[k] for k in ("T", "P", "d", "L", "h")},
+    "slow_scale": 1.0,
+    "gates": tuple(float(g) for g in np.logspace(-8, 0, 9)),
+}
 """The A3 instance's sizes and depth step; moderate slow weights (the check's default 1e3 saturates
 the slow softmax) and the gates drawn."""
 
@@ -42,8 +45,12 @@ def a3_case(seed: int, gate: float) -> list:
     return list(_measure(model, fast, X0, C, gate))
 
 
-@figure("A3", "a3_gate", compute=a3_case,
-        points=lambda seed: [dict(seed=seed, gate=g) for g in (0.0, *PARAMS["gates"])])
+@figure(
+    "A3",
+    "a3_gate",
+    compute=a3_case,
+    points=lambda seed: [dict(seed=seed, gate=g) for g in (0.0, *PARAMS["gates"])],
+)
 def a3_gate(data: list, seed: int):
     p = PARAMS
     at_zero = tuple(data[0])
@@ -53,12 +60,23 @@ def a3_gate(data: list, seed: int):
     ax.loglog(g, vals[:, 0], marker="o", label="max |X_L(g) − X_L(fast-only)|")
     ax.loglog(g, vals[:, 1], marker="s", label="‖∂L/∂(Qs, Ks, Vs)‖ (all layers)")
     ax.loglog(g, vals[0, 0] * g / g[0], "k:", lw=0.8, label="slope 1")
-    ax.text(0.03, 0.05, f"at g = 0: output difference {at_zero[0]:.1f}, slow gradient "
-            f"{at_zero[1]:.1f} (exact zeros)", transform=ax.transAxes, fontsize=8)
+    ax.text(
+        0.03,
+        0.05,
+        f"at g = 0: output difference {at_zero[0]:.1f}, slow gradient "
+        f"{at_zero[1]:.1f} (exact zeros)",
+        transform=ax.transAxes,
+        fontsize=8,
+    )
     ax.set_xlabel("gate g (every layer)")
     ax.set_title(f"A3: T={p['T']}, P={p['P']}, d={p['d']}, L={p['L']}, h={p['h']}")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    params = dict(p, gates=list(p["gates"]), at_zero=list(at_zero),
-                  output_difference=vals[:, 0].tolist(), slow_gradient_norm=vals[:, 1].tolist())
+    params = dict(
+        p,
+        gates=list(p["gates"]),
+        at_zero=list(at_zero),
+        output_difference=vals[:, 0].tolist(),
+        slow_gradient_norm=vals[:, 1].tolist(),
+    )
     return fig, params

@@ -19,9 +19,13 @@ from figures import figure
 from verify.checks.d1 import layer_jacobian, tied_fixed_point
 from verify.registry import CLAIMS
 
-PARAMS = {**{k: CLAIMS["D1"].defaults()[k] for k in ("T", "P", "d", "h", "gamma", "gate")},
-          "depths": (2, 3, 4, 6, 8, 12), "seeds": 5, "L_distance": 4,
-          "distances": (1e-8, 1e-6, 1e-4, 1e-2, 1.0)}
+PARAMS = {
+    **{k: CLAIMS["D1"].defaults()[k] for k in ("T", "P", "d", "h", "gamma", "gate")},
+    "depths": (2, 3, 4, 6, 8, 12),
+    "seeds": 5,
+    "L_distance": 4,
+    "distances": (1e-8, 1e-6, 1e-4, 1e-2, 1.0),
+}
 """The D1 instance's sizes, depth step, injection and gate; the depths, seeds and distances drawn."""
 
 
@@ -93,8 +97,9 @@ def d1_case(seed: int, panel: str, L: int) -> dict:
             _, model, _, E = _instances(seed, s, L, tied=True)
             direction = np.random.default_rng([seed, s, 7]).standard_normal(Xs.shape)
             direction /= np.abs(direction).max()
-            dist.append([reversal_difference(model, Xs + delta * direction, E)
-                         for delta in p["distances"]])
+            dist.append(
+                [reversal_difference(model, Xs + delta * direction, E) for delta in p["distances"]]
+            )
         out["dist"] = dist
     else:
         raise ValueError(f"unknown D1 panel {panel!r}")
@@ -102,8 +107,9 @@ def d1_case(seed: int, panel: str, L: int) -> dict:
 
 
 def _points(seed: int) -> list[dict]:
-    return ([dict(seed=seed, panel="depth", L=L) for L in PARAMS["depths"]]
-            + [dict(seed=seed, panel="distance", L=PARAMS["L_distance"])])
+    return [dict(seed=seed, panel="depth", L=L) for L in PARAMS["depths"]] + [
+        dict(seed=seed, panel="distance", L=PARAMS["L_distance"])
+    ]
 
 
 @figure("D1", "d1_product_order", compute=d1_case, points=_points)

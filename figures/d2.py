@@ -13,14 +13,19 @@ from figures import figure
 from verify.claim import Verdict
 from verify.registry import CLAIMS, run_check
 
-CHECKS = ({}, dict(CLAIMS["D2"].control("jumps_off_the_grid").params),
-          dict(CLAIMS["D2"].control("plain_stack_h_one").params))
+CHECKS = (
+    {},
+    dict(CLAIMS["D2"].control("jumps_off_the_grid").params),
+    dict(CLAIMS["D2"].control("plain_stack_h_one").params),
+)
 """The D2 check variants (parameter overrides of the unit's defaults): the main instance and the two
 negative controls, one sweep point each."""
-RUNS = ((0, "untied", "smooth θ(t), untied", "o-"),
-        (0, "tied", "tied (autonomous)", "s-"),
-        (1, "untied", "negative control: θ(t) with 3 jumps off the grid", "^-"),
-        (2, "untied", "negative control: plain stack h = 1", "x-"))
+RUNS = (
+    (0, "untied", "smooth θ(t), untied", "o-"),
+    (0, "tied", "tied (autonomous)", "s-"),
+    (1, "untied", "negative control: θ(t) with 3 jumps off the grid", "^-"),
+    (2, "untied", "negative control: plain stack h = 1", "x-"),
+)
 """The curves: (index into CHECKS, path, label, style)."""
 
 
@@ -29,8 +34,12 @@ def d2_case(seed: int, overrides: dict) -> dict:
     return run_check("D2", overrides, seed=seed).to_json()
 
 
-@figure("D2", "d2_convergence", compute=d2_case,
-        points=lambda seed: [dict(seed=seed, overrides=ov) for ov in CHECKS])
+@figure(
+    "D2",
+    "d2_convergence",
+    compute=d2_case,
+    points=lambda seed: [dict(seed=seed, overrides=ov) for ov in CHECKS],
+)
 def d2_convergence(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(6.0, 4.0), constrained_layout=True)
     results = [Verdict.from_json(case) for case in data]
@@ -44,15 +53,19 @@ def d2_convergence(data: list, seed: int):
         lo_L, hi_L = f[f"window_{name}"]
         in_win = (Ls >= lo_L) & (Ls <= hi_L)
         slope, ci = f[f"slope_{name}"], f[f"slope_{name}_ci95"]
-        fit = (f"slope {slope:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] on L = {lo_L}–{hi_L}"
-               if f[f"converged_{name}"] else f"no asymptotic window up to L = {int(Ls[-1])}")
+        fit = (
+            f"slope {slope:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] on L = {lo_L}–{hi_L}"
+            if f[f"converged_{name}"]
+            else f"no asymptotic window up to L = {int(Ls[-1])}"
+        )
         (line,) = ax.loglog(h, err, style, ms=4, mfc="none", label=f"{label}: {fit}")
         ax.loglog(h[in_win], err[in_win], style[0], ms=4, color=line.get_color())
     h = np.sort(np.asarray(h_all))
     ax.loglog(h, 0.5 * h, "k:", lw=0.8, label="∝ h")
     ax.set_xlabel("depth step h = 1/L")
     ax.set_ylabel("‖X_L − X(1)‖ / ‖X(1)‖")
-    ax.set_title("stack (forward Euler) vs depth flow dX/dt = F(t, X); filled: asymptotic window",
-                 fontsize=9)
+    ax.set_title(
+        "stack (forward Euler) vs depth flow dX/dt = F(t, X); filled: asymptotic window", fontsize=9
+    )
     ax.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(0.0, 0.7))
     return fig, {"params": CLAIMS["D2"].defaults(), "seed": seed}

@@ -12,10 +12,12 @@ from verify.registry import get_claim, run_check
 
 PARAMS = dict(get_claim("D3").defaults(), L=8)
 """The D3 defaults, with a deeper stack."""
-CASES = (("homogeneous, g = 0", {}),
-         ("homogeneous, slow path g = 0.5", {"slow": True, "gate": 0.5}),
-         ("heterogeneity 1e-3", {"heterogeneity": 1e-3}),
-         ("heterogeneity 0.5", {"heterogeneity": 0.5}))
+CASES = (
+    ("homogeneous, g = 0", {}),
+    ("homogeneous, slow path g = 0.5", {"slow": True, "gate": 0.5}),
+    ("heterogeneity 1e-3", {"heterogeneity": 1e-3}),
+    ("heterogeneity 0.5", {"heterogeneity": 0.5}),
+)
 """The curves: (label, overrides of PARAMS), one sweep point each."""
 
 
@@ -24,8 +26,12 @@ def d3_case(seed: int, overrides: dict) -> dict:
     return run_check("D3", dict(PARAMS, **overrides), seed=seed).to_json()
 
 
-@figure("D3", "d3_frozen_kernel", compute=d3_case,
-        points=lambda seed: [dict(seed=seed, overrides=ov) for _, ov in CASES])
+@figure(
+    "D3",
+    "d3_frozen_kernel",
+    compute=d3_case,
+    points=lambda seed: [dict(seed=seed, overrides=ov) for _, ov in CASES],
+)
 def d3_frozen_kernel(data: list, seed: int):
     fig, ax = plt.subplots(constrained_layout=True)
     for (label, _), case in zip(CASES, data):
@@ -35,7 +41,9 @@ def d3_frozen_kernel(data: list, seed: int):
     ax.axhline(res.tolerance["kernel_abs"], color="k", ls=":", lw=0.8, label="tolerance")
     ax.set_xlabel("layer l")
     ax.set_ylabel("max |A_l(X_l) − K_mask|  (floor 1e-18 = exact)")
-    ax.set_title(f"D3: the kernel is frozen on homogeneous states ({PARAMS['mask']} mask, "
-                 f"T={PARAMS['T']})", fontsize=9)
+    ax.set_title(
+        f"D3: the kernel is frozen on homogeneous states ({PARAMS['mask']} mask, T={PARAMS['T']})",
+        fontsize=9,
+    )
     ax.legend(fontsize=7)
     return fig, dict(PARAMS, seed=seed)

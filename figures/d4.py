@@ -9,7 +9,7 @@ import numpy as np
 import numerics as nm
 from figures import figure
 from numerics import lapack
-from numerics import linearised as lin
+from numerics.analysis import linearised as lin
 from verify.checks.d4 import unit_column_condition
 from verify.registry import get_claim, run_check
 
@@ -24,24 +24,29 @@ CHECK = {"eig_max_T": 20, "theory_max_d": 0, "report_condition": False}
 def d4_case(seed: int, panel: str, T: int) -> dict:
     """Size T of one panel: the eigenvector condition numbers, or the D4 check's two errors."""
     if panel == "condition":
-        return {"exact": lin.causal_eigenvector_condition(T),
-                "numpy_eig": unit_column_condition(lapack.eig(nm.frozen_kernel("causal", T))[1])}
+        return {
+            "exact": lin.causal_eigenvector_condition(T),
+            "numpy_eig": unit_column_condition(lapack.eig(nm.frozen_kernel("causal", T))[1]),
+        }
     if panel == "accuracy":
         f = run_check("D4", {"T": T, **CHECK}, seed=seed).figures
-        return {"eig_err": max(float(f["eigen_form_vs_poly_rel"]), 1e-17),
-                "poly_err": max(float(f["poly_vs_jvp_rel"]), 1e-17)}
+        return {
+            "eig_err": max(float(f["eigen_form_vs_poly_rel"]), 1e-17),
+            "poly_err": max(float(f["poly_vs_jvp_rel"]), 1e-17),
+        }
     raise ValueError(f"unknown D4 panel {panel!r}")
 
 
 def _points(seed: int) -> list[dict]:
-    return ([dict(seed=seed, panel="condition", T=T) for T in TS]
-            + [dict(seed=seed, panel="accuracy", T=T) for T in EIG_TS])
+    return [dict(seed=seed, panel="condition", T=T) for T in TS] + [
+        dict(seed=seed, panel="accuracy", T=T) for T in EIG_TS
+    ]
 
 
 @figure("D4", "d4_causal_eigenbasis_condition", compute=d4_case, points=_points)
 def d4_causal_eigenbasis_condition(data: list, seed: int):
     Ts, eig_Ts = list(TS), list(EIG_TS)
-    cond, acc = data[:len(Ts)], data[len(Ts):]
+    cond, acc = data[: len(Ts)], data[len(Ts) :]
     exact = [c["exact"] for c in cond]
     numpy_eig = [c["numpy_eig"] for c in cond]
     eig_err = [a["eig_err"] for a in acc]

@@ -8,7 +8,7 @@ import numpy as np
 
 from figures import figure
 from numerics import lapack
-from numerics import linearised as lin
+from numerics.analysis import linearised as lin
 from verify.checks.d4 import build_model
 from verify.claim import Verdict
 from verify.registry import get_claim, run_check
@@ -46,8 +46,12 @@ def fluctuation_case(seed: int, mask: str, T: int) -> dict:
     return run_check("D5", {"mask": mask, "T": T, "brute_max_Td": 0}, seed=seed).to_json()
 
 
-@figure("D5", "d5_mode_ratios", compute=mode_ratio_case,
-        points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in MODE_CASES])
+@figure(
+    "D5",
+    "d5_mode_ratios",
+    compute=mode_ratio_case,
+    points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in MODE_CASES],
+)
 def d5_mode_ratios(data: list, seed: int):
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.4), constrained_layout=True, sharey=True)
     for ax, (mask, T), case in zip(axes, MODE_CASES, data):
@@ -68,8 +72,12 @@ def d5_mode_ratios(data: list, seed: int):
     return fig, {"params": dict(DEFAULTS), "cases": [list(c) for c in MODE_CASES], "seed": seed}
 
 
-@figure("D5", "d5_within_block_fluctuation", compute=fluctuation_case,
-        points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in FLUCTUATION_CASES])
+@figure(
+    "D5",
+    "d5_within_block_fluctuation",
+    compute=fluctuation_case,
+    points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in FLUCTUATION_CASES],
+)
 def d5_within_block_fluctuation(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4), constrained_layout=True, sharey=True)
     for ax, (mask, T), case in zip(axes, FLUCTUATION_CASES, data):
@@ -78,17 +86,36 @@ def d5_within_block_fluctuation(data: list, seed: int):
         depth = np.arange(1, len(f["within_block_fluctuation_by_depth"]) + 1)
         lin_f = np.array(f["within_block_fluctuation_by_depth"])
         ax.semilogy(depth[lin_f > 0], lin_f[lin_f > 0], "o-", ms=2.5, label="linearised")
-        ax.semilogy(depth, f["within_block_fluctuation_nonlinear_by_depth"], "x", ms=4,
-                    label="nonlinear stack (central differences)")
-        ax.semilogy(depth, f["within_block_fluctuation_bound_by_depth"], "k--", lw=1,
-                    label="bound c_K r(L) σ_min(D_1)‖δX_0‖/‖δX_L‖")
+        ax.semilogy(
+            depth,
+            f["within_block_fluctuation_nonlinear_by_depth"],
+            "x",
+            ms=4,
+            label="nonlinear stack (central differences)",
+        )
+        ax.semilogy(
+            depth,
+            f["within_block_fluctuation_bound_by_depth"],
+            "k--",
+            lw=1,
+            label="bound c_K r(L) σ_min(D_1)‖δX_0‖/‖δX_L‖",
+        )
         ax.axhline(np.finfo(float).eps, color="grey", ls=":", lw=0.8, label="float64 eps")
-        ax.axhline(res.params["eta"] * 1e-4, color="orange", ls=":", lw=0.8,
-                   label="~ finite-difference floor")
+        ax.axhline(
+            res.params["eta"] * 1e-4,
+            color="orange",
+            ls=":",
+            lw=0.8,
+            label="~ finite-difference floor",
+        )
         if np.isfinite(f["L_star"]):
             ax.axvline(f["L_star"], color="r", lw=0.8, label=f"L* = {int(f['L_star'])}")
         ax.set_title(f"{mask} (T={T}, P={res.params['P']})", fontsize=8)
         ax.set_xlabel("depth L")
         ax.legend(fontsize=6)
     axes[0].set_ylabel("‖(I − UB) δX_L‖ / ‖δX_L‖")
-    return fig, {"params": dict(DEFAULTS), "cases": [list(c) for c in FLUCTUATION_CASES], "seed": seed}
+    return fig, {
+        "params": dict(DEFAULTS),
+        "cases": [list(c) for c in FLUCTUATION_CASES],
+        "seed": seed,
+    }

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from numerics.visibility import BLOCKS, block_spectra, visibility_map
+from numerics.analysis.visibility import BLOCKS, block_spectra, visibility_map
 from verify.checks.d6 import CLAIM, Instance
 from verify.claim import Verdict
 from verify.registry import run_check
@@ -28,8 +28,12 @@ def d6_spectrum_case(seed: int, reference: str) -> dict:
     return {b: np.asarray(s).tolist() for b, s in spectra.items()}
 
 
-@figure("D6", "d6_visibility_spectrum", compute=d6_spectrum_case,
-        points=lambda seed: [dict(seed=seed, reference=r) for r in REFERENCES])
+@figure(
+    "D6",
+    "d6_visibility_spectrum",
+    compute=d6_spectrum_case,
+    points=lambda seed: [dict(seed=seed, reference=r) for r in REFERENCES],
+)
 def d6_visibility_spectrum(data: list, seed: int):
     params = dict(DEFAULTS)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8), sharey=True, constrained_layout=True)
@@ -49,7 +53,9 @@ def d6_visibility_spectrum(data: list, seed: int):
         ax.set_ylim(FLOOR / 3, 30 * top)
         ax.set_xticks(range(len(BLOCKS)))
         ax.set_xticklabels(BLOCKS, rotation=60, fontsize=7)
-        ax.set_title(f"{reference} reference ({p['mask']}): singular values of δ(LᵀX_L)", fontsize=8)
+        ax.set_title(
+            f"{reference} reference ({p['mask']}): singular values of δ(LᵀX_L)", fontsize=8
+        )
         ax.legend(fontsize=7, loc="lower right")
     axes[0].set_ylabel(f"singular value (exact zeros drawn at {FLOOR:g})")
     return fig, dict(params, seed=seed)
@@ -60,19 +66,35 @@ def d6_check(seed: int, overrides: dict) -> dict:
     return run_check("D6", overrides, seed=seed).to_json()
 
 
-@figure("D6", "d6_second_order", compute=d6_check,
-        points=lambda seed: [dict(seed=seed, overrides=ov) for ov in SECOND_ORDER_CHECKS])
+@figure(
+    "D6",
+    "d6_second_order",
+    compute=d6_check,
+    points=lambda seed: [dict(seed=seed, overrides=ov) for ov in SECOND_ORDER_CHECKS],
+)
 def d6_second_order(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
     res, het = (Verdict.from_json(case) for case in data)
     s = np.array(res.figures["perturbation_sizes"])
     for i, kind in enumerate(("X0_Ed", "E_Ed", "F_Ed")):
         fit = res.figures["Ed_second_order_slopes"][kind]
-        ax.loglog(s, res.figures["Ed_persistent_changes"][kind], "o-", color=f"C{i}", ms=3,
-                  label=f"{kind}, homogeneous: slope {fit['slope']:.3f}")
+        ax.loglog(
+            s,
+            res.figures["Ed_persistent_changes"][kind],
+            "o-",
+            color=f"C{i}",
+            ms=3,
+            label=f"{kind}, homogeneous: slope {fit['slope']:.3f}",
+        )
         fit_h = het.figures["Ed_second_order_slopes"][kind]
-        ax.loglog(s, het.figures["Ed_persistent_changes"][kind], "x--", color=f"C{i}", ms=3,
-                  label=f"{kind}, heterogeneous: slope {fit_h['slope']:.3f}")
+        ax.loglog(
+            s,
+            het.figures["Ed_persistent_changes"][kind],
+            "x--",
+            color=f"C{i}",
+            ms=3,
+            label=f"{kind}, heterogeneous: slope {fit_h['slope']:.3f}",
+        )
     ax.set_xlabel("perturbation size s (forcing in E_d)")
     ax.set_ylabel("‖Lᵀ X_L(s) − Lᵀ X_L(0)‖  (block means)")
     ax.legend(fontsize=6)

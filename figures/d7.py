@@ -7,7 +7,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from numerics.stability import gate_spectral_radii, layer_jacobian, sigma_min_on_circle, slow_jacobian
+from numerics.analysis.stability import (
+    gate_spectral_radii,
+    layer_jacobian,
+    sigma_min_on_circle,
+    slow_jacobian,
+)
 from verify.checks.d7 import CLAIM, reference_point
 from verify.claim import Verdict
 from verify.registry import run_check
@@ -25,17 +30,28 @@ def d7_case(seed: int, slow_mask: str) -> dict:
     cfg, lp, Xs, E = reference_point(p, seed)
     J = layer_jacobian(cfg, lp, Xs, E)
     G = cfg.h * slow_jacobian(cfg, lp, Xs)
-    span = 1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"]) \
-        if np.isfinite(f["critical_gate"]) else 5.0
+    span = (
+        1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"])
+        if np.isfinite(f["critical_gate"])
+        else 5.0
+    )
     gs = np.linspace(-span, span, 801)
     th = np.linspace(0, 2 * np.pi, 1001)
-    return {"check": res.to_json(), "gates": gs.tolist(),
-            "rho": np.asarray(gate_spectral_radii(J, G, gs)).tolist(),
-            "theta": th.tolist(), "sigma_min": np.asarray(sigma_min_on_circle(J, th)).tolist()}
+    return {
+        "check": res.to_json(),
+        "gates": gs.tolist(),
+        "rho": np.asarray(gate_spectral_radii(J, G, gs)).tolist(),
+        "theta": th.tolist(),
+        "sigma_min": np.asarray(sigma_min_on_circle(J, th)).tolist(),
+    }
 
 
-@figure("D7", "d7_gate_spectral_radius", compute=d7_case,
-        points=lambda seed: [dict(seed=seed, slow_mask=m) for m, _ in SLOW_MASKS])
+@figure(
+    "D7",
+    "d7_gate_spectral_radius",
+    compute=d7_case,
+    points=lambda seed: [dict(seed=seed, slow_mask=m) for m, _ in SLOW_MASKS],
+)
 def d7_gate_spectral_radius(data: list, seed: int):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
     out = {}
@@ -49,11 +65,17 @@ def d7_gate_spectral_radius(data: list, seed: int):
     for g, lab in ((f["critical_gate_plus"], "g_c⁺"), (-f["critical_gate_minus"], "g_c⁻")):
         ax.axvline(g, color="C3", lw=0.8, ls=":")
         ax.annotate(f"{lab} = {abs(g):.3f}", (g, 1.02), fontsize=7, color="C3", ha="center")
-    for key, sgn in (("above_plus", 1), ("above_minus", -1), ("below_plus", 1), ("below_minus", -1)):
+    for key, _sgn in (
+        ("above_plus", 1),
+        ("above_minus", -1),
+        ("below_plus", 1),
+        ("below_minus", -1),
+    ):
         nl = f["nonlinear"].get(key)
         if nl:
-            ax.plot(nl["gate"], nl["rho"], "o" if nl["converged_to_reference"] else "x",
-                    color="k", ms=5)
+            ax.plot(
+                nl["gate"], nl["rho"], "o" if nl["converged_to_reference"] else "x", color="k", ms=5
+            )
     ax.set_xlabel("gate g")
     ax.set_ylabel("ρ(J + gG)")
     ax.set_title("looped layer at X* = 0 (o: nonlinear loop converges, x: it does not)", fontsize=8)
@@ -61,7 +83,9 @@ def d7_gate_spectral_radius(data: list, seed: int):
 
     ax2.plot(full["theta"], full["sigma_min"])
     ax2.axhline(f["margin"], color="C3", ls="--", label=f"m(J) = {f['margin']:.4f} (grid+Brent)")
-    ax2.axhline(f["one_minus_rho"], color="0.5", ls=":", label=f"1 − ρ(J) = {f['one_minus_rho']:.4f}")
+    ax2.axhline(
+        f["one_minus_rho"], color="0.5", ls=":", label=f"1 − ρ(J) = {f['one_minus_rho']:.4f}"
+    )
     ax2.set_xlabel("θ")
     ax2.set_ylabel("σ_min(e^{iθ} I − J)")
     ax2.legend(fontsize=7)

@@ -20,12 +20,17 @@ def d8_case(seed: int, family: str) -> dict:
     return run_check("D8", dict(PARAMS, family=family), seed=seed).to_json()
 
 
-@figure("D8", "d8_logloss_gap", compute=d8_case,
-        points=lambda seed: [dict(seed=seed, family=fam) for fam in FAMILIES])
+@figure(
+    "D8",
+    "d8_logloss_gap",
+    compute=d8_case,
+    points=lambda seed: [dict(seed=seed, family=fam) for fam in FAMILIES],
+)
 def d8_logloss_gap(data: list, seed: int):
     rows = [Verdict.from_json(case) for case in data]
-    fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.6), constrained_layout=True,
-                             gridspec_kw={"width_ratios": [1.4, 1.0]})
+    fig, axes = plt.subplots(
+        1, 2, figsize=(8.0, 3.6), constrained_layout=True, gridspec_kw={"width_ratios": [1.4, 1.0]}
+    )
     ax = axes[0]
     x = np.arange(len(FAMILIES))
     gap = np.array([r.figures["gap_mean"] for r in rows])
@@ -36,14 +41,28 @@ def d8_logloss_gap(data: list, seed: int):
     ax.axhline(0.0, color="k", lw=0.6)
     for xi, gi, r in zip(x, gap, rows):
         if not r.hypotheses_hold:
-            ax.annotate(f"{gi:.3f}", (xi, gi), textcoords="offset points", xytext=(0, 6),
-                        ha="center", fontsize=7)
+            ax.annotate(
+                f"{gi:.3f}",
+                (xi, gi),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=7,
+            )
     ax.set_xticks(x, FAMILIES, rotation=35, ha="right")
     ax.set_ylabel("E[log p_full − log p_pooled]  (nats/token)")
     ax.set_title("log-loss cost of block-mean pooling (95% CI)", fontsize=9)
     ax = axes[1]
-    diff = np.array([max(r.figures[k] for k in r.figures if k.startswith("max_abs") and k.endswith("diff")
-                         and r.figures[k] is not None) for r in rows])
+    diff = np.array(
+        [
+            max(
+                r.figures[k]
+                for k in r.figures
+                if k.startswith("max_abs") and k.endswith("diff") and r.figures[k] is not None
+            )
+            for r in rows
+        ]
+    )
     ax.semilogy(x, np.maximum(diff, 1e-17), "o", color="k")
     for xi, c in zip(x, colors):
         ax.plot(xi, max(diff[xi], 1e-17), "o", color=c)

@@ -22,8 +22,12 @@ def d9_case(seed: int, rho: float) -> dict:
     return run_check("D9", dict(PARAMS, rho=rho), seed=seed).to_json()
 
 
-@figure("D9", "d9_gate_vs_rho", compute=d9_case,
-        points=lambda seed: [dict(seed=seed, rho=rho) for rho, _, _ in RHO_CASES])
+@figure(
+    "D9",
+    "d9_gate_vs_rho",
+    compute=d9_case,
+    points=lambda seed: [dict(seed=seed, rho=rho) for rho, _, _ in RHO_CASES],
+)
 def d9_gate_vs_rho(data: list, seed: int):
     r0, r1 = (Verdict.from_json(case) for case in data)
     f = r0.figures
@@ -31,24 +35,44 @@ def d9_gate_vs_rho(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), constrained_layout=True)
     ax = axes[0]
     ax.axhspan(f["margin_over_normG"], 1.15 * f["margin_over_normG"], color="tab:red", alpha=0.12)
-    ax.axhline(f["margin_over_normG"], color="tab:red", lw=1.2,
-               label=f"D7 margin m(J)/‖G‖ = {f['margin_over_normG']:.2f}")
-    ax.errorbar(rhos, f["sweep_gate_mean"], yerr=f["sweep_gate_ci_half"], fmt="o", color="tab:blue",
-                capsize=3, label=f"learned gate (n = {r0.params['n_train']}, {r0.params['seeds']} seeds)")
-    ax.plot(rhos, f["sweep_gate_population"], "-", color="k", lw=0.8, label="trained on population risk")
+    ax.axhline(
+        f["margin_over_normG"],
+        color="tab:red",
+        lw=1.2,
+        label=f"D7 margin m(J)/‖G‖ = {f['margin_over_normG']:.2f}",
+    )
+    ax.errorbar(
+        rhos,
+        f["sweep_gate_mean"],
+        yerr=f["sweep_gate_ci_half"],
+        fmt="o",
+        color="tab:blue",
+        capsize=3,
+        label=f"learned gate (n = {r0.params['n_train']}, {r0.params['seeds']} seeds)",
+    )
+    ax.plot(
+        rhos, f["sweep_gate_population"], "-", color="k", lw=0.8, label="trained on population risk"
+    )
     ax.set_xlabel("block correlation ρ (ρ = 0: independent blocks)")
     ax.set_ylabel("gate g after gradient descent from 0")
     ax.set_ylim(-0.05, 1.15 * f["margin_over_normG"])
-    ax.set_title("stability delimits what the architecture may do;\nthe data decides what it will",
-                 fontsize=8)
+    ax.set_title(
+        "stability delimits what the architecture may do;\nthe data decides what it will",
+        fontsize=8,
+    )
     ax.legend(fontsize=7, loc="center left")
     ax = axes[1]
     n = np.array(f["n_grid"], dtype=float)
     for res, (_, lab, col) in zip((r0, r1), RHO_CASES):
         g = res.figures
-        ax.loglog(n, g["learned_gate_rms_by_n"], "o-", color=col,
-                  label=f"{lab}: slope {g['gate_rms_slope']:.2f} "
-                        f"[{g['gate_rms_slope_ci'][0]:.2f}, {g['gate_rms_slope_ci'][1]:.2f}]")
+        ax.loglog(
+            n,
+            g["learned_gate_rms_by_n"],
+            "o-",
+            color=col,
+            label=f"{lab}: slope {g['gate_rms_slope']:.2f} "
+            f"[{g['gate_rms_slope_ci'][0]:.2f}, {g['gate_rms_slope_ci'][1]:.2f}]",
+        )
     ref = f["learned_gate_rms_by_n"][0] * (n / n[0]) ** -0.5
     ax.loglog(n, ref, "--", color="gray", lw=0.8, label="n^(-1/2)")
     ax.xaxis.set_minor_formatter(NullFormatter())

@@ -27,8 +27,13 @@ def f3_error_vs_width(data: list, seed: int):
             vals = [table[f"width={w}"][f"steps={s}"][metric] for w in widths]
             ax.loglog(widths, vals, "o-", ms=3, label=f"{s} steps")
     axes[1].axhline(res.params["tv_threshold"], color="k", ls="--", lw=0.8, label="threshold")
-    axes[1].axhline(res.figures["constant_predictor"]["max_tv"], color="0.5", ls=":", lw=0.8,
-                    label="best constant")
+    axes[1].axhline(
+        res.figures["constant_predictor"]["max_tv"],
+        color="0.5",
+        ls=":",
+        lw=0.8,
+        label="best constant",
+    )
     axes[0].set_ylabel("held-out mean KL(p_st ‖ φ_θ)")
     axes[1].set_ylabel("held-out max TV")
     for ax in axes:
@@ -37,7 +42,10 @@ def f3_error_vs_width(data: list, seed: int):
     axes[1].legend(fontsize=6)
     gv = res.figures["generator_violation"]
     lin = gv["linearised"]
-    fig.suptitle("F3: softmax MLP → p_st (median over seeds). Attention operator generator "
-                 f"violation (median rel.): sign {lin['negative_offdiag_rel']['median']:.2f}, "
-                 f"sum {lin['sum_defect_rel']['median']:.2f}", fontsize=8)
+    fig.suptitle(
+        "F3: softmax MLP → p_st (median over seeds). Attention operator generator "
+        f"violation (median rel.): sign {lin['negative_offdiag_rel']['median']:.2f}, "
+        f"sum {lin['sum_defect_rel']['median']:.2f}",
+        fontsize=8,
+    )
     return fig, dict(res.params, seed=seed)

@@ -1,19 +1,102 @@
-"""The numerical engine: pooling, masks and kernels, the layer and the stack, the depth flow.
+"""The numerical engine, independent of :mod:`theory` (the symbolic oracles never share code with it).
 
-``numerics`` never imports ``theory`` (SPEC §5, independent oracles).
+Subpackages, bottom to top:
+
+* :mod:`numerics.model` — the Transformer read as a depth flow: masks, pooling, weights, the layer
+  and the stack (NumPy reference), its unvalidated kernels, exact derivatives, the compiled
+  (Numba) layer, the depth flow and the coupling form's compiled right-hand side, cost counts.
+* :mod:`numerics.analysis` — what the model's linearisation says: the closed-form linearised
+  stack, the gate's stability margin, visible and invisible parameter directions.
+* :mod:`numerics.toy` — toy data and exact filters: block-structured sequences, Bayes filters,
+  Markov generators, the variational slow path and the gated predictor.
+* :mod:`numerics.integrators` — generic compiled stiff and non-stiff integrators.
+
+Top-level modules are infrastructure: :mod:`numerics.validation` (argument checks),
+:mod:`numerics.lapack` (decompositions with non-unique answers, in one place) and
+:mod:`numerics.jit_cache` (Numba's on-disk cache keyed by this package's sources).
+
+The names below are re-exported for ``import numerics as nm``.
 """
 
 # First, before any submodule's @njit(cache=True) decorator runs: key Numba's on-disk cache by the
 # content of every source file of this package (numerics.jit_cache explains why).
-from . import jit_cache as _jit_cache
+from numerics import jit_cache as _jit_cache
 
 _jit_cache.configure()
 
-from .masks import (NAMED_MASKS, as_mask, coarse_maps, frozen_kernel, kernel_eigenvalues,
-                    make_mask, spectral_projector)
-from .model import (FAST_WEIGHTS, SLOW_WEIGHTS, WEIGHT_NAMES, LayerParams, Model, ModelConfig,
-                    init_layer, init_model)
-from .pooling import (block_constant_part, block_mean, causal_upsample, upsample, weighted_pool)
-from .layer import (attention, attention_kernel, layer, layer_increment, masked_softmax, mlp,
-                    rms_norm, slow_path, stack, stack_trajectory)
-from .flow import FORMS, coupling_rhs, depth_rhs, make_rhs
+from numerics.model.flow import FORMS, coupling_rhs, depth_rhs, make_rhs  # noqa: E402
+from numerics.model.layer import (  # noqa: E402
+    attention,
+    attention_kernel,
+    layer,
+    layer_increment,
+    masked_softmax,
+    mlp,
+    rms_norm,
+    slow_path,
+    stack,
+    stack_trajectory,
+)
+from numerics.model.masks import (  # noqa: E402
+    NAMED_MASKS,
+    as_mask,
+    coarse_maps,
+    frozen_kernel,
+    kernel_eigenvalues,
+    make_mask,
+    spectral_projector,
+)
+from numerics.model.pooling import (  # noqa: E402
+    block_constant_part,
+    block_mean,
+    causal_upsample,
+    upsample,
+    weighted_pool,
+)
+from numerics.model.weights import (  # noqa: E402
+    FAST_WEIGHTS,
+    SLOW_WEIGHTS,
+    WEIGHT_NAMES,
+    LayerParams,
+    Model,
+    ModelConfig,
+    init_layer,
+    init_model,
+)
+
+__all__ = [
+    "FORMS",
+    "coupling_rhs",
+    "depth_rhs",
+    "make_rhs",
+    "attention",
+    "attention_kernel",
+    "layer",
+    "layer_increment",
+    "masked_softmax",
+    "mlp",
+    "rms_norm",
+    "slow_path",
+    "stack",
+    "stack_trajectory",
+    "NAMED_MASKS",
+    "as_mask",
+    "coarse_maps",
+    "frozen_kernel",
+    "kernel_eigenvalues",
+    "make_mask",
+    "spectral_projector",
+    "block_constant_part",
+    "block_mean",
+    "causal_upsample",
+    "upsample",
+    "weighted_pool",
+    "FAST_WEIGHTS",
+    "SLOW_WEIGHTS",
+    "WEIGHT_NAMES",
+    "LayerParams",
+    "Model",
+    "ModelConfig",
+    "init_layer",
+    "init_model",
+]

@@ -7,7 +7,7 @@ function was compiled.
 
 **Why.** Numba invalidates a cache entry only by the timestamp and size of the *one* file that
 defines the function. A compiled function that reads a global array from another module (the
-Butcher tableaux of ``integrators/_tableaux.py`` baked into the loops of ``integrators/_core.py``)
+Butcher tableaux of ``integrators/tableaux.py`` baked into the loops of ``integrators/loops.py``)
 or calls an ``@njit`` function of another module is not recompiled when that other module changes,
 so stale machine code would run.
 
@@ -100,7 +100,8 @@ def _strip_applied(path: str) -> str:
     base = os.environ.get(BASE_ENV)
     p = Path(path)
     if _HEX16.fullmatch(p.name) and (
-            (base and os.path.abspath(p.parent) == os.path.abspath(base)) or (p / MARKER).exists()):
+        (base and os.path.abspath(p.parent) == os.path.abspath(base)) or (p / MARKER).exists()
+    ):
         return str(p.parent)
     return path
 
@@ -137,14 +138,18 @@ def _usable(d: Path) -> bool:
         if not marker.exists():
             marker.write_bytes(b"")
         else:
-            os.utime(d)             # mark as recently used (pruning keeps the newest)
+            os.utime(d)  # mark as recently used (pruning keeps the newest)
         return os.access(d, os.W_OK | os.X_OK)
     except OSError:
         return False
 
 
-def prune(base: str | os.PathLike, current: str | os.PathLike | None = None, keep: int = 4,
-          grace: float = 3600.0) -> list[Path]:
+def prune(
+    base: str | os.PathLike,
+    current: str | os.PathLike | None = None,
+    keep: int = 4,
+    grace: float = 3600.0,
+) -> list[Path]:
     """Remove old fingerprint directories under ``base``; return those removed.
 
     Only directories named by 16 hex digits and holding :data:`MARKER` are candidates; the newest
@@ -175,8 +180,12 @@ def prune(base: str | os.PathLike, current: str | os.PathLike | None = None, kee
     return removed
 
 
-def configure(package_dir: str | os.PathLike | None = None, base: str | os.PathLike | None = None,
-              keep: int = 4, grace: float = 3600.0) -> Path | None:
+def configure(
+    package_dir: str | os.PathLike | None = None,
+    base: str | os.PathLike | None = None,
+    keep: int = 4,
+    grace: float = 3600.0,
+) -> Path | None:
     """Point Numba's cache at ``<base>/<fingerprint(package_dir)[:16]>``; return that directory.
 
     Must run before the ``@njit(cache=True)`` decorators it should cover (Numba's cache locator
@@ -192,9 +201,12 @@ def configure(package_dir: str | os.PathLike | None = None, base: str | os.PathL
             if _usable(d):
                 break
         else:
-            warnings.warn(f"numerics.jit_cache: no writable Numba cache directory (tried {first}); "
-                          "using Numba's default cache, which may serve stale code", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"numerics.jit_cache: no writable Numba cache directory (tried {first}); "
+                "using Numba's default cache, which may serve stale code",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return None
         os.environ[BASE_ENV] = str(b)
         os.environ["NUMBA_CACHE_DIR"] = str(d)
@@ -205,8 +217,11 @@ def configure(package_dir: str | os.PathLike | None = None, base: str | os.PathL
         prune(b, current=d, keep=keep, grace=grace)
         return d
     except Exception as exc:  # never fail an import because of the cache
-        warnings.warn(f"numerics.jit_cache: could not configure the Numba cache ({exc!r})",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"numerics.jit_cache: could not configure the Numba cache ({exc!r})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
 
 

@@ -24,7 +24,7 @@ import contextlib
 
 import numpy as np
 
-_ALTERNATIVE: "_Alternatives | None" = None
+_ALTERNATIVE: _Alternatives | None = None
 
 
 def eig(A):
@@ -72,6 +72,7 @@ def null_space(A, rtol: float | None = None) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- other answers
 
+
 class _Alternatives:
     """Other valid answers, drawn from a seeded generator."""
 
@@ -115,7 +116,7 @@ class _Alternatives:
             return w, V
         w, V = np.array(w), np.array(V)
         for idx in self._clusters(w):
-            if idx.size > 1:   # another (possibly nearly dependent) basis of the eigenspace
+            if idx.size > 1:  # another (possibly nearly dependent) basis of the eigenspace
                 V[:, idx] = V[:, idx] @ self._mixing(idx.size, np.iscomplexobj(V))
         # rescale every eigenvector (a real factor for real vectors, a phase too for complex ones)
         f = self.rng.uniform(0.2, 5.0, w.size) * self.rng.choice([-1.0, 1.0], w.size)
@@ -138,16 +139,16 @@ class _Alternatives:
             return U, s, Vt
         U, Vt = np.array(U), np.array(Vt)
         k = s.size
-        for idx in self._clusters(s):      # rotate jointly inside repeated singular values
+        for idx in self._clusters(s):  # rotate jointly inside repeated singular values
             Q = self._orthogonal(idx.size)
             U[:, idx] = U[:, idx] @ Q
             Vt[idx, :] = Q.T @ Vt[idx, :]
         signs = self.rng.choice([-1.0, 1.0], k)
         U[:, :k] *= signs
         Vt[:k, :] *= signs[:, None]
-        if U.shape[1] > k:                  # any orthonormal basis of the left null space
+        if U.shape[1] > k:  # any orthonormal basis of the left null space
             U[:, k:] = U[:, k:] @ self._orthogonal(U.shape[1] - k)
-        if Vt.shape[0] > k:                 # ... and of the right one
+        if Vt.shape[0] > k:  # ... and of the right one
             Vt[k:, :] = self._orthogonal(Vt.shape[0] - k) @ Vt[k:, :]
         return U, s, Vt
 

@@ -1,9 +1,9 @@
-"""Analytic JVPs and VJPs of the layer and the stack (numerics.autodiff).
+"""Analytic JVPs and VJPs of the layer and the stack (numerics.model.autodiff).
 
 Oracles:
 
 * Richardson-extrapolated central finite differences ``(4·D(δ/2) − D(δ))/3`` of the plain forward
-  (:func:`numerics.layer._layer`, :func:`numerics.stack`) along a random direction, ``δ = 1e-6`` on
+  (:func:`numerics.model.layer._layer`, :func:`numerics.stack`) along a random direction, ``δ = 1e-6`` on
   O(1) inputs. The error is ``O(δ⁴·|f⁽⁵⁾|) + O(u·|f|/δ)`` with ``u = 2.2e-16``: about 1e-10 from
   rounding, so a relative tolerance of 1e-6 (max norm, relative to the largest entry of the
   derivative) leaves orders of margin. Without the extrapolation a token row of small RMS ``r``
@@ -15,11 +15,12 @@ Oracles:
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
-from numerics.autodiff import layer_jvp, layer_vjp, stack_jvp, stack_vjp
-from numerics.layer import _layer
+from numerics.model import kernels
+from numerics.model.autodiff import layer_jvp, layer_vjp, stack_jvp, stack_vjp
 
 FD_STEP = 1e-6
 FD_RTOL = 1e-6
@@ -65,24 +66,28 @@ def _pair(p_grads, dps):
 
 def _richardson(f, step=FD_STEP):
     """``(4·D(δ/2) − D(δ))/3`` with ``D(δ) = (f(δ) − f(−δ))/(2δ)``: truncation error ``O(δ⁴)``."""
-    D = lambda s: (f(s) - f(-s)) / (2 * s)  # noqa: E731
+    D = lambda s: (f(s) - f(-s)) / (2 * s)
     return (4 * D(step / 2) - D(step)) / 3
 
 
 def _layer_fd(cfg, p, X, E, dX, dp):
-    return _richardson(lambda t: _layer(cfg, p.axpy(t, dp), X + t * dX, E))
+    return _richardson(lambda t: kernels.layer(cfg, p.axpy(t, dp), X + t * dX, E))
 
 
 def _stack_fd(model, X, E, dX, dps):
     def f(t):
         layers = [q.axpy(t, dq) for q, dq in zip(model.layers, dps)]
         return nm.stack(nm.Model(model.config, layers), X + t * dX, E)
+
     return _richardson(f)
 
 
 # --------------------------------------------------------------------------- fixed instances
 
-@pytest.mark.parametrize("switches", SWITCHES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+
+@pytest.mark.parametrize(
+    "switches", SWITCHES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
+)
 def test_layer_jvp_matches_central_differences_and_forward(switches):
     cfg = nm.ModelConfig(T=8, P=2, d=3, m=5, **switches)
     model, X, E, rng = _setup(cfg)
@@ -97,12 +102,18 @@ def test_layer_jvp_matches_central_differences_and_forward(switches):
     assert _rel(dYx + dYp, dY) < 1e-13
 
 
-@pytest.mark.parametrize("switches", SWITCHES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+@pytest.mark.parametrize(
+    "switches", SWITCHES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
+)
 def test_vjp_is_the_adjoint_of_the_jvp(switches):
     cfg = nm.ModelConfig(T=8, P=2, d=3, m=5, **switches)
     model, X, E, rng = _setup(cfg, seed=3)
     p = model.layers[0]
-    dX, dp, G = rng.standard_normal(X.shape), _random_tangent(cfg, rng), rng.standard_normal(X.shape)
+    dX, dp, G = (
+        rng.standard_normal(X.shape),
+        _random_tangent(cfg, rng),
+        rng.standard_normal(X.shape),
+    )
     _, dY = layer_jvp(cfg, p, X, dX, dp, E=E)
     GX, gp = layer_vjp(cfg, p, X, G, E=E)
     lhs, rhs = float(np.vdot(G, dY)), float(np.vdot(GX, dX)) + _pair([gp], [dp])
@@ -116,7 +127,9 @@ def test_vjp_is_the_adjoint_of_the_jvp(switches):
     assert abs(lhs - rhs) <= ADJ_RTOL * (abs(lhs) + np.abs(G).sum() * np.abs(dXL).max())
 
 
-@pytest.mark.parametrize("switches", SWITCHES[:6], ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+@pytest.mark.parametrize(
+    "switches", SWITCHES[:6], ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
+)
 def test_stack_jvp_matches_central_differences(switches):
     cfg = nm.ModelConfig(T=8, P=4, d=2, **switches)
     model, X, E, rng = _setup(cfg, L=4, seed=5)
@@ -132,16 +145,18 @@ def test_vjp_entries_match_central_differences_of_the_pairing():
     model, X, E, rng = _setup(cfg, seed=11)
     G = rng.standard_normal(X.shape)
     G0, grads = stack_vjp(model, X, G, E=E)
-    loss = lambda mdl, X0: float(np.vdot(G, nm.stack(mdl, X0, E)))  # noqa: E731
+    loss = lambda mdl, X0: float(np.vdot(G, nm.stack(mdl, X0, E)))
     for l in range(model.L):
         vec = model.layers[l].to_vector()
         for k in list(rng.choice(vec.size - 1, 4, replace=False)) + [vec.size - 1]:  # + the gate
             e = np.zeros_like(vec)
             e[k] = FD_STEP
+
             def at(s):
                 layers = list(model.layers)
                 layers[l] = nm.LayerParams.from_vector(vec + s * e, cfg.d, cfg.m)
                 return loss(nm.Model(cfg, layers), X)
+
             fd = (at(1) - at(-1)) / (2 * FD_STEP)
             an = grads[l].to_vector()[k]
             assert abs(fd - an) <= FD_RTOL * max(abs(an), 1.0)
@@ -188,8 +203,10 @@ def test_tied_model_gradient_is_the_sum_over_slots():
 
 
 def test_slow_gradients_vanish_exactly_without_slow_path_or_with_zero_gate():
-    for cfg, gate in [(nm.ModelConfig(T=8, P=2, d=3, slow=False), 0.9),
-                      (nm.ModelConfig(T=8, P=2, d=3), 0.0)]:
+    for cfg, gate in [
+        (nm.ModelConfig(T=8, P=2, d=3, slow=False), 0.9),
+        (nm.ModelConfig(T=8, P=2, d=3), 0.0),
+    ]:
         model, X, E, rng = _setup(cfg, seed=19, gate=gate)
         _, grads = stack_vjp(model, X, rng.standard_normal(X.shape))
         for gr in grads:
@@ -215,6 +232,7 @@ def test_zero_tangents_give_zero():
 
 # --------------------------------------------------------------------------- properties
 
+
 @st.composite
 def instances(draw):
     P = draw(st.integers(1, 4))
@@ -229,11 +247,19 @@ def instances(draw):
     else:
         mask = draw(st.sampled_from(nm.NAMED_MASKS))
     cfg = nm.ModelConfig(
-        T=T, P=P, d=d, m=draw(st.integers(1, 4)), mask=mask,
-        slow_mask=draw(st.sampled_from(["blockcausal", "full"])), norm=draw(st.booleans()),
-        sigma=draw(st.sampled_from(["tanh", "identity"])), slow=draw(st.booleans()),
-        h=draw(st.sampled_from([1.0, 0.5, 0.125])), gamma=draw(st.sampled_from([0.0, 0.3, 1.0])),
-        beta=draw(st.sampled_from([None, 0.5, 2.0])))
+        T=T,
+        P=P,
+        d=d,
+        m=draw(st.integers(1, 4)),
+        mask=mask,
+        slow_mask=draw(st.sampled_from(["blockcausal", "full"])),
+        norm=draw(st.booleans()),
+        sigma=draw(st.sampled_from(["tanh", "identity"])),
+        slow=draw(st.booleans()),
+        h=draw(st.sampled_from([1.0, 0.5, 0.125])),
+        gamma=draw(st.sampled_from([0.0, 0.3, 1.0])),
+        beta=draw(st.sampled_from([None, 0.5, 2.0])),
+    )
     L = draw(st.integers(1, 3))
     gate = draw(st.floats(-1.5, 1.5, allow_nan=False, allow_subnormal=False))
     return cfg, L, gate, draw(st.booleans()), seed
@@ -263,6 +289,7 @@ def test_property_jvp_vjp_against_differences_and_each_other(inst):
 
 
 # --------------------------------------------------------------------------- bad inputs
+
 
 @pytest.fixture
 def small():
@@ -336,9 +363,12 @@ def test_overflow_is_reported_not_returned():
     cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity")
     model = nm.init_model(cfg, 3, 0, scale=1e100)
     X = np.full((4, 2), 1e40)
-    for call in (lambda: stack_vjp(model, X, X), lambda: stack_jvp(model, X, X),
-                 lambda: layer_jvp(cfg, model.layers[0], X, X),
-                 lambda: layer_vjp(cfg, model.layers[0], X, X)):
+    for call in (
+        lambda: stack_vjp(model, X, X),
+        lambda: stack_jvp(model, X, X),
+        lambda: layer_jvp(cfg, model.layers[0], X, X),
+        lambda: layer_vjp(cfg, model.layers[0], X, X),
+    ):
         with pytest.raises(FloatingPointError, match="overflowing"):
             call()
     with pytest.raises(ValueError, match="magnitude"):

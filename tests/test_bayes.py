@@ -1,4 +1,4 @@
-"""numerics.bayes: exact filters against brute-force Bayes, laws of the block mean, validation."""
+"""numerics.toy.bayes: exact filters against brute-force Bayes, laws of the block mean, validation."""
 
 import itertools
 
@@ -7,11 +7,25 @@ import pytest
 from scipy import integrate
 from scipy.special import logsumexp
 
-from numerics.bayes import (hmm_future_logpdf, hmm_pooled_filter, hmm_predictive_logpdf,
-                            hmm_token_filter, kalman_future_logpdf, kalman_pooled_filter,
-                            kalman_predictive_logpdf, kalman_token_filter, mean_loglik,
-                            token_loglik)
-from numerics.data import Emission, gaussian_ar1_blocks, hmm_blocks, running_sums, sticky_transition
+from numerics.toy.bayes import (
+    hmm_future_logpdf,
+    hmm_pooled_filter,
+    hmm_predictive_logpdf,
+    hmm_token_filter,
+    kalman_future_logpdf,
+    kalman_pooled_filter,
+    kalman_predictive_logpdf,
+    kalman_token_filter,
+    mean_loglik,
+    token_loglik,
+)
+from numerics.toy.data import (
+    Emission,
+    gaussian_ar1_blocks,
+    hmm_blocks,
+    running_sums,
+    sticky_transition,
+)
 
 CONTROLS = {
     "gaussian_scale": Emission.gaussian_scale([0.0, 0.5], [0.5, 2.0]),
@@ -51,18 +65,20 @@ def test_hmm_token_filter_equals_path_enumeration():
         x = hmm_blocks(2, N, P, em, A, initial=init, seed=5).x
         w = hmm_token_filter(x, P, em, A, initial=init)
         lp = hmm_predictive_logpdf(em, w, x)
-        ll = token_loglik(em, x)                                  # (n, T, K)
+        ll = token_loglik(em, x)  # (n, T, K)
         for i in range(2):
             for t in range(N * P):
                 # log p(x_{≤t}) − log p(x_{<t}) by summing over all block-state paths
                 def joint(upto):
                     tot = []
                     for path in itertools.product(range(2), repeat=N):
-                        lw = np.log(init[path[0]]) + sum(np.log(A[path[b - 1], path[b]])
-                                                          for b in range(1, N))
+                        lw = np.log(init[path[0]]) + sum(
+                            np.log(A[path[b - 1], path[b]]) for b in range(1, N)
+                        )
                         lw += sum(ll[i, s, path[s // P]] for s in range(upto))
                         tot.append(lw)
                     return logsumexp(tot)
+
                 assert abs(lp[i, t] - (joint(t + 1) - joint(t))) < 1e-12
 
 
@@ -72,8 +88,8 @@ def test_mean_law_integrates_to_one_and_matches_monte_carlo(name):
     rng = np.random.default_rng(0)
     for k in (1, 3):
         for z in range(2):
-            dens = lambda y: float(np.exp(mean_loglik(em, np.array([k * y]), k)[0, z]))  # noqa: E731
-            total = integrate.quad(dens, -np.inf, np.inf, limit=400)[0]   # density of the mean
+            dens = lambda y: float(np.exp(mean_loglik(em, np.array([k * y]), k)[0, z]))
+            total = integrate.quad(dens, -np.inf, np.inf, limit=400)[0]  # density of the mean
             assert abs(total - 1.0) < 1e-6, (name, k, z, total)
             # Monte Carlo: P(mean ≤ q) for the sampled means vs the integrated density
             means = em.sample(rng, np.full(20000, z), k).mean(axis=1)
@@ -95,9 +111,9 @@ def test_discrete_sum_laws_are_normalised():
 def test_fisher_neyman_identity_and_its_failure_for_controls():
     rng = np.random.default_rng(1)
     for name, em in {**EXPONENTIAL, **CONTROLS}.items():
-        x = em.sample(rng, np.zeros(50, dtype=np.int64), 4)        # 50 blocks of 4 tokens
+        x = em.sample(rng, np.zeros(50, dtype=np.int64), 4)  # 50 blocks of 4 tokens
         diff = token_loglik(em, x).sum(axis=1) - mean_loglik(em, x.sum(axis=1), 4)  # (50, K)
-        spread = np.ptp(diff, axis=1).max()                        # z-dependence of h
+        spread = np.ptp(diff, axis=1).max()  # z-dependence of h
         if name in EXPONENTIAL:
             assert spread < 1e-10, name
         else:
@@ -135,18 +151,27 @@ def test_future_tables_diagonal_is_next_token_and_poisson_predictive_normalises(
     assert np.allclose(np.diagonal(Fg, axis1=1, axis2=2), kalman_predictive_logpdf(xg, m, v))
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: kalman_token_filter(np.zeros((2, 5)), 2, rho=0.1), "divide"),
-    (lambda: kalman_token_filter(np.zeros((2, 4)), 2, rho=1.0), "rho"),
-    (lambda: kalman_pooled_filter(np.zeros((2, 2, 4)), 2, rho=0.1), "P\\+1"),
-    (lambda: token_loglik(EXPONENTIAL["poisson"], [1.5]), "Poisson"),
-    (lambda: token_loglik(EXPONENTIAL["bernoulli"], [2.0]), "Bernoulli"),
-    (lambda: mean_loglik(EXPONENTIAL["bernoulli"], [5.0], 4), "integers in range"),
-    (lambda: mean_loglik(EXPONENTIAL["poisson"], [1.0], -1), "non-negative"),
-    (lambda: hmm_token_filter(np.zeros((1, 4)), 2, EXPONENTIAL["poisson"], np.eye(3)), "states"),
-    (lambda: hmm_predictive_logpdf(EXPONENTIAL["poisson"], np.ones((1, 3)), np.zeros(1)), "shape"),
-    (lambda: token_loglik("poisson", [1.0]), "Emission"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: kalman_token_filter(np.zeros((2, 5)), 2, rho=0.1), "divide"),
+        (lambda: kalman_token_filter(np.zeros((2, 4)), 2, rho=1.0), "rho"),
+        (lambda: kalman_pooled_filter(np.zeros((2, 2, 4)), 2, rho=0.1), "P\\+1"),
+        (lambda: token_loglik(EXPONENTIAL["poisson"], [1.5]), "Poisson"),
+        (lambda: token_loglik(EXPONENTIAL["bernoulli"], [2.0]), "Bernoulli"),
+        (lambda: mean_loglik(EXPONENTIAL["bernoulli"], [5.0], 4), "integers in range"),
+        (lambda: mean_loglik(EXPONENTIAL["poisson"], [1.0], -1), "non-negative"),
+        (
+            lambda: hmm_token_filter(np.zeros((1, 4)), 2, EXPONENTIAL["poisson"], np.eye(3)),
+            "states",
+        ),
+        (
+            lambda: hmm_predictive_logpdf(EXPONENTIAL["poisson"], np.ones((1, 3)), np.zeros(1)),
+            "shape",
+        ),
+        (lambda: token_loglik("poisson", [1.0]), "Emission"),
+    ],
+)
 def test_bad_arguments_raise(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -7,15 +7,18 @@ import sys
 import pytest
 
 from fastslow.cli import main
+from numerics import lapack
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "fastslow", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "fastslow", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_claims_lists_every_registered_id(capsys):
     from verify.registry import CLAIMS
+
     assert main(["claims"]) == 0
     out = capsys.readouterr().out
     for cid in CLAIMS:
@@ -26,11 +29,22 @@ def test_check_prints_a_json_verdict_and_exits_0_when_the_claim_holds():
     res = run("check", "A1", "--seed", "7", "--json")
     assert res.returncode == 0, res.stderr
     payload = json.loads(res.stdout)
-    assert {"id", "verdict", "holds", "hypotheses", "conclusion", "figures", "params",
-            "seed"} <= set(payload)
+    assert {
+        "id",
+        "verdict",
+        "holds",
+        "hypotheses",
+        "conclusion",
+        "figures",
+        "params",
+        "seed",
+    } <= set(payload)
     assert payload["id"] == "A1" and payload["verdict"] == "holds" and payload["seed"] == 7
     assert payload["hypotheses"]["fast_mask_causal"] == {
-        "holds": True, "value": 0, "rule": "number of fast-mask entries with s > t; 0 required"}
+        "holds": True,
+        "value": 0,
+        "rule": "number of fast-mask entries with s > t; 0 required",
+    }
 
 
 def test_a_negative_control_is_outside_the_hypotheses_and_exits_4(capsys):
@@ -79,16 +93,22 @@ def test_a_counterexample_exits_1_and_an_undecidable_valid_input_exits_3(capsys,
     assert "could not be decided" in captured.err and "bad input" not in captured.err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["check", "Z9"], "unknown claim ID 'Z9'"),
-    (["check", "A1", "--param", "T=15"], "P=4 must divide T=15"),
-    (["check", "A1", "--param", "colour=red"], "unknown parameter 'colour'"),
-    (["check", "A1", "--param", "T=many"], "parameter T='many': expected int in [1, 256]"),
-    (["check", "A1", "--param", "T"], "--param expects KEY=VALUE"),
-    (["check", "A1", "--param", "mask=sliding"], "parameter mask='sliding': expected str one of"),
-    (["check", "A1", "--control", "nope"], "A1 has no negative control 'nope'"),
-    (["check", "A1", "--seed", "-3"], "seed must be a non-negative integer"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "Z9"], "unknown claim ID 'Z9'"),
+        (["check", "A1", "--param", "T=15"], "P=4 must divide T=15"),
+        (["check", "A1", "--param", "colour=red"], "unknown parameter 'colour'"),
+        (["check", "A1", "--param", "T=many"], "parameter T='many': expected int in [1, 256]"),
+        (["check", "A1", "--param", "T"], "--param expects KEY=VALUE"),
+        (
+            ["check", "A1", "--param", "mask=sliding"],
+            "parameter mask='sliding': expected str one of",
+        ),
+        (["check", "A1", "--control", "nope"], "A1 has no negative control 'nope'"),
+        (["check", "A1", "--seed", "-3"], "seed must be a non-negative integer"),
+    ],
+)
 def test_bad_input_exits_2_with_a_one_line_reason(capsys, args, message):
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -137,3 +157,24 @@ def test_check_json_is_exactly_the_verdict_the_python_api_decides(capsys):
     cli = json.loads(capsys.readouterr().out)
     api = run_check("A1", {"T": 8, "P": 2}, seed=3).to_json()
     assert cli == json.loads(json.dumps(api))
+
+
+def test_cli_check_of_the_d4_block_bidirectional_instance_holds_under_other_lapack_answers():
+    """The D4 instance that once crashed on another CPU's BLAS exits 0 (holds)."""
+    argv = [
+        "check",
+        "D4",
+        "--param",
+        "mask=block_bidirectional",
+        "--param",
+        "gamma=0.3",
+        "--param",
+        "T=12",
+        "--param",
+        "P=4",
+        "--seed",
+        "5",
+    ]
+    with lapack.other_valid_answers(seed=0, cond=1e16):
+        code = main(argv)
+    assert code == 0

@@ -1,12 +1,18 @@
-"""numerics.cost: the FLOP model's algebra and its input checks (the count itself is claim A2's)."""
+"""numerics.model.cost: the FLOP model's algebra and its input checks (the count itself is claim A2's)."""
 
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics.cost import (attention_ratio, layer_flops, layer_ratio,
-                           layer_ratio_lower_bound_holds, matmul_flops)
+from numerics.model.cost import (
+    attention_ratio,
+    layer_flops,
+    layer_ratio,
+    layer_ratio_lower_bound_holds,
+    matmul_flops,
+)
 
 
 def test_pieces_for_one_size():

@@ -1,11 +1,20 @@
-"""numerics.data: block-sequence generators (shapes, seeding, laws, argument validation)."""
+"""numerics.toy.data: block-sequence generators (shapes, seeding, laws, argument validation)."""
 
 import numpy as np
 import pytest
 
-from numerics.data import (CONTROL_FAMILIES, EXPONENTIAL_FAMILIES, Emission, block_sums,
-                           gaussian_ar1_blocks, hmm_blocks, independent_transition, running_sums,
-                           stationary_distribution, sticky_transition)
+from numerics.toy.data import (
+    CONTROL_FAMILIES,
+    EXPONENTIAL_FAMILIES,
+    Emission,
+    block_sums,
+    gaussian_ar1_blocks,
+    hmm_blocks,
+    independent_transition,
+    running_sums,
+    stationary_distribution,
+    sticky_transition,
+)
 
 EMISSIONS = {
     "gaussian": Emission.gaussian([-1.0, 2.0], 0.5),
@@ -30,8 +39,9 @@ def test_shapes_and_seeding():
     assert not np.array_equal(d.x, gaussian_ar1_blocks(5, 3, 4, rho=0.5, seed=2).x)
     ss = np.random.SeedSequence(7)
     a = hmm_blocks(4, 3, 2, EMISSIONS["poisson"], sticky_transition(2, 0.5), seed=ss)
-    b = hmm_blocks(4, 3, 2, EMISSIONS["poisson"], sticky_transition(2, 0.5),
-                   seed=np.random.SeedSequence(7))
+    b = hmm_blocks(
+        4, 3, 2, EMISSIONS["poisson"], sticky_transition(2, 0.5), seed=np.random.SeedSequence(7)
+    )
     assert np.array_equal(a.x, b.x) and a.latent.dtype.kind == "i"
 
 
@@ -60,8 +70,13 @@ def test_hmm_chain_and_emissions():
         blocks = d.blocks
         if fam != "cauchy":
             mean0 = blocks[z == 0].mean()
-            want = {"gaussian": -1.0, "poisson": 1.0, "bernoulli": 0.2, "gaussian_scale": 0.0,
-                    "mixture": 0.0 + 0.3 * -2.0 + 0.7 * 2.0}[fam]
+            want = {
+                "gaussian": -1.0,
+                "poisson": 1.0,
+                "bernoulli": 0.2,
+                "gaussian_scale": 0.0,
+                "mixture": 0.0 + 0.3 * -2.0 + 0.7 * 2.0,
+            }[fam]
             assert abs(mean0 - want) < 0.05, fam
         else:
             assert abs(np.median(blocks[z == 1]) - 1.0) < 0.02
@@ -83,32 +98,41 @@ def test_block_and_running_sums():
     assert np.array_equal(rs[0, 1], [0, 3, 7, 12])
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: gaussian_ar1_blocks(0, 2, 2, rho=0.1), "n_seq"),
-    (lambda: gaussian_ar1_blocks(2, 2, 2.5, rho=0.1), "P"),
-    (lambda: gaussian_ar1_blocks(2, 2, 2, rho=1.0), "rho"),
-    (lambda: gaussian_ar1_blocks(2, 2, 2, rho=-1.2), "rho"),
-    (lambda: gaussian_ar1_blocks(2, 2, 2, rho=0.1, tau=-1.0), "tau"),
-    (lambda: gaussian_ar1_blocks(2, 2, 2, rho=0.1, sigma=0.0), "sigma"),
-    (lambda: gaussian_ar1_blocks(2, 2, 2, rho=0.1, seed=-1), "seed"),
-    (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[0.5, 0.6], [0.5, 0.5]]), "row-stochastic"),
-    (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[1.5, -0.5], [0.5, 0.5]]), "negative"),
-    (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[1.0]]), "states"),
-    (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[1.0, 0.0]]), "square"),
-    (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], np.eye(2), initial=[0.5, 0.6]), "initial"),
-    (lambda: hmm_blocks(2, 2, 2, "poisson", np.eye(2)), "Emission"),
-    (lambda: Emission.poisson([1.0, 0.0]), "rates"),
-    (lambda: Emission.bernoulli([0.0, 0.5]), "probs"),
-    (lambda: Emission.bernoulli([0.5, 1.0]), "probs"),
-    (lambda: Emission.gaussian([0.0], sigma=-1.0), "sigma"),
-    (lambda: Emission.gaussian_scale([0.0, 1.0], [1.0, -1.0]), "scales"),
-    (lambda: Emission.gaussian_scale([0.0, 1.0], [1.0]), "same length"),
-    (lambda: Emission.mixture([0.0], [-1, 1], [0.5, 0.6], [1, 1]), "sum to 1"),
-    (lambda: Emission.gaussian([np.nan]), "finite"),
-    (lambda: Emission.gaussian([]), "at least one"),
-    (lambda: sticky_transition(2, 1.0), "stay"),
-    (lambda: block_sums(np.zeros((2, 5)), 2), "divide"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: gaussian_ar1_blocks(0, 2, 2, rho=0.1), "n_seq"),
+        (lambda: gaussian_ar1_blocks(2, 2, 2.5, rho=0.1), "P"),
+        (lambda: gaussian_ar1_blocks(2, 2, 2, rho=1.0), "rho"),
+        (lambda: gaussian_ar1_blocks(2, 2, 2, rho=-1.2), "rho"),
+        (lambda: gaussian_ar1_blocks(2, 2, 2, rho=0.1, tau=-1.0), "tau"),
+        (lambda: gaussian_ar1_blocks(2, 2, 2, rho=0.1, sigma=0.0), "sigma"),
+        (lambda: gaussian_ar1_blocks(2, 2, 2, rho=0.1, seed=-1), "seed"),
+        (
+            lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[0.5, 0.6], [0.5, 0.5]]),
+            "row-stochastic",
+        ),
+        (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[1.5, -0.5], [0.5, 0.5]]), "negative"),
+        (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[1.0]]), "states"),
+        (lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], [[1.0, 0.0]]), "square"),
+        (
+            lambda: hmm_blocks(2, 2, 2, EMISSIONS["poisson"], np.eye(2), initial=[0.5, 0.6]),
+            "initial",
+        ),
+        (lambda: hmm_blocks(2, 2, 2, "poisson", np.eye(2)), "Emission"),
+        (lambda: Emission.poisson([1.0, 0.0]), "rates"),
+        (lambda: Emission.bernoulli([0.0, 0.5]), "probs"),
+        (lambda: Emission.bernoulli([0.5, 1.0]), "probs"),
+        (lambda: Emission.gaussian([0.0], sigma=-1.0), "sigma"),
+        (lambda: Emission.gaussian_scale([0.0, 1.0], [1.0, -1.0]), "scales"),
+        (lambda: Emission.gaussian_scale([0.0, 1.0], [1.0]), "same length"),
+        (lambda: Emission.mixture([0.0], [-1, 1], [0.5, 0.6], [1, 1]), "sum to 1"),
+        (lambda: Emission.gaussian([np.nan]), "finite"),
+        (lambda: Emission.gaussian([]), "at least one"),
+        (lambda: sticky_transition(2, 1.0), "stay"),
+        (lambda: block_sums(np.zeros((2, 5)), 2), "divide"),
+    ],
+)
 def test_bad_arguments_raise(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -1,4 +1,4 @@
-"""The Numba forward (numerics.fast) against the NumPy reference (numerics.layer).
+"""The Numba forward (numerics.model.compiled) against the NumPy reference (numerics.model.layer).
 
 Tolerance: relative Frobenius error ≤ 1e-12. Both paths compute the same expression; they differ in
 the order of summation (row tiles, sequential RMS sums) and in ``exp``/``tanh`` (libm against
@@ -10,12 +10,20 @@ the depth product of the stack's Jacobians. With O(1) weights and L ≤ 4 that s
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
-from numerics.fast import (_exp_into, _tanh_row, fast_attention, fast_layer, fast_slow_path,
-                           fast_stack)
-from numerics.layer import _layer, stack
+from numerics.model import kernels
+from numerics.model.compiled import (
+    exp_into,
+    fast_attention,
+    fast_layer,
+    fast_slow_path,
+    fast_stack,
+    tanh_row,
+)
+from numerics.model.layer import stack
 
 RTOL = 1e-12
 
@@ -47,8 +55,9 @@ SWITCHES = [
 ]
 
 
-@pytest.mark.parametrize("kw", SWITCHES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items())
-                         or "defaults")
+@pytest.mark.parametrize(
+    "kw", SWITCHES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()) or "defaults"
+)
 def test_stack_matches_reference_for_every_switch(kw):
     cfg, model, X0, E = instance(**kw)
     ref = stack(model, X0, E)
@@ -61,7 +70,7 @@ def test_single_layer_matches_reference(kw):
     cfg, model, X0, E = instance(m=7, **kw)
     p = model.layers[0]
     assert rel_err(fast_layer(cfg, p, X0, E), nm.layer(cfg, p, X0, E)) <= RTOL
-    assert rel_err(fast_layer(cfg, p, X0), _layer(cfg, p, X0, X0)) <= RTOL
+    assert rel_err(fast_layer(cfg, p, X0), kernels.layer(cfg, p, X0, X0)) <= RTOL
 
 
 @pytest.mark.parametrize("kw", SWITCHES[:4] + SWITCHES[-1:])
@@ -108,23 +117,47 @@ def test_tied_weights_and_zero_gate():
     assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
 
 
-@given(N=st.integers(1, 5), P=st.integers(1, 5), d=st.integers(1, 6), m=st.integers(1, 6),
-       L=st.integers(1, 3), mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-       slow_mask=st.sampled_from(["blockcausal", "full"]), norm=st.booleans(),
-       sigma=st.sampled_from(["tanh", "identity"]), slow=st.booleans(),
-       gamma=st.sampled_from([0.0, 0.5]), h=st.sampled_from([1.0, 0.25]),
-       gate=st.floats(-2.0, 2.0), seed=st.integers(0, 2**16))
-def test_random_sizes_and_switches_match_reference(N, P, d, m, L, mask, slow_mask, norm, sigma,
-                                                    slow, gamma, h, gate, seed):
-    cfg, model, X0, E = instance(T=N * P, P=P, d=d, m=m, L=L, seed=seed, gate=gate, mask=mask,
-                                 slow_mask=slow_mask, norm=norm, sigma=sigma, slow=slow,
-                                 gamma=gamma, h=h)
+@given(
+    N=st.integers(1, 5),
+    P=st.integers(1, 5),
+    d=st.integers(1, 6),
+    m=st.integers(1, 6),
+    L=st.integers(1, 3),
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+    slow_mask=st.sampled_from(["blockcausal", "full"]),
+    norm=st.booleans(),
+    sigma=st.sampled_from(["tanh", "identity"]),
+    slow=st.booleans(),
+    gamma=st.sampled_from([0.0, 0.5]),
+    h=st.sampled_from([1.0, 0.25]),
+    gate=st.floats(-2.0, 2.0),
+    seed=st.integers(0, 2**16),
+)
+def test_random_sizes_and_switches_match_reference(
+    N, P, d, m, L, mask, slow_mask, norm, sigma, slow, gamma, h, gate, seed
+):
+    cfg, model, X0, E = instance(
+        T=N * P,
+        P=P,
+        d=d,
+        m=m,
+        L=L,
+        seed=seed,
+        gate=gate,
+        mask=mask,
+        slow_mask=slow_mask,
+        norm=norm,
+        sigma=sigma,
+        slow=slow,
+        gamma=gamma,
+        h=h,
+    )
     assert rel_err(fast_stack(model, X0, E), stack(model, X0, E)) <= RTOL
 
 
 def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtypes():
     # warm_up compiles with the exact dtypes the wrappers pass: later calls must not recompile
-    from numerics import fast
+    from numerics.model import compiled as fast
 
     for kw in SWITCHES:
         cfg, model, X0, E = instance(**kw)
@@ -141,33 +174,46 @@ def ulps(a, ref):
 
 
 def test_vectorised_exp_within_one_ulp_of_numpy_and_zero_below_the_cut():
-    v = np.concatenate([np.linspace(-708.0, 0.0, 200_001), -np.logspace(-300, 2.5, 4001),
-                        np.random.default_rng(0).uniform(-50, 0, 100_000), [-0.0]])
+    v = np.concatenate(
+        [
+            np.linspace(-708.0, 0.0, 200_001),
+            -np.logspace(-300, 2.5, 4001),
+            np.random.default_rng(0).uniform(-50, 0, 100_000),
+            [-0.0],
+        ]
+    )
     p, t = np.empty_like(v), np.empty_like(v)
-    _exp_into(v, p, t)
+    exp_into(v, p, t)
     assert ulps(p * t, np.exp(v)).max() <= 1.0
     low = np.array([-708.5, -745.0, -1000.0, np.nan])
     p, t = np.empty(4), np.empty(4)
-    _exp_into(low, p, t)
+    exp_into(low, p, t)
     assert np.isnan((p * t)[-1])  # NaN propagates (the caller zeroes v < −708 only)
 
 
 def test_vectorised_tanh_within_two_ulp_of_numpy():
-    x = np.concatenate([np.linspace(-30.0, 30.0, 200_001), np.logspace(-300, 1.5, 4001),
-                        -np.logspace(-300, 1.5, 4001), [0.625, -0.625, 0.0, 800.0, -800.0]])
+    x = np.concatenate(
+        [
+            np.linspace(-30.0, 30.0, 200_001),
+            np.logspace(-300, 1.5, 4001),
+            -np.logspace(-300, 1.5, 4001),
+            [0.625, -0.625, 0.0, 800.0, -800.0],
+        ]
+    )
     y = x.copy()
     n = y.size
-    _tanh_row(y, np.empty(n), np.empty(n), np.empty(n))
+    tanh_row(y, np.empty(n), np.empty(n), np.empty(n))
     ref = np.tanh(x)
     nz = ref != 0
     assert ulps(y[nz], ref[nz]).max() <= 2.0
     assert np.all(y[~nz] == 0.0)
     z = np.array([np.nan, 1.0])
-    _tanh_row(z, np.empty(2), np.empty(2), np.empty(2))
+    tanh_row(z, np.empty(2), np.empty(2), np.empty(2))
     assert np.isnan(z[0])
 
 
 # --------------------------------------------------------------------------- bad input
+
 
 def test_bad_inputs_raise_like_the_reference():
     cfg, model, X0, E = instance()

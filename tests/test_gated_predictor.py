@@ -1,16 +1,26 @@
-"""numerics.gated_predictor: the moment form of the risk against direct simulation, exact gradients,
+"""numerics.toy.gated_predictor: the moment form of the risk against direct simulation, exact gradients,
 the closed-form minimum over the slow weight, batched training, the margin, validation."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from numerics.data import gaussian_ar1_blocks
-from numerics.gated_predictor import (GatedToy, closed_form_margin, empirical_moments,
-                                      fast_estimate, jacobians, min_slow_risk,
-                                      per_sequence_gate_gradient, population_moments, risk,
-                                      risk_gradient, stack_moments, train)
-from numerics.stability import critical_gate, stability_margin
+from numerics.analysis.stability import critical_gate, stability_margin
+from numerics.toy.data import gaussian_ar1_blocks
+from numerics.toy.gated_predictor import (
+    GatedToy,
+    closed_form_margin,
+    empirical_moments,
+    fast_estimate,
+    jacobians,
+    min_slow_risk,
+    per_sequence_gate_gradient,
+    population_moments,
+    risk,
+    risk_gradient,
+    stack_moments,
+    train,
+)
 
 TOY = GatedToy(P=3, N=5, tau=1.2, sigma=0.8, a=0.3, c=-0.7)
 
@@ -72,7 +82,7 @@ def test_batched_training_equals_single_runs_and_frozen_stays_closed():
         assert abs(one.g - batch.g[i]) < 1e-12 and abs(one.w - batch.w[i]) < 1e-12
     frozen = train(TOY, moms[2], w0=0.0, steps=50)
     assert frozen.g == 0.0 and frozen.w == 0.0
-    assert np.all(np.diff(train(TOY, moms[2], steps=50).history) <= 0)   # monotone descent
+    assert np.all(np.diff(train(TOY, moms[2], steps=50).history) <= 0)  # monotone descent
 
 
 def test_margin_matches_the_stability_module():
@@ -84,10 +94,15 @@ def test_margin_matches_the_stability_module():
     assert closed_form_margin(GatedToy(P=1, N=2, c=0.0)) == float("inf")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"P": 0, "N": 2}, "P"), ({"P": 2, "N": 2, "tau": 0.0}, "tau"),
-    ({"P": 2, "N": 2, "sigma": -1.0}, "sigma"), ({"P": 2, "N": 2, "a": 1.0}, "a"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"P": 0, "N": 2}, "P"),
+        ({"P": 2, "N": 2, "tau": 0.0}, "tau"),
+        ({"P": 2, "N": 2, "sigma": -1.0}, "sigma"),
+        ({"P": 2, "N": 2, "a": 1.0}, "a"),
+    ],
+)
 def test_bad_toy_raises(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         GatedToy(**kwargs)

@@ -8,9 +8,13 @@ from scipy import stats
 
 import numerics as nm
 from numerics.integrators import JAC_SIG, ORDERS, RHS_SIG, integrate
-from numerics.integrators import _tableaux as tb
-from numerics.integrators.coupling import (coupling_rhs_nb, frozen_kernel_jac_nb, integrate_coupling,
-                                           pack_coupling)
+from numerics.integrators import tableaux as tb
+from numerics.model.coupling import (
+    coupling_rhs_nb,
+    frozen_kernel_jac_nb,
+    integrate_coupling,
+    pack_coupling,
+)
 
 
 # ------------------------------------------------------------------ catalogue of problems
@@ -41,7 +45,7 @@ def fitted_order(method, jac=None, ks=range(3, 9)):
     M, y0, exact = linear_problem()
     errs, hs = [], []
     for k in ks:
-        h = 2.0 ** -k
+        h = 2.0**-k
         r = integrate(lambda t, y: M @ y, (0.0, 1.0), y0, method=method, jac=jac, h_fixed=h)
         errs.append(np.abs(r.y[:, -1] - exact(1.0)).max())
         hs.append(h)
@@ -103,8 +107,15 @@ def test_adaptive_error_is_within_a_few_tolerances():
     M, y0, exact = linear_problem()
     for method in ("dopri5", "rosw", "radau"):
         for rtol in (1e-4, 1e-7):
-            r = integrate(lambda t, y: M @ y, (0.0, 2.0), y0, method=method, rtol=rtol,
-                          atol=rtol * 1e-2, jac=(lambda t, y: M) if method != "dopri5" else None)
+            r = integrate(
+                lambda t, y: M @ y,
+                (0.0, 2.0),
+                y0,
+                method=method,
+                rtol=rtol,
+                atol=rtol * 1e-2,
+                jac=(lambda t, y: M) if method != "dopri5" else None,
+            )
             ref = exact(2.0)
             err = np.sqrt(np.mean(((r.y[:, -1] - ref) / (rtol * 1e-2 + rtol * np.abs(ref))) ** 2))
             assert r.success and err < 5, (method, rtol, err)
@@ -119,8 +130,12 @@ def test_stiff_mode_work_budget_and_explicit_cost_grows_like_one_over_eps():
     assert r.success and abs(r.y[0, -1] - exact0) < 1e-5
     # if the stiff part were not treated implicitly these numbers would be much bigger
     assert r.nsteps < 200 and r.nfev == 4 * (r.nsteps + r.nreject) + 1 and r.njev <= r.nsteps + 2
-    rd = integrate(stiff_rhs, (0.0, 2.0), y0, method="radau", jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9)
-    assert rd.success and abs(rd.y[0, -1] - exact0) < 1e-5 and rd.nsteps < 100 and rd.njev < rd.nsteps
+    rd = integrate(
+        stiff_rhs, (0.0, 2.0), y0, method="radau", jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9
+    )
+    assert (
+        rd.success and abs(rd.y[0, -1] - exact0) < 1e-5 and rd.nsteps < 100 and rd.njev < rd.nsteps
+    )
     e = integrate(stiff_rhs, (0.0, 2.0), y0, method="dopri5", p=p, rtol=1e-6, atol=1e-9)
     assert e.success and e.nsteps > 2.0 / p[0] / 10
     assert r.compiled and e.compiled
@@ -134,8 +149,14 @@ def test_compiled_and_python_paths_give_the_same_steps():
     def f(t, y):
         return np.array([-(y[0] - np.cos(t)) / p[0] - np.sin(t), y[0]])
 
-    b = integrate(f, (0.0, 1.0), y0, jac=lambda t, y: np.array([[-1 / p[0], 0.0], [1.0, 0.0]]),
-                  rtol=1e-6, atol=1e-9)
+    b = integrate(
+        f,
+        (0.0, 1.0),
+        y0,
+        jac=lambda t, y: np.array([[-1 / p[0], 0.0], [1.0, 0.0]]),
+        rtol=1e-6,
+        atol=1e-9,
+    )
     assert a.nsteps == b.nsteps and a.nfev == b.nfev and not b.compiled
     assert np.allclose(a.y, b.y, rtol=1e-12, atol=1e-14)
 
@@ -148,13 +169,22 @@ def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
     def f(t, y):
         return np.array([1.0 if t < jump else -2.0])
 
-    r = integrate(f, (0.0, 1.0), np.array([0.0]), method=method, breakpoints=[jump],
-                  t_eval=[0.0, jump, 1.0], rtol=1e-8, atol=1e-12)
+    r = integrate(
+        f,
+        (0.0, 1.0),
+        np.array([0.0]),
+        method=method,
+        breakpoints=[jump],
+        t_eval=[0.0, jump, 1.0],
+        rtol=1e-8,
+        atol=1e-12,
+    )
     assert np.array_equal(r.t, [0.0, jump, 1.0])
     assert abs(r.y[0, 1] - jump) < 1e-13 and abs(r.y[0, 2] - (jump - 2 * (1 - jump))) < 1e-13
     # without the breakpoint the jump is smeared into a step and the error is much larger
-    bad = integrate(f, (0.0, 1.0), np.array([0.0]), method=method, rtol=1e-8, atol=1e-12,
-                    first_step=0.25)
+    bad = integrate(
+        f, (0.0, 1.0), np.array([0.0]), method=method, rtol=1e-8, atol=1e-12, first_step=0.25
+    )
     assert bad.nreject > 0 or abs(bad.y[0, -1] - (jump - 2 * (1 - jump))) > 1e-13
 
 
@@ -189,17 +219,23 @@ def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
     rr = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11, method="radau")
     f = nm.make_rhs(model, form="coupling", eps=eps, E=E)
     y = X0.ravel()
-    for a, b in [(0.0, 0.5), (0.5, 1.0)]:       # interval by interval, left limits at the ends
-        s = solve_ivp(lambda t, y: f(min(t, np.nextafter(b, 0)), y.reshape(6, 2)).ravel(), (a, b), y,
-                      method="Radau", rtol=1e-9, atol=1e-11)
+    for a, b in [(0.0, 0.5), (0.5, 1.0)]:  # interval by interval, left limits at the ends
+        s = solve_ivp(
+            lambda t, y: f(min(t, np.nextafter(b, 0)), y.reshape(6, 2)).ravel(),
+            (a, b),
+            y,
+            method="Radau",
+            rtol=1e-9,
+            atol=1e-11,
+        )
         y = s.y[:, -1]
     assert r.success and np.abs(r.y[:, -1] - y).max() < 1e-6
     assert rr.success and np.abs(rr.y[:, -1] - y).max() < 1e-6
-    assert r.njev == r.nsteps + 1 or r.njev <= r.nsteps + model.L     # one J per accepted step
+    assert r.njev == r.nsteps + 1 or r.njev <= r.nsteps + model.L  # one J per accepted step
 
 
 def test_invalid_arguments_raise_clear_errors():
-    f = lambda t, y: -y  # noqa: E731
+    f = lambda t, y: -y
     with pytest.raises(ValueError, match="method"):
         integrate(f, (0, 1), [1.0], method="euler")
     with pytest.raises(ValueError, match="t_span"):
@@ -211,35 +247,39 @@ def test_invalid_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="t_eval"):
         integrate(f, (0, 1), [1.0], t_eval=[0.5, 2.0])
     with pytest.raises(ValueError, match="eps"):
-        pack_coupling(nm.ModelConfig(T=2, P=1, d=1), [nm.init_layer(nm.ModelConfig(T=2, P=1, d=1),
-                                                                   np.random.default_rng(0))], 0.0)
+        pack_coupling(
+            nm.ModelConfig(T=2, P=1, d=1),
+            [nm.init_layer(nm.ModelConfig(T=2, P=1, d=1), np.random.default_rng(0))],
+            0.0,
+        )
 
 
 def test_block_inverse_and_products_by_loops_match_lapack_and_kron():
     """The Radau loop's block-diagonal helpers: Gauss–Jordan with partial pivoting per block (real
     and complex; blocks with a zero leading entry need the pivoting) and ``(M ⊗ I_k) v`` by loops,
     against ``np.linalg.inv`` per block and the dense Kronecker product."""
-    from numerics.integrators._core import _apply_complex_into, _apply_into, _invert_into
+    from numerics.integrators.loops import apply_complex_into, apply_into, invert_into
+
     rng = np.random.default_rng(3)
     m, mb, kk = 12, 4, 3
     for dtype in (np.float64, np.complex128):
         M = rng.standard_normal((m, m)).astype(dtype)
         if dtype is np.complex128:
             M = M + 1j * rng.standard_normal((m, m))
-        M[0, 0] = 0.0                                  # first block: pivoting needed
+        M[0, 0] = 0.0  # first block: pivoting needed
         out = np.empty((m, m), dtype=dtype)
-        _invert_into(M, m, mb, out, np.empty((mb, mb), dtype=dtype))
+        invert_into(M, m, mb, out, np.empty((mb, mb), dtype=dtype))
         want = np.zeros((m, m), dtype=dtype)
         for b0 in range(0, m, mb):
-            want[b0:b0 + mb, b0:b0 + mb] = np.linalg.inv(M[b0:b0 + mb, b0:b0 + mb])
+            want[b0 : b0 + mb, b0 : b0 + mb] = np.linalg.inv(M[b0 : b0 + mb, b0 : b0 + mb])
         assert np.allclose(out, want, rtol=1e-12, atol=1e-12)
-        _invert_into(M, m, m, out, np.empty((m, m), dtype=dtype))     # dense: LAPACK
+        invert_into(M, m, m, out, np.empty((m, m), dtype=dtype))  # dense: LAPACK
         assert np.allclose(out, np.linalg.inv(M), rtol=1e-12, atol=1e-12)
     Mr, Mi = want.real.copy(), want.imag.copy()
     vr, vi = rng.standard_normal(m * kk), rng.standard_normal(m * kk)
     o, o2 = np.empty(m * kk), np.empty(m * kk)
-    _apply_into(Mr, vr, o, m, mb, kk)
+    apply_into(Mr, vr, o, m, mb, kk)
     assert np.allclose(o, np.kron(Mr, np.eye(kk)) @ vr, rtol=1e-13, atol=1e-13)
-    _apply_complex_into(Mr, Mi, vr, vi, o, o2, m, mb, kk)
+    apply_complex_into(Mr, Mi, vr, vi, o, o2, m, mb, kk)
     full = np.kron(Mr + 1j * Mi, np.eye(kk)) @ (vr + 1j * vi)
     assert np.allclose(o + 1j * o2, full, rtol=1e-13, atol=1e-13)

@@ -23,7 +23,7 @@ import numerics
 from numerics import jit_cache
 
 CONSTS_OLD = "VALUE = 1.25\n"
-CONSTS_NEW = "VALUE = 7.50\n"          # same length: only the content changes
+CONSTS_NEW = "VALUE = 7.50\n"  # same length: only the content changes
 
 INIT = textwrap.dedent(f"""\
     import importlib.util, os
@@ -44,8 +44,10 @@ KERNEL = textwrap.dedent("""\
         return VALUE * 2.0
     """)
 
-RUN = ("import toypkg.kernel as k, numba; v = k.value(); "
-       "print(v, k.value.stats.cache_hits.get(k.value.signatures[0], 0), numba.config.CACHE_DIR)")
+RUN = (
+    "import toypkg.kernel as k, numba; v = k.value(); "
+    "print(v, k.value.stats.cache_hits.get(k.value.signatures[0], 0), numba.config.CACHE_DIR)"
+)
 
 
 def _make_package(root: Path) -> Path:
@@ -68,12 +70,23 @@ def _edit_same_size_and_mtime(path: Path, new: str) -> None:
 
 def _run(pkg: Path, base: Path, fingerprint: bool) -> tuple[float, int, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", jit_cache.BASE_ENV)}
-    env.update(PYTHONPATH=str(pkg.parent), PYTHONDONTWRITEBYTECODE="1", TOY_BASE=str(base),
-               TOY_FINGERPRINT="1" if fingerprint else "0", NUMBA_NUM_THREADS="1")
+    env.update(
+        PYTHONPATH=str(pkg.parent),
+        PYTHONDONTWRITEBYTECODE="1",
+        TOY_BASE=str(base),
+        TOY_FINGERPRINT="1" if fingerprint else "0",
+        NUMBA_NUM_THREADS="1",
+    )
     if not fingerprint:
-        env["NUMBA_CACHE_DIR"] = str(base)      # Numba's own behaviour, for the control
-    out = subprocess.run([sys.executable, "-c", RUN], env=env, cwd=pkg.parent, capture_output=True,
-                         text=True, timeout=120)
+        env["NUMBA_CACHE_DIR"] = str(base)  # Numba's own behaviour, for the control
+    out = subprocess.run(
+        [sys.executable, "-c", RUN],
+        env=env,
+        cwd=pkg.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     value, hits, cache_dir = out.stdout.split()
     return float(value), int(hits), cache_dir
@@ -86,11 +99,11 @@ def test_editing_a_dependency_invalidates_the_cache(tmp_path):
     assert (v1, hits1) == (2.5, 0)
     assert Path(dir1).parent == base and Path(dir1).name == jit_cache.fingerprint(pkg)[:16]
     v1b, hits1b, _ = _run(pkg, base, fingerprint=True)
-    assert (v1b, hits1b) == (2.5, 1)                        # unchanged sources: served from disk
+    assert (v1b, hits1b) == (2.5, 1)  # unchanged sources: served from disk
 
     _edit_same_size_and_mtime(pkg / "consts.py", CONSTS_NEW)
     v2, hits2, dir2 = _run(pkg, base, fingerprint=True)
-    assert v2 == 15.0 and hits2 == 0 and dir2 != dir1       # recompiled in a fresh directory
+    assert v2 == 15.0 and hits2 == 0 and dir2 != dir1  # recompiled in a fresh directory
     v3, hits3, _ = _run(pkg, base, fingerprint=True)
     assert (v3, hits3) == (15.0, 1)
 
@@ -101,25 +114,25 @@ def test_control_plain_numba_cache_serves_stale_code(tmp_path):
     base = tmp_path / "cache"
     assert _run(pkg, base, fingerprint=False)[:2] == (2.5, 0)
     _edit_same_size_and_mtime(pkg / "consts.py", CONSTS_NEW)
-    assert _run(pkg, base, fingerprint=False)[:2] == (2.5, 1)   # stale
+    assert _run(pkg, base, fingerprint=False)[:2] == (2.5, 1)  # stale
 
 
 def test_fingerprint_of_numerics_follows_tableaux_content(tmp_path):
     copy = tmp_path / "numerics"
     shutil.copytree(jit_cache.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
     fp = jit_cache.fingerprint(copy)
-    assert fp == jit_cache.fingerprint()                     # independent of the location
-    tab = copy / "integrators" / "_tableaux.py"
+    assert fp == jit_cache.fingerprint()  # independent of the location
+    tab = copy / "integrators" / "tableaux.py"
     src = tab.read_bytes()
     i = src.index(b"1")
-    _edit = src[:i] + b"2" + src[i + 1:]                     # one digit: same size
+    _edit = src[:i] + b"2" + src[i + 1 :]  # one digit: same size
     st = tab.stat()
     tab.write_bytes(_edit)
     os.utime(tab, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert jit_cache.fingerprint(copy) != fp
     tab.write_bytes(src)
     assert jit_cache.fingerprint(copy) == fp
-    (copy / "new_module.py").write_text("")                  # a new file counts too
+    (copy / "new_module.py").write_text("")  # a new file counts too
     assert jit_cache.fingerprint(copy) != fp
 
 
@@ -146,8 +159,9 @@ def restore_cache_settings(monkeypatch):
     monkeypatch.setattr(jit_cache, "ACTIVE", dict(jit_cache.ACTIVE))
 
 
-def test_configure_falls_back_when_base_is_not_writable(tmp_path, monkeypatch,
-                                                        restore_cache_settings):
+def test_configure_falls_back_when_base_is_not_writable(
+    tmp_path, monkeypatch, restore_cache_settings
+):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -175,6 +189,6 @@ def test_prune_keeps_the_newest_marked_directories(tmp_path):
     removed = jit_cache.prune(tmp_path, current=marked[0], keep=2, grace=0)
     assert sorted(removed) == marked[1:4]
     assert all(d.exists() for d in [marked[0], *marked[4:], *foreign])
-    assert jit_cache.prune(tmp_path / "missing") == []       # errors are ignored
+    assert jit_cache.prune(tmp_path / "missing") == []  # errors are ignored
     # the grace period protects recently used directories
     assert jit_cache.prune(tmp_path, keep=0, grace=3600) == []

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from numerics import lapack
 
@@ -23,10 +24,13 @@ NON_UNIQUE = {"eig", "eigvals", "eigh", "svd", "null_space", "orth"}
 def _direct_calls(path: Path):
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in NON_UNIQUE:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in NON_UNIQUE
+        ):
             base = ast.unparse(node.func.value)
-            if base.endswith("linalg"):      # np.linalg.X, numpy.linalg.X, scipy.linalg.X
+            if base.endswith("linalg"):  # np.linalg.X, numpy.linalg.X, scipy.linalg.X
                 yield node.lineno, ast.unparse(node.func)
 
 
@@ -36,8 +40,9 @@ def test_every_non_unique_decomposition_goes_through_numerics_lapack():
         for path in sorted((ROOT / pkg).rglob("*.py")):
             if path == ROOT / "numerics" / "lapack.py":
                 continue
-            offenders += [f"{path.relative_to(ROOT)}:{line}: {call}"
-                          for line, call in _direct_calls(path)]
+            offenders += [
+                f"{path.relative_to(ROOT)}:{line}: {call}" for line, call in _direct_calls(path)
+            ]
     assert not offenders, "call numerics.lapack instead:\n" + "\n".join(offenders)
 
 
@@ -56,13 +61,15 @@ def test_other_answers_are_still_valid_decompositions(A, seed):
     with lapack.other_valid_answers(seed=seed):
         w, V = lapack.eig(A)
         assert np.abs(A @ V - V * w).max() <= 1e-10 * max(1.0, np.abs(V).max())
-        assert np.allclose(np.sort_complex(lapack.eigvals(A)), np.sort_complex(np.linalg.eigvals(A)))
+        assert np.allclose(
+            np.sort_complex(lapack.eigvals(A)), np.sort_complex(np.linalg.eigvals(A))
+        )
         S = A + A.T
         ws, Vs = lapack.eigh(S)
         assert np.allclose(Vs.T @ Vs, np.eye(len(S))) and np.allclose((Vs * ws) @ Vs.T, S)
         U, s, Vt = lapack.svd(A)
         assert np.allclose(U.T @ U, np.eye(len(U))) and np.allclose(Vt @ Vt.T, np.eye(len(Vt)))
-        assert np.allclose((U[:, :s.size] * s) @ Vt[:s.size], A)
+        assert np.allclose((U[:, : s.size] * s) @ Vt[: s.size], A)
         Z = lapack.null_space(A)
         assert np.abs(A @ Z).max(initial=0.0) <= 1e-10 and np.allclose(Z.T @ Z, np.eye(Z.shape[1]))
 
@@ -72,7 +79,7 @@ def test_other_answers_differ_from_lapack_where_lapack_had_a_choice():
     w0, V0 = lapack.eig(K)
     with lapack.other_valid_answers(seed=0, cond=1e12):
         w1, V1 = lapack.eig(K)
-    assert np.linalg.cond(V1) > 1e6 * np.linalg.cond(V0)     # a nearly dependent eigenbasis
+    assert np.linalg.cond(V1) > 1e6 * np.linalg.cond(V0)  # a nearly dependent eigenbasis
     assert not np.array_equal(w0, w1) or not np.allclose(V0, V1)
 
 
@@ -90,10 +97,12 @@ def test_basis_free_quantities_do_not_depend_on_the_answer(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_radau_transform_does_not_depend_on_lapacks_eigenvectors(seed):
-    from numerics.integrators import _tableaux as tab
+    from numerics.integrators import tableaux as tab
 
     mu, lam, T, Ti = tab._radau_transform()
     with lapack.other_valid_answers(seed=seed):
         mu2, lam2, T2, Ti2 = tab._radau_transform()
     assert mu2 == pytest.approx(mu, rel=1e-14) and lam2 == pytest.approx(lam, rel=1e-14)
-    assert np.allclose(T2, T, rtol=1e-12, atol=1e-14) and np.allclose(Ti2, Ti, rtol=1e-12, atol=1e-14)
+    assert np.allclose(T2, T, rtol=1e-12, atol=1e-14) and np.allclose(
+        Ti2, Ti, rtol=1e-12, atol=1e-14
+    )

@@ -5,10 +5,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
-from numerics import pooling as pl
+from numerics.model import pooling as pl
 
 
 def _softmax_rows(S, mask):
@@ -37,7 +38,11 @@ def dense_layer(cfg, p, X, E):
         B = pl.pooling_matrix(cfg.T, cfg.P)
         Uc = pl.causal_upsampling_matrix(cfg.T, cfg.P)
         Yh = _norm(B @ X, cfg)
-        smask = np.ones((cfg.N, cfg.N), bool) if cfg.slow_mask == "full" else np.tril(np.ones((cfg.N, cfg.N), bool))
+        smask = (
+            np.ones((cfg.N, cfg.N), bool)
+            if cfg.slow_mask == "full"
+            else np.tril(np.ones((cfg.N, cfg.N), bool))
+        )
         As = _softmax_rows(beta * (Yh @ p.Qs) @ (Yh @ p.Ks).T, smask)
         F = F + p.g * (Uc @ As @ Yh @ p.Vs)
     F = F + cfg.gamma * (E - X)
@@ -46,12 +51,30 @@ def dense_layer(cfg, p, X, E):
 
 configs = st.builds(
     lambda N, P, d, m, mask, slow_mask, norm, sigma, h, gamma, slow: nm.ModelConfig(
-        T=N * P, P=P, d=d, m=m, mask=mask, slow_mask=slow_mask, norm=norm, sigma=sigma, h=h,
-        gamma=gamma, slow=slow),
-    N=st.integers(1, 4), P=st.integers(1, 3), d=st.integers(1, 4), m=st.integers(1, 5),
-    mask=st.sampled_from(nm.NAMED_MASKS), slow_mask=st.sampled_from(["blockcausal", "full"]),
-    norm=st.booleans(), sigma=st.sampled_from(["tanh", "identity"]),
-    h=st.sampled_from([1.0, 0.25]), gamma=st.sampled_from([0.0, 0.5]), slow=st.booleans())
+        T=N * P,
+        P=P,
+        d=d,
+        m=m,
+        mask=mask,
+        slow_mask=slow_mask,
+        norm=norm,
+        sigma=sigma,
+        h=h,
+        gamma=gamma,
+        slow=slow,
+    ),
+    N=st.integers(1, 4),
+    P=st.integers(1, 3),
+    d=st.integers(1, 4),
+    m=st.integers(1, 5),
+    mask=st.sampled_from(nm.NAMED_MASKS),
+    slow_mask=st.sampled_from(["blockcausal", "full"]),
+    norm=st.booleans(),
+    sigma=st.sampled_from(["tanh", "identity"]),
+    h=st.sampled_from([1.0, 0.25]),
+    gamma=st.sampled_from([0.0, 0.5]),
+    slow=st.booleans(),
+)
 
 
 @given(configs, st.integers(0, 2**32 - 1), st.floats(-2, 2))
@@ -59,7 +82,9 @@ def test_layer_matches_the_dense_transcription_of_the_spec(cfg, seed, g):
     rng = np.random.default_rng(seed)
     p = nm.init_layer(cfg, rng, gate=g)
     X, E = rng.standard_normal((2, cfg.T, cfg.d))
-    np.testing.assert_allclose(nm.layer(cfg, p, X, E), dense_layer(cfg, p, X, E), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        nm.layer(cfg, p, X, E), dense_layer(cfg, p, X, E), rtol=1e-12, atol=1e-12
+    )
 
 
 @given(configs, st.integers(0, 2**32 - 1), st.integers(1, 4))
@@ -107,8 +132,12 @@ def test_coupling_rhs_is_the_kernel_generator_over_eps_plus_the_remainder(seed):
     X, E = rng.standard_normal((2, 6, 2))
     eps = 1e-2
     A = nm.attention_kernel(cfg, p, X)
-    expected = (A - np.eye(6)) @ X / eps + nm.mlp(cfg, p, X) + 0.4 * nm.slow_path(cfg, p, X) \
+    expected = (
+        (A - np.eye(6)) @ X / eps
+        + nm.mlp(cfg, p, X)
+        + 0.4 * nm.slow_path(cfg, p, X)
         + 0.7 * (E - X)
+    )
     np.testing.assert_allclose(nm.coupling_rhs(cfg, p, X, eps, E), expected, rtol=1e-12, atol=1e-12)
     model = nm.Model(cfg, (p,))
     f = nm.make_rhs(model, form="coupling", eps=eps, E=E)
@@ -121,32 +150,88 @@ def _cfg():
     return nm.ModelConfig(T=4, P=2, d=3)
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: nm.ModelConfig(T=6, P=4, d=2), ValueError, "P=4 must divide the sequence length T=6"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=0), ValueError, "d must be a positive integer, got 0"),
-    (lambda: nm.ModelConfig(T=-4, P=2, d=2), ValueError, "T must be a positive integer, got -4"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=2, mask="window"), ValueError, "unknown mask 'window'"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=2, slow_mask="causal"), ValueError, "unknown slow_mask"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=2, sigma="relu"), ValueError, "unknown sigma"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=2, h=0.0), ValueError, "h must be > 0"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=2, gamma=-1.0), ValueError, "gamma must be ≥ 0"),
-    (lambda: nm.ModelConfig(T=4, P=2, d=2, norm="yes"), TypeError, "norm must be True or False"),
-    (lambda: nm.init_model(_cfg(), 0, 1), ValueError, "L must be a positive integer, got 0"),
-    (lambda: nm.stack(nm.init_model(_cfg(), 1, 1), np.ones((3, 3))), ValueError,
-     r"X0 must have shape 4×3, got \(3, 3\)"),
-    (lambda: nm.stack(nm.init_model(_cfg(), 1, 1), np.full((4, 3), np.inf)), ValueError,
-     "X0 must be finite"),
-    (lambda: nm.stack("model", np.ones((4, 3))), TypeError, "model must be a numerics.Model"),
-    (lambda: nm.layer(_cfg(), nm.init_layer(_cfg(), np.random.default_rng(0)).axpy(np.nan, nm.init_layer(_cfg(), np.random.default_rng(1))), np.ones((4, 3))),
-     ValueError, "Q must be finite"),
-    (lambda: nm.coupling_rhs(_cfg(), nm.init_layer(_cfg(), np.random.default_rng(0)), np.ones((4, 3)), 0.0),
-     ValueError, "eps must be > 0"),
-    (lambda: nm.coupling_rhs(_cfg(), nm.init_layer(_cfg(), np.random.default_rng(0)), np.ones((4, 3)), -1e-3),
-     ValueError, "eps must be > 0"),
-    (lambda: nm.make_rhs(nm.init_model(_cfg(), 1, 1), form="coupling"), ValueError, "needs eps"),
-    (lambda: nm.make_rhs(nm.init_model(_cfg(), 1, 1), form="implicit"), ValueError, "unknown form"),
-    (lambda: nm.make_rhs(nm.init_model(_cfg().replace(gamma=1.0), 1, 1)), ValueError, "needs the injection target E"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (
+            lambda: nm.ModelConfig(T=6, P=4, d=2),
+            ValueError,
+            "P=4 must divide the sequence length T=6",
+        ),
+        (lambda: nm.ModelConfig(T=4, P=2, d=0), ValueError, "d must be a positive integer, got 0"),
+        (
+            lambda: nm.ModelConfig(T=-4, P=2, d=2),
+            ValueError,
+            "T must be a positive integer, got -4",
+        ),
+        (lambda: nm.ModelConfig(T=4, P=2, d=2, mask="window"), ValueError, "unknown mask 'window'"),
+        (
+            lambda: nm.ModelConfig(T=4, P=2, d=2, slow_mask="causal"),
+            ValueError,
+            "unknown slow_mask",
+        ),
+        (lambda: nm.ModelConfig(T=4, P=2, d=2, sigma="relu"), ValueError, "unknown sigma"),
+        (lambda: nm.ModelConfig(T=4, P=2, d=2, h=0.0), ValueError, "h must be > 0"),
+        (lambda: nm.ModelConfig(T=4, P=2, d=2, gamma=-1.0), ValueError, "gamma must be ≥ 0"),
+        (
+            lambda: nm.ModelConfig(T=4, P=2, d=2, norm="yes"),
+            TypeError,
+            "norm must be True or False",
+        ),
+        (lambda: nm.init_model(_cfg(), 0, 1), ValueError, "L must be a positive integer, got 0"),
+        (
+            lambda: nm.stack(nm.init_model(_cfg(), 1, 1), np.ones((3, 3))),
+            ValueError,
+            r"X0 must have shape 4×3, got \(3, 3\)",
+        ),
+        (
+            lambda: nm.stack(nm.init_model(_cfg(), 1, 1), np.full((4, 3), np.inf)),
+            ValueError,
+            "X0 must be finite",
+        ),
+        (lambda: nm.stack("model", np.ones((4, 3))), TypeError, "model must be a numerics.Model"),
+        (
+            lambda: nm.layer(
+                _cfg(),
+                nm.init_layer(_cfg(), np.random.default_rng(0)).axpy(
+                    np.nan, nm.init_layer(_cfg(), np.random.default_rng(1))
+                ),
+                np.ones((4, 3)),
+            ),
+            ValueError,
+            "Q must be finite",
+        ),
+        (
+            lambda: nm.coupling_rhs(
+                _cfg(), nm.init_layer(_cfg(), np.random.default_rng(0)), np.ones((4, 3)), 0.0
+            ),
+            ValueError,
+            "eps must be > 0",
+        ),
+        (
+            lambda: nm.coupling_rhs(
+                _cfg(), nm.init_layer(_cfg(), np.random.default_rng(0)), np.ones((4, 3)), -1e-3
+            ),
+            ValueError,
+            "eps must be > 0",
+        ),
+        (
+            lambda: nm.make_rhs(nm.init_model(_cfg(), 1, 1), form="coupling"),
+            ValueError,
+            "needs eps",
+        ),
+        (
+            lambda: nm.make_rhs(nm.init_model(_cfg(), 1, 1), form="implicit"),
+            ValueError,
+            "unknown form",
+        ),
+        (
+            lambda: nm.make_rhs(nm.init_model(_cfg().replace(gamma=1.0), 1, 1)),
+            ValueError,
+            "needs the injection target E",
+        ),
+    ],
+)
 def test_bad_input_is_rejected_with_a_message_naming_it(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -163,5 +248,7 @@ def test_weights_of_the_wrong_shape_are_rejected():
 def test_overflowing_stack_raises_instead_of_returning_nan():
     cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity")
     model = nm.init_model(cfg, 60, 0, scale=30.0)
-    with pytest.raises(FloatingPointError, match=r"layer \d+ produced non-finite or overflowing values"):
+    with pytest.raises(
+        FloatingPointError, match=r"layer \d+ produced non-finite or overflowing values"
+    ):
         nm.stack(model, np.ones((4, 2)))

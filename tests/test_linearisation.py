@@ -18,7 +18,7 @@ def test_factors_without_norm_and_nonlinearity_are_the_weights():
 
 def test_norm_jacobian_annihilates_the_state_when_eps_is_zero():
     syms, _, _, _ = tl.factor_matrices(3)
-    x, eps = syms["x"], syms["eps"]
+    x, _eps = syms["x"], syms["eps"]
     Jn = tl.norm_jacobian_closed_form(x, 0)
     assert (x.T * Jn).applyfunc(sp.cancel).is_zero_matrix
 
@@ -28,18 +28,26 @@ def test_lambdified_factors_match_the_symbolic_ones():
     x, V, W1, W2 = rng.standard_normal(2), *rng.standard_normal((3, 2, 2))
     N, M = tl.factors_function(2)(x, V, W1, W2, 0.5, 0.2, 1e-6)
     syms, Ns, Ms, _ = tl.factor_matrices(2)
-    sub = {**dict(zip(syms["x"], x)), **dict(zip(syms["V"], V.ravel())),
-           **dict(zip(syms["W1"], W1.ravel())), **dict(zip(syms["W2"], W2.ravel())),
-           syms["h"]: 0.5, syms["gamma"]: 0.2, syms["eps"]: 1e-6}
+    sub = {
+        **dict(zip(syms["x"], x)),
+        **dict(zip(syms["V"], V.ravel())),
+        **dict(zip(syms["W1"], W1.ravel())),
+        **dict(zip(syms["W2"], W2.ravel())),
+        syms["h"]: 0.5,
+        syms["gamma"]: 0.2,
+        syms["eps"]: 1e-6,
+    }
     assert np.abs(np.array(Ns.subs(sub), dtype=float) - N).max() < 1e-12
     assert np.abs(np.array(Ms.subs(sub), dtype=float) - M).max() < 1e-12
 
 
 def test_mask_matrix():
-    assert tl.mask_matrix("block_causal", 4, 2) == [[True, False, False, False],
-                                                    [True, True, False, False],
-                                                    [False, False, True, False],
-                                                    [False, False, True, True]]
+    assert tl.mask_matrix("block_causal", 4, 2) == [
+        [True, False, False, False],
+        [True, True, False, False],
+        [False, False, True, False],
+        [False, False, True, True],
+    ]
 
 
 def test_jacobian_identity_for_a_tiny_case():

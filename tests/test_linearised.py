@@ -1,13 +1,14 @@
-"""numerics.linearised: the factors N, M, the polynomial/eigen/mode forms, L*, c_K, the coarse stack."""
+"""numerics.analysis.linearised: the factors N, M, the polynomial/eigen/mode forms, L*, c_K, the coarse stack."""
 
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
-from numerics import linearised as lin
+from numerics.analysis import linearised as lin
 
 
 def _model(mask="causal", T=8, P=4, d=3, L=4, seed=0, **kw):
@@ -19,14 +20,16 @@ def test_norm_jacobian_matches_finite_differences():
     x = np.array([0.3, -1.2, 2.0, 0.7])
     J = lin.norm_jacobian(x, 1e-6)
     eps = 1e-6
-    fd = np.array([(nm.rms_norm(x + eps * e) - nm.rms_norm(x - eps * e)) / (2 * eps)
-                   for e in np.eye(4)])                       # row i: ∂n/∂x_i
+    fd = np.array(
+        [(nm.rms_norm(x + eps * e) - nm.rms_norm(x - eps * e)) / (2 * eps) for e in np.eye(4)]
+    )  # row i: ∂n/∂x_i
     assert np.abs(J - fd).max() < 1e-8
     assert np.abs(J - J.T).max() == 0.0
 
 
-@pytest.mark.parametrize("norm,sigma,gamma", [(True, "tanh", 0.0), (False, "identity", 0.5),
-                                              (True, "tanh", 0.3)])
+@pytest.mark.parametrize(
+    "norm,sigma,gamma", [(True, "tanh", 0.0), (False, "identity", 0.5), (True, "tanh", 0.3)]
+)
 def test_single_token_linearisation_is_N_plus_M(norm, sigma, gamma):
     """For T = 1 the kernel is [1], so the layer's derivative is δx (N + M)."""
     model = _model(T=1, P=1, d=3, L=1, norm=norm, sigma=sigma, gamma=gamma, h=0.5)
@@ -70,18 +73,21 @@ def test_polynomial_form_equals_recursion_for_any_row_stochastic_kernel(T, d, L,
     lams = np.array([1.0, 0.5, -0.3])
     D = lin.mode_products(N, M, lams)
     for lam, Dl in zip(lams, D):
-        assert np.abs(sum(lam ** j * C[j] for j in range(L + 1)) - Dl).max() <= 1e-12 * max(1.0, np.abs(Dl).max())
+        assert np.abs(sum(lam**j * C[j] for j in range(L + 1)) - Dl).max() <= 1e-12 * max(
+            1.0, np.abs(Dl).max()
+        )
 
 
-@pytest.mark.parametrize("name,T,P", [("causal", 7, None), ("block_causal", 8, 4),
-                                      ("block_bidirectional", 6, 3)])
+@pytest.mark.parametrize(
+    "name,T,P", [("causal", 7, None), ("block_causal", 8, 4), ("block_bidirectional", 6, 3)]
+)
 def test_closed_form_projectors(name, T, P):
     K = nm.frozen_kernel(name, T, P)
     projs = lin.spectral_projectors(name, T, P)
     assert np.abs(sum(projs.values()) - np.eye(T)).max() <= 1e-12
     for lam, Pl in projs.items():
         scale = max(1.0, np.abs(Pl).max())
-        assert np.abs(Pl @ Pl - Pl).max() <= 1e-12 * scale ** 2
+        assert np.abs(Pl @ Pl - Pl).max() <= 1e-12 * scale**2
         assert np.abs(K @ Pl - lam * Pl).max() <= 1e-12 * scale
     assert np.abs(projs[1.0] - nm.spectral_projector(name, T, P)).max() == 0.0
 

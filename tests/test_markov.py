@@ -1,13 +1,14 @@
-"""Unit and property tests of numerics.markov and theory.markov (claims F2, F3)."""
+"""Unit and property tests of numerics.toy.markov and theory.markov (claims F2, F3)."""
 
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics import markov as mk
-from numerics.layer import attention
-from numerics.model import ModelConfig, init_model
+from numerics.model.layer import attention
+from numerics.model.weights import ModelConfig, init_model
+from numerics.toy import markov as mk
 from theory import markov as tm
 
 
@@ -20,6 +21,7 @@ def _random_generator(rng, n, density=1.0):
 
 
 # --------------------------------------------------------------------------- validation
+
 
 def test_check_generator_names_the_violation():
     Q = np.array([[-1.0, 2.0], [1.0, -2.0]])
@@ -88,8 +90,10 @@ def test_example_derivatives_by_finite_differences(n):
         assert np.abs(fd - mk.example_generator_dy(n, y)).max() <= 1e-8
         Q, dQ = mk.example_generator(n, y), mk.example_generator_dy(n, y)
         dp = mk.stationary_derivative(Q, dQ)
-        fdp = (mk.stationary_distribution(mk.example_generator(n, y + h))
-               - mk.stationary_distribution(mk.example_generator(n, y - h))) / (2 * h)
+        fdp = (
+            mk.stationary_distribution(mk.example_generator(n, y + h))
+            - mk.stationary_distribution(mk.example_generator(n, y - h))
+        ) / (2 * h)
         assert np.abs(dp - fdp).max() <= 1e-8
         h1 = mk.first_order_correction(Q, dQ, c, y, 0.3)
         g0 = -y + c @ mk.stationary_distribution(Q) + np.sin(0.3)
@@ -107,8 +111,13 @@ def test_example_chains_agree_with_theory():
 
 def test_integrate_coupled_stays_on_simplex_and_validates():
     n = 3
-    def gen(y): return mk.example_generator(n, y)
-    def gdy(y): return mk.example_generator_dy(n, y)
+
+    def gen(y):
+        return mk.example_generator(n, y)
+
+    def gdy(y):
+        return mk.example_generator_dy(n, y)
+
     run = mk.integrate_coupled(gen, gdy, 1e-2, [1, 0, 0], 0.2, np.arange(3.0), [0, 0.5, 1.0])
     assert run.success and np.abs(run.x.sum(axis=1) - 1).max() <= 1e-10 and run.x.min() >= -1e-12
     with pytest.raises(ValueError, match="method"):
@@ -118,8 +127,9 @@ def test_integrate_coupled_stays_on_simplex_and_validates():
     with pytest.raises(ValueError, match="strictly increasing"):
         mk.integrate_coupled(gen, gdy, 1e-2, [1, 0, 0], 0.2, np.arange(3.0), [1, 0])
     with pytest.raises(ValueError, match="sums to"):
-        mk.integrate_coupled(lambda y: gen(y) - np.eye(3), gdy, 1e-2, [1, 0, 0], 0.2,
-                             np.arange(3.0), [0, 1])
+        mk.integrate_coupled(
+            lambda y: gen(y) - np.eye(3), gdy, 1e-2, [1, 0, 0], 0.2, np.arange(3.0), [0, 1]
+        )
 
 
 def test_generator_violation_measures():
@@ -145,14 +155,16 @@ def test_attention_linearisation_matches_central_differences(norm, mask):
     for k in range(12):
         E = np.zeros(12)
         E[k] = h
-        fd[:, k] = (attention(cfg, lp, X + E.reshape(4, 3))
-                    - attention(cfg, lp, X - E.reshape(4, 3))).ravel() / (2 * h)
+        fd[:, k] = (
+            attention(cfg, lp, X + E.reshape(4, 3)) - attention(cfg, lp, X - E.reshape(4, 3))
+        ).ravel() / (2 * h)
     assert np.abs(J - fd).max() <= 1e-8
     with pytest.raises(ValueError, match="kind"):
         mk.attention_mixing_operator(cfg, lp, X, "jacobian")
 
 
 # --------------------------------------------------------------------------- theory
+
 
 def test_theory_two_state_closed_form_and_generator_test():
     Q = tm.example_generator(2)
@@ -186,10 +198,17 @@ def test_theory_within_block_stationary(P):
 
 def test_stiff_methods_agree_on_the_coupled_system():
     n = 3
-    def gen(y): return mk.example_generator(n, y)
-    def gdy(y): return mk.example_generator_dy(n, y)
+
+    def gen(y):
+        return mk.example_generator(n, y)
+
+    def gdy(y):
+        return mk.example_generator_dy(n, y)
+
     t = np.linspace(0.0, 2.0, 5)
-    runs = [mk.integrate_coupled(gen, gdy, 1e-3, [0.2, 0.3, 0.5], 0.5, np.arange(3.0), t, method=m)
-            for m in ("Radau", "BDF", "LSODA")]
+    runs = [
+        mk.integrate_coupled(gen, gdy, 1e-3, [0.2, 0.3, 0.5], 0.5, np.arange(3.0), t, method=m)
+        for m in ("Radau", "BDF", "LSODA")
+    ]
     for r in runs[1:]:
         assert np.abs(r.x - runs[0].x).max() <= 1e-8 and np.abs(r.y - runs[0].y).max() <= 1e-8

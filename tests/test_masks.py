@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics import masks as mk
+from numerics.model import masks as mk
 
 named = st.sampled_from(mk.NAMED_MASKS)
 
@@ -24,12 +25,12 @@ def test_coarse_maps_give_the_spectral_projector_onto_eigenvalue_one(name, N, P)
     K = mk.frozen_kernel(name, T, P)
     R, L = mk.coarse_maps(name, T, P)
     Pi = mk.spectral_projector(name, T, P)
-    np.testing.assert_allclose(L.T @ R, np.eye(R.shape[1]), atol=1e-15)   # biorthogonal
-    np.testing.assert_allclose(K @ R, R, atol=1e-14)                      # right eigenvectors
-    np.testing.assert_allclose(L.T @ K, L.T, atol=1e-14)                  # left eigenvectors
+    np.testing.assert_allclose(L.T @ R, np.eye(R.shape[1]), atol=1e-15)  # biorthogonal
+    np.testing.assert_allclose(K @ R, R, atol=1e-14)  # right eigenvectors
+    np.testing.assert_allclose(L.T @ K, L.T, atol=1e-14)  # left eigenvectors
     np.testing.assert_allclose(Pi @ Pi, Pi, atol=1e-14)
     np.testing.assert_allclose(K @ Pi, Pi, atol=1e-14)
-    np.testing.assert_allclose(Pi @ K, Pi, atol=1e-14)                    # Π commutes with K
+    np.testing.assert_allclose(Pi @ K, Pi, atol=1e-14)  # Π commutes with K
     # Π has the multiplicity of eigenvalue 1 as rank
     assert np.linalg.matrix_rank(Pi) == mk.kernel_eigenvalues(name, T, P)[1.0]
 
@@ -65,14 +66,17 @@ def test_custom_masks_are_accepted_and_checked():
         mk.as_mask(np.ones((2, 2), dtype=bool), 3)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: mk.make_mask("sliding", 4), "unknown mask 'sliding'"),
-    (lambda: mk.make_mask("block_causal", 6), "needs the block size P"),
-    (lambda: mk.make_mask("block_causal", 6, 4), "P=4 must divide"),
-    (lambda: mk.make_mask("causal", 0), "T must be a positive integer"),
-    (lambda: mk.coarse_maps("full", 4), "unknown mask"),
-    (lambda: mk.frozen_kernel("causal"), "needs T"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: mk.make_mask("sliding", 4), "unknown mask 'sliding'"),
+        (lambda: mk.make_mask("block_causal", 6), "needs the block size P"),
+        (lambda: mk.make_mask("block_causal", 6, 4), "P=4 must divide"),
+        (lambda: mk.make_mask("causal", 0), "T must be a positive integer"),
+        (lambda: mk.coarse_maps("full", 4), "unknown mask"),
+        (lambda: mk.frozen_kernel("causal"), "needs T"),
+    ],
+)
 def test_bad_input_is_rejected_with_a_message_naming_it(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

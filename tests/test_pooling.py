@@ -3,10 +3,11 @@ the causal up-sampling shifts by one block, and every reshaping map equals its d
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from numerics import pooling as pl
+from numerics.model import pooling as pl
 
 sizes = st.tuples(st.integers(1, 6), st.integers(1, 5), st.integers(1, 4))  # N, P, d
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False)
@@ -23,7 +24,11 @@ def state(draw):
 def test_reshaping_maps_equal_their_dense_matrices(xs):
     X, P = xs
     T = X.shape[0]
-    B, U, Uc = pl.pooling_matrix(T, P), pl.upsampling_matrix(T, P), pl.causal_upsampling_matrix(T, P)
+    B, U, Uc = (
+        pl.pooling_matrix(T, P),
+        pl.upsampling_matrix(T, P),
+        pl.causal_upsampling_matrix(T, P),
+    )
     Y = pl.block_mean(X, P)
     np.testing.assert_allclose(Y, B @ X, rtol=1e-12, atol=1e-9)
     np.testing.assert_array_equal(pl.upsample(Y, P), U @ Y)
@@ -56,14 +61,17 @@ def test_causal_upsampling_gives_block_zero_nothing_and_block_b_the_value_of_b_m
     Z = pl.causal_upsample(Y, P)
     assert np.all(Z[:P] == 0)
     for b in range(1, Y.shape[0]):
-        assert np.all(Z[b * P:(b + 1) * P] == Y[b - 1])
+        assert np.all(Z[b * P : (b + 1) * P] == Y[b - 1])
 
 
 @given(state(), st.data())
-def test_weighted_pooling_with_uniform_weights_is_the_block_mean_and_first_token_weights_pick(xs, data):
+def test_weighted_pooling_with_uniform_weights_is_the_block_mean_and_first_token_weights_pick(
+    xs, data
+):
     X, P = xs
-    np.testing.assert_allclose(pl.weighted_pool(X, np.full(P, 1.0 / P)), pl.block_mean(X, P),
-                               rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        pl.weighted_pool(X, np.full(P, 1.0 / P)), pl.block_mean(X, P), rtol=1e-12, atol=1e-9
+    )
     e1 = np.zeros(P)
     e1[0] = 1.0
     np.testing.assert_array_equal(pl.weighted_pool(X, e1), X[::P])
@@ -75,19 +83,22 @@ def test_pooling_accepts_vectors():
     np.testing.assert_array_equal(pl.upsample(np.array([1.0, 2.0]), 2), [1, 1, 2, 2])
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: pl.block_mean(np.ones((6, 2)), 4), "P=4 must divide the sequence length T=6"),
-    (lambda: pl.block_mean(np.ones((6, 2)), 0), "P must be a positive integer, got 0"),
-    (lambda: pl.block_mean(np.ones((6, 2)), 2.0), "P must be an integer"),
-    (lambda: pl.block_mean(np.full((4, 2), np.nan), 2), "X must be finite"),
-    (lambda: pl.block_mean(np.ones((2, 2, 2)), 2), r"X must have shape \(T,\) or \(T, d\)"),
-    (lambda: pl.block_mean("abc", 1), "X must be an array"),
-    (lambda: pl.upsample(np.ones(3), -1), "P must be a positive integer, got -1"),
-    (lambda: pl.weighted_pool(np.ones((4, 1)), [0.5, 0.6]), "probability vector"),
-    (lambda: pl.weighted_pool(np.ones((4, 1)), [1.5, -0.5]), "probability vector"),
-    (lambda: pl.weighted_pool(np.ones((5, 1)), [0.5, 0.5]), "must divide"),
-    (lambda: pl.pooling_matrix(5, 2), "must divide"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: pl.block_mean(np.ones((6, 2)), 4), "P=4 must divide the sequence length T=6"),
+        (lambda: pl.block_mean(np.ones((6, 2)), 0), "P must be a positive integer, got 0"),
+        (lambda: pl.block_mean(np.ones((6, 2)), 2.0), "P must be an integer"),
+        (lambda: pl.block_mean(np.full((4, 2), np.nan), 2), "X must be finite"),
+        (lambda: pl.block_mean(np.ones((2, 2, 2)), 2), r"X must have shape \(T,\) or \(T, d\)"),
+        (lambda: pl.block_mean("abc", 1), "X must be an array"),
+        (lambda: pl.upsample(np.ones(3), -1), "P must be a positive integer, got -1"),
+        (lambda: pl.weighted_pool(np.ones((4, 1)), [0.5, 0.6]), "probability vector"),
+        (lambda: pl.weighted_pool(np.ones((4, 1)), [1.5, -0.5]), "probability vector"),
+        (lambda: pl.weighted_pool(np.ones((5, 1)), [0.5, 0.5]), "must divide"),
+        (lambda: pl.pooling_matrix(5, 2), "must divide"),
+    ],
+)
 def test_bad_input_is_rejected_with_a_message_naming_it(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -6,9 +6,9 @@ import subprocess
 import jsonschema
 import pytest
 
-from fastslow.provenance import REPO_ROOT, provenance
+from fastslow.readme import BEGIN, END, claims_markdown, publishable, update_readme
 from verify.claim import Diagnostic, Verdict
-from verify.readme import BEGIN, END, claims_markdown, publishable, update_readme
+from verify.provenance import REPO_ROOT, provenance
 from verify.registry import CLAIMS, IDS
 from verify.report import SCHEMA_PATH, ClaimLedger, build_report, render_markdown, write_report
 
@@ -30,9 +30,18 @@ def verdict(outcome="holds", control=None, cid="A1", broken="slow_path_sees_only
         parts[first] = Diagnostic(False, 1.7, "r")
     elif outcome == "error":
         parts, error = {}, {"type": "LinAlgError", "message": "Singular matrix"}
-    return Verdict(cid, outcome, hyps, parts, {"x": 1.0, "inf": float("inf"),
-                                               "max_future_dependence": 0.0},
-                   {"T": 4}, 3, control, {"abs": 0.0}, error=error)
+    return Verdict(
+        cid,
+        outcome,
+        hyps,
+        parts,
+        {"x": 1.0, "inf": float("inf"), "max_future_dependence": 0.0},
+        {"T": 4},
+        3,
+        control,
+        {"abs": 0.0},
+        error=error,
+    )
 
 
 def control_verdict(outcome="outside-hypotheses", name="full_slow_mask", cid="A1"):
@@ -70,16 +79,16 @@ def test_verified_needs_a_holding_main_verdict_and_every_declared_control_failin
     led = ClaimLedger()
     led.outcome("A1", "t::main", "passed", 0.1)
     led.record("A1", verdict("holds"), negative=False)
-    assert statuses(led)[0]["A1"] == ("pending", "pending")      # no control yet
+    assert statuses(led)[0]["A1"] == ("pending", "pending")  # no control yet
     led.record("A1", control_verdict(name="full_slow_mask"), negative=True)
-    assert statuses(led)[0]["A1"] == ("pending", "pending")      # one declared control missing
+    assert statuses(led)[0]["A1"] == ("pending", "pending")  # one declared control missing
     led.record("A1", control_verdict(name="bidirectional_fast_mask"), negative=True)
     assert statuses(led)[0]["A1"] == ("verified", "fails-as-predicted")
 
 
 def test_a_control_not_recognised_by_its_hypothesis_diagnostics_did_not_fail():
     led = ClaimLedger()
-    full_a1(led, controls=("fails", "outside-hypotheses"))       # conclusion fails, hypotheses hold
+    full_a1(led, controls=("fails", "outside-hypotheses"))  # conclusion fails, hypotheses hold
     st, rep = statuses(led)
     assert st["A1"] == ("failed", "did-not-fail")
     assert any("did not fail as predicted" in r for r in rep["claims"][0]["reasons"])
@@ -162,6 +171,7 @@ def test_provenance_records_the_blas_kernel_and_openblas_environment():
 
 # ----------------------------------------------------------------------------- publishing
 
+
 def _published(tmp_path, report):
     js, _ = write_report(report, tmp_path / "rep")
     readme = tmp_path / "README.md"
@@ -189,15 +199,23 @@ def test_readme_table_is_generated_from_a_complete_report_and_copies_it(tmp_path
     assert (tmp_path / "docs/claims.md").read_text() == claims_markdown()
 
 
-@pytest.mark.parametrize("spoil, expected", [
-    (lambda r: r.update(complete=False, incomplete_reasons=["3 verify test(s) deselected"]),
-     "partial"),
-    (lambda r: r["provenance"]["git"].update(dirty=True), "uncommitted"),
-    (lambda r: next(c for c in r["claims"] if c["id"] == "D4").update(status="pending"),
-     "pending"),
-])
-def test_readme_refuses_a_partial_dirty_or_pending_report_and_writes_nothing(tmp_path, spoil,
-                                                                               expected):
+@pytest.mark.parametrize(
+    "spoil, expected",
+    [
+        (
+            lambda r: r.update(complete=False, incomplete_reasons=["3 verify test(s) deselected"]),
+            "partial",
+        ),
+        (lambda r: r["provenance"]["git"].update(dirty=True), "uncommitted"),
+        (
+            lambda r: next(c for c in r["claims"] if c["id"] == "D4").update(status="pending"),
+            "pending",
+        ),
+    ],
+)
+def test_readme_refuses_a_partial_dirty_or_pending_report_and_writes_nothing(
+    tmp_path, spoil, expected
+):
     rep = _complete_report()
     spoil(rep)
     assert any(expected in w for w in publishable(rep))
@@ -216,9 +234,24 @@ def test_committed_claims_md_is_generated_from_the_units():
 def test_pytest_verify_with_a_k_selection_writes_a_report_flagged_partial(tmp_path):
     out = tmp_path / "rep"
     res = subprocess.run(
-        [__import__("sys").executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         str(REPO_ROOT / "verify"), "-k", "test_blockcausal_model_is_autoregressive",
-         "--report-dir", str(out)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+        [
+            __import__("sys").executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(REPO_ROOT / "verify"),
+            "-k",
+            "test_blockcausal_model_is_autoregressive",
+            "--report-dir",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     rep = json.loads((out / "report.json").read_text())
     assert rep["complete"] is False and "deselected" in rep["incomplete_reasons"][0]

@@ -9,10 +9,26 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _report(outdir: Path) -> dict:
-    subprocess.run([sys.executable, "-m", "pytest", "verify/test_a1_causality.py",
-                    "verify/test_negative_controls.py", "-q", "-k", "A1 and not random",
-                    "-p", "no:cacheprovider", "--report-dir", str(outdir)],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "verify/test_a1_causality.py",
+            "verify/test_negative_controls.py",
+            "-q",
+            "-k",
+            "A1 and not random",
+            "-p",
+            "no:cacheprovider",
+            "--report-dir",
+            str(outdir),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     rep = json.loads((outdir / "report.json").read_text())
     for c in rep["claims"]:
         c.pop("seconds")

@@ -16,8 +16,15 @@ def test_critical_manifold_and_normal_jacobian(mask):
     assert sm.normal_rate == (1 if mask == "block_bidirectional" else sp.Rational(1, 2))
 
 
-@pytest.mark.parametrize("mask,P,d", [("block_bidirectional", 2, 2), ("block_bidirectional", 3, 1),
-                                      ("block_causal", 2, 2), ("block_causal", 3, 1)])
+@pytest.mark.parametrize(
+    "mask,P,d",
+    [
+        ("block_bidirectional", 2, 2),
+        ("block_bidirectional", 3, 1),
+        ("block_causal", 2, 2),
+        ("block_causal", 3, 1),
+    ],
+)
 def test_h1_is_the_injection_projected_off_the_persistent_bundle(mask, P, d):
     """H₁ = γ(I − K + Π)⁻¹(I − Π)E; for block_bidirectional this is γ(I − UB)E (SPEC)."""
     sm = slow_manifold(mask, P, d)
@@ -26,7 +33,7 @@ def test_h1_is_the_injection_projected_off_the_persistent_bundle(mask, P, d):
     Pi = sp.ones(P, 1) * L.T
     expected = g * (sp.eye(P) - K + Pi).inv() * (sp.eye(P) - Pi) * E
     assert (sm.H1 - expected).applyfunc(sp.expand) == sp.zeros(P, d)
-    assert (L.T * sm.H1).applyfunc(sp.expand) == sp.zeros(1, d)      # H₁ ∈ E_d
+    assert (L.T * sm.H1).applyfunc(sp.expand) == sp.zeros(1, d)  # H₁ ∈ E_d
     if mask == "block_bidirectional":
         assert (sm.H1 - g * (sp.eye(P) - Pi) * E).applyfunc(sp.expand) == sp.zeros(P, d)
 
@@ -35,7 +42,9 @@ def test_leading_reduced_flow_is_the_coarse_projection_of_r():
     sm = slow_manifold("block_bidirectional", 2, 2)
     s = sm.symbols
     y, E, W1, W2, g = s["y"], s["E"], s["W1"], s["W2"], s["gamma"]
-    expected = (sp.ones(1, 2) / 2) * (g * (E - sp.ones(2, 1) * y)) + (y * W1).applyfunc(sp.tanh) * W2
+    expected = (sp.ones(1, 2) / 2) * (g * (E - sp.ones(2, 1) * y)) + (y * W1).applyfunc(
+        sp.tanh
+    ) * W2
     assert (sm.reduced0 - expected).applyfunc(sp.expand) == sp.zeros(1, 2)
 
 
@@ -55,11 +64,21 @@ def test_numeric_functions_match_the_expressions():
     y, E = rng.standard_normal(2), rng.standard_normal((2, 2))
     Q, K, W1, W2 = (rng.standard_normal((2, 2)) for _ in range(4))
     s = sm.symbols
-    subs = {**dict(zip(s["y"], y)), **dict(zip(s["E"], E.ravel())), **dict(zip(s["Q"], Q.ravel())),
-            **dict(zip(s["K"], K.ravel())), **dict(zip(s["W1"], W1.ravel())),
-            **dict(zip(s["W2"], W2.ravel())), s["beta"]: 0.7, s["gamma"]: 1.3}
-    for expr, fn in ((sm.H1, sm.H1_fn), (sm.curvature, sm.curvature_fn),
-                     (sm.reduced1, sm.reduced1_fn)):
+    subs = {
+        **dict(zip(s["y"], y)),
+        **dict(zip(s["E"], E.ravel())),
+        **dict(zip(s["Q"], Q.ravel())),
+        **dict(zip(s["K"], K.ravel())),
+        **dict(zip(s["W1"], W1.ravel())),
+        **dict(zip(s["W2"], W2.ravel())),
+        s["beta"]: 0.7,
+        s["gamma"]: 1.3,
+    }
+    for expr, fn in (
+        (sm.H1, sm.H1_fn),
+        (sm.curvature, sm.curvature_fn),
+        (sm.reduced1, sm.reduced1_fn),
+    ):
         got = fn(y, E, Q, K, W1, W2, 0.7, 1.3)
         val = np.array(expr.evalf(30, subs=subs).tolist(), dtype=float).reshape(got.shape)
         assert np.allclose(fn(y, E, Q, K, W1, W2, 0.7, 1.3), val, rtol=1e-12, atol=1e-14)
@@ -76,9 +95,9 @@ def test_invalid_arguments():
 # block_reduction / reduced_rhs (the reduced flows F1 integrates) against the numerical formulas
 # of numerics: H₁ by the linear solve, the curvature by central differences of attention_kernel.
 
-import numerics as nm                                            # noqa: E402
-from numerics.masks import coarse_maps, frozen_kernel           # noqa: E402
-from theory.slow_manifold import block_reduction, reduced_rhs   # noqa: E402
+import numerics as nm  # noqa: E402
+from numerics.model.masks import coarse_maps, frozen_kernel  # noqa: E402
+from theory.slow_manifold import block_reduction, reduced_rhs  # noqa: E402
 
 # every P ∈ {2, 3, 4} and d ∈ {1, 2, 3} occurs, including the F1 default (3, 2) and hold-out (4, 3)
 SIZES = [(2, 1), (3, 2), (4, 1), (4, 3)]
@@ -90,7 +109,7 @@ class _Numeric:
     def __init__(self, mask, P, d, norm, seed, N=2, L=2, m=None):
         self.cfg = nm.ModelConfig(T=N * P, P=P, d=d, m=m, mask=mask, gamma=0.8, norm=norm)
         rng = np.random.default_rng(seed)
-        self.model = nm.init_model(self.cfg, L, rng.integers(2 ** 32), scale=1.5, gate=0.7)
+        self.model = nm.init_model(self.cfg, L, rng.integers(2**32), scale=1.5, gate=0.7)
         T = self.cfg.T
         self.E = rng.standard_normal((T, d))
         self.Y = rng.standard_normal((N, d))
@@ -114,8 +133,10 @@ class _Numeric:
     def DA(self, l, X, H, h=1e-5):
         s = h / np.linalg.norm(H)
         lp = self.model.layers[l]
-        return (nm.attention_kernel(self.cfg, lp, X + s * H)
-                - nm.attention_kernel(self.cfg, lp, X - s * H)) / (2 * s)
+        return (
+            nm.attention_kernel(self.cfg, lp, X + s * H)
+            - nm.attention_kernel(self.cfg, lp, X - s * H)
+        ) / (2 * s)
 
     def f(self, order, l, Y, eps):
         if order == 0:
@@ -127,8 +148,20 @@ class _Numeric:
     def theory(self, order):
         c = self.cfg
         layers = [(lp.Q, lp.K, lp.W1, lp.W2) for lp in self.model.layers]
-        return reduced_rhs(order, c.mask, c.P, c.d, c.norm, layers, self.E, c.score_scale, c.gamma,
-                           self.slow, norm_eps=c.norm_eps, m=c.m)
+        return reduced_rhs(
+            order,
+            c.mask,
+            c.P,
+            c.d,
+            c.norm,
+            layers,
+            self.E,
+            c.score_scale,
+            c.gamma,
+            self.slow,
+            norm_eps=c.norm_eps,
+            m=c.m,
+        )
 
 
 def _rel(a, b):
@@ -145,7 +178,7 @@ def test_reduced_rhs_matches_the_numerical_formulas(mask, P, d, norm):
     assert red.normal_jacobian == sp.kronecker_product(red.kernel - sp.eye(P), sp.eye(d))
     assert np.array_equal(np.array(red.kernel.tolist(), dtype=float), frozen_kernel(mask, P, P))
     f0, f1 = num.theory(0), num.theory(1)
-    eps = 0.3                                   # large enough that ε·curvature is visible
+    eps = 0.3  # large enough that ε·curvature is visible
     for l in range(num.model.L):
         Y = num.Y + 0.5 * l
         assert _rel(f1.H1(l, Y), num.H1(l, Y)) < 1e-10
@@ -155,13 +188,26 @@ def test_reduced_rhs_matches_the_numerical_formulas(mask, P, d, norm):
         H = num.H1(l, Y)
         curv_num = num.Lt @ num.DA(l, num.U @ Y, H) @ H
         lp = num.model.layers[l]
-        curv_sym = np.array([red.curvature_fn(Y[b], num.E[b * P:(b + 1) * P], lp.Q, lp.K, lp.W1,
-                                              lp.W2, num.cfg.score_scale, num.cfg.gamma,
-                                              num.cfg.norm_eps) for b in range(num.cfg.N)])
+        curv_sym = np.array(
+            [
+                red.curvature_fn(
+                    Y[b],
+                    num.E[b * P : (b + 1) * P],
+                    lp.Q,
+                    lp.K,
+                    lp.W1,
+                    lp.W2,
+                    num.cfg.score_scale,
+                    num.cfg.gamma,
+                    num.cfg.norm_eps,
+                )
+                for b in range(num.cfg.N)
+            ]
+        )
         if mask == "block_causal":
             assert red.curvature == sp.zeros(1, d)
             assert np.abs(curv_num).max() < 1e-8
-        elif norm and d == 1:            # n(x) ≈ sign(x): the scores barely move, curvature ≈ 0
+        elif norm and d == 1:  # n(x) ≈ sign(x): the scores barely move, curvature ≈ 0
             assert np.abs(curv_sym - curv_num).max() < 1e-8
         else:
             assert np.abs(curv_sym).max() > 1e-3

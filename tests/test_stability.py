@@ -1,15 +1,26 @@
-"""Unit and property tests of numerics.stability (margin, critical gate, pencil certificate) and of
+"""Unit and property tests of numerics.analysis.stability (margin, critical gate, pencil certificate) and of
 the closed forms in theory.stability."""
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.stats import ortho_group
 
-from numerics.stability import (critical_gate, gate_spectral_radii, margin_certificate,
-                                sigma_min_on_circle, spectral_radius, stability_margin)
-from theory.stability import (block_causal_gap_ratio, normal_critical_gates, scalar_critical_gates,
-                              slow_coupling_algebra)
+from numerics.analysis.stability import (
+    critical_gate,
+    gate_spectral_radii,
+    margin_certificate,
+    sigma_min_on_circle,
+    spectral_radius,
+    stability_margin,
+)
+from theory.stability import (
+    block_causal_gap_ratio,
+    normal_critical_gates,
+    scalar_critical_gates,
+    slow_coupling_algebra,
+)
 
 
 def _contractive(rng, n, rho):
@@ -17,8 +28,9 @@ def _contractive(rng, n, rho):
     return rho * A / spectral_radius(A)
 
 
-@pytest.mark.parametrize("bad", [np.zeros((2, 3)), np.zeros(3), [[np.nan]], "J", None,
-                                 np.zeros((0, 0))])
+@pytest.mark.parametrize(
+    "bad", [np.zeros((2, 3)), np.zeros(3), [[np.nan]], "J", None, np.zeros((0, 0))]
+)
 def test_inputs_are_validated(bad):
     with pytest.raises((ValueError, TypeError)):
         stability_margin(bad)
@@ -81,20 +93,25 @@ def test_critical_gate_is_zero_for_a_non_contractive_reference():
 
 
 def test_block_causal_gap_algebra_is_exact():
-    assert block_causal_gap_ratio() == __import__("sympy").sqrt(__import__("sympy").Symbol(
-        "P", positive=True, integer=True) - 1)
+    assert block_causal_gap_ratio() == __import__("sympy").sqrt(
+        __import__("sympy").Symbol("P", positive=True, integer=True) - 1
+    )
     for N, P in ((1, 1), (2, 3), (3, 4)):
         out = slow_coupling_algebra(N, P)
-        for key in ("G_times_I_minus_UB", "I_minus_UB_times_G", "I_minus_Pi_times_G",
-                    "gap_gram_minus_scaled_gram"):
+        for key in (
+            "G_times_I_minus_UB",
+            "I_minus_UB_times_G",
+            "I_minus_Pi_times_G",
+            "gap_gram_minus_scaled_gram",
+        ):
             assert out[key].is_zero_matrix, (N, P, key)
         assert out["gap"].is_zero_matrix == (N == 1 or P == 1)
 
 
 def test_dense_jacobians_match_central_differences():
     import numerics as nm
-    from numerics.layer import _layer, _slow
-    from numerics.stability import layer_jacobian, slow_jacobian
+    from numerics.analysis.stability import layer_jacobian, slow_jacobian
+    from numerics.model import kernels
 
     cfg = nm.ModelConfig(T=6, P=3, d=2, mask="causal", slow_mask="full", gamma=0.5)
     p = nm.init_layer(cfg, np.random.default_rng(0), gate=0.4)
@@ -106,18 +123,19 @@ def test_dense_jacobians_match_central_differences():
         e = np.zeros(12)
         e[k] = h
         e = e.reshape(6, 2)
-        fd_layer = (_layer(cfg, p, X + e, E) - _layer(cfg, p, X - e, E)) / (2 * h)
-        fd_slow = (_slow(cfg, p, X + e) - _slow(cfg, p, X - e)) / (2 * h)
+        fd_layer = (kernels.layer(cfg, p, X + e, E) - kernels.layer(cfg, p, X - e, E)) / (2 * h)
+        fd_slow = (kernels.slow(cfg, p, X + e) - kernels.slow(cfg, p, X - e)) / (2 * h)
         assert np.allclose(J[:, k], fd_layer.ravel(), atol=1e-7)
         assert np.allclose(S[:, k], fd_slow.ravel(), atol=1e-7)
 
 
 def test_looped_iteration_statuses():
     import numerics as nm
-    from numerics.stability import iterate_looped_map
+    from numerics.analysis.stability import iterate_looped_map
 
-    cfg = nm.ModelConfig(T=2, P=1, d=1, mask="causal", norm=False, sigma="identity", slow=False,
-                         gamma=1.0, h=0.5)
+    cfg = nm.ModelConfig(
+        T=2, P=1, d=1, mask="causal", norm=False, sigma="identity", slow=False, gamma=1.0, h=0.5
+    )
     p = nm.init_layer(cfg, np.random.default_rng(0), scale=0.0)  # Φ(X) = X + 0.5(E − X)
     res = iterate_looped_map(cfg, p, np.ones((2, 1)), np.zeros((2, 1)), X_ref=np.zeros((2, 1)))
     assert res.status == "converged" and res.distance < 1e-11

@@ -7,16 +7,24 @@ import sys
 
 import pytest
 
-from fastslow import sweep as sw
 from fastslow.cli import main
+from verify import sweep as sw
 
-POINTS = [dict(claim="A1", seed=s, P=P, slow_mask=m)
-          for s in (0, 1) for P in (2, 4) for m in ("blockcausal", "full")]
+POINTS = [
+    dict(claim="A1", seed=s, P=P, slow_mask=m)
+    for s in (0, 1)
+    for P in (2, 4)
+    for m in ("blockcausal", "full")
+]
 
 
 def test_grid_is_the_cartesian_product_in_order():
-    assert sw.grid(a=[1, 2], b="xy") == [{"a": 1, "b": "x"}, {"a": 1, "b": "y"},
-                                         {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+    assert sw.grid(a=[1, 2], b="xy") == [
+        {"a": 1, "b": "x"},
+        {"a": 1, "b": "y"},
+        {"a": 2, "b": "x"},
+        {"a": 2, "b": "y"},
+    ]
     with pytest.raises(ValueError, match="sweep axis 'b' is empty"):
         sw.grid(a=[1], b=[])
 
@@ -26,14 +34,19 @@ def test_process_pool_gives_the_serial_results_bit_for_bit():
     with sw.local_executor(2) as ex:
         pooled = sw.sweep(sw.check_point, POINTS, executor=ex)
     assert json.dumps(serial, sort_keys=True) == json.dumps(pooled, sort_keys=True)
-    assert [r["holds"] for r in serial] == [m == "blockcausal" for m in (p["slow_mask"] for p in POINTS)]
+    assert [r["holds"] for r in serial] == [
+        m == "blockcausal" for m in (p["slow_mask"] for p in POINTS)
+    ]
 
 
 def test_dask_local_cluster_gives_the_same_results_as_the_process_pool():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with sw.executor_for(scheduler=cluster.scheduler_address) as executor:  # as --scheduler does
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        with sw.executor_for(
+            scheduler=cluster.scheduler_address
+        ) as executor:  # as --scheduler does
             on_dask = sw.sweep(sw.check_point, POINTS, executor=executor)
     with sw.local_executor(2) as ex:
         pooled = sw.sweep(sw.check_point, POINTS, executor=ex)
@@ -62,18 +75,36 @@ def test_sweep_rejects_bad_arguments():
 
 
 def test_same_seed_reproduces_a_check_bit_for_bit_in_a_fresh_process():
-    code = ("import json,sys; from verify.registry import run_check; "
-            "print(json.dumps(run_check('A1', {'T': 8, 'P': 2}, seed=5).to_json(), sort_keys=True))")
-    a = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    b = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import json,sys; from verify.registry import run_check; "
+        "print(json.dumps(run_check('A1', {'T': 8, 'P': 2}, seed=5).to_json(), sort_keys=True))"
+    )
+    a = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    b = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert a == b and json.loads(a)["seed"] == 5
 
 
 def test_sweep_command_reports_where_the_conclusion_fails(tmp_path, capsys):
     out = tmp_path / "sweep.json"
-    rc = main(["sweep", "A1", "--grid", "slow_mask=blockcausal,full", "--seeds", "0:2",
-               "--cache", str(tmp_path / "cache"), "--out", str(out)])
-    assert rc == 4          # the worst verdict: the full slow mask is outside the hypotheses
+    rc = main(
+        [
+            "sweep",
+            "A1",
+            "--grid",
+            "slow_mask=blockcausal,full",
+            "--seeds",
+            "0:2",
+            "--cache",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 4  # the worst verdict: the full slow mask is outside the hypotheses
     text = capsys.readouterr().out
     assert "A1: 2 holds, 2 outside-hypotheses of 4 instances" in text
     assert len(json.loads(out.read_text())) == 4
@@ -91,7 +122,11 @@ def _not_json(x):
 def test_results_are_the_same_whether_computed_or_read_from_the_cache(tmp_path):
     fresh = sw.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
     cached = sw.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
-    assert fresh == cached == [{"v": [1, float("inf")], "a": [1 / 3]}, {"v": [2, float("inf")], "a": [2 / 3]}]
+    assert (
+        fresh
+        == cached
+        == [{"v": [1, float("inf")], "a": [1 / 3]}, {"v": [2, float("inf")], "a": [2 / 3]}]
+    )
 
 
 def test_a_result_without_a_json_form_is_a_clear_type_error():
@@ -100,7 +135,7 @@ def test_a_result_without_a_json_form_is_a_clear_type_error():
 
 
 def test_the_cache_is_keyed_by_the_source_fingerprint(tmp_path, monkeypatch):
-    from fastslow import provenance
+    from verify import provenance
 
     log = tmp_path / "calls.txt"
     pts = [dict(x=3, log=str(log))]

@@ -1,10 +1,11 @@
-"""Unit and property tests of the softmax MLP (numerics.variational, claim F3)."""
+"""Unit and property tests of the softmax MLP (numerics.toy.variational, claim F3)."""
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics import variational as va
+from numerics.toy import variational as va
 
 
 def _problem(seed, B=7, n=3):

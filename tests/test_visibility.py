@@ -1,14 +1,24 @@
-"""Unit and property tests of numerics.visibility: bundles, the forced stack and its exact tangent,
+"""Unit and property tests of numerics.analysis.visibility: bundles, the forced stack and its exact tangent,
 the visibility map against finite differences, and the kernel's first-order change."""
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
-from numerics.visibility import (BLOCKS, decaying_basis, decaying_projector, forced_stack,
-                                 forced_tangent, kernel_jvp, numerical_rank, persistent_basis,
-                                 persistent_component, visibility_map)
+from numerics.analysis.visibility import (
+    BLOCKS,
+    decaying_basis,
+    decaying_projector,
+    forced_stack,
+    forced_tangent,
+    kernel_jvp,
+    numerical_rank,
+    persistent_basis,
+    persistent_component,
+    visibility_map,
+)
 
 
 def _model(mask="block_bidirectional", T=6, P=3, d=3, L=2, gamma=0.5, seed=0, gate=0.0):
@@ -27,8 +37,11 @@ def test_bundles(mask):
     assert np.abs(L.T @ Ed).max() < 1e-15
     assert np.allclose(decaying_projector(cfg) @ R, 0)
     X = np.arange(12.0).reshape(6, 2)
-    expected = {"causal": X[:1], "block_causal": X[[0, 3]],
-                "block_bidirectional": X.reshape(2, 3, 2).mean(axis=1)}[mask]
+    expected = {
+        "causal": X[:1],
+        "block_causal": X[[0, 3]],
+        "block_bidirectional": X.reshape(2, 3, 2).mean(axis=1),
+    }[mask]
     assert np.allclose(persistent_component(cfg, X), expected)
 
 
@@ -56,6 +69,7 @@ def test_forced_tangent_matches_central_differences(seed, mask, gate):
     def at(s):
         m = nm.Model(cfg, tuple(lp.axpy(s, dp) for lp, dp in zip(model.layers, dps)))
         return forced_stack(m, X0 + s * dX0, E + s * dE, s * dF)
+
     fd = (at(h) - at(-h)) / (2 * h)
     assert np.linalg.norm(tan - fd) <= 1e-6 * max(1.0, np.linalg.norm(tan))
 
@@ -67,8 +81,10 @@ def test_visibility_map_columns_match_finite_differences():
     vm = visibility_map(model, X0, blocks=("Q", "g", "X0_Ed", "F_Ed"), output="state")
     # column 5 of Q: layer 0, entry (1, 2) (d = 3); gate column 1: layer 1
     h = 1e-6
-    for block, col, bump in (("Q", 5, lambda m, s: _bump(m, 0, "Q", (1, 2), s)),
-                             ("g", 1, lambda m, s: _bump(m, 1, "g", None, s))):
+    for block, col, bump in (
+        ("Q", 5, lambda m, s: _bump(m, 0, "Q", (1, 2), s)),
+        ("g", 1, lambda m, s: _bump(m, 1, "g", None, s)),
+    ):
         fd = (nm.stack(bump(model, h), X0) - nm.stack(bump(model, -h), X0)) / (2 * h)
         assert np.allclose(vm[block][:, col], fd.ravel(), atol=1e-7)
     assert vm["X0_Ed"].shape == (cfg.T * cfg.d, (cfg.T - cfg.N) * cfg.d)
@@ -102,7 +118,9 @@ def test_kernel_change_rows_sum_to_zero_and_match_finite_differences(seed, mask,
     assert np.allclose(A, nm.attention_kernel(cfg, lp, X))
     assert np.abs(dA.sum(axis=1)).max() < 1e-14
     h = 1e-6
-    fd = (nm.attention_kernel(cfg, lp, X + h * dX) - nm.attention_kernel(cfg, lp, X - h * dX)) / (2 * h)
+    fd = (nm.attention_kernel(cfg, lp, X + h * dX) - nm.attention_kernel(cfg, lp, X - h * dX)) / (
+        2 * h
+    )
     assert np.abs(dA - fd).max() < 1e-7
     if homogeneous:  # δA annihilates every homogeneous matrix
         assert np.abs(dA @ X).max() < 1e-13 * np.abs(X).max() * max(1.0, np.abs(dA).max())

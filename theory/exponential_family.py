@@ -27,25 +27,34 @@ numeric function with ``lambdify(..., cse=True)``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
-__all__ = ["FAMILIES", "CONTROL_FAMILIES", "token_log_density", "natural_form", "factorisation",
-           "likelihood_ratio", "sum_factor"]
+__all__ = [
+    "FAMILIES",
+    "CONTROL_FAMILIES",
+    "token_log_density",
+    "natural_form",
+    "factorisation",
+    "likelihood_ratio",
+    "sum_factor",
+]
 
 FAMILIES = ("gaussian", "poisson", "bernoulli")
 CONTROL_FAMILIES = ("gaussian_scale",)
 
-_SIGMA = sp.Symbol("sigma", positive=True)   # known noise scale of the Gaussian family
-_M = sp.Symbol("m", real=True)               # known mean of the latent-scale control
+_SIGMA = sp.Symbol("sigma", positive=True)  # known noise scale of the Gaussian family
+_M = sp.Symbol("m", real=True)  # known mean of the latent-scale control
 
 
 def _parameter(family: str) -> sp.Symbol:
-    return {"gaussian": sp.Symbol("m", real=True),
-            "poisson": sp.Symbol("lambda", positive=True),
-            "bernoulli": sp.Symbol("p", positive=True),
-            "gaussian_scale": sp.Symbol("s", positive=True)}[family]
+    return {
+        "gaussian": sp.Symbol("m", real=True),
+        "poisson": sp.Symbol("lambda", positive=True),
+        "bernoulli": sp.Symbol("p", positive=True),
+        "gaussian_scale": sp.Symbol("s", positive=True),
+    }[family]
 
 
 def _token_symbol(family: str, name: str) -> sp.Symbol:
@@ -68,12 +77,12 @@ def token_log_density(family: str, x: sp.Expr) -> tuple[sp.Expr, sp.Symbol]:
     _check_family(family)
     th = _parameter(family)
     if family == "gaussian":
-        return -(x - th) ** 2 / (2 * _SIGMA ** 2) - sp.log(2 * sp.pi * _SIGMA ** 2) / 2, th
+        return -((x - th) ** 2) / (2 * _SIGMA**2) - sp.log(2 * sp.pi * _SIGMA**2) / 2, th
     if family == "poisson":
         return x * sp.log(th) - th - sp.loggamma(x + 1), th
     if family == "bernoulli":
         return x * sp.log(th) + (1 - x) * sp.log(1 - th), th
-    return -(x - _M) ** 2 / (2 * th ** 2) - sp.log(2 * sp.pi * th ** 2) / 2, th
+    return -((x - _M) ** 2) / (2 * th**2) - sp.log(2 * sp.pi * th**2) / 2, th
 
 
 def natural_form(family: str) -> dict:
@@ -83,8 +92,11 @@ def natural_form(family: str) -> dict:
     x = _token_symbol(family, "x")
     logp, th = token_log_density(family, x)
     if family == "gaussian":
-        eta, A, logh0 = th / _SIGMA ** 2, th ** 2 / (2 * _SIGMA ** 2), \
-            -x ** 2 / (2 * _SIGMA ** 2) - sp.log(2 * sp.pi * _SIGMA ** 2) / 2
+        eta, A, logh0 = (
+            th / _SIGMA**2,
+            th**2 / (2 * _SIGMA**2),
+            -(x**2) / (2 * _SIGMA**2) - sp.log(2 * sp.pi * _SIGMA**2) / 2,
+        )
     elif family == "poisson":
         eta, A, logh0 = sp.log(th), th, -sp.loggamma(x + 1)
     else:
@@ -93,7 +105,7 @@ def natural_form(family: str) -> dict:
     return {"x": x, "theta": th, "eta": eta, "A": A, "log_h0": logh0, "residual": residual}
 
 
-@lru_cache(maxsize=None)
+@cache
 def factorisation(family: str, P: int = 4) -> dict:
     """Factorise the joint log density of a block of ``P`` tokens as ``log h(x) + log g(S, θ)``.
 
@@ -112,18 +124,33 @@ def factorisation(family: str, P: int = 4) -> dict:
     th = parts[0][1]
     log_joint = sp.Add(*[p for p, _ in parts])
     if family == "gaussian_scale":
-        return {"xs": xs, "theta": th, "S": S, "log_joint": log_joint, "log_h": None,
-                "log_g": None, "residual": None}
+        return {
+            "xs": xs,
+            "theta": th,
+            "S": S,
+            "log_joint": log_joint,
+            "log_h": None,
+            "log_g": None,
+            "residual": None,
+        }
     nf = natural_form(family)
     log_h = sp.Add(*[nf["log_h0"].subs(nf["x"], xi) for xi in xs])
     log_g = nf["eta"] * S - P * nf["A"]
-    residual = sp.simplify(sp.expand_log(log_joint - log_h - log_g.subs(S, sp.Add(*xs)),
-                                         force=True))
-    return {"xs": xs, "theta": th, "S": S, "log_joint": log_joint, "log_h": log_h,
-            "log_g": log_g, "residual": residual}
+    residual = sp.simplify(
+        sp.expand_log(log_joint - log_h - log_g.subs(S, sp.Add(*xs)), force=True)
+    )
+    return {
+        "xs": xs,
+        "theta": th,
+        "S": S,
+        "log_joint": log_joint,
+        "log_h": log_h,
+        "log_g": log_g,
+        "residual": residual,
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def likelihood_ratio(family: str, P: int = 4) -> dict:
     """Log likelihood ratio ``log p(x | θ) − log p(x' | θ)`` for two blocks with the same sum.
 
@@ -136,14 +163,16 @@ def likelihood_ratio(family: str, P: int = 4) -> dict:
     xs, th = f["xs"], f["theta"]
     ys = [_token_symbol(family, f"y{i + 1}") for i in range(P)]
     y_last = sp.Add(*xs) - sp.Add(*ys[:-1])
-    log_y = sp.Add(*[token_log_density(family, yi)[0] for yi in ys[:-1]]) \
+    log_y = (
+        sp.Add(*[token_log_density(family, yi)[0] for yi in ys[:-1]])
         + token_log_density(family, y_last)[0]
+    )
     log_ratio = f["log_joint"] - log_y
     d = sp.simplify(sp.expand_log(sp.diff(log_ratio, th), force=True))
     return {"xs": xs, "ys": ys[:-1], "theta": th, "log_ratio": log_ratio, "d_dtheta": d}
 
 
-@lru_cache(maxsize=None)
+@cache
 def sum_factor(family: str) -> dict:
     """The sufficient-statistic factor for a symbolic count ``k``: ``log g_k(S, θ) = η(θ)S − kA``.
 

@@ -20,12 +20,20 @@ Caveat: exact arithmetic costs grow quickly; use T ≲ 12. No :mod:`numerics` im
 
 from __future__ import annotations
 
+import mpmath
 import sympy as sp
 
 from .linearisation import mask_matrix
 
-__all__ = ["frozen_kernel", "spectral_projectors", "projector_residuals", "eigen_form_residual",
-           "projector_norm", "kernel_constant", "causal_eigenvector_condition"]
+__all__ = [
+    "frozen_kernel",
+    "spectral_projectors",
+    "projector_residuals",
+    "eigen_form_residual",
+    "projector_norm",
+    "kernel_constant",
+    "causal_eigenvector_condition",
+]
 
 
 def frozen_kernel(name: str, T: int, P: int | None = None) -> sp.Matrix:
@@ -42,8 +50,10 @@ def spectral_projectors(K: sp.Matrix) -> dict:
         Vb = (K - lam * sp.eye(n)).nullspace()
         Wb = (K.T - lam * sp.eye(n)).nullspace()
         if len(Vb) != mult:
-            raise ValueError(f"K is not diagonalisable: eigenvalue {lam} has algebraic "
-                             f"multiplicity {mult} but {len(Vb)} eigenvectors")
+            raise ValueError(
+                f"K is not diagonalisable: eigenvalue {lam} has algebraic "
+                f"multiplicity {mult} but {len(Vb)} eigenvectors"
+            )
         Vm = sp.Matrix.hstack(*Vb)
         Wm = sp.Matrix.hstack(*Wb)
         out[lam] = Vm * (Wm.T * Vm).inv() * Wm.T
@@ -55,8 +65,10 @@ def projector_residuals(K: sp.Matrix, projs: dict) -> dict:
     ``K − Σ λ P_λ`` (all zero for a correct set)."""
     n = K.shape[0]
     lams = list(projs)
-    res = {"sum": sum(projs.values(), sp.zeros(n, n)) - sp.eye(n),
-           "spectral": K - sum((lam * projs[lam] for lam in lams), sp.zeros(n, n))}
+    res = {
+        "sum": sum(projs.values(), sp.zeros(n, n)) - sp.eye(n),
+        "spectral": K - sum((lam * projs[lam] for lam in lams), sp.zeros(n, n)),
+    }
     for i, a in enumerate(lams):
         res[f"eig_{a}"] = K * projs[a] - a * projs[a]
         for b in lams[i:]:
@@ -108,14 +120,17 @@ def kernel_constant(name: str, T: int, P: int | None = None):
         K = frozen_kernel("full", P)
     else:
         raise ValueError(f"unknown mask {name!r}")
-    return sp.nsimplify(sum((projector_norm(Pl) for lam, Pl in spectral_projectors(K).items()
-                             if lam != 1), sp.Integer(0)))
+    return sp.nsimplify(
+        sum(
+            (projector_norm(Pl) for lam, Pl in spectral_projectors(K).items() if lam != 1),
+            sp.Integer(0),
+        )
+    )
 
 
 def causal_eigenvector_condition(T: int, digits: int = 30):
     """2-norm condition number of the causal kernel's unit-column eigenvector matrix, from the exact
     eigenvectors, evaluated with ``digits`` significant digits (mpmath)."""
-    import mpmath
     K = frozen_kernel("causal", T)
     cols = []
     for lam, _ in sorted(K.eigenvals().items(), key=lambda kv: -kv[0]):

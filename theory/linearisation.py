@@ -25,26 +25,32 @@ function generated with ``lambdify(..., cse=True)``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import sympy as sp
 
-__all__ = ["rms_norm", "norm_jacobian_closed_form", "factor_matrices", "factors_function",
-           "homogeneous_jacobian_residual", "mask_matrix"]
+__all__ = [
+    "rms_norm",
+    "norm_jacobian_closed_form",
+    "factor_matrices",
+    "factors_function",
+    "homogeneous_jacobian_residual",
+    "mask_matrix",
+]
 
 
 def rms_norm(x: sp.Matrix, eps) -> sp.Matrix:
     """``n(x) = x / √(mean(x²) + ε)`` for a row or column vector ``x``."""
     d = len(x)
-    return x / sp.sqrt(sum(xi ** 2 for xi in x) / d + eps)
+    return x / sp.sqrt(sum(xi**2 for xi in x) / d + eps)
 
 
 def norm_jacobian_closed_form(x: sp.Matrix, eps) -> sp.Matrix:
     """``J_n = (I − x xᵀ/(d r²))/r``, ``r = √(mean(x²) + ε)`` (x a column vector)."""
     d = len(x)
-    r = sp.sqrt(sum(xi ** 2 for xi in x) / d + eps)
-    return (sp.eye(d) - x * x.T / (d * r ** 2)) / r
+    r = sp.sqrt(sum(xi**2 for xi in x) / d + eps)
+    return (sp.eye(d) - x * x.T / (d * r**2)) / r
 
 
 def _sigma(name: str):
@@ -55,7 +61,7 @@ def _sigma(name: str):
     raise ValueError(f"unknown sigma {name!r}; expected 'tanh' or 'identity'")
 
 
-@lru_cache(maxsize=None)
+@cache
 def factor_matrices(d: int, m: int | None = None, norm: bool = True, sigma: str = "tanh"):
     """Symbols and the d×d matrices ``(N, M)`` of the linearised homogeneous layer.
 
@@ -72,9 +78,9 @@ def factor_matrices(d: int, m: int | None = None, norm: bool = True, sigma: str 
     W2 = sp.Matrix(m, d, sp.symbols(f"Wb0:{m * d}", real=True))
     h, gamma, eps = sp.symbols("h gamma eps", positive=True)
     act = _sigma(sigma)
-    xn = rms_norm(x, eps) if norm else x                     # column vector
-    value = (xn.T * V).T                                       # n(x)V as a column
-    rest = ((xn.T * W1).applyfunc(act) * W2).T - gamma * x     # σ(n(x)W1)W2 − γx
+    xn = rms_norm(x, eps) if norm else x  # column vector
+    value = (xn.T * V).T  # n(x)V as a column
+    rest = ((xn.T * W1).applyfunc(act) * W2).T - gamma * x  # σ(n(x)W1)W2 − γx
     # row convention: δ(out_row) = δx_row · (∂out/∂x)ᵀ
     Jn = xn.jacobian(x).T
     M = h * value.jacobian(x).T
@@ -83,11 +89,18 @@ def factor_matrices(d: int, m: int | None = None, norm: bool = True, sigma: str 
     return syms, N, M, Jn
 
 
-@lru_cache(maxsize=None)
+@cache
 def _factors_lambda(d: int, m: int, norm: bool, sigma: str):
     syms, N, M, _ = factor_matrices(d, m, norm, sigma)
-    args = [list(syms["x"]), list(syms["V"]), list(syms["W1"]), list(syms["W2"]),
-            syms["h"], syms["gamma"], syms["eps"]]
+    args = [
+        list(syms["x"]),
+        list(syms["V"]),
+        list(syms["W1"]),
+        list(syms["W2"]),
+        syms["h"],
+        syms["gamma"],
+        syms["eps"],
+    ]
     return sp.lambdify(args, [N, M], modules="numpy", cse=True)
 
 
@@ -98,9 +111,17 @@ def factors_function(d: int, m: int | None = None, norm: bool = True, sigma: str
     fn = _factors_lambda(d, m, bool(norm), sigma)
 
     def factors(x, V, W1, W2, h, gamma, eps):
-        N, M = fn(list(np.ravel(x)), list(np.ravel(V)), list(np.ravel(W1)), list(np.ravel(W2)),
-                  h, gamma, eps)
+        N, M = fn(
+            list(np.ravel(x)),
+            list(np.ravel(V)),
+            list(np.ravel(W1)),
+            list(np.ravel(W2)),
+            h,
+            gamma,
+            eps,
+        )
         return np.array(N, dtype=np.float64), np.array(M, dtype=np.float64)
+
     return factors
 
 
@@ -108,15 +129,27 @@ def mask_matrix(name: str, T: int, P: int | None = None) -> list[list[bool]]:
     """The named boolean mask as nested lists (``causal``, ``block_causal``, ``block_bidirectional``,
     or ``full``)."""
     P = T if P is None else P
+
     def allowed(t, s):
         same = t // P == s // P
-        return {"causal": s <= t, "block_causal": same and s <= t, "block_bidirectional": same,
-                "full": True}[name]
+        return {
+            "causal": s <= t,
+            "block_causal": same and s <= t,
+            "block_bidirectional": same,
+            "full": True,
+        }[name]
+
     return [[allowed(t, s) for s in range(T)] for t in range(T)]
 
 
-def homogeneous_jacobian_residual(T: int, d: int, mask: str = "causal", P: int | None = None,
-                                  norm: bool = True, sigma: str = "tanh") -> sp.Matrix:
+def homogeneous_jacobian_residual(
+    T: int,
+    d: int,
+    mask: str = "causal",
+    P: int | None = None,
+    norm: bool = True,
+    sigma: str = "tanh",
+) -> sp.Matrix:
     """``∂vec Φ/∂vec X |_{X = 1xᵀ} − (I_T ⊗ Nᵀ + K ⊗ Mᵀ)``, simplified (Td×Td; zero if the
     identity holds).
 
@@ -155,7 +188,9 @@ def homogeneous_jacobian_residual(T: int, d: int, mask: str = "causal", P: int |
     u = sp.Matrix(sp.symbols(f"w0:{d}", real=True))
     at = {X[t, i]: x[i] for t in range(T) for i in range(d)}
     at.update({U[t, i]: u[i] for t in range(T) for i in range(d)})
-    dU = sp.diag(*[sp.Matrix(r).jacobian([X[t, i] for i in range(d)]) for t, r in enumerate(rowmap)])
+    dU = sp.diag(
+        *[sp.Matrix(r).jacobian([X[t, i] for i in range(d)]) for t, r in enumerate(rowmap)]
+    )
     JX = vec(Phi).jacobian(vecX).xreplace(at)
     JU = vec(Phi).jacobian(vecU).xreplace(at)
     ustar = rms_norm(x, eps) if norm else x
@@ -163,7 +198,7 @@ def homogeneous_jacobian_residual(T: int, d: int, mask: str = "causal", P: int |
     Kmask = sp.Matrix(T, T, lambda t, s: sp.Rational(1, sum(mk[t])) if mk[t][s] else 0)
     pred = sp.kronecker_product(sp.eye(T), N.T) + sp.kronecker_product(Kmask, M.T)
     rho = sp.Symbol("rho", positive=True)
-    to_rho = {eps: rho ** 2 - sum(xi ** 2 for xi in x) / d}
+    to_rho = {eps: rho**2 - sum(xi**2 for xi in x) / d}
     R = (J - pred).subs(to_rho) if norm else (J - pred)
     return R.applyfunc(_zero_or_simplified)
 

@@ -46,9 +46,20 @@ from functools import lru_cache
 import sympy as sp
 from sympy.polys.matrices import DomainMatrix
 
-__all__ = ["y", "t", "eps", "example_generator", "is_generator", "stationary_distribution",
-           "StationaryDistribution", "slow_manifold", "SlowManifold", "within_block_kernel",
-           "within_block_stationary", "EXAMPLE_CHAINS"]
+__all__ = [
+    "y",
+    "t",
+    "eps",
+    "example_generator",
+    "is_generator",
+    "stationary_distribution",
+    "StationaryDistribution",
+    "slow_manifold",
+    "SlowManifold",
+    "within_block_kernel",
+    "within_block_stationary",
+    "EXAMPLE_CHAINS",
+]
 
 y = sp.Symbol("y", real=True)
 t = sp.Symbol("t", real=True)
@@ -68,8 +79,14 @@ def _rates(n: int) -> dict[tuple[int, int], sp.Expr]:
     if n == 2:
         return {(1, 0): sp.exp(y), (0, 1): 1 + y**2}
     if n == 3:
-        return {(1, 0): sp.exp(y), (0, 1): sp.Integer(1), (2, 1): 1 + y**2,
-                (1, 2): sp.exp(-y), (0, 2): sp.Integer(2), (2, 0): sp.Rational(1, 2)}
+        return {
+            (1, 0): sp.exp(y),
+            (0, 1): sp.Integer(1),
+            (2, 1): 1 + y**2,
+            (1, 2): sp.exp(-y),
+            (0, 2): sp.Integer(2),
+            (2, 0): sp.Rational(1, 2),
+        }
     raise ValueError(f"example chains exist for n in {EXAMPLE_CHAINS}, got n={n!r}")
 
 
@@ -96,8 +113,8 @@ def is_generator(Q: sp.Matrix, convention: str = "column") -> bool:
     return bool(sums_zero and signs)
 
 
-_u = sp.Symbol("u", positive=True)   # stands for e^y while deriving (rational-function algebra)
-_s = sp.Symbol("s", real=True)       # stands for sin t
+_u = sp.Symbol("u", positive=True)  # stands for e^y while deriving (rational-function algebra)
+_s = sp.Symbol("s", real=True)  # stands for sin t
 _FIELD = sp.QQ.frac_field(y, _u, _s)
 """Rational functions of ``(y, u = e^y, s = sin t)``: exact, canonical arithmetic (zero test = ``== 0``)."""
 
@@ -105,8 +122,10 @@ _FIELD = sp.QQ.frac_field(y, _u, _s)
 def _rational(expr: sp.Expr) -> sp.Expr:
     """``expr`` with ``e^{ky} → u^k`` (integer k) and ``sin t → s``, as an element of the field."""
     expr = sp.sympify(expr).subs(sp.sin(t), _s)
-    expr = expr.replace(lambda e: isinstance(e, sp.exp) and sp.expand(e.args[0] / y).is_integer,
-                        lambda e: _u ** sp.expand(e.args[0] / y))
+    expr = expr.replace(
+        lambda e: isinstance(e, sp.exp) and sp.expand(e.args[0] / y).is_integer,
+        lambda e: _u ** sp.expand(e.args[0] / y),
+    )
     if any(isinstance(a, sp.exp) for a in sp.preorder_traversal(expr)) or expr.has(t):
         raise ValueError(f"{expr} is not a rational function of y, e^y and sin t")
     return _FIELD.from_sympy(expr)
@@ -147,8 +166,10 @@ def _stationary_field(Qd: DomainMatrix) -> list:
         weights.append(minus.extract(keep, keep).det() if n > 1 else _FIELD.one)
     total = sum(weights, _FIELD.zero)
     if total == 0:
-        raise ValueError("every principal minor of −Q vanishes: the generator has several closed "
-                         "classes, so its stationary distribution is not unique")
+        raise ValueError(
+            "every principal minor of −Q vanishes: the generator has several closed "
+            "classes, so its stationary distribution is not unique"
+        )
     return [w / total for w in weights]
 
 
@@ -169,8 +190,9 @@ def stationary_distribution(Q: sp.Matrix) -> StationaryDistribution:
         raise ArithmeticError(f"tree-theorem vector fails Q p = 0: residual {residual}")
     expr = sp.Matrix([sp.factor(_to_sympy(pi)) for pi in p])
     numeric = sp.lambdify(y, list(expr), modules="numpy", cse=True)
-    return StationaryDistribution(Q=Q, expr=expr, residual=[_to_sympy(r) for r in residual],
-                                  numeric=numeric)
+    return StationaryDistribution(
+        Q=Q, expr=expr, residual=[_to_sympy(r) for r in residual], numeric=numeric
+    )
 
 
 @dataclass(frozen=True)
@@ -207,8 +229,11 @@ def slow_manifold(n: int, c: tuple | None = None) -> SlowManifold:
     equality is decidable, so both residuals are exact zero tests.
     """
     Q = example_generator(n)
-    c = tuple(range(n)) if c is None else tuple(
-        int(ci) if float(ci).is_integer() else ci for ci in c)
+    c = (
+        tuple(range(n))
+        if c is None
+        else tuple(int(ci) if float(ci).is_integer() else ci for ci in c)
+    )
     if len(c) != n:
         raise ValueError(f"c must have n={n} entries, got {len(c)}")
     cf = [_FIELD.from_sympy(sp.nsimplify(ci)) for ci in c]
@@ -224,21 +249,30 @@ def slow_manifold(n: int, c: tuple | None = None) -> SlowManifold:
     g0 = g(p)
     rhs = [dpi * g0 for dpi in dp]
     # n − 1 rows of Q plus the normalisation row 1ᵀ h_1 = 0
-    A = [list(r) for r in rows[:n - 1]] + [[_FIELD.one] * n]
-    b = [[ri] for ri in rhs[:n - 1]] + [[_FIELD.zero]]
-    h1 = [e[0] for e in DomainMatrix(A, (n, n), _FIELD).lu_solve(
-        DomainMatrix(b, (n, 1), _FIELD)).to_list()]
+    A = [list(r) for r in rows[: n - 1]] + [[_FIELD.one] * n]
+    b = [[ri] for ri in rhs[: n - 1]] + [[_FIELD.zero]]
+    h1 = [
+        e[0]
+        for e in DomainMatrix(A, (n, n), _FIELD).lu_solve(DomainMatrix(b, (n, 1), _FIELD)).to_list()
+    ]
     res_inv = [sum((rows[i][j] * h1[j] for j in range(n)), _FIELD.zero) - rhs[i] for i in range(n)]
     res_sum = sum(h1, _FIELD.zero)
     if any(r != 0 for r in res_inv) or res_sum != 0:
         raise ArithmeticError(f"h_1 fails the invariance equation: {res_inv}, sum {res_sum}")
-    g_red = _to_sympy(-Y + S) + sum(sp.nsimplify(ci) * (_to_sympy(pi) + eps * _to_sympy(hi))
-                                    for ci, pi, hi in zip(c, p, h1))
+    g_red = _to_sympy(-Y + S) + sum(
+        sp.nsimplify(ci) * (_to_sympy(pi) + eps * _to_sympy(hi)) for ci, pi, hi in zip(c, p, h1)
+    )
     p_e = sp.Matrix([_to_sympy(v) for v in p])
     h1_e = sp.Matrix([_to_sympy(v) for v in h1])
     return SlowManifold(
-        Q=Q, c=c, p=p_e, dp=sp.Matrix([_to_sympy(v) for v in dp]), g0=_to_sympy(g0), h1=h1_e,
-        residual_invariance=[_to_sympy(r) for r in res_inv], residual_sum=_to_sympy(res_sum),
+        Q=Q,
+        c=c,
+        p=p_e,
+        dp=sp.Matrix([_to_sympy(v) for v in dp]),
+        g0=_to_sympy(g0),
+        h1=h1_e,
+        residual_invariance=[_to_sympy(r) for r in res_inv],
+        residual_sum=_to_sympy(res_sum),
         p_numeric=sp.lambdify(y, list(p_e), modules="numpy", cse=True),
         h1_numeric=sp.lambdify((y, t), list(h1_e), modules="numpy", cse=True),
         g_reduced_numeric=sp.lambdify((y, t, eps), g_red, modules="numpy", cse=True),
@@ -287,10 +321,15 @@ def within_block_stationary(kind: str, P: int) -> dict:
         cls = frozenset(s for s in range(P) if reach[r][s] and reach[s][r])
         if cls not in classes:
             classes.append(cls)
-    closed = [sorted(c) for c in classes
-              if all(not reach[r][s] or s in c for r in c for s in range(P))]
+    closed = [
+        sorted(c) for c in classes if all(not reach[r][s] or s in c for r in c for s in range(P))
+    ]
     return {
-        "kernel": K, "generator": G, "null_dim": len(null), "p_st": p,
-        "closed_classes": closed, "irreducible": len(classes) == 1,
+        "kernel": K,
+        "generator": G,
+        "null_dim": len(null),
+        "p_st": p,
+        "closed_classes": closed,
+        "irreducible": len(classes) == 1,
         "eigenvalues": (K - sp.eye(P)).eigenvals(),
     }

@@ -34,9 +34,11 @@ from it; the slow path, which couples the blocks, is the one numeric input (a ca
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
+import numpy as np
 import sympy as sp
 
 MASKS = ("block_bidirectional", "block_causal")
@@ -64,7 +66,7 @@ def coarse_vector(mask: str, P: int) -> sp.Matrix:
 
 def _rms(row: sp.Matrix, norm_eps) -> sp.Matrix:
     d = row.shape[1]
-    return row / sp.sqrt(sum(x ** 2 for x in row) / d + norm_eps)
+    return row / sp.sqrt(sum(x**2 for x in row) / d + norm_eps)
 
 
 @dataclass
@@ -80,15 +82,15 @@ class SlowManifold:
     P: int
     d: int
     norm: bool
-    kernel: sp.Matrix                 # K_mask (P×P)
-    coarse: sp.Matrix                 # L (P×1)
-    critical_residual: sp.Matrix      # (A(1yᵀ) − I)1yᵀ, simplified (must be 0)
-    normal_jacobian: sp.Matrix        # ∂vec((A(X) − I)X)/∂vec X at X = 1yᵀ, simplified
-    normal_rate: sp.Expr              # 1 − λ₂ (rate × ε)
-    H1: sp.Matrix                     # first-order slow manifold, P×d
-    reduced0: sp.Matrix               # LᵀR(1yᵀ), 1×d
-    reduced1: sp.Matrix               # LᵀG₂ at H₁: the O(ε) coefficient of dy/dt, 1×d
-    curvature: sp.Matrix              # Lᵀ DA[H₁] H₁, 1×d
+    kernel: sp.Matrix  # K_mask (P×P)
+    coarse: sp.Matrix  # L (P×1)
+    critical_residual: sp.Matrix  # (A(1yᵀ) − I)1yᵀ, simplified (must be 0)
+    normal_jacobian: sp.Matrix  # ∂vec((A(X) − I)X)/∂vec X at X = 1yᵀ, simplified
+    normal_rate: sp.Expr  # 1 − λ₂ (rate × ε)
+    H1: sp.Matrix  # first-order slow manifold, P×d
+    reduced0: sp.Matrix  # LᵀR(1yᵀ), 1×d
+    reduced1: sp.Matrix  # LᵀG₂ at H₁: the O(ε) coefficient of dy/dt, 1×d
+    curvature: sp.Matrix  # Lᵀ DA[H₁] H₁, 1×d
     symbols: dict
     H1_fn: object = None
     reduced0_fn: object = None
@@ -96,16 +98,17 @@ class SlowManifold:
     curvature_fn: object = None
 
 
-@lru_cache(maxsize=None)
-def slow_manifold(mask: str = "block_bidirectional", P: int = 2, d: int = 2,
-                  norm: bool = False) -> SlowManifold:
+@cache
+def slow_manifold(
+    mask: str = "block_bidirectional", P: int = 2, d: int = 2, norm: bool = False
+) -> SlowManifold:
     """Derive (a)–(d) of the module docstring for one block of ``P`` tokens of width ``d``."""
     if mask not in MASKS:
         raise ValueError(f"unknown mask {mask!r}; expected one of {list(MASKS)}")
     if not (isinstance(P, int) and 1 <= P <= 4 and isinstance(d, int) and 1 <= d <= 3):
         raise ValueError(f"need integers 1 ≤ P ≤ 4 and 1 ≤ d ≤ 3 (symbolic cost), got P={P}, d={d}")
     eps, beta, gamma = sp.symbols("epsilon beta gamma", positive=True)
-    norm_eps = sp.Rational(1, 10 ** 6)
+    norm_eps = sp.Rational(1, 10**6)
     y = sp.Matrix(1, d, sp.symbols(f"y0:{d}", real=True))
     E = sp.Matrix(P, d, sp.symbols(f"E0:{P * d}", real=True))
     Q = sp.Matrix(d, d, sp.symbols(f"Q0:{d * d}", real=True))
@@ -205,7 +208,7 @@ def slow_manifold(mask: str = "block_bidirectional", P: int = 2, d: int = 2,
     Amat = Amat.applyfunc(sp.cancel)
     if Amat.rank() != P * d:
         raise ArithmeticError("the O(ε) invariance equation does not determine H₁ uniquely")
-    hvec = (Amat.T * Amat).LUsolve(Amat.T * bvec)      # consistent overdetermined system
+    hvec = (Amat.T * Amat).LUsolve(Amat.T * bvec)  # consistent overdetermined system
     sol = dict(zip(list(Hs), [sp.expand(h) for h in hvec]))
     H1 = Hs.subs(sol)
     resid = ((sp.eye(P) - Pi) * G1).subs(sol).applyfunc(sp.expand)
@@ -217,8 +220,17 @@ def slow_manifold(mask: str = "block_bidirectional", P: int = 2, d: int = 2,
     red1 = (Lv.T * G2).subs(sol)
     curv = Lv.T * A1.subs(sol) * H1
 
-    syms = {"y": y, "E": E, "Q": Q, "K": Kw, "W1": W1, "W2": W2, "beta": beta, "gamma": gamma,
-            "eps": eps}
+    syms = {
+        "y": y,
+        "E": E,
+        "Q": Q,
+        "K": Kw,
+        "W1": W1,
+        "W2": W2,
+        "beta": beta,
+        "gamma": gamma,
+        "eps": eps,
+    }
     out = SlowManifold(mask, P, d, norm, Kmat, Lv, crit, Jn, rate, H1, red0, red1, curv, syms)
     args = [list(y), list(E), list(Q), list(Kw), list(W1), list(W2), beta, gamma]
     out.H1_fn = _numeric(args, H1, (P, d))
@@ -230,14 +242,22 @@ def slow_manifold(mask: str = "block_bidirectional", P: int = 2, d: int = 2,
 
 def _numeric(args, expr: sp.Matrix, shape):
     """``lambdify(..., cse=True)`` wrapper taking arrays (flattened row-major) and returning ``shape``."""
-    import numpy as np
 
     f = sp.lambdify(args, list(expr), modules="numpy", cse=True)
 
     def fn(y, E, Q, K, W1, W2, beta, gamma):
-        vals = f(np.ravel(y), np.ravel(E), np.ravel(Q), np.ravel(K), np.ravel(W1), np.ravel(W2),
-                 float(beta), float(gamma))
+        vals = f(
+            np.ravel(y),
+            np.ravel(E),
+            np.ravel(Q),
+            np.ravel(K),
+            np.ravel(W1),
+            np.ravel(W2),
+            float(beta),
+            float(gamma),
+        )
         return np.asarray(vals, dtype=float).reshape(shape)
+
     return fn
 
 
@@ -249,8 +269,6 @@ def _numeric(args, expr: sp.Matrix, shape):
 # same formulas, keeping the expressions in generic entries (no simplify, no expand of the
 # nonlinear parts) and handing them to ``lambdify(..., cse=True)``. ``reduced_rhs`` assembles the
 # reduced right-hand sides of a whole model of N blocks and L layers from them.
-
-import time
 
 SIGMA_FUNCS = ("tanh", "identity")
 
@@ -278,17 +296,19 @@ class BlockReduction:
     m: int
     norm: bool
     sigma: str
-    kernel: sp.Matrix                 # K_mask (P×P), from the softmax at equal scores
-    coarse: sp.Matrix                 # L (P×1)
-    scores_row_constant: bool         # (a): on X = 1yᵀ every row of scores is constant
+    kernel: sp.Matrix  # K_mask (P×P), from the softmax at equal scores
+    coarse: sp.Matrix  # L (P×1)
+    scores_row_constant: bool  # (a): on X = 1yᵀ every row of scores is constant
     softmax_rows_annihilate_ones: bool  # DA[·]·1 = 0: the attention Jacobian term drops on 1yᵀ
-    normal_jacobian: sp.Matrix        # ∂vec((A(X) − I)X)/∂vec X at X = 1yᵀ  (P·d × P·d)
-    normal_rate: sp.Expr              # 1 − λ₂(K_mask)
-    H1: sp.Matrix                     # P×d, solves (I − Π)G₁ = 0, LᵀH₁ = 0
-    f0: sp.Matrix                     # 1×d, Lᵀ R_fast(1yᵀ)
-    curvature_placeholders: sp.Matrix  # the curvature in the placeholders H, n0 = n(y), Dn = Dn(y)[H]
-    f1_placeholders: sp.Matrix         # f1 in the same placeholders
-    placeholders: tuple                # ({n0, Dn: expressions in y, H}, {H: H₁})
+    normal_jacobian: sp.Matrix  # ∂vec((A(X) − I)X)/∂vec X at X = 1yᵀ  (P·d × P·d)
+    normal_rate: sp.Expr  # 1 − λ₂(K_mask)
+    H1: sp.Matrix  # P×d, solves (I − Π)G₁ = 0, LᵀH₁ = 0
+    f0: sp.Matrix  # 1×d, Lᵀ R_fast(1yᵀ)
+    curvature_placeholders: (
+        sp.Matrix
+    )  # the curvature in the placeholders H, n0 = n(y), Dn = Dn(y)[H]
+    f1_placeholders: sp.Matrix  # f1 in the same placeholders
+    placeholders: tuple  # ({n0, Dn: expressions in y, H}, {H: H₁})
     symbols: dict
     derive_seconds: float = 0.0
     lambdify_seconds: float = 0.0
@@ -296,7 +316,7 @@ class BlockReduction:
     f0_fn: object = None
     curvature_fn: object = None
     f1_fn: object = None
-    _flat: dict = None                # name -> lambdified f(*floats) (modules="math")
+    _flat: dict = None  # name -> lambdified f(*floats) (modules="math")
 
     def _expand_placeholders(self, expr):
         nsub, hsub = self.placeholders
@@ -314,14 +334,26 @@ class BlockReduction:
 
 
 def _flat_args(syms: dict) -> list:
-    return (list(syms["y"]) + list(syms["E"]) + list(syms["Q"]) + list(syms["K"])
-            + list(syms["W1"]) + list(syms["W2"])
-            + [syms["beta"], syms["gamma"], syms["norm_eps"], syms["eps"]])
+    return (
+        list(syms["y"])
+        + list(syms["E"])
+        + list(syms["Q"])
+        + list(syms["K"])
+        + list(syms["W1"])
+        + list(syms["W2"])
+        + [syms["beta"], syms["gamma"], syms["norm_eps"], syms["eps"]]
+    )
 
 
-@lru_cache(maxsize=None)
-def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, norm: bool = True,
-                    m: int | None = None, sigma: str = "tanh") -> BlockReduction:
+@cache
+def block_reduction(
+    mask: str = "block_bidirectional",
+    P: int = 3,
+    d: int = 2,
+    norm: bool = True,
+    m: int | None = None,
+    sigma: str = "tanh",
+) -> BlockReduction:
     """Derive, for one block of ``P`` tokens of width ``d``, the first-order reduction of
 
         ε dX/dt = (A(X) − I)X + ε R(X),   R(X) = γ(E − X) + σ(n(X) W1) W2   (+ block-constant slow part)
@@ -350,7 +382,9 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     m = d if m is None else m
     for name, val, hi in (("P", P, 8), ("d", d, 6), ("m", m, 12)):
         if not (isinstance(val, int) and 1 <= val <= hi):
-            raise ValueError(f"need an integer 1 ≤ {name} ≤ {hi} (symbolic cost), got {name}={val!r}")
+            raise ValueError(
+                f"need an integer 1 ≤ {name} ≤ {hi} (symbolic cost), got {name}={val!r}"
+            )
     if not isinstance(norm, bool):
         raise TypeError(f"norm must be True or False, got {norm!r}")
     t0 = time.process_time()
@@ -375,7 +409,7 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     def nrow(row):
         if not norm:
             return row
-        return row / sp.sqrt(sum(x ** 2 for x in row) / d + neps)
+        return row / sp.sqrt(sum(x**2 for x in row) / d + neps)
 
     def normed(X):
         return sp.Matrix.vstack(*[nrow(X[i, :]) for i in range(X.shape[0])])
@@ -393,7 +427,9 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     Xm = ones * y
     # (a) score rows constant on 1yᵀ (identical expressions; no simplification needed)
     Sm = scores(Xm)
-    row_const = all(sp.expand(Sm[i, j] - Sm[i, allowed[i][0]]) == 0 for i in range(P) for j in allowed[i])
+    row_const = all(
+        sp.expand(Sm[i, j] - Sm[i, allowed[i][0]]) == 0 for i in range(P) for j in allowed[i]
+    )
     if not row_const:
         raise ArithmeticError("scores are not row-constant on the block-constant states")
     # softmax in score symbols and its derivatives at equal scores (shift invariance: s = 0)
@@ -406,7 +442,7 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     at0 = {ssym[i, j]: 0 for i in range(P) for j in range(P)}
     svars = [(i, j) for i in range(P) for j in allowed[i]]
     dA = {}
-    for (i, j) in svars:                      # row i of A depends only on row i of the scores
+    for i, j in svars:  # row i of A depends only on row i of the scores
         dA[(i, j)] = sp.zeros(P, P)
         dA[(i, j)][i, :] = Asym[i, :].diff(ssym[i, j]).xreplace(at0)
     A0 = Asym.xreplace(at0)
@@ -420,7 +456,7 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     for k in range(P * d):
         ek = sp.zeros(P, d)
         ek[k // d, k % d] = 1
-        cols.append(((A0 - I) * ek).reshape(P * d, 1))   # + Σ dA·1yᵀ·(∂S/∂x_k) = 0 by (b)
+        cols.append(((A0 - I) * ek).reshape(P * d, 1))  # + Σ dA·1yᵀ·(∂S/∂x_k) = 0 by (b)
     Jn = sp.Matrix.hstack(*cols)
     lam = sorted(set(Kmask.eigenvals()), reverse=True)
     rate = 1 - (lam[1] if len(lam) > 1 else 0)
@@ -438,7 +474,10 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
         raise ArithmeticError("H₁ does not solve the invariance equation")
     R0 = R_fast(Xm)
     H1 = Hgen.xreplace(dict(zip(list(rs), list(R0)))).applyfunc(
-        lambda e: sp.expand(e, deep=False, power_base=False, power_exp=False, multinomial=False, log=False))
+        lambda e: sp.expand(
+            e, deep=False, power_base=False, power_exp=False, multinomial=False, log=False
+        )
+    )
     # (d) reduced fields
     f0 = Lv.T * R0
     # d/dε S(1yᵀ + εH)|₀ by the product rule on S_ij = β (n(x_i)Q)·(n(x_j)K), with the derivative
@@ -447,13 +486,15 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     # the expression trees small for the common-subexpression pass of lambdify)
     n0 = nrow(y)
     hrow = sp.Matrix(1, d, sp.symbols(f"h0:{d}", real=True))
-    Dn_row = sp.diff(nrow(y + eps * hrow), eps).xreplace({eps: 0})     # Dn(y)[h], generic h
-    Dn = sp.Matrix.vstack(*[Dn_row.xreplace(dict(zip(list(hrow), list(Hs[i, :])))) for i in range(P)])
+    Dn_row = sp.diff(nrow(y + eps * hrow), eps).xreplace({eps: 0})  # Dn(y)[h], generic h
+    Dn = sp.Matrix.vstack(
+        *[Dn_row.xreplace(dict(zip(list(hrow), list(Hs[i, :])))) for i in range(P)]
+    )
     n0s = sp.Matrix(1, d, sp.symbols(f"nrm0:{d}", real=True))
     Dns = sp.Matrix(P, d, sp.symbols(f"dnrm0:{P * d}", real=True))
     q0, k0 = n0s * Q, n0s * Kw
     DA = sp.zeros(P, P)
-    for (i, j) in svars:
+    for i, j in svars:
         S1 = beta * ((Dns[i, :] * Q * k0.T)[0, 0] + (q0 * (Dns[j, :] * Kw).T)[0, 0])
         DA += dA[(i, j)] * S1
     curv_small = Lv.T * DA * Hs
@@ -462,10 +503,38 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     f1_small = Lv.T * R_fast(Xm + eps * Hs) + eps * curv_small
     t1 = time.process_time()
 
-    syms = {"y": y, "E": E, "Q": Q, "K": Kw, "W1": W1, "W2": W2, "beta": beta, "gamma": gamma,
-            "norm_eps": neps, "eps": eps}
-    out = BlockReduction(mask, P, d, m, norm, sigma, Kmask, Lv, row_const, annih, Jn, rate, H1, f0,
-                         curv_small, f1_small, (nsub, hsub), syms)
+    syms = {
+        "y": y,
+        "E": E,
+        "Q": Q,
+        "K": Kw,
+        "W1": W1,
+        "W2": W2,
+        "beta": beta,
+        "gamma": gamma,
+        "norm_eps": neps,
+        "eps": eps,
+    }
+    out = BlockReduction(
+        mask,
+        P,
+        d,
+        m,
+        norm,
+        sigma,
+        Kmask,
+        Lv,
+        row_const,
+        annih,
+        Jn,
+        rate,
+        H1,
+        f0,
+        curv_small,
+        f1_small,
+        (nsub, hsub),
+        syms,
+    )
     args = _flat_args(syms)
     # one lambdify for the order-0 field, and one returning f1, then H₁ (the order-1 hot path needs
     # H₁ for the slow path's argument), then the curvature. f1 and the curvature are lambdified in
@@ -474,28 +543,39 @@ def block_reduction(mask: str = "block_bidirectional", P: int = 3, d: int = 2, n
     # above, without substituting H₁ and the norm derivative into every occurrence (the CSE pass of
     # the substituted trees is several times slower at P = 4, d = 3 with the norm)
     stages = [(list(Hs), list(H1)), (list(n0s) + list(Dns), list(n0) + list(Dn))]
-    flat = {"f0": sp.lambdify(args, list(f0), modules="math", cse=True),
-            "f1_H1_curv": sp.lambdify(args, list(f1_small) + list(Hs) + list(curv_small),
-                                      modules="math", cse=lambda ex: _staged_cse(stages, ex))}
+    flat = {
+        "f0": sp.lambdify(args, list(f0), modules="math", cse=True),
+        "f1_H1_curv": sp.lambdify(
+            args,
+            list(f1_small) + list(Hs) + list(curv_small),
+            modules="math",
+            cse=lambda ex: _staged_cse(stages, ex),
+        ),
+    }
     out._flat = flat
     out.lambdify_seconds = time.process_time() - t1
     out.derive_seconds = t1 - t0
-    pick = {"f0": ("f0", slice(0, d), (d,)), "f1": ("f1_H1_curv", slice(0, d), (d,)),
-            "H1": ("f1_H1_curv", slice(d, d + P * d), (P, d)),
-            "curvature": ("f1_H1_curv", slice(d + P * d, 2 * d + P * d), (d,))}
+    pick = {
+        "f0": ("f0", slice(0, d), (d,)),
+        "f1": ("f1_H1_curv", slice(0, d), (d,)),
+        "H1": ("f1_H1_curv", slice(d, d + P * d), (P, d)),
+        "curvature": ("f1_H1_curv", slice(d + P * d, 2 * d + P * d), (d,)),
+    }
 
     def wrap(name):
         key, sl, shape = pick[name]
         fn = flat[key]
 
         def numeric(y, E, Q, K, W1, W2, beta, gamma, norm_eps=1e-6, eps=0.0):
-            import numpy as np
             vals = _pack(y, E, Q, K, W1, W2, beta, gamma, norm_eps, eps)
             return np.asarray(fn(*vals)[sl], dtype=float).reshape(shape)
+
         numeric.__name__ = f"{name}_fn"
         return numeric
 
-    out.H1_fn, out.f0_fn, out.curvature_fn, out.f1_fn = (wrap(n) for n in ("H1", "f0", "curvature", "f1"))
+    out.H1_fn, out.f0_fn, out.curvature_fn, out.f1_fn = (
+        wrap(n) for n in ("H1", "f0", "curvature", "f1")
+    )
     return out
 
 
@@ -511,13 +591,14 @@ def _staged_cse(stages, exprs):
 
 
 def _pack(y, E, Q, K, W1, W2, beta, gamma, norm_eps, eps) -> list:
-    import numpy as np
-    return ([float(v) for v in np.ravel(y)] + _weights_flat(E, Q, K, W1, W2)
-            + [float(beta), float(gamma), float(norm_eps), float(eps)])
+    return (
+        [float(v) for v in np.ravel(y)]
+        + _weights_flat(E, Q, K, W1, W2)
+        + [float(beta), float(gamma), float(norm_eps), float(eps)]
+    )
 
 
 def _weights_flat(*arrays) -> list:
-    import numpy as np
     out = []
     for a in arrays:
         out.extend(float(v) for v in np.ravel(np.asarray(a, dtype=float)))
@@ -535,7 +616,6 @@ class ReducedRHS:
     """
 
     def __init__(self, order, red: BlockReduction, layers, E, beta, gamma, slow_term, norm_eps):
-        import numpy as np
         self.order, self.red = order, red
         self.P, self.d = red.P, red.d
         self.E = np.asarray(E, dtype=float)
@@ -543,35 +623,37 @@ class ReducedRHS:
         if self.E.ndim != 2 or self.E.shape[1] != red.d or T % red.P:
             raise ValueError(f"E must have shape (N·{red.P}, {red.d}), got {self.E.shape}")
         self.N = T // red.P
-        self.L = np.array([float(v) for v in red.coarse], dtype=float)    # (P,)
+        self.L = np.array([float(v) for v in red.coarse], dtype=float)  # (P,)
         self.slow_term = slow_term
         tail = [float(beta), float(gamma), float(norm_eps)]
-        self._E_flat = [_weights_flat(self.E[b * red.P:(b + 1) * red.P]) for b in range(self.N)]
+        self._E_flat = [_weights_flat(self.E[b * red.P : (b + 1) * red.P]) for b in range(self.N)]
         self._w_flat = []
         for lw in layers:
             Q, K, W1, W2 = _unpack_layer(lw)
             self._w_flat.append(_weights_flat(Q, K, W1, W2) + tail)
 
     def _block_field(self, key, seg, Y, eps):
-        import numpy as np
         fn = self.red._flat[key]
         w = self._w_flat[seg]
-        return np.array([fn(*(list(map(float, Y[b])) + self._E_flat[b] + w + [float(eps)]))
-                         for b in range(self.N)], dtype=float)
+        return np.array(
+            [
+                fn(*(list(map(float, Y[b])) + self._E_flat[b] + w + [float(eps)]))
+                for b in range(self.N)
+            ],
+            dtype=float,
+        )
 
     def H1(self, seg: int, Y):
         """``H₁`` (T×d) at ``X = UY`` on segment ``seg``."""
-        import numpy as np
         Y = np.asarray(Y, dtype=float).reshape(self.N, self.d)
         d, P = self.d, self.P
-        return self._block_field("f1_H1_curv", seg, Y, 0.0)[:, d:d + P * d].reshape(self.N * P, d)
+        return self._block_field("f1_H1_curv", seg, Y, 0.0)[:, d : d + P * d].reshape(self.N * P, d)
 
     def _coarse(self, S):
         """``Lᵀ S`` block by block (S is T×d)."""
         return S.reshape(self.N, self.P, self.d).transpose(0, 2, 1) @ self.L
 
     def __call__(self, seg: int, Y, eps: float = 0.0):
-        import numpy as np
         Y = np.asarray(Y, dtype=float).reshape(self.N, self.d)
         d, P = self.d, self.P
         if self.order == 0:
@@ -580,7 +662,7 @@ class ReducedRHS:
         else:
             vals = self._block_field("f1_H1_curv", seg, Y, eps)
             out = vals[:, :d].copy()
-            X = np.repeat(Y, P, axis=0) + eps * vals[:, d:d + P * d].reshape(self.N * P, d)
+            X = np.repeat(Y, P, axis=0) + eps * vals[:, d : d + P * d].reshape(self.N * P, d)
         if self.slow_term is not None:
             S = self.slow_term(seg, X)
             if S is not None:
@@ -597,9 +679,22 @@ def _unpack_layer(lw):
     return Q, K, W1, W2
 
 
-def reduced_rhs(order: int, mask: str, P: int, d: int, norm: bool, layer_weights, E, beta: float,
-                gamma: float, slow_term=None, *, norm_eps: float = 1e-6, m: int | None = None,
-                sigma: str = "tanh") -> ReducedRHS:
+def reduced_rhs(
+    order: int,
+    mask: str,
+    P: int,
+    d: int,
+    norm: bool,
+    layer_weights,
+    E,
+    beta: float,
+    gamma: float,
+    slow_term=None,
+    *,
+    norm_eps: float = 1e-6,
+    m: int | None = None,
+    sigma: str = "tanh",
+) -> ReducedRHS:
     """Reduced right-hand side ``f(seg, Y, eps) -> dY/dt`` (N×d) for a whole model.
 
     Args:

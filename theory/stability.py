@@ -32,13 +32,18 @@ This module never imports :mod:`numerics` (independent oracle).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import sympy as sp
 
-__all__ = ["NormalGates", "normal_critical_gates", "scalar_critical_gates", "block_causal_gap_ratio",
-           "slow_coupling_algebra"]
+__all__ = [
+    "NormalGates",
+    "normal_critical_gates",
+    "scalar_critical_gates",
+    "block_causal_gap_ratio",
+    "slow_coupling_algebra",
+]
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def normal_critical_gates() -> NormalGates:
     modulus_sq = (r * sp.cos(phi) + g) ** 2 + (r * sp.sin(phi)) ** 2
     roots = sp.solve(sp.Eq(modulus_sq, 1), g)
     # the two roots are -r cos φ ± √(1 − r² sin² φ): the positive one is g_c⁺, minus the negative one g_c⁻
-    disc = sp.sqrt(1 - r ** 2 * sp.sin(phi) ** 2)
+    disc = sp.sqrt(1 - r**2 * sp.sin(phi) ** 2)
     g_plus = -r * sp.cos(phi) + disc
     g_minus = r * sp.cos(phi) + disc
     found = {sp.simplify(x) for x in roots}
@@ -81,7 +86,7 @@ def normal_critical_gates() -> NormalGates:
     slack = g_plus - margin
     # slack ≥ 0: if 1 − r + r cos φ < 0 it is trivial; otherwise square both sides of
     # √(1 − r² sin²φ) ≥ 1 − r + r cos φ: the difference of squares is −2r(1 − r)(1 − cos φ) ≤ 0
-    lhs = sp.expand((margin + r * sp.cos(phi)) ** 2 - (1 - r ** 2 * sp.sin(phi) ** 2))
+    lhs = sp.expand((margin + r * sp.cos(phi)) ** 2 - (1 - r**2 * sp.sin(phi) ** 2))
     lhs = sp.simplify(lhs.subs(sp.sin(phi) ** 2, 1 - sp.cos(phi) ** 2))
     expected = sp.expand(-2 * r * (1 - r) * (1 - sp.cos(phi)))
     if sp.simplify(lhs - expected) != 0:

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -54,6 +55,7 @@ class PendingClaim(LookupError):
 
 
 # ----------------------------------------------------------------------------- JSON helpers
+
 
 def jsonable(obj):
     """Numpy scalars and arrays, tuples and non-finite floats as JSON-safe values (recursively).
@@ -122,8 +124,12 @@ class Param:
     def kind(self) -> str:
         """``bool``, ``int``, ``float``, ``str``, ``tuple[int]`` or ``tuple[float]``."""
         if isinstance(self.default, tuple):
-            inner = int if self.default and all(
-                isinstance(x, int) and not isinstance(x, bool) for x in self.default) else float
+            inner = (
+                int
+                if self.default
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in self.default)
+                else float
+            )
             return f"tuple[{_KINDS[inner]}]"
         return _KINDS[type(self.default)]
 
@@ -135,11 +141,17 @@ class Param:
         if self.low is not None or self.high is not None:
             lo = "(" if self.open_low else "["
             hi = ")" if self.open_high else "]"
-            parts.append(f"in {lo}{'-inf' if self.low is None else self.low}, "
-                         f"{'inf' if self.high is None else self.high}{hi}")
+            parts.append(
+                f"in {lo}{'-inf' if self.low is None else self.low}, "
+                f"{'inf' if self.high is None else self.high}{hi}"
+            )
         if self.kind.startswith("tuple"):
-            parts.append(f"length ≥ {self.min_len}" + (f" and ≤ {self.max_len}" if self.max_len else ""))
-        default = ",".join(map(str, self.default)) if isinstance(self.default, tuple) else self.default
+            parts.append(
+                f"length ≥ {self.min_len}" + (f" and ≤ {self.max_len}" if self.max_len else "")
+            )
+        default = (
+            ",".join(map(str, self.default)) if isinstance(self.default, tuple) else self.default
+        )
         return f"{' '.join(parts)}; default {default}"
 
     def parse(self, name: str, raw):
@@ -206,7 +218,9 @@ class Param:
             if not isinstance(value, (tuple, list)):
                 raise bad()
             values = tuple(real(x, kind == "tuple[int]") for x in value)
-            if len(values) < self.min_len or (self.max_len is not None and len(values) > self.max_len):
+            if len(values) < self.min_len or (
+                self.max_len is not None and len(values) > self.max_len
+            ):
                 raise bad()
             out = values
         for x in values:
@@ -220,6 +234,7 @@ class Param:
 
 
 # ----------------------------------------------------------------------------- diagnostics
+
 
 @dataclass(frozen=True)
 class Diagnostic:
@@ -237,7 +252,7 @@ class Diagnostic:
         return jsonable({"holds": bool(self.holds), "value": self.value, "rule": self.rule})
 
     @classmethod
-    def from_json(cls, data: dict) -> "Diagnostic":
+    def from_json(cls, data: dict) -> Diagnostic:
         return cls(bool(data["holds"]), unjsonable(data.get("value")), data.get("rule", ""))
 
 
@@ -285,6 +300,7 @@ class Control:
 
 
 # ----------------------------------------------------------------------------- the verdict
+
 
 @dataclass
 class Verdict:
@@ -346,42 +362,66 @@ class Verdict:
         if self.outcome == "error":
             return f"error: {self.error['type']}: {self.error['message']}"
         if self.outcome == "outside-hypotheses":
-            why = ", ".join(f"{k} ({_short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
-                            for k in self.violated)
-            tail = "; conclusion " + ("holds" if self.conclusion_holds else
-                                      "fails: " + ", ".join(self.failed_parts))
+            why = ", ".join(
+                f"{k} ({_short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
+                for k in self.violated
+            )
+            tail = "; conclusion " + (
+                "holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts)
+            )
             return f"outside the hypotheses: {why}{tail}"
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(
                 f"{k} ({_short(self.conclusion[k].value)}; {self.conclusion[k].rule})"
-                for k in self.failed_parts)
+                for k in self.failed_parts
+            )
         return "hypotheses and conclusion hold"
 
     def summary(self) -> str:
-        figs = ", ".join(f"{k}={_short(v)}" for k, v in list(self.figures.items())[:6]
-                         if not isinstance(v, (dict, list)))
+        figs = ", ".join(
+            f"{k}={_short(v)}"
+            for k, v in list(self.figures.items())[:6]
+            if not isinstance(v, (dict, list))
+        )
         ctl = f" control={self.control}" if self.control else ""
         return f"{self.id}: {self.outcome}{ctl} seed={self.seed}: {self.reason()} [{figs}]"
 
     def to_json(self) -> dict:
-        return jsonable({
-            "id": self.id, "verdict": self.outcome, "holds": self.holds,
-            "hypotheses_hold": self.hypotheses_hold, "conclusion_holds": self.conclusion_holds,
-            "hypotheses": {k: d.to_json() for k, d in self.hypotheses.items()},
-            "conclusion": {k: d.to_json() for k, d in self.conclusion.items()},
-            "reason": self.reason(), "figures": self.figures, "params": self.params,
-            "seed": self.seed, "control": self.control, "tolerance": self.tolerance,
-            "notes": self.notes, "error": self.error})
+        return jsonable(
+            {
+                "id": self.id,
+                "verdict": self.outcome,
+                "holds": self.holds,
+                "hypotheses_hold": self.hypotheses_hold,
+                "conclusion_holds": self.conclusion_holds,
+                "hypotheses": {k: d.to_json() for k, d in self.hypotheses.items()},
+                "conclusion": {k: d.to_json() for k, d in self.conclusion.items()},
+                "reason": self.reason(),
+                "figures": self.figures,
+                "params": self.params,
+                "seed": self.seed,
+                "control": self.control,
+                "tolerance": self.tolerance,
+                "notes": self.notes,
+                "error": self.error,
+            }
+        )
 
     @classmethod
-    def from_json(cls, data: dict) -> "Verdict":
+    def from_json(cls, data: dict) -> Verdict:
         return cls(
-            id=data["id"], outcome=data["verdict"],
+            id=data["id"],
+            outcome=data["verdict"],
             hypotheses={k: Diagnostic.from_json(v) for k, v in data["hypotheses"].items()},
             conclusion={k: Diagnostic.from_json(v) for k, v in data["conclusion"].items()},
-            figures=unjsonable(data["figures"]), params=data["params"], seed=data["seed"],
-            control=data.get("control"), tolerance=unjsonable(data.get("tolerance", {})),
-            notes=list(data.get("notes", [])), error=data.get("error"))
+            figures=unjsonable(data["figures"]),
+            params=data["params"],
+            seed=data["seed"],
+            control=data.get("control"),
+            tolerance=unjsonable(data.get("tolerance", {})),
+            notes=list(data.get("notes", [])),
+            error=data.get("error"),
+        )
 
 
 def _short(v) -> str:
@@ -395,6 +435,7 @@ def _short(v) -> str:
 
 
 # ----------------------------------------------------------------------------- the claim
+
 
 class Claim:
     """Base class of a claim unit; see the module docstring.
@@ -457,16 +498,19 @@ class Claim:
         p = self.defaults()
         for key, raw in (overrides or {}).items():
             if key not in self.params:
-                raise ValueError(f"unknown parameter {key!r} of {self.id}; expected one of "
-                                 f"{', '.join(self.params)}")
+                raise ValueError(
+                    f"unknown parameter {key!r} of {self.id}; expected one of "
+                    f"{', '.join(self.params)}"
+                )
             p[key] = self.params[key].parse(key, raw)
-        if "T" in p and "P" in p and p["T"] % p["P"]:   # T tokens in blocks of P
+        if "T" in p and "P" in p and p["T"] % p["P"]:  # T tokens in blocks of P
             raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         self.validate(p)
         return p
 
-    def check(self, params: Mapping | None = None, seed: int | None = None, *,
-              control: str | None = None) -> Verdict:
+    def check(
+        self, params: Mapping | None = None, seed: int | None = None, *, control: str | None = None
+    ) -> Verdict:
         """Decide the verdict on one instance (the only place where a verdict is decided).
 
         ``seed`` defaults to 0 (or to the control's own seed). ``control`` names a negative
@@ -496,26 +540,49 @@ class Claim:
         except (KeyboardInterrupt, SystemExit, PendingClaim):
             raise
         except Exception as exc:  # a valid input the check could not decide: outcome "error"
-            return Verdict(self.id, "error", hyps, {}, {}, p, seed, control,
-                           error={"type": type(exc).__name__, "message": str(exc) or repr(exc)})
+            return Verdict(
+                self.id,
+                "error",
+                hyps,
+                {},
+                {},
+                p,
+                seed,
+                control,
+                error={"type": type(exc).__name__, "message": str(exc) or repr(exc)},
+            )
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
         elif all(d.holds for d in parts.values()):
             outcome = "holds"
         else:
             outcome = "fails"
-        return Verdict(self.id, outcome, hyps, parts, concl.figures, p, seed, control,
-                       tolerance=concl.tolerance, notes=list(concl.notes))
+        return Verdict(
+            self.id,
+            outcome,
+            hyps,
+            parts,
+            concl.figures,
+            p,
+            seed,
+            control,
+            tolerance=concl.tolerance,
+            notes=list(concl.notes),
+        )
 
     def _named(self, found: Mapping, declared: Mapping, what: str) -> dict:
         if not isinstance(found, Mapping) or set(found) != set(declared):
-            raise TypeError(f"{self.id}: the {what}s computed ({sorted(found)}) are not the ones "
-                            f"declared ({sorted(declared)})")
+            raise TypeError(
+                f"{self.id}: the {what}s computed ({sorted(found)}) are not the ones "
+                f"declared ({sorted(declared)})"
+            )
         out = {}
         for k in declared:
             d = found[k]
             if not isinstance(d, Diagnostic):
-                raise TypeError(f"{self.id}: {what} {k!r} is a {type(d).__name__}, not a Diagnostic")
+                raise TypeError(
+                    f"{self.id}: {what} {k!r} is a {type(d).__name__}, not a Diagnostic"
+                )
             out[k] = Diagnostic(bool(d.holds), d.value, d.rule)
         return out
 
@@ -525,8 +592,11 @@ class Claim:
         if verdict.control is None:
             raise ValueError("not a negative control's verdict")
         ctl = self.control(verdict.control)
-        return (verdict.outcome == "outside-hypotheses" and ctl.breaks in verdict.violated
-                and not verdict.conclusion_holds)
+        return (
+            verdict.outcome == "outside-hypotheses"
+            and ctl.breaks in verdict.violated
+            and not verdict.conclusion_holds
+        )
 
     def describe(self) -> str:
         """The claim, its parameters, hypotheses, conclusion and controls, for ``--help`` texts."""
@@ -536,5 +606,8 @@ class Claim:
         lines += ["conclusion:"] + [f"  {k}: {m}" for k, m in self.conclusion.items()]
         lines += ["negative controls:"] + [
             f"  {c.name}: {c.meaning} (breaks {c.breaks}; "
-            + ", ".join(f"{k}={v}" for k, v in c.params.items()) + ")" for c in self.controls]
+            + ", ".join(f"{k}={v}" for k, v in c.params.items())
+            + ")"
+            for c in self.controls
+        ]
         return "\n".join(lines)

@@ -13,7 +13,7 @@ asserts its outcome. ``claim.negative(verdict)`` records a negative control's ve
 measured number, ``claim.note(text)`` a remark that goes into the report.
 
 Sweeps over seeds, sizes and masks go through the ``check_sweep`` fixture, which runs the checks
-as points of :func:`fastslow.sweep.sweep` on the session's executor (``--workers``,
+as points of :func:`verify.sweep.sweep` on the session's executor (``--workers``,
 ``--scheduler``, ``--sweep-cache``; see the root ``conftest.py``)::
 
     results = check_sweep([dict(claim="D7", seed=s, mask=m) for s in seeds for m in masks])
@@ -21,14 +21,15 @@ as points of :func:`fastslow.sweep.sweep` on the session's executor (``--workers
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from fastslow import sweep as sw
-from fastslow.provenance import provenance
+from verify import sweep as sw
 from verify.claim import Verdict
+from verify.provenance import provenance
 from verify.registry import CLAIMS
 from verify.report import ClaimLedger, build_report, write_report
 
@@ -59,7 +60,9 @@ def pytest_collection_modifyitems(config, items):
             continue
         marker = item.get_closest_marker("claim")
         if marker is None or not marker.args:
-            raise pytest.UsageError(f"{item.nodeid}: every verify test needs @pytest.mark.claim(ID)")
+            raise pytest.UsageError(
+                f"{item.nodeid}: every verify test needs @pytest.mark.claim(ID)"
+            )
         cid = marker.args[0]
         if cid not in CLAIMS:
             raise pytest.UsageError(f"{item.nodeid}: unknown claim ID {cid!r}")
@@ -136,14 +139,20 @@ def check_sweep(request, sweep_executor):
     """``check_sweep(points) -> [Verdict]``: ``run_check(**point)`` for every point, as a sweep.
 
     Each point is ``dict(claim=ID, seed=N, **params)``. The results are the same whatever the
-    executor (see :mod:`fastslow.sweep`).
+    executor (see :mod:`verify.sweep`).
     """
     cache = request.config.getoption("--sweep-cache")
 
     def run(points: list[dict], label: str | None = None) -> list[Verdict]:
-        results = sw.sweep(sw.check_point, points, executor=sweep_executor, cache_dir=cache,
-                           label=label or request.node.name)
+        results = sw.sweep(
+            sw.check_point,
+            points,
+            executor=sweep_executor,
+            cache_dir=cache,
+            label=label or request.node.name,
+        )
         return [Verdict.from_json(r) for r in results]
+
     return run
 
 
@@ -162,8 +171,10 @@ def _incomplete_reasons(session, exitstatus) -> list[str]:
     collected_files = {Path(n.split("::")[0]).name for n in config.stash[_CLAIM_OF]}
     all_files = {p.name for p in _HERE.glob("test_*.py")}
     if all_files - collected_files:
-        why.append("not every verify test module was collected: missing "
-                   + ", ".join(sorted(all_files - collected_files)))
+        why.append(
+            "not every verify test module was collected: missing "
+            + ", ".join(sorted(all_files - collected_files))
+        )
     return why
 
 
@@ -182,13 +193,15 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter, config):
     paths = config.stash.get(_REPORT_PATHS, None)
     if paths:
-        import json
         rep = json.loads(paths[0].read_text())
-        terminalreporter.write_sep("=", "fastslow claim report" + ("" if rep["complete"] else
-                                                                   " (PARTIAL)"))
+        terminalreporter.write_sep(
+            "=", "fastslow claim report" + ("" if rep["complete"] else " (PARTIAL)")
+        )
         for c in rep["claims"]:
-            terminalreporter.write_line(f"{c['id']:>3}  {c['status']:<9} negative control: "
-                                        f"{c['negative_control']:<18} {c['title']}")
+            terminalreporter.write_line(
+                f"{c['id']:>3}  {c['status']:<9} negative control: "
+                f"{c['negative_control']:<18} {c['title']}"
+            )
             for r in c["reasons"][:3]:
                 terminalreporter.write_line(f"       {r}")
         for r in rep["incomplete_reasons"]:

@@ -22,9 +22,11 @@ def homogeneous_reference(cfg, layers, X0, E=None) -> dict:
     gates = np.array([lp.g for lp in layers], dtype=float)
     open_gate = float(np.abs(gates).max()) if cfg.slow else 0.0
     return {
-        "state_token_homogeneous": Diagnostic(spread == 0.0, spread,
-                                              "max_t max|X_t − X_1| = 0 (bitwise)"),
+        "state_token_homogeneous": Diagnostic(
+            spread == 0.0, spread, "max_t max|X_t − X_1| = 0 (bitwise)"
+        ),
         "injection_homogeneous": Diagnostic(inj == 0.0, inj, "γ · max_t max|E_t − E_1| = 0"),
-        "slow_path_closed": Diagnostic(open_gate == 0.0, open_gate,
-                                       "max_l |g_l| over layers with a slow path = 0"),
+        "slow_path_closed": Diagnostic(
+            open_gate == 0.0, open_gate, "max_l |g_l| over layers with a slow path = 0"
+        ),
     }

@@ -11,9 +11,17 @@ from numerics import lapack
 from .registry import get_claim, run_check
 
 
-def assert_portable(cid: str, params: dict | None = None, seed: int | None = None, *,
-                    control: str | None = None, figures=None, rtol: float = 0.0,
-                    lapack_seeds=(1, 2), cond: float = 1e12) -> None:
+def assert_portable(
+    cid: str,
+    params: dict | None = None,
+    seed: int | None = None,
+    *,
+    control: str | None = None,
+    figures=None,
+    rtol: float = 0.0,
+    lapack_seeds=(1, 2),
+    cond: float = 1e12,
+) -> None:
     """Decide ``cid`` on the instance as usual and once inside ``other_valid_answers(s, cond)`` for
     every ``s`` in ``lapack_seeds``; assert the same outcome, the same violated hypotheses and
     failed conclusion parts, and the same ``figures`` (default: the claim's key figures), equal,

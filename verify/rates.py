@@ -25,7 +25,7 @@ pre-asymptotic stretch at coarse steps cannot be mistaken for it.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -40,9 +40,13 @@ def slope_fit(h, err) -> dict:
     h, err = np.asarray(h, float), np.asarray(err, float)
     r = stats.linregress(np.log(h), np.log(err))
     q = stats.t.ppf(0.975, len(h) - 2)
-    return {"slope": float(r.slope), "ci95": [float(r.slope - q * r.stderr),
-                                              float(r.slope + q * r.stderr)],
-            "stderr": float(r.stderr), "intercept": float(r.intercept), "r2": float(r.rvalue ** 2)}
+    return {
+        "slope": float(r.slope),
+        "ci95": [float(r.slope - q * r.stderr), float(r.slope + q * r.stderr)],
+        "stderr": float(r.stderr),
+        "intercept": float(r.intercept),
+        "r2": float(r.rvalue**2),
+    }
 
 
 def local_slopes(h, err) -> np.ndarray:
@@ -51,8 +55,16 @@ def local_slopes(h, err) -> np.ndarray:
     return np.diff(le) / np.diff(lh)
 
 
-def asymptotic_slope(ladder: Sequence[float], error_of: Callable[[float], float], expected: float,
-                     tol: float, *, start: int = 0, window: int = 5, finest: bool = False) -> dict:
+def asymptotic_slope(
+    ladder: Sequence[float],
+    error_of: Callable[[float], float],
+    expected: float,
+    tol: float,
+    *,
+    start: int = 0,
+    window: int = 5,
+    finest: bool = False,
+) -> dict:
     """The rate of ``error_of(h)`` over its asymptotic window on ``ladder`` (coarse to fine).
 
     ``error_of`` is called once per ladder point that the rule needs, from ``ladder[start]`` on.
@@ -68,10 +80,16 @@ def asymptotic_slope(ladder: Sequence[float], error_of: Callable[[float], float]
     def decided(wh, we):
         fit = slope_fit(wh, we)
         lo, hi = fit["ci95"]
-        return {"slope": fit["slope"], "ci95": fit["ci95"],
-                "holds": bool(expected - tol <= lo and hi <= expected + tol),
-                "converged": True, "window": [wh[0], wh[-1]], "h": hs, "err": errs,
-                "local_slopes": local_slopes(hs, errs).tolist()}
+        return {
+            "slope": fit["slope"],
+            "ci95": fit["ci95"],
+            "holds": bool(expected - tol <= lo and hi <= expected + tol),
+            "converged": True,
+            "window": [wh[0], wh[-1]],
+            "h": hs,
+            "err": errs,
+            "local_slopes": local_slopes(hs, errs).tolist(),
+        }
 
     for h in ladder[start:]:
         e = float(error_of(h))
@@ -86,11 +104,21 @@ def asymptotic_slope(ladder: Sequence[float], error_of: Callable[[float], float]
             return decided(hs[-window:], errs[-window:])
     if finest:
         for k in range(len(hs) - window, -1, -1):
-            ls = local_slopes(hs[k:k + window], errs[k:k + window])
+            ls = local_slopes(hs[k : k + window], errs[k : k + window])
             if ls.max() - ls.min() <= tol / 2:
-                return decided(hs[k:k + window], errs[k:k + window])
-    fit = slope_fit(hs[-window:], errs[-window:]) if len(hs) >= 3 else {"slope": float("nan"),
-                                                                           "ci95": [float("nan")] * 2}
-    return {"slope": fit["slope"], "ci95": fit["ci95"], "holds": False, "converged": False,
-            "window": [hs[-min(window, len(hs))], hs[-1]] if hs else [], "h": hs, "err": errs,
-            "local_slopes": local_slopes(hs, errs).tolist() if len(hs) > 1 else []}
+                return decided(hs[k : k + window], errs[k : k + window])
+    fit = (
+        slope_fit(hs[-window:], errs[-window:])
+        if len(hs) >= 3
+        else {"slope": float("nan"), "ci95": [float("nan")] * 2}
+    )
+    return {
+        "slope": fit["slope"],
+        "ci95": fit["ci95"],
+        "holds": False,
+        "converged": False,
+        "window": [hs[-min(window, len(hs))], hs[-1]] if hs else [],
+        "h": hs,
+        "err": errs,
+        "local_slopes": local_slopes(hs, errs).tolist() if len(hs) > 1 else [],
+    }

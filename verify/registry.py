@@ -13,8 +13,24 @@ from collections.abc import Mapping
 
 from .claim import Claim, Verdict
 
-IDS = ("A1", "A2", "A3", "D1", "D2", "D3", "D4", "D5", "D6", "D7", "D8", "D9", "F1", "F2", "F3",
-       "E1")
+IDS = (
+    "A1",
+    "A2",
+    "A3",
+    "D1",
+    "D2",
+    "D3",
+    "D4",
+    "D5",
+    "D6",
+    "D7",
+    "D8",
+    "D9",
+    "F1",
+    "F2",
+    "F3",
+    "E1",
+)
 """Every claim ID, in the order of the claim list (``docs/claims.md``)."""
 
 
@@ -31,7 +47,9 @@ class _Units(Mapping):
             module = importlib.import_module(f"verify.checks.{cid.lower()}")
             unit = getattr(module, "CLAIM", None)
             if not isinstance(unit, Claim) or unit.id != cid:
-                raise TypeError(f"verify.checks.{cid.lower()} must define CLAIM, the Claim unit of {cid}")
+                raise TypeError(
+                    f"verify.checks.{cid.lower()} must define CLAIM, the Claim unit of {cid}"
+                )
             self._loaded[cid] = unit
         return self._loaded[cid]
 
@@ -59,8 +77,13 @@ def get_claim(claim_id: str) -> Claim:
     return CLAIMS[key]
 
 
-def run_check(claim_id: str, params: dict | None = None, seed: int | None = None, *,
-              control: str | None = None) -> Verdict:
+def run_check(
+    claim_id: str,
+    params: dict | None = None,
+    seed: int | None = None,
+    *,
+    control: str | None = None,
+) -> Verdict:
     """The verdict of ``claim_id`` on the instance ``params`` (defaults updated), ``seed``; see
     :meth:`verify.claim.Claim.check`."""
     return get_claim(claim_id).check(params, seed, control=control)

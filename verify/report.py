@@ -61,8 +61,10 @@ class ClaimLedger:
         if verdict.id != claim_id:
             raise ValueError(f"a verdict of {verdict.id} recorded under claim {claim_id}")
         if negative and verdict.control is None:
-            raise ValueError(f"{claim_id}: a negative control's verdict must name its control "
-                             "(run_check(ID, control=NAME))")
+            raise ValueError(
+                f"{claim_id}: a negative control's verdict must name its control "
+                "(run_check(ID, control=NAME))"
+            )
         e = self._entry(claim_id)
         (e.controls if negative else e.main).append(verdict)
 
@@ -104,15 +106,21 @@ def claim_status(cid: str, e: _Entry) -> tuple[str, str, list[str]]:
         neg = "pending"
     errors = [v for v in e.main + e.controls if v.outcome == "error"]
     if errors:
-        return "error", neg, [f"{v.control or 'main instance'} (seed {v.seed}): {v.reason()}"
-                              for v in errors]
+        return (
+            "error",
+            neg,
+            [f"{v.control or 'main instance'} (seed {v.seed}): {v.reason()}" for v in errors],
+        )
     why = []
     failed = sorted(n for n, o in e.tests.items() if o == "failed")
     if failed:
         why.append(f"{len(failed)} test(s) failed: " + ", ".join(failed[:5]))
     why += [f"main instance (seed {v.seed}): {v.reason()}" for v in e.main if not v.holds]
-    why += [f"negative control {v.control} did not fail as predicted: {v.reason()}"
-            for v in e.controls if not unit.fails_as_predicted(v)]
+    why += [
+        f"negative control {v.control} did not fail as predicted: {v.reason()}"
+        for v in e.controls
+        if not unit.fails_as_predicted(v)
+    ]
     if why:
         return "failed", neg, why
     if not e.main:
@@ -124,17 +132,31 @@ def claim_status(cid: str, e: _Entry) -> tuple[str, str, list[str]]:
 
 def _control_entry(unit, v: Verdict) -> dict:
     ctl = unit.control(v.control)
-    return {"name": v.control, "breaks": ctl.breaks, "meaning": ctl.meaning,
-            "verdict": v.outcome, "violated": v.violated, "failed_parts": v.failed_parts,
-            "fails_as_predicted": unit.fails_as_predicted(v), "reason": v.reason(),
-            "params": v.params, "seed": v.seed,
-            "hypotheses": {k: d.to_json() for k, d in v.hypotheses.items()},
-            "conclusion": {k: d.to_json() for k, d in v.conclusion.items()},
-            "figures": v.figures, "error": v.error}
+    return {
+        "name": v.control,
+        "breaks": ctl.breaks,
+        "meaning": ctl.meaning,
+        "verdict": v.outcome,
+        "violated": v.violated,
+        "failed_parts": v.failed_parts,
+        "fails_as_predicted": unit.fails_as_predicted(v),
+        "reason": v.reason(),
+        "params": v.params,
+        "seed": v.seed,
+        "hypotheses": {k: d.to_json() for k, d in v.hypotheses.items()},
+        "conclusion": {k: d.to_json() for k, d in v.conclusion.items()},
+        "figures": v.figures,
+        "error": v.error,
+    }
 
 
-def build_report(ledger: ClaimLedger, provenance: dict, *, complete: bool = True,
-                 incomplete_reasons: list | None = None) -> dict:
+def build_report(
+    ledger: ClaimLedger,
+    provenance: dict,
+    *,
+    complete: bool = True,
+    incomplete_reasons: list | None = None,
+) -> dict:
     """The report as a JSON-ready dict (see ``verify/report.schema.json``)."""
     claims = []
     for cid, unit in CLAIMS.items():
@@ -144,35 +166,50 @@ def build_report(ledger: ClaimLedger, provenance: dict, *, complete: bool = True
         figures = dict(head.figures) if head else {}
         figures.update(e.figures)
         key = {k: figures.get(k) for k in unit.key_figures}
-        claims.append(jsonable({
-            "id": cid,
-            "title": unit.title,
-            "statement": unit.statement,
-            "abstract": unit.abstract,
-            "status": status,
-            "reasons": why,
-            "negative_control": neg,
-            "hypotheses": dict(unit.hypotheses),
-            "conclusion": dict(unit.conclusion),
-            "key_figures": key,
-            "figures": figures,
-            "verdicts": [v.to_json() for v in e.main],
-            "controls": [_control_entry(unit, v) for v in e.controls],
-            "tolerance": dict(head.tolerance) if head else {},
-            "seconds": round(e.seconds, 3),
-            "tests": dict(sorted(e.tests.items())),
-            "notes": list(dict.fromkeys(e.notes + [n for v in e.main + e.controls for n in v.notes])),
-            "provenance": {"seeds": sorted({v.seed for v in e.main + e.controls}),
-                           "params": [v.params for v in e.main],
-                           "git": provenance.get("git")},
-        }))
+        claims.append(
+            jsonable(
+                {
+                    "id": cid,
+                    "title": unit.title,
+                    "statement": unit.statement,
+                    "abstract": unit.abstract,
+                    "status": status,
+                    "reasons": why,
+                    "negative_control": neg,
+                    "hypotheses": dict(unit.hypotheses),
+                    "conclusion": dict(unit.conclusion),
+                    "key_figures": key,
+                    "figures": figures,
+                    "verdicts": [v.to_json() for v in e.main],
+                    "controls": [_control_entry(unit, v) for v in e.controls],
+                    "tolerance": dict(head.tolerance) if head else {},
+                    "seconds": round(e.seconds, 3),
+                    "tests": dict(sorted(e.tests.items())),
+                    "notes": list(
+                        dict.fromkeys(e.notes + [n for v in e.main + e.controls for n in v.notes])
+                    ),
+                    "provenance": {
+                        "seeds": sorted({v.seed for v in e.main + e.controls}),
+                        "params": [v.params for v in e.main],
+                        "git": provenance.get("git"),
+                    },
+                }
+            )
+        )
     counts = {s: sum(c["status"] == s for c in claims) for s in STATUSES}
-    return {"$schema": SCHEMA_PATH, "schema_version": SCHEMA_VERSION,
-            "complete": bool(complete), "incomplete_reasons": list(incomplete_reasons or []),
-            "provenance": jsonable(provenance), "summary": counts, "claims": claims}
+    return {
+        "$schema": SCHEMA_PATH,
+        "schema_version": SCHEMA_VERSION,
+        "complete": bool(complete),
+        "incomplete_reasons": list(incomplete_reasons or []),
+        "provenance": jsonable(provenance),
+        "summary": counts,
+        "claims": claims,
+    }
 
 
 # ----------------------------------------------------------------------------- REPORT.md
+
 
 def _fmt(v) -> str:
     if isinstance(v, bool) or v is None:
@@ -180,10 +217,10 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
     if isinstance(v, list) and len(v) == 2 and all(isinstance(x, float) for x in v):
-        return f"[{v[0]:.4g}, {v[1]:.4g}]"          # an interval: enough digits to see its width
+        return f"[{v[0]:.4g}, {v[1]:.4g}]"  # an interval: enough digits to see its width
     if isinstance(v, list) and len(v) <= 4 and all(isinstance(x, (int, float)) for x in v):
         return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    if isinstance(v, dict) and isinstance(v.get("slope"), float):   # a fitted rate
+    if isinstance(v, dict) and isinstance(v.get("slope"), float):  # a fitted rate
         ci = v.get("ci95")
         return f"{v['slope']:.4g}" + (f" {_fmt(ci)}" if isinstance(ci, list) else "")
     if isinstance(v, (list, dict)):
@@ -208,47 +245,80 @@ def render_markdown(report: dict) -> str:
     lines = ["# fastslow claim report", ""]
     if not report["complete"]:
         lines += ["**PARTIAL REPORT** — " + "; ".join(report["incomplete_reasons"]), ""]
-    lines += [f"Commit `{(git.get('commit') or 'unknown')[:12]}` (dirty: {git.get('dirty')}), "
-              f"profile {prov.get('profile', 'default')}, python {prov.get('python')}, BLAS "
-              f"{blas.get('summary', 'unknown')}. "
-              + ", ".join(f"{v} {k}" for k, v in report["summary"].items()) + ".", "",
-              "| ID | claim | status | negative control | key figures |", "|---|---|---|---|---|"]
+    lines += [
+        f"Commit `{(git.get('commit') or 'unknown')[:12]}` (dirty: {git.get('dirty')}), "
+        f"profile {prov.get('profile', 'default')}, python {prov.get('python')}, BLAS "
+        f"{blas.get('summary', 'unknown')}. "
+        + ", ".join(f"{v} {k}" for k, v in report["summary"].items())
+        + ".",
+        "",
+        "| ID | claim | status | negative control | key figures |",
+        "|---|---|---|---|---|",
+    ]
     for c in report["claims"]:
-        lines.append(f"| [{c['id']}](#{c['id'].lower()}) | {_cell(c['title'])} | **{c['status']}** | "
-                     f"{c['negative_control']} | {_cell(key_figures_text(c))} |")
+        lines.append(
+            f"| [{c['id']}](#{c['id'].lower()}) | {_cell(c['title'])} | **{c['status']}** | "
+            f"{c['negative_control']} | {_cell(key_figures_text(c))} |"
+        )
     lines += ["", "## What each claim says, as checked", ""]
     for c in report["claims"]:
         lines.append(f"- **{c['id']}** ({c['status']}): {c['statement']}")
         for r in c["reasons"]:
             lines.append(f"  - why {c['status']}: {r}")
     for c in report["claims"]:
-        lines += ["", f"## {c['id']}", "", f"**{c['title']}** — {c['status']}; negative control "
-                  f"{c['negative_control']}.", "", f"> {c['abstract']}", "", c["statement"], ""]
+        lines += [
+            "",
+            f"## {c['id']}",
+            "",
+            f"**{c['title']}** — {c['status']}; negative control {c['negative_control']}.",
+            "",
+            f"> {c['abstract']}",
+            "",
+            c["statement"],
+            "",
+        ]
         if c["reasons"]:
             lines += ["Why this status: " + "; ".join(c["reasons"]), ""]
         for v in c["verdicts"]:
-            lines += [f"Instance seed {v['seed']}: **{v['verdict']}** — {v['reason']}", "",
-                      "| | name | holds | value | rule |", "|---|---|---|---|---|"]
+            lines += [
+                f"Instance seed {v['seed']}: **{v['verdict']}** — {v['reason']}",
+                "",
+                "| | name | holds | value | rule |",
+                "|---|---|---|---|---|",
+            ]
             for kind in ("hypotheses", "conclusion"):
                 for k, d in v[kind].items():
-                    lines.append(f"| {kind[:10]} | {k} | {d['holds']} | {_cell(_fmt(d['value']))} | "
-                                 f"{_cell(d['rule'])} |")
+                    lines.append(
+                        f"| {kind[:10]} | {k} | {d['holds']} | {_cell(_fmt(d['value']))} | "
+                        f"{_cell(d['rule'])} |"
+                    )
             lines.append("")
         if c["controls"]:
-            lines += ["| negative control | breaks | verdict | as predicted | reason |",
-                      "|---|---|---|---|---|"]
+            lines += [
+                "| negative control | breaks | verdict | as predicted | reason |",
+                "|---|---|---|---|---|",
+            ]
             for ctl in c["controls"]:
-                lines.append(f"| {ctl['name']} | {ctl['breaks']} | {ctl['verdict']} | "
-                             f"{ctl['fails_as_predicted']} | {_cell(ctl['reason'])} |")
+                lines.append(
+                    f"| {ctl['name']} | {ctl['breaks']} | {ctl['verdict']} | "
+                    f"{ctl['fails_as_predicted']} | {_cell(ctl['reason'])} |"
+                )
             lines.append("")
         for n in c["notes"]:
             lines.append(f"- {n}")
         scalars = {k: v for k, v in c["figures"].items() if not isinstance(v, (dict, list))}
         if scalars:
-            lines += ["", "Measured: " + "; ".join(f"{k} = {_fmt(v)}" for k, v in scalars.items())
-                      + " (arrays and nested results: report.json)."]
+            lines += [
+                "",
+                "Measured: "
+                + "; ".join(f"{k} = {_fmt(v)}" for k, v in scalars.items())
+                + " (arrays and nested results: report.json).",
+            ]
         if c["tolerance"]:
-            lines += ["", "Tolerances: " + ", ".join(f"{k} = {v}" for k, v in c["tolerance"].items())]
+            lines += [
+                "",
+                "Tolerances: " + ", ".join(f"{k} = {v}" for k, v in c["tolerance"].items()),
+            ]
         if c["provenance"]["seeds"]:
             lines += ["", f"Seeds: {c['provenance']['seeds']}; {c['seconds']} s."]
     lines += ["", "## Provenance", "", "```json", json.dumps(prov, indent=1), "```", ""]
@@ -256,6 +326,7 @@ def render_markdown(report: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- writing
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so that

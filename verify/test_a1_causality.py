@@ -5,7 +5,8 @@ controls run in ``verify/test_negative_controls.py``.
 """
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verify.registry import run_check
 
@@ -17,9 +18,15 @@ def test_blockcausal_model_is_autoregressive_and_slow_input_is_block_constant(cl
     assert result.outcome == "holds", result.summary()
 
 
-@given(T_blocks=st.integers(1, 4), P=st.integers(1, 4), d=st.integers(1, 4), L=st.integers(1, 3),
-       gate=st.floats(0.05, 3.0), mask=st.sampled_from(["causal", "block_causal"]),
-       seed=st.integers(0, 2**16))
+@given(
+    T_blocks=st.integers(1, 4),
+    P=st.integers(1, 4),
+    d=st.integers(1, 4),
+    L=st.integers(1, 3),
+    gate=st.floats(0.05, 3.0),
+    mask=st.sampled_from(["causal", "block_causal"]),
+    seed=st.integers(0, 2**16),
+)
 def test_autoregressive_for_random_sizes_weights_and_gates(T_blocks, P, d, L, gate, mask, seed):
     params = {"T": T_blocks * P, "P": P, "d": d, "L": L, "gate": gate, "mask": mask}
     result = run_check("A1", params, seed=seed)

@@ -9,9 +9,10 @@ benchmark, not here.
 
 import pytest
 import sympy as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics.cost import layer_flops
+from numerics.model.cost import layer_flops
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
 
@@ -23,19 +24,25 @@ def test_counted_flop_equal_the_model_and_attention_costs_one_over_P_squared(cla
     assert result.outcome == "holds", result.summary()
 
 
-@given(N=st.integers(1, 8), P=st.integers(1, 8), d=st.integers(1, 9), m=st.integers(1, 20),
-       mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-       seed=st.integers(0, 2**16))
+@given(
+    N=st.integers(1, 8),
+    P=st.integers(1, 8),
+    d=st.integers(1, 9),
+    m=st.integers(1, 20),
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+    seed=st.integers(0, 2**16),
+)
 def test_verdict_for_random_sizes_holds_exactly_inside_the_hypotheses(N, P, d, m, mask, seed):
     """Inside the hypotheses the claim holds; outside (a wide MLP) it is never 'fails' or 'error'
     (the bracket part then fails, as the grid part of the verdict shows it must)."""
     result = run_check("A2", {"T": N * P, "P": P, "d": d, "m": m, "mask": mask}, seed=seed)
-    assert result.outcome == ("holds" if result.hypotheses_hold else "outside-hypotheses"), \
+    assert result.outcome == ("holds" if result.hypotheses_hold else "outside-hypotheses"), (
         result.summary()
+    )
 
 
 def test_symbolic_bracket_identities():
-    """The closed forms behind the bracket condition, and numerics.cost is these polynomials."""
+    """The closed forms behind the bracket condition, and numerics.model.cost is these polynomials."""
     T, P, d, m = sp.symbols("T P d m", positive=True)
     N = T / P
     slow = 4 * N**2 * d + 6 * N * d**2

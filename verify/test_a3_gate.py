@@ -6,7 +6,8 @@ control (a non-zero gate) runs in ``verify/test_negative_controls.py``.
 """
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
@@ -17,26 +18,58 @@ pytestmark = pytest.mark.claim("A3")
 def test_zero_gate_hides_the_slow_path_exactly(claim):
     result = claim.main(run_check("A3", {}, seed=11))
     assert result.outcome == "holds", result.summary()
-    claim.figure("output_bytes_equal_to_fast_only", result.figures["output_bytes_equal_to_fast_only"])
+    claim.figure(
+        "output_bytes_equal_to_fast_only", result.figures["output_bytes_equal_to_fast_only"]
+    )
 
 
 def test_zero_gate_with_injection_no_norm_and_full_slow_mask(claim):
-    result = claim.main(run_check("A3", {"norm": False, "gamma": 0.5, "slow_scale": 10.0,
-                                         "slow_mask": "full", "sigma": "identity"}, seed=12))
+    result = claim.main(
+        run_check(
+            "A3",
+            {
+                "norm": False,
+                "gamma": 0.5,
+                "slow_scale": 10.0,
+                "slow_mask": "full",
+                "sigma": "identity",
+            },
+            seed=12,
+        )
+    )
     assert result.outcome == "holds", result.summary()
 
 
-@given(N=st.integers(2, 4), P=st.integers(1, 3), d=st.integers(1, 4), L=st.integers(1, 3),
-       mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-       slow_mask=st.sampled_from(["blockcausal", "full"]), norm=st.booleans(),
-       sigma=st.sampled_from(["tanh", "identity"]), gamma=st.sampled_from([0.0, 0.5]),
-       slow_scale=st.sampled_from([0.1, 1.0, 30.0, 1000.0]), seed=st.integers(0, 2**16))
-def test_zero_gate_property_over_random_instances(N, P, d, L, mask, slow_mask, norm, sigma, gamma,
-                                                  slow_scale, seed):
+@given(
+    N=st.integers(2, 4),
+    P=st.integers(1, 3),
+    d=st.integers(1, 4),
+    L=st.integers(1, 3),
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+    slow_mask=st.sampled_from(["blockcausal", "full"]),
+    norm=st.booleans(),
+    sigma=st.sampled_from(["tanh", "identity"]),
+    gamma=st.sampled_from([0.0, 0.5]),
+    slow_scale=st.sampled_from([0.1, 1.0, 30.0, 1000.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_zero_gate_property_over_random_instances(
+    N, P, d, L, mask, slow_mask, norm, sigma, gamma, slow_scale, seed
+):
     if not norm and slow_scale > 30:
         slow_scale = 30.0  # without the norm the slow scores grow like slow_scale²·|X|²
-    params = {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "slow_mask": slow_mask,
-              "norm": norm, "sigma": sigma, "gamma": gamma, "slow_scale": slow_scale}
+    params = {
+        "T": N * P,
+        "P": P,
+        "d": d,
+        "L": L,
+        "mask": mask,
+        "slow_mask": slow_mask,
+        "norm": norm,
+        "sigma": sigma,
+        "gamma": gamma,
+        "slow_scale": slow_scale,
+    }
     result = run_check("A3", params, seed=seed)
     assert result.outcome == "holds", result.summary()
 

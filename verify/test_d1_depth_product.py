@@ -7,7 +7,8 @@ controls run in ``verify/test_negative_controls.py``.
 """
 
 import pytest
-from hypothesis import assume, given, strategies as st
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
@@ -21,8 +22,10 @@ def test_depth_ordered_product_and_order_matters_with_untied_weights(claim, chec
     result = claim.main(run_check("D1", {}, seed=0))
     assert result.outcome == "holds", result.summary()
     others = [claim.main(r) for r in check_sweep([dict(claim="D1", seed=s) for s in range(1, 6)])]
-    claim.figure("untied_reversal_rel_difference_min_over_seeds_0_5",
-                 min(r.figures["reversal_rel_difference"] for r in others + [result]))
+    claim.figure(
+        "untied_reversal_rel_difference_min_over_seeds_0_5",
+        min(r.figures["reversal_rel_difference"] for r in others + [result]),
+    )
     for r in others:
         assert r.outcome == "holds", r.summary()
 
@@ -33,30 +36,64 @@ def test_tied_weights_at_a_fixed_point_reversal_agrees(claim):
 
 
 def test_tied_weights_at_a_homogeneous_fixed_point(claim):
-    result = claim.main(run_check("D1", {"tied": True, "trajectory": "homogeneous_fixed_point",
-                                         "gate": 0.0, "T": 16, "P": 4}, seed=1))
+    result = claim.main(
+        run_check(
+            "D1",
+            {"tied": True, "trajectory": "homogeneous_fixed_point", "gate": 0.0, "T": 16, "P": 4},
+            seed=1,
+        )
+    )
     assert result.outcome == "holds", result.summary()
 
 
-@given(N=st.integers(1, 3), P=st.integers(1, 2), d=st.integers(2, 4), L=st.integers(1, 3),
-       mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-       norm=st.booleans(), sigma=st.sampled_from(["tanh", "identity"]), tied=st.booleans(),
-       h=st.sampled_from([1.0, 0.5, 0.25]), gamma=st.sampled_from([0.0, 1.0]),
-       gate=st.sampled_from([0.0, 0.5]), seed=st.integers(0, 2**16))
-def test_chain_rule_over_random_instances(N, P, d, L, mask, norm, sigma, tied, h, gamma, gate, seed):
+@given(
+    N=st.integers(1, 3),
+    P=st.integers(1, 2),
+    d=st.integers(2, 4),
+    L=st.integers(1, 3),
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+    norm=st.booleans(),
+    sigma=st.sampled_from(["tanh", "identity"]),
+    tied=st.booleans(),
+    h=st.sampled_from([1.0, 0.5, 0.25]),
+    gamma=st.sampled_from([0.0, 1.0]),
+    gate=st.sampled_from([0.0, 0.5]),
+    seed=st.integers(0, 2**16),
+)
+def test_chain_rule_over_random_instances(
+    N, P, d, L, mask, norm, sigma, tied, h, gamma, gate, seed
+):
     """The chain-rule parts of the verdict hold on every instance, inside the hypotheses or not
     (random untied instances may honestly miss the order threshold; tied ones on a moving
     trajectory are outside the hypotheses)."""
-    params = {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "norm": norm, "sigma": sigma,
-              "tied": tied, "h": h, "gamma": gamma, "gate": gate}
+    params = {
+        "T": N * P,
+        "P": P,
+        "d": d,
+        "L": L,
+        "mask": mask,
+        "norm": norm,
+        "sigma": sigma,
+        "tied": tied,
+        "h": h,
+        "gamma": gamma,
+        "gate": gate,
+    }
     result = run_check("D1", params, seed=seed)
     assert result.outcome != "error", result.summary()
     assert all(result.conclusion[k].holds for k in CHAIN_PARTS), result.summary()
 
 
-@given(N=st.integers(1, 3), P=st.integers(1, 2), d=st.integers(2, 3), L=st.integers(2, 4),
-       gate=st.sampled_from([0.0, 0.5]), gamma=st.sampled_from([1.0, 2.0]),
-       h=st.sampled_from([1.0, 0.5]), seed=st.integers(0, 2**16))
+@given(
+    N=st.integers(1, 3),
+    P=st.integers(1, 2),
+    d=st.integers(2, 3),
+    L=st.integers(2, 4),
+    gate=st.sampled_from([0.0, 0.5]),
+    gamma=st.sampled_from([1.0, 2.0]),
+    h=st.sampled_from([1.0, 0.5]),
+    seed=st.integers(0, 2**16),
+)
 def test_tied_fixed_point_reversal_agrees_over_random_instances(N, P, d, L, gate, gamma, h, seed):
     """With the norm on a fixed point exists (Brouwer); Newton finds one on most instances (about
     3% of random draws defeat it: outcome error, skipped, they have no instance to test). At an
@@ -64,8 +101,17 @@ def test_tied_fixed_point_reversal_agrees_over_random_instances(N, P, d, L, gate
     measured hypothesis then fails (outside-hypotheses). The verdict is never 'fails'.
     d ≥ 2: at d = 1 the RMS norm is sign(x) up to O(ε_n) and its Jacobian ε_n/|x|³ is either
     negligible or huge, which makes every relative comparison ill-conditioned."""
-    params = {"T": N * P, "P": P, "d": d, "L": L, "h": h, "gate": gate, "gamma": gamma,
-              "tied": True, "trajectory": "fixed_point"}
+    params = {
+        "T": N * P,
+        "P": P,
+        "d": d,
+        "L": L,
+        "h": h,
+        "gate": gate,
+        "gamma": gamma,
+        "tied": True,
+        "trajectory": "fixed_point",
+    }
     result = run_check("D1", params, seed=seed)
     assume(not (result.outcome == "error" and "no fixed point" in result.error["message"]))
     assert result.outcome in ("holds", "outside-hypotheses"), result.summary()

@@ -7,7 +7,8 @@ run in ``verify/test_negative_controls.py``.
 """
 
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
@@ -22,9 +23,11 @@ def test_stack_converges_to_the_flow_with_order_one_untied_and_tied(claim, thoro
 
 
 @settings(max_examples=6)
-@given(seed=st.integers(0, 2**16), mask=st.sampled_from(["causal", "block_causal",
-                                                          "block_bidirectional"]))
-@example(seed=400, mask="block_causal")   # tied path pre-asymptotic up to L ≈ 128: window 128–2048
+@given(
+    seed=st.integers(0, 2**16),
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+)
+@example(seed=400, mask="block_causal")  # tied path pre-asymptotic up to L ≈ 128: window 128–2048
 def test_order_one_for_random_smooth_paths(seed, mask):
     result = run_check("D2", {"mask": mask}, seed=seed)
     assert result.outcome == "holds", result.summary()
@@ -40,7 +43,7 @@ def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="h_mode"):
         run_check("D2", {"h_mode": "2"})
     with pytest.raises(ValueError, match="L_max"):
-        run_check("D2", {"L_min": 64, "L_max": 512})     # one window of 5 needs L_max ≥ 1024
+        run_check("D2", {"L_min": 64, "L_max": 512})  # one window of 5 needs L_max ≥ 1024
     with pytest.raises(ValueError, match="window"):
         run_check("D2", {"window": 2})
     with pytest.raises(ValueError, match="L_min"):

@@ -9,7 +9,8 @@ path with U_c gives block 1 zero —, heterogeneous injection target) run in
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
 from numerics import lapack
@@ -36,17 +37,36 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
         with lapack.other_valid_answers(seed=s, cond=1e16):
             other = run_check("D3", {"L": 2}, seed=3, control=control)
         assert other.outcome == base.outcome
-        assert ({k: d.to_json() for k, d in other.conclusion.items()}
-                == {k: d.to_json() for k, d in base.conclusion.items()})
+        assert {k: d.to_json() for k, d in other.conclusion.items()} == {
+            k: d.to_json() for k, d in base.conclusion.items()
+        }
 
 
-@given(N=st.integers(1, 4), P=st.integers(1, 4), d=st.integers(1, 5), L=st.integers(1, 4),
-       mask=st.sampled_from(nm.NAMED_MASKS), scale=st.floats(0.1, 2.0),
-       qk_scale=st.floats(0.1, 10.0), beta=st.floats(1e-3, 1e2), seed=st.integers(0, 2**16))
-def test_frozen_kernel_for_random_sizes_weights_and_temperatures(N, P, d, L, mask, scale, qk_scale,
-                                                                 beta, seed):
-    params = {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "scale": scale,
-              "qk_scale": qk_scale, "temperatures": (beta,), "n_draws": 1}
+@given(
+    N=st.integers(1, 4),
+    P=st.integers(1, 4),
+    d=st.integers(1, 5),
+    L=st.integers(1, 4),
+    mask=st.sampled_from(nm.NAMED_MASKS),
+    scale=st.floats(0.1, 2.0),
+    qk_scale=st.floats(0.1, 10.0),
+    beta=st.floats(1e-3, 1e2),
+    seed=st.integers(0, 2**16),
+)
+def test_frozen_kernel_for_random_sizes_weights_and_temperatures(
+    N, P, d, L, mask, scale, qk_scale, beta, seed
+):
+    params = {
+        "T": N * P,
+        "P": P,
+        "d": d,
+        "L": L,
+        "mask": mask,
+        "scale": scale,
+        "qk_scale": qk_scale,
+        "temperatures": (beta,),
+        "n_draws": 1,
+    }
     result = run_check("D3", params, seed=seed)
     assert result.outcome == "holds", result.summary()
 

@@ -7,14 +7,13 @@ controls (growing decaying modes; the finding "with the RMS norm on, L* = ∞", 
 injection) run in ``verify/test_negative_controls.py``.
 """
 
-import math
-
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numerics as nm
 from numerics import lapack
-from numerics import linearised as lin
+from numerics.analysis import linearised as lin
 from theory import kernels as tk
 from verify.registry import get_claim, run_check
 
@@ -43,10 +42,12 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
         with lapack.other_valid_answers(seed=s, cond=1e16):
             other = run_check("D5", params, seed=4, control=control)
         assert other.outcome == base.outcome
-        assert ({k: d.to_json() for k, d in other.hypotheses.items()}
-                == {k: d.to_json() for k, d in base.hypotheses.items()})
-        assert ({k: d.to_json() for k, d in other.conclusion.items()}
-                == {k: d.to_json() for k, d in base.conclusion.items()})
+        assert {k: d.to_json() for k, d in other.hypotheses.items()} == {
+            k: d.to_json() for k, d in base.hypotheses.items()
+        }
+        assert {k: d.to_json() for k, d in other.conclusion.items()} == {
+            k: d.to_json() for k, d in base.conclusion.items()
+        }
 
 
 def test_kernel_constant_exact_and_astronomical_for_causal(claim):
@@ -56,10 +57,12 @@ def test_kernel_constant_exact_and_astronomical_for_causal(claim):
     c64 = lin.kernel_constant("causal", 64)
     claim.figure("kernel_constant_causal_T64", c64)
     assert c64 > 1e25
-    claim.note(f"c_K for the causal mask: T=8 {lin.kernel_constant('causal', 8):.3g}, "
-               f"T=16 {lin.kernel_constant('causal', 16):.3g}, T=64 {c64:.3g} (the D5 bound is "
-               "vacuous there); block_bidirectional c_K = 1; block_causal c_K(P=4) = "
-               f"{lin.kernel_constant('block_causal', 16, 4):.3g}")
+    claim.note(
+        f"c_K for the causal mask: T=8 {lin.kernel_constant('causal', 8):.3g}, "
+        f"T=16 {lin.kernel_constant('causal', 16):.3g}, T=64 {c64:.3g} (the D5 bound is "
+        "vacuous there); block_bidirectional c_K = 1; block_causal c_K(P=4) = "
+        f"{lin.kernel_constant('block_causal', 16, 4):.3g}"
+    )
 
 
 def test_finding_rms_norm_keeps_the_mode_ratio_above_one(claim):
@@ -69,30 +72,52 @@ def test_finding_rms_norm_keeps_the_mode_ratio_above_one(claim):
     pess = run_check("D5", control="rms_norm_on_with_injection")
     assert CLAIM.fails_as_predicted(off) and CLAIM.fails_as_predicted(pess)
     f, g = off.figures, pess.figures
-    claim.note("finding: with norm=True (RMS norm) and γ=0, r(L) stays ≥ "
-               f"{f['min_r']:.2g} at every depth (L* = ∞ for τ = {f['tau']}); "
-               f"relative coarse error at L=32: {f['coarse_relative_error_final']:.2g}. J_n kills the "
-               "radial direction, so σ_min(D_1) sits on a direction the norm hides. With γ=0.8 the "
-               f"measure is pessimistic instead: r(32) = {g['r_final']:.3g} (L* = ∞) while "
-               f"‖δX_L − ΠδX_0D_1‖/‖ΠδX_0D_1‖ = {g['coarse_relative_error_final']:.2g} and "
-               f"max‖D_λ‖/‖D_1‖ = {g['norm_relative_ratio_final']:.2g} (σ_min(D_1) ≈ "
-               f"{g['sigma_min_D1_final']:.2g}: D_1 is ill-conditioned). "
-               "The D5 defaults therefore use norm=False")
+    claim.note(
+        "finding: with norm=True (RMS norm) and γ=0, r(L) stays ≥ "
+        f"{f['min_r']:.2g} at every depth (L* = ∞ for τ = {f['tau']}); "
+        f"relative coarse error at L=32: {f['coarse_relative_error_final']:.2g}. J_n kills the "
+        "radial direction, so σ_min(D_1) sits on a direction the norm hides. With γ=0.8 the "
+        f"measure is pessimistic instead: r(32) = {g['r_final']:.3g} (L* = ∞) while "
+        f"‖δX_L − ΠδX_0D_1‖/‖ΠδX_0D_1‖ = {g['coarse_relative_error_final']:.2g} and "
+        f"max‖D_λ‖/‖D_1‖ = {g['norm_relative_ratio_final']:.2g} (σ_min(D_1) ≈ "
+        f"{g['sigma_min_D1_final']:.2g}: D_1 is ill-conditioned). "
+        "The D5 defaults therefore use norm=False"
+    )
 
 
 # the parts of the verdict that hold at every depth, saturated or not
 EVERY_INSTANCE = ("bound_holds_at_every_depth", "brute_force_L_star_agrees", "coarse_stack_exact")
 
 
-@given(N=st.integers(1, 4), P=st.integers(1, 4), d=st.integers(1, 4), L=st.integers(1, 10),
-       mask=st.sampled_from(nm.NAMED_MASKS), scale=st.floats(0.05, 1.0),
-       value_gain=st.floats(-1.0, 1.5), norm=st.booleans(), gamma=st.sampled_from([0.0, 0.5]),
-       tau=st.sampled_from([1e-1, 1e-2]), seed=st.integers(0, 2**16))
-def test_bound_and_brute_force_L_star_for_random_instances(N, P, d, L, mask, scale, value_gain,
-                                                            norm, gamma, tau, seed):
-    params = {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "scale": scale,
-              "value_gain": value_gain, "norm": norm, "gamma": gamma, "tau": tau,
-              "brute_max_Td": 16}
+@given(
+    N=st.integers(1, 4),
+    P=st.integers(1, 4),
+    d=st.integers(1, 4),
+    L=st.integers(1, 10),
+    mask=st.sampled_from(nm.NAMED_MASKS),
+    scale=st.floats(0.05, 1.0),
+    value_gain=st.floats(-1.0, 1.5),
+    norm=st.booleans(),
+    gamma=st.sampled_from([0.0, 0.5]),
+    tau=st.sampled_from([1e-1, 1e-2]),
+    seed=st.integers(0, 2**16),
+)
+def test_bound_and_brute_force_L_star_for_random_instances(
+    N, P, d, L, mask, scale, value_gain, norm, gamma, tau, seed
+):
+    params = {
+        "T": N * P,
+        "P": P,
+        "d": d,
+        "L": L,
+        "mask": mask,
+        "scale": scale,
+        "value_gain": value_gain,
+        "norm": norm,
+        "gamma": gamma,
+        "tau": tau,
+        "brute_max_Td": 16,
+    }
     result = run_check("D5", params, seed=seed)
     assert result.outcome != "error", result.summary()
     for part in EVERY_INSTANCE:
@@ -111,7 +136,9 @@ def test_saturation_is_robust_across_seeds_and_first_crossing_caveat(claim, thor
     can cross τ and come back above it (L* is the first crossing: a caveat, reported)."""
     seeds = range(10) if thorough else range(3)
     cases = [("block_causal", 16), ("block_bidirectional", 16), ("causal", 8)]
-    points = [dict(claim="D5", seed=s, mask=m, T=T, brute_max_Td=0) for s in seeds for m, T in cases]
+    points = [
+        dict(claim="D5", seed=s, mask=m, T=T, brute_max_Td=0) for s in seeds for m, T in cases
+    ]
     verdicts = check_sweep(points)
     for v in verdicts:
         assert v.outcome == "holds", v.summary()
@@ -119,9 +146,11 @@ def test_saturation_is_robust_across_seeds_and_first_crossing_caveat(claim, thor
     crossed = [v for v in weak if v.hypotheses_hold]
     recrossed = [v for v in crossed if not v.conclusion["saturated_after_L_star"].holds]
     claim.figure("saturated_fraction_defaults", sum(v.holds for v in verdicts) / len(verdicts))
-    claim.note(f"weaker value map (γ=0.5, value_gain=0.5): {len(crossed)}/{len(weak)} instances reach "
-               f"r ≤ τ within L=32, and {len(recrossed)} of them rise above τ again after L* "
-               "(r(L) is not monotone for untied random layers; L* is the first crossing)")
+    claim.note(
+        f"weaker value map (γ=0.5, value_gain=0.5): {len(crossed)}/{len(weak)} instances reach "
+        f"r ≤ τ within L=32, and {len(recrossed)} of them rise above τ again after L* "
+        "(r(L) is not monotone for untied random layers; L* is the first crossing)"
+    )
     for v in weak:
         for part in EVERY_INSTANCE:
             assert v.conclusion[part].holds, v.summary()

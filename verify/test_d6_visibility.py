@@ -8,7 +8,8 @@ controls (heterogeneous references) run in ``verify/test_negative_controls.py``.
 """
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numerics.lapack
 from theory.stability import slow_coupling_algebra
@@ -43,8 +44,12 @@ def test_weakly_visible_jvp_column(claim):
 def test_slow_coupling_algebra_exact_in_rationals():
     for N, P in ((2, 2), (3, 4), (4, 3)):
         out = slow_coupling_algebra(N, P)
-        for key in ("G_times_I_minus_UB", "I_minus_UB_times_G", "I_minus_Pi_times_G",
-                    "gap_gram_minus_scaled_gram"):
+        for key in (
+            "G_times_I_minus_UB",
+            "I_minus_UB_times_G",
+            "I_minus_Pi_times_G",
+            "gap_gram_minus_scaled_gram",
+        ):
             assert out[key].is_zero_matrix, (N, P, key)
 
 
@@ -69,12 +74,20 @@ _EXAMPLES = 10 if settings.default.max_examples <= 25 else 150
 
 
 @settings(max_examples=_EXAMPLES)
-@given(mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-       N=st.integers(1, 3), P=st.integers(2, 3), d=st.integers(2, 3), L=st.integers(1, 2),
-       seed=st.integers(0, 2**16))
+@given(
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+    N=st.integers(1, 3),
+    P=st.integers(2, 3),
+    d=st.integers(2, 3),
+    L=st.integers(1, 2),
+    seed=st.integers(0, 2**16),
+)
 def test_random_instances(mask, N, P, d, L, seed):
-    result = run_check("D6", {"T": N * P, "P": P, "d": d, "L": L, "mask": mask,
-                              "gate_sweep": (1e-3, 1e-1)}, seed=seed)
+    result = run_check(
+        "D6",
+        {"T": N * P, "P": P, "d": d, "L": L, "mask": mask, "gate_sweep": (1e-3, 1e-1)},
+        seed=seed,
+    )
     assert result.outcome == "holds", result.summary()
 
 
@@ -82,17 +95,25 @@ def test_larger_instances(claim, thorough, check_sweep):
     """Default: one more seed per mask; --thorough: wider sizes (T = 16, d = 6, L = 4)."""
     cases = [{"mask": m} for m in ("causal", "block_causal", "block_bidirectional")]
     if thorough:
-        cases += [{"mask": m, "T": 16, "P": 4, "d": 6, "L": 4} for m in
-                  ("causal", "block_causal", "block_bidirectional")]
+        cases += [
+            {"mask": m, "T": 16, "P": 4, "d": 6, "L": 4}
+            for m in ("causal", "block_causal", "block_bidirectional")
+        ]
     for params, result in zip(cases, check_sweep([dict(p, claim="D6", seed=11) for p in cases])):
         assert claim.main(result).outcome == "holds", (params, result.summary())
 
 
-@pytest.mark.parametrize("params, name", [
-    ({"gamma": 0.0}, "gamma"), ({"s_min": 0.1, "s_max": 0.01}, "s_max"),
-    ({"gate_sweep": (0.1, 0.01)}, "gate_sweep"), ({"n_s": 2}, "n_s"),
-    ({"T": 32, "d": 8}, "T"), ({"T": 10}, "P"),
-])
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"gamma": 0.0}, "gamma"),
+        ({"s_min": 0.1, "s_max": 0.01}, "s_max"),
+        ({"gate_sweep": (0.1, 0.01)}, "gate_sweep"),
+        ({"n_s": 2}, "n_s"),
+        ({"T": 32, "d": 8}, "T"),
+        ({"T": 10}, "P"),
+    ],
+)
 def test_bad_parameters_are_rejected_before_any_work(params, name):
     with pytest.raises(ValueError, match=name):
         CLAIMS["D6"].resolve(params)

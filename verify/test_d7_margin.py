@@ -4,16 +4,22 @@ scalar/normal case), the looped nonlinear map converges below g_c and not above.
 The verdict is decided by :data:`verify.checks.d7.CLAIM`; these tests only read it. The negative
 controls (γ = 0, and the finding that the autoregressive slow path leaves the spectrum unchanged,
 g_c = ∞) run in ``verify/test_negative_controls.py``. The scalar/normal closed forms and the random
-contractive maps test :mod:`numerics.stability` directly.
+contractive maps test :mod:`numerics.analysis.stability` directly.
 """
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import numerics.lapack
-from numerics.stability import (critical_gate, gate_spectral_radii, margin_certificate,
-                                spectral_radius, stability_margin)
+from numerics.analysis.stability import (
+    critical_gate,
+    gate_spectral_radii,
+    margin_certificate,
+    spectral_radius,
+    stability_margin,
+)
 from theory.stability import normal_critical_gates, scalar_critical_gates
 from verify.registry import CLAIMS, run_check
 
@@ -25,8 +31,11 @@ def test_gate_inside_the_margin_keeps_the_looped_layer_contractive(claim):
     assert result.outcome == "holds", result.summary()
 
 
-@pytest.mark.parametrize("params", [{"mask": "causal"}, {"reference": "embedding", "norm": True}],
-                         ids=["causal", "embedding_norm"])
+@pytest.mark.parametrize(
+    "params",
+    [{"mask": "causal"}, {"reference": "embedding", "norm": True}],
+    ids=["causal", "embedding_norm"],
+)
 def test_causal_fast_mask_and_embedding_reference(claim, params):
     result = claim.main(run_check("D7", params, seed=1))
     assert result.outcome == "holds", result.summary()
@@ -59,20 +68,28 @@ def test_scalar_case_is_tight_against_the_closed_form(claim):
         gp, gm, bound = f(a)
         m = stability_margin(J)
         assert abs(m - (1 - a)) < 1e-12
-        worst = max(worst, abs(critical_gate(J, G) - gp), abs(critical_gate(J, G, sign=-1) - gm),
-                    abs(critical_gate(J, G) - m / np.linalg.norm(G, 2)))
+        worst = max(
+            worst,
+            abs(critical_gate(J, G) - gp),
+            abs(critical_gate(J, G, sign=-1) - gm),
+            abs(critical_gate(J, G) - m / np.linalg.norm(G, 2)),
+        )
     assert worst < 1e-10
     claim.figure("scalar_case_max_abs_error_vs_sympy", worst)
 
 
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 8), rho=st.floats(0.05, 0.97),
-       normal=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 8),
+    rho=st.floats(0.05, 0.97),
+    normal=st.booleans(),
+)
 def test_margin_bound_for_random_contractive_maps(seed, n, rho, normal):
     rng = np.random.default_rng(seed)
     if normal:  # real normal J: orthogonal similarity of a block-diagonal rotation-scaling
         lam = rng.uniform(0, rho, n) * np.exp(1j * rng.uniform(0, np.pi, n))
         Qo, _ = np.linalg.qr(rng.standard_normal((n, n)))
-        J = (Qo @ np.diag(lam) @ Qo.T)
+        J = Qo @ np.diag(lam) @ Qo.T
     else:
         A = rng.standard_normal((n, n))
         J = rho * A / spectral_radius(A)
@@ -95,8 +112,13 @@ _MODEL_EXAMPLES = 6 if settings.default.max_examples <= 25 else 60
 
 
 @settings(max_examples=_MODEL_EXAMPLES)
-@given(seed=st.integers(0, 2**16), mask=st.sampled_from(["causal", "block_bidirectional"]),
-       d=st.integers(1, 3), P=st.integers(1, 3), N=st.integers(2, 3))
+@given(
+    seed=st.integers(0, 2**16),
+    mask=st.sampled_from(["causal", "block_bidirectional"]),
+    d=st.integers(1, 3),
+    P=st.integers(1, 3),
+    N=st.integers(2, 3),
+)
 def test_model_instances(seed, mask, d, P, N):
     result = run_check("D7", {"T": N * P, "P": P, "d": d, "mask": mask}, seed=seed)
     assume(result.outcome != "outside-hypotheses")  # a few random draws are not contractive
@@ -107,7 +129,9 @@ def test_seed_sweep(claim, thorough, check_sweep):
     """Several seeds and both contractive fast masks (many more under --thorough); draws whose
     reference is not contractive are outside the hypotheses and skipped."""
     seeds = range(12) if thorough else range(2)
-    points = [dict(claim="D7", seed=s, mask=m) for s in seeds for m in ("causal", "block_bidirectional")]
+    points = [
+        dict(claim="D7", seed=s, mask=m) for s in seeds for m in ("causal", "block_bidirectional")
+    ]
     inside = [r for r in check_sweep(points) if r.outcome != "outside-hypotheses"]
     assert inside, "every draw of the sweep was outside the hypotheses"
     for result in inside:
@@ -116,13 +140,16 @@ def test_seed_sweep(claim, thorough, check_sweep):
     claim.figure("gc_over_bound_range_seed_sweep", [min(ratios), max(ratios)])
 
 
-@pytest.mark.parametrize("params, name", [
-    ({"below": 1.0}, "below"),          # a fraction of g_c: [0, 1)
-    ({"above": 1.0}, "above"),          # a multiple of g_c: (1, 100]
-    ({"norm": True}, "norm"),           # reference='origin' needs norm=False
-    ({"T": 10, "P": 4}, "P"),
-    ({"T": 32, "d": 4}, "T"),           # dense Jacobians: T·d ≤ 96
-])
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"below": 1.0}, "below"),  # a fraction of g_c: [0, 1)
+        ({"above": 1.0}, "above"),  # a multiple of g_c: (1, 100]
+        ({"norm": True}, "norm"),  # reference='origin' needs norm=False
+        ({"T": 10, "P": 4}, "P"),
+        ({"T": 32, "d": 4}, "T"),  # dense Jacobians: T·d ≤ 96
+    ],
+)
 def test_bad_parameters_are_rejected_before_any_work(params, name):
     with pytest.raises(ValueError, match=name):
         CLAIMS["D7"].resolve(params)

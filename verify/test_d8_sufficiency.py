@@ -4,16 +4,17 @@ tokens (1e-10), for the next and every future token, and pooling costs no log-lo
 The verdict is decided by :data:`verify.checks.d8.CLAIM`; these tests only read it. The negative
 controls (latent variance, Cauchy, mixture: the gap's interval excludes 0; their allowed miss rate is
 stated in :mod:`verify.checks.d8`) run in ``verify/test_negative_controls.py``. The property tests
-below exercise the filters of :mod:`numerics.bayes` and the symbolic factorisation directly.
+below exercise the filters of :mod:`numerics.toy.bayes` and the symbolic factorisation directly.
 """
 
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics.bayes import token_loglik
-from numerics.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
+from numerics.toy.bayes import token_loglik
+from numerics.toy.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
 from theory.exponential_family import FAMILIES, factorisation, likelihood_ratio
 from verify.checks.d8 import compare_ar1, compare_chain
 from verify.portability import assert_portable
@@ -42,13 +43,20 @@ def test_independent_blocks_are_a_special_case(claim):
 def test_verdict_does_not_depend_on_lapack_choices(control):
     """D8 calls no eigen- or singular-value decomposition (its filters are forward recursions):
     inside other valid LAPACK answers the verdict and every figure are identical (two seeds)."""
-    assert_portable("D8", {"n_seq": 300} if control is None else {"n_seq": 3000}, 3,
-                    control=control)
+    assert_portable(
+        "D8", {"n_seq": 300} if control is None else {"n_seq": 3000}, 3, control=control
+    )
 
 
-@given(family=st.sampled_from(["gaussian", "poisson", "bernoulli"]), P=st.integers(1, 6),
-       N=st.integers(1, 5), K=st.integers(1, 4), stay=st.floats(0.0, 0.99),
-       seed=st.integers(0, 2**16), data=st.data())
+@given(
+    family=st.sampled_from(["gaussian", "poisson", "bernoulli"]),
+    P=st.integers(1, 6),
+    N=st.integers(1, 5),
+    K=st.integers(1, 4),
+    stay=st.floats(0.0, 0.99),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
 def test_sufficiency_property_over_random_chains(family, P, N, K, stay, seed, data):
     rng = np.random.default_rng(seed)
     if family == "gaussian":
@@ -58,16 +66,26 @@ def test_sufficiency_property_over_random_chains(family, P, N, K, stay, seed, da
     else:
         em = Emission.bernoulli(rng.uniform(0.03, 0.97, K))
     A = sticky_transition(K, stay) if K > 1 else np.ones((1, 1))
-    A = 0.5 * A + 0.5 * rng.dirichlet(np.ones(K), size=K)   # a generic row-stochastic matrix
+    A = 0.5 * A + 0.5 * rng.dirichlet(np.ones(K), size=K)  # a generic row-stochastic matrix
     x = hmm_blocks(40, N, P, em, A, seed=seed).x
     res = compare_chain(em, A, x, P, n_future=8)
-    diff = max(np.abs(res["lp_full"] - res["lp_pool"]).max(), res["max_abs_posterior_diff"],
-               res["max_abs_future_logpdf_diff"], res["max_abs_theory_posterior_diff"])
+    diff = max(
+        np.abs(res["lp_full"] - res["lp_pool"]).max(),
+        res["max_abs_posterior_diff"],
+        res["max_abs_future_logpdf_diff"],
+        res["max_abs_theory_posterior_diff"],
+    )
     assert diff <= 1e-10
 
 
-@given(P=st.integers(1, 8), N=st.integers(1, 6), rho=st.floats(-0.99, 0.99),
-       tau=st.floats(0.1, 5.0), sigma=st.floats(0.1, 5.0), seed=st.integers(0, 2**16))
+@given(
+    P=st.integers(1, 8),
+    N=st.integers(1, 6),
+    rho=st.floats(-0.99, 0.99),
+    tau=st.floats(0.1, 5.0),
+    sigma=st.floats(0.1, 5.0),
+    seed=st.integers(0, 2**16),
+)
 def test_sufficiency_property_kalman(P, N, rho, tau, sigma, seed):
     x = gaussian_ar1_blocks(40, N, P, rho=rho, tau=tau, sigma=sigma, seed=seed).x
     res = compare_ar1(x, P, rho, tau, sigma, n_future=8)
@@ -80,9 +98,9 @@ def test_symbolic_fisher_neyman_factorisation(claim):
     for fam in FAMILIES:
         f = factorisation(fam, 4)
         assert f["residual"] == 0, fam
-        assert f["theta"] not in f["log_h"].free_symbols            # h(x) carries no parameter
+        assert f["theta"] not in f["log_h"].free_symbols  # h(x) carries no parameter
         assert f["log_g"].free_symbols <= {f["S"], f["theta"], sp.Symbol("sigma", positive=True)}
-        assert likelihood_ratio(fam, 4)["d_dtheta"] == 0, fam        # ratio free of the parameter
+        assert likelihood_ratio(fam, 4)["d_dtheta"] == 0, fam  # ratio free of the parameter
     # control: latent variance; two samples with the same sum, different sums of squares
     lr = likelihood_ratio("gaussian_scale", 4)
     point = dict(zip(lr["xs"] + lr["ys"], [0, 1, 2, 3, 3, 3, 0]))  # Σx² = 14 vs 18
@@ -94,9 +112,11 @@ def test_symbolic_fisher_neyman_factorisation(claim):
 
 def test_symbolic_factors_match_numeric_token_likelihoods():
     rng = np.random.default_rng(0)
-    cases = {"gaussian": (Emission.gaussian([0.7], 1.3), rng.normal(0.7, 1.3, 4), 0.7),
-             "poisson": (Emission.poisson([2.5]), rng.poisson(2.5, 4).astype(float), 2.5),
-             "bernoulli": (Emission.bernoulli([0.3]), np.array([0.0, 1.0, 1.0, 0.0]), 0.3)}
+    cases = {
+        "gaussian": (Emission.gaussian([0.7], 1.3), rng.normal(0.7, 1.3, 4), 0.7),
+        "poisson": (Emission.poisson([2.5]), rng.poisson(2.5, 4).astype(float), 2.5),
+        "bernoulli": (Emission.bernoulli([0.3]), np.array([0.0, 1.0, 1.0, 0.0]), 0.3),
+    }
     for fam, (em, x, theta) in cases.items():
         f = factorisation(fam, 4)
         subs = dict(zip(f["xs"], [sp.nsimplify(t) for t in x]))
@@ -107,10 +127,17 @@ def test_symbolic_factors_match_numeric_token_likelihoods():
         assert abs(sym - num) <= 1e-12 * max(1.0, abs(num)), (fam, sym, num)
 
 
-@pytest.mark.parametrize("params, name", [
-    ({"K": 1}, "K"), ({"n_future": 0}, "n_future"), ({"n_seq": 1}, "n_seq"),
-    ({"family": "laplace"}, "family"), ({"stay": 1.0}, "stay"), ({"rho": -1.0}, "rho"),
-])
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"K": 1}, "K"),
+        ({"n_future": 0}, "n_future"),
+        ({"n_seq": 1}, "n_seq"),
+        ({"family": "laplace"}, "family"),
+        ({"stay": 1.0}, "stay"),
+        ({"rho": -1.0}, "rho"),
+    ],
+)
 def test_bad_parameters_are_rejected_before_any_work(params, name):
     with pytest.raises(ValueError, match=name):
         CLAIMS["D8"].resolve(params)

@@ -12,18 +12,32 @@ it (the other-answers test uses the same seed).
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from numerics import lapack
-from numerics.data import gaussian_ar1_blocks
-from numerics.gated_predictor import (GatedToy, empirical_moments, min_slow_risk,
-                                      population_moments, risk, risk_gradient)
+from numerics.toy.data import gaussian_ar1_blocks
+from numerics.toy.gated_predictor import (
+    GatedToy,
+    closed_form_margin,
+    empirical_moments,
+    min_slow_risk,
+    population_moments,
+    risk,
+    risk_gradient,
+    stack_moments,
+    train,
+)
 from verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D9")
 
-THOROUGH = {"seeds": 48, "n_grid": (128, 256, 512, 1024, 2048, 4096, 8192, 16384),
-            "n_grad": 65536, "n_test": 16384}
+THOROUGH = {
+    "seeds": 48,
+    "n_grid": (128, 256, 512, 1024, 2048, 4096, 8192, 16384),
+    "n_grad": 65536,
+    "n_test": 16384,
+}
 
 
 def test_independent_blocks_keep_the_gate_closed(claim, thorough):
@@ -40,15 +54,27 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
         with lapack.other_valid_answers(seed=s):
             other = run_check("D9", {}, seed=2, control=control)
         assert other.outcome == base.outcome, (base.summary(), other.summary())
-        for key in ("grad_g_at_0_z", "learned_gate_mean", "gate_rms_slope",
-                    "sweep_max_gate_over_margin", "margin_over_normG"):
+        for key in (
+            "grad_g_at_0_z",
+            "learned_gate_mean",
+            "gate_rms_slope",
+            "sweep_max_gate_over_margin",
+            "margin_over_normG",
+        ):
             assert abs(other.figures[key] - base.figures[key]) <= 1e-12, key
 
 
-@given(P=st.integers(1, 6), N=st.integers(2, 10), tau=st.floats(0.2, 3.0),
-       sigma=st.floats(0.2, 3.0), a=st.floats(-0.9, 0.9), c=st.floats(-2.0, 2.0),
-       g=st.floats(-0.9, 0.9), w=st.floats(-3.0, 3.0, allow_subnormal=False),
-       rho=st.floats(0.05, 0.95))
+@given(
+    P=st.integers(1, 6),
+    N=st.integers(2, 10),
+    tau=st.floats(0.2, 3.0),
+    sigma=st.floats(0.2, 3.0),
+    a=st.floats(-0.9, 0.9),
+    c=st.floats(-2.0, 2.0),
+    g=st.floats(-0.9, 0.9),
+    w=st.floats(-3.0, 3.0, allow_subnormal=False),
+    rho=st.floats(0.05, 0.95),
+)
 def test_population_identities(P, N, tau, sigma, a, c, g, w, rho):
     toy = GatedToy(P=P, N=N, tau=tau, sigma=sigma, a=a, c=c)
     ind = population_moments(toy, 0.0)
@@ -77,7 +103,6 @@ def test_gate_growth_with_rho_is_a_property_of_the_parametrisation(claim):
     below the margin, but the gate *amplitude* grows with ρ only when opening the gate does not
     fight the un-gated recurrence: with J = a = 0.3 and G = c = −1 (opening the gate lowers the
     pole a + g·c) the gate after 1000 steps rises and then falls with ρ."""
-    from numerics.gated_predictor import closed_form_margin, stack_moments, train
 
     rhos = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95)
     out = {}
@@ -86,14 +111,16 @@ def test_gate_growth_with_rho_is_a_property_of_the_parametrisation(claim):
         pops = [population_moments(toy, r) for r in rhos]
         res = train(toy, stack_moments(pops), steps=1000)
         change = np.array([risk(toy, p, g, w) - p.Q for p, g, w in zip(pops, res.g, res.w)])
-        assert np.all(np.diff(change) < 0)                       # the risk falls with rho
-        assert np.all(np.abs(res.g) < closed_form_margin(toy))   # below the D7 margin
+        assert np.all(np.diff(change) < 0)  # the risk falls with rho
+        assert np.all(np.abs(res.g) < closed_form_margin(toy))  # below the D7 margin
         assert np.all(res.stable)
         out[f"a={a},c={c}"] = np.round(res.g, 4).tolist()
     assert np.all(np.diff(out["a=0.0,c=1.0"]) > 0)
     assert not np.all(np.diff(out["a=0.3,c=-1.0"]) > 0)
     claim.figure("population_gate_by_rho_1000_steps", {"rhos": rhos, **out})
-    claim.note("finding: the learned gate grows with ρ for the default toy (J = 0, G = 1) but not "
-               "for every parametrisation: with J = 0.3, G = −1 the gate (population risk, 1000 "
-               f"GD steps) rises then falls with ρ ({out['a=0.3,c=-1.0']}); the risk falls with ρ "
-               "and the gate stays below the margin in both")
+    claim.note(
+        "finding: the learned gate grows with ρ for the default toy (J = 0, G = 1) but not "
+        "for every parametrisation: with J = 0.3, G = −1 the gate (population risk, 1000 "
+        f"GD steps) rises then falls with ρ ({out['a=0.3,c=-1.0']}); the risk falls with ρ "
+        "and the gate stays below the margin in both"
+    )

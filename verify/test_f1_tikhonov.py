@@ -42,7 +42,7 @@ LAPACK_PARAMS = {"L": 1, "gate": 0.0}
 """A cheap instance for the other-answers test (one layer, no slow path)."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _verdict_without_other_answers(control):
     return run_check("F1", LAPACK_PARAMS, control=control)
 
@@ -80,22 +80,29 @@ def test_bad_parameters_are_rejected():
         run_check("F1", {"eps_max": 0.5})
 
 
-def test_other_seeds_masks_and_norms_hold_or_are_diagnosed_outside_the_hypotheses(claim, thorough,
-                                                                                  check_sweep):
+def test_other_seeds_masks_and_norms_hold_or_are_diagnosed_outside_the_hypotheses(
+    claim, thorough, check_sweep
+):
     """Thorough profile: no counterexample (``fails``) and no ``error`` on 28 further instances;
     an instance outside the hypotheses is reported with the diagnostic that decided it (the claim
     says nothing about it: e.g. a fast flow that stays metastable, far from consensus)."""
     if not thorough:
         pytest.skip("thorough profile only (≈ 3 s per instance)")
-    points = [dict(claim="F1", seed=s, mask=m, norm=n)
-              for m in ("block_bidirectional", "block_causal") for n in (True, False)
-              for s in (1, 2, 3, 4)]
+    points = [
+        dict(claim="F1", seed=s, mask=m, norm=n)
+        for m in ("block_bidirectional", "block_causal")
+        for n in (True, False)
+        for s in (1, 2, 3, 4)
+    ]
     points += [dict(claim="F1", seed=s) for s in range(101, 113)]
     verdicts = check_sweep(points)
-    label = [f"{p.get('mask', 'default')}, norm {p.get('norm', True)}, seed {p['seed']}"
-             for p in points]
-    claim.figure("other_instances_outside_hypotheses",
-                 {k: v.reason() for k, v in zip(label, verdicts) if v.outcome == "outside-hypotheses"})
+    label = [
+        f"{p.get('mask', 'default')}, norm {p.get('norm', True)}, seed {p['seed']}" for p in points
+    ]
+    claim.figure(
+        "other_instances_outside_hypotheses",
+        {k: v.reason() for k, v in zip(label, verdicts) if v.outcome == "outside-hypotheses"},
+    )
     for v in verdicts:
         if v.outcome == "holds":
             claim.main(v)

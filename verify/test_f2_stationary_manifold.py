@@ -9,10 +9,11 @@ these tests only read it. The negative controls run in ``verify/test_negative_co
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from numerics import lapack
-from numerics import markov as mk
+from numerics.toy import markov as mk
 from theory import markov as tm
 from verify.registry import CLAIMS, run_check
 
@@ -42,8 +43,9 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
         with lapack.other_valid_answers(seed=s):
             other = run_check("F2", SMALL, seed=7, control=control)
         assert other.outcome == base.outcome, (base.summary(), other.summary())
-        assert {k: d.holds for k, d in other.conclusion.items()} == \
-            {k: d.holds for k, d in base.conclusion.items()}
+        assert {k: d.holds for k, d in other.conclusion.items()} == {
+            k: d.holds for k, d in base.conclusion.items()
+        }
         for key in ("min_spectral_gap", "manifold_max_abs_error", "min_null_vector_entry"):
             if key in base.figures:
                 assert abs(other.figures[key] - base.figures[key]) <= 1e-12, key

@@ -7,12 +7,13 @@ controls run in ``verify/test_negative_controls.py``.
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from numerics import markov as mk
-from numerics.layer import attention_kernel
-from numerics.masks import frozen_kernel
-from numerics.model import ModelConfig, init_model
+from numerics.model.layer import attention_kernel
+from numerics.model.masks import frozen_kernel
+from numerics.model.weights import ModelConfig, init_model
+from numerics.toy import markov as mk
 from verify.checks.f3 import value_map_generator_form_violation
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
@@ -22,8 +23,12 @@ pytestmark = pytest.mark.claim("F3")
 
 def _main_params(thorough):
     if thorough:
-        return {"widths": (1, 2, 4, 8, 16, 32, 64), "steps": (0, 300, 1000, 3000, 10000),
-                "n_seeds": 5, "attn_seeds": 20}
+        return {
+            "widths": (1, 2, 4, 8, 16, 32, 64),
+            "steps": (0, 300, 1000, 3000, 10000),
+            "n_seeds": 5,
+            "attn_seeds": 20,
+        }
     return {}
 
 
@@ -32,8 +37,14 @@ def test_mlp_approaches_p_st_and_attention_operator_is_not_a_generator(claim, th
     assert result.outcome == "holds", result.summary()
 
 
-SMALL = {"widths": (2, 4), "steps": (0, 50), "n_seeds": 2, "n_train": 16, "n_test": 20,
-         "attn_seeds": 2}
+SMALL = {
+    "widths": (2, 4),
+    "steps": (0, 50),
+    "n_seeds": 2,
+    "n_train": 16,
+    "n_test": 20,
+    "attn_seeds": 2,
+}
 
 
 @pytest.mark.parametrize("control", [None] + [c.name for c in CLAIMS["F3"].controls])
@@ -41,13 +52,22 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
     """F3 calls no non-unique decomposition; other valid LAPACK answers leave the verdict and the
     figures bitwise unchanged."""
     params = SMALL if control is None else {"n_train": 16, "n_test": 20, "attn_seeds": 2}
-    assert_portable("F3", params, 11, control=control,
-                    figures=("best_final_max_tv", "min_violation_frozen", "min_violation_linearised"))
+    assert_portable(
+        "F3",
+        params,
+        11,
+        control=control,
+        figures=("best_final_max_tv", "min_violation_frozen", "min_violation_linearised"),
+    )
 
 
-@given(mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-       blocks=st.integers(1, 3), P=st.integers(1, 3), d=st.integers(1, 3),
-       seed=st.integers(0, 2**16))
+@given(
+    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
+    blocks=st.integers(1, 3),
+    P=st.integers(1, 3),
+    d=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
 def test_frozen_operator_on_homogeneous_state_is_exactly_K_kron_I(mask, blocks, P, d, seed):
     T = blocks * P
     cfg = ModelConfig(T=T, P=P, d=d, mask=mask, norm=False)
@@ -63,7 +83,7 @@ def test_frozen_operator_on_homogeneous_state_is_exactly_K_kron_I(mask, blocks, 
 
 def test_bad_parameters_raise_naming_them():
     with pytest.raises(ValueError, match="violation_tol"):
-        CLAIMS["F3"].resolve({"violation_tol": 1e-15})   # below T·d·eps = 32·eps
+        CLAIMS["F3"].resolve({"violation_tol": 1e-15})  # below T·d·eps = 32·eps
     with pytest.raises(ValueError, match="steps"):
         CLAIMS["F3"].resolve({"steps": (300, 0)})
     with pytest.raises(ValueError, match="y_max"):
@@ -83,6 +103,7 @@ def test_frozen_operator_is_a_generator_iff_value_map_has_the_generator_form(d, 
     A = attention_kernel(cfg, lp, X)
     vf = value_map_generator_form_violation(lp.V, A)
     assert vf["negative_rel"] == 0.0 and vf["column_sum_defect_rel"] <= d * np.finfo(float).eps
-    viol = mk.generator_violation(mk.attention_mixing_operator(cfg, lp, X, "frozen") - np.eye(4 * d),
-                                  "row")
+    viol = mk.generator_violation(
+        mk.attention_mixing_operator(cfg, lp, X, "frozen") - np.eye(4 * d), "row"
+    )
     assert viol["negative_offdiag"] == 0.0 and viol["sum_defect"] <= 4 * d * np.finfo(float).eps

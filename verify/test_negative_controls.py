@@ -18,8 +18,9 @@ def _controls():
         if not unit.implemented:
             continue
         for ctl in unit.controls:
-            out.append(pytest.param(cid, ctl.name, marks=pytest.mark.claim(cid),
-                                    id=f"{cid}-{ctl.name}"))
+            out.append(
+                pytest.param(cid, ctl.name, marks=pytest.mark.claim(cid), id=f"{cid}-{ctl.name}")
+            )
     return out
 
 

@@ -36,14 +36,21 @@ def test_verdicts_across_seeds(cid, claim, thorough, check_sweep):
     table = {s: v.outcome for s, v in zip(SEEDS, verdicts)}
     inside = [v for v in verdicts if v.outcome in ("holds", "fails")]
     failed = [v.seed for v in verdicts if v.outcome == "fails"]
-    claim.figure("seed_sweep", {
-        "seeds": SEEDS, "verdicts": table,
-        "outside_hypotheses": {v.seed: v.violated for v in verdicts
-                               if v.outcome == "outside-hypotheses"},
-        "failing": {v.seed: v.failed_parts for v in verdicts if v.outcome == "fails"},
-        "allowed_failures": allowed_failures(unit.failure_rate, len(inside))})
+    claim.figure(
+        "seed_sweep",
+        {
+            "seeds": SEEDS,
+            "verdicts": table,
+            "outside_hypotheses": {
+                v.seed: v.violated for v in verdicts if v.outcome == "outside-hypotheses"
+            },
+            "failing": {v.seed: v.failed_parts for v in verdicts if v.outcome == "fails"},
+            "allowed_failures": allowed_failures(unit.failure_rate, len(inside)),
+        },
+    )
     errors = [v.summary() for v in verdicts if v.outcome == "error"]
     assert not errors, errors
     assert inside, f"{cid}: every seed is outside the hypotheses: {table}"
-    assert len(failed) <= allowed_failures(unit.failure_rate, len(inside)), \
+    assert len(failed) <= allowed_failures(unit.failure_rate, len(inside)), (
         f"{cid} fails on seeds {failed} of {len(inside)} inside the hypotheses"
+    )

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Callable
+from collections.abc import Callable
 
 SECTIONS: dict[str, Callable] = {}
 
 
 def section(name: str):
     """Register ``fn(quick) -> table dict`` as benchmark section ``name``."""
+
     def deco(fn):
         SECTIONS[name] = fn
         return fn
+
     return deco
 
 

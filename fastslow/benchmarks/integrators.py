@@ -15,7 +15,7 @@ The Numba side is ``numerics.integrators`` with ``method="radau"`` (Radau IIA, o
 ``method="rosw"`` (ROS34PW2), both with the block-diagonal frozen-kernel ``W``.
 
 What each method gets (stated in the table notes and the 'Jacobian' column): SciPy runs twice, with
-the project's NumPy right-hand side (``numerics.flow``; the SPEC §4 comparison) and with the *same
+the project's NumPy right-hand side (``numerics.model.flow``; the SPEC §4 comparison) and with the *same
 compiled right-hand side* (the Numba kernel, called from Python), and, for BDF/Radau/LSODA, the better of (i) its own
 finite-difference Jacobian and (ii) the analytic frozen-kernel Jacobian ``((A − I)/ε − γI) ⊗ I_d``
 that the Rosenbrock-W method uses (sparse for BDF/Radau, dense for LSODA). RK45 is the explicit
@@ -32,17 +32,24 @@ from scipy.integrate import solve_ivp
 
 from fastslow.benchmarks import section
 from numerics.integrators import integrate
-from numerics.integrators.coupling import (coupling_rhs_nb, frozen_kernel_jac_nb, layer_breakpoints,
-                                           pack_coupling)
-from numerics.flow import _coupling
-from numerics.model import ModelConfig, init_model
+from numerics.model import kernels
+from numerics.model.coupling import (
+    coupling_rhs_nb,
+    frozen_kernel_jac_nb,
+    layer_breakpoints,
+    pack_coupling,
+)
+from numerics.model.weights import ModelConfig, init_model
 
 SIZES = ((16, 4), (32, 8), (64, 8))
 EPSILONS = (1e-2, 1e-3, 1e-4)
-RTOLS = tuple(10.0 ** -(k / 2) for k in range(6, 21))   # half-decade ladder 1e-3 … 1e-10
+RTOLS = tuple(10.0 ** -(k / 2) for k in range(6, 21))  # half-decade ladder 1e-3 … 1e-10
 SCIPY_METHODS = ("LSODA", "BDF", "Radau", "RK45")
 NUMBA_METHODS = ("radau", "rosw")
-NUMBA_NAMES = {"radau": "Numba Radau IIA (this package)", "rosw": "Numba Rosenbrock-W (this package)"}
+NUMBA_NAMES = {
+    "radau": "Numba Radau IIA (this package)",
+    "rosw": "Numba Rosenbrock-W (this package)",
+}
 
 
 class Problem:
@@ -59,9 +66,19 @@ class Problem:
         self.T, self.d = T, d
 
     def numba(self, method, rtol):
-        r = integrate(coupling_rhs_nb, (0.0, 1.0), self.X0, method=method, jac=frozen_kernel_jac_nb,
-                      jac_size=self.T, jac_block=self.cfg.P, p=self.p, rtol=rtol, atol=rtol * 1e-3,
-                      breakpoints=self.edges[1:-1])
+        r = integrate(
+            coupling_rhs_nb,
+            (0.0, 1.0),
+            self.X0,
+            method=method,
+            jac=frozen_kernel_jac_nb,
+            jac_size=self.T,
+            jac_block=self.cfg.P,
+            p=self.p,
+            rtol=rtol,
+            atol=rtol * 1e-3,
+            breakpoints=self.edges[1:-1],
+        )
         return r.y[:, -1], {"nfev": r.nfev, "njev": r.njev, "nlu": r.nlu, "steps": r.nsteps}
 
     def scipy(self, method, rtol, jac_kind, time_cap, rhs_kind="numba"):
@@ -74,6 +91,7 @@ class Problem:
             p, s = self.p, seg
 
             if rhs_kind == "numba":
+
                 def f(t, y):
                     coupling_rhs_nb(t, np.ascontiguousarray(y), p, s, out)
                     return out.copy()
@@ -81,7 +99,8 @@ class Problem:
                 lp = self.model.layers[seg]
 
                 def f(t, y, lp=lp):
-                    return _coupling(self.cfg, lp, y.reshape(T, d), self.E, self.eps).ravel()
+                    return kernels.coupling(self.cfg, lp, y.reshape(T, d), self.E, self.eps).ravel()
+
             kw = {}
             if jac_kind == "frozen" and method != "RK45":
                 J = np.empty((self.T, self.T))
@@ -91,9 +110,17 @@ class Problem:
                     if method == "LSODA":
                         return np.kron(J, np.eye(self.d))
                     return sps.kron(sps.csr_matrix(J), sps.identity(self.d), format="csc")
+
                 kw["jac"] = jac
-            res = solve_ivp(f, (self.edges[seg], self.edges[seg + 1]), y, method=method, rtol=rtol,
-                            atol=rtol * 1e-3, **kw)
+            res = solve_ivp(
+                f,
+                (self.edges[seg], self.edges[seg + 1]),
+                y,
+                method=method,
+                rtol=rtol,
+                atol=rtol * 1e-3,
+                **kw,
+            )
             if not res.success:
                 return None, {"failed": res.message}
             y = res.y[:, -1]
@@ -140,9 +167,16 @@ def matched(run, ref, target, rtols=RTOLS):
 
 def compare(T, d, eps, target, time_cap, methods=SCIPY_METHODS, rhs_kinds=("numba", "numpy")):
     prob = Problem(T, d, eps)
-    for meth in NUMBA_METHODS:                # compile / load the loops outside the timings
-        integrate(coupling_rhs_nb, (0.0, 0.01), prob.X0, method=meth, jac=frozen_kernel_jac_nb,
-                  jac_size=T, p=prob.p)
+    for meth in NUMBA_METHODS:  # compile / load the loops outside the timings
+        integrate(
+            coupling_rhs_nb,
+            (0.0, 0.01),
+            prob.X0,
+            method=meth,
+            jac=frozen_kernel_jac_nb,
+            jac_size=T,
+            p=prob.p,
+        )
     ref, _ = prob.numba("rosw", 1e-12)
     ref_radau, _ = prob.numba("radau", 1e-12)
     if np.linalg.norm(ref - ref_radau) > 1e-9 * np.linalg.norm(ref):
@@ -177,52 +211,97 @@ def integrator_benchmark(quick: bool) -> dict:
             rows = compare(T, d, eps, target, time_cap)
             ours = min((rows[k][0] for k in NUMBA_METHODS if rows[k]), default=float("nan"))
             for rhs in ("numba", "numpy"):
-                best = min((r[0] for k, r in rows.items()
-                            if k not in NUMBA_METHODS and k[1] == rhs and k[0] != "RK45" and r),
-                           default=float("nan"))
+                best = min(
+                    (
+                        r[0]
+                        for k, r in rows.items()
+                        if k not in NUMBA_METHODS and k[1] == rhs and k[0] != "RK45" and r
+                    ),
+                    default=float("nan"),
+                )
                 speed[rhs].append(best / ours)
             for key, r in rows.items():
-                name = NUMBA_NAMES[key] if key in NUMBA_METHODS else f"SciPy {key[0]} ({key[1]} RHS)"
+                name = (
+                    NUMBA_NAMES[key] if key in NUMBA_METHODS else f"SciPy {key[0]} ({key[1]} RHS)"
+                )
                 if r is None:
                     table.append([T * d, f"{T}×{d}", eps, name, "—", "—", "—", "—", "—", "—"])
                     continue
                 t, err, rtol, work = r[:4]
                 jac = r[4] if len(r) > 4 else "frozen ⊗ I_d, block-diag."
-                table.append([T * d, f"{T}×{d}", eps, name, t * 1e3, err, rtol, work["steps"],
-                              f"{work['nfev']}/{work['njev']}/{work['nlu']}", jac])
-            table.append(["", "", "", "speed-up of the faster Numba method vs best of SciPy "
-                          "LSODA/BDF/Radau (SciPy with Numba RHS / NumPy RHS)",
-                          f"{speed['numba'][-1]:.2f} / {speed['numpy'][-1]:.2f}", "", "", "", "", ""])
+                table.append(
+                    [
+                        T * d,
+                        f"{T}×{d}",
+                        eps,
+                        name,
+                        t * 1e3,
+                        err,
+                        rtol,
+                        work["steps"],
+                        f"{work['nfev']}/{work['njev']}/{work['nlu']}",
+                        jac,
+                    ]
+                )
+            table.append(
+                [
+                    "",
+                    "",
+                    "",
+                    "speed-up of the faster Numba method vs best of SciPy "
+                    "LSODA/BDF/Radau (SciPy with Numba RHS / NumPy RHS)",
+                    f"{speed['numba'][-1]:.2f} / {speed['numpy'][-1]:.2f}",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                ]
+            )
     worst = {k: float(np.nanmin(v)) for k, v in speed.items()}
     best = {k: float(np.nanmax(v)) for k, v in speed.items()}
     n_met = int(np.sum(np.asarray(speed["numpy"]) >= 10))
     n_all = int(np.sum(np.isfinite(speed["numpy"])))
     return {
-        "title": ("Stiff depth flow: Numba Radau IIA / Rosenbrock-W vs SciPy at matched final "
-                  f"error ≤ {target:g}"),
-        "columns": ["T·d", "T×d", "ε", "method", "CPU ms", "final rel. error", "rtol used", "steps",
-                    "nfev/njev/nlu", "Jacobian"],
+        "title": (
+            "Stiff depth flow: Numba Radau IIA / Rosenbrock-W vs SciPy at matched final "
+            f"error ≤ {target:g}"
+        ),
+        "columns": [
+            "T·d",
+            "T×d",
+            "ε",
+            "method",
+            "CPU ms",
+            "final rel. error",
+            "rtol used",
+            "steps",
+            "nfev/njev/nlu",
+            "Jacobian",
+        ],
         "rows": table,
-        "notes": [f"speed-up of the faster Numba method over the best of LSODA/BDF/Radau: "
-                  f"{worst['numpy']:.1f}–{best['numpy']:.1f}× when SciPy uses the NumPy reference RHS "
-                  f"(numerics.flow), {worst['numba']:.1f}–{best['numba']:.1f}× when SciPy gets the same "
-                  f"compiled Numba RHS. SPEC §4 target ≥ 10× (against SciPy with the NumPy "
-                  f"RHS): met in {n_met} of {n_all} cases. The Numba methods need about as many RHS calls as SciPy's best at this "
-                  "accuracy (Radau IIA: the same algorithm; ROS34PW2: order 3, 2–4× more calls, half of "
-                  "them in the initial layer — an exact finite-difference Jacobian gives the same step "
-                  "count, so that layer is accuracy-limited); their gain is the cost per call and per "
-                  "step (compiled loop, block-diagonal W), and it shrinks as T·d grows and the RHS "
-                  "itself dominates, or when SciPy is handed the compiled RHS.",
-                  "SciPy gets, per method, the faster of its own finite-difference Jacobian ('none') and "
-                  "the frozen-kernel Jacobian ((A−I)/ε − γI) ⊗ I_d ('frozen'; sparse for BDF/Radau, "
-                  "dense for LSODA). RK45 runs only at ε = 1e-2 (explicit cost grows like 1/ε).",
-                  "Every method is integrated interval by interval with stops at l/L (L = 4 untied "
-                  "layers). Reference: Rosenbrock-W at rtol = 1e-12. Tolerance ladder: half decades "
-                  "from 1e-3, atol = 1e-3·rtol; the time is that of the loosest tolerance meeting the "
-                  "target (CPU time; runs under 0.2 s: best of at least 4, repeated up to 0.6 s of "
-                  "CPU or 41 runs, the same rule for every method).",
-                  "Where the Numba Radau time goes (64×8, ε = 1e-3, rtol = 1e-3, measured by doubling "
-                  "each part): ~65 % in the ~330 RHS calls (~9.5 µs each: block-local scores from one "
-                  "product n(X)·[βQKᵀ | W1], vectorised exp/tanh), ~1 % in the Jacobian, the rest in "
-                  "the Newton iterations and the block-diagonal 4×4 real/complex inverses."],
+        "notes": [
+            f"speed-up of the faster Numba method over the best of LSODA/BDF/Radau: "
+            f"{worst['numpy']:.1f}–{best['numpy']:.1f}× when SciPy uses the NumPy reference RHS "
+            f"(numerics.model.flow), {worst['numba']:.1f}–{best['numba']:.1f}× when SciPy gets the same "
+            f"compiled Numba RHS. SPEC §4 target ≥ 10× (against SciPy with the NumPy "
+            f"RHS): met in {n_met} of {n_all} cases. The Numba methods need about as many RHS calls as SciPy's best at this "
+            "accuracy (Radau IIA: the same algorithm; ROS34PW2: order 3, 2–4× more calls, half of "
+            "them in the initial layer — an exact finite-difference Jacobian gives the same step "
+            "count, so that layer is accuracy-limited); their gain is the cost per call and per "
+            "step (compiled loop, block-diagonal W), and it shrinks as T·d grows and the RHS "
+            "itself dominates, or when SciPy is handed the compiled RHS.",
+            "SciPy gets, per method, the faster of its own finite-difference Jacobian ('none') and "
+            "the frozen-kernel Jacobian ((A−I)/ε − γI) ⊗ I_d ('frozen'; sparse for BDF/Radau, "
+            "dense for LSODA). RK45 runs only at ε = 1e-2 (explicit cost grows like 1/ε).",
+            "Every method is integrated interval by interval with stops at l/L (L = 4 untied "
+            "layers). Reference: Rosenbrock-W at rtol = 1e-12. Tolerance ladder: half decades "
+            "from 1e-3, atol = 1e-3·rtol; the time is that of the loosest tolerance meeting the "
+            "target (CPU time; runs under 0.2 s: best of at least 4, repeated up to 0.6 s of "
+            "CPU or 41 runs, the same rule for every method).",
+            "Where the Numba Radau time goes (64×8, ε = 1e-3, rtol = 1e-3, measured by doubling "
+            "each part): ~65 % in the ~330 RHS calls (~9.5 µs each: block-local scores from one "
+            "product n(X)·[βQKᵀ | W1], vectorised exp/tanh), ~1 % in the Jacobian, the rest in "
+            "the Newton iterations and the block-diagonal 4×4 real/complex inverses.",
+        ],
     }

@@ -9,45 +9,25 @@ executes (``Q Kᵀ`` and ``A V``, preallocated outputs), with whatever thread co
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
 from fastslow.benchmarks import section
-from numerics.cost import layer_flops
-from numerics.fast import _fast_attention, _fast_slow_path, _fast_trajectory, _pieces, warm_up
-from numerics.layer import _kernel, _layer, _normed, _slow, stack
-from numerics.model import ModelConfig, init_model
-
-A2_PS = (1, 2, 4, 8, 16, 32, 64)
+from numerics.model import kernels
+from numerics.model.compiled import fast_trajectory_unchecked, warm_up
+from numerics.model.cost import layer_flops
+from numerics.model.layer import stack
+from verify.timing import A2_PS, a2_attention_times, interleaved_best, layer_instance
 
 
 def _env_note() -> str:
     keys = ("OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "NUMBA_NUM_THREADS")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return ("environment: " + ", ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in keys)
-            + f"; load average {load} on {os.cpu_count()} cores")
-
-
-def interleaved_best(fns: dict, repeat: int = 5) -> dict:
-    """Best CPU time (``time.process_time``) of each callable, timed round-robin: one call each per
-    round, after one warm call each.
-
-    Why CPU time and round-robin: the benchmark machine is shared (load averages of 5–6 on 2
-    cores were seen), and wall times then vary by 2–4× between neighbouring calls. With one BLAS
-    thread the process's CPU time equals its wall time on an idle machine but does not count the
-    time it waits for a core; the round-robin order exposes all candidates to the same load. With
-    several threads CPU time adds the threads up, on both sides of every ratio (floor included).
-    """
-    for fn in fns.values():
-        fn()
-    best = {k: float("inf") for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[k] = min(best[k], time.process_time() - t0)
-    return best
+    return (
+        "environment: "
+        + ", ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in keys)
+        + f"; load average {load} on {os.cpu_count()} cores"
+    )
 
 
 def blas_products(T: int, d: int):
@@ -59,14 +39,8 @@ def blas_products(T: int, d: int):
     def products():
         np.dot(Qp, Kp.T, out=S)
         np.dot(S, Vp, out=O)
+
     return products
-
-
-def _instance(T, P, d, mask="causal", L=1, seed=0):
-    cfg = ModelConfig(T=T, P=P, d=d, mask=mask)
-    model = init_model(cfg, L, seed, gate=0.5)
-    X = np.random.default_rng(seed + 1).standard_normal((T, d))
-    return cfg, model, X
 
 
 def _rel(a, b) -> float:
@@ -81,12 +55,16 @@ def layer_vs_blas_floor(quick: bool) -> dict:
     repeat = 5 if quick else 9
     fns, outs = {"blas": blas_products(T, d)}, {}
     for mask_name, mask in (("causal", "causal"), ("dense (all True)", np.ones((T, T), bool))):
-        cfg, model, X = _instance(T, P, d, mask)
+        cfg, model, X = layer_instance(T, P, d, mask)
         p = model.layers[0]
-        fns["NumPy reference", mask_name] = (lambda c=cfg, p=p, X=X: _layer(c, p, X, None))
-        fns["Numba (numerics.fast)", mask_name] = (
-            lambda c=cfg, p=p, X=X: _fast_trajectory(c, (p,), X, None))
-        outs[mask_name] = (_layer(cfg, p, X, None), _fast_trajectory(cfg, (p,), X, None)[1])
+        fns["NumPy reference", mask_name] = lambda c=cfg, p=p, X=X: kernels.layer(c, p, X, None)
+        fns["Numba (numerics.model.compiled)", mask_name] = lambda c=cfg, p=p, X=X: (
+            fast_trajectory_unchecked(c, (p,), X, None)
+        )
+        outs[mask_name] = (
+            kernels.layer(cfg, p, X, None),
+            fast_trajectory_unchecked(cfg, (p,), X, None)[1],
+        )
     times = interleaved_best(fns, repeat)
     rate = 4 * T * T * d / times.pop("blas") / 1e9
     floor = (4 * T * T * d + 8 * T * d * d) / (rate * 1e9)
@@ -94,53 +72,43 @@ def layer_vs_blas_floor(quick: bool) -> dict:
     rows = []
     for (path, mask_name), t in times.items():
         ref, fast = outs[mask_name]
-        rows.append([path, mask_name, t * 1e3, t / floor, executed / t / 1e9,
-                     0.0 if path.startswith("NumPy") else _rel(fast, ref)])
+        rows.append(
+            [
+                path,
+                mask_name,
+                t * 1e3,
+                t / floor,
+                executed / t / 1e9,
+                0.0 if path.startswith("NumPy") else _rel(fast, ref),
+            ]
+        )
     worst = max(r[3] for r in rows if r[0].startswith("Numba"))
     verdict = f"Numba path: worst time/floor {worst:.2f}×" + (
-        " (--quick: the SPEC §4 target ≤ 2.5× applies at T=1024, d=64)." if quick else
-        " — SPEC §4 target ≤ 2.5× " + ("met." if worst <= 2.5 else "MISSED."))
+        " (--quick: the SPEC §4 target ≤ 2.5× applies at T=1024, d=64)."
+        if quick
+        else " — SPEC §4 target ≤ 2.5× " + ("met." if worst <= 2.5 else "MISSED.")
+    )
     return {
         "title": f"Layer forward vs BLAS floor (T={T}, d={d}, P={P}, m=d, slow path on)",
-        "columns": ["path", "fast mask", "time (ms)", "time / floor", "GF/s (dense count)",
-                    "rel. diff. to reference"],
+        "columns": [
+            "path",
+            "fast mask",
+            "time (ms)",
+            "time / floor",
+            "GF/s (dense count)",
+            "rel. diff. to reference",
+        ],
         "rows": rows,
-        "notes": [f"BLAS rate measured in this run on the layer's T×T×d products: {rate:.1f} GF/s; "
-                  f"floor = (4T²d + 8Td²)/rate = {floor * 1e3:.2f} ms. {verdict}",
-                  f"The layer executes 4T²d + 10Td² + slow path = {executed / 1e6:.0f} MFLOP in the "
-                  "dense count (Q,K,V: 6Td², MLP with m=d: 4Td²; no output projection). The Numba "
-                  "path skips the masked-out column ranges by row tiles, so with the causal mask it "
-                  "does about half the T² work: its ratio below 1 is that saving, not a faster BLAS.",
-                  _env_note()],
+        "notes": [
+            f"BLAS rate measured in this run on the layer's T×T×d products: {rate:.1f} GF/s; "
+            f"floor = (4T²d + 8Td²)/rate = {floor * 1e3:.2f} ms. {verdict}",
+            f"The layer executes 4T²d + 10Td² + slow path = {executed / 1e6:.0f} MFLOP in the "
+            "dense count (Q,K,V: 6Td², MLP with m=d: 4Td²; no output projection). The Numba "
+            "path skips the masked-out column ranges by row tiles, so with the causal mask it "
+            "does about half the T² work: its ratio below 1 is that saving, not a faster BLAS.",
+            _env_note(),
+        ],
     }
-
-
-def a2_attention_times(T: int, d: int, Ps=A2_PS, repeat: int = 5, paths=("numpy", "numba")) -> dict:
-    """Wall times of the fast attention call and of the slow path call for each block size ``P``.
-
-    Fast: ``A(X) n(X) V`` over T tokens (causal mask); slow: pooling, norm, block-causal attention
-    over ``N = T/P`` pooled tokens, causal up-sampling. Returns ``{path: {"fast": t, "slow": [t_P]}}``.
-    """
-    warm_up()
-    cfg, model, X = _instance(T, 1, d)
-    p = model.layers[0]
-    fns = {}
-    for path in paths:
-        if path == "numpy":
-            def fast_call(c=cfg):
-                Xn = _normed(c, X)
-                return _kernel(c, Xn, p.Q, p.K, c.mask_array) @ (Xn @ p.V)
-            fns[path, "fast"] = fast_call
-            for P in Ps:
-                fns[path, P] = lambda c=cfg.replace(P=P): _slow(c, p, X)
-        else:
-            fns[path, "fast"] = lambda c=cfg, st=_pieces(cfg): _fast_attention(c, p, X, st)
-            for P in Ps:
-                cP = cfg.replace(P=P)
-                fns[path, P] = lambda c=cP, st=_pieces(cP): _fast_slow_path(c, p, X, st)
-    times = interleaved_best(fns, repeat)
-    return {path: {"fast": times[path, "fast"], "slow": [times[path, P] for P in Ps]}
-            for path in paths}
 
 
 @section("a2_timing")
@@ -158,20 +126,33 @@ def a2_timing(quick: bool) -> dict:
             if r * P**2 > 2.0 and path not in takeover:
                 takeover[path] = P
         rows.append(row)
-    notes = [f"fast attention call (causal, T={T}): NumPy {times['numpy']['fast'] * 1e3:.2f} ms, "
-             f"Numba {times['numba']['fast'] * 1e3:.2f} ms. Both calls include their Q,K,V "
-             "projections and norm; the slow call also pools and up-samples (O(Td), independent of P)."]
+    notes = [
+        f"fast attention call (causal, T={T}): NumPy {times['numpy']['fast'] * 1e3:.2f} ms, "
+        f"Numba {times['numba']['fast'] * 1e3:.2f} ms. Both calls include their Q,K,V "
+        "projections and norm; the slow call also pools and up-samples (O(Td), independent of P)."
+    ]
     for path in ("numpy", "numba"):
         if path in takeover:
-            notes.append(f"{path}: the measured ratio exceeds twice the 1/P² model from P = "
-                         f"{takeover[path]} on (fixed O(Td) and per-call costs take over).")
+            notes.append(
+                f"{path}: the measured ratio exceeds twice the 1/P² model from P = "
+                f"{takeover[path]} on (fixed O(Td) and per-call costs take over)."
+            )
         else:
             notes.append(f"{path}: the measured ratio stays within 2× of 1/P² for every P tested.")
     notes.append(_env_note())
     return {
         "title": f"A2: slow path vs fast attention, T={T}, d={d}",
-        "columns": ["P", "N", "model 1/P²", "NumPy slow (ms)", "NumPy ratio", "NumPy ratio·P²",
-                    "Numba slow (ms)", "Numba ratio", "Numba ratio·P²"],
+        "columns": [
+            "P",
+            "N",
+            "model 1/P²",
+            "NumPy slow (ms)",
+            "NumPy ratio",
+            "NumPy ratio·P²",
+            "Numba slow (ms)",
+            "Numba ratio",
+            "Numba ratio·P²",
+        ],
         "rows": rows,
         "notes": notes,
     }
@@ -184,14 +165,27 @@ def numba_vs_numpy(quick: bool) -> dict:
     Ts, d, L = ((64, 256), 32, 2) if quick else ((64, 256, 1024), 64, 4)
     rows = []
     for T in Ts:
-        cfg, model, X = _instance(T, 8, d, L=L, seed=T)
+        cfg, model, X = layer_instance(T, 8, d, L=L, seed=T)
         ref = stack(model, X)
-        times = interleaved_best({"ref": lambda: stack(model, X),
-                                  "fast": lambda: _fast_trajectory(cfg, model.layers, X, None)},
-                                 repeat=5 if quick or T >= 1024 else 15)
+        times = interleaved_best(
+            {
+                "ref": lambda: stack(model, X),
+                "fast": lambda: fast_trajectory_unchecked(cfg, model.layers, X, None),
+            },
+            repeat=5 if quick or T >= 1024 else 15,
+        )
         t_ref, t_fast = times["ref"], times["fast"]
-        rows.append([T, d, L, t_ref * 1e3, t_fast * 1e3, t_ref / t_fast,
-                     _rel(_fast_trajectory(cfg, model.layers, X, None)[-1], ref)])
+        rows.append(
+            [
+                T,
+                d,
+                L,
+                t_ref * 1e3,
+                t_fast * 1e3,
+                t_ref / t_fast,
+                _rel(fast_trajectory_unchecked(cfg, model.layers, X, None)[-1], ref),
+            ]
+        )
     return {
         "title": "Numba path vs NumPy reference: the stack forward (causal, P=8, m=d, g=0.5)",
         "columns": ["T", "d", "L", "NumPy (ms)", "Numba (ms)", "speed-up", "rel. diff."],

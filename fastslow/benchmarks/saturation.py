@@ -4,7 +4,7 @@ Jacobian product, and how both scale with T.
 Both routes start from the same model and homogeneous input and return the whole curve ``r(L)``,
 ``L = 1…L_max``, and ``L*``:
 
-* **d×d route** (:mod:`numerics.linearised`): the single-token trajectory, the factors ``N_l, M_l``,
+* **d×d route** (:mod:`numerics.analysis.linearised`): the single-token trajectory, the factors ``N_l, M_l``,
   the mode products ``D_λ`` for the distinct eigenvalues of ``K`` (batched d×d matmuls) and their
   singular values: O(L · n_λ · d³).
 * **brute force**: the dense layer Jacobians ``J_l = I_T ⊗ N_lᵀ + K ⊗ M_lᵀ`` (assembled from the same
@@ -25,19 +25,12 @@ import numpy as np
 import numerics as nm
 from fastslow.benchmarks import section
 from numerics import lapack
-from numerics import linearised as lin
+from numerics.analysis import linearised as lin
 from verify.checks.d4 import build_model
 from verify.registry import get_claim
+from verify.timing import interleaved_best
 
 D5_DEFAULTS = get_claim("D5").defaults()
-
-try:
-    from fastslow.benchmarks.layer import interleaved_best
-except ImportError:  # pragma: no cover - the layer section is another module
-    from fastslow.bench import best_time
-
-    def interleaved_best(fns: dict, repeat: int = 5) -> dict:
-        return {k: best_time(f, repeat=repeat) for k, f in fns.items()}
 
 
 def _instance(mask: str, T: int, P: int, d: int, L: int, seed: int = 0):
@@ -111,33 +104,73 @@ def saturation_section(quick: bool = False) -> dict:
             r_bf, Ls_bf = saturation_brute(model, x0, tau, pairs)
             upto = L if not np.isfinite(Ls_dd) else int(Ls_dd)
             rel = float(np.max(np.abs(r_bf - r_dd)[:upto] / np.abs(r_dd)[:upto]))
-            t = interleaved_best({"dd": lambda: saturation_dd(model, x0, tau),
-                                  "brute": lambda: saturation_brute(model, x0, tau, pairs)},
-                                 repeat=repeat)
+            t = interleaved_best(
+                {
+                    "dd": lambda: saturation_dd(model, x0, tau),
+                    "brute": lambda: saturation_brute(model, x0, tau, pairs),
+                },
+                repeat=repeat,
+            )
             n_lam = len(pairs)
-            rows.append([mask, T, d, L, n_lam, t["dd"] * 1e3, t["brute"] * 1e3,
-                         t["brute"] / t["dd"], Ls_dd, Ls_bf,
-                         "yes" if Ls_dd == Ls_bf else "NO", rel])
+            rows.append(
+                [
+                    mask,
+                    T,
+                    d,
+                    L,
+                    n_lam,
+                    t["dd"] * 1e3,
+                    t["brute"] * 1e3,
+                    t["brute"] / t["dd"],
+                    Ls_dd,
+                    Ls_bf,
+                    "yes" if Ls_dd == Ls_bf else "NO",
+                    rel,
+                ]
+            )
     for mask in ("block_causal", "block_bidirectional", "causal"):
         sub = [r for r in rows if r[0] == mask and r[1] >= 16]
         if len(sub) >= 3:
             lt = np.log([r[1] for r in sub])
             s_dd = np.polyfit(lt, np.log([r[5] for r in sub]), 1)[0]
             s_bf = np.polyfit(lt, np.log([r[6] for r in sub]), 1)[0]
-            notes.append(f"{mask}: log-log slope in T (T ≥ 16) d×d {s_dd:.2f}, brute force "
-                         f"{s_bf:.2f} (model: 0 or 1 for #λ = P or T, and 3 for (Td)³; BLAS "
-                         "efficiency still rising at these sizes)")
+            notes.append(
+                f"{mask}: log-log slope in T (T ≥ 16) d×d {s_dd:.2f}, brute force "
+                f"{s_bf:.2f} (model: 0 or 1 for #λ = P or T, and 3 for (Td)³; BLAS "
+                "efficiency still rising at these sizes)"
+            )
     target = [r for r in rows if r[0] == "block_causal" and r[1] == 64]
     if target:
-        notes.append(f"target (SPEC §4): ≥ 100× at T=64, d=8, L=32 (block_causal): measured "
-                     f"{target[0][7]:.0f}×")
-    notes.append("brute force assembles J_l = I⊗N_lᵀ + K⊗M_lᵀ from the same factors (its cheapest "
-                 "dense build); assembling it by Td JVPs per layer would cost Td forward passes more")
-    notes.append("r rel. diff: max |r_brute − r_dd|/r_dd over depths ≤ L*. The brute force reads D_λ "
-                 "off the dense product through the closed-form eigenvectors (integer binomials for "
-                 "the causal masks, exact in float64 up to 2^53), which is why it stays accurate "
-                 "here; with eigenvectors from numpy.linalg.eig it would not beyond T ≈ 20 (D4)")
-    return {"title": "Saturation depth L*(τ): d×d mode products vs brute-force (Td)² Jacobian product",
-            "columns": ["mask", "T", "d", "L", "#λ", "d×d ms", "brute ms", "speed-up",
-                        "L* d×d", "L* brute", "agree", "r rel. diff"],
-            "rows": rows, "notes": notes}
+        notes.append(
+            f"target (SPEC §4): ≥ 100× at T=64, d=8, L=32 (block_causal): measured "
+            f"{target[0][7]:.0f}×"
+        )
+    notes.append(
+        "brute force assembles J_l = I⊗N_lᵀ + K⊗M_lᵀ from the same factors (its cheapest "
+        "dense build); assembling it by Td JVPs per layer would cost Td forward passes more"
+    )
+    notes.append(
+        "r rel. diff: max |r_brute − r_dd|/r_dd over depths ≤ L*. The brute force reads D_λ "
+        "off the dense product through the closed-form eigenvectors (integer binomials for "
+        "the causal masks, exact in float64 up to 2^53), which is why it stays accurate "
+        "here; with eigenvectors from numpy.linalg.eig it would not beyond T ≈ 20 (D4)"
+    )
+    return {
+        "title": "Saturation depth L*(τ): d×d mode products vs brute-force (Td)² Jacobian product",
+        "columns": [
+            "mask",
+            "T",
+            "d",
+            "L",
+            "#λ",
+            "d×d ms",
+            "brute ms",
+            "speed-up",
+            "L* d×d",
+            "L* brute",
+            "agree",
+            "r rel. diff",
+        ],
+        "rows": rows,
+        "notes": notes,
+    }

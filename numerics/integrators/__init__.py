@@ -8,7 +8,7 @@ Three methods, all compiled with Numba and both landing exactly on breakpoints a
   the frozen-kernel term, so ``J = (A(X_n) − I)/ε − γI`` is a T×T matrix acting on the token
   index: the linear algebra costs ``O(T³ + T²d)`` per step instead of ``O((Td)³)`` for the full
   Jacobian, and being a W-method the scheme keeps order 3 with this inexact ``J``
-  (:mod:`numerics.integrators.coupling`).
+  (:mod:`numerics.model.coupling`).
 * ``method="radau"``: Radau IIA of order 5 (3-stage collocation, L-stable) with simplified Newton
   iterations on the same ``W = J ⊗ I_k`` (after SciPy's ``Radau`` / Hairer & Wanner's RADAU5:
   one real and one complex factorisation per step size, Jacobian and factorisations reused while
@@ -48,10 +48,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _validate as v
-from ._core import (JAC_SIG, MAX_STEPS, NOT_FINITE, N_ACCEPT, N_FEV, N_JEV, N_LU, N_REJECT,
-                    RHS_SIG, STEP_TOO_SMALL, SUCCESS, dopri5_loop, radau_loop, rosw_loop)
-from ._tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
+from numerics import validation as v
+from numerics.integrators.loops import (
+    JAC_SIG,
+    MAX_STEPS,
+    N_ACCEPT,
+    N_FEV,
+    N_JEV,
+    N_LU,
+    N_REJECT,
+    NOT_FINITE,
+    RHS_SIG,
+    STEP_TOO_SMALL,
+    SUCCESS,
+    dopri5_loop,
+    radau_loop,
+    rosw_loop,
+)
+from numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
 
 METHODS = ("rosw", "radau", "dopri5")
 ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
@@ -60,10 +74,12 @@ ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
 __all__ = ["METHODS", "ORDERS", "IntegratorResult", "integrate", "RHS_SIG", "JAC_SIG"]
 
 _LOOPS = {"rosw": rosw_loop, "radau": radau_loop, "dopri5": dopri5_loop}
-_MESSAGES = {SUCCESS: "The solver successfully reached the end of the integration interval.",
-             MAX_STEPS: "Maximum number of steps reached.",
-             STEP_TOO_SMALL: "Required step size is less than spacing between numbers.",
-             NOT_FINITE: "The solution became non-finite."}
+_MESSAGES = {
+    SUCCESS: "The solver successfully reached the end of the integration interval.",
+    MAX_STEPS: "Maximum number of steps reached.",
+    STEP_TOO_SMALL: "Required step size is less than spacing between numbers.",
+    NOT_FINITE: "The solution became non-finite.",
+}
 
 
 @dataclass
@@ -112,11 +128,24 @@ def _stops(t0: float, t1: float, t_eval, breakpoints):
     return stops, segs, out_index, edges
 
 
-def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int | None = None,
-              jac_block: int | None = None,
-              p=None, rtol: float = 1e-6, atol: float = 1e-9, t_eval=None, breakpoints=(),
-              first_step: float | None = None, h_fixed: float | None = None,
-              max_steps: int = 1_000_000) -> IntegratorResult:
+def integrate(
+    fun,
+    t_span,
+    y0,
+    *,
+    method: str = "rosw",
+    jac=None,
+    jac_size: int | None = None,
+    jac_block: int | None = None,
+    p=None,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    t_eval=None,
+    breakpoints=(),
+    first_step: float | None = None,
+    h_fixed: float | None = None,
+    max_steps: int = 1_000_000,
+) -> IntegratorResult:
     """Integrate ``dy/dt = f(t, y)`` from ``t_span[0]`` to ``t_span[1]`` (forward in time).
 
     Args:
@@ -185,7 +214,7 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
     else:
         if not callable(fun):
             raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-        left = np.nextafter(edges[1:], -np.inf)       # left limit at each segment's right end
+        left = np.nextafter(edges[1:], -np.inf)  # left limit at each segment's right end
 
         def rhs(t, y, p_, seg, out):
             out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
@@ -193,18 +222,46 @@ def integrate(fun, t_span, y0, *, method: str = "rosw", jac=None, jac_size: int 
         if jac is None:
             jac_fn = _zero_jac.py_func
         else:
+
             def jac_fn(t, y, p_, seg, J):
                 J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
+
         loop = _LOOPS[method].py_func
 
-    status = int(loop(rhs, jac_fn, y0, pvec, stops, segs, np.int64(m), np.int64(mb), rtol, atol, h0, hf,
-                      np.int64(max_steps), Yout, counters))
+    status = int(
+        loop(
+            rhs,
+            jac_fn,
+            y0,
+            pvec,
+            stops,
+            segs,
+            np.int64(m),
+            np.int64(mb),
+            rtol,
+            atol,
+            h0,
+            hf,
+            np.int64(max_steps),
+            Yout,
+            counters,
+        )
+    )
     keep = out_index if status == SUCCESS else out_index[out_index < 1]
     return IntegratorResult(
-        t=stops[keep], y=Yout[keep].T.copy(), status=status, message=_MESSAGES[status],
-        success=status == SUCCESS, nfev=int(counters[N_FEV]), njev=int(counters[N_JEV]),
-        nlu=int(counters[N_LU]), nsteps=int(counters[N_ACCEPT]), nreject=int(counters[N_REJECT]),
-        method=method, compiled=compiled)
+        t=stops[keep],
+        y=Yout[keep].T.copy(),
+        status=status,
+        message=_MESSAGES[status],
+        success=status == SUCCESS,
+        nfev=int(counters[N_FEV]),
+        njev=int(counters[N_JEV]),
+        nlu=int(counters[N_LU]),
+        nsteps=int(counters[N_ACCEPT]),
+        nreject=int(counters[N_REJECT]),
+        method=method,
+        compiled=compiled,
+    )
 
 
 from numba import njit  # noqa: E402

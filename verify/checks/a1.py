@@ -24,13 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics.masks import block_level_mask
+from numerics.model.masks import block_level_mask
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
 
-def dependence_matrix(model: nm.Model, X0: np.ndarray, rng: np.random.Generator,
-                      size: float = 1.0) -> np.ndarray:
+def dependence_matrix(
+    model: nm.Model, X0: np.ndarray, rng: np.random.Generator, size: float = 1.0
+) -> np.ndarray:
     """``dep[t, s] = max_j |out_t(X0 + δ e_s) − out_t(X0)|_j`` for one random row ``δ`` per ``s``."""
     base = nm.stack(model, X0)
     T = X0.shape[0]
@@ -45,9 +46,9 @@ def dependence_matrix(model: nm.Model, X0: np.ndarray, rng: np.random.Generator,
 def slow_token_mask(cfg: nm.ModelConfig) -> np.ndarray:
     """``M[t, s]``: token ``t``'s slow input may read token ``s`` (block-level slow mask composed
     with the one-block shift ``U_c`` and block pooling)."""
-    Mb = block_level_mask(cfg.slow_mask, cfg.N)            # block b' reads block c
+    Mb = block_level_mask(cfg.slow_mask, cfg.N)  # block b' reads block c
     shifted = np.zeros_like(Mb)
-    shifted[1:] = Mb[:-1]                                  # U_c: block b receives row b − 1
+    shifted[1:] = Mb[:-1]  # U_c: block b receives row b − 1
     return np.kron(shifted, np.ones((cfg.P, cfg.P), dtype=bool))
 
 
@@ -55,9 +56,12 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"],
-                                  slow_mask=p["slow_mask"])
-        model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
+        self.cfg = nm.ModelConfig(
+            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"]
+        )
+        model = nm.init_model(
+            self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"]
+        )
         # a different non-zero gate per layer, of magnitude ~ gate
         gates = p["gate"] * (1.0 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
         self.model = model.with_gates(gates)
@@ -69,29 +73,35 @@ class Instance:
 class A1(Claim):
     id = "A1"
     title = "Timescale and causality"
-    abstract = ("the slow variable y evolves at one update per P tokens ... enforced structurally "
-                "by causal block-mean pooling")
-    statement = ("The slow input of token t changes only at block boundaries, and with a "
-                 "block-causal slow path and a causal fast mask the model is autoregressive: "
-                 "∂out_t/∂X_s = 0 for all s > t, any weights, any g ≠ 0.")
+    abstract = (
+        "the slow variable y evolves at one update per P tokens ... enforced structurally "
+        "by causal block-mean pooling"
+    )
+    statement = (
+        "The slow input of token t changes only at block boundaries, and with a "
+        "block-causal slow path and a causal fast mask the model is autoregressive: "
+        "∂out_t/∂X_s = 0 for all s > t, any weights, any g ≠ 0."
+    )
     params = {
         "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
         "P": Param(4, "tokens per block", low=1, high=256),
         "d": Param(4, "features", low=1, high=64),
         "L": Param(3, "layers", low=1, high=64),
         "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param("blockcausal", "slow attention mask at block level",
-                           choices=("blockcausal", "full")),
-        "gate": Param(0.7, "gate magnitude (each layer's gate is gate·(1 ± 0.5·u))", low=-1e3, high=1e3),
+        "slow_mask": Param(
+            "blockcausal", "slow attention mask at block level", choices=("blockcausal", "full")
+        ),
+        "gate": Param(
+            0.7, "gate magnitude (each layer's gate is gate·(1 ± 0.5·u))", low=-1e3, high=1e3
+        ),
         "scale": Param(1.0, "scale of the fast weights", low=0.0, high=1e3),
         "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
         "perturbation": Param(1.0, "size of the one-token input perturbation", low=1e-8, high=1e3),
     }
     hypotheses = {
         "fast_mask_causal": "the fast mask has no entry above the diagonal (count of s > t entries = 0)",
-        "slow_path_sees_only_completed_blocks":
-            "the slow path's token-level mask (block-level mask, shifted one block by U_c) "
-            "has no entry with s ≥ the start of t's block",
+        "slow_path_sees_only_completed_blocks": "the slow path's token-level mask (block-level mask, shifted one block by U_c) "
+        "has no entry with s ≥ the start of t's block",
         "gates_nonzero": "every layer's gate is non-zero (the slow path is switched on)",
     }
     conclusion = {
@@ -100,15 +110,26 @@ class A1(Claim):
         "check_not_vacuous": "every out_t depends on X_t (min diagonal dependence > 0)",
     }
     controls = (
-        Control("full_slow_mask", {"slow_mask": "full"}, breaks="slow_path_sees_only_completed_blocks",
-                meaning="v1's slow attention over all pooled tokens: later blocks leak into earlier ones",
-                seed=7),
-        Control("bidirectional_fast_mask", {"mask": "block_bidirectional"}, breaks="fast_mask_causal",
-                meaning="a fast mask that attends within the whole block leaks later tokens of the block",
-                seed=7),
+        Control(
+            "full_slow_mask",
+            {"slow_mask": "full"},
+            breaks="slow_path_sees_only_completed_blocks",
+            meaning="v1's slow attention over all pooled tokens: later blocks leak into earlier ones",
+            seed=7,
+        ),
+        Control(
+            "bidirectional_fast_mask",
+            {"mask": "block_bidirectional"},
+            breaks="fast_mask_causal",
+            meaning="a fast mask that attends within the whole block leaks later tokens of the block",
+            seed=7,
+        ),
     )
-    key_figures = ("max_future_dependence", "slow_input_within_block_variation",
-                   "min_past_diagonal_dependence")
+    key_figures = (
+        "max_future_dependence",
+        "slow_input_within_block_variation",
+        "min_past_diagonal_dependence",
+    )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -119,15 +140,20 @@ class A1(Claim):
         fast_future = int(np.triu(cfg.mask_array, k=1).sum())
         slow = slow_token_mask(cfg)
         block_start = (np.arange(T) // P) * P
-        slow_late = int(sum(slow[t, block_start[t]:].sum() for t in range(T)))
+        slow_late = int(sum(slow[t, block_start[t] :].sum() for t in range(T)))
         zero_gates = int(np.sum(inst.gates == 0))
         return {
-            "fast_mask_causal": Diagnostic(fast_future == 0, fast_future,
-                                           "number of fast-mask entries with s > t; 0 required"),
+            "fast_mask_causal": Diagnostic(
+                fast_future == 0, fast_future, "number of fast-mask entries with s > t; 0 required"
+            ),
             "slow_path_sees_only_completed_blocks": Diagnostic(
-                slow_late == 0, slow_late,
-                "number of slow-mask entries (t, s) with s ≥ start of t's block; 0 required"),
-            "gates_nonzero": Diagnostic(zero_gates == 0, zero_gates, "number of zero gates; 0 required"),
+                slow_late == 0,
+                slow_late,
+                "number of slow-mask entries (t, s) with s ≥ start of t's block; 0 required",
+            ),
+            "gates_nonzero": Diagnostic(
+                zero_gates == 0, zero_gates, "number of zero gates; 0 required"
+            ),
         }
 
     def conclude(self, inst):
@@ -154,20 +180,32 @@ class A1(Claim):
         }
         if len(leaks):
             t, s = leaks[np.lexsort((leaks[:, 1], leaks[:, 0]))][0]
-            figures["first_leak"] = {"output_token": int(t), "later_input_token": int(s),
-                                     "dependence": float(dep[t, s])}
+            figures["first_leak"] = {
+                "output_token": int(t),
+                "later_input_token": int(s),
+                "dependence": float(dep[t, s]),
+            }
             figures["leaking_output_tokens"] = sorted({int(t) for t, _ in leaks})
         parts = {
-            "no_future_dependence": Diagnostic(future.max() == 0.0, float(future.max()),
-                                               "max_{s>t} |Δ out_t| = 0"),
-            "slow_input_block_constant": Diagnostic(within == 0.0, within,
-                                                    "max within-block spread of the slow input = 0"),
-            "check_not_vacuous": Diagnostic(diag_min > 0.0, diag_min, "min_t |Δ out_t| for δX_t > 0"),
+            "no_future_dependence": Diagnostic(
+                future.max() == 0.0, float(future.max()), "max_{s>t} |Δ out_t| = 0"
+            ),
+            "slow_input_block_constant": Diagnostic(
+                within == 0.0, within, "max within-block spread of the slow input = 0"
+            ),
+            "check_not_vacuous": Diagnostic(
+                diag_min > 0.0, diag_min, "min_t |Δ out_t| for δX_t > 0"
+            ),
         }
-        return Conclusion(parts, figures,
-                          tolerance={"future_dependence_abs": 0.0, "within_block_variation_abs": 0.0},
-                          notes=["dependence measured by O(1) perturbations of one input token at a "
-                                 "time; future entries must vanish exactly (bitwise)"])
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={"future_dependence_abs": 0.0, "within_block_variation_abs": 0.0},
+            notes=[
+                "dependence measured by O(1) perturbations of one input token at a "
+                "time; future entries must vanish exactly (bitwise)"
+            ],
+        )
 
 
 CLAIM = A1()

@@ -4,12 +4,12 @@ Claim: slow attention over ``N = T/P`` pooled tokens costs ``1/P²`` of fast att
 tokens in the score and mixing terms (``4N²d`` vs ``4T²d`` FLOP); the whole slow path over the
 whole fast layer lies between ``1/P²`` and ``1/P`` when ``3d(P − 1) ≥ 2m``.
 
-Checked by running the NumPy reference (``numerics.layer._increment`` and ``_slow``) on arrays of a
+Checked by running the NumPy reference (``numerics.model.layer._increment`` and ``kernels.slow``) on arrays of a
 counting ``ndarray`` subclass that records the operand shapes of every ``@`` (``np.matmul``) and the
 element count of every other ufunc. Each product is attributed by its right operand: a tagged weight
 (``Q, K, V, W1, W2, Qs, Ks, Vs``) makes it a projection/MLP product, an untagged (computed) operand
 makes it a score or mixing product of the attention core. The counted FLOP (``2abc`` per product)
-must equal :func:`numerics.cost.layer_flops` term by term, exactly (integers), and the measured
+must equal :func:`numerics.model.cost.layer_flops` term by term, exactly (integers), and the measured
 ratios are exact fractions. The count sees what the reference really multiplies, so a wrong model,
 a missing product or an unpooled slow path makes it fail. The conclusion also checks the bracket
 condition of the model itself over a grid of sizes (``T`` up to 4096, ``d`` up to 512, ``m`` up to
@@ -21,7 +21,7 @@ Hypotheses, measured on the instance:
   ``N = T/P`` token rows (read from an instrumented run of the slow path alone);
 * ``slow_projections_outweigh_mlp``: ``3d(P − 1) ≥ 2m`` with ``d, m`` read off the MLP weight
   ``W1`` (d×m). This is the exact condition for the whole-layer lower bound (derived in
-  :mod:`numerics.cost`: ``P²·slow − fast = 6Td²(P − 1) − 4Tdm``; the slow path has no MLP). The
+  :mod:`numerics.model.cost`: ``P²·slow − fast = 6Td²(P − 1) − 4Tdm``; the slow path has no MLP). The
   unconditional bracket is false: for ``P = 1``, for ``P = 2`` with ``m > 1.5d`` and for ``P = 3``
   with ``m > 3d`` (e.g. the common ``m = 4d``). The upper bound ``≤ 1/P`` needs nothing.
 
@@ -40,22 +40,27 @@ from fractions import Fraction
 
 import numpy as np
 
-from numerics.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
-from numerics.layer import _increment, _slow
-from numerics.model import WEIGHT_NAMES, ModelConfig, init_layer
-from numerics.pooling import _block_mean, _upsample
+from numerics.model import kernels
+from numerics.model.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
+from numerics.model.weights import WEIGHT_NAMES, ModelConfig, init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
 SLOW_NAMES = ("Qs", "Ks", "Vs")
 
-GRID = tuple((T, P, d, k * d) for T in (8, 64, 256, 2048, 4096) for P in (2**i for i in range(13))
-             if P <= T for d in (4, 16, 64, 128, 512) for k in (1, 2, 4))
+GRID = tuple(
+    (T, P, d, k * d)
+    for T in (8, 64, 256, 2048, 4096)
+    for P in (2**i for i in range(13))
+    if P <= T
+    for d in (4, 16, 64, 128, 512)
+    for k in (1, 2, 4)
+)
 """Sizes ``(T, P, d, m)`` on which the model's bracket condition is checked: every power-of-two
 ``P ≤ T``, ``d`` from 4 to 512 (so ``d ≫ T`` occurs), ``m ∈ {d, 2d, 4d}``."""
 
-PRODUCTS_FAST = 7   # 3 projections + scores + mixing + 2 MLP products
-PRODUCTS_SLOW = 5   # 3 projections + scores + mixing
+PRODUCTS_FAST = 7  # 3 projections + scores + mixing + 2 MLP products
+PRODUCTS_SLOW = 5  # 3 projections + scores + mixing
 
 
 class CountingArray(np.ndarray):
@@ -75,18 +80,22 @@ class CountingArray(np.ndarray):
         result = getattr(ufunc, method)(*raw, **kwargs)
         if ufunc is np.matmul and method == "__call__":
             b = inputs[1]
-            CountingArray.log.append(("matmul", np.shape(raw[0]), np.shape(raw[1]),
-                                      getattr(b, "tag", None)))
+            CountingArray.log.append(
+                ("matmul", np.shape(raw[0]), np.shape(raw[1]), getattr(b, "tag", None))
+            )
         elif method == "__call__":
             CountingArray.log.append((ufunc.__name__, method, int(np.size(result))))
         elif method == "reduce":
-            CountingArray.log.append((ufunc.__name__, method,
-                                      int(np.size(raw[0]) - np.size(result))))
+            CountingArray.log.append(
+                (ufunc.__name__, method, int(np.size(raw[0]) - np.size(result)))
+            )
         if isinstance(result, np.ndarray):
             return result.view(CountingArray)
         return result
 
-    def __array_function__(self, func, types, args, kwargs):  # np.where, np.repeat, ...: keep wrapping
+    def __array_function__(
+        self, func, types, args, kwargs
+    ):  # np.where, np.repeat, ...: keep wrapping
         result = super().__array_function__(func, types, args, kwargs)
         return result.view(CountingArray) if isinstance(result, np.ndarray) else result
 
@@ -132,7 +141,7 @@ def _tagged(p):
 
 def unpooled_slow(cfg: ModelConfig, p, X):
     """The hypothesis-violating variant: slow attention over all T tokens of ``UBX`` (no pooling)."""
-    return _slow(cfg.replace(P=1), p, _upsample(_block_mean(X, cfg.P), cfg.P))
+    return kernels.slow(cfg.replace(P=1), p, kernels.upsample(kernels.block_mean(X, cfg.P), cfg.P))
 
 
 def _frac(x: Fraction) -> str:
@@ -161,145 +170,215 @@ class Instance:
         self.cfg = ModelConfig(T=p["T"], P=p["P"], d=p["d"], m=p["m"], mask=p["mask"])
         w_seed, x_seed = np.random.SeedSequence(seed).spawn(2)
         self.layer = _tagged(init_layer(self.cfg, np.random.default_rng(w_seed), gate=1.0))
-        self.X = np.random.default_rng(x_seed).standard_normal((self.cfg.T, self.cfg.d)).view(CountingArray)
-        self.slow_fn = _slow if p["pooled"] else unpooled_slow
+        self.X = (
+            np.random.default_rng(x_seed)
+            .standard_normal((self.cfg.T, self.cfg.d))
+            .view(CountingArray)
+        )
+        self.slow_fn = kernels.slow if p["pooled"] else unpooled_slow
 
 
 class A2(Claim):
     id = "A2"
     title = "Cost of the slow path"
     abstract = "a slow path of full attention over T/P pooled tokens (P²× cheaper per layer)"
-    statement = ("Slow attention over N = T/P pooled tokens costs 1/P² of fast attention over T "
-                 "tokens in score and mixing FLOPs (4N²d vs 4T²d); the whole layer lies between "
-                 "1/P² and 1/P when 3d(P−1) ≥ 2m (finding: the lower bound fails otherwise, e.g. "
-                 "P = 2, m = 4d).")
+    statement = (
+        "Slow attention over N = T/P pooled tokens costs 1/P² of fast attention over T "
+        "tokens in score and mixing FLOPs (4N²d vs 4T²d); the whole layer lies between "
+        "1/P² and 1/P when 3d(P−1) ≥ 2m (finding: the lower bound fails otherwise, e.g. "
+        "P = 2, m = 4d)."
+    )
     params = {
         "T": Param(48, "tokens (a multiple of P)", low=1, high=4096),
         "P": Param(4, "tokens per block", low=1, high=4096),
         "d": Param(6, "features", low=1, high=512),
         "m": Param(6, "MLP width", low=1, high=2048),
-        "pooled": Param(True, "the slow attention runs on the N pooled tokens (False: on all T "
-                              "tokens of the block-mean-smoothed state)"),
-        "mask": Param("causal", "fast attention mask (the reference computes dense scores whatever "
-                                "the mask)", choices=("causal", "block_causal", "block_bidirectional")),
+        "pooled": Param(
+            True,
+            "the slow attention runs on the N pooled tokens (False: on all T "
+            "tokens of the block-mean-smoothed state)",
+        ),
+        "mask": Param(
+            "causal",
+            "fast attention mask (the reference computes dense scores whatever the mask)",
+            choices=("causal", "block_causal", "block_bidirectional"),
+        ),
     }
     hypotheses = {
-        "slow_attention_on_pooled_tokens":
-            "every attention-core product of the slow path has N = T/P token rows (instrumented run)",
-        "slow_projections_outweigh_mlp":
-            "3d(P − 1) ≥ 2m, d×m the shape of W1 (exact condition of the whole-layer lower bound)",
+        "slow_attention_on_pooled_tokens": "every attention-core product of the slow path has N = T/P token rows (instrumented run)",
+        "slow_projections_outweigh_mlp": "3d(P − 1) ≥ 2m, d×m the shape of W1 (exact condition of the whole-layer lower bound)",
     }
     conclusion = {
-        "counted_flop_equal_model": "every counted product FLOP equals numerics.cost.layer_flops (exact integers)",
+        "counted_flop_equal_model": "every counted product FLOP equals numerics.model.cost.layer_flops (exact integers)",
         "product_counts": f"the fast layer executes {PRODUCTS_FAST} products, the slow path {PRODUCTS_SLOW}",
         "whole_layer_is_fast_plus_slow": "the whole layer's products and core FLOP are the fast layer's plus the slow path's",
         "attention_ratio_one_over_P2": "slow / fast attention-core FLOP = 1/P² (exact fraction)",
         "layer_ratio_at_most_one_over_P": "slow path / fast layer FLOP ≤ 1/P (exact fraction)",
         "layer_ratio_at_least_one_over_P2": "slow path / fast layer FLOP ≥ 1/P² (exact fraction)",
-        "bracket_condition_exact_on_grid":
-            "on the size grid the model's upper bound never fails and the lower bound holds iff "
-            "3d(P − 1) ≥ 2m",
+        "bracket_condition_exact_on_grid": "on the size grid the model's upper bound never fails and the lower bound holds iff "
+        "3d(P − 1) ≥ 2m",
     }
     controls = (
-        Control("unpooled_slow_attention", {"pooled": False}, breaks="slow_attention_on_pooled_tokens",
-                meaning="slow attention over all T tokens costs as much as fast attention (ratio 1)",
-                seed=3),
-        Control("wide_mlp_P2", {"T": 24, "P": 2, "d": 6, "m": 24}, breaks="slow_projections_outweigh_mlp",
-                meaning="m = 4d at P = 2: the whole-layer ratio falls below 1/P²", seed=3),
-        Control("wide_mlp_P3", {"T": 36, "P": 3, "d": 6, "m": 48}, breaks="slow_projections_outweigh_mlp",
-                meaning="m = 8d at P = 3: the whole-layer ratio falls below 1/P²", seed=3),
-        Control("no_pooling_P1", {"T": 12, "P": 1, "d": 6, "m": 6}, breaks="slow_projections_outweigh_mlp",
-                meaning="P = 1: the slow path costs its projections and attention but no MLP, "
-                        "below 1/P² = 1", seed=3),
+        Control(
+            "unpooled_slow_attention",
+            {"pooled": False},
+            breaks="slow_attention_on_pooled_tokens",
+            meaning="slow attention over all T tokens costs as much as fast attention (ratio 1)",
+            seed=3,
+        ),
+        Control(
+            "wide_mlp_P2",
+            {"T": 24, "P": 2, "d": 6, "m": 24},
+            breaks="slow_projections_outweigh_mlp",
+            meaning="m = 4d at P = 2: the whole-layer ratio falls below 1/P²",
+            seed=3,
+        ),
+        Control(
+            "wide_mlp_P3",
+            {"T": 36, "P": 3, "d": 6, "m": 48},
+            breaks="slow_projections_outweigh_mlp",
+            meaning="m = 8d at P = 3: the whole-layer ratio falls below 1/P²",
+            seed=3,
+        ),
+        Control(
+            "no_pooling_P1",
+            {"T": 12, "P": 1, "d": 6, "m": 6},
+            breaks="slow_projections_outweigh_mlp",
+            meaning="P = 1: the slow path costs its projections and attention but no MLP, "
+            "below 1/P² = 1",
+            seed=3,
+        ),
     )
-    key_figures = ("attention_ratio_times_P2", "layer_ratio_times_P2", "grid_lower_bound_failures",
-                   "grid_configurations")
+    key_figures = (
+        "attention_ratio_times_P2",
+        "layer_ratio_times_P2",
+        "grid_lower_bound_failures",
+        "grid_configurations",
+    )
 
     def build(self, p, seed):
         return Instance(p, seed)
 
     def diagnose(self, inst):
         cfg = inst.cfg
-        rows = sorted({e[1][0] for e in logged_products(inst.slow_fn, cfg, inst.layer, inst.X)
-                       if e[0] == "matmul" and e[3] is None})
+        rows = sorted(
+            {
+                e[1][0]
+                for e in logged_products(inst.slow_fn, cfg, inst.layer, inst.X)
+                if e[0] == "matmul" and e[3] is None
+            }
+        )
         d, m = (int(x) for x in np.shape(inst.layer.W1))
         P = cfg.P
         margin = 3 * d * (P - 1) - 2 * m
         return {
             "slow_attention_on_pooled_tokens": Diagnostic(
-                rows == [cfg.N], {"token_rows": rows, "N": cfg.N},
-                "token rows of the slow path's attention-core products = [N]"),
+                rows == [cfg.N],
+                {"token_rows": rows, "N": cfg.N},
+                "token rows of the slow path's attention-core products = [N]",
+            ),
             "slow_projections_outweigh_mlp": Diagnostic(
-                margin >= 0, margin, "3d(P − 1) − 2m ≥ 0 with (d, m) = shape of W1"),
+                margin >= 0, margin, "3d(P − 1) − 2m ≥ 0 with (d, m) = shape of W1"
+            ),
         }
 
     def conclude(self, inst):
         cfg, lp, X = inst.cfg, inst.layer, inst.X
         T, P, d, m = cfg.T, cfg.P, cfg.d, cfg.m
-        fast = count(_increment, cfg.replace(slow=False), lp, X, None)
+        fast = count(kernels.increment, cfg.replace(slow=False), lp, X, None)
         slow = count(inst.slow_fn, cfg, lp, X)
-        whole = count(_increment, cfg, lp, X, None)
+        whole = count(kernels.increment, cfg, lp, X, None)
 
         model = layer_flops(T, P, d, m)
         counted = {
-            "fast_qkv": fast["qkv"], "fast_attention_core": fast["core"], "mlp": fast["mlp"],
-            "slow_qkv": slow["slow_qkv"], "slow_attention_core": slow["core"],
+            "fast_qkv": fast["qkv"],
+            "fast_attention_core": fast["core"],
+            "mlp": fast["mlp"],
+            "slow_qkv": slow["slow_qkv"],
+            "slow_attention_core": slow["core"],
         }
-        counted["fast_layer"] = counted["fast_qkv"] + counted["fast_attention_core"] + counted["mlp"]
+        counted["fast_layer"] = (
+            counted["fast_qkv"] + counted["fast_attention_core"] + counted["mlp"]
+        )
         counted["slow_path"] = counted["slow_qkv"] + counted["slow_attention_core"]
         mismatches = {k: [c, model[k]] for k, c in counted.items() if c != model[k]}
-        additive = (whole["products"] == fast["products"] + slow["products"]
-                    and whole["core"] == fast["core"] + slow["core"])
+        additive = (
+            whole["products"] == fast["products"] + slow["products"]
+            and whole["core"] == fast["core"] + slow["core"]
+        )
 
         att = Fraction(counted["slow_attention_core"], counted["fast_attention_core"])
         lay = Fraction(counted["slow_path"], counted["fast_layer"])
         lo, hi = Fraction(1, P * P), Fraction(1, P)
-        lay_all = Fraction(counted["slow_path"] + slow["elementwise"],
-                           counted["fast_layer"] + fast["elementwise"])
+        lay_all = Fraction(
+            counted["slow_path"] + slow["elementwise"], counted["fast_layer"] + fast["elementwise"]
+        )
         grid = bracket_on_grid()
         figures = {
-            "attention_ratio": float(att), "attention_ratio_exact": _frac(att),
+            "attention_ratio": float(att),
+            "attention_ratio_exact": _frac(att),
             "attention_ratio_times_P2": float(att * P * P),
-            "layer_ratio": float(lay), "layer_ratio_exact": _frac(lay),
-            "layer_ratio_times_P2": float(lay * P * P), "layer_ratio_times_P": float(lay * P),
-            "counted_flop": counted, "model_flop": {k: model[k] for k in counted},
+            "layer_ratio": float(lay),
+            "layer_ratio_exact": _frac(lay),
+            "layer_ratio_times_P2": float(lay * P * P),
+            "layer_ratio_times_P": float(lay * P),
+            "counted_flop": counted,
+            "model_flop": {k: model[k] for k in counted},
             "model_mismatches": mismatches,
-            "products_fast": fast["products"], "products_slow": slow["products"],
-            "elementwise_flop_fast": fast["elementwise"], "elementwise_flop_slow": slow["elementwise"],
+            "products_fast": fast["products"],
+            "products_slow": slow["products"],
+            "elementwise_flop_fast": fast["elementwise"],
+            "elementwise_flop_slow": slow["elementwise"],
             "layer_ratio_with_elementwise": float(lay_all),
             "layer_ratio_with_elementwise_in_bounds": bool(lo <= lay_all <= hi),
             "grid_configurations": len(GRID),
             "grid_upper_bound_failures": len(grid["upper"]),
             "grid_lower_bound_failures": len(grid["lower"]),
-            "grid_lower_bound_failing_(P,m/d)": sorted({(P_, m_ // d_) for _, P_, d_, m_ in grid["lower"]}),
+            "grid_lower_bound_failing_(P,m/d)": sorted(
+                {(P_, m_ // d_) for _, P_, d_, m_ in grid["lower"]}
+            ),
             "grid_condition_mismatches": len(grid["mismatch"]),
         }
         parts = {
-            "counted_flop_equal_model": Diagnostic(not mismatches, mismatches,
-                                                   "{piece: [counted, model]} of the mismatches; none"),
+            "counted_flop_equal_model": Diagnostic(
+                not mismatches, mismatches, "{piece: [counted, model]} of the mismatches; none"
+            ),
             "product_counts": Diagnostic(
                 (fast["products"], slow["products"]) == (PRODUCTS_FAST, PRODUCTS_SLOW),
                 [fast["products"], slow["products"]],
-                f"[fast, slow] products = [{PRODUCTS_FAST}, {PRODUCTS_SLOW}]"),
+                f"[fast, slow] products = [{PRODUCTS_FAST}, {PRODUCTS_SLOW}]",
+            ),
             "whole_layer_is_fast_plus_slow": Diagnostic(
-                additive, [whole["products"], fast["products"] + slow["products"]],
-                "whole-layer products (and core FLOP) = fast + slow"),
-            "attention_ratio_one_over_P2": Diagnostic(att == lo, _frac(att), f"= 1/{P * P} exactly"),
+                additive,
+                [whole["products"], fast["products"] + slow["products"]],
+                "whole-layer products (and core FLOP) = fast + slow",
+            ),
+            "attention_ratio_one_over_P2": Diagnostic(
+                att == lo, _frac(att), f"= 1/{P * P} exactly"
+            ),
             "layer_ratio_at_most_one_over_P": Diagnostic(lay <= hi, _frac(lay), f"≤ 1/{P} exactly"),
-            "layer_ratio_at_least_one_over_P2": Diagnostic(lay >= lo, _frac(lay), f"≥ 1/{P * P} exactly"),
+            "layer_ratio_at_least_one_over_P2": Diagnostic(
+                lay >= lo, _frac(lay), f"≥ 1/{P * P} exactly"
+            ),
             "bracket_condition_exact_on_grid": Diagnostic(
                 not grid["upper"] and not grid["mismatch"],
                 [len(grid["upper"]), len(grid["mismatch"])],
-                f"[upper-bound failures, lower bound ≠ condition] over {len(GRID)} sizes = [0, 0]"),
+                f"[upper-bound failures, lower bound ≠ condition] over {len(GRID)} sizes = [0, 0]",
+            ),
         }
-        notes = ["FLOP counted from the operand shapes of every matmul the reference executes "
-                 "(2abc each); dense scores whatever the mask, as the reference computes them",
-                 "finding: the whole-layer bracket [1/P², 1/P] is not unconditional; the lower bound "
-                 f"holds iff 3d(P−1) ≥ 2m (the slow path has no MLP): {len(grid['lower'])}/{len(GRID)} "
-                 "grid sizes fail it, all with P = 1, or P = 2 and m ≥ 2d; T and d ≫ T play no role"]
-        return Conclusion(parts, figures,
-                          tolerance={"flop_count_abs": 0, "ratio": "exact (rational arithmetic)"},
-                          notes=notes)
+        notes = [
+            "FLOP counted from the operand shapes of every matmul the reference executes "
+            "(2abc each); dense scores whatever the mask, as the reference computes them",
+            "finding: the whole-layer bracket [1/P², 1/P] is not unconditional; the lower bound "
+            f"holds iff 3d(P−1) ≥ 2m (the slow path has no MLP): {len(grid['lower'])}/{len(GRID)} "
+            "grid sizes fail it, all with P = 1, or P = 2 and m ≥ 2d; T and d ≫ T play no role",
+        ]
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={"flop_count_abs": 0, "ratio": "exact (rational arithmetic)"},
+            notes=notes,
+        )
 
 
 CLAIM = A2()

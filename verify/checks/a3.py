@@ -16,7 +16,7 @@ Checked by:
   exact zero). Slow weights are drawn with standard deviation ``slow_scale/√d`` (default 1e3:
   "any slow weights" includes very large ones). A random perturbation of every slow weight of
   size ``slow_scale`` must leave the loss unchanged bit for bit as well;
-* reverse: :func:`numerics.autodiff.stack_vjp`; every entry of every slow-weight gradient must be
+* reverse: :func:`numerics.model.autodiff.stack_vjp`; every entry of every slow-weight gradient must be
   ``== 0.0`` (tolerance 0). At ``g = 0`` the slow path's reverse sweep starts from ``g·h·G = 0``
   and stays exactly zero;
 * the gate identity: ``∂L/∂X_{l+1}`` from the reverse sweep of the tail model (layers ``l+1 …``)
@@ -52,7 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics.autodiff import stack_vjp
+from numerics.model.autodiff import stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
@@ -74,7 +74,7 @@ def gate_gradient_identity(model: nm.Model, traj: np.ndarray, G_L: np.ndarray, E
     out = np.empty(L)
     for l in range(L):
         if l + 1 < L:
-            tail = nm.Model(cfg, model.layers[l + 1:])
+            tail = nm.Model(cfg, model.layers[l + 1 :])
             G_next, _ = stack_vjp(tail, traj[l + 1], G_L, E=E)
         else:
             G_next = G_L
@@ -86,9 +86,18 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, c_seed, g_seed, s_seed = np.random.SeedSequence(seed).spawn(5)
         self.p = p
-        self.cfg = cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"],
-                                        slow_mask=p["slow_mask"], norm=p["norm"], sigma=p["sigma"],
-                                        h=p["h"], gamma=p["gamma"], slow=True)
+        self.cfg = cfg = nm.ModelConfig(
+            T=p["T"],
+            P=p["P"],
+            d=p["d"],
+            mask=p["mask"],
+            slow_mask=p["slow_mask"],
+            norm=p["norm"],
+            sigma=p["sigma"],
+            h=p["h"],
+            gamma=p["gamma"],
+            slow=True,
+        )
         model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
         if p["gate"] == 0:
             gates = np.zeros(p["L"])
@@ -107,28 +116,44 @@ class A3(Claim):
     id = "A3"
     title = "Zero-initialised gate"
     abstract = "fed back into the fast path through a zero-initialised gate"
-    statement = ("With g = 0 the coupled output equals the fast-only output bit for bit, every "
-                 "slow-weight gradient is exactly 0, and ∂L/∂g_l = h⟨∂L/∂X_{l+1}, Slow_l(X_l)⟩.")
+    statement = (
+        "With g = 0 the coupled output equals the fast-only output bit for bit, every "
+        "slow-weight gradient is exactly 0, and ∂L/∂g_l = h⟨∂L/∂X_{l+1}, Slow_l(X_l)⟩."
+    )
     params = {
         "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
         "P": Param(4, "tokens per block", low=1, high=256),
         "d": Param(4, "features", low=1, high=32),
         "L": Param(3, "layers", low=1, high=32),
         "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param("blockcausal", "slow attention mask at block level",
-                           choices=("blockcausal", "full")),
+        "slow_mask": Param(
+            "blockcausal", "slow attention mask at block level", choices=("blockcausal", "full")
+        ),
         "norm": Param(True, "RMS norm before attention and MLP"),
         "sigma": Param("tanh", "MLP nonlinearity", choices=("tanh", "identity")),
         "h": Param(0.5, "depth step", low=1e-6, high=10.0),
         "gamma": Param(0.0, "injection strength γ (E = X_0)", low=0.0, high=100.0),
-        "gate": Param(0.0, "gate magnitude (0: every gate exactly 0; else gate·(1 ± 0.5·u) per layer)",
-                      low=-100.0, high=100.0),
+        "gate": Param(
+            0.0,
+            "gate magnitude (0: every gate exactly 0; else gate·(1 ± 0.5·u) per layer)",
+            low=-100.0,
+            high=100.0,
+        ),
         "scale": Param(1.0, "scale of the fast weights", low=0.0, high=100.0),
-        "slow_scale": Param(1000.0, "scale of the slow weights ('any slow weights': large by default)",
-                            low=0.0, high=1e6),
+        "slow_scale": Param(
+            1000.0,
+            "scale of the slow weights ('any slow weights': large by default)",
+            low=0.0,
+            high=1e6,
+        ),
         "quad": Param(0.5, "weight of the quadratic term of the loss", low=0.0, high=100.0),
-        "fd_step": Param(1e-5, "finite-difference step for the gate gradient (before scaling by "
-                               "max|Slow_l|)", low=0.0, high=1e-2, open_low=True),
+        "fd_step": Param(
+            1e-5,
+            "finite-difference step for the gate gradient (before scaling by max|Slow_l|)",
+            low=0.0,
+            high=1e-2,
+            open_low=True,
+        ),
     }
     hypotheses = {
         "gates_zero": "every layer's gate g_l of the model is exactly 0.0",
@@ -143,13 +168,21 @@ class A3(Claim):
         "gate_trainable_from_zero": f"min_l |∂L/∂g_l| / (FD rounding floor_l) > {RESOLVED:g}",
     }
     controls = (
-        Control("nonzero_gate", {"gate": 0.5}, breaks="gates_zero",
-                meaning="gates ≈ 0.5 reveal the slow path: the output differs from the fast-only "
-                        "model and the slow weights receive gradient (the gate identity and its "
-                        "finite difference still hold: they hold for every g)", seed=11),
+        Control(
+            "nonzero_gate",
+            {"gate": 0.5},
+            breaks="gates_zero",
+            meaning="gates ≈ 0.5 reveal the slow path: the output differs from the fast-only "
+            "model and the slow weights receive gradient (the gate identity and its "
+            "finite difference still hold: they hold for every g)",
+            seed=11,
+        ),
     )
-    key_figures = ("max_abs_output_difference", "max_abs_slow_weight_gradient",
-                   "gate_gradient_fd_max_relative_error")
+    key_figures = (
+        "max_abs_output_difference",
+        "max_abs_slow_weight_gradient",
+        "gate_gradient_fd_max_relative_error",
+    )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -157,8 +190,13 @@ class A3(Claim):
     def diagnose(self, inst):
         g = np.array([lp.g for lp in inst.model.layers], dtype=float)
         nonzero = int(np.count_nonzero(g))
-        return {"gates_zero": Diagnostic(nonzero == 0, {"nonzero_gates": nonzero, "max_abs_gate": float(np.abs(g).max())},
-                                         "number of layers with g_l ≠ 0.0; 0 required")}
+        return {
+            "gates_zero": Diagnostic(
+                nonzero == 0,
+                {"nonzero_gates": nonzero, "max_abs_gate": float(np.abs(g).max())},
+                "number of layers with g_l ≠ 0.0; 0 required",
+            )
+        }
 
     def conclude(self, inst):
         p, cfg, model, X0, E, C = inst.p, inst.cfg, inst.model, inst.X0, inst.E, inst.C
@@ -172,15 +210,23 @@ class A3(Claim):
         for lp in model.layers:
             q = lp.copy()
             for name in nm.SLOW_WEIGHTS:
-                setattr(q, name, getattr(q, name)
-                        + p["slow_scale"] * inst.slow_rng.standard_normal((cfg.d, cfg.d)))
+                setattr(
+                    q,
+                    name,
+                    getattr(q, name)
+                    + p["slow_scale"] * inst.slow_rng.standard_normal((cfg.d, cfg.d)),
+                )
             moved.append(q)
         loss_moved, _ = loss_and_cotangent(nm.stack(nm.Model(cfg, moved), X0, E), C, p["quad"])
 
         # reverse: slow-weight gradients and the gate gradient
         _, grads = stack_vjp(model, X0, G_L, E=E)
-        slow_grads = np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.SLOW_WEIGHTS])
-        fast_grads = np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.FAST_WEIGHTS])
+        slow_grads = np.concatenate(
+            [getattr(gr, n).ravel() for gr in grads for n in nm.SLOW_WEIGHTS]
+        )
+        fast_grads = np.concatenate(
+            [getattr(gr, n).ravel() for gr in grads for n in nm.FAST_WEIGHTS]
+        )
         dg = np.array([gr.g for gr in grads])
         ident = gate_gradient_identity(model, traj, G_L, E)
         ident_rel = float(np.abs(dg - ident).max() / max(np.abs(dg).max(), 1e-300))
@@ -198,14 +244,18 @@ class A3(Claim):
 
             def D(s):
                 return (loss_at(s) - loss_at(-s)) / (2 * s)
+
             fd[l] = (4.0 * D(step / 2) - D(step)) / 3.0  # Richardson: truncation O(step⁴)
         fd_rel = np.abs(fd - dg) / np.maximum(np.abs(dg), 1e-300)
         # rounding floor: the loss carries an error of about u·(Σ|C⊙X_L| + quad·Σ X_L² + Σ|G|·M),
         # M the largest state along the trajectory times L (each layer rounds once), divided by the
         # step and tripled by the extrapolation; ×10 for the unmodelled propagation through layers
         u = np.finfo(float).eps
-        loss_noise = u * (np.abs(C * out).sum() + p["quad"] * (out * out).sum()
-                          + np.abs(G_L).sum() * L * float(np.abs(traj).max()))
+        loss_noise = u * (
+            np.abs(C * out).sum()
+            + p["quad"] * (out * out).sum()
+            + np.abs(G_L).sum() * L * float(np.abs(traj).max())
+        )
         fd_floor = 30.0 * loss_noise / steps
         fd_over = float((np.abs(fd - dg) / (FD_RTOL * np.abs(dg) + fd_floor)).max())
 
@@ -216,7 +266,9 @@ class A3(Claim):
             "gates": gates.tolist(),
             "output_bytes_equal_to_fast_only": bool(out.tobytes() == out_fast.tobytes()),
             "max_abs_output_difference": float(np.abs(out - out_fast).max()),
-            "relative_output_difference": float(np.abs(out - out_fast).max() / np.abs(out_fast).max()),
+            "relative_output_difference": float(
+                np.abs(out - out_fast).max() / np.abs(out_fast).max()
+            ),
             "loss": loss,
             "loss_change_when_every_slow_weight_moves": float(loss_moved - loss),
             "max_abs_slow_weight_gradient": float(np.abs(slow_grads).max()),
@@ -232,31 +284,48 @@ class A3(Claim):
             "gate_gradient_fd_error_over_allowance": fd_over,
         }
         parts = {
-            "output_equal_to_fast_only": Diagnostic(equal, figures["max_abs_output_difference"],
-                                                    "np.array_equal(X_L, X_L fast-only)"),
-            "loss_blind_to_slow_weights": Diagnostic(loss_moved == loss, float(loss_moved - loss),
-                                                     "loss change = 0.0 (bitwise)"),
-            "slow_weight_gradients_zero": Diagnostic(nonzero_slow == 0, nonzero_slow,
-                                                     "number of non-zero slow-weight gradient entries = 0"),
-            "gate_gradient_identity": Diagnostic(ident_rel <= IDENTITY_RTOL, ident_rel,
-                                                 f"max relative difference ≤ {IDENTITY_RTOL}"),
-            "gate_gradient_matches_fd": Diagnostic(fd_over <= 1.0, fd_over,
-                                                   "max_l |fd − an| / (1e-6·|an| + floor) ≤ 1"),
-            "reverse_sweep_not_vacuous": Diagnostic(max_fast > 0.0, max_fast,
-                                                    "max |fast-weight gradient| > 0"),
-            "gate_trainable_from_zero": Diagnostic(resolved > RESOLVED, resolved,
-                                                   f"min_l |∂L/∂g_l| / FD rounding floor > {RESOLVED:g}"),
+            "output_equal_to_fast_only": Diagnostic(
+                equal, figures["max_abs_output_difference"], "np.array_equal(X_L, X_L fast-only)"
+            ),
+            "loss_blind_to_slow_weights": Diagnostic(
+                loss_moved == loss, float(loss_moved - loss), "loss change = 0.0 (bitwise)"
+            ),
+            "slow_weight_gradients_zero": Diagnostic(
+                nonzero_slow == 0,
+                nonzero_slow,
+                "number of non-zero slow-weight gradient entries = 0",
+            ),
+            "gate_gradient_identity": Diagnostic(
+                ident_rel <= IDENTITY_RTOL, ident_rel, f"max relative difference ≤ {IDENTITY_RTOL}"
+            ),
+            "gate_gradient_matches_fd": Diagnostic(
+                fd_over <= 1.0, fd_over, "max_l |fd − an| / (1e-6·|an| + floor) ≤ 1"
+            ),
+            "reverse_sweep_not_vacuous": Diagnostic(
+                max_fast > 0.0, max_fast, "max |fast-weight gradient| > 0"
+            ),
+            "gate_trainable_from_zero": Diagnostic(
+                resolved > RESOLVED, resolved, f"min_l |∂L/∂g_l| / FD rounding floor > {RESOLVED:g}"
+            ),
         }
         return Conclusion(
-            parts, figures,
-            tolerance={"output_difference_abs": 0.0, "slow_weight_gradient_abs": 0.0,
-                       "gate_identity_rel": IDENTITY_RTOL, "gate_gradient_fd_rel": FD_RTOL,
-                       "gate_gradient_fd": "|fd − an| ≤ 1e-6·|an| + rounding floor",
-                       "gate_gradient_resolved_over_rounding_floor": RESOLVED},
-            notes=["loss L = <C, X_L> + (quad/2)|X_L|^2 with C Gaussian; gradients by the analytic "
-                   "reverse sweep numerics.autodiff.stack_vjp",
-                   "gate identity: dL/dg_l from the full sweep vs h<dL/dX_{l+1}, Slow_l(X_l)> from the "
-                   "tail sweep and the public slow_path; it and its finite difference hold for every g"])
+            parts,
+            figures,
+            tolerance={
+                "output_difference_abs": 0.0,
+                "slow_weight_gradient_abs": 0.0,
+                "gate_identity_rel": IDENTITY_RTOL,
+                "gate_gradient_fd_rel": FD_RTOL,
+                "gate_gradient_fd": "|fd − an| ≤ 1e-6·|an| + rounding floor",
+                "gate_gradient_resolved_over_rounding_floor": RESOLVED,
+            },
+            notes=[
+                "loss L = <C, X_L> + (quad/2)|X_L|^2 with C Gaussian; gradients by the analytic "
+                "reverse sweep numerics.model.autodiff.stack_vjp",
+                "gate identity: dL/dg_l from the full sweep vs h<dL/dX_{l+1}, Slow_l(X_l)> from the "
+                "tail sweep and the public slow_path; it and its finite difference hold for every g",
+            ],
+        )
 
 
 CLAIM = A3()

@@ -2,10 +2,10 @@
 
 Claim: write the layer as ``X_{l+1} = X_l + h·F(t_l, X_l)``; with ``h = 1/L`` and a smooth ``θ(t)``
 the stack (layer ``l`` uses ``θ(l/L)``) converges to the solution at ``t = 1`` of
-``dX/dt = F(t, X)`` (:func:`numerics.flow.make_rhs`, ``form="layer"``) with order 1 in ``h``; tied
+``dX/dt = F(t, X)`` (:func:`numerics.model.flow.make_rhs`, ``form="layer"``) with order 1 in ``h``; tied
 weights (a constant path) give the autonomous case.
 
-Checked by: a smooth path between two random layers (:class:`numerics.depth_path.SmoothPath`,
+Checked by: a smooth path between two random layers (:class:`numerics.model.depth_path.SmoothPath`,
 weights and gate) and a constant (tied) path; the flow is integrated by DOPRI5
 (:mod:`numerics.integrators`) at tight tolerance and the relative error at ``t = 1`` of the stack
 is measured on the doubling ladder ``L = L_min·2^j ≤ L_max``, coarse to fine and lazily. The rate
@@ -28,7 +28,7 @@ Hypotheses, measured on the instance: the stacks have depth step ``h`` with ``h�
 (measured on the stacks of the first ``window`` ladder depths, which every verdict evaluates;
 deeper stacks are built by the same :meth:`Instance.stack`, and ``max |h·L − 1|`` over every
 evaluated stack is recorded); the paths are Lipschitz
-(:func:`numerics.depth_path.lipschitz_estimate` at spacings 1/1024 and 1/2048 agree to 10%; a
+(:func:`numerics.model.depth_path.lipschitz_estimate` at spacings 1/1024 and 1/2048 agree to 10%; a
 jump doubles it).
 
 Negative controls: ``h_mode="one"``, the plain stack (``h = 1``): it is not a discretisation of the
@@ -48,9 +48,14 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics.depth_path import StepPath, lipschitz_estimate, random_smooth_path, stack_from_path
 from numerics.integrators import integrate
-from numerics.model import init_layer
+from numerics.model.depth_path import (
+    StepPath,
+    lipschitz_estimate,
+    random_smooth_path,
+    stack_from_path,
+)
+from numerics.model.weights import init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..rates import asymptotic_slope
@@ -67,8 +72,15 @@ def flow_solution(cfg, path, X0, E, rtol, atol):
     """``X(1)`` of ``dX/dt = F(t, X)`` by DOPRI5 (stopping at the path's breakpoints)."""
     f = nm.make_rhs(path, form="layer", E=E, config=cfg)
     T, d = X0.shape
-    res = integrate(lambda t, y: f(t, y.reshape(T, d)), (0.0, 1.0), X0, method="dopri5", rtol=rtol,
-                    atol=atol, breakpoints=getattr(path, "breakpoints", ()))
+    res = integrate(
+        lambda t, y: f(t, y.reshape(T, d)),
+        (0.0, 1.0),
+        X0,
+        method="dopri5",
+        rtol=rtol,
+        atol=atol,
+        breakpoints=getattr(path, "breakpoints", ()),
+    )
     if not res.success:
         raise RuntimeError(f"flow integration failed: {res.message}")
     return res.y[:, -1].reshape(T, d), res
@@ -86,7 +98,9 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, t_seed, x_seed, j_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"])
+        self.cfg = cfg = nm.ModelConfig(
+            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"]
+        )
         rx = np.random.default_rng(x_seed)
         self.X0 = rx.standard_normal((cfg.T, cfg.d))
         self.E = self.X0 + 0.5 * rx.standard_normal((cfg.T, cfg.d)) if cfg.gamma else None
@@ -94,12 +108,16 @@ class Instance:
             path = random_smooth_path(cfg, w_seed, scale=p["scale"], gate=p["gate"])
         else:
             rng = np.random.default_rng(w_seed)
-            thetas = [init_layer(cfg, rng, scale=p["scale"], gate=p["gate"])
-                      for _ in range(p["n_jumps"] + 1)]
+            thetas = [
+                init_layer(cfg, rng, scale=p["scale"], gate=p["gate"])
+                for _ in range(p["n_jumps"] + 1)
+            ]
             jumps = np.sort(np.random.default_rng(j_seed).uniform(0.05, 0.95, p["n_jumps"]))
             path = StepPath(thetas, jumps)
-        self.paths = {"untied": path,
-                      "tied": random_smooth_path(cfg, t_seed, tied=True, scale=p["scale"], gate=p["gate"])}
+        self.paths = {
+            "untied": path,
+            "tied": random_smooth_path(cfg, t_seed, tied=True, scale=p["scale"], gate=p["gate"]),
+        }
         self.ladder = depth_ladder(p["L_min"], p["L_max"])
         self._stacks: dict = {}
 
@@ -113,9 +131,11 @@ class Instance:
 
     def error_at_depth(self, name: str, Xref):
         """``h ↦ ‖X_L − X(1)‖/‖X(1)‖`` with ``L = 1/h`` (the stack built on demand)."""
+
         def error_of(h: float) -> float:
             XL = nm.stack(self.stack(name, int(round(1.0 / h))), self.X0, self.E)
             return float(np.linalg.norm(XL - Xref) / np.linalg.norm(Xref))
+
         return error_of
 
 
@@ -123,9 +143,11 @@ class D2(Claim):
     id = "D2"
     title = "Non-autonomous flow"
     abstract = "untied weights as its non-autonomous feature"
-    statement = ("With h = 1/L and smooth θ(t) the stack converges to dX/dt = F(t, X) with order 1 "
-                 "(slope 1 ± 0.1 on the asymptotic window of a doubling ladder of depths); tied "
-                 "weights give the autonomous case.")
+    statement = (
+        "With h = 1/L and smooth θ(t) the stack converges to dX/dt = F(t, X) with order 1 "
+        "(slope 1 ± 0.1 on the asymptotic window of a doubling ladder of depths); tied "
+        "weights give the autonomous case."
+    )
     params = {
         "T": Param(8, "tokens (a multiple of P)", low=1, high=64),
         "P": Param(2, "tokens per block", low=1, high=64),
@@ -133,74 +155,120 @@ class D2(Claim):
         "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
         "gamma": Param(0.5, "injection strength γ (E = X_0 + 0.5·noise)", low=0.0, high=10.0),
         "L_min": Param(16, "coarsest depth of the doubling ladder L = L_min·2^j", low=1, high=4096),
-        "L_max": Param(16384, "largest depth of the ladder (reached only if the local slopes have "
-                              "not settled before; a steep random path, seed 441 under the causal "
-                              "mask, settles only at L = 1024–16384)", low=1, high=65536),
-        "window": Param(5, "ladder points in the asymptotic window (its local slopes spread ≤ "
-                           "slope_tol/2; the slope is fitted there)", low=3, high=12),
+        "L_max": Param(
+            16384,
+            "largest depth of the ladder (reached only if the local slopes have "
+            "not settled before; a steep random path, seed 441 under the causal "
+            "mask, settles only at L = 1024–16384)",
+            low=1,
+            high=65536,
+        ),
+        "window": Param(
+            5,
+            "ladder points in the asymptotic window (its local slopes spread ≤ "
+            "slope_tol/2; the slope is fitted there)",
+            low=3,
+            high=12,
+        ),
         "scale": Param(1.0, "scale of the weights", low=0.0, high=10.0),
         "gate": Param(0.5, "gate at t = 0 (the untied path runs to −gate)", low=-10.0, high=10.0),
-        "path": Param("smooth", "θ(t): smooth (cosine blend of two random layers) or step "
-                                "(piecewise constant, jumps off the grid)", choices=PATHS),
+        "path": Param(
+            "smooth",
+            "θ(t): smooth (cosine blend of two random layers) or step "
+            "(piecewise constant, jumps off the grid)",
+            choices=PATHS,
+        ),
         "n_jumps": Param(3, "jumps of the step path", low=1, high=20),
-        "h_mode": Param("1/L", "depth step of the stacks: 1/L (the Euler discretisation) or one "
-                               "(the plain stack)", choices=H_MODES),
-        "rtol": Param(1e-11, "DOPRI5 relative tolerance of the flow reference", low=1e-13, high=1e-4),
-        "atol": Param(1e-13, "DOPRI5 absolute tolerance of the flow reference", low=1e-15, high=1e-4),
-        "slope_tol": Param(0.1, "the slope's 95% interval must lie in [1 − slope_tol, 1 + slope_tol]; "
-                                "the window's local slopes spread ≤ slope_tol/2",
-                           low=0.0, high=10.0, open_low=True),
+        "h_mode": Param(
+            "1/L",
+            "depth step of the stacks: 1/L (the Euler discretisation) or one (the plain stack)",
+            choices=H_MODES,
+        ),
+        "rtol": Param(
+            1e-11, "DOPRI5 relative tolerance of the flow reference", low=1e-13, high=1e-4
+        ),
+        "atol": Param(
+            1e-13, "DOPRI5 absolute tolerance of the flow reference", low=1e-15, high=1e-4
+        ),
+        "slope_tol": Param(
+            0.1,
+            "the slope's 95% interval must lie in [1 − slope_tol, 1 + slope_tol]; "
+            "the window's local slopes spread ≤ slope_tol/2",
+            low=0.0,
+            high=10.0,
+            open_low=True,
+        ),
     }
     hypotheses = {
         "depth_step_is_one_over_L": "the stacks of L layers have depth step h with h·L = 1 (the "
-                                    "stacks of the first `window` ladder depths, both paths)",
+        "stacks of the first `window` ladder depths, both paths)",
         "path_is_smooth": f"θ(t) is Lipschitz: its difference-quotient bound on grids of 1/{SMOOTHNESS_GRID} "
-                          f"and 1/{2 * SMOOTHNESS_GRID} agree to a factor {SMOOTHNESS_RATIO} "
-                          "(a jump doubles it), for the untied and the tied path",
+        f"and 1/{2 * SMOOTHNESS_GRID} agree to a factor {SMOOTHNESS_RATIO} "
+        "(a jump doubles it), for the untied and the tied path",
     }
     conclusion = {
         "asymptotic_window_untied": "untied: some `window` consecutive ladder depths ≤ L_max have "
-                                    "local slopes of error vs h spreading ≤ slope_tol/2",
+        "local slopes of error vs h spreading ≤ slope_tol/2",
         "order_one_untied": "untied: the 95% interval of the slope fitted on the asymptotic window "
-                            "lies in [1 − slope_tol, 1 + slope_tol]",
+        "lies in [1 − slope_tol, 1 + slope_tol]",
         "asymptotic_window_tied": "tied (autonomous flow): some `window` consecutive ladder depths ≤ "
-                                  "L_max have local slopes spreading ≤ slope_tol/2",
+        "L_max have local slopes spreading ≤ slope_tol/2",
         "order_one_tied": "tied: the 95% interval of the slope fitted on the asymptotic window lies "
-                          "in [1 − slope_tol, 1 + slope_tol]",
+        "in [1 − slope_tol, 1 + slope_tol]",
     }
     controls = (
-        Control("plain_stack_h_one", {"h_mode": "one"}, breaks="depth_step_is_one_over_L",
-                meaning="the plain stack (h = 1) runs the dynamics to depth L, not to t = 1: the "
-                        "error does not shrink as L grows (slope ≈ 0)", seed=0),
-        Control("jumps_off_the_grid", {"path": "step"}, breaks="path_is_smooth",
-                meaning="a piecewise-constant θ(t) with jumps off the grid: each jump adds one O(h) "
-                        "local error of irregular size, the local slopes never settle",
-                seed=0),
+        Control(
+            "plain_stack_h_one",
+            {"h_mode": "one"},
+            breaks="depth_step_is_one_over_L",
+            meaning="the plain stack (h = 1) runs the dynamics to depth L, not to t = 1: the "
+            "error does not shrink as L grows (slope ≈ 0)",
+            seed=0,
+        ),
+        Control(
+            "jumps_off_the_grid",
+            {"path": "step"},
+            breaks="path_is_smooth",
+            meaning="a piecewise-constant θ(t) with jumps off the grid: each jump adds one O(h) "
+            "local error of irregular size, the local slopes never settle",
+            seed=0,
+        ),
     )
     key_figures = ("slope_untied", "slope_untied_ci95", "slope_tied", "slope_tied_ci95")
 
     def validate(self, p):
         need = p["L_min"] * 2 ** (p["window"] - 1)
         if p["L_max"] < need:
-            raise ValueError(f"parameter L_max={p['L_max']}: expected ≥ L_min·2^(window − 1) = {need} "
-                             f"(the ladder must hold one window of {p['window']} depths)")
+            raise ValueError(
+                f"parameter L_max={p['L_max']}: expected ≥ L_min·2^(window − 1) = {need} "
+                f"(the ladder must hold one window of {p['window']} depths)"
+            )
 
     def build(self, p, seed):
         return Instance(p, seed)
 
     def diagnose(self, inst):
-        first = inst.ladder[:inst.p["window"]]
+        first = inst.ladder[: inst.p["window"]]
         steps = {name: [inst.stack(name, L).config.h * L for L in first] for name in PATH_NAMES}
         worst = max(abs(x - 1.0) for s in steps.values() for x in s)
-        lips = {name: [lipschitz_estimate(inst.paths[name], SMOOTHNESS_GRID),
-                       lipschitz_estimate(inst.paths[name], 2 * SMOOTHNESS_GRID)] for name in PATH_NAMES}
+        lips = {
+            name: [
+                lipschitz_estimate(inst.paths[name], SMOOTHNESS_GRID),
+                lipschitz_estimate(inst.paths[name], 2 * SMOOTHNESS_GRID),
+            ]
+            for name in PATH_NAMES
+        }
         smooth = all(fine <= SMOOTHNESS_RATIO * coarse for coarse, fine in lips.values())
         return {
             "depth_step_is_one_over_L": Diagnostic(
-                worst <= 1e-12, worst, f"max |h·L − 1| ≤ 1e-12 over L = {first[0]}…{first[-1]}"),
+                worst <= 1e-12, worst, f"max |h·L − 1| ≤ 1e-12 over L = {first[0]}…{first[-1]}"
+            ),
             "path_is_smooth": Diagnostic(
-                smooth, lips, f"[Lip(1/{SMOOTHNESS_GRID}), Lip(1/{2 * SMOOTHNESS_GRID})] per path; "
-                              f"fine ≤ {SMOOTHNESS_RATIO}·coarse"),
+                smooth,
+                lips,
+                f"[Lip(1/{SMOOTHNESS_GRID}), Lip(1/{2 * SMOOTHNESS_GRID})] per path; "
+                f"fine ≤ {SMOOTHNESS_RATIO}·coarse",
+            ),
         }
 
     def conclude(self, inst):
@@ -208,42 +276,67 @@ class D2(Claim):
         tol, h_ladder = p["slope_tol"], [1.0 / L for L in inst.ladder]
         parts, figures, reference = {}, {"ladder": list(inst.ladder)}, {}
         for name in PATH_NAMES:
-            Xref, res = flow_solution(inst.cfg, inst.paths[name], inst.X0, inst.E, p["rtol"], p["atol"])
+            Xref, res = flow_solution(
+                inst.cfg, inst.paths[name], inst.X0, inst.E, p["rtol"], p["atol"]
+            )
             reference[name] = {"steps": res.nsteps, "nfev": res.nfev}
-            r = asymptotic_slope(h_ladder, inst.error_at_depth(name, Xref), 1.0, tol,
-                                 window=p["window"])
+            r = asymptotic_slope(
+                h_ladder, inst.error_at_depth(name, Xref), 1.0, tol, window=p["window"]
+            )
             Ls = [int(round(1.0 / h)) for h in r["h"]]
             win = [int(round(1.0 / h)) for h in r["window"]]
             lo, hi = r["ci95"]
-            figures.update({
-                f"slope_{name}": r["slope"], f"slope_{name}_ci95": r["ci95"],
-                f"window_{name}": win, f"converged_{name}": r["converged"],
-                f"Ls_{name}": Ls, f"err_{name}": r["err"], f"local_slopes_{name}": r["local_slopes"],
-            })
+            figures.update(
+                {
+                    f"slope_{name}": r["slope"],
+                    f"slope_{name}_ci95": r["ci95"],
+                    f"window_{name}": win,
+                    f"converged_{name}": r["converged"],
+                    f"Ls_{name}": Ls,
+                    f"err_{name}": r["err"],
+                    f"local_slopes_{name}": r["local_slopes"],
+                }
+            )
             if r["converged"]:
                 i0 = Ls.index(win[0])
-                err = np.asarray(r["err"][i0:i0 + p["window"]])
+                err = np.asarray(r["err"][i0 : i0 + p["window"]])
                 figures[f"error_rate_over_expected_{name}"] = ((err[:-1] / err[1:]) / 2.0).tolist()
-            spread = (float(np.ptp(r["local_slopes"][-(p["window"] - 1):]))
-                      if len(r["local_slopes"]) >= p["window"] - 1 else float("nan"))
+            spread = (
+                float(np.ptp(r["local_slopes"][-(p["window"] - 1) :]))
+                if len(r["local_slopes"]) >= p["window"] - 1
+                else float("nan")
+            )
             parts[f"asymptotic_window_{name}"] = Diagnostic(
-                r["converged"], {"window_L": win, "local_slope_spread": spread},
+                r["converged"],
+                {"window_L": win, "local_slope_spread": spread},
                 f"local slopes of {p['window']} consecutive depths ≤ L_max={p['L_max']} spread "
-                f"≤ {tol / 2} (value: the window found, or the last one tried)")
+                f"≤ {tol / 2} (value: the window found, or the last one tried)",
+            )
             parts[f"order_one_{name}"] = Diagnostic(
-                r["holds"], r["ci95"], f"95% interval on the asymptotic window ⊂ [{1 - tol}, {1 + tol}]"
-                + ("" if r["converged"] else " (no asymptotic window: not verified)"))
+                r["holds"],
+                r["ci95"],
+                f"95% interval on the asymptotic window ⊂ [{1 - tol}, {1 + tol}]"
+                + ("" if r["converged"] else " (no asymptotic window: not verified)"),
+            )
         stacks = inst._stacks.values()
         figures["max_abs_hL_minus_one"] = float(max(abs(m.config.h * m.L - 1.0) for m in stacks))
         figures["reference"] = reference
-        notes = [f"flow reference: DOPRI5 rtol={p['rtol']}; errors relative Frobenius at t = 1; "
-                 f"ladder L = {inst.ladder[0]}·2^j ≤ {inst.ladder[-1]}, evaluated lazily"]
+        notes = [
+            f"flow reference: DOPRI5 rtol={p['rtol']}; errors relative Frobenius at t = 1; "
+            f"ladder L = {inst.ladder[0]}·2^j ≤ {inst.ladder[-1]}, evaluated lazily"
+        ]
         if isinstance(inst.paths["untied"], StepPath):
             figures["jumps"] = list(inst.paths["untied"].breakpoints)
-            notes.append("piecewise-constant path with jumps off the grid: each jump adds one O(h) "
-                         "local error of irregular size, so the local slopes oscillate")
-        return Conclusion(parts, figures, tolerance={"slope_ci95_in": [1 - tol, 1 + tol],
-                                                     "local_slope_spread": tol / 2}, notes=notes)
+            notes.append(
+                "piecewise-constant path with jumps off the grid: each jump adds one O(h) "
+                "local error of irregular size, so the local slopes oscillate"
+            )
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={"slope_ci95_in": [1 - tol, 1 + tol], "local_slope_spread": tol / 2},
+            notes=notes,
+        )
 
 
 CLAIM = D2()

@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics.linearised import homogeneous_trajectory
+from numerics.analysis.linearised import homogeneous_trajectory
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control, Param, at_most
 from ..diagnostics import homogeneous_reference
 
 
@@ -41,17 +41,22 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"],
-                                  slow=bool(p["slow"]), gamma=p["gamma"])
+        self.cfg = nm.ModelConfig(
+            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow=bool(p["slow"]), gamma=p["gamma"]
+        )
         self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
         self.X0 = np.ones((self.cfg.T, 1)) * self.x0 + p["heterogeneity"] * rng.standard_normal(
-            (self.cfg.T, self.cfg.d))
+            (self.cfg.T, self.cfg.d)
+        )
         erng = np.random.default_rng(e_seed)
         self.e = erng.standard_normal(self.cfg.d)
-        self.E = (np.ones((self.cfg.T, 1)) * self.e if p["e_homogeneous"]
-                  else erng.standard_normal((self.cfg.T, self.cfg.d)))
+        self.E = (
+            np.ones((self.cfg.T, 1)) * self.e
+            if p["e_homogeneous"]
+            else erng.standard_normal((self.cfg.T, self.cfg.d))
+        )
         self.qk_rng = np.random.default_rng(qk_seed)
 
 
@@ -67,9 +72,11 @@ class D3(Claim):
     id = "D3"
     title = "Frozen kernel"
     abstract = "a frozen attention kernel"
-    statement = ("On a token-homogeneous state every softmax attention equals K_mask exactly, "
-                 "independent of Q, K, temperature and depth; fast layers keep homogeneous states "
-                 "homogeneous, so the stack runs the single-token map.")
+    statement = (
+        "On a token-homogeneous state every softmax attention equals K_mask exactly, "
+        "independent of Q, K, temperature and depth; fast layers keep homogeneous states "
+        "homogeneous, so the stack runs the single-token map."
+    )
     params = {
         "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
         "P": Param(4, "block size", low=1, high=256),
@@ -78,17 +85,29 @@ class D3(Claim):
         "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
         "scale": Param(1.0, "scale of the model's weights", low=0.0, high=1e3),
         "qk_scale": Param(3.0, "scale of the fresh Q, K draws", low=0.0, high=1e6),
-        "temperatures": Param((0.1, 1.0, 10.0), "score scales β tried with every fresh (Q, K)",
-                              low=0.0, high=1e6, open_low=True, max_len=16),
+        "temperatures": Param(
+            (0.1, 1.0, 10.0),
+            "score scales β tried with every fresh (Q, K)",
+            low=0.0,
+            high=1e6,
+            open_low=True,
+            max_len=16,
+        ),
         "n_draws": Param(3, "fresh (Q, K) draws per visited state", low=1, high=20),
-        "heterogeneity": Param(0.0, "size of a random token-dependent part added to the input",
-                               low=0.0, high=1e3),
+        "heterogeneity": Param(
+            0.0, "size of a random token-dependent part added to the input", low=0.0, high=1e3
+        ),
         "slow": Param(False, "include the slow path"),
         "gate": Param(0.0, "gate of every layer (slow path)", low=-1e3, high=1e3),
         "gamma": Param(0.0, "input-injection strength γ", low=0.0, high=1e3),
         "e_homogeneous": Param(True, "the injection target E is 1 eᵀ (else random per token)"),
-        "tol": Param(1e-12, "kernel tolerance in units of the score scale; relative state tolerance", low=0.0, high=1.0,
-                     open_low=True),
+        "tol": Param(
+            1e-12,
+            "kernel tolerance in units of the score scale; relative state tolerance",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
     }
     hypotheses = {
         "state_token_homogeneous": "the input state is 1 x_0ᵀ: max_t max|X_t − X_1| = 0 (bitwise)",
@@ -97,29 +116,47 @@ class D3(Claim):
     }
     conclusion = {
         "kernel_frozen_along_depth": "max_l max|A_l(X_l) − K_mask| ≤ tol · max(1, max|S|)",
-        "kernel_independent_of_qk_and_temperature":
-            "max over fresh (Q, K) and β of max|A(X_l) − K_mask| ≤ tol · max(1, max|S|) on every "
-            "visited state",
+        "kernel_independent_of_qk_and_temperature": "max over fresh (Q, K) and β of max|A(X_l) − K_mask| ≤ tol · max(1, max|S|) on every "
+        "visited state",
         "states_stay_homogeneous": "max_l max_t |X_{l,t} − X_{l,1}| / max|X_l| ≤ tol",
         "stack_runs_single_token_map": "max_l max|X_l − 1 x_lᵀ| / max_l max|X_l| ≤ tol",
     }
     controls = (
-        Control("heterogeneous_input", {"heterogeneity": 0.5}, breaks="state_token_homogeneous",
-                meaning="a token-dependent input: the kernel depends on Q, K and β", seed=3),
-        Control("open_gate", {"slow": True, "gate": 0.5, "mask": "block_causal"},
-                breaks="slow_path_closed",
-                meaning="U_c gives block 1 zero: after one layer the state is block-wise constant "
-                        "but not homogeneous", seed=3),
-        Control("open_gate_global_mask", {"slow": True, "gate": 0.5, "mask": "causal"},
-                breaks="slow_path_closed",
-                meaning="with the global causal mask the lost homogeneity unfreezes the kernel",
-                seed=3),
-        Control("heterogeneous_injection", {"gamma": 0.5, "e_homogeneous": False},
-                breaks="injection_homogeneous",
-                meaning="a token-dependent injection target pulls the tokens apart", seed=3),
+        Control(
+            "heterogeneous_input",
+            {"heterogeneity": 0.5},
+            breaks="state_token_homogeneous",
+            meaning="a token-dependent input: the kernel depends on Q, K and β",
+            seed=3,
+        ),
+        Control(
+            "open_gate",
+            {"slow": True, "gate": 0.5, "mask": "block_causal"},
+            breaks="slow_path_closed",
+            meaning="U_c gives block 1 zero: after one layer the state is block-wise constant "
+            "but not homogeneous",
+            seed=3,
+        ),
+        Control(
+            "open_gate_global_mask",
+            {"slow": True, "gate": 0.5, "mask": "causal"},
+            breaks="slow_path_closed",
+            meaning="with the global causal mask the lost homogeneity unfreezes the kernel",
+            seed=3,
+        ),
+        Control(
+            "heterogeneous_injection",
+            {"gamma": 0.5, "e_homogeneous": False},
+            breaks="injection_homogeneous",
+            meaning="a token-dependent injection target pulls the tokens apart",
+            seed=3,
+        ),
     )
-    key_figures = ("max_kernel_deviation_along_depth", "max_kernel_deviation_fresh_qk_and_temperatures",
-                   "max_kernel_spread_between_qk_draws")
+    key_figures = (
+        "max_kernel_deviation_along_depth",
+        "max_kernel_deviation_fresh_qk_and_temperatures",
+        "max_kernel_spread_between_qk_draws",
+    )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -131,9 +168,11 @@ class D3(Claim):
         p, cfg, model = inst.p, inst.cfg, inst.model
         Kmask = nm.frozen_kernel(cfg.mask_array)
         traj = nm.stack_trajectory(model, inst.X0, inst.E)
-        kernel_dev_depth = [float(np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max())
-                            / score_magnitude(cfg, lp, traj[l])
-                            for l, lp in enumerate(model.layers)]
+        kernel_dev_depth = [
+            float(np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max())
+            / score_magnitude(cfg, lp, traj[l])
+            for l, lp in enumerate(model.layers)
+        ]
 
         # fresh Q, K and temperatures on every visited state
         dev_qk, spread_qk = 0.0, 0.0
@@ -145,13 +184,15 @@ class D3(Claim):
                     cfg_b = cfg.replace(beta=float(beta))
                     A = nm.attention_kernel(cfg_b, lp, traj[l])
                     kernels.append(A)
-                    dev_qk = max(dev_qk, float(np.abs(A - Kmask).max())
-                                 / score_magnitude(cfg_b, lp, traj[l]))
+                    dev_qk = max(
+                        dev_qk, float(np.abs(A - Kmask).max()) / score_magnitude(cfg_b, lp, traj[l])
+                    )
             spread_qk = max(spread_qk, max(float(np.abs(A - kernels[0]).max()) for A in kernels))
 
         scale_of = np.abs(traj).max(axis=(1, 2)) + 1e-300
-        row_spread = [float(np.abs(traj[l] - traj[l][:1]).max() / scale_of[l])
-                      for l in range(model.L + 1)]
+        row_spread = [
+            float(np.abs(traj[l] - traj[l][:1]).max() / scale_of[l]) for l in range(model.L + 1)
+        ]
         # the prediction: the single-token map of the same layers without the slow path
         xs = homogeneous_trajectory(model.with_gates(0.0), inst.x0, inst.e)
         gap = float(np.abs(traj - xs[:, None, :]).max() / scale_of.max())
@@ -166,29 +207,37 @@ class D3(Claim):
             "max_relative_gap_to_single_token_map": gap,
             "slow_first_layer_within_block_spread": float(np.abs(X1 - X1[:, :1]).max()),
             "slow_first_layer_block1_vs_block2": float(
-                np.abs(X1[0, 0] - X1[min(1, cfg.N - 1), 0]).max()),
+                np.abs(X1[0, 0] - X1[min(1, cfg.N - 1), 0]).max()
+            ),
         }
         tol = p["tol"]
         parts = {
             "kernel_frozen_along_depth": at_most(
-                figures["max_kernel_deviation_along_depth"], tol,
-                "max_l max|A_l − K_mask| / max(1, max|S_l|) ≤ tol"),
+                figures["max_kernel_deviation_along_depth"],
+                tol,
+                "max_l max|A_l − K_mask| / max(1, max|S_l|) ≤ tol",
+            ),
             "kernel_independent_of_qk_and_temperature": at_most(
-                dev_qk, tol, "max over fresh (Q, K), β, l of max|A − K_mask| / max(1, max|S|) ≤ tol"),
-            "states_stay_homogeneous": at_most(figures["max_relative_row_spread"], tol,
-                                               "max_l row spread / max|X_l| ≤ tol"),
-            "stack_runs_single_token_map": at_most(gap, tol,
-                                                   "max|X_l − 1 x_lᵀ| / max|X| ≤ tol"),
+                dev_qk, tol, "max over fresh (Q, K), β, l of max|A − K_mask| / max(1, max|S|) ≤ tol"
+            ),
+            "states_stay_homogeneous": at_most(
+                figures["max_relative_row_spread"], tol, "max_l row spread / max|X_l| ≤ tol"
+            ),
+            "stack_runs_single_token_map": at_most(gap, tol, "max|X_l − 1 x_lᵀ| / max|X| ≤ tol"),
         }
-        notes = ["kernel deviations are absolute (entries of K_mask are in [0, 1]); row spreads are "
-                 "relative to max|X_l|",
-                 "slow_first_layer_*: after one layer, the spread inside each block and the gap "
-                 "between blocks 1 and 2 (with g ≠ 0, U_c gives block 1 zero: block-wise constant, "
-                 "not homogeneous)"]
-        return Conclusion(parts, figures,
-                          tolerance={"kernel_abs": tol, "row_spread_rel": tol,
-                                     "single_token_gap_rel": tol},
-                          notes=notes)
+        notes = [
+            "kernel deviations are absolute (entries of K_mask are in [0, 1]); row spreads are "
+            "relative to max|X_l|",
+            "slow_first_layer_*: after one layer, the spread inside each block and the gap "
+            "between blocks 1 and 2 (with g ≠ 0, U_c gives block 1 zero: block-wise constant, "
+            "not homogeneous)",
+        ]
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={"kernel_abs": tol, "row_spread_rel": tol, "single_token_gap_rel": tol},
+            notes=notes,
+        )
 
 
 CLAIM = D3()

@@ -2,7 +2,7 @@
 
 Statement: at a token-homogeneous state (the slow path closed: ``g = 0`` or no slow path; ``γ = 0``
 or a homogeneous injection target ``E``) the linearised layer is ``δX ↦ δX N_l + K δX M_l`` with
-the d×d matrices of :mod:`numerics.linearised` (derived independently in
+the d×d matrices of :mod:`numerics.analysis.linearised` (derived independently in
 :mod:`theory.linearisation`), so
 
     δX_L = Σ_j K^j δX_0 C_j = Σ_λ P_λ δX_0 D_λ,   D_λ = Π_l (N_l + λM_l).
@@ -10,8 +10,8 @@ the d×d matrices of :mod:`numerics.linearised` (derived independently in
 Checked on one instance:
 
 * the polynomial form (Horner in the row-stochastic ``K``) against the analytic JVP through the
-  nonlinear stack (:func:`numerics.autodiff.stack_jvp`) and against the layer-by-layer recursion;
-* both the polynomial form and the JVP against the nonlinear stack :func:`numerics.layer.stack`
+  nonlinear stack (:func:`numerics.model.autodiff.stack_jvp`) and against the layer-by-layer recursion;
+* both the polynomial form and the JVP against the nonlinear stack :func:`numerics.model.layer.stack`
   itself, by the order of the Taylor remainder ``r(s) = ‖X_L(X_0 + s δX_0) − X_L(X_0) − s·o‖``:
   ``O(s²)`` when ``o`` is the derivative, ``≈ s‖Δ‖`` (order 1) when ``o`` is off by ``Δ``. The
   order is decided by the asymptotic-window rule (:func:`verify.rates.asymptotic_slope`, expected
@@ -83,9 +83,10 @@ import numpy as np
 
 import numerics as nm
 from numerics import lapack
-from numerics import linearised as lin
-from numerics.autodiff import stack_jvp
-from numerics.model import SIGMAS
+from numerics.analysis import linearised as lin
+from numerics.model.autodiff import stack_jvp
+from numerics.model.weights import SIGMAS
+from theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..diagnostics import homogeneous_reference
@@ -103,8 +104,17 @@ def build_model(p: dict, seed) -> nm.Model:
     """The random model of a D4/D5 instance: ``init_model`` weights at ``scale`` with
     ``V_l ← V_l + value_gain·I`` (so ``M_l ≈ h·value_gain·J_n`` dominates when the gain is large).
     (Also used by D5 and its figures.)"""
-    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], norm=bool(p["norm"]),
-                         sigma=p["sigma"], h=p["h"], gamma=p["gamma"], slow=bool(p["slow"]))
+    cfg = nm.ModelConfig(
+        T=p["T"],
+        P=p["P"],
+        d=p["d"],
+        mask=p["mask"],
+        norm=bool(p["norm"]),
+        sigma=p["sigma"],
+        h=p["h"],
+        gamma=p["gamma"],
+        slow=bool(p["slow"]),
+    )
     model = nm.init_model(cfg, p["L"], seed, scale=p["scale"])
     layers = []
     for lp in model.layers:
@@ -114,8 +124,9 @@ def build_model(p: dict, seed) -> nm.Model:
     return nm.Model(cfg, tuple(layers))
 
 
-def softmax_derivative_term(cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarray,
-                            dX: np.ndarray) -> tuple[float, float, float, float]:
+def softmax_derivative_term(
+    cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarray, dX: np.ndarray
+) -> tuple[float, float, float, float]:
     """``(‖δA · n(X)V‖_F, ‖δA‖_F, ‖n(X)V‖_F, ‖δS‖_F on the mask)`` for the first-order change ``δA`` of the attention
     matrix along ``dX`` (``δA = A ⊙ (δS − rowsum(A ⊙ δS))``).
 
@@ -126,7 +137,7 @@ def softmax_derivative_term(cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarra
     if cfg.norm:
         r = np.sqrt(np.mean(X * X, axis=1, keepdims=True) + cfg.norm_eps)
         Xn = X / r
-        dXn = dX / r - X * (np.sum(X * dX, axis=1, keepdims=True) / (d * r ** 3))
+        dXn = dX / r - X * (np.sum(X * dX, axis=1, keepdims=True) / (d * r**3))
     else:
         Xn, dXn = X, dX
     beta = cfg.score_scale
@@ -136,8 +147,12 @@ def softmax_derivative_term(cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarra
     AdS = A * dS
     dA = AdS - A * AdS.sum(axis=1, keepdims=True)
     values = Xn @ p.V
-    return (float(np.linalg.norm(dA @ values)), float(np.linalg.norm(dA)),
-            float(np.linalg.norm(values)), float(np.linalg.norm(np.where(cfg.mask_array, dS, 0.0))))
+    return (
+        float(np.linalg.norm(dA @ values)),
+        float(np.linalg.norm(dA)),
+        float(np.linalg.norm(values)),
+        float(np.linalg.norm(np.where(cfg.mask_array, dS, 0.0))),
+    )
 
 
 def _rel(a: np.ndarray, b: np.ndarray, scale: float = 0.0) -> float:
@@ -175,7 +190,7 @@ def numpy_eig_diagnostic(K: np.ndarray, dX0: np.ndarray, C: np.ndarray, poly: np
         if not np.all(np.isfinite(Wn)):
             out["eigen_form_vs_poly_rel"] = "non-finite (inverse of the eigenvector matrix)"
             return out
-        coeff = [np.real(sum(C[j] * wk ** j for j in range(C.shape[0]))) for wk in w]
+        coeff = [np.real(sum(C[j] * wk**j for j in range(C.shape[0]))) for wk in w]
         eig_np = np.real(sum(np.outer(V[:, k], Wn[k]) @ dX0 @ coeff[k] for k in range(w.size)))
         rel = _rel(eig_np, poly) if np.all(np.isfinite(eig_np)) else float("nan")
     out["eigen_form_vs_poly_rel"] = rel if np.isfinite(rel) else "non-finite"
@@ -197,7 +212,8 @@ class Instance:
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
         self.X0 = np.ones((self.cfg.T, 1)) * self.x0 + p["heterogeneity"] * rng.standard_normal(
-            (self.cfg.T, self.cfg.d))
+            (self.cfg.T, self.cfg.d)
+        )
         # the injection target is held at the input (as stack_jvp does)
         self.E = self.X0 if self.cfg.gamma else None
         self.dX0 = np.random.default_rng(d_seed).standard_normal((self.cfg.T, self.cfg.d))
@@ -251,18 +267,31 @@ def taylor_order(f, X, dX, oracle, slope_tol: float, tol: float) -> dict:
     # oracle off by Δ; its smallest value above the rounding floor bounds ‖Δ‖/‖o‖
     no = max(float(np.linalg.norm(oracle)), 1e-300)
     defects = [r / (h * no) for h, r in zip(res["h"], res["err"])] or [
-        raw(ladder[0])[0] / (ladder[0] * no)]
+        raw(ladder[0])[0] / (ladder[0] * no)
+    ]
     secant = float(min(defects))
-    return {"slope": res["slope"], "ci95": res["ci95"], "s": res["h"], "remainder": res["err"],
-            "local_slopes": res["local_slopes"], "order_2": bool(res["holds"]),
-            "converged": res["converged"], "window": res["window"], "secant_defect_rel": secant,
-            # no window before rounding: an oracle off by Δ gives r(s) ≈ s‖Δ‖ at small s (local
-            # slope → 1); a finest local slope still ≥ 2 − slope_tol bounds ‖Δ‖/‖o‖ by the
-            # smallest secant defect, the resolution float64 allows on this instance
-            "finest_local_slope": float(res["local_slopes"][-1]) if res["local_slopes"] else None,
-            "holds": bool(res["holds"]) or secant <= SECANT_TOL or bool(
-                not res["converged"] and res["local_slopes"]
-                and res["local_slopes"][-1] >= 2.0 - slope_tol)}
+    return {
+        "slope": res["slope"],
+        "ci95": res["ci95"],
+        "s": res["h"],
+        "remainder": res["err"],
+        "local_slopes": res["local_slopes"],
+        "order_2": bool(res["holds"]),
+        "converged": res["converged"],
+        "window": res["window"],
+        "secant_defect_rel": secant,
+        # no window before rounding: an oracle off by Δ gives r(s) ≈ s‖Δ‖ at small s (local
+        # slope → 1); a finest local slope still ≥ 2 − slope_tol bounds ‖Δ‖/‖o‖ by the
+        # smallest secant defect, the resolution float64 allows on this instance
+        "finest_local_slope": float(res["local_slopes"][-1]) if res["local_slopes"] else None,
+        "holds": bool(res["holds"])
+        or secant <= SECANT_TOL
+        or bool(
+            not res["converged"]
+            and res["local_slopes"]
+            and res["local_slopes"][-1] >= 2.0 - slope_tol
+        ),
+    }
 
 
 def jvp_rounding_scale(cfg, layers, xs, K, dX0, N, M) -> float:
@@ -276,7 +305,7 @@ def jvp_rounding_scale(cfg, layers, xs, K, dX0, N, M) -> float:
     for l, lp in enumerate(layers):
         X = np.ones((cfg.T, 1)) * xs[l]
         _, dA, vn, _ = softmax_derivative_term(cfg, lp, X, dX)
-        total += cfg.h * dA * vn * float(np.prod(gains[l + 1:]))
+        total += cfg.h * dA * vn * float(np.prod(gains[l + 1 :]))
         dX = lin.linearised_layer(K, dX, N[l], M[l])
     return total
 
@@ -284,8 +313,10 @@ def jvp_rounding_scale(cfg, layers, xs, K, dX0, N, M) -> float:
 def richardson_difference(f, X, dX, step: float) -> np.ndarray:
     """``(4 D(step/2) − D(step))/3`` with ``D(s) = (f(X + s dX) − f(X − s dX))/(2s)``: the
     directional derivative with truncation error O(step⁴)."""
+
     def D(s):
         return (f(X + s * dX) - f(X - s * dX)) / (2 * s)
+
     return (4.0 * D(step / 2) - D(step)) / 3.0
 
 
@@ -293,10 +324,12 @@ class D4(Claim):
     id = "D4"
     title = "Eigenbasis factorisation"
     abstract = "the linearised layer factorises along the eigenbasis of a frozen attention kernel"
-    statement = ("At a homogeneous state the linearised layer is δX ↦ δX N_l + K δX M_l, so "
-                 "δX_L = Σ_λ P_λ δX_0 D_λ with D_λ = Π_l (N_l + λ M_l); checked exactly (the "
-                 "closed-form spectral projectors in rational arithmetic), by the polynomial form "
-                 "and by JVPs.")
+    statement = (
+        "At a homogeneous state the linearised layer is δX ↦ δX N_l + K δX M_l, so "
+        "δX_L = Σ_λ P_λ δX_0 D_λ with D_λ = Π_l (N_l + λ M_l); checked exactly (the "
+        "closed-form spectral projectors in rational arithmetic), by the polynomial form "
+        "and by JVPs."
+    )
     params = {
         "T": Param(8, "tokens (a multiple of P)", low=1, high=128),
         "P": Param(4, "block size", low=1, high=128),
@@ -309,23 +342,42 @@ class D4(Claim):
         "sigma": Param("tanh", "MLP nonlinearity", choices=SIGMAS),
         "h": Param(1.0, "depth step", low=0.0, high=1e3, open_low=True),
         "gamma": Param(0.0, "input-injection strength γ", low=0.0, high=1e3),
-        "heterogeneity": Param(0.0, "size of a random token-dependent part added to the input",
-                               low=0.0, high=1e3),
+        "heterogeneity": Param(
+            0.0, "size of a random token-dependent part added to the input", low=0.0, high=1e3
+        ),
         "slow": Param(False, "include the slow path"),
         "gate": Param(0.0, "gate of every layer (slow path)", low=-1e3, high=1e3),
-        "eig_max_T": Param(12, "evaluate the eigen form (and its exact projectors) only for T ≤ this",
-                           low=0, high=24),
+        "eig_max_T": Param(
+            12,
+            "evaluate the eigen form (and its exact projectors) only for T ≤ this",
+            low=0,
+            high=24,
+        ),
         "theory_max_d": Param(4, "compare with the SymPy factors only for d ≤ this", low=0, high=5),
-        "fd_step": Param(1e-5, "step of the report-only finite difference", low=0.0, high=1.0,
-                         open_low=True),
-        "tol": Param(1e-10, "tolerance of the exact identities, relative to the size of the terms "
-                            "of the float64 computations (their rounding scale)", low=0.0, high=1.0,
-                     open_low=True),
-        "slope_tol": Param(0.1, "absolute tolerance of the Taylor-remainder order 2", low=0.0,
-                           high=1.0, open_low=True),
-        "report_condition": Param(True, "report the causal eigenvector condition numbers (cond_Ts)"),
-        "cond_Ts": Param((8, 16, 32, 64), "sizes of the causal eigenvector-condition report",
-                         low=1, high=128),
+        "fd_step": Param(
+            1e-5, "step of the report-only finite difference", low=0.0, high=1.0, open_low=True
+        ),
+        "tol": Param(
+            1e-10,
+            "tolerance of the exact identities, relative to the size of the terms "
+            "of the float64 computations (their rounding scale)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
+        "slope_tol": Param(
+            0.1,
+            "absolute tolerance of the Taylor-remainder order 2",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
+        "report_condition": Param(
+            True, "report the causal eigenvector condition numbers (cond_Ts)"
+        ),
+        "cond_Ts": Param(
+            (8, 16, 32, 64), "sizes of the causal eigenvector-condition report", low=1, high=128
+        ),
     }
     hypotheses = {
         "state_token_homogeneous": "the input state is 1 x_0ᵀ: max_t max|X_t − X_1| = 0 (bitwise)",
@@ -334,36 +386,41 @@ class D4(Claim):
     }
     conclusion = {
         "poly_form_equals_jvp": "‖Σ_j K^j δX_0 C_j − JVP‖ / max(‖JVP‖, poly_scale, jvp_scale) ≤ tol "
-                                "(the sizes of the terms of either computation)",
+        "(the sizes of the terms of either computation)",
         "poly_form_equals_recursion": "‖poly − layer-by-layer recursion‖ / max(‖rec‖, poly_scale) ≤ tol",
         "poly_form_is_derivative_of_stack": "Taylor remainder of the stack with the polynomial form "
-                                            "has order 2 ± slope_tol (or, affine along δX_0, the "
-                                            "min secant defect ≤ 1e-6)",
+        "has order 2 ± slope_tol (or, affine along δX_0, the "
+        "min secant defect ≤ 1e-6)",
         "jvp_is_derivative_of_stack": "Taylor remainder of the stack with the JVP has order "
-                                      "2 ± slope_tol (or min secant defect ≤ 1e-6)",
+        "2 ± slope_tol (or min secant defect ≤ 1e-6)",
         "softmax_derivative_term_vanishes": "‖δA·n(X)V‖ / (‖δA‖‖n(X)V‖) ≤ tol",
         "softmax_derivative_not_vacuous": f"‖δA‖_F / ‖δS‖_F > {SOFTMAX_DA_MIN:.2g} (the attention does "
-                                          "move) whenever some token attends to more than one "
-                                          "token and δS ≠ 0",
+        "move) whenever some token attends to more than one "
+        "token and δS ≠ 0",
         "projectors_exact": "in rational arithmetic Σ P_λ − I, K P_λ − λP_λ, P_λ K − λP_λ are exactly 0, "
-                            "and the float64 projectors round them (≤ tol relative); T ≤ eig_max_T",
+        "and the float64 projectors round them (≤ tol relative); T ≤ eig_max_T",
         "eigen_form_equals_poly_form": "the float64 eigen form Σ_λ P_λ δX_0 D_λ equals the polynomial "
-                                       "form: ‖eig − poly‖ / max(‖poly‖, size of the terms) ≤ tol; "
-                                       "T ≤ eig_max_T",
+        "form: ‖eig − poly‖ / max(‖poly‖, size of the terms) ≤ tol; "
+        "T ≤ eig_max_T",
         "factors_match_theory": "numeric N_l, M_l vs SymPy's, relative ≤ tol; d ≤ theory_max_d",
     }
     controls = (
-        Control("heterogeneous_input", {"heterogeneity": 0.3, "report_condition": False},
-                breaks="state_token_homogeneous",
-                meaning="a token-dependent input: the kernel is not frozen, the softmax-derivative "
-                        "term does not cancel, and the factorised prediction misses the JVP",
-                seed=11),
-        Control("open_gate", {"slow": True, "gate": 0.5, "mask": "block_causal",
-                              "report_condition": False},
-                breaks="slow_path_closed",
-                meaning="the slow path with g ≠ 0 gives block 1 zero (U_c) and breaks homogeneity; "
-                        "the g = 0 prediction misses the JVP",
-                seed=11),
+        Control(
+            "heterogeneous_input",
+            {"heterogeneity": 0.3, "report_condition": False},
+            breaks="state_token_homogeneous",
+            meaning="a token-dependent input: the kernel is not frozen, the softmax-derivative "
+            "term does not cancel, and the factorised prediction misses the JVP",
+            seed=11,
+        ),
+        Control(
+            "open_gate",
+            {"slow": True, "gate": 0.5, "mask": "block_causal", "report_condition": False},
+            breaks="slow_path_closed",
+            meaning="the slow path with g ≠ 0 gives block 1 zero (U_c) and breaks homogeneity; "
+            "the g = 0 prediction misses the JVP",
+            seed=11,
+        ),
     )
     key_figures = ("poly_vs_jvp_rel", "eigen_form_vs_poly_rel", "causal_eigvec_cond_exact_T64")
 
@@ -387,8 +444,10 @@ class D4(Claim):
 
         # the actual stack
         _, jvp = stack_jvp(inst.gated, X0, dX0)
+
         def F(X):
             return nm.stack(inst.gated, X, inst.E)
+
         fd = richardson_difference(F, X0, dX0, p["fd_step"])
 
         term, dA_norm, v_norm, dS_norm = softmax_derivative_term(cfg, inst.gated.layers[0], X0, dX0)
@@ -404,7 +463,8 @@ class D4(Claim):
             "softmax_derivative_dA_norm": dA_norm,
             "softmax_derivative_dS_norm": dS_norm,
             "poly_vs_jvp_rel": float(np.linalg.norm(poly - jvp)) / jvp_ref,
-            "poly_vs_jvp_rounding_units": float(np.linalg.norm(poly - jvp)) / (UNIT_ROUNDOFF * jvp_ref),
+            "poly_vs_jvp_rounding_units": float(np.linalg.norm(poly - jvp))
+            / (UNIT_ROUNDOFF * jvp_ref),
             "poly_vs_jvp_plain_rel": _rel(poly, jvp),
             "jvp_rounding_scale": jvp_scale,
             "poly_rounding_scale": poly_scale,
@@ -419,73 +479,110 @@ class D4(Claim):
             "kernel_constant": lin.kernel_constant(cfg.mask_name, cfg.T, cfg.P),
         }
         parts = {
-            "poly_form_equals_jvp": at_most(figures["poly_vs_jvp_rel"], tol,
-                                            "‖poly − JVP‖/max(‖JVP‖, poly_scale, jvp_scale) ≤ tol"),
-            "poly_form_equals_recursion": at_most(figures["poly_vs_recursion_rel"], tol,
-                                                  "‖poly − rec‖/max(‖rec‖, scale) ≤ tol"),
+            "poly_form_equals_jvp": at_most(
+                figures["poly_vs_jvp_rel"],
+                tol,
+                "‖poly − JVP‖/max(‖JVP‖, poly_scale, jvp_scale) ≤ tol",
+            ),
+            "poly_form_equals_recursion": at_most(
+                figures["poly_vs_recursion_rel"], tol, "‖poly − rec‖/max(‖rec‖, scale) ≤ tol"
+            ),
             "poly_form_is_derivative_of_stack": Diagnostic(
-                taylor_poly["holds"], {k: taylor_poly[k] for k in ("slope", "ci95", "secant_defect_rel")},
-                "Taylor remainder order 2 ± slope_tol, or min secant defect ≤ 1e-6"),
+                taylor_poly["holds"],
+                {k: taylor_poly[k] for k in ("slope", "ci95", "secant_defect_rel")},
+                "Taylor remainder order 2 ± slope_tol, or min secant defect ≤ 1e-6",
+            ),
             "jvp_is_derivative_of_stack": Diagnostic(
-                taylor_jvp["holds"], {k: taylor_jvp[k] for k in ("slope", "ci95", "secant_defect_rel")},
-                "Taylor remainder order 2 ± slope_tol, or min secant defect ≤ 1e-6"),
+                taylor_jvp["holds"],
+                {k: taylor_jvp[k] for k in ("slope", "ci95", "secant_defect_rel")},
+                "Taylor remainder order 2 ± slope_tol, or min secant defect ≤ 1e-6",
+            ),
             "softmax_derivative_term_vanishes": at_most(
-                figures["softmax_derivative_term_rel"], tol, "‖δA·n(X)V‖/(‖δA‖‖n(X)V‖) ≤ tol"),
+                figures["softmax_derivative_term_rel"], tol, "‖δA·n(X)V‖/(‖δA‖‖n(X)V‖) ≤ tol"
+            ),
         }
         if mixes_tokens(cfg.mask_array) and dS_norm > 0:
             ratio = dA_norm / dS_norm
             parts["softmax_derivative_not_vacuous"] = Diagnostic(
-                ratio > SOFTMAX_DA_MIN, ratio, f"‖δA‖_F / ‖δS‖_F > {SOFTMAX_DA_MIN:.2g} (1e3 u)")
+                ratio > SOFTMAX_DA_MIN, ratio, f"‖δA‖_F / ‖δS‖_F > {SOFTMAX_DA_MIN:.2g} (1e3 u)"
+            )
         else:
             parts["softmax_derivative_not_vacuous"] = Diagnostic(
-                True, dA_norm, "no term to test: every token attends only to itself, or the scores "
-                               "do not move (δS = 0 on the mask)")
+                True,
+                dA_norm,
+                "no term to test: every token attends only to itself, or the scores "
+                "do not move (δS = 0 on the mask)",
+            )
 
-        notes = ["relative Frobenius residuals; the eigen form uses the closed-form spectral "
-                 f"projectors (verified exactly in rational arithmetic) and is only evaluated for "
-                 f"T ≤ {p['eig_max_T']}"]
+        notes = [
+            "relative Frobenius residuals; the eigen form uses the closed-form spectral "
+            f"projectors (verified exactly in rational arithmetic) and is only evaluated for "
+            f"T ≤ {p['eig_max_T']}"
+        ]
         if cfg.T <= p["eig_max_T"]:
             exact = lin.exact_projector_residuals(cfg.mask_name, cfg.T, cfg.P)
             exact_projs = lin.exact_spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
             projs = lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
             by_value = {float(lam): Pl for lam, Pl in exact_projs.items()}
             same_keys = set(by_value) == set(projs)
-            rounding = max((float(np.abs(projs[lam] - np.array(by_value[lam], dtype=float)).max()
-                                  / max(1.0, float(np.abs(projs[lam]).max())))
-                            for lam in projs), default=0.0) if same_keys else float("inf")
+            rounding = (
+                max(
+                    (
+                        float(
+                            np.abs(projs[lam] - np.array(by_value[lam], dtype=float)).max()
+                            / max(1.0, float(np.abs(projs[lam]).max()))
+                        )
+                        for lam in projs
+                    ),
+                    default=0.0,
+                )
+                if same_keys
+                else float("inf")
+            )
             exact_ok = all(r == 0 for r in exact.values()) and same_keys and rounding <= tol
             figures["exact_projector_residuals"] = {k: str(r) for k, r in exact.items()}
             figures["float_projectors_vs_exact_rel"] = rounding
             parts["projectors_exact"] = Diagnostic(
-                exact_ok, {**figures["exact_projector_residuals"], "float_rel": rounding},
-                "exact residuals of Σ P − I, K P − λP, P K − λP all 0; float projectors within tol")
+                exact_ok,
+                {**figures["exact_projector_residuals"], "float_rel": rounding},
+                "exact residuals of Σ P − I, K P − λP, P K − λP all 0; float projectors within tol",
+            )
             lams = sorted(projs, reverse=True)
             D = dict(zip(lams, lin.mode_products(N, M, lams)))
             eig = lin.eigen_form(projs, dX0, D)
             figures["eigen_form_vs_poly_rel"] = _rel(eig, poly, poly_scale)
             # rounding scale of the float64 eigen form: the size of its terms (for the non-normal
             # causal kernel ‖P_λ‖ ~ 4^T and the terms cancel to ‖poly‖)
-            eig_scale = float(np.linalg.norm(dX0) * sum(np.linalg.norm(projs[lam], 2)
-                                                        * np.linalg.norm(D[lam], 2) for lam in lams))
-            figures["eigen_form_cancellation_factor"] = eig_scale / max(float(np.linalg.norm(poly)), 1e-300)
-            figures["eigen_form_vs_poly_rel_term_scaled"] = _rel(eig, poly, max(poly_scale, eig_scale))
+            eig_scale = float(
+                np.linalg.norm(dX0)
+                * sum(np.linalg.norm(projs[lam], 2) * np.linalg.norm(D[lam], 2) for lam in lams)
+            )
+            figures["eigen_form_cancellation_factor"] = eig_scale / max(
+                float(np.linalg.norm(poly)), 1e-300
+            )
+            figures["eigen_form_vs_poly_rel_term_scaled"] = _rel(
+                eig, poly, max(poly_scale, eig_scale)
+            )
             parts["eigen_form_equals_poly_form"] = at_most(
-                figures["eigen_form_vs_poly_rel_term_scaled"], tol,
-                "‖Σ_λ P_λ δX_0 D_λ − poly‖/max(‖poly‖, size of the terms of either form) ≤ tol")
+                figures["eigen_form_vs_poly_rel_term_scaled"],
+                tol,
+                "‖Σ_λ P_λ δX_0 D_λ − poly‖/max(‖poly‖, size of the terms of either form) ≤ tol",
+            )
             # report-only: the same with numpy.linalg.eig's eigenvectors (LAPACK's choice of basis)
             diag = numpy_eig_diagnostic(K, dX0, C, poly)
             figures["numpy_eig_form_vs_poly_rel"] = diag["eigen_form_vs_poly_rel"]
             figures["numpy_eig_eigenvector_condition"] = diag["eigenvector_condition"]
-            notes.append("numpy_eig_*: report-only diagnostics of LAPACK's eigenvector basis "
-                         "(any basis of a repeated eigenvalue is valid, even a dependent one); "
-                         "never part of the verdict")
+            notes.append(
+                "numpy_eig_*: report-only diagnostics of LAPACK's eigenvector basis "
+                "(any basis of a repeated eigenvalue is valid, even a dependent one); "
+                "never part of the verdict"
+            )
         else:
             why = f"not evaluated: T={cfg.T} > eig_max_T={p['eig_max_T']}"
             parts["projectors_exact"] = Diagnostic(True, why, why)
             parts["eigen_form_equals_poly_form"] = Diagnostic(True, why, why)
 
         if cfg.d <= p["theory_max_d"]:
-            from theory.linearisation import factors_function
             f = factors_function(cfg.d, cfg.m, cfg.norm, cfg.sigma)
             dev = 0.0
             for l, lp in enumerate(ungated.layers):
@@ -510,13 +607,21 @@ class D4(Claim):
                 figures[f"causal_eigvec_cond_exact_T{T}"] = exact_c
                 figures[f"causal_eigvec_cond_numpy_T{T}"] = numpy_c
             figures["causal_eigenvector_condition"] = conds
-            notes.append("causal eigenvector condition (unit columns): exact value from the closed "
-                         "forms vs numpy.linalg.eig in float64 (report-only; float64 saturates near "
-                         "1e20 while the exact value keeps growing ~4^T)")
-        return Conclusion(parts, figures,
-                          tolerance={"rel_to_term_size": tol, "taylor_order_abs": p["slope_tol"],
-                                     "softmax_dA_min": SOFTMAX_DA_MIN},
-                          notes=notes)
+            notes.append(
+                "causal eigenvector condition (unit columns): exact value from the closed "
+                "forms vs numpy.linalg.eig in float64 (report-only; float64 saturates near "
+                "1e20 while the exact value keeps growing ~4^T)"
+            )
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={
+                "rel_to_term_size": tol,
+                "taylor_order_abs": p["slope_tol"],
+                "softmax_dA_min": SOFTMAX_DA_MIN,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = D4()

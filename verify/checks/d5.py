@@ -15,7 +15,7 @@ Checked on one instance: both sides of the bound at every depth 1…L (with a ro
 saturation ``r(L) ≤ τ`` for every depth from ``L*`` to ``L``; the coarse factorisation at the final
 depth within ``c_K τ`` relative; the same ``r(L)`` and ``L*`` from the brute-force (Td)×(Td)
 Jacobian product (dense layer Jacobians assembled column by column from the analytic JVP of
-:mod:`numerics.autodiff`, modes read off with the closed-form eigenvectors; only when
+:mod:`numerics.model.autodiff`, modes read off with the closed-form eigenvectors; only when
 ``T·d ≤ brute_max_Td``); the nonlinear stack by central differences of step ``eta`` against the
 linear response; ``c_K`` (closed form) against the exact rational value of :mod:`theory.kernels`
 (``T ≤ exact_max_T``); and, when the fast mask is block-local (measured: no mask entry outside
@@ -45,9 +45,10 @@ import numpy as np
 
 import numerics as nm
 from numerics import lapack
-from numerics import linearised as lin
-from numerics.autodiff import _layer_fwd, _layer_jvp_cached
-from numerics.model import SIGMAS
+from numerics.analysis import linearised as lin
+from numerics.model import tangents
+from numerics.model.weights import SIGMAS
+from theory.kernels import kernel_constant as exact_kernel_constant
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from .d4 import build_model
@@ -60,14 +61,14 @@ KERNEL_CONSTANT_REL = 1e-12
 
 def dense_layer_jacobian(cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarray) -> np.ndarray:
     """The (Td)×(Td) Jacobian of ``Φ`` at ``X`` (row-major vectorisation), one analytic JVP
-    (:mod:`numerics.autodiff`, forward pass cached once) per column. ``E`` is held fixed."""
+    (:mod:`numerics.model.autodiff`, forward pass cached once) per column. ``E`` is held fixed."""
     T, d = cfg.T, cfg.d
-    c = _layer_fwd(cfg, p, X, X if cfg.gamma else None)
+    c = tangents.layer_fwd(cfg, p, X, X if cfg.gamma else None)
     J = np.empty((T * d, T * d))
     dX = np.zeros((T, d))
     for k in range(T * d):
         dX.flat[k] = 1.0
-        J[:, k] = _layer_jvp_cached(cfg, p, c, dX, None).ravel()
+        J[:, k] = tangents.layer_jvp_cached(cfg, p, c, dX, None).ravel()
         dX.flat[k] = 0.0
     return J
 
@@ -80,7 +81,7 @@ def modes_from_dense(prod: np.ndarray, projectors: dict, T: int, d: int) -> dict
         i, j = np.unravel_index(np.argmax(np.abs(Pl)), Pl.shape)
         vv = Pl[:, j]
         w = Pl[i, :] / Pl[i, j]
-        G = prod @ np.kron(vv[:, None], np.eye(d))           # (Td, d): column i is vec δX_L(v e_iᵀ)
+        G = prod @ np.kron(vv[:, None], np.eye(d))  # (Td, d): column i is vec δX_L(v e_iᵀ)
         out[lam] = np.einsum("t,tji->ij", w, G.reshape(T, d, d))
     return out
 
@@ -126,10 +127,14 @@ class Instance:
 class D5(Claim):
     id = "D5"
     title = "Saturation depth and coarse-graining"
-    abstract = "Past a computable saturation depth, the flow factors through the block coarse-graining"
-    statement = ("For L ≥ L*(τ), ‖δX_L − Π δX_0 D_1‖ ≤ c_K r(L) σ_min(D_1) ‖δX_0‖; L* computed from "
-                 "d×d products; block-constant inputs run exactly as the coarse stack for block-local "
-                 "masks (finding: with the RMS norm on, L* = ∞).")
+    abstract = (
+        "Past a computable saturation depth, the flow factors through the block coarse-graining"
+    )
+    statement = (
+        "For L ≥ L*(τ), ‖δX_L − Π δX_0 D_1‖ ≤ c_K r(L) σ_min(D_1) ‖δX_0‖; L* computed from "
+        "d×d products; block-constant inputs run exactly as the coarse stack for block-local "
+        "masks (finding: with the RMS norm on, L* = ∞)."
+    )
     params = {
         "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
         "P": Param(4, "block size", low=1, high=256),
@@ -144,17 +149,32 @@ class D5(Claim):
         "h": Param(1.0, "depth step", low=0.0, high=1e3, open_low=True),
         "gamma": Param(0.8, "input-injection strength γ", low=0.0, high=1e3),
         "slow": Param(True, "include the slow path (used by the coarse-stack comparison)"),
-        "gate": Param(0.5, "gate of every layer in the coarse-stack comparison", low=-1e3, high=1e3),
-        "eta": Param(1e-6, "central-difference step of the nonlinear stack", low=0.0, high=1.0,
-                     open_low=True),
-        "brute_max_Td": Param(64, "brute-force dense Jacobian product only for T·d ≤ this",
-                              low=0, high=256),
-        "exact_max_T": Param(16, "compare c_K with the exact rational value only for T ≤ this",
-                             low=0, high=32),
-        "tol": Param(1e-12, "rounding tolerance (bound allowance, coarse stack)", low=0.0, high=1.0,
-                     open_low=True),
-        "fd_tol": Param(1e-6, "relative tolerance of the nonlinear-vs-linear comparison", low=0.0,
-                        high=1.0, open_low=True),
+        "gate": Param(
+            0.5, "gate of every layer in the coarse-stack comparison", low=-1e3, high=1e3
+        ),
+        "eta": Param(
+            1e-6, "central-difference step of the nonlinear stack", low=0.0, high=1.0, open_low=True
+        ),
+        "brute_max_Td": Param(
+            64, "brute-force dense Jacobian product only for T·d ≤ this", low=0, high=256
+        ),
+        "exact_max_T": Param(
+            16, "compare c_K with the exact rational value only for T ≤ this", low=0, high=32
+        ),
+        "tol": Param(
+            1e-12,
+            "rounding tolerance (bound allowance, coarse stack)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
+        "fd_tol": Param(
+            1e-6,
+            "relative tolerance of the nonlinear-vs-linear comparison",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
     }
     hypotheses = {
         "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the d×d mode products",
@@ -165,27 +185,41 @@ class D5(Claim):
         "saturated_after_L_star": "r(l) ≤ τ for every l from L* to L",
         "coarse_factorisation_within_bound": "‖δX_L − ΠδX_0D_1‖ / ‖ΠδX_0D_1‖ ≤ c_K τ at the final depth",
         "brute_force_L_star_agrees": "T·d ≤ brute_max_Td: L* from the dense (Td)×(Td) Jacobian "
-                                     "product equals L* from the d×d products",
+        "product equals L* from the d×d products",
         "brute_force_r_agrees": f"T·d ≤ brute_max_Td and L* finite: r(l) from the dense product "
-                                f"agrees to {BRUTE_FORCE_R_REL} relative for l ≤ L*",
+        f"agrees to {BRUTE_FORCE_R_REL} relative for l ≤ L*",
         "nonlinear_matches_linear": "‖central difference of the stack − δX_L‖ / ‖δX_L‖ ≤ fd_tol",
         "kernel_constant_exact": f"T ≤ exact_max_T: |c_K − exact rational c_K| ≤ "
-                                 f"{KERNEL_CONSTANT_REL}·max(1, c_K)",
+        f"{KERNEL_CONSTANT_REL}·max(1, c_K)",
         "coarse_stack_exact": "block-local fast mask (no entry outside the diagonal blocks): "
-                              "stack(U Y_0) = U coarse_stack(Y_0) and the output is block-constant, "
-                              "both ≤ tol relative",
+        "stack(U Y_0) = U coarse_stack(Y_0) and the output is block-constant, "
+        "both ≤ tol relative",
     }
     controls = (
-        Control("growing_decaying_modes", {"gamma": 0.0, "value_gain": -1.5},
-                breaks="saturates_within_depth",
-                meaning="M ≈ −1.5 I: the decaying modes outgrow the persistent one, r(L) grows, "
-                        "L* = ∞ and δX_L does not approach Π δX_0 D_1", seed=4),
-        Control("rms_norm_on", {"norm": True, "gamma": 0.0}, breaks="saturates_within_depth",
-                meaning="finding: with the RMS norm on, L* = ∞ — J_n kills the radial direction, "
-                        "so r(L) stays ≳ 1 and no coarse factorisation is reached", seed=4),
-        Control("rms_norm_on_with_injection", {"norm": True}, breaks="saturates_within_depth",
-                meaning="finding: with the RMS norm on and the default injection γ, L* = ∞ too "
-                        "(σ_min(D_1) is small: D_1 is ill-conditioned, r is pessimistic)", seed=4),
+        Control(
+            "growing_decaying_modes",
+            {"gamma": 0.0, "value_gain": -1.5},
+            breaks="saturates_within_depth",
+            meaning="M ≈ −1.5 I: the decaying modes outgrow the persistent one, r(L) grows, "
+            "L* = ∞ and δX_L does not approach Π δX_0 D_1",
+            seed=4,
+        ),
+        Control(
+            "rms_norm_on",
+            {"norm": True, "gamma": 0.0},
+            breaks="saturates_within_depth",
+            meaning="finding: with the RMS norm on, L* = ∞ — J_n kills the radial direction, "
+            "so r(L) stays ≳ 1 and no coarse factorisation is reached",
+            seed=4,
+        ),
+        Control(
+            "rms_norm_on_with_injection",
+            {"norm": True},
+            breaks="saturates_within_depth",
+            meaning="finding: with the RMS norm on and the default injection γ, L* = ∞ too "
+            "(σ_min(D_1) is small: D_1 is ill-conditioned, r is pessimistic)",
+            seed=4,
+        ),
     )
     key_figures = ("L_star", "L_star_brute_force", "bound_ratio_max", "kernel_constant")
 
@@ -195,9 +229,13 @@ class D5(Claim):
     def diagnose(self, inst):
         r, _ = lin.mode_ratio(inst.N, inst.M, inst.lams)
         Lstar = lin.saturation_depth(r, inst.p["tau"])
-        return {"saturates_within_depth": Diagnostic(
-            bool(np.isfinite(Lstar)), Lstar,
-            f"L*(τ={inst.p['tau']}) ≤ L={inst.model.L}; r(1)={r[0]:.3g}, min r={r.min():.3g}")}
+        return {
+            "saturates_within_depth": Diagnostic(
+                bool(np.isfinite(Lstar)),
+                Lstar,
+                f"L*(τ={inst.p['tau']}) ≤ L={inst.model.L}; r(1)={r[0]:.3g}, min r={r.min():.3g}",
+            )
+        }
 
     def conclude(self, inst):
         p, model, model_g, cfg = inst.p, inst.model, inst.model_g, inst.cfg
@@ -210,8 +248,8 @@ class D5(Claim):
         r, smin1 = lin.mode_ratio(N, M, lams)
         Lstar = lin.saturation_depth(r, p["tau"])
         cK = lin.kernel_constant(name, T, cfg.P)
-        D_all = lin.mode_products(N, M, lams, all_depths=True)        # (L, n_λ, d, d)
-        D1 = D_all[:, 0]                                               # lams[0] == 1
+        D_all = lin.mode_products(N, M, lams, all_depths=True)  # (L, n_λ, d, d)
+        D1 = D_all[:, 0]  # lams[0] == 1
         top = np.array([max((np.linalg.norm(D, 2) for D in Dl[1:]), default=0.0) for Dl in D_all])
         R, Lm = nm.coarse_maps(name, T, cfg.P)
         coarse_in = Lm.T @ dX0
@@ -224,20 +262,22 @@ class D5(Claim):
             dX = dX @ N[l] + K @ (dX @ M[l])
             pred = R @ (coarse_in @ D1[l])
             lhs[l] = np.linalg.norm(dX - pred)
-            rhs[l] = cK * top[l] * norm0      # = c_K r(L) σ_min(D_1) ‖δX_0‖ (also when σ_min = 0)
+            rhs[l] = cK * top[l] * norm0  # = c_K r(L) σ_min(D_1) ‖δX_0‖ (also when σ_min = 0)
             bm = dX.reshape(cfg.N, cfg.P, d).mean(axis=1, keepdims=True)
             fluct[l] = np.linalg.norm(dX.reshape(cfg.N, cfg.P, d) - bm) / np.linalg.norm(dX)
             fluct_bound[l] = rhs[l] / np.linalg.norm(dX)
             pred_norm[l] = np.linalg.norm(pred)
             coarse_rel[l] = lhs[l] / max(pred_norm[l], 1e-300)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(rhs > 0, lhs / np.where(rhs > 0, rhs, 1.0), np.where(lhs > 0, np.inf, 0.0))
+            ratio = np.where(
+                rhs > 0, lhs / np.where(rhs > 0, rhs, 1.0), np.where(lhs > 0, np.inf, 0.0)
+            )
         resolved = rhs > tol * pred_norm
 
         # nonlinear stack: central differences along depth
         X0 = np.ones((T, 1)) * inst.x0
         eta = p["eta"]
-        E = X0 if cfg.gamma else None       # the injection target stays at 1x_0ᵀ (not perturbed)
+        E = X0 if cfg.gamma else None  # the injection target stays at 1x_0ᵀ (not perturbed)
         tp = nm.stack_trajectory(model, X0 + eta * dX0, E)
         tm = nm.stack_trajectory(model, X0 - eta * dX0, E)
         dX_nl = (tp[-1] - tm[-1]) / (2 * eta)
@@ -245,9 +285,11 @@ class D5(Claim):
         nl_fluct = []
         for l in range(L):
             Z = ((tp[l + 1] - tm[l + 1]) / (2 * eta)).reshape(cfg.N, cfg.P, d)
-            nl_fluct.append(float(np.linalg.norm(Z - Z.mean(axis=1, keepdims=True)) / np.linalg.norm(Z)))
+            nl_fluct.append(
+                float(np.linalg.norm(Z - Z.mean(axis=1, keepdims=True)) / np.linalg.norm(Z))
+            )
 
-        after = r[int(Lstar) - 1:] if np.isfinite(Lstar) else np.array([])
+        after = r[int(Lstar) - 1 :] if np.isfinite(Lstar) else np.array([])
         bound_ok = bool(np.all(lhs <= rhs + tol * pred_norm))
         figures = {
             "L_star": Lstar,
@@ -273,21 +315,32 @@ class D5(Claim):
         }
         parts = {
             "bound_holds_at_every_depth": Diagnostic(
-                bound_ok, float(np.max(lhs - rhs - tol * pred_norm)),
-                "max_l (lhs − rhs − tol‖ΠδX_0D_1‖) ≤ 0"),
+                bound_ok,
+                float(np.max(lhs - rhs - tol * pred_norm)),
+                "max_l (lhs − rhs − tol‖ΠδX_0D_1‖) ≤ 0",
+            ),
             "bound_ratio_at_most_one": (
                 at_most(figures["bound_ratio_max"], 1.0, "max lhs/rhs over resolved depths ≤ 1")
-                if resolved.any() else
-                Diagnostic(True, "no depth above the rounding level",
-                           "no depth with rhs > tol‖ΠδX_0D_1‖: nothing to compare")),
+                if resolved.any()
+                else Diagnostic(
+                    True,
+                    "no depth above the rounding level",
+                    "no depth with rhs > tol‖ΠδX_0D_1‖: nothing to compare",
+                )
+            ),
             "saturated_after_L_star": Diagnostic(
-                bool(after.size and after.max() <= p["tau"]), figures["max_r_after_L_star"],
-                f"max_{{l ≥ L*}} r(l) ≤ τ = {p['tau']} (L* = ∞: no saturated depth)"),
+                bool(after.size and after.max() <= p["tau"]),
+                figures["max_r_after_L_star"],
+                f"max_{{l ≥ L*}} r(l) ≤ τ = {p['tau']} (L* = ∞: no saturated depth)",
+            ),
             "coarse_factorisation_within_bound": at_most(
-                figures["coarse_relative_error_final"], cK * p["tau"],
-                f"‖δX_L − ΠδX_0D_1‖/‖ΠδX_0D_1‖ ≤ c_K τ = {cK * p['tau']:.3g}"),
-            "nonlinear_matches_linear": at_most(nonlinear_rel, p["fd_tol"],
-                                                "‖FD of the stack − δX_L‖/‖δX_L‖ ≤ fd_tol"),
+                figures["coarse_relative_error_final"],
+                cK * p["tau"],
+                f"‖δX_L − ΠδX_0D_1‖/‖ΠδX_0D_1‖ ≤ c_K τ = {cK * p['tau']:.3g}",
+            ),
+            "nonlinear_matches_linear": at_most(
+                nonlinear_rel, p["fd_tol"], "‖FD of the stack − δX_L‖/‖δX_L‖ ≤ fd_tol"
+            ),
         }
 
         if T * d <= p["brute_max_Td"]:
@@ -303,27 +356,35 @@ class D5(Claim):
             figures["r_brute_vs_products_rel_max"] = float(np.max(rel[:upto]))
             figures["r_brute_vs_products_rel_max_all_depths"] = float(np.max(rel))
             parts["brute_force_L_star_agrees"] = Diagnostic(
-                bool(Lb == Lstar), Lb, "L* from the dense Jacobian product = L* from the d×d products")
+                bool(Lb == Lstar),
+                Lb,
+                "L* from the dense Jacobian product = L* from the d×d products",
+            )
             if np.isfinite(Lstar):
                 parts["brute_force_r_agrees"] = at_most(
-                    figures["r_brute_vs_products_rel_max"], BRUTE_FORCE_R_REL,
-                    "max_{l ≤ L*} |r_brute(l) − r(l)| / r(l)")
+                    figures["r_brute_vs_products_rel_max"],
+                    BRUTE_FORCE_R_REL,
+                    "max_{l ≤ L*} |r_brute(l) − r(l)| / r(l)",
+                )
             else:
                 parts["brute_force_r_agrees"] = Diagnostic(
-                    True, figures["r_brute_vs_products_rel_max"],
-                    "not claimed: L* = ∞ (deep in a growing product D_1 is read off at its rounding floor)")
+                    True,
+                    figures["r_brute_vs_products_rel_max"],
+                    "not claimed: L* = ∞ (deep in a growing product D_1 is read off at its rounding floor)",
+                )
         else:
             why = f"not evaluated: T·d={T * d} > brute_max_Td={p['brute_max_Td']}"
             parts["brute_force_L_star_agrees"] = Diagnostic(True, why, why)
             parts["brute_force_r_agrees"] = Diagnostic(True, why, why)
 
         if T <= p["exact_max_T"]:
-            from theory.kernels import kernel_constant as exact_kernel_constant
             exact = float(exact_kernel_constant(name, T, cfg.P))
             figures["kernel_constant_exact"] = exact
             parts["kernel_constant_exact"] = at_most(
-                abs(cK - exact) / max(1.0, exact), KERNEL_CONSTANT_REL,
-                "|c_K − exact| / max(1, exact)")
+                abs(cK - exact) / max(1.0, exact),
+                KERNEL_CONSTANT_REL,
+                "|c_K − exact| / max(1, exact)",
+            )
         else:
             why = f"not evaluated: T={T} > exact_max_T={p['exact_max_T']}"
             parts["kernel_constant_exact"] = Diagnostic(True, why, why)
@@ -338,26 +399,42 @@ class D5(Claim):
         outside = block_local(cfg.mask_array, cfg.P)
         figures["fast_mask_entries_outside_blocks"] = outside
         if outside == 0:
-            worst = max(figures["coarse_stack_rel_max"], figures["block_constant_output_spread_rel"])
+            worst = max(
+                figures["coarse_stack_rel_max"], figures["block_constant_output_spread_rel"]
+            )
             parts["coarse_stack_exact"] = at_most(
-                worst, tol, "max(‖stack(UY_0) − U coarse(Y_0)‖, within-block spread)/max|stack| ≤ tol")
+                worst,
+                tol,
+                "max(‖stack(UY_0) − U coarse(Y_0)‖, within-block spread)/max|stack| ≤ tol",
+            )
         else:
             parts["coarse_stack_exact"] = Diagnostic(
-                True, figures["block_constant_output_spread_rel"],
+                True,
+                figures["block_constant_output_spread_rel"],
                 f"not claimed: the fast mask has {outside} entries outside the diagonal blocks "
-                "(value: the within-block spread of the output)")
+                "(value: the within-block spread of the output)",
+            )
 
-        notes = [f"c_K = {cK:.3g} for mask {name} (T={T}, P={cfg.P})",
-                 "bound_ratio = lhs/rhs of the D5 inequality (≤ 1 means the bound holds), maximised "
-                 "over the depths where rhs exceeds the rounding level tol·‖ΠδX_0D_1‖",
-                 "relative within-block fluctuation ‖(I−UB)δX_L‖/‖δX_L‖ ≤ c_K r(L) σ_min(D_1) "
-                 "‖δX_0‖/‖δX_L‖ because range(Π) is block-constant"]
-        return Conclusion(parts, figures,
-                          tolerance={"bound_ratio_max": 1.0, "bound_rounding_rel": tol,
-                                     "coarse_stack_rel": tol, "nonlinear_vs_linear_rel": p["fd_tol"],
-                                     "brute_force_r_rel": BRUTE_FORCE_R_REL,
-                                     "kernel_constant_rel": KERNEL_CONSTANT_REL},
-                          notes=notes)
+        notes = [
+            f"c_K = {cK:.3g} for mask {name} (T={T}, P={cfg.P})",
+            "bound_ratio = lhs/rhs of the D5 inequality (≤ 1 means the bound holds), maximised "
+            "over the depths where rhs exceeds the rounding level tol·‖ΠδX_0D_1‖",
+            "relative within-block fluctuation ‖(I−UB)δX_L‖/‖δX_L‖ ≤ c_K r(L) σ_min(D_1) "
+            "‖δX_0‖/‖δX_L‖ because range(Π) is block-constant",
+        ]
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={
+                "bound_ratio_max": 1.0,
+                "bound_rounding_rel": tol,
+                "coarse_stack_rel": tol,
+                "nonlinear_vs_linear_rel": p["fd_tol"],
+                "brute_force_r_rel": BRUTE_FORCE_R_REL,
+                "kernel_constant_rel": KERNEL_CONSTANT_REL,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = D5()

@@ -10,7 +10,7 @@ Statement (reference ``X_0 = 1 x_0ᵀ``, ``E = X_0``, gate ``g = 0``, named mask
     with full rank; the gate is visible exactly when the slow path writes into a token the
     persistent component reads (not for the global ``causal`` mask: token 0 never receives it).
 (b) A position-dependent perturbation with forcing in ``E_d = ker Lᵀ ⊗ R^d`` — formalised in
-    :mod:`numerics.visibility` as an input perturbation ``δX_0 = (I − Π)Z``, an injection-target
+    :mod:`numerics.analysis.visibility` as an input perturbation ``δX_0 = (I − Π)Z``, an injection-target
     perturbation ``δE = (I − Π)Z`` (``γ > 0``) or an additive forcing ``F_l = (I − Π)Z_l`` of every
     layer — leaves ``Lᵀ X_L`` unmoved to first order. When the persistent tokens attend only to
     themselves (causal masks: first token of each block / of the sequence) it does not move at any
@@ -45,7 +45,7 @@ equal, bitwise) and every layer's gate is 0. Which branch of (b), (c) and (d) ap
 the instance's own matrices: the mask rows of the tokens in the support of ``L``, ``Π`` compared
 with ``UB`` and ``UFᵀ``, and ``Lᵀ Slow_l(X_l)`` at the reference.
 
-Checked by: exact JVPs (:func:`numerics.visibility.visibility_map`, one column per parameter entry
+Checked by: exact JVPs (:func:`numerics.analysis.visibility.visibility_map`, one column per parameter entry
 and per bundle basis vector), singular values and numerical ranks per block (threshold
 ``rank_rtol`` × the largest singular value of the whole map), a Taylor-remainder cross-check of
 one JVP column against the forward map (the remainder ``‖X_L(θ + he) − X_L(θ) − h·Je‖`` has order
@@ -73,13 +73,21 @@ import sympy as sp
 from scipy import stats
 
 import numerics as nm
-from numerics.layer import _normed
-from numerics.stability import slow_jacobian
-from numerics.visibility import (PARAMETER_BLOCKS, block_spectra, decaying_projector,
-                                 forced_stack, forced_tangent, kernel_jvp, numerical_rank,
-                                 persistent_component, visibility_map)
 from numerics import lapack
-from numerics.masks import block_level_mask, coarse_maps
+from numerics.analysis.stability import slow_jacobian
+from numerics.analysis.visibility import (
+    PARAMETER_BLOCKS,
+    block_spectra,
+    decaying_projector,
+    forced_stack,
+    forced_tangent,
+    kernel_jvp,
+    numerical_rank,
+    persistent_component,
+    visibility_map,
+)
+from numerics.model import kernels
+from numerics.model.masks import block_level_mask, coarse_maps
 from theory.stability import block_causal_gap_ratio
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
@@ -113,8 +121,11 @@ def fitted_slope(x, y) -> dict:
     """Slope of ``log y`` against ``log x`` with its 95 % interval (t quantile)."""
     res = stats.linregress(np.log(x), np.log(y))
     half = stats.t.ppf(0.975, len(x) - 2) * res.stderr
-    return {"slope": float(res.slope), "ci95": [float(res.slope - half), float(res.slope + half)],
-            "r2": float(res.rvalue ** 2)}
+    return {
+        "slope": float(res.slope),
+        "ci95": [float(res.slope - half), float(res.slope + half)],
+        "r2": float(res.rvalue**2),
+    }
 
 
 def _with_qk(model: nm.Model, rng, size: float, names=("Q", "K", "Qs", "Ks")) -> nm.Model:
@@ -141,8 +152,12 @@ def _direction(cfg, model, kind: str, rng, I_Pi):
 
 def _finite(model, X0, E, kind, dirs, s):
     dX0, dE, dF = dirs
-    return forced_stack(model, X0 + (0 if dX0 is None else s * dX0),
-                        E + (0 if dE is None else s * dE), None if dF is None else s * dF)
+    return forced_stack(
+        model,
+        X0 + (0 if dX0 is None else s * dX0),
+        E + (0 if dE is None else s * dE),
+        None if dF is None else s * dF,
+    )
 
 
 class Instance:
@@ -151,8 +166,9 @@ class Instance:
         self.p = p
         cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"])
         self.cfg = cfg
-        self.model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"],
-                                   slow_scale=p["slow_scale"], gate=p["gate"])
+        self.model = nm.init_model(
+            cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"], gate=p["gate"]
+        )
         rng = np.random.default_rng(x_seed)
         X0 = np.ones((cfg.T, 1)) * rng.standard_normal(cfg.d)
         if p["reference"] == "heterogeneous":
@@ -176,15 +192,19 @@ class Instance:
 
     def slow_output_read_by_persistent(self) -> float:
         """``max_l ‖Lᵀ Slow_l(X_l)‖`` along the trajectory: > 0 iff the gate can move ``Lᵀ X_L``."""
-        return float(max(np.linalg.norm(self.L.T @ nm.slow_path(self.cfg, lp, self.traj[l]))
-                         for l, lp in enumerate(self.model.layers)))
+        return float(
+            max(
+                np.linalg.norm(self.L.T @ nm.slow_path(self.cfg, lp, self.traj[l]))
+                for l, lp in enumerate(self.model.layers)
+            )
+        )
 
     def slow_kernel_can_move(self) -> bool:
         """Some pooled token that ``U_c`` passes on (blocks ``0 … N − 2``) attends to two or more
         pooled tokens: otherwise its slow attention weight is 1 whatever ``Qs, Ks`` (``N ≤ 2``)."""
         N = self.cfg.N
         Mb = block_level_mask(self.cfg.slow_mask, N)
-        return bool(N >= 2 and Mb[:N - 1].sum(axis=1).max() >= 2)
+        return bool(N >= 2 and Mb[: N - 1].sum(axis=1).max() >= 2)
 
     def reference_homogeneous(self) -> bool:
         return bool(np.all(self.X0 == self.X0[:1]))
@@ -203,28 +223,35 @@ def visibility_figures(inst: Instance) -> dict:
     sscale = max(float(np.abs(smap[b]).max()) for b in smap)
     f = {
         "visibility_ranks": ranks,
-        "visibility_top_singular_values": {b: (float(s[0]) if s.size else 0.0)
-                                           for b, s in spectra.items()},
+        "visibility_top_singular_values": {
+            b: (float(s[0]) if s.size else 0.0) for b, s in spectra.items()
+        },
         "parameter_map_shape": list(all_params.shape),
         "parameter_map_rank": total_rank,
         "parameter_null_space_dim": int(all_params.shape[1] - total_rank),
         "persistent_dim": int(all_params.shape[0]),
-        "qk_max_column_norm_rel": float(np.linalg.norm(np.hstack([vmap["Q"], vmap["K"]]),
-                                                       axis=0).max() / scale),
+        "qk_max_column_norm_rel": float(
+            np.linalg.norm(np.hstack([vmap["Q"], vmap["K"]]), axis=0).max() / scale
+        ),
         "qk_state_max_abs_rel": float(np.abs(np.hstack([smap["Q"], smap["K"]])).max() / sscale),
-        "slow_qk_max_column_norm_rel": float(np.linalg.norm(
-            np.hstack([vmap["Qs"], vmap["Ks"]]), axis=0).max() / scale),
+        "slow_qk_max_column_norm_rel": float(
+            np.linalg.norm(np.hstack([vmap["Qs"], vmap["Ks"]]), axis=0).max() / scale
+        ),
         "gate_rank": ranks["g"],
     }
     # finite O(1) perturbations of Q, K, Qs, Ks: trajectory and kernels unchanged (all orders)
     Kmask = nm.frozen_kernel(cfg.mask_array)
     pert = _with_qk(model, inst.qk_rng, p["qk_size"])
     traj = nm.stack_trajectory(pert, X0, E)
-    f["finite_qk_state_change_rel"] = float(np.abs(traj - inst.traj).max()
-                                            / np.abs(inst.traj).max())
-    f["finite_qk_kernel_deviation"] = float(max(
-        np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max()
-        for l, lp in enumerate(pert.layers)))
+    f["finite_qk_state_change_rel"] = float(
+        np.abs(traj - inst.traj).max() / np.abs(inst.traj).max()
+    )
+    f["finite_qk_kernel_deviation"] = float(
+        max(
+            np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max()
+            for l, lp in enumerate(pert.layers)
+        )
+    )
     f.update(taylor_test_figures(inst))
     return f
 
@@ -251,8 +278,9 @@ def taylor_test_figures(inst: Instance) -> dict:
     base = nm.stack(model, X0, E)
 
     def moved(h):
-        return nm.stack(nm.Model(cfg, tuple(lp.axpy(h, t) for lp, t in zip(model.layers, dV))),
-                        X0, E)
+        return nm.stack(
+            nm.Model(cfg, tuple(lp.axpy(h, t) for lp, t in zip(model.layers, dV))), X0, E
+        )
 
     def remainder(h):
         return float(np.linalg.norm(moved(h) - base - h * jvp))
@@ -265,14 +293,17 @@ def taylor_test_figures(inst: Instance) -> dict:
     h_fd = 1e-6
     fd = (moved(h_fd) - moved(-h_fd)) / (2 * h_fd)
     return {
-        "jvp_taylor_remainder": {k: taylor[k] for k in ("slope", "ci95", "holds", "converged",
-                                                         "window", "h", "err", "local_slopes")},
+        "jvp_taylor_remainder": {
+            k: taylor[k]
+            for k in ("slope", "ci95", "holds", "converged", "window", "h", "err", "local_slopes")
+        },
         "jvp_taylor_slope": taylor["slope"],
         "jvp_secant_defect_rel": secant,
         "jvp_column_rel": njvp / float(np.linalg.norm(base)),
         "jvp_vs_fd_rel": float(np.linalg.norm(jvp - fd)) / njvp,
-        "jvp_vs_fd_rounding_unit": float(np.finfo(float).eps * np.linalg.norm(base)
-                                         / (h_fd * njvp)),
+        "jvp_vs_fd_rounding_unit": float(
+            np.finfo(float).eps * np.linalg.norm(base) / (h_fd * njvp)
+        ),
     }
 
 
@@ -285,12 +316,13 @@ def forcing_figures(inst: Instance) -> dict:
     svals = np.geomspace(p["s_min"], p["s_max"], p["n_s"])
     base = Lt(cfg, forced_stack(model, X0, E))
     trivial = not np.any(I_Pi)
-    for kind in (() if trivial else FORMALISATIONS):
+    for kind in () if trivial else FORMALISATIONS:
         dirs = _direction(cfg, model, kind, rng, I_Pi)
         _, dXL = forced_tangent(model, X0, E=E, dX0=dirs[0], dE=dirs[1], dF=dirs[2])
         first_order[kind] = float(np.linalg.norm(Lt(cfg, dXL)) / max(np.linalg.norm(dXL), 1e-300))
-        changes = np.array([np.linalg.norm(Lt(cfg, _finite(model, X0, E, kind, dirs, s)) - base)
-                            for s in svals])
+        changes = np.array(
+            [np.linalg.norm(Lt(cfg, _finite(model, X0, E, kind, dirs, s)) - base) for s in svals]
+        )
         big = np.linalg.norm(Lt(cfg, _finite(model, X0, E, kind, dirs, 1.0)) - base)
         any_order[kind] = float(max(changes.max(), big) / max(np.linalg.norm(base), 1e-300))
         remainder[kind] = changes.tolist()
@@ -302,8 +334,9 @@ def forcing_figures(inst: Instance) -> dict:
         "Ed_trivial": bool(trivial),
         "Ed_first_order_persistent_rel": first_order,
         "Ed_first_order_persistent_max_rel": max(first_order.values(), default=0.0),
-        "Ep_first_order_persistent_rel": float(np.linalg.norm(Lt(cfg, dXLp))
-                                               / np.linalg.norm(dXLp)),
+        "Ep_first_order_persistent_rel": float(
+            np.linalg.norm(Lt(cfg, dXLp)) / np.linalg.norm(dXLp)
+        ),
         "Ed_persistent_change_any_order_rel": any_order,
         "Ed_second_order_slopes": slopes,
         "perturbation_sizes": svals.tolist(),
@@ -313,7 +346,7 @@ def forcing_figures(inst: Instance) -> dict:
     dA_X, dA_norm = 0.0, np.inf
     for l, lp in enumerate(model.layers):
         X = inst.traj[l]
-        Xv = _normed(cfg, X) @ lp.V
+        Xv = kernels.normed(cfg, X) @ lp.V
         for Z in (I_Pi @ rng.standard_normal(X.shape), rng.standard_normal(X.shape)):
             _, dA = kernel_jvp(cfg, lp, X, dX=Z)
             nA = float(np.linalg.norm(dA))
@@ -326,8 +359,9 @@ def forcing_figures(inst: Instance) -> dict:
     qk_dir.K[:] = rng.standard_normal(qk_dir.K.shape)
     f["kernel_change_times_state_rel"] = dA_X
     f["kernel_change_min_norm"] = dA_norm
-    f["kernel_change_along_qk"] = float(np.abs(kernel_jvp(cfg, model.layers[0], X0,
-                                                          dparams=qk_dir)[1]).max())
+    f["kernel_change_along_qk"] = float(
+        np.abs(kernel_jvp(cfg, model.layers[0], X0, dparams=qk_dir)[1]).max()
+    )
     return f
 
 
@@ -336,9 +370,11 @@ def slow_coupling_figures(inst: Instance) -> dict:
     cfg, model, I_Pi = inst.cfg, inst.model, inst.I_Pi
     T, d, P, N = cfg.T, cfg.d, cfg.P, cfg.N
     UB = np.kron(np.eye(N), np.full((P, P), 1.0 / P))
-    Uc_Ks_B = (np.kron(np.eye(N, k=-1), np.ones((P, 1)))
-               @ nm.frozen_kernel(np.tril(np.ones((N, N), bool)))
-               @ np.kron(np.eye(N), np.full((1, P), 1.0 / P)))
+    Uc_Ks_B = (
+        np.kron(np.eye(N, k=-1), np.ones((P, 1)))
+        @ nm.frozen_kernel(np.tril(np.ones((N, N), bool)))
+        @ np.kron(np.eye(N), np.full((1, P), 1.0 / P))
+    )
     Id = np.eye(d)
     res = {"G_I_minus_UB": 0.0, "I_minus_UB_G": 0.0, "I_minus_Pi_G": 0.0, "kron_structure": 0.0}
     gap, norms = [], []
@@ -347,28 +383,34 @@ def slow_coupling_figures(inst: Instance) -> dict:
         nS_true = float(np.linalg.norm(S, 2))
         norms.append(nS_true)
         nS = max(nS_true, 1e-300)
-        res["G_I_minus_UB"] = max(res["G_I_minus_UB"],
-                                  np.linalg.norm(S @ np.kron(np.eye(T) - UB, Id), 2) / nS)
-        res["I_minus_UB_G"] = max(res["I_minus_UB_G"],
-                                  np.linalg.norm(np.kron(np.eye(T) - UB, Id) @ S, 2) / nS)
-        res["I_minus_Pi_G"] = max(res["I_minus_Pi_G"],
-                                  np.linalg.norm(np.kron(I_Pi, Id) @ S, 2) / nS)
+        res["G_I_minus_UB"] = max(
+            res["G_I_minus_UB"], np.linalg.norm(S @ np.kron(np.eye(T) - UB, Id), 2) / nS
+        )
+        res["I_minus_UB_G"] = max(
+            res["I_minus_UB_G"], np.linalg.norm(np.kron(np.eye(T) - UB, Id) @ S, 2) / nS
+        )
+        res["I_minus_Pi_G"] = max(
+            res["I_minus_Pi_G"], np.linalg.norm(np.kron(I_Pi, Id) @ S, 2) / nS
+        )
         gap.append(float(np.linalg.norm(S @ np.kron(I_Pi, Id), 2) / nS))
         # S = (U_c K_s B) ⊗ M_sᵀ: recover M_sᵀ from the (t, s) = (P, 0) block
-        Ms_T = S[P * d:(P + 1) * d, 0:d] / Uc_Ks_B[P, 0] if N > 1 else np.zeros((d, d))
-        res["kron_structure"] = max(res["kron_structure"],
-                                    np.linalg.norm(S - np.kron(Uc_Ks_B, Ms_T)) / nS)
+        Ms_T = S[P * d : (P + 1) * d, 0:d] / Uc_Ks_B[P, 0] if N > 1 else np.zeros((d, d))
+        res["kron_structure"] = max(
+            res["kron_structure"], np.linalg.norm(S - np.kron(Uc_Ks_B, Ms_T)) / nS
+        )
     Pi = np.eye(T) - I_Pi
-    F = np.kron(np.eye(N), np.eye(P)[:, :1])                    # first token of each block
+    F = np.kron(np.eye(N), np.eye(P)[:, :1])  # first token of each block
     U = np.kron(np.eye(N), np.ones((P, 1)))
     return {
         "slow_coupling_residuals_rel": {k: float(x) for k, x in res.items()},
         "slow_coupling_gap_rel": max(gap) if gap else 0.0,
         "slow_coupling_min_norm": min(norms),
         "slow_coupling_gap_abs_layer0": float(
-            np.linalg.norm(slow_jacobian(cfg, model.layers[0], inst.X0) @ np.kron(I_Pi, Id), 2)),
-        "token_G_gap_rel": float(np.linalg.norm(Uc_Ks_B @ (np.eye(T) - Pi), 2)
-                                 / max(np.linalg.norm(Uc_Ks_B, 2), 1e-300)),
+            np.linalg.norm(slow_jacobian(cfg, model.layers[0], inst.X0) @ np.kron(I_Pi, Id), 2)
+        ),
+        "token_G_gap_rel": float(
+            np.linalg.norm(Uc_Ks_B @ (np.eye(T) - Pi), 2) / max(np.linalg.norm(Uc_Ks_B, 2), 1e-300)
+        ),
         "Pi_minus_UB": float(np.abs(Pi - UB).max()),
         "Pi_minus_UFt": float(np.abs(Pi - U @ F.T).max()),
     }
@@ -393,8 +435,9 @@ def gate_sweep_figures(inst: Instance) -> dict:
     gates = np.geomspace(*inst.p["gate_sweep"], 5)
     vs, qks, fq, layer0, scales = [], [], [], [], []
     for g in gates:
-        vm = visibility_map(inst.model.with_gates(g), inst.X0, inst.E,
-                            blocks=("Q", "K", "V", "Vs", "Qs", "Ks"))
+        vm = visibility_map(
+            inst.model.with_gates(g), inst.X0, inst.E, blocks=("Q", "K", "V", "Vs", "Qs", "Ks")
+        )
         scale = max(float(lapack.svdvals(vm[b])[0]) for b in ("V", "Vs"))
         scales.append(scale)
         vs.append(float(np.linalg.norm(vm["Vs"])))
@@ -402,17 +445,28 @@ def gate_sweep_figures(inst: Instance) -> dict:
         fq.append(_relative(float(np.abs(np.hstack([vm["Q"], vm["K"]])).max()), scale))
         # layer 0's slow QK columns (first d² entries of each block): exactly zero in exact
         # arithmetic (X_0 is homogeneous, so are its pooled values)
-        layer0.append(_relative(float(np.abs(np.hstack([vm["Qs"][:, :d * d],
-                                                        vm["Ks"][:, :d * d]])).max()), scale))
-    out = {"gates": gates.tolist(), "Vs_norms": vs, "slow_qk_norms": qks, "map_scales": scales,
-           "fast_qk_max_rel": max(fq), "layer0_slow_qk_max_rel": max(layer0),
-           "slow_qk_max_rel": max(_relative(q, sc) for q, sc in zip(qks, scales))}
+        layer0.append(
+            _relative(
+                float(np.abs(np.hstack([vm["Qs"][:, : d * d], vm["Ks"][:, : d * d]])).max()), scale
+            )
+        )
+    out = {
+        "gates": gates.tolist(),
+        "Vs_norms": vs,
+        "slow_qk_norms": qks,
+        "map_scales": scales,
+        "fast_qk_max_rel": max(fq),
+        "layer0_slow_qk_max_rel": max(layer0),
+        "slow_qk_max_rel": max(_relative(q, sc) for q, sc in zip(qks, scales)),
+    }
     # the order of growth as g → 0: the local slope between the two smallest gates (decides);
     # the fit over the whole range is reported (it is biased by the O(g²) corrections at g_hi)
     for key, ys in (("Vs", vs), ("slow_qk", qks)):
         if min(ys) > 0:
-            out[f"{key}_slope"] = {"slope": float(np.log(ys[1] / ys[0]) / np.log(gates[1] / gates[0])),
-                                   "gates": gates[:2].tolist()}
+            out[f"{key}_slope"] = {
+                "slope": float(np.log(ys[1] / ys[0]) / np.log(gates[1] / gates[0])),
+                "gates": gates[:2].tolist(),
+            }
             out[f"{key}_fit_whole_range"] = fitted_slope(gates, ys)
     return out
 
@@ -420,99 +474,145 @@ def gate_sweep_figures(inst: Instance) -> dict:
 class D6(Claim):
     id = "D6"
     title = "Visible and invisible directions"
-    abstract = ("Weight perturbations supported on the decaying bundle move neither the persistent "
-                "component ... nor the frozen kernel to first order")
-    statement = ("Along the homogeneous trajectory (g = 0) Q, K are invisible to all orders, E_d "
-                 "forcing leaves Lᵀ X_L unmoved to first order, and the slow coupling G "
-                 "reads/writes only block-constant information (block_causal gap: "
-                 "‖G(I − Π)‖ = √(P − 1)‖G‖).")
+    abstract = (
+        "Weight perturbations supported on the decaying bundle move neither the persistent "
+        "component ... nor the frozen kernel to first order"
+    )
+    statement = (
+        "Along the homogeneous trajectory (g = 0) Q, K are invisible to all orders, E_d "
+        "forcing leaves Lᵀ X_L unmoved to first order, and the slow coupling G "
+        "reads/writes only block-constant information (block_causal gap: "
+        "‖G(I − Π)‖ = √(P − 1)‖G‖)."
+    )
     params = {
         "T": Param(12, "tokens (a multiple of P)", low=1, high=64),
         "P": Param(4, "tokens per block", low=1, high=64),
         "d": Param(4, "features", low=1, high=16),
         "L": Param(3, "layers", low=1, high=16),
         "mask": Param("block_bidirectional", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "gamma": Param(0.5, "input injection γ (> 0: the E_Ed formalisation needs it)",
-                       low=0.0, high=1e3, open_low=True),
+        "gamma": Param(
+            0.5,
+            "input injection γ (> 0: the E_Ed formalisation needs it)",
+            low=0.0,
+            high=1e3,
+            open_low=True,
+        ),
         "scale": Param(1.0, "scale of the fast weights", low=0.0, high=1e3),
         "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
         "gate": Param(0.0, "gate of every layer at the reference", low=-1e3, high=1e3),
-        "reference": Param("homogeneous", "reference input: X_0 = 1x_0ᵀ, or plus independent tokens",
-                           choices=("homogeneous", "heterogeneous")),
-        "heterogeneity": Param(1.0, "size of the independent token part (heterogeneous reference)",
-                               low=0.0, high=1e3),
+        "reference": Param(
+            "homogeneous",
+            "reference input: X_0 = 1x_0ᵀ, or plus independent tokens",
+            choices=("homogeneous", "heterogeneous"),
+        ),
+        "heterogeneity": Param(
+            1.0, "size of the independent token part (heterogeneous reference)", low=0.0, high=1e3
+        ),
         "qk_size": Param(1.0, "size of the finite Q, K, Qs, Ks perturbation", low=0.0, high=1e3),
         "s_min": Param(1e-3, "smallest finite E_d perturbation", low=1e-8, high=1.0),
         "s_max": Param(1e-1, "largest finite E_d perturbation (> s_min)", low=1e-8, high=1.0),
-        "n_s": Param(9, "finite perturbation sizes (≥ 3 for a slope with an interval)",
-                     low=3, high=50),
-        "rank_rtol": Param(1e-9, "numerical rank threshold relative to the map's largest singular "
-                                 "value", low=0.0, high=1.0, open_low=True, open_high=True),
-        "tol": Param(1e-12, "relative tolerance of the vanishing quantities", low=0.0, high=1e-3,
-                     open_low=True),
-        "slope_tol": Param(0.1, "absolute tolerance of the slopes 2 (E_d second order, Taylor "
-                                "remainder of the JVP)", low=0.0,
-                           high=1.0, open_low=True),
-        "gate_sweep": Param((1e-3, 1e-1), "reference gates g_lo < g_hi of part (d)", low=1e-8,
-                            high=1.0, min_len=2, max_len=2),
+        "n_s": Param(
+            9, "finite perturbation sizes (≥ 3 for a slope with an interval)", low=3, high=50
+        ),
+        "rank_rtol": Param(
+            1e-9,
+            "numerical rank threshold relative to the map's largest singular value",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
+        "tol": Param(
+            1e-12,
+            "relative tolerance of the vanishing quantities",
+            low=0.0,
+            high=1e-3,
+            open_low=True,
+        ),
+        "slope_tol": Param(
+            0.1,
+            "absolute tolerance of the slopes 2 (E_d second order, Taylor remainder of the JVP)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
+        "gate_sweep": Param(
+            (1e-3, 1e-1),
+            "reference gates g_lo < g_hi of part (d)",
+            low=1e-8,
+            high=1.0,
+            min_len=2,
+            max_len=2,
+        ),
     }
     hypotheses = {
         "reference_token_homogeneous": "every row of X_0 is equal (bitwise): X_0 = 1x_0ᵀ",
         "gate_zero": "every layer's gate is 0 at the reference",
     }
     conclusion = {
-        "qk_invisible_in_persistent_component":
-            "Q, K, Qs, Ks columns of δ(Lᵀ X_L): numerical rank 0 and max column norm ≤ tol "
-            "(relative to the map's largest singular value)",
-        "qk_invisible_in_state_all_orders":
-            "Q, K columns of δX_L ≤ tol; O(1) finite Q, K, Qs, Ks perturbations change neither the "
-            "trajectory nor any attention matrix (≤ tol); δA along Q, K ≤ tol",
+        "qk_invisible_in_persistent_component": "Q, K, Qs, Ks columns of δ(Lᵀ X_L): numerical rank 0 and max column norm ≤ tol "
+        "(relative to the map's largest singular value)",
+        "qk_invisible_in_state_all_orders": "Q, K columns of δX_L ≤ tol; O(1) finite Q, K, Qs, Ks perturbations change neither the "
+        "trajectory nor any attention matrix (≤ tol); δA along Q, K ≤ tol",
         "visible_directions": "1 ≤ rank V ≤ d, rank of all parameters ≤ d + L, persistent inputs "
-                              "δX_0 = RδY full rank and moving Lᵀ X_L (relative response > 1e-2)",
+        "δX_0 = RδY full rank and moving Lᵀ X_L (relative response > 1e-2)",
         "gate_visibility_as_predicted": "rank g ≥ 1 iff max_l ‖Lᵀ Slow_l(X_l)‖ > 0",
         "Ed_forcing_invisible_first_order": "the E_d blocks (X0_Ed, E_Ed, F_Ed) have rank 0 and a "
-                                            "random direction of each moves Lᵀ X_L by ≤ tol at first "
-                                            "order",
+        "random direction of each moves Lᵀ X_L by ≤ tol at first "
+        "order",
         "Ed_forcing_higher_orders": "persistent tokens that attend only to themselves: no change "
-                                    "at any order (≤ tol up to size 1); otherwise a fitted slope "
-                                    "2 ± slope_tol (or no change at any order)",
+        "at any order (≤ tol up to size 1); otherwise a fitted slope "
+        "2 ± slope_tol (or no change at any order)",
         "kernel_change_annihilates_state": "‖δA·W‖ ≤ tol·‖δA‖‖W‖ for W = X, X_nV at every layer, "
-                                           "with ‖δA‖ > 1e-8 whenever some token attends to two",
+        "with ‖δA‖ > 1e-8 whenever some token attends to two",
         "slow_coupling_block_constant": "G(I − UB) = 0 and (I − UB)G = 0 (≤ tol), and "
-                                        "G = (U_c K_s B) ⊗ M_sᵀ (≤ 1e-10)",
+        "G = (U_c K_s B) ⊗ M_sᵀ (≤ 1e-10)",
         "slow_coupling_gap_matches_theory": "‖G‖ > 0 and Π = UB: gap ≤ tol; Π = UFᵀ: gap = √(P − 1) "
-                                            "to 1e-12 and (I − Π)G ≤ tol; otherwise reported only",
+        "to 1e-12 and (I − Π)G ≤ tol; otherwise reported only",
         "jvp_matches_finite_differences": "Taylor remainder of a V column, ‖X_L(θ + he) − X_L(θ) − "
-                                          "h·Je‖, of order 2 (asymptotic-window slope, 95 % "
-                                          "interval in 2 ± slope_tol) on h = RMS(V_0)·10^(−j/4), "
-                                          "j ≥ 1; or, X_L affine along e, the remainder at h_1 "
-                                          "≤ tol·h_1‖Je‖",
+        "h·Je‖, of order 2 (asymptotic-window slope, 95 % "
+        "interval in 2 ± slope_tol) on h = RMS(V_0)·10^(−j/4), "
+        "j ≥ 1; or, X_L affine along e, the remainder at h_1 "
+        "≤ tol·h_1‖Je‖",
         "gate_sweep_orders": "when the gate is visible and L ≥ 2 on a homogeneous reference: Vs "
-                             "columns ∝ g (local slope at the two smallest gates 1 ± 0.05), Qs, Ks "
-                             "∝ g³ (3 ± 0.1; ≤ tol when every pooled token passed on by U_c "
-                             "attends only to itself, N ≤ 2), layer 0's slow QK and fast Q, K "
-                             "columns ≤ tol; "
-                             "vanishing columns relative to the largest singular value of the V or "
-                             "Vs block at the same gate",
+        "columns ∝ g (local slope at the two smallest gates 1 ± 0.05), Qs, Ks "
+        "∝ g³ (3 ± 0.1; ≤ tol when every pooled token passed on by U_c "
+        "attends only to itself, N ≤ 2), layer 0's slow QK and fast Q, K "
+        "columns ≤ tol; "
+        "vanishing columns relative to the largest singular value of the V or "
+        "Vs block at the same gate",
     }
     controls = (
-        Control("heterogeneous_reference", {"reference": "heterogeneous"},
-                breaks="reference_token_homogeneous",
-                meaning="independent tokens: Q, K become visible in the block means and E_d "
-                        "forcing moves them at first order", seed=0),
-        Control("heterogeneous_reference_block_causal",
-                {"reference": "heterogeneous", "mask": "block_causal"},
-                breaks="reference_token_homogeneous",
-                meaning="independent tokens with block_causal: the first tokens stay blind to Q, K "
-                        "(that part holds, reported) but the state sees them", seed=0),
+        Control(
+            "heterogeneous_reference",
+            {"reference": "heterogeneous"},
+            breaks="reference_token_homogeneous",
+            meaning="independent tokens: Q, K become visible in the block means and E_d "
+            "forcing moves them at first order",
+            seed=0,
+        ),
+        Control(
+            "heterogeneous_reference_block_causal",
+            {"reference": "heterogeneous", "mask": "block_causal"},
+            breaks="reference_token_homogeneous",
+            meaning="independent tokens with block_causal: the first tokens stay blind to Q, K "
+            "(that part holds, reported) but the state sees them",
+            seed=0,
+        ),
     )
-    key_figures = ("qk_max_column_norm_rel", "parameter_map_rank",
-                   "Ed_first_order_persistent_max_rel", "slow_coupling_gap_rel")
+    key_figures = (
+        "qk_max_column_norm_rel",
+        "parameter_map_rank",
+        "Ed_first_order_persistent_max_rel",
+        "slow_coupling_gap_rel",
+    )
 
     def validate(self, p):
         if p["T"] * p["d"] > 128:
-            raise ValueError(f"parameters T={p['T']}, d={p['d']}: D6 builds dense maps, T·d must "
-                             f"be ≤ 128, got {p['T'] * p['d']}")
+            raise ValueError(
+                f"parameters T={p['T']}, d={p['d']}: D6 builds dense maps, T·d must "
+                f"be ≤ 128, got {p['T'] * p['d']}"
+            )
         if not p["s_max"] > p["s_min"]:
             raise ValueError(f"parameter s_max={p['s_max']} must exceed s_min={p['s_min']}")
         lo, hi = p["gate_sweep"]
@@ -526,10 +626,12 @@ class D6(Claim):
         spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
         gates = [float(lp.g) for lp in inst.model.layers]
         return {
-            "reference_token_homogeneous": Diagnostic(inst.reference_homogeneous(), spread,
-                                                      "max |X_0 − 1 x_0ᵀ| = 0 (bitwise)"),
-            "gate_zero": Diagnostic(all(g == 0.0 for g in gates), max(map(abs, gates)),
-                                    "max_l |g_l| = 0"),
+            "reference_token_homogeneous": Diagnostic(
+                inst.reference_homogeneous(), spread, "max |X_0 − 1 x_0ᵀ| = 0 (bitwise)"
+            ),
+            "gate_zero": Diagnostic(
+                all(g == 0.0 for g in gates), max(map(abs, gates)), "max_l |g_l| = 0"
+            ),
         }
 
     def conclude(self, inst):
@@ -549,10 +651,19 @@ class D6(Claim):
         notes = []
 
         qk_ranks = [ranks[b] for b in ("Q", "K", "Qs", "Ks")]
-        qk_state = [f["qk_state_max_abs_rel"], f["finite_qk_state_change_rel"],
-                    f["finite_qk_kernel_deviation"], f["kernel_change_along_qk"]]
-        visible = [ranks["V"], f["parameter_map_rank"], ranks["X0_Ep"], f["persistent_dim"],
-                   f["Ep_first_order_persistent_rel"]]
+        qk_state = [
+            f["qk_state_max_abs_rel"],
+            f["finite_qk_state_change_rel"],
+            f["finite_qk_kernel_deviation"],
+            f["kernel_change_along_qk"],
+        ]
+        visible = [
+            ranks["V"],
+            f["parameter_map_rank"],
+            ranks["X0_Ep"],
+            f["persistent_dim"],
+            f["Ep_first_order_persistent_rel"],
+        ]
         ed_ranks = [ranks[k] for k in FORMALISATIONS]
         first = f["Ed_first_order_persistent_rel"]
         any_order, slopes = f["Ed_persistent_change_any_order_rel"], f["Ed_second_order_slopes"]
@@ -562,11 +673,15 @@ class D6(Claim):
         elif self_only:
             higher_ok = all(x <= tol for x in any_order.values())
         else:
-            higher_ok = all((k in slopes and abs(slopes[k]["slope"] - 2.0) <= p["slope_tol"])
-                            or any_order[k] <= tol for k in FORMALISATIONS)
+            higher_ok = all(
+                (k in slopes and abs(slopes[k]["slope"] - 2.0) <= p["slope_tol"])
+                or any_order[k] <= tol
+                for k in FORMALISATIONS
+            )
         two_token_rows = bool(np.any(cfg.mask_array.sum(axis=1) >= 2))
-        kernel_ok = (f["kernel_change_times_state_rel"] <= tol
-                     and (not two_token_rows or f["kernel_change_min_norm"] > KERNEL_CHANGE_MIN))
+        kernel_ok = f["kernel_change_times_state_rel"] <= tol and (
+            not two_token_rows or f["kernel_change_min_norm"] > KERNEL_CHANGE_MIN
+        )
         r = f["slow_coupling_residuals_rel"]
         gap = f["slow_coupling_gap_rel"]
         ratio = float(block_causal_gap_ratio().subs(sp.Symbol("P", positive=True, integer=True), P))
@@ -577,88 +692,144 @@ class D6(Claim):
         elif f["Pi_minus_UFt"] == 0.0:
             gap_ok = abs(gap - ratio) <= 1e-12 and r["I_minus_Pi_G"] <= tol
             gap_rule = f"Π = UFᵀ: gap = √(P − 1) = {ratio:.12g} to 1e-12, (I − Π)G ≤ tol"
-            notes.append(f"gap: Π = UFᵀ and the block mean reads E_d: ‖G(I − Π)‖/‖G‖ = {gap:.12g} "
-                         f"= √(P − 1) (P = {P}); G still writes only into E_p ((I − Π)G = 0)")
+            notes.append(
+                f"gap: Π = UFᵀ and the block mean reads E_d: ‖G(I − Π)‖/‖G‖ = {gap:.12g} "
+                f"= √(P − 1) (P = {P}); G still writes only into E_p ((I − Π)G = 0)"
+            )
         else:
             gap_ok, gap_rule = True, "Π is neither UB nor UFᵀ: reported only"
-            notes.append("Π = 1e_1ᵀ (global causal mask): the slow coupling also writes into E_d "
-                         f"(‖(I − Π)G‖/‖G‖ = {r['I_minus_Pi_G']:.3g}); the gate is invisible")
+            notes.append(
+                "Π = 1e_1ᵀ (global causal mask): the slow coupling also writes into E_d "
+                f"(‖(I − Π)G‖/‖G‖ = {r['I_minus_Pi_G']:.3g}); the gate is invisible"
+            )
         sw = f["gate_sweep"]
         if sweep_applies:
-            if inst.slow_kernel_can_move():   # Qs, Ks ∝ g³
-                slow_qk_ok = ("slow_qk_slope" in sw and abs(sw["slow_qk_slope"]["slope"] - 3.0)
-                              < GATE_SWEEP_TOL["slow_qk_slope"])
-            else:                             # every passed-on pooled token sees only itself
+            if inst.slow_kernel_can_move():  # Qs, Ks ∝ g³
+                slow_qk_ok = (
+                    "slow_qk_slope" in sw
+                    and abs(sw["slow_qk_slope"]["slope"] - 3.0) < GATE_SWEEP_TOL["slow_qk_slope"]
+                )
+            else:  # every passed-on pooled token sees only itself
                 slow_qk_ok = sw["slow_qk_max_rel"] <= tol
-            sweep_ok = bool(sw["fast_qk_max_rel"] <= tol and sw["layer0_slow_qk_max_rel"] <= tol
-                            and slow_qk_ok and "Vs_slope" in sw
-                            and abs(sw["Vs_slope"]["slope"] - 1.0) < GATE_SWEEP_TOL["Vs_slope"])
-            sweep_value = [sw.get("Vs_slope", {}).get("slope"),
-                           sw.get("slow_qk_slope", {}).get("slope", sw["slow_qk_max_rel"]),
-                           sw["layer0_slow_qk_max_rel"], sw["fast_qk_max_rel"]]
+            sweep_ok = bool(
+                sw["fast_qk_max_rel"] <= tol
+                and sw["layer0_slow_qk_max_rel"] <= tol
+                and slow_qk_ok
+                and "Vs_slope" in sw
+                and abs(sw["Vs_slope"]["slope"] - 1.0) < GATE_SWEEP_TOL["Vs_slope"]
+            )
+            sweep_value = [
+                sw.get("Vs_slope", {}).get("slope"),
+                sw.get("slow_qk_slope", {}).get("slope", sw["slow_qk_max_rel"]),
+                sw["layer0_slow_qk_max_rel"],
+                sw["fast_qk_max_rel"],
+            ]
         else:
             sweep_ok, sweep_value = True, "not applicable (gate invisible, L = 1 or heterogeneous)"
         if self_only and not inst.reference_homogeneous():
-            notes.append("persistent tokens attend only to themselves: Q, K stay invisible in "
-                         "Lᵀ X_L even on a heterogeneous reference")
+            notes.append(
+                "persistent tokens attend only to themselves: Q, K stay invisible in "
+                "Lᵀ X_L even on a heterogeneous reference"
+            )
         fd_allowance = FD_ROUNDING_UNITS * f["jvp_vs_fd_rounding_unit"] + FD_TRUNCATION
         parts = {
             "qk_invisible_in_persistent_component": Diagnostic(
                 bool(max(qk_ranks) == 0 and f["qk_max_column_norm_rel"] <= tol),
-                [max(qk_ranks), f["qk_max_column_norm_rel"]], "[max rank, max column] = [0, ≤ tol]"),
+                [max(qk_ranks), f["qk_max_column_norm_rel"]],
+                "[max rank, max column] = [0, ≤ tol]",
+            ),
             "qk_invisible_in_state_all_orders": Diagnostic(
-                bool(max(qk_state) <= tol), qk_state,
-                "[state column, finite state change, finite kernel change, δA along QK] ≤ tol"),
+                bool(max(qk_state) <= tol),
+                qk_state,
+                "[state column, finite state change, finite kernel change, δA along QK] ≤ tol",
+            ),
             "visible_directions": Diagnostic(
-                bool(1 <= ranks["V"] <= d and f["parameter_map_rank"] <= d + L
-                     and ranks["X0_Ep"] == f["persistent_dim"]
-                     and f["Ep_first_order_persistent_rel"] > EP_RESPONSE_MIN), visible,
+                bool(
+                    1 <= ranks["V"] <= d
+                    and f["parameter_map_rank"] <= d + L
+                    and ranks["X0_Ep"] == f["persistent_dim"]
+                    and f["Ep_first_order_persistent_rel"] > EP_RESPONSE_MIN
+                ),
+                visible,
                 f"[1 ≤ rank V ≤ d = {d}, rank all ≤ d + L = {d + L}, rank Ep = dim, "
-                "Ep response > 1e-2]"),
+                "Ep response > 1e-2]",
+            ),
             "gate_visibility_as_predicted": Diagnostic(
-                bool((ranks["g"] >= 1) == gate_visible), [ranks["g"], slow_read],
-                "[rank g ≥ 1] == [max_l ‖Lᵀ Slow_l(X_l)‖ > 0]"),
+                bool((ranks["g"] >= 1) == gate_visible),
+                [ranks["g"], slow_read],
+                "[rank g ≥ 1] == [max_l ‖Lᵀ Slow_l(X_l)‖ > 0]",
+            ),
             "Ed_forcing_invisible_first_order": Diagnostic(
                 bool(max(ed_ranks, default=0) == 0 and all(x <= tol for x in first.values())),
                 [max(ed_ranks, default=0), f["Ed_first_order_persistent_max_rel"]],
-                "[max rank of the E_d blocks, max first-order response] = [0, ≤ tol]"),
+                "[max rank of the E_d blocks, max first-order response] = [0, ≤ tol]",
+            ),
             "Ed_forcing_higher_orders": Diagnostic(
-                bool(higher_ok), {"persistent_tokens_see_only_themselves": self_only,
-                                  "any_order": any_order,
-                                  "slopes": {k: v["slope"] for k, v in slopes.items()}},
-                "self-attending persistent tokens: any order ≤ tol; else slope 2 ± slope_tol"),
+                bool(higher_ok),
+                {
+                    "persistent_tokens_see_only_themselves": self_only,
+                    "any_order": any_order,
+                    "slopes": {k: v["slope"] for k, v in slopes.items()},
+                },
+                "self-attending persistent tokens: any order ≤ tol; else slope 2 ± slope_tol",
+            ),
             "kernel_change_annihilates_state": Diagnostic(
-                bool(kernel_ok), [f["kernel_change_times_state_rel"], f["kernel_change_min_norm"]],
+                bool(kernel_ok),
+                [f["kernel_change_times_state_rel"], f["kernel_change_min_norm"]],
                 f"[‖δA W‖/(‖δA‖‖W‖) ≤ tol, min ‖δA‖ > {KERNEL_CHANGE_MIN:g} if a token attends "
-                "to two]"),
+                "to two]",
+            ),
             "slow_coupling_block_constant": Diagnostic(
-                bool(r["G_I_minus_UB"] <= tol and r["I_minus_UB_G"] <= tol
-                     and r["kron_structure"] <= KRON_TOL),
+                bool(
+                    r["G_I_minus_UB"] <= tol
+                    and r["I_minus_UB_G"] <= tol
+                    and r["kron_structure"] <= KRON_TOL
+                ),
                 [r["G_I_minus_UB"], r["I_minus_UB_G"], r["kron_structure"]],
-                "[‖G(I − UB)‖, ‖(I − UB)G‖] ≤ tol·‖G‖, Kronecker residual ≤ 1e-10"),
+                "[‖G(I − UB)‖, ‖(I − UB)G‖] ≤ tol·‖G‖, Kronecker residual ≤ 1e-10",
+            ),
             "slow_coupling_gap_matches_theory": Diagnostic(bool(gap_ok), gap, gap_rule),
             "jvp_matches_finite_differences": Diagnostic(
-                bool((f["jvp_taylor_remainder"]["holds"] or f["jvp_secant_defect_rel"] <= tol)
-                     and f["jvp_vs_fd_rel"] <= fd_allowance),
-                [f["jvp_taylor_slope"], f["jvp_taylor_remainder"]["ci95"],
-                 f["jvp_secant_defect_rel"], f["jvp_vs_fd_rel"], fd_allowance],
+                bool(
+                    (f["jvp_taylor_remainder"]["holds"] or f["jvp_secant_defect_rel"] <= tol)
+                    and f["jvp_vs_fd_rel"] <= fd_allowance
+                ),
+                [
+                    f["jvp_taylor_slope"],
+                    f["jvp_taylor_remainder"]["ci95"],
+                    f["jvp_secant_defect_rel"],
+                    f["jvp_vs_fd_rel"],
+                    fd_allowance,
+                ],
                 f"([Taylor remainder order 2: asymptotic-window slope, 95 % interval in "
                 f"2 ± {p['slope_tol']:g}] or [affine along e: secant defect at h_1 ≤ tol]) and "
                 f"central difference at h = 1e-6 within {FD_ROUNDING_UNITS:g} rounding units "
-                f"u‖X_L‖/(h‖Je‖) + {FD_TRUNCATION:g}"),
-            "gate_sweep_orders": Diagnostic(sweep_ok, sweep_value,
-                                            "[Vs slope 1 ± 0.05, Qs/Ks slope 3 ± 0.1 (or "
-                                            "their columns ≤ tol when they cannot move), "
-                                            "layer-0 slow QK ≤ tol, fast QK ≤ tol], columns "
-                                            "relative to the largest V/Vs singular value at "
-                                            "each gate"),
+                f"u‖X_L‖/(h‖Je‖) + {FD_TRUNCATION:g}",
+            ),
+            "gate_sweep_orders": Diagnostic(
+                sweep_ok,
+                sweep_value,
+                "[Vs slope 1 ± 0.05, Qs/Ks slope 3 ± 0.1 (or "
+                "their columns ≤ tol when they cannot move), "
+                "layer-0 slow QK ≤ tol, fast QK ≤ tol], columns "
+                "relative to the largest V/Vs singular value at "
+                "each gate",
+            ),
         }
-        return Conclusion(parts, f,
-                          tolerance={"relative": tol, "rank_rtol": p["rank_rtol"],
-                                     "slope_abs": p["slope_tol"], "kron_structure_rel": KRON_TOL,
-                                     "taylor_remainder_order_abs": p["slope_tol"],
-                                     "gate_sweep_vanishing_rel": tol, **GATE_SWEEP_TOL},
-                          notes=notes)
+        return Conclusion(
+            parts,
+            f,
+            tolerance={
+                "relative": tol,
+                "rank_rtol": p["rank_rtol"],
+                "slope_abs": p["slope_tol"],
+                "kron_structure_rel": KRON_TOL,
+                "taylor_remainder_order_abs": p["slope_tol"],
+                "gate_sweep_vanishing_rel": tol,
+                **GATE_SWEEP_TOL,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = D6()

@@ -50,10 +50,18 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
-from numerics.layer import _layer
-from numerics.stability import (critical_gate, gate_spectral_radii, iterate_looped_map,
-                                layer_jacobian, margin_certificate, sigma_min_on_circle,
-                                slow_jacobian, spectral_radius, stability_margin)
+from numerics.analysis.stability import (
+    critical_gate,
+    gate_spectral_radii,
+    iterate_looped_map,
+    layer_jacobian,
+    margin_certificate,
+    sigma_min_on_circle,
+    slow_jacobian,
+    spectral_radius,
+    stability_margin,
+)
+from numerics.model import kernels
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
@@ -68,10 +76,19 @@ def reference_point(p: dict, seed: int):
     """``(config, layer params, X*, E)`` of the parameters ``p`` (gate 0; ``X*`` found by iterating
     the looped map when ``reference="embedding"``)."""
     w_seed, e_seed, _ = np.random.SeedSequence(seed).spawn(3)
-    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"],
-                         norm=bool(p["norm"]), gamma=p["gamma"], h=p["h"])
-    lp = nm.init_layer(cfg, np.random.default_rng(w_seed), scale=p["scale"],
-                       slow_scale=p["slow_scale"], gate=0.0)
+    cfg = nm.ModelConfig(
+        T=p["T"],
+        P=p["P"],
+        d=p["d"],
+        mask=p["mask"],
+        slow_mask=p["slow_mask"],
+        norm=bool(p["norm"]),
+        gamma=p["gamma"],
+        h=p["h"],
+    )
+    lp = nm.init_layer(
+        cfg, np.random.default_rng(w_seed), scale=p["scale"], slow_scale=p["slow_scale"], gate=0.0
+    )
     if p["reference"] == "origin":
         zero = np.zeros((cfg.T, cfg.d))
         return cfg, lp, zero, zero.copy()
@@ -89,9 +106,11 @@ def token_block_structure(J: np.ndarray, G: np.ndarray, block: int) -> dict:
     upper = b[:, None] < b[None, :]
     on_or_upper = b[:, None] <= b[None, :]
     nJ, nG = max(np.abs(J).max(), 1e-300), max(np.abs(G).max(), 1e-300)
-    return {"J_above_block_diagonal_rel": float(np.abs(J[upper]).max(initial=0.0) / nJ),
-            "G_on_or_above_block_diagonal_rel": float(np.abs(G[on_or_upper]).max(initial=0.0) / nG),
-            "G_max_abs": float(np.abs(G).max())}
+    return {
+        "J_above_block_diagonal_rel": float(np.abs(J[upper]).max(initial=0.0) / nJ),
+        "G_on_or_above_block_diagonal_rel": float(np.abs(G[on_or_upper]).max(initial=0.0) / nG),
+        "G_max_abs": float(np.abs(G).max()),
+    }
 
 
 class Instance:
@@ -102,51 +121,80 @@ class Instance:
         self.J = layer_jacobian(self.cfg, self.lp, self.Xs, self.E)
         self.G = self.cfg.h * slow_jacobian(self.cfg, self.lp, self.Xs)
         self.X_init = self.Xs + p["init_size"] * np.random.default_rng(i_seed).standard_normal(
-            self.Xs.shape)
+            self.Xs.shape
+        )
 
 
 class D7(Claim):
     id = "D7"
     title = "Stability margin of the gate"
     abstract = "How large a gate the slow path can carry is bounded by a stability margin."
-    statement = ("For a contractive reference J and slow linearisation G, ρ(J + gG) < 1 for |g| < "
-                 "m(J)/‖G‖₂ with m(J) = min_{|z|=1} σ_min(zI − J); the critical gate g_c ≥ m/‖G‖ "
-                 "(finding: with the autoregressive slow path g_c = ∞, so the bound binds only for "
-                 "slow_mask='full').")
+    statement = (
+        "For a contractive reference J and slow linearisation G, ρ(J + gG) < 1 for |g| < "
+        "m(J)/‖G‖₂ with m(J) = min_{|z|=1} σ_min(zI − J); the critical gate g_c ≥ m/‖G‖ "
+        "(finding: with the autoregressive slow path g_c = ∞, so the bound binds only for "
+        "slow_mask='full')."
+    )
     params = {
         "T": Param(8, "tokens (a multiple of P)", low=1, high=64),
         "P": Param(4, "tokens per block", low=1, high=64),
         "d": Param(4, "features", low=1, high=16),
         "mask": Param("block_bidirectional", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param("full", "slow attention mask at block level",
-                           choices=("blockcausal", "full")),
+        "slow_mask": Param(
+            "full", "slow attention mask at block level", choices=("blockcausal", "full")
+        ),
         "norm": Param(False, "RMS normalisation before attention, MLP and slow path"),
-        "gamma": Param(1.0, "input injection γ (γ > 0 makes the reference contractive)",
-                       low=0.0, high=1e3),
+        "gamma": Param(
+            1.0, "input injection γ (γ > 0 makes the reference contractive)", low=0.0, high=1e3
+        ),
         "h": Param(0.5, "step size h of the layer", low=0.0, high=10.0, open_low=True),
         "scale": Param(0.5, "scale of the fast weights", low=0.0, high=1e3),
         "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
-        "reference": Param("origin", "fixed point: X* = 0 with E = 0, or X* of random embeddings",
-                           choices=("origin", "embedding")),
-        "below": Param(0.5, "fraction of g_c at which the loop must converge (|g| < g_c)",
-                       low=0.0, high=1.0, open_high=True),
-        "above": Param(1.5, "the loop must lose X* at the gate of largest ρ in (g_c, above·g_c]",
-                       low=1.0, high=100.0, open_low=True),
-        "init_size": Param(1e-2, "size of the random offset of the loop's start from X*",
-                           low=0.0, high=10.0, open_low=True),
+        "reference": Param(
+            "origin",
+            "fixed point: X* = 0 with E = 0, or X* of random embeddings",
+            choices=("origin", "embedding"),
+        ),
+        "below": Param(
+            0.5,
+            "fraction of g_c at which the loop must converge (|g| < g_c)",
+            low=0.0,
+            high=1.0,
+            open_high=True,
+        ),
+        "above": Param(
+            1.5,
+            "the loop must lose X* at the gate of largest ρ in (g_c, above·g_c]",
+            low=1.0,
+            high=100.0,
+            open_low=True,
+        ),
+        "init_size": Param(
+            1e-2,
+            "size of the random offset of the loop's start from X*",
+            low=0.0,
+            high=10.0,
+            open_low=True,
+        ),
         "n_iter": Param(5000, "minimum iteration budget of the loop", low=1, high=100_000),
         "n_gates": Param(41, "gates on the grid strictly inside the margin", low=3, high=1001),
-        "margin_tol": Param(1e-8, "agreement of the two margin computations (absolute)",
-                            low=0.0, high=1.0, open_low=True),
-        "dense_grid": Param(2001, "angles of the brute-force grid on the circle", low=16,
-                            high=100_001),
+        "margin_tol": Param(
+            1e-8,
+            "agreement of the two margin computations (absolute)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+        ),
+        "dense_grid": Param(
+            2001, "angles of the brute-force grid on the circle", low=16, high=100_001
+        ),
     }
     hypotheses = {
         "reference_is_fixed_point": "‖Φ_0(X*) − X*‖_F ≤ 1e-10·max(1, ‖X*‖_F)",
         "reference_contractive": "ρ(J) < 1 at the reference (measured)",
         "gate_moves_spectrum": "J + gG is not block lower-triangular in token-block order with "
-                               "g-independent diagonal blocks (J above, or G on or above, the P·d "
-                               "block diagonal is non-zero); otherwise ρ(J + gG) = ρ(J) for all g",
+        "g-independent diagonal blocks (J above, or G on or above, the P·d "
+        "block diagonal is non-zero); otherwise ρ(J + gG) = ρ(J) for all g",
     }
     conclusion = {
         "margin_two_methods_agree": "|m(grid+Brent) − m(pencil)| ≤ margin_tol",
@@ -155,61 +203,85 @@ class D7(Claim):
         "critical_gates_above_bound": "g_c⁺ ≥ m/‖G‖₂ and g_c⁻ ≥ m/‖G‖₂",
         "critical_gate_finite": "min(g_c⁺, g_c⁻) < ∞: the margin bound binds",
         "nonlinear_loop": "when X* is a fixed point of every Φ_g (Slow(X*) = 0): the loop converges "
-                          "to X* at g = 0 and g = ±below·g_c, and at the gate of largest ρ in "
-                          "(g_c, above·g_c] on each side it does not, with ρ > 1 there (ρ(g) need "
-                          "not be monotone past g_c; reported only when X* moves with g)",
+        "to X* at g = 0 and g = ±below·g_c, and at the gate of largest ρ in "
+        "(g_c, above·g_c] on each side it does not, with ρ > 1 there (ρ(g) need "
+        "not be monotone past g_c; reported only when X* moves with g)",
     }
     controls = (
-        Control("additive_injection", {"gamma": 0.0}, breaks="reference_contractive",
-                meaning="γ = 0: ρ(J) ≥ 1, so ρ(J + gG) < 1 fails at g = 0 inside the would-be "
-                        "margin and the loop does not converge", seed=0),
-        Control("autoregressive_slow_path", {"slow_mask": "blockcausal"},
-                breaks="gate_moves_spectrum",
-                meaning="finding: the block-causal slow path makes J + gG block-triangular with "
-                        "g-independent diagonal blocks: ρ(J + gG) = ρ(J), g_c = ∞, the margin "
-                        "bound holds only vacuously", seed=0),
-        Control("autoregressive_slow_path_causal", {"slow_mask": "blockcausal", "mask": "causal"},
-                breaks="gate_moves_spectrum",
-                meaning="the same finding with the token-causal fast mask", seed=0),
-        Control("autoregressive_slow_path_embedding",
-                {"slow_mask": "blockcausal", "reference": "embedding", "norm": True},
-                breaks="gate_moves_spectrum",
-                meaning="the same finding at a fixed point of random embeddings with the RMS norm",
-                seed=0),
+        Control(
+            "additive_injection",
+            {"gamma": 0.0},
+            breaks="reference_contractive",
+            meaning="γ = 0: ρ(J) ≥ 1, so ρ(J + gG) < 1 fails at g = 0 inside the would-be "
+            "margin and the loop does not converge",
+            seed=0,
+        ),
+        Control(
+            "autoregressive_slow_path",
+            {"slow_mask": "blockcausal"},
+            breaks="gate_moves_spectrum",
+            meaning="finding: the block-causal slow path makes J + gG block-triangular with "
+            "g-independent diagonal blocks: ρ(J + gG) = ρ(J), g_c = ∞, the margin "
+            "bound holds only vacuously",
+            seed=0,
+        ),
+        Control(
+            "autoregressive_slow_path_causal",
+            {"slow_mask": "blockcausal", "mask": "causal"},
+            breaks="gate_moves_spectrum",
+            meaning="the same finding with the token-causal fast mask",
+            seed=0,
+        ),
+        Control(
+            "autoregressive_slow_path_embedding",
+            {"slow_mask": "blockcausal", "reference": "embedding", "norm": True},
+            breaks="gate_moves_spectrum",
+            meaning="the same finding at a fixed point of random embeddings with the RMS norm",
+            seed=0,
+        ),
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
 
     def validate(self, p):
         if p["T"] * p["d"] > 96:
-            raise ValueError(f"parameters T={p['T']}, d={p['d']}: D7 builds dense Jacobians, "
-                             f"T·d must be ≤ 96, got {p['T'] * p['d']}")
+            raise ValueError(
+                f"parameters T={p['T']}, d={p['d']}: D7 builds dense Jacobians, "
+                f"T·d must be ≤ 96, got {p['T'] * p['d']}"
+            )
         if p["reference"] == "origin" and p["norm"]:
-            raise ValueError("parameter norm=True: reference='origin' needs norm=False (the RMS "
-                             "norm has gain 1/√ε at 0)")
+            raise ValueError(
+                "parameter norm=True: reference='origin' needs norm=False (the RMS "
+                "norm has gain 1/√ε at 0)"
+            )
 
     def build(self, p, seed):
         return Instance(p, seed)
 
     def diagnose(self, inst):
         cfg, J, G = inst.cfg, inst.J, inst.G
-        residual = float(np.linalg.norm(_layer(cfg, inst.lp, inst.Xs, inst.E) - inst.Xs))
+        residual = float(np.linalg.norm(kernels.layer(cfg, inst.lp, inst.Xs, inst.E) - inst.Xs))
         fp_bound = FIXED_POINT_RTOL * max(1.0, float(np.linalg.norm(inst.Xs)))
         rho = spectral_radius(J)
         structure = token_block_structure(J, G, cfg.P * cfg.d)
-        triangular = (structure["J_above_block_diagonal_rel"] == 0.0
-                      and structure["G_on_or_above_block_diagonal_rel"] == 0.0)
+        triangular = (
+            structure["J_above_block_diagonal_rel"] == 0.0
+            and structure["G_on_or_above_block_diagonal_rel"] == 0.0
+        )
         nG = float(np.linalg.norm(G, 2))
         wide = np.linspace(-10.0, 10.0, 81) * (1.0 / nG if nG > 0 else 1.0)
         rho_wide = gate_spectral_radii(J, G, wide)
         structure["rho_variation_over_gates_10_over_normG"] = float(rho_wide.max() - rho_wide.min())
         inst.structure = structure
         return {
-            "reference_is_fixed_point": Diagnostic(residual <= fp_bound, residual,
-                                                   f"‖Φ_0(X*) − X*‖_F ≤ {fp_bound:.3g}"),
+            "reference_is_fixed_point": Diagnostic(
+                residual <= fp_bound, residual, f"‖Φ_0(X*) − X*‖_F ≤ {fp_bound:.3g}"
+            ),
             "reference_contractive": Diagnostic(rho < 1.0, rho, "ρ(J) < 1"),
             "gate_moves_spectrum": Diagnostic(
-                not triangular, structure,
-                "J above and G on/above the token-block diagonal not both exactly 0"),
+                not triangular,
+                structure,
+                "J above and G on/above the token-block diagonal not both exactly 0",
+            ),
         }
 
     def conclude(self, inst):
@@ -239,18 +311,25 @@ class D7(Claim):
         def run(gate: float, rho: float) -> dict:
             q = lp.copy()
             q.g = gate
-            res = iterate_looped_map(cfg, q, inst.X_init, E, X_ref=Xs, max_iter=budget(rho),
-                                     tol=1e-12)
-            return {"gate": float(gate), "rho": float(rho), "status": res.status,
-                    "converged_to_reference": bool(res.status == "converged"
-                                                   and res.distance < REFERENCE_DISTANCE),
-                    "iterations": res.iterations, "distance_to_reference": res.distance}
+            res = iterate_looped_map(
+                cfg, q, inst.X_init, E, X_ref=Xs, max_iter=budget(rho), tol=1e-12
+            )
+            return {
+                "gate": float(gate),
+                "rho": float(rho),
+                "status": res.status,
+                "converged_to_reference": bool(
+                    res.status == "converged" and res.distance < REFERENCE_DISTANCE
+                ),
+                "iterations": res.iterations,
+                "distance_to_reference": res.distance,
+            }
 
         nonlinear = {"zero_gate": run(0.0, rho_J)}
         for sign, gcs in ((+1, gc_plus), (-1, gc_minus)):
             if not np.isfinite(gcs) or gcs == 0.0:
                 continue
-            side = 'plus' if sign > 0 else 'minus'
+            side = "plus" if sign > 0 else "minus"
             g = sign * p["below"] * gcs
             nonlinear[f"below_{side}"] = run(g, spectral_radius(J + g * G))
             # "clearly above": ρ(J + gG) need not grow monotonically past g_c (it can fall back
@@ -262,7 +341,9 @@ class D7(Claim):
         # X* is a fixed point of every Φ_g iff the slow path vanishes there (Φ_g = Φ_0 + g·h·Slow)
         q1 = lp.copy()
         q1.g = 1.0
-        slow_at_ref = float(np.linalg.norm(_layer(cfg, q1, Xs, E) - _layer(cfg, lp, Xs, E)))
+        slow_at_ref = float(
+            np.linalg.norm(kernels.layer(cfg, q1, Xs, E) - kernels.layer(cfg, lp, Xs, E))
+        )
         applicable = slow_at_ref == 0.0
         loop_ok = nonlinear["zero_gate"]["converged_to_reference"]
         for key, run_ in nonlinear.items():
@@ -270,9 +351,14 @@ class D7(Claim):
                 loop_ok &= run_["converged_to_reference"]
             elif key.startswith("above"):
                 loop_ok &= (not run_["converged_to_reference"]) and run_["rho"] > 1.0
-        loop_value = {"applicable": applicable, "slow_output_at_reference": slow_at_ref,
-                      "runs": {k: r["status"] + ("@X*" if r["converged_to_reference"] else "")
-                               for k, r in nonlinear.items()}}
+        loop_value = {
+            "applicable": applicable,
+            "slow_output_at_reference": slow_at_ref,
+            "runs": {
+                k: r["status"] + ("@X*" if r["converged_to_reference"] else "")
+                for k, r in nonlinear.items()
+            },
+        }
         figures = {
             "spectral_radius_J": rho_J,
             "margin": m,
@@ -296,34 +382,50 @@ class D7(Claim):
         }
         parts = {
             "margin_two_methods_agree": Diagnostic(
-                abs(m - cert.margin) <= p["margin_tol"], abs(m - cert.margin),
-                f"|m − m_pencil| ≤ {p['margin_tol']:g}"),
+                abs(m - cert.margin) <= p["margin_tol"],
+                abs(m - cert.margin),
+                f"|m − m_pencil| ≤ {p['margin_tol']:g}",
+            ),
             "margin_is_a_minimum": Diagnostic(
                 bool(m <= dense + 1e-12 and m <= 1.0 - rho_J + 1e-12),
-                [m, dense, 1.0 - rho_J], "m ≤ dense-grid min + 1e-12 and m ≤ 1 − ρ(J) + 1e-12"),
+                [m, dense, 1.0 - rho_J],
+                "m ≤ dense-grid min + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
+            ),
             "contractive_inside_margin": Diagnostic(
-                bool(rho_inner.max() < 1.0), float(rho_inner.max()),
-                "max ρ(J + gG) over |g| ≤ 0.999·m/‖G‖ < 1"),
+                bool(rho_inner.max() < 1.0),
+                float(rho_inner.max()),
+                "max ρ(J + gG) over |g| ≤ 0.999·m/‖G‖ < 1",
+            ),
             "critical_gates_above_bound": Diagnostic(
-                bool(gc_plus >= bound and gc_minus >= bound), [gc_minus, gc_plus, bound],
-                "[g_c⁻, g_c⁺] ≥ m/‖G‖"),
+                bool(gc_plus >= bound and gc_minus >= bound),
+                [gc_minus, gc_plus, bound],
+                "[g_c⁻, g_c⁺] ≥ m/‖G‖",
+            ),
             "critical_gate_finite": Diagnostic(bool(np.isfinite(gc)), gc, "min(g_c⁺, g_c⁻) < ∞"),
             "nonlinear_loop": Diagnostic(
-                bool(loop_ok) if applicable else True, loop_value,
+                bool(loop_ok) if applicable else True,
+                loop_value,
                 "converges to X* at 0 and ±below·g_c, not at the most unstable gate of "
-                "(g_c, above·g_c] (ρ > 1); decided only when Slow(X*) = 0"),
+                "(g_c, above·g_c] (ρ > 1); decided only when Slow(X*) = 0",
+            ),
         }
         notes = []
         if not np.isfinite(gc):
             notes.append("ρ(J + gG) never reaches 1: g_c = ∞ and the bound holds only vacuously")
         if not applicable:
-            notes.append("nonlinear iteration reported only: Slow(X*) ≠ 0 moves the fixed point "
-                         "with g")
-        return Conclusion(parts, figures,
-                          tolerance={"margin_methods_abs": p["margin_tol"],
-                                     "fixed_point_distance": REFERENCE_DISTANCE,
-                                     "loop_step_fro": 1e-12},
-                          notes=notes)
+            notes.append(
+                "nonlinear iteration reported only: Slow(X*) ≠ 0 moves the fixed point with g"
+            )
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={
+                "margin_methods_abs": p["margin_tol"],
+                "fixed_point_distance": REFERENCE_DISTANCE,
+                "loop_step_fro": 1e-12,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = D7()

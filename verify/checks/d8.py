@@ -6,7 +6,7 @@ known variance, Poisson, Bernoulli), then the Bayes predictive law of every futu
 past tokens equals the one given the past block sums (means) and the running sum of the current
 block.
 
-Checked by (exact filters of :mod:`numerics.bayes` on sequences of :mod:`numerics.data`):
+Checked by (exact filters of :mod:`numerics.toy.bayes` on sequences of :mod:`numerics.toy.data`):
 
 * ``gaussian_ar1``: Kalman filter on tokens vs on block means (latent mean AR(1), ``|ρ| < 1``);
 * ``gaussian``, ``poisson``, ``bernoulli``: forward filter on tokens vs on block sums, latent
@@ -32,7 +32,7 @@ tokens take two values, where every function is affine: correctly, the sum is su
 AR(1) design the ratio is evaluated at the latent means ``−2τ, 0, 2τ``.
 
 Negative controls (the block mean is not sufficient), each with an *exact* pooled predictor because
-the law of the block mean is closed form (see :mod:`numerics.bayes`):
+the law of the block mean is closed form (see :mod:`numerics.toy.bayes`):
 
 * ``gaussian_scale``: ``N(0, s_z²)`` with a latent scale (geometric from 0.5τ to 2τ); the full
   filter uses ``Σx²``, the pooled one sees the mean ``N(0, s_z²/k)`` only;
@@ -58,11 +58,28 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import stdtrit
 
-from numerics.bayes import (hmm_future_logpdf, hmm_pooled_filter, hmm_predictive_logpdf,
-                            hmm_token_filter, kalman_future_logpdf, kalman_pooled_filter,
-                            kalman_predictive_logpdf, kalman_token_filter, token_loglik)
-from numerics.data import (CONTROL_FAMILIES, EXPONENTIAL_FAMILIES, Emission, gaussian_ar1_blocks,
-                           hmm_blocks, running_sums, stationary_distribution, sticky_transition)
+from numerics.toy.bayes import (
+    hmm_future_logpdf,
+    hmm_pooled_filter,
+    hmm_predictive_logpdf,
+    hmm_token_filter,
+    kalman_future_logpdf,
+    kalman_pooled_filter,
+    kalman_predictive_logpdf,
+    kalman_token_filter,
+    token_loglik,
+)
+from numerics.toy.data import (
+    CONTROL_FAMILIES,
+    EXPONENTIAL_FAMILIES,
+    Emission,
+    gaussian_ar1_blocks,
+    hmm_blocks,
+    running_sums,
+    stationary_distribution,
+    sticky_transition,
+)
+from theory.exponential_family import sum_factor
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
@@ -82,7 +99,7 @@ def default_emission(family: str, K: int, tau: float = 1.0, sigma: float = 1.0) 
     if family == "bernoulli":
         return Emission.bernoulli(0.5 + 0.35 * u)
     if family == "gaussian_scale":
-        return Emission.gaussian_scale(np.zeros(K), tau * 2.0 ** u)
+        return Emission.gaussian_scale(np.zeros(K), tau * 2.0**u)
     if family == "cauchy":
         return Emission.cauchy(1.5 * tau * u, tau)
     if family == "mixture":
@@ -101,7 +118,6 @@ def _theory_theta(em: Emission) -> tuple[np.ndarray, float]:
 def theory_pooled_posterior(em: Emission, A: np.ndarray, sums: np.ndarray) -> np.ndarray:
     """Pooled forward filter whose block likelihood is the symbolic sufficient-statistic factor
     ``g_k(S, θ_z)`` of :func:`theory.exponential_family.sum_factor` (exponential families only)."""
-    from theory.exponential_family import sum_factor
 
     fn = sum_factor(em.family)["numeric"]
     theta, sig = _theory_theta(em)
@@ -135,8 +151,11 @@ def compare_chain(em: Emission, A: np.ndarray, x: np.ndarray, P: int, n_future: 
     lp_full = hmm_predictive_logpdf(em, w_full, x)
     lp_pool = hmm_predictive_logpdf(em, w_pool, x)
     m = min(n_future, x.shape[0])
-    out = {"lp_full": lp_full, "lp_pool": lp_pool,
-           "max_abs_posterior_diff": float(np.abs(w_full - w_pool).max())}
+    out = {
+        "lp_full": lp_full,
+        "lp_pool": lp_pool,
+        "max_abs_posterior_diff": float(np.abs(w_full - w_pool).max()),
+    }
     if m:
         F1 = hmm_future_logpdf(em, w_full[:m], x[:m], P, A)
         F2 = hmm_future_logpdf(em, w_pool[:m], x[:m], P, A)
@@ -154,9 +173,11 @@ def compare_ar1(x: np.ndarray, P: int, rho: float, tau: float, sigma: float, n_f
     kw = dict(rho=rho, tau=tau, sigma=sigma)
     m1, v1 = kalman_token_filter(x, P, **kw)
     m2, v2 = kalman_pooled_filter(running_sums(x, P), P, **kw)
-    out = {"lp_full": kalman_predictive_logpdf(x, m1, v1, sigma=sigma),
-           "lp_pool": kalman_predictive_logpdf(x, m2, v2, sigma=sigma),
-           "max_abs_posterior_diff": float(max(np.abs(m1 - m2).max(), np.abs(v1 - v2).max()))}
+    out = {
+        "lp_full": kalman_predictive_logpdf(x, m1, v1, sigma=sigma),
+        "lp_pool": kalman_predictive_logpdf(x, m2, v2, sigma=sigma),
+        "max_abs_posterior_diff": float(max(np.abs(m1 - m2).max(), np.abs(v1 - v2).max())),
+    }
     m = min(n_future, x.shape[0])
     if m:
         F1 = kalman_future_logpdf(x[:m], m1[:m], v1[:m], P, **kw)
@@ -174,8 +195,13 @@ def gap_interval(lp_full: np.ndarray, lp_pool: np.ndarray, confidence: float) ->
     mean = float(per_seq.mean())
     se = float(per_seq.std(ddof=1) / np.sqrt(n)) if n > 1 else float("inf")
     q = float(stdtrit(max(n - 1, 1), 0.5 + confidence / 2))
-    return {"gap_mean": mean, "gap_se": se, "gap_ci": (mean - q * se, mean + q * se),
-            "logloss_full": float(-lp_full.mean()), "logloss_pooled": float(-lp_pool.mean())}
+    return {
+        "gap_mean": mean,
+        "gap_se": se,
+        "gap_ci": (mean - q * se, mean + q * se),
+        "logloss_full": float(-lp_full.mean()),
+        "logloss_pooled": float(-lp_pool.mean()),
+    }
 
 
 def affine_residual(x: np.ndarray, loglik: np.ndarray) -> float:
@@ -200,8 +226,9 @@ class Instance:
         data_seed = np.random.SeedSequence(seed).spawn(1)[0]
         if fam == "gaussian_ar1":
             self.em, self.A = None, None
-            self.data = gaussian_ar1_blocks(p["n_seq"], N, P, rho=p["rho"], tau=p["tau"],
-                                            sigma=p["sigma"], seed=data_seed)
+            self.data = gaussian_ar1_blocks(
+                p["n_seq"], N, P, rho=p["rho"], tau=p["tau"], sigma=p["sigma"], seed=data_seed
+            )
         else:
             self.em = default_emission(fam, p["K"], p["tau"], p["sigma"])
             self.A = sticky_transition(p["K"], p["stay"])
@@ -220,62 +247,102 @@ class Instance:
             return token_loglik(self.em, xs)
         sigma, tau = self.p["sigma"], self.p["tau"]
         means = np.array([-2.0 * tau, 0.0, 2.0 * tau])
-        return (-0.5 * ((xs[:, None] - means[None, :]) / sigma) ** 2
-                - np.log(sigma * np.sqrt(2 * np.pi)))
+        return -0.5 * ((xs[:, None] - means[None, :]) / sigma) ** 2 - np.log(
+            sigma * np.sqrt(2 * np.pi)
+        )
 
 
 class D8(Claim):
     id = "D8"
     title = "Exponential-family sufficiency"
-    abstract = ("if block emissions follow an exponential family, block-mean pooling captures all the "
-                "information the slow path can use")
-    statement = ("For exponential-family emissions with T(x) = x the block mean is sufficient: the "
-                 "Bayes predictive given block means equals the one given all tokens (to 1e-10), for "
-                 "the next and every future token, and pooling costs no log-loss.")
+    abstract = (
+        "if block emissions follow an exponential family, block-mean pooling captures all the "
+        "information the slow path can use"
+    )
+    statement = (
+        "For exponential-family emissions with T(x) = x the block mean is sufficient: the "
+        "Bayes predictive given block means equals the one given all tokens (to 1e-10), for "
+        "the next and every future token, and pooling costs no log-loss."
+    )
     params = {
-        "family": Param("poisson", "emission family (gaussian_ar1: latent AR(1) mean, Kalman)",
-                        choices=FAMILY_CHOICES),
+        "family": Param(
+            "poisson",
+            "emission family (gaussian_ar1: latent AR(1) mean, Kalman)",
+            choices=FAMILY_CHOICES,
+        ),
         "P": Param(4, "tokens per block", low=1, high=64),
         "N": Param(8, "blocks per sequence", low=1, high=64),
         "n_seq": Param(4000, "sequences sampled", low=2, high=200_000),
         "K": Param(3, "latent states of the chain families", low=2, high=8),
         "stay": Param(0.8, "persistence of the latent chain", low=0.0, high=1.0, open_high=True),
-        "rho": Param(0.8, "AR(1) coefficient of the latent mean", low=-1.0, high=1.0,
-                     open_low=True, open_high=True),
+        "rho": Param(
+            0.8,
+            "AR(1) coefficient of the latent mean",
+            low=-1.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
         "tau": Param(1.0, "scale of the latent parameter", low=1e-6, high=1e6),
         "sigma": Param(1.0, "token noise (Gaussian families)", low=1e-6, high=1e6),
         "n_future": Param(32, "sequences on which every future token is compared", low=1, high=256),
-        "tolerance": Param(1e-10, "absolute tolerance of the exact comparisons (nats, probability)",
-                           low=0.0, high=1e-3, open_low=True),
-        "confidence": Param(0.95, "level of the interval of the log-loss gap", low=0.0, high=1.0,
-                            open_low=True, open_high=True),
+        "tolerance": Param(
+            1e-10,
+            "absolute tolerance of the exact comparisons (nats, probability)",
+            low=0.0,
+            high=1e-3,
+            open_low=True,
+        ),
+        "confidence": Param(
+            0.95,
+            "level of the interval of the log-loss gap",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
     }
     hypotheses = {
-        "emission_loglik_ratio_affine":
-            "log p(x | z) − log p(x | z₀) is affine in x on the observed token values for every "
-            "latent z (relative residual ≤ 1e-9): exponential family with T(x) = x",
+        "emission_loglik_ratio_affine": "log p(x | z) − log p(x | z₀) is affine in x on the observed token values for every "
+        "latent z (relative residual ≤ 1e-9): exponential family with T(x) = x",
     }
     conclusion = {
         "next_token_predictive_equal": "max |log p_full(x_t) − log p_pooled(x_t)| ≤ tolerance",
         "posterior_equal": "max |posterior_full − posterior_pooled| ≤ tolerance",
         "future_predictive_equal": "max over t ≤ t' of |Δ log p(x_t' | info before t)| ≤ tolerance, "
-                                   "on at least one pair",
+        "on at least one pair",
         "symbolic_oracle_agrees": "chain families: the posterior from the symbolic factor "
-                                  "g_k(S, θ) equals the token filter's to tolerance (no oracle for "
-                                  "the Kalman design or a non-exponential emission)",
+        "g_k(S, θ) equals the token filter's to tolerance (no oracle for "
+        "the Kalman design or a non-exponential emission)",
         "gap_mean_zero": "|E[log p_full − log p_pooled]| ≤ tolerance (nats per token)",
         "no_significant_log_loss_gap": "the lower end of the gap's confidence interval ≤ tolerance",
     }
     controls = tuple(
-        Control(fam, {"family": fam, "n_seq": 3000}, breaks="emission_loglik_ratio_affine",
-                meaning=meaning, seed=3)
+        Control(
+            fam,
+            {"family": fam, "n_seq": 3000},
+            breaks="emission_loglik_ratio_affine",
+            meaning=meaning,
+            seed=3,
+        )
         for fam, meaning in (
-            ("gaussian_scale", "latent variance N(0, s_z²): Σx² matters, the mean is not sufficient"),
-            ("cauchy", "Cauchy tokens with latent location: the block mean is as spread as one token"),
+            (
+                "gaussian_scale",
+                "latent variance N(0, s_z²): Σx² matters, the mean is not sufficient",
+            ),
+            (
+                "cauchy",
+                "Cauchy tokens with latent location: the block mean is as spread as one token",
+            ),
             ("mixture", "two-component Gaussian mixture with latent location"),
-        ))
-    key_figures = ("max_abs_future_logpdf_diff", "max_abs_next_token_logpdf_diff", "gap_mean",
-                   "gap_ci")
+        )
+    )
+    key_figures = (
+        "max_abs_future_logpdf_diff",
+        "max_abs_next_token_logpdf_diff",
+        "gap_mean",
+        "gap_ci",
+    )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -283,10 +350,14 @@ class D8(Claim):
     def diagnose(self, inst):
         xs = inst.token_values()
         res = affine_residual(xs, inst.loglik(xs))
-        return {"emission_loglik_ratio_affine": Diagnostic(
-            res <= AFFINE_RTOL, res,
-            f"relative residual of the affine fit of the log-likelihood ratio ≤ {AFFINE_RTOL:g} "
-            f"({xs.size} token values)")}
+        return {
+            "emission_loglik_ratio_affine": Diagnostic(
+                res <= AFFINE_RTOL,
+                res,
+                f"relative residual of the affine fit of the log-likelihood ratio ≤ {AFFINE_RTOL:g} "
+                f"({xs.size} token values)",
+            )
+        }
 
     def conclude(self, inst):
         p = inst.p
@@ -308,28 +379,49 @@ class D8(Claim):
         parts = {
             "next_token_predictive_equal": Diagnostic(
                 figures["max_abs_next_token_logpdf_diff"] <= tol,
-                figures["max_abs_next_token_logpdf_diff"], f"≤ {tol:g} nats"),
-            "posterior_equal": Diagnostic(figures["max_abs_posterior_diff"] <= tol,
-                                          figures["max_abs_posterior_diff"], f"≤ {tol:g}"),
-            "future_predictive_equal": Diagnostic(bool(pairs > 0 and fut <= tol), [fut, pairs],
-                                                  f"[max diff ≤ {tol:g}, pairs compared > 0]"),
+                figures["max_abs_next_token_logpdf_diff"],
+                f"≤ {tol:g} nats",
+            ),
+            "posterior_equal": Diagnostic(
+                figures["max_abs_posterior_diff"] <= tol,
+                figures["max_abs_posterior_diff"],
+                f"≤ {tol:g}",
+            ),
+            "future_predictive_equal": Diagnostic(
+                bool(pairs > 0 and fut <= tol),
+                [fut, pairs],
+                f"[max diff ≤ {tol:g}, pairs compared > 0]",
+            ),
             "symbolic_oracle_agrees": Diagnostic(
-                True if oracle is None else bool(oracle <= tol), oracle,
-                f"≤ {tol:g} (None: no symbolic oracle for this design)"),
-            "gap_mean_zero": Diagnostic(abs(figures["gap_mean"]) <= tol, figures["gap_mean"],
-                                        f"|gap| ≤ {tol:g} nats/token"),
+                True if oracle is None else bool(oracle <= tol),
+                oracle,
+                f"≤ {tol:g} (None: no symbolic oracle for this design)",
+            ),
+            "gap_mean_zero": Diagnostic(
+                abs(figures["gap_mean"]) <= tol, figures["gap_mean"], f"|gap| ≤ {tol:g} nats/token"
+            ),
             "no_significant_log_loss_gap": Diagnostic(
-                bool(lo <= tol), figures["gap_ci"],
-                f"lower end of the {p['confidence']:.0%} interval ≤ {tol:g}"),
+                bool(lo <= tol),
+                figures["gap_ci"],
+                f"lower end of the {p['confidence']:.0%} interval ≤ {tol:g}",
+            ),
         }
         notes = ["gap = E[log p_full − log p_pooled] in nats per token; interval over sequences"]
         if inst.em is not None and not inst.em.exponential_family:
-            notes.append(f"{p['family']}: the pooled predictor is the exact best predictor from "
-                         "block means (closed-form law of the mean)")
-        return Conclusion(parts, figures,
-                          tolerance={"max_abs_diff": tol, "confidence": p["confidence"],
-                                     "affine_fit_rel": AFFINE_RTOL},
-                          notes=notes)
+            notes.append(
+                f"{p['family']}: the pooled predictor is the exact best predictor from "
+                "block means (closed-form law of the mean)"
+            )
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={
+                "max_abs_diff": tol,
+                "confidence": p["confidence"],
+                "affine_fit_rel": AFFINE_RTOL,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = D8()

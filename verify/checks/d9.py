@@ -7,7 +7,7 @@ and ``∂R/∂g = 0`` at ``g = 0``; gradient training from the zero-initialised 
 within run-to-run noise. With shared structure (AR(1) block means, correlation ``ρ > 0``) the risk
 falls as the gate opens and the learned gate grows with ``ρ``, always below the D7 margin.
 
-Toy (:mod:`numerics.gated_predictor`): ``ŷ_{b,k} = f_{b,k} + s_b`` with the fixed within-block
+Toy (:mod:`numerics.toy.gated_predictor`): ``ŷ_{b,k} = f_{b,k} + s_b`` with the fixed within-block
 Bayes estimate ``f`` and the slow state ``s_b = a·s_{b−1} + g·(c·s_{b−1} + w·ȳ_{b−1})`` (``s_0 = 0``);
 squared-error risk, trained by gradient descent (Armijo backtracking) from ``g = 0``, ``w = w0``
 for ``steps`` steps. The risk is an exact quadratic form in the ``N×N`` moments of the data, so
@@ -28,8 +28,8 @@ Checked (each item is a named part of the verdict):
   (``≤ 1e-12``), and the empirical spread in units of the standard error of the risk estimate (< 1);
 * coupled vs frozen ablation (slow weight trained vs fixed at 0), test risk on fresh data per seed:
   ``|mean gap| ≤`` the run-to-run standard deviation of the frozen model's test risk;
-* margin: ``J = a``, ``G = c`` (1×1), ``m(J)`` from :func:`numerics.stability.stability_margin` and
-  the critical gates from :func:`numerics.stability.critical_gate`, against the closed form
+* margin: ``J = a``, ``G = c`` (1×1), ``m(J)`` from :func:`numerics.analysis.stability.stability_margin` and
+  the critical gates from :func:`numerics.analysis.stability.critical_gate`, against the closed form
   ``(1 − |a|)/|c|``;
 * shared structure, for ``ρ`` in ``rhos``: learned gate (mean over seeds) strictly increasing in
   ``ρ``, every learned gate below ``m(J)/‖G‖``, population risk at the learned parameters below the
@@ -57,12 +57,22 @@ import numpy as np
 from scipy import stats
 
 from numerics import lapack
-from numerics.data import gaussian_ar1_blocks
-from numerics.gated_predictor import (GatedToy, closed_form_margin, empirical_moments, fast_estimate,
-                                      jacobians, min_slow_risk, per_sequence_gate_gradient,
-                                      population_moments, risk, risk_gradient, stack_moments,
-                                      train)
-from numerics.stability import critical_gate, stability_margin
+from numerics.analysis.stability import critical_gate, stability_margin
+from numerics.toy.data import gaussian_ar1_blocks
+from numerics.toy.gated_predictor import (
+    GatedToy,
+    closed_form_margin,
+    empirical_moments,
+    fast_estimate,
+    jacobians,
+    min_slow_risk,
+    per_sequence_gate_gradient,
+    population_moments,
+    risk,
+    risk_gradient,
+    stack_moments,
+    train,
+)
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 
@@ -72,8 +82,13 @@ def _tq(conf: float, df: int) -> float:
 
 
 def _moments(toy: GatedToy, n: int, rho: float, seeds) -> list:
-    return [empirical_moments(toy, gaussian_ar1_blocks(n, toy.N, toy.P, rho=rho, tau=toy.tau,
-                                                       sigma=toy.sigma, seed=s).x) for s in seeds]
+    return [
+        empirical_moments(
+            toy,
+            gaussian_ar1_blocks(n, toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=s).x,
+        )
+        for s in seeds
+    ]
 
 
 def learned_gates(toy: GatedToy, n: int, rho: float, seeds, p: dict):
@@ -96,19 +111,35 @@ class Instance:
 class D9(Claim):
     id = "D9"
     title = "Independent blocks close the gate"
-    abstract = ("if neighbouring blocks carry no shared structure ... the gate amplitude is invisible "
-                "in the prediction risk")
-    statement = ("With independent blocks min_slow R(g) is constant in g and ∂R/∂g = 0 at g = 0, so "
-                 "the learned gate stays within sampling noise (∝ 1/√n); shared structure opens it.")
+    abstract = (
+        "if neighbouring blocks carry no shared structure ... the gate amplitude is invisible "
+        "in the prediction risk"
+    )
+    statement = (
+        "With independent blocks min_slow R(g) is constant in g and ∂R/∂g = 0 at g = 0, so "
+        "the learned gate stays within sampling noise (∝ 1/√n); shared structure opens it."
+    )
     params = {
-        "rho": Param(0.0, "block correlation of the instance's data (AR(1) block means)",
-                     low=-1.0, high=1.0, open_low=True, open_high=True),
+        "rho": Param(
+            0.0,
+            "block correlation of the instance's data (AR(1) block means)",
+            low=-1.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
         "P": Param(4, "tokens per block", low=1, high=64),
         "N": Param(8, "blocks per sequence", low=2, high=64),
         "tau": Param(1.0, "SD of the block means", low=1e-6, high=1e6),
         "sigma": Param(1.0, "SD of the token noise", low=1e-6, high=1e6),
-        "a": Param(0.0, "un-gated slow recurrence J = a (stable: |a| < 1)", low=-1.0, high=1.0,
-                   open_low=True, open_high=True),
+        "a": Param(
+            0.0,
+            "un-gated slow recurrence J = a (stable: |a| < 1)",
+            low=-1.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
         "c": Param(1.0, "gated coupling G = c", low=-1e3, high=1e3),
         "w0": Param(1.0, "initial slow weight (non-zero)", low=-1e3, high=1e3),
         "lr": Param(1.0, "initial step of the backtracking gradient descent", low=1e-8, high=1e3),
@@ -117,47 +148,70 @@ class D9(Claim):
         "n_test": Param(4096, "test sequences per seed", low=8, high=1 << 18),
         "n_grad": Param(16384, "sequences for the gradient z-score", low=8, high=1 << 20),
         "seeds": Param(16, "independent training sets", low=2, high=256),
-        "n_grid": Param((128, 256, 512, 1024, 2048, 4096), "training-set sizes of the 1/√n fit "
-                        "(distinct, ≥ 3)", low=8, high=1 << 16, min_len=3),
-        "rhos": Param((0.0, 0.2, 0.4, 0.6, 0.8, 0.9), "correlations of the shared-structure sweep "
-                      "(strictly increasing, in [0, 1))", low=0.0, high=1.0, open_high=True, min_len=2),
+        "n_grid": Param(
+            (128, 256, 512, 1024, 2048, 4096),
+            "training-set sizes of the 1/√n fit (distinct, ≥ 3)",
+            low=8,
+            high=1 << 16,
+            min_len=3,
+        ),
+        "rhos": Param(
+            (0.0, 0.2, 0.4, 0.6, 0.8, 0.9),
+            "correlations of the shared-structure sweep (strictly increasing, in [0, 1))",
+            low=0.0,
+            high=1.0,
+            open_high=True,
+            min_len=2,
+        ),
         "n_gates": Param(19, "gates of the min_w R(g) grid", low=3, high=1001),
         "z_max": Param(3.0, "bound on |z| of the mean gate gradient", low=0.0, open_low=True),
-        "confidence": Param(0.95, "confidence of the intervals", low=0.0, high=1.0,
-                            open_low=True, open_high=True),
+        "confidence": Param(
+            0.95, "confidence of the intervals", low=0.0, high=1.0, open_low=True, open_high=True
+        ),
     }
     hypotheses = {
         "blocks_independent": "the data model's population cross-block moments vanish: max "
-                              "|C_bc| (b ≠ c) = 0 and max |D_bc| = 0",
+        "|C_bc| (b ≠ c) = 0 and max |D_bc| = 0",
     }
     conclusion = {
         "population_gradient_zero": "exact population ∂R/∂g and ∂R/∂w at g = 0 are 0",
         "gradient_consistent_with_zero": "|z| of the mean per-sequence gate gradient < z_max",
         "gate_ci_contains_zero": "the t-interval of the mean learned gate contains 0",
         "gate_shrinks_like_inv_sqrt_n": "the interval of the log–log slope of RMS gate vs n "
-                                        "contains −0.5 and lies below 0",
+        "contains −0.5 and lies below 0",
         "min_slow_risk_constant": "population spread of min_w R(g) ≤ 1e-12 and empirical spread "
-                                  "< 1 standard error of the risk estimate",
+        "< 1 standard error of the risk estimate",
         "ablation_within_run_noise": "|mean coupled − frozen test risk| ≤ run-to-run SD",
         "margin_matches_closed_form": "m(J)/‖G‖ = (1 − |a|)/|c| (1e-9) and the critical gate ≥ it",
         "gate_grows_with_rho": "the mean learned gate is strictly increasing over rhos",
         "gate_below_margin": "every learned gate of the sweep < m(J)/‖G‖, all trained models stable",
         "risk_falls_with_shared_structure": "population risk at the learned parameters < the "
-                                            "fast-only risk for every ρ > 0 of rhos",
+        "fast-only risk for every ρ > 0 of rhos",
     }
     controls = (
-        Control("shared_structure", {"rho": 0.6}, breaks="blocks_independent",
-                meaning="correlated block means: ∂R/∂g ≠ 0 at g = 0, the gate opens, no 1/√n decay, "
-                        "the ablations separate", seed=2),
+        Control(
+            "shared_structure",
+            {"rho": 0.6},
+            breaks="blocks_independent",
+            meaning="correlated block means: ∂R/∂g ≠ 0 at g = 0, the gate opens, no 1/√n decay, "
+            "the ablations separate",
+            seed=2,
+        ),
     )
-    key_figures = ("grad_g_at_0_z", "learned_gate_mean", "gate_rms_slope",
-                   "sweep_max_gate_over_margin")
-    failure_rate = 0.11   # union bound over the statistical parts (see the module docstring)
+    key_figures = (
+        "grad_g_at_0_z",
+        "learned_gate_mean",
+        "gate_rms_slope",
+        "sweep_max_gate_over_margin",
+    )
+    failure_rate = 0.11  # union bound over the statistical parts (see the module docstring)
 
     def validate(self, p):
         if p["w0"] == 0:
-            raise ValueError("parameter w0=0: expected a non-zero value (with g = 0 and w = 0 every "
-                             "gradient vanishes)")
+            raise ValueError(
+                "parameter w0=0: expected a non-zero value (with g = 0 and w = 0 every "
+                "gradient vanishes)"
+            )
         if len(set(p["n_grid"])) != len(p["n_grid"]):
             raise ValueError(f"parameter n_grid={p['n_grid']}: expected distinct sizes")
         if list(p["rhos"]) != sorted(set(p["rhos"])):
@@ -170,9 +224,13 @@ class D9(Claim):
         C, D = inst.pop.C, inst.pop.D
         off = float(np.abs(C - np.diag(np.diag(C))).max())
         cross = float(np.abs(D).max())
-        return {"blocks_independent": Diagnostic(
-            off == 0.0 and cross == 0.0, {"max_offdiag_C": off, "max_D": cross},
-            "max |E ȳ_b ȳ_c| (b ≠ c) = 0 and max |E R_b ȳ_c| = 0 (population, exact)")}
+        return {
+            "blocks_independent": Diagnostic(
+                off == 0.0 and cross == 0.0,
+                {"max_offdiag_C": off, "max_D": cross},
+                "max |E ȳ_b ȳ_c| (b ≠ c) = 0 and max |E R_b ȳ_c| = 0 (population, exact)",
+            )
+        }
 
     def conclude(self, inst):
         p, toy, rho, pop = inst.p, inst.toy, inst.rho, inst.pop
@@ -188,27 +246,45 @@ class D9(Claim):
         margin = m / float(lapack.svdvals(G)[0]) if np.any(G) else float("inf")
         g_c_plus, g_c_minus = critical_gate(J, G, sign=+1), critical_gate(J, G, sign=-1)
         closed = closed_form_margin(toy)
-        figures.update({"J": toy.a, "G": toy.c, "stability_margin_m": m,
-                        "margin_over_normG": margin, "margin_closed_form": closed,
-                        "critical_gate_plus": g_c_plus, "critical_gate_minus": g_c_minus})
+        figures.update(
+            {
+                "J": toy.a,
+                "G": toy.c,
+                "stability_margin_m": m,
+                "margin_over_normG": margin,
+                "margin_closed_form": closed,
+                "critical_gate_plus": g_c_plus,
+                "critical_gate_minus": g_c_minus,
+            }
+        )
         dev = abs(margin - closed) if np.isfinite(margin) else (0.0 if margin == closed else np.inf)
         parts["margin_matches_closed_form"] = Diagnostic(
             dev <= 1e-9 and g_c_plus >= margin - 1e-9,
             {"abs_deviation": dev, "critical_gate_plus": g_c_plus, "margin": margin},
-            "|m(J)/‖G‖ − (1 − |a|)/|c|| ≤ 1e-9 and critical gate (+) ≥ m(J)/‖G‖ − 1e-9")
+            "|m(J)/‖G‖ − (1 − |a|)/|c|| ≤ 1e-9 and critical gate (+) ≥ m(J)/‖G‖ − 1e-9",
+        )
 
         # --- gradient at g = 0 ---------------------------------------------------------------------
-        xg = gaussian_ar1_blocks(p["n_grad"], toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma,
-                                 seed=inst.s_grad).x
+        xg = gaussian_ar1_blocks(
+            p["n_grad"], toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=inst.s_grad
+        ).x
         gi = per_sequence_gate_gradient(toy, xg, p["w0"])
         z = float(gi.mean() / (gi.std(ddof=1) / np.sqrt(gi.size)))
         dg, dw = risk_gradient(toy, pop, 0.0, p["w0"])
-        figures.update({"grad_g_at_0_mean": float(gi.mean()), "grad_g_at_0_z": z,
-                        "grad_g_at_0_population": dg, "grad_w_at_0_population": dw})
+        figures.update(
+            {
+                "grad_g_at_0_mean": float(gi.mean()),
+                "grad_g_at_0_z": z,
+                "grad_g_at_0_population": dg,
+                "grad_w_at_0_population": dw,
+            }
+        )
         parts["population_gradient_zero"] = Diagnostic(
-            dg == 0.0 and dw == 0.0, [dg, dw], "exact ∂R/∂g = ∂R/∂w = 0 at g = 0 (population)")
+            dg == 0.0 and dw == 0.0, [dg, dw], "exact ∂R/∂g = ∂R/∂w = 0 at g = 0 (population)"
+        )
         parts["gradient_consistent_with_zero"] = Diagnostic(
-            abs(z) < p["z_max"], z, f"|z| < z_max = {p['z_max']}")
+            abs(z) < p["z_max"], z, f"|z| < z_max = {p['z_max']}"
+        )
 
         # --- learned gate on n_train, and the coupled vs frozen ablation on fresh test data ---------
         moms, res = learned_gates(toy, p["n_train"], rho, tr_seeds, p)
@@ -221,22 +297,28 @@ class D9(Claim):
         gap = r_coupled - r_frozen
         gap_half = _tq(conf, S - 1) * float(gap.std(ddof=1)) / np.sqrt(S)
         run_sd = float(r_frozen.std(ddof=1))
-        figures.update({
-            "learned_gate_mean": gm, "learned_gate_ci": (gm - half, gm + half),
-            "learned_gate_rms": float(np.sqrt(np.mean(g * g))), "learned_gate_sd": gsd,
-            "learned_slow_weight_mean": float(np.mean(res.w)),
-            "train_risk_drop_mean": float(np.mean(res.history[0] - res.history[-1])),
-            "ablation_gap_mean": float(gap.mean()),
-            "ablation_gap_ci": (float(gap.mean()) - gap_half, float(gap.mean()) + gap_half),
-            "run_to_run_sd": run_sd,
-            "ablation_gap_over_run_sd": float(abs(gap.mean()) / run_sd),
-            "population_risk_fast_only": float(pop.Q),
-        })
+        figures.update(
+            {
+                "learned_gate_mean": gm,
+                "learned_gate_ci": (gm - half, gm + half),
+                "learned_gate_rms": float(np.sqrt(np.mean(g * g))),
+                "learned_gate_sd": gsd,
+                "learned_slow_weight_mean": float(np.mean(res.w)),
+                "train_risk_drop_mean": float(np.mean(res.history[0] - res.history[-1])),
+                "ablation_gap_mean": float(gap.mean()),
+                "ablation_gap_ci": (float(gap.mean()) - gap_half, float(gap.mean()) + gap_half),
+                "run_to_run_sd": run_sd,
+                "ablation_gap_over_run_sd": float(abs(gap.mean()) / run_sd),
+                "population_risk_fast_only": float(pop.Q),
+            }
+        )
         lo, hi = figures["learned_gate_ci"]
-        parts["gate_ci_contains_zero"] = Diagnostic(lo <= 0.0 <= hi, [lo, hi],
-                                                    f"{conf:.0%} t-interval of the mean gate ∋ 0")
+        parts["gate_ci_contains_zero"] = Diagnostic(
+            lo <= 0.0 <= hi, [lo, hi], f"{conf:.0%} t-interval of the mean gate ∋ 0"
+        )
         parts["ablation_within_run_noise"] = at_most(
-            figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1")
+            figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1"
+        )
 
         # --- 1/sqrt(n) decay of the learned gate ------------------------------------------------
         all_moms = []
@@ -248,12 +330,19 @@ class D9(Claim):
         fit = stats.linregress(np.log(grid), np.log(rms))
         sh = _tq(conf, len(grid) - 2) * fit.stderr
         slope_ci = (fit.slope - sh, fit.slope + sh)
-        figures.update({"n_grid": grid, "learned_gate_rms_by_n": rms,
-                        "gate_rms_slope": float(fit.slope), "gate_rms_slope_ci": slope_ci})
+        figures.update(
+            {
+                "n_grid": grid,
+                "learned_gate_rms_by_n": rms,
+                "gate_rms_slope": float(fit.slope),
+                "gate_rms_slope_ci": slope_ci,
+            }
+        )
         parts["gate_shrinks_like_inv_sqrt_n"] = Diagnostic(
             slope_ci[0] <= -0.5 <= slope_ci[1] and slope_ci[1] < 0,
             {"slope": float(fit.slope), "ci": list(slope_ci)},
-            f"{conf:.0%} interval of the slope ∋ −0.5 and upper end < 0")
+            f"{conf:.0%} interval of the slope ∋ −0.5 and upper end < 0",
+        )
 
         # --- min over the slow weight of R(g) on a grid of stable gates ---------------------------
         lim = 0.9 * min(margin, 10.0)
@@ -261,20 +350,28 @@ class D9(Claim):
         pop_min = np.array([min_slow_risk(toy, pop, gv)[0] for gv in gates])
         emp = [np.array([min_slow_risk(toy, mo, gv)[0] for gv in gates]) for mo in moms[:4]]
         # standard error of an empirical risk estimate on n_train sequences
-        xs = gaussian_ar1_blocks(p["n_train"], toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma,
-                                 seed=tr_seeds[0]).x
+        xs = gaussian_ar1_blocks(
+            p["n_train"], toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=tr_seeds[0]
+        ).x
         per_seq = ((xs.reshape(-1, toy.N, toy.P) - fast_estimate(toy, xs)) ** 2).mean(axis=(1, 2))
         risk_se = float(per_seq.std(ddof=1) / np.sqrt(per_seq.size))
         emp_spread = max(float(e.max() - e.min()) for e in emp)
         pop_spread = float(pop_min.max() - pop_min.min())
-        figures.update({"gate_grid": gates, "min_slow_risk_population": pop_min,
-                        "min_slow_risk_population_spread": pop_spread,
-                        "min_slow_risk_empirical_spread": emp_spread, "risk_standard_error": risk_se,
-                        "min_slow_risk_empirical_spread_over_se": emp_spread / risk_se})
+        figures.update(
+            {
+                "gate_grid": gates,
+                "min_slow_risk_population": pop_min,
+                "min_slow_risk_population_spread": pop_spread,
+                "min_slow_risk_empirical_spread": emp_spread,
+                "risk_standard_error": risk_se,
+                "min_slow_risk_empirical_spread_over_se": emp_spread / risk_se,
+            }
+        )
         parts["min_slow_risk_constant"] = Diagnostic(
             pop_spread <= 1e-12 and emp_spread / risk_se < 1.0,
             {"population_spread": pop_spread, "empirical_spread_over_se": emp_spread / risk_se},
-            "population spread ≤ 1e-12 and empirical spread / SE < 1")
+            "population spread ≤ 1e-12 and empirical spread / SE < 1",
+        )
 
         # --- shared structure sweep -------------------------------------------------------------
         rhos = tuple(float(r) for r in p["rhos"])
@@ -286,43 +383,71 @@ class D9(Claim):
         ws = np.asarray(rs.w).reshape(len(rhos), S)
         pops = [population_moments(toy, r) for r in rhos]
         rpop = train(toy, stack_moments(pops), w0=p["w0"], lr=p["lr"], steps=p["steps"])
-        drop = np.array([[risk(toy, pops[i], gs[i, j], ws[i, j]) - pops[i].Q for j in range(S)]
-                         for i in range(len(rhos))])
+        drop = np.array(
+            [
+                [risk(toy, pops[i], gs[i, j], ws[i, j]) - pops[i].Q for j in range(S)]
+                for i in range(len(rhos))
+            ]
+        )
         gmean = gs.mean(axis=1)
         ghalf = _tq(conf, S - 1) * gs.std(axis=1, ddof=1) / np.sqrt(S)
-        figures.update({
-            "rhos": rhos, "sweep_gate_mean": gmean, "sweep_gate_ci_half": ghalf,
-            "sweep_gate_population": np.asarray(rpop.g),
-            "sweep_population_risk_change_mean": drop.mean(axis=1),
-            "sweep_max_gate_over_margin": float(np.abs(gs).max() / margin),
-            "sweep_all_stable": bool(np.all(rs.stable)),
-        })
+        figures.update(
+            {
+                "rhos": rhos,
+                "sweep_gate_mean": gmean,
+                "sweep_gate_ci_half": ghalf,
+                "sweep_gate_population": np.asarray(rpop.g),
+                "sweep_population_risk_change_mean": drop.mean(axis=1),
+                "sweep_max_gate_over_margin": float(np.abs(gs).max() / margin),
+                "sweep_all_stable": bool(np.all(rs.stable)),
+            }
+        )
         parts["gate_grows_with_rho"] = Diagnostic(
-            bool(np.all(np.diff(gmean) > 0)), gmean.tolist(), "mean learned gate strictly increasing in ρ")
+            bool(np.all(np.diff(gmean) > 0)),
+            gmean.tolist(),
+            "mean learned gate strictly increasing in ρ",
+        )
         parts["gate_below_margin"] = Diagnostic(
             figures["sweep_max_gate_over_margin"] < 1.0 and figures["sweep_all_stable"],
-            {"max_gate_over_margin": figures["sweep_max_gate_over_margin"],
-             "all_stable": figures["sweep_all_stable"]},
-            "max |learned gate| / (m(J)/‖G‖) < 1 and every trained model stable")
+            {
+                "max_gate_over_margin": figures["sweep_max_gate_over_margin"],
+                "all_stable": figures["sweep_all_stable"],
+            },
+            "max |learned gate| / (m(J)/‖G‖) < 1 and every trained model stable",
+        )
         positive = [i for i, r in enumerate(rhos) if r > 0]
         change = drop.mean(axis=1)
         parts["risk_falls_with_shared_structure"] = Diagnostic(
-            bool(np.all(change[positive] < 0)), change.tolist(),
-            "mean population risk change at the learned parameters < 0 for every ρ > 0")
+            bool(np.all(change[positive] < 0)),
+            change.tolist(),
+            "mean population risk change at the learned parameters < 0 for every ρ > 0",
+        )
 
-        notes = [f"toy: ŷ = f + s_b, s_b = a s_(b−1) + g (c s_(b−1) + w ȳ_(b−1)), J = a = {toy.a}, "
-                 f"G = c = {toy.c}; margin m(J)/‖G‖ = {margin:.4g}",
-                 "risk = mean squared error per token; training = gradient descent with "
-                 f"backtracking from g = 0, w = {p['w0']}, {p['steps']} steps"]
+        notes = [
+            f"toy: ŷ = f + s_b, s_b = a s_(b−1) + g (c s_(b−1) + w ȳ_(b−1)), J = a = {toy.a}, "
+            f"G = c = {toy.c}; margin m(J)/‖G‖ = {margin:.4g}",
+            "risk = mean squared error per token; training = gradient descent with "
+            f"backtracking from g = 0, w = {p['w0']}, {p['steps']} steps",
+        ]
         if figures["ablation_gap_ci"][0] > 0:
-            notes.append("paired coupled−frozen test-risk gap is positive "
-                         f"({figures['ablation_gap_mean']:.2e}: the O(1/n) cost of fitting the extra "
-                         f"parameters) but {figures['ablation_gap_over_run_sd']:.3f}× the run-to-run SD")
-        return Conclusion(parts, figures,
-                          tolerance={"z_max": p["z_max"], "confidence": conf,
-                                     "population_spread_abs": 1e-12, "empirical_spread_over_se": 1.0,
-                                     "ablation_gap_over_run_sd": 1.0, "margin_abs": 1e-9},
-                          notes=notes)
+            notes.append(
+                "paired coupled−frozen test-risk gap is positive "
+                f"({figures['ablation_gap_mean']:.2e}: the O(1/n) cost of fitting the extra "
+                f"parameters) but {figures['ablation_gap_over_run_sd']:.3f}× the run-to-run SD"
+            )
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={
+                "z_max": p["z_max"],
+                "confidence": conf,
+                "population_spread_abs": 1e-12,
+                "empirical_spread_over_se": 1.0,
+                "ablation_gap_over_run_sd": 1.0,
+                "margin_abs": 1e-9,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = D9()

@@ -14,13 +14,17 @@ from ..claim import Claim
 class E1(Claim):
     id = "E1"
     title = "The coupling is neutral at 500k tokens"
-    abstract = ("at 500k tokens the coupling is neutral—the gate stays closed and the coupled and "
-                "frozen ablations are within run-to-run noise—at a wall-clock cost comparable to a "
-                "dense baseline")
-    statement = ("Trained on the same real text for ≥ 500,000 tokens and ≥ 3 seeds, (a) every gate of "
-                 "the coupled model stays within a noise band fixed before training, (b) the held-out "
-                 "loss gap coupled − frozen lies within the seed-to-seed spread, and (c) the coupled "
-                 "model's wall-clock per token is within a stated factor of the dense model's.")
+    abstract = (
+        "at 500k tokens the coupling is neutral—the gate stays closed and the coupled and "
+        "frozen ablations are within run-to-run noise—at a wall-clock cost comparable to a "
+        "dense baseline"
+    )
+    statement = (
+        "Trained on the same real text for ≥ 500,000 tokens and ≥ 3 seeds, (a) every gate of "
+        "the coupled model stays within a noise band fixed before training, (b) the held-out "
+        "loss gap coupled − frozen lies within the seed-to-seed spread, and (c) the coupled "
+        "model's wall-clock per token is within a stated factor of the dense model's."
+    )
     implemented = False
 
 

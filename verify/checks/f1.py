@@ -10,7 +10,7 @@ deviation decays at ``(1 − λ₂)/ε + γ``); (c) ``‖X(1) − UY₀(1)‖ = 
 
 How it is checked.
 
-* Full flow: :func:`numerics.integrators.coupling.integrate_coupling` (Radau IIA by default,
+* Full flow: :func:`numerics.model.coupling.integrate_coupling` (Radau IIA by default,
   ``method="rosw"`` for the Rosenbrock-W method; tight tolerances), untied weights (piecewise
   constant on ``L`` intervals, breakpoints hit exactly), ``γ > 0`` towards a random,
   non-block-constant ``E``, gate ``g ≠ 0`` (the slow path is on), the RMS norm on or off (``norm``).
@@ -50,7 +50,7 @@ How it is checked.
   hypothesis.
 * The attraction rate: the decay of ``‖(I − UB)(X − εH₁)‖`` at ``ε = rate_eps``, within ``rate_tol``
   of ``(1 − λ₂)/ε + γ`` with ``λ₂`` from the closed-form spectrum
-  (:func:`numerics.masks.kernel_eigenvalues`).
+  (:func:`numerics.model.masks.kernel_eigenvalues`).
 
 Hypotheses (:data:`HYPOTHESIS_DIAGNOSTICS`, one entry per hypothesis of Tikhonov's theorem,
 computed from the instance before the conclusion):
@@ -98,15 +98,17 @@ Caveats.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
-from typing import Callable
 
 import numpy as np
+import sympy as sp
 
 import numerics as nm
 from numerics.integrators import integrate
-from numerics.integrators.coupling import integrate_coupling, layer_breakpoints
-from numerics.masks import coarse_maps, frozen_kernel, kernel_eigenvalues
+from numerics.model.coupling import integrate_coupling, layer_breakpoints
+from numerics.model.masks import coarse_maps, frozen_kernel, kernel_eigenvalues
+from theory.slow_manifold import MASKS, block_reduction, coarse_vector, reduced_rhs
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..rates import asymptotic_slope
@@ -139,10 +141,10 @@ INTEGRATOR_RTOL = 1e-3
 
 # ----------------------------------------------------------------------------- reductions
 
+
 def theory_reduction_applies(mask, Lt: np.ndarray, T: int, P: int) -> bool:
     """Whether ``theory.slow_manifold`` derives this reduction: a named block mask and ``Lᵀ`` the
     derivation's coarse vector in every block (compared as matrices)."""
-    from theory.slow_manifold import MASKS, coarse_vector
 
     if not (isinstance(mask, str) and mask in MASKS):
         return False
@@ -155,11 +157,11 @@ class NumericReduction:
     kernel ``K`` and ``Π = U Lᵀ``, the curvature ``DA_{UY}[H₁]H₁`` by a central difference of the
     attention kernel. Same call shape as :class:`theory.slow_manifold.ReducedRHS`."""
 
-    def __init__(self, order: int, inst: "Instance", K: np.ndarray, Lt: np.ndarray):
+    def __init__(self, order: int, inst: Instance, K: np.ndarray, Lt: np.ndarray):
         self.order, self.inst, self.Lt = order, inst, Lt
         T = inst.cfg.T
         self.Pi = inst.U @ Lt
-        self.M = np.eye(T) - K + self.Pi          # invertible: I − K on E_d, I on the range of Π
+        self.M = np.eye(T) - K + self.Pi  # invertible: I − K on E_d, I on the range of Π
 
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
         R = self.inst.R(l, self.inst.U @ Y)
@@ -190,6 +192,7 @@ class NumericReduction:
 
 # ----------------------------------------------------------------------------- the instance
 
+
 class Instance:
     """A seeded F1 instance: model, injection target, initial data, coarse map, reduced flows."""
 
@@ -197,14 +200,15 @@ class Instance:
         w_seed, e_seed, x_seed, c_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
         self.seed = seed
-        self.cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"],
-                                  norm=p["norm"])
+        self.cfg = nm.ModelConfig(
+            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"], norm=p["norm"]
+        )
         self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
         T, P, d, N = self.cfg.T, self.cfg.P, self.cfg.d, self.cfg.N
         self.E = np.random.default_rng(e_seed).standard_normal((T, d))
         rx = np.random.default_rng(x_seed)
         self.Y0 = p["x_scale"] * rx.standard_normal((N, d))
-        self.Z0 = p["x_scale"] * rx.standard_normal((T, d))      # off-manifold part of X₀
+        self.Z0 = p["x_scale"] * rx.standard_normal((T, d))  # off-manifold part of X₀
         self.check_rng_seed = c_seed
         self.U = np.kron(np.eye(N), np.ones((P, 1)))
         self.B = self.U.T / P
@@ -216,7 +220,9 @@ class Instance:
         # the frozen kernel of the instance's own mask matrix
         self.K = frozen_kernel(self.cfg.mask_array)
         self.breaks = layer_breakpoints(self.model.L)
-        self.source = "theory" if theory_reduction_applies(self.cfg.mask, self.Lt, T, P) else "numerics"
+        self.source = (
+            "theory" if theory_reduction_applies(self.cfg.mask, self.Lt, T, P) else "numerics"
+        )
         self._errors: dict = {}
         self.work: list = []
 
@@ -229,13 +235,29 @@ class Instance:
         return {k: NumericReduction(k, self, self.K, self.Lt) for k in (0, 1)}
 
     def _theory_rhs(self, order: int):
-        from theory.slow_manifold import reduced_rhs
 
         cfg, model = self.cfg, self.model
         layers = [(lp.Q, lp.K, lp.W1, lp.W2) for lp in model.layers]
-        slow = (lambda l, X: model.layers[l].g * nm.slow_path(cfg, model.layers[l], X)) if cfg.slow else None
-        return reduced_rhs(order, cfg.mask, cfg.P, cfg.d, cfg.norm, layers, self.E, cfg.score_scale,
-                           cfg.gamma, slow, norm_eps=cfg.norm_eps, m=cfg.m, sigma=cfg.sigma)
+        slow = (
+            (lambda l, X: model.layers[l].g * nm.slow_path(cfg, model.layers[l], X))
+            if cfg.slow
+            else None
+        )
+        return reduced_rhs(
+            order,
+            cfg.mask,
+            cfg.P,
+            cfg.d,
+            cfg.norm,
+            layers,
+            self.E,
+            cfg.score_scale,
+            cfg.gamma,
+            slow,
+            norm_eps=cfg.norm_eps,
+            m=cfg.m,
+            sigma=cfg.sigma,
+        )
 
     # R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X), from the public numerics functions
     def R(self, l: int, X: np.ndarray) -> np.ndarray:
@@ -252,16 +274,26 @@ class Instance:
     def seg(self, t: float) -> int:
         return min(int(np.searchsorted(self.breaks, t, side="right")), self.model.L - 1)
 
-    def reduced_result(self, order: int, eps: float, Y0: np.ndarray, rtol: float, atol: float,
-                       t_eval=None):
+    def reduced_result(
+        self, order: int, eps: float, Y0: np.ndarray, rtol: float, atol: float, t_eval=None
+    ):
         """The integration result of the reduced flow of the given order (0 or 1) on ``[0, 1]``."""
         f = self.flows[order]
         shape = Y0.shape
-        return integrate(lambda t, y: np.asarray(f(self.seg(t), y.reshape(shape), eps)).ravel(),
-                         (0.0, 1.0), Y0, method="dopri5", rtol=rtol, atol=atol, t_eval=t_eval,
-                         breakpoints=self.breaks)
+        return integrate(
+            lambda t, y: np.asarray(f(self.seg(t), y.reshape(shape), eps)).ravel(),
+            (0.0, 1.0),
+            Y0,
+            method="dopri5",
+            rtol=rtol,
+            atol=atol,
+            t_eval=t_eval,
+            breakpoints=self.breaks,
+        )
 
-    def reduced(self, order: int, eps: float, Y0: np.ndarray, rtol: float, atol: float, t_eval=None):
+    def reduced(
+        self, order: int, eps: float, Y0: np.ndarray, rtol: float, atol: float, t_eval=None
+    ):
         """Integrate the reduced flow of the given order (0 or 1) to ``t = 1``."""
         res = self.reduced_result(order, eps, Y0, rtol, atol, t_eval)
         shape = Y0.shape
@@ -300,12 +332,21 @@ class Instance:
         return res.y[:, -1].reshape(self.Y0.shape)
 
     def full_flow_end(self, X0: np.ndarray, eps: float, method: str) -> np.ndarray:
-        r = integrate_coupling(self.model, X0, eps, E=self.E, rtol=self.p["rtol"],
-                               atol=self.p["atol"], method=method)
+        r = integrate_coupling(
+            self.model, X0, eps, E=self.E, rtol=self.p["rtol"], atol=self.p["atol"], method=method
+        )
         if not r.success:
             raise RuntimeError(f"full flow failed at eps={eps:g}: {r.message}")
-        self.work.append({"eps": float(eps), "method": method, "steps": r.nsteps,
-                          "rejected": r.nreject, "nfev": r.nfev, "njev": r.njev})
+        self.work.append(
+            {
+                "eps": float(eps),
+                "method": method,
+                "steps": r.nsteps,
+                "rejected": r.nreject,
+                "nfev": r.nfev,
+                "njev": r.njev,
+            }
+        )
         return r.extra["X"][-1]
 
     def error_leading(self, eps: float, method: str | None = None) -> float:
@@ -314,8 +355,9 @@ class Instance:
         key = (0, float(eps), method)
         if key not in self._errors:
             X1 = self.full_flow_end(self.X0_generic, eps, method)
-            self._errors[key] = float(np.linalg.norm(X1 - self.U @ self.Y_leading_end)
-                                      / np.linalg.norm(X1))
+            self._errors[key] = float(
+                np.linalg.norm(X1 - self.U @ self.Y_leading_end) / np.linalg.norm(X1)
+            )
         return self._errors[key]
 
     def error_first(self, eps: float, method: str | None = None) -> float:
@@ -336,8 +378,9 @@ class Instance:
         lp = self.model.layers[0].copy()
         lp.W2 = np.zeros_like(lp.W2)
         fast = nm.Model(cfg, (lp,))
-        res = integrate_coupling(fast, X0, 1.0, t_span=(0.0, FAST_TAU), rtol=1e-11, atol=1e-13,
-                                 method=self.p["method"])
+        res = integrate_coupling(
+            fast, X0, 1.0, t_span=(0.0, FAST_TAU), rtol=1e-11, atol=1e-13, method=self.p["method"]
+        )
         if not res.success:
             raise RuntimeError(f"fast flow failed: {res.message}")
         return res.extra["X"][-1]
@@ -345,19 +388,27 @@ class Instance:
 
 # ----------------------------------------------------------------------------- hypotheses
 
+
 def fast_mask_block_local(inst: Instance) -> Diagnostic:
     T, P = inst.cfg.T, inst.cfg.P
-    outside = inst.cfg.mask_array & ~np.kron(np.eye(T // P, dtype=bool), np.ones((P, P), dtype=bool))
+    outside = inst.cfg.mask_array & ~np.kron(
+        np.eye(T // P, dtype=bool), np.ones((P, P), dtype=bool)
+    )
     n = int(outside.sum())
-    return Diagnostic(n == 0, n, "number of fast-mask entries outside the diagonal P×P blocks; 0 required")
+    return Diagnostic(
+        n == 0, n, "number of fast-mask entries outside the diagonal P×P blocks; 0 required"
+    )
 
 
 def coarse_map_is_left_eigenprojector(inst: Instance) -> Diagnostic:
     left = float(np.abs(inst.Lt @ inst.K - inst.Lt).max())
     normal = float(np.abs(inst.Lt @ inst.U - np.eye(inst.cfg.N)).max())
-    return Diagnostic(left <= 1e-14 and normal <= 1e-14, {"|LᵀK − Lᵀ|": left, "|LᵀU − I|": normal},
-                      "max |LᵀK − Lᵀ| ≤ 1e-14 and max |LᵀU − I| ≤ 1e-14 (K the frozen kernel of "
-                      "the mask matrix, U the block-constant states)")
+    return Diagnostic(
+        left <= 1e-14 and normal <= 1e-14,
+        {"|LᵀK − Lᵀ|": left, "|LᵀU − I|": normal},
+        "max |LᵀK − Lᵀ| ≤ 1e-14 and max |LᵀU − I| ≤ 1e-14 (K the frozen kernel of "
+        "the mask matrix, U the block-constant states)",
+    )
 
 
 def closed_classes(mask: np.ndarray) -> list[dict]:
@@ -368,7 +419,7 @@ def closed_classes(mask: np.ndarray) -> list[dict]:
     A = np.asarray(mask, dtype=bool)
     T = A.shape[0]
     R = A | np.eye(T, dtype=bool)
-    while True:                                   # transitive closure by Boolean squaring
+    while True:  # transitive closure by Boolean squaring
         R2 = (R.astype(np.int64) @ R.astype(np.int64)) > 0
         if np.array_equal(R2, R):
             break
@@ -380,7 +431,7 @@ def closed_classes(mask: np.ndarray) -> list[dict]:
         cls = np.flatnonzero(R[i] & R[:, i])
         seen[cls] = True
         if not np.array_equal(np.flatnonzero(R[i]), cls):
-            continue                              # reaches outside its class: transient
+            continue  # reaches outside its class: transient
         level = {int(cls[0]): 0}
         frontier, period = [int(cls[0])], 0
         while frontier:
@@ -403,14 +454,19 @@ def normally_hyperbolic(inst: Instance) -> Diagnostic:
     classes = closed_classes(inst.cfg.mask_array)
     n_closed, N = len(classes), inst.cfg.N
     aperiodic = all(c["period"] == 1 for c in classes)
-    return Diagnostic(n_closed == N and aperiodic,
-                      {"eigenvalue_1_multiplicity": n_closed, "blocks": N,
-                       "closed_class_periods": [c["period"] for c in classes],
-                       "spectral_gap_1_minus_lambda2": 1.0 - second_eigenvalue(inst)},
-                      "the eigenvalue 1 of K has multiplicity exactly N (closed classes of the "
-                      "mask graph, counted exactly) and no other eigenvalue of modulus 1 (every "
-                      "closed class aperiodic), i.e. 1 − λ₂ > 0; the gap is reported from the "
-                      "closed-form spectrum")
+    return Diagnostic(
+        n_closed == N and aperiodic,
+        {
+            "eigenvalue_1_multiplicity": n_closed,
+            "blocks": N,
+            "closed_class_periods": [c["period"] for c in classes],
+            "spectral_gap_1_minus_lambda2": 1.0 - second_eigenvalue(inst),
+        },
+        "the eigenvalue 1 of K has multiplicity exactly N (closed classes of the "
+        "mask graph, counted exactly) and no other eigenvalue of modulus 1 (every "
+        "closed class aperiodic), i.e. 1 − λ₂ > 0; the gap is reported from the "
+        "closed-form spectrum",
+    )
 
 
 BASIN_TOL = 1e-10
@@ -420,43 +476,61 @@ BASIN_TOL = 1e-10
 def initial_state_in_basin(inst: Instance) -> Diagnostic:
     Pi = inst.U @ inst.Lt
     off = float(np.linalg.norm(inst.X_inf - Pi @ inst.X_inf) / np.linalg.norm(inst.X0_generic))
-    return at_most(off, BASIN_TOL, f"‖(I − ULᵀ)X_∞‖ / ‖X₀‖ ≤ {BASIN_TOL:g} at the end of the pure "
-                                   f"fast flow from X₀ (τ = {FAST_TAU:g})")
+    return at_most(
+        off,
+        BASIN_TOL,
+        f"‖(I − ULᵀ)X_∞‖ / ‖X₀‖ ≤ {BASIN_TOL:g} at the end of the pure "
+        f"fast flow from X₀ (τ = {FAST_TAU:g})",
+    )
 
 
 def reduced_solution_exists(inst: Instance) -> Diagnostic:
     p = inst.p
     ok, ends = True, {}
-    for name, res in (("leading", inst.leading_solution),
-                      ("first_order", inst.reduced_result(1, p["eps_max"], inst.Y0, p["rtol"], p["atol"]))):
+    for name, res in (
+        ("leading", inst.leading_solution),
+        ("first_order", inst.reduced_result(1, p["eps_max"], inst.Y0, p["rtol"], p["atol"])),
+    ):
         finite = bool(res.success and np.all(np.isfinite(res.y)) and res.t[-1] == 1.0)
         ok = ok and finite
-        ends[name] = {"reached_t": float(res.t[-1]), "finite": finite,
-                      "max_abs": float(np.abs(res.y).max())}
-    return Diagnostic(ok, ends, "the leading-order flow from Lᵀ X_∞ and the first-order flow from "
-                                "Y₀ (ε = eps_max) integrate to t = 1 with finite values")
+        ends[name] = {
+            "reached_t": float(res.t[-1]),
+            "finite": finite,
+            "max_abs": float(np.abs(res.y).max()),
+        }
+    return Diagnostic(
+        ok,
+        ends,
+        "the leading-order flow from Lᵀ X_∞ and the first-order flow from "
+        "Y₀ (ε = eps_max) integrate to t = 1 with finite values",
+    )
 
 
 HYPOTHESIS_DIAGNOSTICS: dict[str, tuple[str, Callable[[Instance], Diagnostic]]] = {
     "fast_mask_block_local": (
         "the fast mask is block-local: no mask entry outside the diagonal P×P blocks",
-        fast_mask_block_local),
+        fast_mask_block_local,
+    ),
     "coarse_map_is_left_eigenprojector": (
         "the coarse map Lᵀ is the left eigenprojector of the frozen kernel K of the mask: "
         "‖LᵀK − Lᵀ‖ = 0 and LᵀU = I",
-        coarse_map_is_left_eigenprojector),
+        coarse_map_is_left_eigenprojector,
+    ),
     "normally_hyperbolic": (
         "the critical manifold attracts uniformly: 1 − λ₂ > 0, i.e. the eigenvalue 1 of the "
         "frozen kernel has multiplicity exactly N (one closed class of the mask graph per block) "
         "and no other eigenvalue has modulus 1",
-        normally_hyperbolic),
+        normally_hyperbolic,
+    ),
     "initial_state_in_basin": (
         f"the pure fast flow from X₀ reaches the critical manifold: ‖(I − ULᵀ)X_∞‖ ≤ "
         f"{BASIN_TOL:g}·‖X₀‖",
-        initial_state_in_basin),
+        initial_state_in_basin,
+    ),
     "reduced_solution_exists": (
         "the leading- and first-order reduced flows integrate to t = 1 with finite values",
-        reduced_solution_exists),
+        reduced_solution_exists,
+    ),
 }
 """``{hypothesis: (meaning, diagnostic(inst))}``: adding a hypothesis of Tikhonov's theorem is one
 entry here (the claim's ``hypotheses`` and ``diagnose`` read this table)."""
@@ -480,17 +554,19 @@ def error_sweep(inst: Instance, eps_values, method: str | None = None) -> dict:
     """Errors of the leading- and first-order reductions at ``t = 1`` for each ε (the instance
     caches them per ε, so the rate rule and the figures share the full flows)."""
     eps_values = np.asarray(eps_values, dtype=float)
-    return {"eps": eps_values,
-            "err_leading": np.array([inst.error_leading(e, method) for e in eps_values]),
-            "err_first": np.array([inst.error_first(e, method) for e in eps_values]),
-            "fibre_offset": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic))}
+    return {
+        "eps": eps_values,
+        "err_leading": np.array([inst.error_leading(e, method) for e in eps_values]),
+        "err_first": np.array([inst.error_first(e, method) for e in eps_values]),
+        "fibre_offset": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic)),
+    }
 
 
 def block_rms_min(Y_path: np.ndarray, shape) -> float:
     """``min_{t, k} rms(y_k(t))`` along a reduced solution (columns of ``Y_path`` are times): the
     distance of the tokens ``y_k`` to the singular point 0 of the RMS norm."""
     Y = Y_path.T.reshape(-1, *shape)
-    return float(np.sqrt((Y ** 2).mean(axis=-1)).min())
+    return float(np.sqrt((Y**2).mean(axis=-1)).min())
 
 
 def reduced_linearity(inst: Instance, order: int) -> dict:
@@ -515,8 +591,12 @@ def reduced_linearity(inst: Instance, order: int) -> dict:
     Ye, path1 = inst.reduced(1, LINEARITY_EPS, S, rt, at, t_eval=t_grid)
     D = Ye - Y0_end
     nu = float(np.linalg.norm(D - LINEARITY_EPS * D1) / np.linalg.norm(LINEARITY_EPS * D1))
-    return {"c2": nu / LINEARITY_EPS, "nu": nu, "D1_norm": float(np.linalg.norm(D1)),
-            "rho_min": min(block_rms_min(path0.y, S.shape), block_rms_min(path1.y, S.shape))}
+    return {
+        "c2": nu / LINEARITY_EPS,
+        "nu": nu,
+        "D1_norm": float(np.linalg.norm(D1)),
+        "rho_min": min(block_rms_min(path0.y, S.shape), block_rms_min(path1.y, S.shape)),
+    }
 
 
 def eps_ladder(eps_max: float, floor: float) -> np.ndarray:
@@ -534,17 +614,27 @@ def rate_window_start(ladder: np.ndarray, eps_max: float, lin_const: float, c2: 
 
 
 RATE_ORDERS = {
-    "leading": {"order": 0, "rate": 1.0, "tol": "slope_tol0", "floor": "eps_floor_leading",
-                "error": "error_leading"},
-    "first_order": {"order": 1, "rate": 2.0, "tol": "slope_tol1", "floor": "eps_floor_first",
-                    "error": "error_first"},
+    "leading": {
+        "order": 0,
+        "rate": 1.0,
+        "tol": "slope_tol0",
+        "floor": "eps_floor_leading",
+        "error": "error_leading",
+    },
+    "first_order": {
+        "order": 1,
+        "rate": 2.0,
+        "tol": "slope_tol1",
+        "floor": "eps_floor_first",
+        "error": "error_first",
+    },
 }
 """The two rates of the claim: (c) leading order ``O(ε)``, (d) first order ``O(ε²)``."""
 
 
 def second_eigenvalue(inst: Instance) -> float:
     """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form,
-    :func:`numerics.masks.kernel_eigenvalues`), 0 if 1 is the only one."""
+    :func:`numerics.model.masks.kernel_eigenvalues`), 0 if 1 is the only one."""
     eigs = kernel_eigenvalues(inst.p["mask"], inst.cfg.T, inst.cfg.P)
     below = [lam for lam in eigs if lam < 1.0]
     return float(max(below)) if below else 0.0
@@ -559,15 +649,22 @@ def attraction_rate(inst: Instance, eps: float, n_t: int = 161) -> dict:
     t_end = min(30.0 / predicted, 1.0 / inst.model.L)
     t = np.linspace(0.0, t_end, n_t)
     X0 = inst.U @ inst.Y0 + inst.Z0
-    res = integrate_coupling(inst.model, X0, eps, E=inst.E, t_eval=t, rtol=1e-10, atol=1e-13,
-                             method=p["method"])
+    res = integrate_coupling(
+        inst.model, X0, eps, E=inst.E, t_eval=t, rtol=1e-10, atol=1e-13, method=p["method"]
+    )
     H = eps * inst.H1(0, inst.Y0)
     Pperp = np.eye(inst.cfg.T) - inst.U @ inst.B
     dev = np.array([np.linalg.norm(Pperp @ (X - H)) for X in res.extra["X"]])
     rel = dev / dev[0]
     sel = (rel < 1e-2) & (rel > 1e-6)
-    out = {"predicted": float(predicted), "lambda2": lam2, "eps": eps, "t": t, "deviation": dev,
-           "n_fit": int(sel.sum())}
+    out = {
+        "predicted": float(predicted),
+        "lambda2": lam2,
+        "eps": eps,
+        "t": t,
+        "deviation": dev,
+        "n_fit": int(sel.sum()),
+    }
     if sel.sum() < 3:
         return {**out, "rate": float("nan"), "ratio": float("nan")}
     rate = -np.polyfit(t[sel], np.log(dev[sel]), 1)[0]
@@ -607,7 +704,6 @@ def theory_against_numerics(inst: Instance, points) -> dict | None:
     numerical formulas at ``points`` ``[(segment, Y, ε)]``: max relative deviations of ``H₁``,
     ``f0``, ``f1``, and the curvature size. ``None`` when the theory has no derivation (a mask
     that is not a block mask)."""
-    from theory.slow_manifold import MASKS, block_reduction, coarse_vector
 
     cfg = inst.cfg
     if not (isinstance(cfg.mask, str) and cfg.mask in MASKS):
@@ -626,20 +722,22 @@ def theory_against_numerics(inst: Instance, points) -> dict | None:
         dev["f0"] = max(dev["f0"], _rel(theory[0](l, Y), num[0](l, Y)))
         dev["f1"] = max(dev["f1"], _rel(theory[1](l, Y, eps), num[1](l, Y, eps)))
         curv = max(curv, float(np.abs(Lt @ num[1].curvature(l, Y, H)).max()))
-    import sympy as sp
 
     kern = np.array(red.kernel.tolist(), dtype=float)
     P, d = cfg.P, cfg.d
     jac_exact = red.normal_jacobian == sp.kronecker_product(red.kernel - sp.eye(P), sp.eye(d))
     return {
-        "max_rel": dev, "n_points": len(points), "curvature_max": curv,
+        "max_rel": dev,
+        "n_points": len(points),
+        "curvature_max": curv,
         "curvature_identically_zero": bool(all(e == 0 for e in red.curvature_placeholders)),
         "scores_row_constant": bool(red.scores_row_constant),
         "softmax_rows_annihilate_ones": bool(red.softmax_rows_annihilate_ones),
         "kernel_vs_numerics": float(np.abs(kern - frozen_kernel(cfg.mask, P, P)).max()),
         "normal_jacobian_is_kron": bool(jac_exact),
         "normal_rate_symbolic": float(red.normal_rate),
-        "derive_seconds": float(red.derive_seconds), "lambdify_seconds": float(red.lambdify_seconds),
+        "derive_seconds": float(red.derive_seconds),
+        "lambdify_seconds": float(red.lambdify_seconds),
     }
 
 
@@ -660,122 +758,189 @@ def decide_slopes(inst: Instance, linearity: dict) -> tuple[dict, dict, dict]:
         ladder = eps_ladder(p["eps_max"], p[spec["floor"]])
         c2 = linearity[name]["c2"]
         start = rate_window_start(ladder, p["eps_max"], p["lin_const"], c2)
-        res = asymptotic_slope(ladder, getattr(inst, spec["error"]), spec["rate"], tol,
-                               start=start, window=p["window"])
+        res = asymptotic_slope(
+            ladder, getattr(inst, spec["error"]), spec["rate"], tol, start=start, window=p["window"]
+        )
         res["start_eps"] = float(ladder[start]) if start < len(ladder) else None
         results[name] = res
         suffix = "leading" if name == "leading" else "first_order"
-        figures.update({f"slope_{suffix}": res["slope"], f"slope_{suffix}_ci95": res["ci95"],
-                        f"window_{suffix}": res["window"], f"eps_{suffix}": res["h"],
-                        f"err_{suffix}": res["err"], f"local_slopes_{suffix}": res["local_slopes"],
-                        f"window_start_{suffix}": res["start_eps"],
-                        f"c2_{name if name == 'leading' else 'first'}": c2})
+        figures.update(
+            {
+                f"slope_{suffix}": res["slope"],
+                f"slope_{suffix}_ci95": res["ci95"],
+                f"window_{suffix}": res["window"],
+                f"eps_{suffix}": res["h"],
+                f"err_{suffix}": res["err"],
+                f"local_slopes_{suffix}": res["local_slopes"],
+                f"window_start_{suffix}": res["start_eps"],
+                f"c2_{name if name == 'leading' else 'first'}": c2,
+            }
+        )
     r0, r1 = results["leading"], results["first_order"]
     tol0, tol1 = p["slope_tol0"], p["slope_tol1"]
     parts["leading_order_error_O_eps"] = Diagnostic(
-        r0["holds"], {"slope": r0["slope"], "ci95": r0["ci95"], "window": r0["window"]},
-        f"95% interval of the slope over the asymptotic window ⊂ [1 − {tol0}, 1 + {tol0}]")
+        r0["holds"],
+        {"slope": r0["slope"], "ci95": r0["ci95"], "window": r0["window"]},
+        f"95% interval of the slope over the asymptotic window ⊂ [1 − {tol0}, 1 + {tol0}]",
+    )
     parts["first_order_error_O_eps2"] = Diagnostic(
-        r1["holds"], {"slope": r1["slope"], "ci95": r1["ci95"], "window": r1["window"]},
-        f"95% interval of the slope over the asymptotic window ⊂ [2 − {tol1}, 2 + {tol1}]")
+        r1["holds"],
+        {"slope": r1["slope"], "ci95": r1["ci95"], "window": r1["window"]},
+        f"95% interval of the slope over the asymptotic window ⊂ [2 − {tol1}, 2 + {tol1}]",
+    )
     parts["asymptotic_windows_found"] = Diagnostic(
-        r0["converged"] and r1["converged"], {"leading": r0["window"], "first_order": r1["window"]},
+        r0["converged"] and r1["converged"],
+        {"leading": r0["window"], "first_order": r1["window"]},
         f"for each order, {p['window']} consecutive ladder points above its floor "
         f"(leading ≥ {p['eps_floor_leading']:g}, first ≥ {p['eps_floor_first']:g}) whose local "
-        "slopes spread ≤ tol/2")
+        "slopes spread ≤ tol/2",
+    )
     return parts, figures, results
 
 
 # ----------------------------------------------------------------------------- the claim
 
+
 class F1(Claim):
     id = "F1"
     title = "Tikhonov along depth"
     abstract = "a fast-slow, singularly perturbed flow along depth"
-    statement = ("For block-local masks the critical manifold is the block-constant states, "
-                 "attracting at rate (1 − λ₂)/ε; the reduced flow is O(ε)-accurate and the "
-                 "first-order one O(ε²).")
+    statement = (
+        "For block-local masks the critical manifold is the block-constant states, "
+        "attracting at rate (1 − λ₂)/ε; the reduced flow is O(ε)-accurate and the "
+        "first-order one O(ε²)."
+    )
     params = {
         "T": Param(6, "tokens (a multiple of P)", low=2, high=64),
-        "P": Param(3, "tokens per block (≥ 2: a block with fast dynamics; ≤ 4: the symbolic "
-                      "derivation's cost)", low=2, high=4),
+        "P": Param(
+            3,
+            "tokens per block (≥ 2: a block with fast dynamics; ≤ 4: the symbolic "
+            "derivation's cost)",
+            low=2,
+            high=4,
+        ),
         "d": Param(2, "features (≤ 4: the symbolic derivation's cost)", low=1, high=4),
         "L": Param(2, "layers (piecewise-constant weights on L depth intervals)", low=1, high=16),
         "mask": Param("block_bidirectional", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "coarse": Param("auto", "coarse map Lᵀ: auto (first token for block_causal, block mean "
-                                "otherwise), mean or first", choices=COARSE),
+        "coarse": Param(
+            "auto",
+            "coarse map Lᵀ: auto (first token for block_causal, block mean "
+            "otherwise), mean or first",
+            choices=COARSE,
+        ),
         "norm": Param(True, "RMS norm before attention, MLP and slow path"),
         "gamma": Param(1.0, "injection strength γ", low=0.0, high=100.0),
-        "gate": Param(0.5, "gate g of every layer (0 switches the slow path off)", low=-10.0, high=10.0),
+        "gate": Param(
+            0.5, "gate g of every layer (0 switches the slow path off)", low=-10.0, high=10.0
+        ),
         "scale": Param(1.0, "scale of the weights", low=0.0, high=10.0),
         "x_scale": Param(1.0, "scale of the initial data", low=1e-3, high=10.0),
-        "eps_max": Param(1e-1, "largest ε of the ladder ε_j = eps_max·10^(−j/4) (≤ 0.3: the "
-                               "asymptotic regime)", low=1e-6, high=0.3),
-        "eps_floor_leading": Param(1e-5, "smallest ε the leading-order rate rule may use",
-                                   low=1e-8, high=0.3),
-        "eps_floor_first": Param(1e-4, "smallest ε the first-order rate rule may use (its error "
-                                       "reaches the integrator floor at rtol 1e-9 below)",
-                                 low=1e-8, high=0.3),
+        "eps_max": Param(
+            1e-1,
+            "largest ε of the ladder ε_j = eps_max·10^(−j/4) (≤ 0.3: the asymptotic regime)",
+            low=1e-6,
+            high=0.3,
+        ),
+        "eps_floor_leading": Param(
+            1e-5, "smallest ε the leading-order rate rule may use", low=1e-8, high=0.3
+        ),
+        "eps_floor_first": Param(
+            1e-4,
+            "smallest ε the first-order rate rule may use (its error "
+            "reaches the integrator floor at rtol 1e-9 below)",
+            low=1e-8,
+            high=0.3,
+        ),
         "window": Param(5, "ladder points per asymptotic window (one decade at 5)", low=3, high=17),
-        "lin_const": Param(0.05, "the rate rule starts at the largest ladder ε ≤ lin_const/c₂ "
-                                 "(c₂ the reduced-flow linearity constant)", low=1e-6, high=10.0),
+        "lin_const": Param(
+            0.05,
+            "the rate rule starts at the largest ladder ε ≤ lin_const/c₂ "
+            "(c₂ the reduced-flow linearity constant)",
+            low=1e-6,
+            high=10.0,
+        ),
         "rate_eps": Param(1e-4, "ε at which the attraction rate is measured", low=1e-7, high=1e-1),
-        "rate_tol": Param(0.05, "allowed |measured/predicted attraction rate − 1|", low=0.0, high=1.0),
-        "method": Param("radau", "stiff integrator of the full flow (the other one cross-checks)",
-                        choices=METHODS),
+        "rate_tol": Param(
+            0.05, "allowed |measured/predicted attraction rate − 1|", low=0.0, high=1.0
+        ),
+        "method": Param(
+            "radau",
+            "stiff integrator of the full flow (the other one cross-checks)",
+            choices=METHODS,
+        ),
         "rtol": Param(1e-9, "relative tolerance of the flows", low=1e-13, high=1e-3),
         "atol": Param(1e-11, "absolute tolerance of the flows", low=1e-15, high=1e-3),
-        "slope_tol0": Param(0.1, "allowed |slope₀ − 1| and largest 95% half-width", low=0.0, high=10.0),
-        "slope_tol1": Param(0.2, "allowed |slope₁ − 2| and largest 95% half-width", low=0.0, high=10.0),
+        "slope_tol0": Param(
+            0.1, "allowed |slope₀ − 1| and largest 95% half-width", low=0.0, high=10.0
+        ),
+        "slope_tol1": Param(
+            0.2, "allowed |slope₁ − 2| and largest 95% half-width", low=0.0, high=10.0
+        ),
     }
     hypotheses = {name: meaning for name, (meaning, _) in HYPOTHESIS_DIAGNOSTICS.items()}
     conclusion = {
         "block_constant_states_critical": f"(a) max |(A(UY) − I)UY| ≤ {CRITICAL_TOL} at random Y, every layer",
         "generic_states_not_critical": f"(a) min over layers of max |(A(X) − I)X| > {GENERIC_MIN} at generic X",
         "fast_part_normally_linear": "(b) the JVP of (A(X) − I)X at UY is (K − I)δX (central "
-                                     f"difference, ≤ {NORMAL_LINEAR_TOL}·max(1, |δX|))",
+        f"difference, ≤ {NORMAL_LINEAR_TOL}·max(1, |δX|))",
         "symbolic_normal_structure": "(b) theory/: scores row-constant on 1yᵀ, softmax derivatives "
-                                     "annihilate 1, kernel = numerics' K block, normal Jacobian = "
-                                     "(K − I) ⊗ I_d (exact), normal rate 1 − λ₂",
+        "annihilate 1, kernel = numerics' K block, normal Jacobian = "
+        "(K − I) ⊗ I_d (exact), normal rate 1 − λ₂",
         "attraction_rate": "(b) |measured decay rate of (I − UB)(X − εH₁) / ((1 − λ₂)/ε + γ) − 1| ≤ rate_tol",
         "leading_order_error_O_eps": "(c) the 95% interval of the leading-order error's slope over its "
-                                     "asymptotic window lies in [1 − slope_tol0, 1 + slope_tol0]",
+        "asymptotic window lies in [1 − slope_tol0, 1 + slope_tol0]",
         "first_order_error_O_eps2": "(d) the 95% interval of the first-order error's slope over its "
-                                    "asymptotic window lies in [2 − slope_tol1, 2 + slope_tol1]",
+        "asymptotic window lies in [2 − slope_tol1, 2 + slope_tol1]",
         "asymptotic_windows_found": "each order's error curve has an asymptotic window (window "
-                                    "consecutive ladder points, local slopes spread ≤ tol/2) above "
-                                    "its floor",
+        "consecutive ladder points, local slopes spread ≤ tol/2) above "
+        "its floor",
         "first_order_better_at_every_eps": "the first-order error is below the leading-order error at "
-                                           "every ε of the first-order asymptotic window",
-        "theory_agrees_with_numerical_formulas":
-            "the theory reduced field agrees with the numerical formulas at points along the reduced "
-            f"trajectory: H₁ and f0 to {THEORY_TOL['H1']:g}, f1 to {THEORY_TOL['f1']:g} relative",
+        "every ε of the first-order asymptotic window",
+        "theory_agrees_with_numerical_formulas": "the theory reduced field agrees with the numerical formulas at points along the reduced "
+        f"trajectory: H₁ and f0 to {THEORY_TOL['H1']:g}, f1 to {THEORY_TOL['f1']:g} relative",
         "curvature_term_as_derived": f"where the symbolic curvature is not identically 0, its size > "
-                                     f"{CURVATURE_MIN} (Q, K enter at order ε); where it is, the "
-                                     f"numerical one is ≤ {CURVATURE_ZERO}",
+        f"{CURVATURE_MIN} (Q, K enter at order ε); where it is, the "
+        f"numerical one is ≤ {CURVATURE_ZERO}",
         "integrators_agree": f"at the finest ε of each order's window the error from the other "
-                             f"stiff method agrees to {INTEGRATOR_RTOL:g} relative",
+        f"stiff method agrees to {INTEGRATOR_RTOL:g} relative",
     }
     controls = (
-        Control("global_causal_mask", {"mask": "causal"}, breaks="fast_mask_block_local",
-                meaning="the global causal mask couples all blocks: its critical manifold is the "
-                        "constants, so the block reduction's error stays O(1)", seed=0),
-        Control("block_causal_block_mean", {"mask": "block_causal", "coarse": "mean"},
-                breaks="coarse_map_is_left_eigenprojector",
-                meaning="the block mean is not the coarse variable of block_causal (its kernel is "
-                        "not doubly stochastic): the error does not shrink with ε", seed=1),
+        Control(
+            "global_causal_mask",
+            {"mask": "causal"},
+            breaks="fast_mask_block_local",
+            meaning="the global causal mask couples all blocks: its critical manifold is the "
+            "constants, so the block reduction's error stays O(1)",
+            seed=0,
+        ),
+        Control(
+            "block_causal_block_mean",
+            {"mask": "block_causal", "coarse": "mean"},
+            breaks="coarse_map_is_left_eigenprojector",
+            meaning="the block mean is not the coarse variable of block_causal (its kernel is "
+            "not doubly stochastic): the error does not shrink with ε",
+            seed=1,
+        ),
     )
-    key_figures = ("slope_leading", "slope_leading_ci95", "slope_first_order",
-                   "slope_first_order_ci95", "window_leading", "window_first_order",
-                   "attraction_rate_ratio")
+    key_figures = (
+        "slope_leading",
+        "slope_leading_ci95",
+        "slope_first_order",
+        "slope_first_order_ci95",
+        "window_leading",
+        "window_first_order",
+        "attraction_rate_ratio",
+    )
 
     def validate(self, p):
         for floor in ("eps_floor_leading", "eps_floor_first"):
             n = len(eps_ladder(p["eps_max"], p[floor])) if p[floor] <= p["eps_max"] else 0
             if n < p["window"]:
-                raise ValueError(f"parameter {floor}={p[floor]:g}: expected at most eps_max·10^(−(window − 1)/4) "
-                                 f"= {p['eps_max'] * 10 ** (-(p['window'] - 1) / 4):g} (a ladder from "
-                                 f"eps_max={p['eps_max']:g} must hold window={p['window']} points)")
+                raise ValueError(
+                    f"parameter {floor}={p[floor]:g}: expected at most eps_max·10^(−(window − 1)/4) "
+                    f"= {p['eps_max'] * 10 ** (-(p['window'] - 1) / 4):g} (a ladder from "
+                    f"eps_max={p['eps_max']:g} must hold window={p['window']} points)"
+                )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -786,7 +951,9 @@ class F1(Claim):
     def conclude(self, inst):
         p = inst.p
         # the reduced-flow linearity constants (reduced flows only): where the rate rule starts
-        linearity = {name: reduced_linearity(inst, spec["order"]) for name, spec in RATE_ORDERS.items()}
+        linearity = {
+            name: reduced_linearity(inst, spec["order"]) for name, spec in RATE_ORDERS.items()
+        }
         slope_parts, slope_figs, rates = decide_slopes(inst, linearity)
         rate = attraction_rate(inst, p["rate_eps"])
         crit = critical_manifold_residuals(inst, np.random.default_rng(inst.check_rng_seed))
@@ -807,80 +974,126 @@ class F1(Claim):
         L = inst.model.L
         t_pts = np.sort(np.concatenate([(np.arange(L) + 0.25) / L, (np.arange(L) + 0.75) / L]))
         _, traj = inst.reduced(1, float(p["eps_max"]), inst.Y0, p["rtol"], p["atol"], t_eval=t_pts)
-        points = [(inst.seg(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
-                  for k, t in enumerate(traj.t)]
+        points = [
+            (inst.seg(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
+            for k, t in enumerate(traj.t)
+        ]
         th = theory_against_numerics(inst, points)
         figures = {
             **slope_figs,
             "linearity": linearity,
             "rho_min": min(linearity["leading"]["rho_min"], linearity["first_order"]["rho_min"]),
-            "attraction_rate": rate["rate"], "attraction_rate_predicted": rate["predicted"],
-            "attraction_rate_ratio": rate["ratio"], "lambda2": rate["lambda2"],
+            "attraction_rate": rate["rate"],
+            "attraction_rate_predicted": rate["predicted"],
+            "attraction_rate_ratio": rate["ratio"],
+            "lambda2": rate["lambda2"],
             "critical_residual_block_constant": crit["block_constant"],
             "critical_residual_generic_min": crit["generic"],
             "normal_jvp_deviation": crit["normal_jvp_dev"],
-            "coarse_variable": inst.coarse, "reduced_flow_source": inst.source,
+            "coarse_variable": inst.coarse,
+            "reduced_flow_source": inst.source,
             "fibre_base_point_shift": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic)),
             "full_flow_work": inst.work,
-            "integrator_error_deviation": integ_dev, "integrator_check_eps": integ_eps,
+            "integrator_error_deviation": integ_dev,
+            "integrator_check_eps": integ_eps,
             "theory": th,
         }
         parts = dict(slope_parts)
         parts["block_constant_states_critical"] = at_most(
-            crit["block_constant"], CRITICAL_TOL, f"max |(A(UY) − I)UY| ≤ {CRITICAL_TOL}")
+            crit["block_constant"], CRITICAL_TOL, f"max |(A(UY) − I)UY| ≤ {CRITICAL_TOL}"
+        )
         parts["generic_states_not_critical"] = Diagnostic(
-            crit["generic"] > GENERIC_MIN, crit["generic"], f"min max |(A(X) − I)X| > {GENERIC_MIN}")
+            crit["generic"] > GENERIC_MIN, crit["generic"], f"min max |(A(X) − I)X| > {GENERIC_MIN}"
+        )
         parts["fast_part_normally_linear"] = at_most(
-            crit["normal_jvp_dev"], NORMAL_LINEAR_TOL, f"|JVP − (K − I)δX| / max(1, |δX|) ≤ {NORMAL_LINEAR_TOL}")
+            crit["normal_jvp_dev"],
+            NORMAL_LINEAR_TOL,
+            f"|JVP − (K − I)δX| / max(1, |δX|) ≤ {NORMAL_LINEAR_TOL}",
+        )
         ratio = rate["ratio"]
         parts["attraction_rate"] = Diagnostic(
-            bool(np.isfinite(ratio) and abs(ratio - 1.0) <= p["rate_tol"]), ratio,
-            f"|rate/predicted − 1| ≤ {p['rate_tol']} (λ₂ = {rate['lambda2']:g}, closed form)")
+            bool(np.isfinite(ratio) and abs(ratio - 1.0) <= p["rate_tol"]),
+            ratio,
+            f"|rate/predicted − 1| ≤ {p['rate_tol']} (λ₂ = {rate['lambda2']:g}, closed form)",
+        )
         parts["first_order_better_at_every_eps"] = Diagnostic(
-            bool(better.size and better.all()), {"n_eps": int(better.size), "n_not_better": int((~better).sum())},
+            bool(better.size and better.all()),
+            {"n_eps": int(better.size), "n_not_better": int((~better).sum())},
             "number of ε of the first-order window with err_first ≥ err_leading; 0 required (and a "
-            "non-empty window)")
+            "non-empty window)",
+        )
         parts["integrators_agree"] = at_most(
-            integ_dev, INTEGRATOR_RTOL, f"{p['method']} vs {other} at the finest ε of each order's "
-                                        f"window: max relative error deviation ≤ {INTEGRATOR_RTOL}")
+            integ_dev,
+            INTEGRATOR_RTOL,
+            f"{p['method']} vs {other} at the finest ε of each order's "
+            f"window: max relative error deviation ≤ {INTEGRATOR_RTOL}",
+        )
         if th is None:
             why = "no symbolic derivation: the mask is not a block mask"
             parts["symbolic_normal_structure"] = Diagnostic(False, None, why)
             parts["theory_agrees_with_numerical_formulas"] = Diagnostic(False, None, why)
             parts["curvature_term_as_derived"] = Diagnostic(False, None, why)
         else:
-            sym_ok = (th["scores_row_constant"] and th["softmax_rows_annihilate_ones"]
-                      and th["kernel_vs_numerics"] == 0.0 and th["normal_jacobian_is_kron"]
-                      and th["normal_rate_symbolic"] == 1.0 - rate["lambda2"])
+            sym_ok = (
+                th["scores_row_constant"]
+                and th["softmax_rows_annihilate_ones"]
+                and th["kernel_vs_numerics"] == 0.0
+                and th["normal_jacobian_is_kron"]
+                and th["normal_rate_symbolic"] == 1.0 - rate["lambda2"]
+            )
             parts["symbolic_normal_structure"] = Diagnostic(
-                sym_ok, {k: th[k] for k in ("kernel_vs_numerics", "normal_jacobian_is_kron",
-                                            "normal_rate_symbolic")},
+                sym_ok,
+                {
+                    k: th[k]
+                    for k in (
+                        "kernel_vs_numerics",
+                        "normal_jacobian_is_kron",
+                        "normal_rate_symbolic",
+                    )
+                },
                 "kernel = numerics' K block (float), normal Jacobian = (K − I) ⊗ I_d (exact, "
-                "rational), normal rate = 1 − λ₂ (closed form)")
+                "rational), normal rate = 1 − λ₂ (closed form)",
+            )
             m = th["max_rel"]
             parts["theory_agrees_with_numerical_formulas"] = Diagnostic(
-                all(m[k] <= THEORY_TOL[k] for k in THEORY_TOL), m,
+                all(m[k] <= THEORY_TOL[k] for k in THEORY_TOL),
+                m,
                 f"max relative deviation at {th['n_points']} points: H₁, f0 ≤ {THEORY_TOL['H1']:g}, "
-                f"f1 ≤ {THEORY_TOL['f1']:g}")
+                f"f1 ≤ {THEORY_TOL['f1']:g}",
+            )
             if th["curvature_identically_zero"]:
                 parts["curvature_term_as_derived"] = at_most(
-                    th["curvature_max"], CURVATURE_ZERO, "symbolic curvature ≡ 0: numerical max |·| "
-                                                         f"≤ {CURVATURE_ZERO}")
+                    th["curvature_max"],
+                    CURVATURE_ZERO,
+                    f"symbolic curvature ≡ 0: numerical max |·| ≤ {CURVATURE_ZERO}",
+                )
             else:
                 parts["curvature_term_as_derived"] = Diagnostic(
-                    th["curvature_max"] > CURVATURE_MIN, th["curvature_max"],
-                    f"symbolic curvature ≢ 0: numerical max |Lᵀ DA[H₁]H₁| > {CURVATURE_MIN}")
-        notes = [f"full flow: numerics.integrators method={p['method']!r} (radau: Radau IIA order 5; "
-                 "rosw: Rosenbrock-W ROS34PW2), W = ((A−I)/ε − γI) ⊗ I_d; reduced flows: DOPRI5 on "
-                 + ("theory.slow_manifold.reduced_rhs (SymPy derivation of this configuration)"
-                    if inst.source == "theory" else
-                    "the numerical block reduction (no derivation exists for this mask/coarse map)")
-                 + "; errors relative Frobenius at t = 1"]
-        tolerance = {"slope_leading_ci_within": p["slope_tol0"], "slope_first_order_ci_within": p["slope_tol1"],
-                     "window_local_slope_spread": [p["slope_tol0"] / 2, p["slope_tol1"] / 2],
-                     "attraction_rate_rel": p["rate_tol"], "critical_residual_abs": CRITICAL_TOL,
-                     "theory_H1_rel": THEORY_TOL["H1"], "theory_f0_rel": THEORY_TOL["f0"],
-                     "theory_first_order_rel": THEORY_TOL["f1"], "integrators_rel": INTEGRATOR_RTOL}
+                    th["curvature_max"] > CURVATURE_MIN,
+                    th["curvature_max"],
+                    f"symbolic curvature ≢ 0: numerical max |Lᵀ DA[H₁]H₁| > {CURVATURE_MIN}",
+                )
+        notes = [
+            f"full flow: numerics.integrators method={p['method']!r} (radau: Radau IIA order 5; "
+            "rosw: Rosenbrock-W ROS34PW2), W = ((A−I)/ε − γI) ⊗ I_d; reduced flows: DOPRI5 on "
+            + (
+                "theory.slow_manifold.reduced_rhs (SymPy derivation of this configuration)"
+                if inst.source == "theory"
+                else "the numerical block reduction (no derivation exists for this mask/coarse map)"
+            )
+            + "; errors relative Frobenius at t = 1"
+        ]
+        tolerance = {
+            "slope_leading_ci_within": p["slope_tol0"],
+            "slope_first_order_ci_within": p["slope_tol1"],
+            "window_local_slope_spread": [p["slope_tol0"] / 2, p["slope_tol1"] / 2],
+            "attraction_rate_rel": p["rate_tol"],
+            "critical_residual_abs": CRITICAL_TOL,
+            "theory_H1_rel": THEORY_TOL["H1"],
+            "theory_f0_rel": THEORY_TOL["f0"],
+            "theory_first_order_rel": THEORY_TOL["f1"],
+            "integrators_rel": INTEGRATOR_RTOL,
+        }
         return Conclusion(parts, figures, tolerance=tolerance, notes=notes)
 
 

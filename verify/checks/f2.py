@@ -38,7 +38,7 @@ Conclusion (each a named part of the verdict):
    ``P = 2..P_max``: uniform ``p_st`` and a conserved block mean for ``block_bidirectional``
    (irreducible); ``e_1`` and a conserved first token, a non-conserved block mean (defect > 0.1),
    not irreducible but one closed class, spectral gap 1/2, for ``block_causal``; numerically
-   (``numerics.masks.frozen_kernel``) and exactly (``theory.markov``).
+   (``numerics.model.masks.frozen_kernel``) and exactly (``theory.markov``).
 
 Portability: eigenvalues are consumed as a sorted multiset, null vectors only when the numerical
 null space is one-dimensional, normalised by their sum (sign- and basis-free).
@@ -55,8 +55,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from numerics import markov as mk
-from numerics.masks import frozen_kernel
+from numerics.model.masks import frozen_kernel
+from numerics.toy import markov as mk
 from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
@@ -75,18 +75,31 @@ def chain_functions(p: dict):
     if kind == "irreducible":
         return (lambda y: mk.example_generator(n, y), lambda y: mk.example_generator_dy(n, y), c)
     if kind == "reducible":  # two disjoint copies: Q(y) on states 0..n−1, Q(−y) on n..2n−1
+
         def gen(y):
-            return np.block([[mk.example_generator(n, y), np.zeros((n, n))],
-                             [np.zeros((n, n)), mk.example_generator(n, -y)]])
+            return np.block(
+                [
+                    [mk.example_generator(n, y), np.zeros((n, n))],
+                    [np.zeros((n, n)), mk.example_generator(n, -y)],
+                ]
+            )
 
         def gen_dy(y):
-            return np.block([[mk.example_generator_dy(n, y), np.zeros((n, n))],
-                             [np.zeros((n, n)), -mk.example_generator_dy(n, -y)]])
+            return np.block(
+                [
+                    [mk.example_generator_dy(n, y), np.zeros((n, n))],
+                    [np.zeros((n, n)), -mk.example_generator_dy(n, -y)],
+                ]
+            )
+
         return gen, gen_dy, np.arange(2 * n, dtype=float)
     if kind == "not_generator_mass":
         k = p["defect"]
-        return (lambda y: mk.example_generator(n, y) - k * np.eye(n),
-                lambda y: mk.example_generator_dy(n, y), c)
+        return (
+            lambda y: mk.example_generator(n, y) - k * np.eye(n),
+            lambda y: mk.example_generator_dy(n, y),
+            c,
+        )
     # not_generator_sign: one jump rate made negative, column sums kept at zero
     # n = 2: rate 0 → 1 set to −1/4 (stable for all y; p_1 < 0);
     # n = 3: rate 1 → 2 set to −(1 + y²)/2 (p has a negative entry for all y in [−3, 3])
@@ -106,6 +119,7 @@ def chain_functions(p: dict):
         dQ[i, j] += d
         dQ[j, j] -= d
         return dQ
+
     return (lambda y: bump(mk.example_generator(n, y), y), bump_dy, c)
 
 
@@ -116,28 +130,30 @@ def attention_link(P_max: int) -> dict:
         rows = []
         for P in range(2, P_max + 1):
             K = frozen_kernel(kind, P, P)  # one block: T = P
-            G = (K - np.eye(P)).T          # column convention
+            G = (K - np.eye(P)).T  # column convention
             p_num = mk.stationary_distribution(G)
             exact = tm.within_block_stationary(kind, P)
             p_ex = np.array([float(x) for x in exact["p_st"]])
             K_ex = np.array(exact["kernel"].tolist(), dtype=float)
             uniform, first = np.full(P, 1.0 / P), np.eye(P)[0]
-            mean_defect = float(np.abs(uniform @ (K - np.eye(P))).max())   # d/dτ of the block mean
-            first_defect = float(np.abs(first @ (K - np.eye(P))).max())    # d/dτ of the first token
-            rows.append({
-                "P": P,
-                "kernel_vs_exact": float(np.abs(K - K_ex).max()),
-                "p_numeric_vs_exact": float(np.abs(p_num - p_ex).max()),
-                "p_vs_uniform": float(np.abs(p_num - uniform).max()),
-                "p_vs_first_token": float(np.abs(p_num - first).max()),
-                "block_mean_conservation_defect": mean_defect,
-                "first_token_conservation_defect": first_defect,
-                "irreducible_numeric": mk.is_irreducible(G),
-                "irreducible_exact": bool(exact["irreducible"]),
-                "closed_classes": mk.closed_classes(G),
-                "null_dim_exact": int(exact["null_dim"]),
-                "spectral_gap": mk.spectral_gap(G),
-            })
+            mean_defect = float(np.abs(uniform @ (K - np.eye(P))).max())  # d/dτ of the block mean
+            first_defect = float(np.abs(first @ (K - np.eye(P))).max())  # d/dτ of the first token
+            rows.append(
+                {
+                    "P": P,
+                    "kernel_vs_exact": float(np.abs(K - K_ex).max()),
+                    "p_numeric_vs_exact": float(np.abs(p_num - p_ex).max()),
+                    "p_vs_uniform": float(np.abs(p_num - uniform).max()),
+                    "p_vs_first_token": float(np.abs(p_num - first).max()),
+                    "block_mean_conservation_defect": mean_defect,
+                    "first_token_conservation_defect": first_defect,
+                    "irreducible_numeric": mk.is_irreducible(G),
+                    "irreducible_exact": bool(exact["irreducible"]),
+                    "closed_classes": mk.closed_classes(G),
+                    "null_dim_exact": int(exact["null_dim"]),
+                    "spectral_gap": mk.spectral_gap(G),
+                }
+            )
         out[kind] = rows
     bi, ca = out["block_bidirectional"], out["block_causal"]
     out["summary"] = {
@@ -148,11 +164,13 @@ def attention_link(P_max: int) -> dict:
         "causal_max_p_vs_first_token": max(r["p_vs_first_token"] for r in ca),
         "causal_max_first_token_defect": max(r["first_token_conservation_defect"] for r in ca),
         "causal_min_block_mean_defect": min(r["block_mean_conservation_defect"] for r in ca),
-        "bidirectional_irreducible": all(r["irreducible_numeric"] and r["irreducible_exact"]
-                                         for r in bi),
+        "bidirectional_irreducible": all(
+            r["irreducible_numeric"] and r["irreducible_exact"] for r in bi
+        ),
         "causal_irreducible": any(r["irreducible_numeric"] or r["irreducible_exact"] for r in ca),
-        "causal_single_closed_class": all(r["closed_classes"] == [[0]] and r["null_dim_exact"] == 1
-                                          for r in ca),
+        "causal_single_closed_class": all(
+            r["closed_classes"] == [[0]] and r["null_dim_exact"] == 1 for r in ca
+        ),
     }
     return out
 
@@ -177,9 +195,19 @@ class Instance:
     def run(self, eps: float, x0):
         p = self.p
         t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
-        return mk.integrate_coupled(self.gen, self.gen_dy, eps, x0, p["y0"], self.c, t_eval,
-                                    method=p["method"], rtol=p["rtol"], atol=p["atol"],
-                                    require_generator=False)
+        return mk.integrate_coupled(
+            self.gen,
+            self.gen_dy,
+            eps,
+            x0,
+            p["y0"],
+            self.c,
+            t_eval,
+            method=p["method"],
+            rtol=p["rtol"],
+            atol=p["atol"],
+            require_generator=False,
+        )
 
 
 def spectrum_on_grid(inst: Instance) -> dict:
@@ -187,8 +215,12 @@ def spectrum_on_grid(inst: Instance) -> dict:
     lams = [mk.sorted_eigenvalues(Q) for Q in inst.Qs]
     n_zero = [int(np.sum(np.abs(lam) <= inst.zero_tol)) for lam in lams]
     rest = [float(lam[1:].real.max()) if lam.size > 1 else -np.inf for lam in lams]
-    return {"max_zero_eigenvalues": int(max(n_zero)), "min_zero_eigenvalues": int(min(n_zero)),
-            "max_re_nonleading_eigenvalue": max(rest), "min_spectral_gap": -max(rest)}
+    return {
+        "max_zero_eigenvalues": int(max(n_zero)),
+        "min_zero_eigenvalues": int(min(n_zero)),
+        "max_re_nonleading_eigenvalue": max(rest),
+        "min_spectral_gap": -max(rest),
+    }
 
 
 def _not_computed(reason: str) -> Diagnostic:
@@ -198,21 +230,34 @@ def _not_computed(reason: str) -> Diagnostic:
 class F2(Claim):
     id = "F2"
     title = "Equilibrium manifold = stationary distribution"
-    abstract = ("under a linear-generator assumption ... the equilibrium manifold x = φ(y) is exactly "
-                "the master-equation stationary distribution p_st(y)")
-    statement = ("If ε dx/dt = Q(y)x with Q(y) a generator with one closed class (irreducible: the "
-                 "main case) for every y, the equilibrium manifold is p_st(y), attracting at the "
-                 "spectral gap, tracked to O(ε) (O(ε²) with the correction).")
+    abstract = (
+        "under a linear-generator assumption ... the equilibrium manifold x = φ(y) is exactly "
+        "the master-equation stationary distribution p_st(y)"
+    )
+    statement = (
+        "If ε dx/dt = Q(y)x with Q(y) a generator with one closed class (irreducible: the "
+        "main case) for every y, the equilibrium manifold is p_st(y), attracting at the "
+        "spectral gap, tracked to O(ε) (O(ε²) with the correction)."
+    )
     params = {
-        "n_states": Param(3, "states of the example chain (closed-form p_st)",
-                          choices=tuple(tm.EXAMPLE_CHAINS)),
-        "chain": Param("irreducible", "the fast generator Q(y): the example chain or a control",
-                       choices=CHAINS),
+        "n_states": Param(
+            3, "states of the example chain (closed-form p_st)", choices=tuple(tm.EXAMPLE_CHAINS)
+        ),
+        "chain": Param(
+            "irreducible", "the fast generator Q(y): the example chain or a control", choices=CHAINS
+        ),
         "eps_min": Param(1e-3, "smallest ε of the sweep", low=1e-6, high=0.5),
         "eps_max": Param(1e-1, "largest ε of the sweep (a small parameter)", low=1e-6, high=0.5),
-        "n_eps": Param(7, "number of ε values (≥ 3 to fit a slope with an interval)", low=3, high=40),
-        "t0": Param(1.0, "errors are maxima over t ∈ [t0, t1] (after the initial layer)",
-                    low=0.0, high=100.0, open_low=True),
+        "n_eps": Param(
+            7, "number of ε values (≥ 3 to fit a slope with an interval)", low=3, high=40
+        ),
+        "t0": Param(
+            1.0,
+            "errors are maxima over t ∈ [t0, t1] (after the initial layer)",
+            low=0.0,
+            high=100.0,
+            open_low=True,
+        ),
         "t1": Param(4.0, "end of the measured interval", low=0.0, high=100.0, open_low=True),
         "n_t": Param(121, "output times in [t0, t1]", low=2, high=10_000),
         "y0": Param(0.5, "initial slow variable", low=-3.0, high=3.0),
@@ -223,21 +268,24 @@ class F2(Claim):
         "rtol": Param(1e-10, "integrator relative tolerance", low=1e-14, high=1e-2),
         "atol": Param(1e-12, "integrator absolute tolerance", low=1e-16, high=1e-2),
         "manifold_tol": Param(1e-12, "max |p_st numeric − exact| allowed", low=0.0, open_low=True),
-        "slope_tol0": Param(0.1, "the order-0 slope interval must lie in 1 ± slope_tol0",
-                            low=0.0, open_low=True),
-        "slope_tol1": Param(0.2, "the order-1 slope interval must lie in 2 ± slope_tol1",
-                            low=0.0, open_low=True),
+        "slope_tol0": Param(
+            0.1, "the order-0 slope interval must lie in 1 ± slope_tol0", low=0.0, open_low=True
+        ),
+        "slope_tol1": Param(
+            0.2, "the order-1 slope interval must lie in 2 ± slope_tol1", low=0.0, open_low=True
+        ),
         "gap_min": Param(1.0, "required lower bound on the spectral gap on the grid", low=0.0),
-        "defect": Param(1.0, "column-sum defect of the not_generator_mass control",
-                        low=0.0, open_low=True),
+        "defect": Param(
+            1.0, "column-sum defect of the not_generator_mass control", low=0.0, open_low=True
+        ),
         "P_max": Param(6, "largest block size of the attention link", low=2, high=64),
     }
     hypotheses = {
         "generator_on_grid": "every Q(y) on the grid has off-diagonal rates ≥ 0 and zero column sums",
         "one_closed_class_on_grid": "the jump graph of every Q(y) on the grid has exactly one closed "
-                                    "communicating class",
+        "communicating class",
         "initial_layer_negligible": "exp(−gap·t0/ε) ≤ 1e-3·ε² for every ε, gap = the smallest "
-                                    "spectral gap on the grid",
+        "spectral gap on the grid",
     }
     conclusion = {
         "one_zero_eigenvalue": "every Q(y) on the grid has exactly one eigenvalue at 0",
@@ -253,23 +301,37 @@ class F2(Claim):
         "trajectory_inside_grid": "the y visited by the trajectories lies in [y_min, y_max]",
         "no_memory_of_x0": "two initial conditions with the same y0 end ≤ eps_min apart",
         "attention_link_matches_theory": "numerics and theory build the same kernels (exactly) and "
-                                         "the same p_st (≤ manifold_tol)",
+        "the same p_st (≤ manifold_tol)",
         "attention_link_bidirectional_uniform": "block_bidirectional: irreducible, p_st uniform, "
-                                                "block mean conserved (≤ manifold_tol)",
+        "block mean conserved (≤ manifold_tol)",
         "attention_link_causal_first_token": "block_causal: not irreducible, one closed class, "
-                                             "p_st = e_1, first token conserved exactly, block mean "
-                                             "not (defect > 0.1), gap 1/2 (± 1e-12)",
+        "p_st = e_1, first token conserved exactly, block mean "
+        "not (defect > 0.1), gap 1/2 (± 1e-12)",
     }
     controls = (
-        Control("reducible", {"chain": "reducible"}, breaks="one_closed_class_on_grid",
-                meaning="two disjoint copies of the chain: two closed classes, two equilibria, the "
-                        "long-time state remembers x0", seed=7),
-        Control("not_generator_mass", {"chain": "not_generator_mass"}, breaks="generator_on_grid",
-                meaning="Q − defect·I: columns do not sum to 0, mass decays, the only equilibrium is 0",
-                seed=7),
-        Control("not_generator_sign", {"chain": "not_generator_sign"}, breaks="generator_on_grid",
-                meaning="one negative jump rate (mass conserved): the null vector has a negative "
-                        "entry and the trajectory leaves the simplex", seed=7),
+        Control(
+            "reducible",
+            {"chain": "reducible"},
+            breaks="one_closed_class_on_grid",
+            meaning="two disjoint copies of the chain: two closed classes, two equilibria, the "
+            "long-time state remembers x0",
+            seed=7,
+        ),
+        Control(
+            "not_generator_mass",
+            {"chain": "not_generator_mass"},
+            breaks="generator_on_grid",
+            meaning="Q − defect·I: columns do not sum to 0, mass decays, the only equilibrium is 0",
+            seed=7,
+        ),
+        Control(
+            "not_generator_sign",
+            {"chain": "not_generator_sign"},
+            breaks="generator_on_grid",
+            meaning="one negative jump rate (mass conserved): the null vector has a negative "
+            "entry and the trajectory leaves the simplex",
+            seed=7,
+        ),
     )
     key_figures = ("slope_order0", "slope_order1", "min_spectral_gap", "manifold_max_abs_error")
 
@@ -291,17 +353,19 @@ class F2(Claim):
         n_closed = [len(mk.closed_classes(Q)) for Q in inst.Qs]
         gap = spectrum_on_grid(inst)["min_spectral_gap"]
         layer = np.exp(-gap * inst.p["t0"] / inst.eps) if gap > 0 else np.ones_like(inst.eps)
-        worst = float(np.max(layer / (LAYER_FACTOR * inst.eps ** 2)))
+        worst = float(np.max(layer / (LAYER_FACTOR * inst.eps**2)))
         return {
             "generator_on_grid": Diagnostic(
                 neg == 0.0 and defect <= inst.zero_tol,
                 {"max_negative_rate": neg, "max_column_sum_defect": defect},
-                f"max negative off-diagonal rate = 0 and max |column sum| ≤ {inst.zero_tol:.3g}"),
+                f"max negative off-diagonal rate = 0 and max |column sum| ≤ {inst.zero_tol:.3g}",
+            ),
             "one_closed_class_on_grid": Diagnostic(
-                min(n_closed) == max(n_closed) == 1, [min(n_closed), max(n_closed)],
-                "[min, max] number of closed classes of Q(y) over the grid; [1, 1] required"),
-            "initial_layer_negligible": at_most(
-                worst, 1.0, "max_ε exp(−gap·t0/ε) / (1e-3·ε²) ≤ 1"),
+                min(n_closed) == max(n_closed) == 1,
+                [min(n_closed), max(n_closed)],
+                "[min, max] number of closed classes of Q(y) over the grid; [1, 1] required",
+            ),
+            "initial_layer_negligible": at_most(worst, 1.0, "max_ε exp(−gap·t0/ε) / (1e-3·ε²) ≤ 1"),
         }
 
     def conclude(self, inst):
@@ -318,30 +382,42 @@ class F2(Claim):
         parts["one_zero_eigenvalue"] = Diagnostic(
             spec["max_zero_eigenvalues"] == spec["min_zero_eigenvalues"] == 1,
             [spec["min_zero_eigenvalues"], spec["max_zero_eigenvalues"]],
-            f"[min, max] number of eigenvalues with |λ| ≤ {inst.zero_tol:.3g}; [1, 1] required")
+            f"[min, max] number of eigenvalues with |λ| ≤ {inst.zero_tol:.3g}; [1, 1] required",
+        )
         parts["attracting_at_spectral_gap"] = Diagnostic(
             spec["max_re_nonleading_eigenvalue"] < 0 and spec["min_spectral_gap"] >= p["gap_min"],
-            spec["min_spectral_gap"], f"min gap > 0 and ≥ gap_min = {p['gap_min']}")
+            spec["min_spectral_gap"],
+            f"min gap > 0 and ≥ gap_min = {p['gap_min']}",
+        )
         null = [mk.unique_null_vector(Q) for Q in inst.Qs]
         unique = all(q is not None for q in null)
-        figures["null_dimension_range"] = [min(mk.null_dimension(Q) for Q in inst.Qs),
-                                           max(mk.null_dimension(Q) for Q in inst.Qs)]
+        figures["null_dimension_range"] = [
+            min(mk.null_dimension(Q) for Q in inst.Qs),
+            max(mk.null_dimension(Q) for Q in inst.Qs),
+        ]
         if unique:
             figures["min_null_vector_entry"] = float(min(q.min() for q in null))
             parts["equilibrium_is_probability"] = at_least(
-                figures["min_null_vector_entry"], -1e-12,
-                "min entry of the normalised null vector over the grid ≥ −1e-12")
+                figures["min_null_vector_entry"],
+                -1e-12,
+                "min entry of the normalised null vector over the grid ≥ −1e-12",
+            )
         else:
             parts["equilibrium_is_probability"] = _not_computed(
                 f"the null space of Q(y) is not one-dimensional on the whole grid "
-                f"(dimensions {figures['null_dimension_range']})")
+                f"(dimensions {figures['null_dimension_range']})"
+            )
 
         # ---- the manifold against theory (defined only for the theory's chain)
         sm = tm.slow_manifold(n)
         Q_th = sp.lambdify(tm.y, sm.Q, modules="numpy", cse=True)
         if inst.Qs[0].shape == (n, n):
-            mismatch = float(max(np.abs(np.array(Q_th(y), dtype=float) - Q).max()
-                                 for y, Q in zip(inst.ys, inst.Qs)))
+            mismatch = float(
+                max(
+                    np.abs(np.array(Q_th(y), dtype=float) - Q).max()
+                    for y, Q in zip(inst.ys, inst.Qs)
+                )
+            )
         else:
             mismatch = float("inf")
         figures["generator_definition_mismatch"] = mismatch
@@ -352,18 +428,27 @@ class F2(Claim):
             p_num = np.array(null)
             p_th = np.array(sm.p_numeric(inst.ys)).T
             figures["manifold_max_abs_error"] = float(np.abs(p_num - p_th).max())
-            parts["manifold_is_p_st"] = at_most(figures["manifold_max_abs_error"], tol,
-                                                "max |normalised null vector − exact p_st|")
+            parts["manifold_is_p_st"] = at_most(
+                figures["manifold_max_abs_error"], tol, "max |normalised null vector − exact p_st|"
+            )
             tt = 0.7
-            h_num = np.array([mk.first_order_correction(Q, inst.gen_dy(y), inst.c, y, tt)
-                              for y, Q in zip(inst.ys, inst.Qs)])
+            h_num = np.array(
+                [
+                    mk.first_order_correction(Q, inst.gen_dy(y), inst.c, y, tt)
+                    for y, Q in zip(inst.ys, inst.Qs)
+                ]
+            )
             h_th = np.array(sm.h1_numeric(inst.ys, np.full_like(inst.ys, tt))).T
             figures["h1_max_abs_error"] = float(np.abs(h_num - h_th).max())
             exact_zero = bool(all(r == 0 for r in sm.residual_invariance) and sm.residual_sum == 0)
             parts["first_order_correction"] = Diagnostic(
                 exact_zero and figures["h1_max_abs_error"] <= 1e3 * tol,
-                {"exact_residuals_zero": exact_zero, "h1_max_abs_error": figures["h1_max_abs_error"]},
-                "exact residuals = 0 and max |h1 numeric − exact| ≤ 1e3·manifold_tol")
+                {
+                    "exact_residuals_zero": exact_zero,
+                    "h1_max_abs_error": figures["h1_max_abs_error"],
+                },
+                "exact residuals = 0 and max |h1 numeric − exact| ≤ 1e3·manifold_tol",
+            )
         else:
             parts["manifold_is_p_st"] = _not_computed(why)
             parts["first_order_correction"] = _not_computed(why)
@@ -374,12 +459,14 @@ class F2(Claim):
         figures["x0_dependence_at_t1"] = float(np.abs(ra.x[-1] - rb.x[-1]).max())
         figures["mass_defect"] = float(np.abs(ra.x[1:].sum(axis=1) - 1.0).max())
         figures["min_x_entry"] = float(ra.x[1:].min())
-        parts["no_memory_of_x0"] = at_most(figures["x0_dependence_at_t1"], eps_lo,
-                                           "max |x_a(t1) − x_b(t1)| ≤ eps_min")
+        parts["no_memory_of_x0"] = at_most(
+            figures["x0_dependence_at_t1"], eps_lo, "max |x_a(t1) − x_b(t1)| ≤ eps_min"
+        )
         parts["stays_on_simplex"] = Diagnostic(
             figures["mass_defect"] <= SIMPLEX_TOL and figures["min_x_entry"] >= 0.0,
             {"mass_defect": figures["mass_defect"], "min_x_entry": figures["min_x_entry"]},
-            "max |1ᵀx − 1| ≤ 1e-8 and min x ≥ 0 on [t0, t1]")
+            "max |1ᵀx − 1| ≤ 1e-8 and min x ≥ 0 on [t0, t1]",
+        )
         y_range = [float(min(ra.y.min(), rb.y.min())), float(max(ra.y.max(), rb.y.max()))]
         if theory_chain:
             e0, e1, nfev = [], [], []
@@ -393,29 +480,43 @@ class F2(Claim):
                 nfev.append(run.nfev)
                 y_range = [min(y_range[0], float(run.y.min())), max(y_range[1], float(run.y.max()))]
             fit0, fit1 = slope_fit(inst.eps, np.array(e0)), slope_fit(inst.eps, np.array(e1))
-            figures.update({"eps": inst.eps.tolist(), "err_order0": e0, "err_order1": e1,
-                            "nfev": nfev, "slope_order0": fit0, "slope_order1": fit1,
-                            "initial_layer_factor": float(np.exp(
-                                -spec["min_spectral_gap"] * p["t0"] / inst.eps).max())})
+            figures.update(
+                {
+                    "eps": inst.eps.tolist(),
+                    "err_order0": e0,
+                    "err_order1": e1,
+                    "nfev": nfev,
+                    "slope_order0": fit0,
+                    "slope_order1": fit1,
+                    "initial_layer_factor": float(
+                        np.exp(-spec["min_spectral_gap"] * p["t0"] / inst.eps).max()
+                    ),
+                }
+            )
 
             def inside(fit, centre, half, what):
                 lo, hi = fit["ci95"]
-                return Diagnostic(centre - half <= lo and hi <= centre + half,
-                                  {"slope": fit["slope"], "ci95": fit["ci95"]},
-                                  f"95% interval of the {what} slope ⊂ [{centre - half:g}, "
-                                  f"{centre + half:g}]")
+                return Diagnostic(
+                    centre - half <= lo and hi <= centre + half,
+                    {"slope": fit["slope"], "ci95": fit["ci95"]},
+                    f"95% interval of the {what} slope ⊂ [{centre - half:g}, {centre + half:g}]",
+                )
+
             parts["tracking_order_eps"] = inside(fit0, 1.0, p["slope_tol0"], "order-0")
             parts["tracking_order_eps2"] = inside(fit1, 2.0, p["slope_tol1"], "order-1")
             ratio = float(max(b / a for a, b in zip(e0, e1)))
             parts["correction_reduces_error"] = Diagnostic(
-                ratio < 1.0, ratio, "max_ε err_order1/err_order0 < 1")
+                ratio < 1.0, ratio, "max_ε err_order1/err_order0 < 1"
+            )
         else:
             for k in ("tracking_order_eps", "tracking_order_eps2", "correction_reduces_error"):
                 parts[k] = _not_computed(why)
         figures["y_range_visited"] = y_range
         parts["trajectory_inside_grid"] = Diagnostic(
-            p["y_min"] <= y_range[0] and y_range[1] <= p["y_max"], y_range,
-            f"[min y, max y] visited ⊂ [{p['y_min']}, {p['y_max']}]")
+            p["y_min"] <= y_range[0] and y_range[1] <= p["y_max"],
+            y_range,
+            f"[min y, max y] visited ⊂ [{p['y_min']}, {p['y_max']}]",
+        )
 
         # ---- the attention link
         link = attention_link(p["P_max"])
@@ -425,36 +526,53 @@ class F2(Claim):
         parts["attention_link_matches_theory"] = Diagnostic(
             s["max_kernel_vs_exact"] == 0.0 and s["max_p_numeric_vs_exact"] <= tol,
             {"kernel": s["max_kernel_vs_exact"], "p_st": s["max_p_numeric_vs_exact"]},
-            "max |K_numeric − K_exact| = 0 and max |p numeric − exact| ≤ manifold_tol")
+            "max |K_numeric − K_exact| = 0 and max |p numeric − exact| ≤ manifold_tol",
+        )
         parts["attention_link_bidirectional_uniform"] = Diagnostic(
-            s["bidirectional_irreducible"] and s["bidirectional_max_p_vs_uniform"] <= tol
+            s["bidirectional_irreducible"]
+            and s["bidirectional_max_p_vs_uniform"] <= tol
             and s["bidirectional_max_block_mean_defect"] <= tol,
-            {"p_vs_uniform": s["bidirectional_max_p_vs_uniform"],
-             "block_mean_defect": s["bidirectional_max_block_mean_defect"],
-             "irreducible": s["bidirectional_irreducible"]},
-            "irreducible, max |p − 1/P| ≤ manifold_tol, max |1ᵀ(K − I)/P| ≤ manifold_tol")
+            {
+                "p_vs_uniform": s["bidirectional_max_p_vs_uniform"],
+                "block_mean_defect": s["bidirectional_max_block_mean_defect"],
+                "irreducible": s["bidirectional_irreducible"],
+            },
+            "irreducible, max |p − 1/P| ≤ manifold_tol, max |1ᵀ(K − I)/P| ≤ manifold_tol",
+        )
         parts["attention_link_causal_first_token"] = Diagnostic(
-            (not s["causal_irreducible"]) and s["causal_single_closed_class"]
-            and s["causal_max_p_vs_first_token"] <= tol and s["causal_max_first_token_defect"] == 0.0
+            (not s["causal_irreducible"])
+            and s["causal_single_closed_class"]
+            and s["causal_max_p_vs_first_token"] <= tol
+            and s["causal_max_first_token_defect"] == 0.0
             and s["causal_min_block_mean_defect"] > 0.1
             and max(abs(g - 0.5) for g in gaps) <= 1e-12,
-            {"irreducible": s["causal_irreducible"],
-             "single_closed_class": s["causal_single_closed_class"],
-             "p_vs_first_token": s["causal_max_p_vs_first_token"],
-             "first_token_defect": s["causal_max_first_token_defect"],
-             "min_block_mean_defect": s["causal_min_block_mean_defect"],
-             "max_gap_minus_half": float(max(abs(g - 0.5) for g in gaps))},
+            {
+                "irreducible": s["causal_irreducible"],
+                "single_closed_class": s["causal_single_closed_class"],
+                "p_vs_first_token": s["causal_max_p_vs_first_token"],
+                "first_token_defect": s["causal_max_first_token_defect"],
+                "min_block_mean_defect": s["causal_min_block_mean_defect"],
+                "max_gap_minus_half": float(max(abs(g - 0.5) for g in gaps)),
+            },
             "not irreducible, closed classes = [[0]], max |p − e_1| ≤ manifold_tol, "
-            "e_1ᵀ(K − I) = 0, min block-mean defect > 0.1, |gap − 1/2| ≤ 1e-12")
-        notes.append("within-block block_causal chain: not irreducible (token 1 absorbing, others "
-                     "transient) but exactly one closed class, so p_st = e_1 is unique; the "
-                     "hypothesis used is 'one closed class', of which irreducibility is the special "
-                     "case")
-        tolerance = {"manifold_abs": tol, "h1_abs": 1e3 * tol,
-                     "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
-                     "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
-                     "x0_dependence_abs": eps_lo, "simplex_abs": SIMPLEX_TOL,
-                     "zero_eigenvalue_abs": inst.zero_tol, "gap_min": p["gap_min"]}
+            "e_1ᵀ(K − I) = 0, min block-mean defect > 0.1, |gap − 1/2| ≤ 1e-12",
+        )
+        notes.append(
+            "within-block block_causal chain: not irreducible (token 1 absorbing, others "
+            "transient) but exactly one closed class, so p_st = e_1 is unique; the "
+            "hypothesis used is 'one closed class', of which irreducibility is the special "
+            "case"
+        )
+        tolerance = {
+            "manifold_abs": tol,
+            "h1_abs": 1e3 * tol,
+            "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
+            "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
+            "x0_dependence_abs": eps_lo,
+            "simplex_abs": SIMPLEX_TOL,
+            "zero_eigenvalue_abs": inst.zero_tol,
+            "gap_min": p["gap_min"],
+        }
         return Conclusion(parts, figures, tolerance, notes)
 
 

@@ -16,7 +16,7 @@ as ``K − I`` is for a frozen kernel. ``M`` is either the frozen operator ``A(X
 (``Z ↦ A(X) Z V``) or the full Jacobian of ``Attn(X) = A(X) n(X) V``. The attention matrix ``A(X)``
 alone always *is* row-stochastic (``A − I`` is a generator, violation 0 to rounding); "not a
 generator" means that both conditions are broken by more than rounding: on every sampled state the
-relative negative rate and the relative row-sum defect of ``M − I`` (:func:`numerics.markov.
+relative negative rate and the relative row-sum defect of ``M − I`` (:func:`numerics.toy.markov.
 generator_violation`, both scale-free: divided by the largest off-diagonal entry resp. the largest
 absolute row sum) exceed ``violation_tol``. ``violation_tol`` (default 1e-8) must exceed the
 rounding level of these quantities: signs of products ``A_ts V_ji`` are exact, and a row sum of
@@ -74,10 +74,10 @@ import numpy as np
 from scipy import stats
 from scipy.special import rel_entr
 
-from numerics import markov as mk
-from numerics import variational as va
-from numerics.layer import attention_kernel
-from numerics.model import ModelConfig, init_model
+from numerics.model.layer import attention_kernel
+from numerics.model.weights import ModelConfig, init_model
+from numerics.toy import markov as mk
+from numerics.toy import variational as va
 from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
@@ -126,8 +126,11 @@ class Instance:
         self.yte = 0.5 * (edges[1:] + edges[:-1])  # held-out: midpoints, never training points
         n = p["n_states"]
         seeds = s_mlp.spawn(len(p["widths"]) * p["n_seeds"])
-        self.theta0 = [(w, va.init_mlp(w, n, seeds[i * p["n_seeds"] + k]))
-                       for i, w in enumerate(p["widths"]) for k in range(p["n_seeds"])]
+        self.theta0 = [
+            (w, va.init_mlp(w, n, seeds[i * p["n_seeds"] + k]))
+            for i, w in enumerate(p["widths"])
+            for k in range(p["n_seeds"])
+        ]
         self.cfg = ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], norm=p["norm"])
         self.cases = []
         for ss in s_attn.spawn(p["attn_seeds"]):
@@ -152,16 +155,33 @@ def approximation_sweep(inst: Instance) -> dict:
     steps = list(p["steps"])
     raw: dict = {w: [] for w in p["widths"]}
     for w, theta0 in inst.theta0:
-        _, hist = va.train(theta0, inst.ytr / scale, Ptr, max(steps), lr=p["lr"],
-                           final_lr_ratio=p["final_lr_ratio"], record=steps)
-        raw[w].append({s: va.approximation_error(hist["snapshots"][s], inst.yte / scale, Pte)
-                       for s in steps})
-    table = {w: {s: {m: float(np.median([r[s][m] for r in raw[w]]))
-                     for m in ("mean_kl", "max_kl", "max_tv")} for s in steps}
-             for w in p["widths"]}
+        _, hist = va.train(
+            theta0,
+            inst.ytr / scale,
+            Ptr,
+            max(steps),
+            lr=p["lr"],
+            final_lr_ratio=p["final_lr_ratio"],
+            record=steps,
+        )
+        raw[w].append(
+            {s: va.approximation_error(hist["snapshots"][s], inst.yte / scale, Pte) for s in steps}
+        )
+    table = {
+        w: {
+            s: {
+                m: float(np.median([r[s][m] for r in raw[w]]))
+                for m in ("mean_kl", "max_kl", "max_tv")
+            }
+            for s in steps
+        }
+        for w in p["widths"]
+    }
     const = Ptr.mean(axis=0)
-    base = {"mean_kl": float(np.mean(rel_entr(Pte, const).sum(axis=1))),
-            "max_tv": float(np.max(0.5 * np.abs(Pte - const).sum(axis=1)))}
+    base = {
+        "mean_kl": float(np.mean(rel_entr(Pte, const).sum(axis=1))),
+        "max_tv": float(np.max(0.5 * np.abs(Pte - const).sum(axis=1))),
+    }
     return {"table": table, "raw": raw, "constant_predictor": base}
 
 
@@ -177,8 +197,13 @@ def generator_measurements(inst: Instance) -> dict:
     """
     cfg = inst.cfg
     bare = cfg.replace(norm=False)
-    kinds = ("attention_matrix", "frozen", "linearised", "frozen_identity_value",
-             "linearised_identity_value_no_norm")
+    kinds = (
+        "attention_matrix",
+        "frozen",
+        "linearised",
+        "frozen_identity_value",
+        "linearised_identity_value_no_norm",
+    )
     out = {k: [] for k in kinds}
     eye = np.eye(cfg.T * cfg.d)
     for lp, X in inst.cases:
@@ -189,16 +214,32 @@ def generator_measurements(inst: Instance) -> dict:
             out[kind].append(mk.generator_violation(M - eye, "row"))
         lid = lp.copy()
         lid.V = np.eye(cfg.d)
-        out["frozen_identity_value"].append(mk.generator_violation(
-            mk.attention_mixing_operator(cfg, lid, X, "frozen") - eye, "row"))
-        out["linearised_identity_value_no_norm"].append(mk.generator_violation(
-            mk.attention_mixing_operator(bare, lid, X, "linearised") - eye, "row"))
-    keys = ("negative_offdiag", "negative_offdiag_rel", "negative_mass_fraction", "sum_defect",
-            "sum_defect_rel")
-    return {kind: {key: {"min": float(min(r[key] for r in rows)),
-                         "median": float(np.median([r[key] for r in rows])),
-                         "max": float(max(r[key] for r in rows))} for key in keys}
-            for kind, rows in out.items()}
+        out["frozen_identity_value"].append(
+            mk.generator_violation(mk.attention_mixing_operator(cfg, lid, X, "frozen") - eye, "row")
+        )
+        out["linearised_identity_value_no_norm"].append(
+            mk.generator_violation(
+                mk.attention_mixing_operator(bare, lid, X, "linearised") - eye, "row"
+            )
+        )
+    keys = (
+        "negative_offdiag",
+        "negative_offdiag_rel",
+        "negative_mass_fraction",
+        "sum_defect",
+        "sum_defect_rel",
+    )
+    return {
+        kind: {
+            key: {
+                "min": float(min(r[key] for r in rows)),
+                "median": float(np.median([r[key] for r in rows])),
+                "max": float(max(r[key] for r in rows)),
+            }
+            for key in keys
+        }
+        for kind, rows in out.items()
+    }
 
 
 def both_conditions_break(g: dict, tol: float) -> bool:
@@ -209,11 +250,16 @@ def both_conditions_break(g: dict, tol: float) -> bool:
 
 def _both_conditions_break(gv: dict, kind: str, tol: float) -> Diagnostic:
     g = gv[kind]
-    value = {"min_negative_offdiag_rel": g["negative_offdiag_rel"]["min"],
-             "min_sum_defect_rel": g["sum_defect_rel"]["min"]}
-    return Diagnostic(both_conditions_break(g, tol), value,
-                      f"on every sampled state: relative negative rate > violation_tol = {tol:g} "
-                      "and relative row-sum defect > violation_tol")
+    value = {
+        "min_negative_offdiag_rel": g["negative_offdiag_rel"]["min"],
+        "min_sum_defect_rel": g["sum_defect_rel"]["min"],
+    }
+    return Diagnostic(
+        both_conditions_break(g, tol),
+        value,
+        f"on every sampled state: relative negative rate > violation_tol = {tol:g} "
+        "and relative row-sum defect > violation_tol",
+    )
 
 
 def value_map_generator_form_violation(V: np.ndarray, A: np.ndarray) -> dict:
@@ -232,9 +278,11 @@ def value_map_generator_form_violation(V: np.ndarray, A: np.ndarray) -> dict:
     scale = float(np.abs(vals).max()) if vals.size else 0.0
     neg = float(max(0.0, -vals.min())) if vals.size else 0.0
     col = V.sum(axis=0)
-    return {"negative_rel": neg / scale if scale > 0 else 0.0,
-            "column_sum_defect_rel": float(np.abs(col - 1.0).max())
-            / (float(np.abs(V).sum(axis=0).max()) + 1.0)}
+    return {
+        "negative_rel": neg / scale if scale > 0 else 0.0,
+        "column_sum_defect_rel": float(np.abs(col - 1.0).max())
+        / (float(np.abs(V).sum(axis=0).max()) + 1.0),
+    }
 
 
 def frozen_defect_vs_value_map(inst: Instance) -> float:
@@ -252,16 +300,24 @@ def frozen_defect_vs_value_map(inst: Instance) -> float:
 class F3(Claim):
     id = "F3"
     title = "Variational approximation"
-    abstract = ("a learned MLP φ_θ(y) is a variational approximation of it (the trained block is not "
-                "a generator)")
-    statement = ("An MLP φ_θ(y) trained on E_y KL(p_st ‖ φ_θ) approaches p_st as width and steps "
-                 "grow; an attention block's token-mixing operator is not a generator.")
+    abstract = (
+        "a learned MLP φ_θ(y) is a variational approximation of it (the trained block is not "
+        "a generator)"
+    )
+    statement = (
+        "An MLP φ_θ(y) trained on E_y KL(p_st ‖ φ_θ) approaches p_st as width and steps "
+        "grow; an attention block's token-mixing operator is not a generator."
+    )
     params = {
         "n_states": Param(3, "states of the F2 example chain", choices=tuple(tm.EXAMPLE_CHAINS)),
         "target": Param("p_st", "the target manifold: F2's p_st or a control", choices=TARGETS),
         "widths": Param((1, 2, 4, 8, 16), "hidden widths of the MLPs", low=1, high=256),
-        "steps": Param((0, 300, 1000, 3000), "recorded training steps (strictly increasing)",
-                       low=0, high=100_000),
+        "steps": Param(
+            (0, 300, 1000, 3000),
+            "recorded training steps (strictly increasing)",
+            low=0,
+            high=100_000,
+        ),
         "n_seeds": Param(2, "MLP initialisations per width", low=1, high=20),
         "lr": Param(2e-2, "initial learning rate", low=1e-8, high=10.0),
         "final_lr_ratio": Param(0.01, "final/initial learning rate", low=0.0, high=1.0),
@@ -269,56 +325,91 @@ class F3(Claim):
         "y_max": Param(2.0, "upper end of the y range", low=-5.0, high=5.0),
         "n_train": Param(64, "training points (a grid)", low=2, high=10_000),
         "n_test": Param(200, "held-out points (midpoints)", low=2, high=100_000),
-        "tv_threshold": Param(1e-2, "max TV the best model must reach", low=0.0, high=1.0,
-                              open_low=True),
+        "tv_threshold": Param(
+            1e-2, "max TV the best model must reach", low=0.0, high=1.0, open_low=True
+        ),
         "T": Param(8, "tokens of the attention block", low=1, high=64),
         "P": Param(4, "tokens per block", low=1, high=64),
         "d": Param(4, "features", low=1, high=32),
-        "mask": Param("causal", "fast attention mask",
-                      choices=("causal", "block_causal", "block_bidirectional")),
+        "mask": Param(
+            "causal",
+            "fast attention mask",
+            choices=("causal", "block_causal", "block_bidirectional"),
+        ),
         "attn_seeds": Param(4, "sampled (weights, state) pairs", low=1, high=50),
-        "state": Param("heterogeneous", "the sampled states", choices=("heterogeneous", "homogeneous")),
+        "state": Param(
+            "heterogeneous", "the sampled states", choices=("heterogeneous", "homogeneous")
+        ),
         "value_map": Param("random", "the value map V", choices=("random", "identity")),
         "norm": Param(True, "normalisation inside attention"),
-        "violation_tol": Param(1e-8, "relative generator violation counted as a violation "
-                               "(must exceed the rounding level T·d·eps)", low=0.0, open_low=True),
+        "violation_tol": Param(
+            1e-8,
+            "relative generator violation counted as a violation "
+            "(must exceed the rounding level T·d·eps)",
+            low=0.0,
+            open_low=True,
+        ),
     }
     hypotheses = {
         "target_chain_irreducible": "every target chain Q(y) on the training and held-out points is "
-                                    "irreducible (F2 regime)",
+        "irreducible (F2 regime)",
         "model_has_hidden_width": "the widest initialised MLP has ≥ 2 hidden units",
         "model_is_trained": "the training schedule takes ≥ 1 gradient step",
         "state_heterogeneous": "every sampled state has max_t |X_t − X_0| > 0",
         "value_map_breaks_generator_form": "every sampled value map V has a negative entry that "
-                                           "A(X) ⊗ Vᵀ places off the diagonal and a column sum ≠ 1 "
-                                           "(both relative violations > violation_tol): A ⊗ Vᵀ − I "
-                                           "is a generator iff neither holds",
+        "A(X) ⊗ Vᵀ places off the diagonal and a column sum ≠ 1 "
+        "(both relative violations > violation_tol): A ⊗ Vᵀ − I "
+        "is a generator iff neither holds",
     }
     conclusion = {
         "error_falls_with_width": "Kendall τ(width, per-seed mean KL after the last step) < 0, "
-                                  "one-sided p < 0.05",
+        "one-sided p < 0.05",
         "error_falls_with_steps": "the median over widths of the max TV falls at every recorded step",
         "reaches_threshold": "best final max TV ≤ tv_threshold",
         "far_below_constant_predictor": "best final max TV < 0.1 × that of the best constant predictor",
         "attention_matrix_is_generator": "A(X) − I is a row-convention generator (violation ≤ 1e3·eps)",
         "frozen_operator_not_generator": "A(X) ⊗ Vᵀ − I breaks both generator conditions (relative "
-                                         "negative rate and row-sum defect > violation_tol)",
+        "negative rate and row-sum defect > violation_tol)",
         "linearised_operator_not_generator": "the Jacobian of Attn minus I breaks both conditions "
-                                             "(same rule)",
+        "(same rule)",
     }
     controls = (
-        Control("discontinuous_target", {"target": "discontinuous"}, breaks="target_chain_irreducible",
-                meaning="a chain that is never irreducible, reducible at y = 0: p_st jumps from e_1 "
-                        "to e_2 and no smooth model reaches the threshold uniformly", seed=11),
-        Control("width_one", {"widths": (1,)}, breaks="model_has_hidden_width",
-                meaning="one hidden unit: too small a model", seed=11),
-        Control("untrained", {"steps": (0,)}, breaks="model_is_trained",
-                meaning="no training step", seed=11),
-        Control("homogeneous_identity_value",
-                {"state": "homogeneous", "value_map": "identity", "norm": False,
-                 "widths": (2,), "steps": (0, 10)}, breaks="state_heterogeneous",
-                meaning="on a token-homogeneous state with V = I and no norm the operator is K ⊗ I, "
-                        "a generator (violation 0 to rounding)", seed=11),
+        Control(
+            "discontinuous_target",
+            {"target": "discontinuous"},
+            breaks="target_chain_irreducible",
+            meaning="a chain that is never irreducible, reducible at y = 0: p_st jumps from e_1 "
+            "to e_2 and no smooth model reaches the threshold uniformly",
+            seed=11,
+        ),
+        Control(
+            "width_one",
+            {"widths": (1,)},
+            breaks="model_has_hidden_width",
+            meaning="one hidden unit: too small a model",
+            seed=11,
+        ),
+        Control(
+            "untrained",
+            {"steps": (0,)},
+            breaks="model_is_trained",
+            meaning="no training step",
+            seed=11,
+        ),
+        Control(
+            "homogeneous_identity_value",
+            {
+                "state": "homogeneous",
+                "value_map": "identity",
+                "norm": False,
+                "widths": (2,),
+                "steps": (0, 10),
+            },
+            breaks="state_heterogeneous",
+            meaning="on a token-homogeneous state with V = I and no norm the operator is K ⊗ I, "
+            "a generator (violation 0 to rounding)",
+            seed=11,
+        ),
     )
     key_figures = ("best_final_max_tv", "min_violation_frozen", "min_violation_linearised")
 
@@ -328,11 +419,14 @@ class F3(Claim):
         if not p["y_min"] < p["y_max"]:
             raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
         if p["T"] * p["d"] > 256:
-            raise ValueError(f"parameters T={p['T']}, d={p['d']}: expected T·d ≤ 256 "
-                             "(dense Td×Td operators)")
+            raise ValueError(
+                f"parameters T={p['T']}, d={p['d']}: expected T·d ≤ 256 (dense Td×Td operators)"
+            )
         if not p["violation_tol"] > p["T"] * p["d"] * EPS:
-            raise ValueError(f"parameter violation_tol={p['violation_tol']:g}: expected > T·d·eps = "
-                             f"{p['T'] * p['d'] * EPS:.3g} (the rounding level of a relative row sum)")
+            raise ValueError(
+                f"parameter violation_tol={p['violation_tol']:g}: expected > T·d·eps = "
+                f"{p['T'] * p['d'] * EPS:.3g} (the rounding level of a relative row sum)"
+            )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -344,22 +438,27 @@ class F3(Claim):
         n_steps = int(max(inst.p["steps"]))
         spread = min(float(np.abs(X - X[:1]).max()) for _, X in inst.cases)
         tol = inst.p["violation_tol"]
-        vf = [value_map_generator_form_violation(lp.V, attention_kernel(inst.cfg, lp, X))
-              for lp, X in inst.cases]
+        vf = [
+            value_map_generator_form_violation(lp.V, attention_kernel(inst.cfg, lp, X))
+            for lp, X in inst.cases
+        ]
         vneg = min(v["negative_rel"] for v in vf)
         vcol = min(v["column_sum_defect_rel"] for v in vf)
         return {
             "target_chain_irreducible": Diagnostic(
-                reducible == 0, reducible, "number of y with Q(y) not irreducible; 0 required"),
+                reducible == 0, reducible, "number of y with Q(y) not irreducible; 0 required"
+            ),
             "model_has_hidden_width": Diagnostic(width >= 2, width, "max hidden width ≥ 2"),
             "model_is_trained": Diagnostic(n_steps >= 1, n_steps, "training steps ≥ 1"),
-            "state_heterogeneous": Diagnostic(spread > 0, spread,
-                                              "min over states of max_t |X_t − X_0| > 0"),
+            "state_heterogeneous": Diagnostic(
+                spread > 0, spread, "min over states of max_t |X_t − X_0| > 0"
+            ),
             "value_map_breaks_generator_form": Diagnostic(
                 vneg > tol and vcol > tol,
                 {"min_negative_rel": vneg, "min_column_sum_defect_rel": vcol},
                 "min over samples of V's relative negative entry (placed off the diagonal) and of "
-                "its relative column-sum defect > violation_tol"),
+                "its relative column-sum defect > violation_tol",
+            ),
         }
 
     def conclude(self, inst):
@@ -372,8 +471,9 @@ class F3(Claim):
         smax = steps[-1]
         final = [table[w][smax]["max_tv"] for w in widths]
         best = min(final)
-        figures["kl_width_table"] = {f"width={w}": {f"steps={s}": table[w][s] for s in steps}
-                                     for w in widths}
+        figures["kl_width_table"] = {
+            f"width={w}": {f"steps={s}": table[w][s] for s in steps} for w in widths
+        }
         figures["final_max_tv_by_width"] = dict(zip([str(w) for w in widths], final))
         figures["final_mean_kl_by_width"] = {str(w): table[w][smax]["mean_kl"] for w in widths}
         figures["constant_predictor"] = sweep["constant_predictor"]
@@ -388,26 +488,34 @@ class F3(Claim):
             kt = {"tau": float(tau.statistic), "p_value": float(tau.pvalue), "n_points": len(W)}
             figures["width_trend_kendall"] = kt
             parts["error_falls_with_width"] = Diagnostic(
-                kt["tau"] < 0 and kt["p_value"] < 0.05, kt, "τ < 0 and one-sided p < 0.05")
+                kt["tau"] < 0 and kt["p_value"] < 0.05, kt, "τ < 0 and one-sided p < 0.05"
+            )
         else:
             parts["error_falls_with_width"] = Diagnostic(
-                False, None, "not computed: fewer than 2 widths or 3 (width, seed) points")
+                False, None, "not computed: fewer than 2 widths or 3 (width, seed) points"
+            )
         if len(widths) >= 3:
             final_kl = [table[w][smax]["mean_kl"] for w in widths]
             r = stats.linregress(np.log(widths), np.log(final_kl))
             q = stats.t.ppf(0.975, len(widths) - 2)
-            figures["width_slope_log_mean_kl"] = {"slope": float(r.slope),
-                                                  "ci95": [float(r.slope - q * r.stderr),
-                                                           float(r.slope + q * r.stderr)]}
+            figures["width_slope_log_mean_kl"] = {
+                "slope": float(r.slope),
+                "ci95": [float(r.slope - q * r.stderr), float(r.slope + q * r.stderr)],
+            }
         by_step = [float(np.median([table[w][s]["max_tv"] for w in widths])) for s in steps]
         figures["median_max_tv_by_steps"] = dict(zip([str(s) for s in steps], by_step))
         parts["error_falls_with_steps"] = Diagnostic(
-            len(steps) >= 2 and all(b < a for a, b in zip(by_step, by_step[1:])), by_step,
-            "median max TV strictly decreasing over ≥ 2 recorded steps")
-        parts["reaches_threshold"] = at_most(best, p["tv_threshold"], "best final max TV ≤ tv_threshold")
+            len(steps) >= 2 and all(b < a for a, b in zip(by_step, by_step[1:])),
+            by_step,
+            "median max TV strictly decreasing over ≥ 2 recorded steps",
+        )
+        parts["reaches_threshold"] = at_most(
+            best, p["tv_threshold"], "best final max TV ≤ tv_threshold"
+        )
         const_tv = sweep["constant_predictor"]["max_tv"]
         parts["far_below_constant_predictor"] = Diagnostic(
-            best < 0.1 * const_tv, best / const_tv, "best final max TV / constant predictor's < 0.1")
+            best < 0.1 * const_tv, best / const_tv, "best final max TV / constant predictor's < 0.1"
+        )
 
         gv = generator_measurements(inst)
         figures["generator_violation"] = gv
@@ -415,34 +523,47 @@ class F3(Claim):
 
         def worst(kind):
             return max(gv[kind]["negative_offdiag_rel"]["min"], gv[kind]["sum_defect_rel"]["min"])
+
         figures["min_violation_frozen"] = worst("frozen")
         figures["min_violation_linearised"] = worst("linearised")
-        am = max(gv["attention_matrix"]["negative_offdiag"]["max"],
-                 gv["attention_matrix"]["sum_defect"]["max"])
+        am = max(
+            gv["attention_matrix"]["negative_offdiag"]["max"],
+            gv["attention_matrix"]["sum_defect"]["max"],
+        )
         figures["max_violation_attention_matrix"] = am
         parts["attention_matrix_is_generator"] = at_most(
-            am, 1e3 * EPS, "max over samples of the generator violation of A(X) − I ≤ 1e3·eps")
+            am, 1e3 * EPS, "max over samples of the generator violation of A(X) − I ≤ 1e3·eps"
+        )
         parts["frozen_operator_not_generator"] = _both_conditions_break(gv, "frozen", tol)
         parts["linearised_operator_not_generator"] = _both_conditions_break(gv, "linearised", tol)
         # reported, not decided: which term breaks the conditions (see the module docstring)
         fi, li = gv["frozen_identity_value"], gv["linearised_identity_value_no_norm"]
         figures["attribution"] = {
             "frozen_without_value_map_is_generator": bool(
-                fi["negative_offdiag"]["max"] == 0.0 and fi["sum_defect"]["max"] <= 1e3 * EPS),
+                fi["negative_offdiag"]["max"] == 0.0 and fi["sum_defect"]["max"] <= 1e3 * EPS
+            ),
             "softmax_derivative_alone_breaks_both": both_conditions_break(li, tol),
             "softmax_derivative_min_negative_offdiag_rel": li["negative_offdiag_rel"]["min"],
             "softmax_derivative_min_sum_defect_rel": li["sum_defect_rel"]["min"],
             "frozen_sum_defect_minus_value_map_column_defect": frozen_defect_vs_value_map(inst),
         }
-        notes = ["A(X) − I alone is always a row-convention generator (softmax rows are stochastic); "
-                 "the violations come from the value map, the norm Jacobian and dA/dX (figure "
-                 "attribution, reported)"]
+        notes = [
+            "A(X) − I alone is always a row-convention generator (softmax rows are stochastic); "
+            "the violations come from the value map, the norm Jacobian and dA/dX (figure "
+            "attribution, reported)"
+        ]
         if not p["norm"]:
             notes.append("norm off")
-        return Conclusion(parts, figures,
-                          tolerance={"max_tv_threshold": p["tv_threshold"],
-                                     "violation_rel": tol, "generator_abs": 1e3 * EPS},
-                          notes=notes)
+        return Conclusion(
+            parts,
+            figures,
+            tolerance={
+                "max_tv_threshold": p["tv_threshold"],
+                "violation_rel": tol,
+                "generator_abs": 1e3 * EPS,
+            },
+            notes=notes,
+        )
 
 
 CLAIM = F3()

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .registry import CLAIMS
-from .report import key_figures_text, write_atomic
+from verify.registry import CLAIMS
+from verify.report import key_figures_text, write_atomic
 
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
 
@@ -27,45 +27,64 @@ def publishable(report: dict) -> list[str]:
     """Why ``report`` may not be published (empty when it may)."""
     why = []
     if report.get("schema_version") != 2:
-        why.append(f"the report has schema_version {report.get('schema_version')!r}, expected 2 "
-                   "(rerun pytest verify)")
+        why.append(
+            f"the report has schema_version {report.get('schema_version')!r}, expected 2 "
+            "(rerun pytest verify)"
+        )
         return why
     if not report["complete"]:
         why.append("the report is partial: " + "; ".join(report["incomplete_reasons"]))
-    pending = [c["id"] for c in report["claims"]
-               if c["status"] == "pending" and CLAIMS[c["id"]].implemented]
+    pending = [
+        c["id"]
+        for c in report["claims"]
+        if c["status"] == "pending" and CLAIMS[c["id"]].implemented
+    ]
     if pending:
         why.append("claims with a check were not run (pending): " + ", ".join(pending))
     git = report["provenance"].get("git") or {}
     if git.get("dirty") is not False:
-        why.append("the report comes from a working tree with uncommitted changes (dirty: "
-                   f"{git.get('dirty')}); commit, then rerun pytest verify")
+        why.append(
+            "the report comes from a working tree with uncommitted changes (dirty: "
+            f"{git.get('dirty')}); commit, then rerun pytest verify"
+        )
     return why
 
 
-def claim_table(report: dict, figure_names: dict[str, list[str]], figure_dir: str,
-                report_md: str = "docs/report/REPORT.md") -> str:
+def claim_table(
+    report: dict,
+    figure_names: dict[str, list[str]],
+    figure_dir: str,
+    report_md: str = "docs/report/REPORT.md",
+) -> str:
     """A Markdown table: ID, abstract sentence, formal statement, status, key figures, figures."""
-    rows = ["| ID | the abstract says | we check | status | key measured figures | figure |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| ID | the abstract says | we check | status | key measured figures | figure |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in report["claims"]:
         figs = " ".join(f"[{n}]({figure_dir}/{n}.png)" for n in figure_names.get(c["id"], []))
-        status = c["status"] + ("" if c["status"] == "pending" else
-                                f" (control: {c['negative_control']})")
-        rows.append(f"| [{c['id']}]({report_md}#{c['id'].lower()}) | {_cell(c['abstract'])} | "
-                    f"{_cell(c['statement'])} | **{status}** | {_cell(key_figures_text(c))} | "
-                    f"{figs} |")
+        status = c["status"] + (
+            "" if c["status"] == "pending" else f" (control: {c['negative_control']})"
+        )
+        rows.append(
+            f"| [{c['id']}]({report_md}#{c['id'].lower()}) | {_cell(c['abstract'])} | "
+            f"{_cell(c['statement'])} | **{status}** | {_cell(key_figures_text(c))} | "
+            f"{figs} |"
+        )
     return "\n".join(rows)
 
 
 def claims_markdown() -> str:
     """``docs/claims.md``: every claim as its unit declares it (statement, parameters, hypotheses,
     conclusion, negative controls, key figures)."""
-    lines = ["# The claims", "",
-             "Generated from the claim units (`verify/checks/<id>.py`) by `fastslow readme`; do not "
-             "edit by hand. Each claim's verdict on an instance is one of `holds`, `fails`, "
-             "`outside-hypotheses`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 3; bad input 2).",
-             ""]
+    lines = [
+        "# The claims",
+        "",
+        "Generated from the claim units (`verify/checks/<id>.py`) by `fastslow readme`; do not "
+        "edit by hand. Each claim's verdict on an instance is one of `holds`, `fails`, "
+        "`outside-hypotheses`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 3; bad input 2).",
+        "",
+    ]
     for cid, unit in CLAIMS.items():
         lines += [f"## {cid} — {unit.title}", "", f"> {unit.abstract}", "", unit.statement, ""]
         if not unit.implemented:
@@ -76,19 +95,36 @@ def claims_markdown() -> str:
         lines += ["", "**Conclusion:**", ""]
         lines += [f"- `{k}`: {m}" for k, m in unit.conclusion.items()]
         lines += ["", "**Negative controls** (`fastslow check " + cid + " --control NAME`):", ""]
-        lines += [f"- `{c.name}` breaks `{c.breaks}`: {c.meaning} ("
-                  + ", ".join(f"{k}={v}" for k, v in c.params.items()) + ")" for c in unit.controls]
-        lines += ["", "**Key figures:** " + ", ".join(f"`{k}`" for k in unit.key_figures), "",
-                  "**Parameters** (`--param KEY=VALUE`):", "", "| name | meaning | type and range |",
-                  "|---|---|---|"]
-        lines += [f"| `{k}` | {_cell(s.meaning)} | {_cell(s.describe())} |"
-                  for k, s in unit.params.items()]
+        lines += [
+            f"- `{c.name}` breaks `{c.breaks}`: {c.meaning} ("
+            + ", ".join(f"{k}={v}" for k, v in c.params.items())
+            + ")"
+            for c in unit.controls
+        ]
+        lines += [
+            "",
+            "**Key figures:** " + ", ".join(f"`{k}`" for k in unit.key_figures),
+            "",
+            "**Parameters** (`--param KEY=VALUE`):",
+            "",
+            "| name | meaning | type and range |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{k}` | {_cell(s.meaning)} | {_cell(s.describe())} |"
+            for k, s in unit.params.items()
+        ]
         lines.append("")
     return "\n".join(lines)
 
 
-def update_readme(readme: Path, report_path: Path, figure_names: dict[str, list[str]],
-                  figure_dir: str = "docs/figures", report_dir: str = "docs/report") -> None:
+def update_readme(
+    readme: Path,
+    report_path: Path,
+    figure_names: dict[str, list[str]],
+    figure_dir: str = "docs/figures",
+    report_dir: str = "docs/report",
+) -> None:
     """Publish ``report_path``: copy it to ``report_dir``, write ``docs/claims.md`` and the claim
     table of ``readme`` (``figure_names``: claim ID → figure names, from the figure registry).
     ``ValueError`` (nothing written) when the report may not be published."""
@@ -109,10 +145,12 @@ def update_readme(readme: Path, report_path: Path, figure_names: dict[str, list[
     git = report["provenance"]["git"]
     s = report["summary"]
     table = claim_table(report, figure_names, figure_dir, f"{report_dir}/REPORT.md")
-    stamp = (f"\n_Generated by `fastslow readme` from the report of commit "
-             f"`{(git.get('commit') or 'unknown')[:12]}` (BLAS: "
-             f"{report['provenance']['blas']['summary']}); {s['verified']} verified, "
-             f"{s['failed']} failed, {s['error']} error, {s['pending']} pending._\n")
+    stamp = (
+        f"\n_Generated by `fastslow readme` from the report of commit "
+        f"`{(git.get('commit') or 'unknown')[:12]}` (BLAS: "
+        f"{report['provenance']['blas']['summary']}); {s['verified']} verified, "
+        f"{s['failed']} failed, {s['error']} error, {s['pending']} pending._\n"
+    )
     # everything is checked and rendered before the first write
     dest = readme.parent / report_dir
     dest.mkdir(parents=True, exist_ok=True)

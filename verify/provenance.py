@@ -7,6 +7,7 @@ rerun with the same seeds and the same code reproduces the report's results bit 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import platform
 import subprocess
@@ -14,8 +15,23 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("numpy", "scipy", "sympy", "numba", "llvmlite", "matplotlib", "hypothesis", "pytest",
-            "threadpoolctl")
+import numpy  # noqa: F401  (loads numpy's BLAS so that threadpoolctl sees it)
+import scipy.linalg  # noqa: F401  (and SciPy's)
+from threadpoolctl import threadpool_info
+
+from numerics.jit_cache import ACTIVE as numba_cache
+
+PACKAGES = (
+    "numpy",
+    "scipy",
+    "sympy",
+    "numba",
+    "llvmlite",
+    "matplotlib",
+    "hypothesis",
+    "pytest",
+    "threadpoolctl",
+)
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +46,9 @@ def _version(name: str) -> str | None:
 
 def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                             timeout=10, check=True)
+        out = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
@@ -49,7 +66,6 @@ def source_fingerprint() -> str:
     never serves results computed by different code. Test modules are included (they are in
     ``verify``), which makes the key conservative, not wrong.
     """
-    import hashlib
 
     h = hashlib.sha256()
     for pkg in SOURCE_PACKAGES:
@@ -65,17 +81,28 @@ def blas_state() -> dict:
     (OpenBLAS' ``architecture``: ``Haswell``, ``SkylakeX``, ...), threads, and every ``OPENBLAS_*``
     environment variable (``OPENBLAS_CORETYPE`` forces the kernel). Results that rest on LAPACK
     may differ in rounding between kernels; verdicts must not."""
-    import numpy  # noqa: F401  (loads numpy's BLAS so that threadpoolctl sees it)
-    import scipy.linalg  # noqa: F401
-    from threadpoolctl import threadpool_info
 
-    libs = [{k: info.get(k) for k in ("internal_api", "prefix", "version", "architecture",
-                                      "threading_layer", "num_threads")}
-            for info in threadpool_info() if info.get("user_api") == "blas"]
-    libs.sort(key=lambda b: (str(b["prefix"]), str(b["version"])))   # load order varies
+    libs = [
+        {
+            k: info.get(k)
+            for k in (
+                "internal_api",
+                "prefix",
+                "version",
+                "architecture",
+                "threading_layer",
+                "num_threads",
+            )
+        }
+        for info in threadpool_info()
+        if info.get("user_api") == "blas"
+    ]
+    libs.sort(key=lambda b: (str(b["prefix"]), str(b["version"])))  # load order varies
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")}
-    summary = ", ".join(f"{b['internal_api']} {b['version']} ({b['architecture']} kernel)"
-                        for b in libs) or "unknown"
+    summary = (
+        ", ".join(f"{b['internal_api']} {b['version']} ({b['architecture']} kernel)" for b in libs)
+        or "unknown"
+    )
     return {"libraries": libs, "openblas_env": env, "summary": summary}
 
 
@@ -89,11 +116,9 @@ def git_state() -> dict:
 
 def provenance(seeds: dict | None = None, params: dict | None = None) -> dict:
     """The provenance record: versions, git state, platform, thread settings, and the given seeds/params."""
-    from fastslow import __version__
-    from numerics.jit_cache import ACTIVE as numba_cache  # the Numba cache key (numerics sources)
 
     rec = {
-        "fastslow": __version__,
+        "fastslow": _version("fastslow"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -117,6 +142,8 @@ def short(rec: dict | None = None) -> str:
     git = rec["git"]
     commit = (git["commit"] or "unknown")[:12] + ("+dirty" if git["dirty"] else "")
     pk = rec["packages"]
-    return (f"fastslow {rec['fastslow']} @ {commit}; python {rec['python']}; numpy {pk['numpy']}; "
-            f"scipy {pk['scipy']}; sympy {pk['sympy']}; numba {pk['numba']}; "
-            f"BLAS {rec['blas']['summary']}")
+    return (
+        f"fastslow {rec['fastslow']} @ {commit}; python {rec['python']}; numpy {pk['numpy']}; "
+        f"scipy {pk['scipy']}; sympy {pk['sympy']}; numba {pk['numba']}; "
+        f"BLAS {rec['blas']['summary']}"
+    )

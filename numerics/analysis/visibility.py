@@ -2,8 +2,8 @@
 
 The *visibility map* of a stack at a reference input ``X_0`` sends a direction ``δθ`` (a parameter
 tangent, or one of the position-dependent perturbations below) to the first-order change of the
-persistent component ``Lᵀ X_L`` (``Π = R Lᵀ``, :func:`numerics.masks.coarse_maps`). It is computed
-column by column with exact forward-mode JVPs (:mod:`numerics.autodiff`) along one cached
+persistent component ``Lᵀ X_L`` (``Π = R Lᵀ``, :func:`numerics.model.masks.coarse_maps`). It is computed
+column by column with exact forward-mode JVPs (:mod:`numerics.model.autodiff`) along one cached
 trajectory; :func:`forced_stack` is the nonlinear map used for finite perturbations and
 finite-difference cross-checks.
 
@@ -22,7 +22,7 @@ Along a token-homogeneous trajectory (``g = 0``) the linearised layer is ``δX �
 (claim D4) and ``Lᵀ K = Lᵀ``, so ``Lᵀ δX_{l+1} = Lᵀ δX_l (N + M) + h Lᵀ(forcing)``: forcing in
 ``ker Lᵀ`` never reaches the persistent component at first order.
 
-The parameter blocks are the weight names of :data:`numerics.model.WEIGHT_NAMES` and the gate
+The parameter blocks are the weight names of :data:`numerics.model.weights.WEIGHT_NAMES` and the gate
 ``"g"``; each block collects the columns of every layer slot (for a tied model one column per
 shared entry, moved in every slot).
 
@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
-from . import lapack
-from .autodiff import (_layer_fwd, _layer_jvp_cached, _norm_fwd, _norm_lin, _softmax_lin)
-from .layer import _check_model, _check_state, _layer, _masked_softmax
-from .masks import NAMED_MASKS, coarse_maps
-from .model import WEIGHT_NAMES, LayerParams, Model, ModelConfig
+from numerics import lapack
+from numerics import validation as v
+from numerics.model import kernels, tangents
+from numerics.model.layer import check_model, check_state
+from numerics.model.masks import NAMED_MASKS, coarse_maps
+from numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
 
 PARAMETER_BLOCKS = WEIGHT_NAMES + ("g",)
 """Parameter blocks of the visibility map (every weight matrix and the gate)."""
@@ -49,19 +49,33 @@ POSITION_BLOCKS = ("X0_Ed", "X0_Ep", "E_Ed", "F_Ed")
 
 BLOCKS = PARAMETER_BLOCKS + POSITION_BLOCKS
 
-__all__ = ["PARAMETER_BLOCKS", "POSITION_BLOCKS", "BLOCKS", "persistent_component",
-           "decaying_projector", "decaying_basis", "persistent_basis", "forced_stack",
-           "forced_tangent", "visibility_map", "block_spectra", "numerical_rank", "kernel_jvp"]
+__all__ = [
+    "PARAMETER_BLOCKS",
+    "POSITION_BLOCKS",
+    "BLOCKS",
+    "persistent_component",
+    "decaying_projector",
+    "decaying_basis",
+    "persistent_basis",
+    "forced_stack",
+    "forced_tangent",
+    "visibility_map",
+    "block_spectra",
+    "numerical_rank",
+    "kernel_jvp",
+]
 
 
 # --------------------------------------------------------------------------- bundles
+
 
 def _named(config: ModelConfig) -> str:
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
     if config.mask_name not in NAMED_MASKS:
-        raise ValueError(f"the persistent component needs a named mask {NAMED_MASKS}, got a "
-                         "custom mask")
+        raise ValueError(
+            f"the persistent component needs a named mask {NAMED_MASKS}, got a custom mask"
+        )
     return config.mask_name
 
 
@@ -73,7 +87,7 @@ def persistent_component(config: ModelConfig, X) -> np.ndarray:
     """``Y = Lᵀ X`` (k×d): token 0 (causal), first tokens (block_causal), block means
     (block_bidirectional)."""
     _, L = _maps(config)
-    return L.T @ _check_state(config, X)
+    return L.T @ check_state(config, X)
 
 
 def decaying_projector(config: ModelConfig) -> np.ndarray:
@@ -100,6 +114,7 @@ def persistent_basis(config: ModelConfig) -> np.ndarray:
 
 # --------------------------------------------------------------------------- forced stack
 
+
 def _check_forcing(model: Model, F) -> np.ndarray | None:
     if F is None:
         return None
@@ -110,22 +125,22 @@ def _check_forcing(model: Model, F) -> np.ndarray | None:
 def _embeddings(cfg: ModelConfig, E, X0):
     if E is None:
         return X0.copy() if cfg.gamma else None
-    return _check_state(cfg, E, "E")
+    return check_state(cfg, E, "E")
 
 
 def forced_stack(model: Model, X0, E=None, F=None) -> np.ndarray:
     """``X_L`` of ``X_{l+1} = Φ_l(X_l) + h·F_l`` (``F`` of shape (L, T, d); ``None``: no forcing).
 
-    ``E`` defaults to ``X_0`` as in :func:`numerics.layer.stack`; without forcing the result is
+    ``E`` defaults to ``X_0`` as in :func:`numerics.model.layer.stack`; without forcing the result is
     bit-identical to the stack.
     """
-    model = _check_model(model)
+    model = check_model(model)
     cfg = model.config
-    X = _check_state(cfg, X0, "X0")
+    X = check_state(cfg, X0, "X0")
     E = _embeddings(cfg, E, X)
     F = _check_forcing(model, F)
     for l, p in enumerate(model.layers):
-        X = _layer(cfg, p, X, E)
+        X = kernels.layer(cfg, p, X, E)
         if F is not None:
             X = X + cfg.h * F[l]
     if not np.all(np.isfinite(X)):
@@ -136,7 +151,7 @@ def forced_stack(model: Model, X0, E=None, F=None) -> np.ndarray:
 def _caches(model: Model, X0: np.ndarray, E) -> list:
     caches, X = [], X0
     for p in model.layers:
-        c = _layer_fwd(model.config, p, X, E)
+        c = tangents.layer_fwd(model.config, p, X, E)
         caches.append(c)
         X = c["Y"]
     return caches
@@ -148,7 +163,7 @@ def _tangent(model: Model, caches: list, dX0, dparams, dE, dF) -> np.ndarray:
     for l, (p, c) in enumerate(zip(model.layers, caches)):
         dp = None if dparams is None else dparams[l]
         if dX is not None or dp is not None:
-            dX = _layer_jvp_cached(cfg, p, c, dX, dp)
+            dX = tangents.layer_jvp_cached(cfg, p, c, dX, dp)
         extra = None
         if dE is not None and cfg.gamma:
             extra = cfg.h * cfg.gamma * dE
@@ -159,32 +174,35 @@ def _tangent(model: Model, caches: list, dX0, dparams, dE, dF) -> np.ndarray:
     return np.zeros((cfg.T, cfg.d)) if dX is None else dX
 
 
-def forced_tangent(model: Model, X0, *, E=None, dX0=None, dparams=None, dE=None,
-                   dF=None) -> tuple[np.ndarray, np.ndarray]:
+def forced_tangent(
+    model: Model, X0, *, E=None, dX0=None, dparams=None, dE=None, dF=None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(X_L, δX_L)``: the forced stack and its exact first-order response (forward mode).
 
     ``dX0`` (T×d), ``dparams`` (``L`` :class:`LayerParams` tangents, entries may be ``None``),
     ``dE`` (T×d; acts only when ``γ > 0``) and ``dF`` (L×T×d additive forcing) may each be ``None``.
     """
-    model = _check_model(model)
+    model = check_model(model)
     cfg = model.config
-    X0 = _check_state(cfg, X0, "X0")
+    X0 = check_state(cfg, X0, "X0")
     E = _embeddings(cfg, E, X0)
-    dX0 = None if dX0 is None else _check_state(cfg, dX0, "dX0")
-    dE = None if dE is None else _check_state(cfg, dE, "dE")
+    dX0 = None if dX0 is None else check_state(cfg, dX0, "dX0")
+    dE = None if dE is None else check_state(cfg, dE, "dE")
     dF = _check_forcing(model, dF)
     if dparams is not None:
         if len(dparams) != model.L:
             raise ValueError(f"dparams must hold {model.L} tangents, got {len(dparams)}")
         for dp in dparams:
             if dp is not None and not isinstance(dp, LayerParams):
-                raise TypeError(f"dparams entries must be LayerParams or None, got "
-                                f"{type(dp).__name__}")
+                raise TypeError(
+                    f"dparams entries must be LayerParams or None, got {type(dp).__name__}"
+                )
     caches = _caches(model, X0, E)
     return caches[-1]["Y"], _tangent(model, caches, dX0, dparams, dE, dF)
 
 
 # --------------------------------------------------------------------------- the visibility map
+
 
 def _unit_tangent(zero: LayerParams, name: str, idx) -> LayerParams:
     t = zero.zeros_like()
@@ -210,8 +228,9 @@ def _parameter_columns(model: Model, name: str):
                 yield [t if l == slot else None for l in range(model.L)]
 
 
-def visibility_map(model: Model, X0, E=None, *, blocks=BLOCKS, output: str = "persistent",
-                   seed=0) -> dict:
+def visibility_map(
+    model: Model, X0, E=None, *, blocks=BLOCKS, output: str = "persistent", seed=0
+) -> dict:
     """The columns of ``δθ ↦ δ(Lᵀ X_L)`` (``output="persistent"``) or ``δθ ↦ δX_L``
     (``output="state"``), grouped by block.
 
@@ -221,9 +240,9 @@ def visibility_map(model: Model, X0, E=None, *, blocks=BLOCKS, output: str = "pe
     ``F_Ed`` the same basis in every layer separately. ``E_Ed`` is empty when ``γ = 0``.
     ``seed`` is unused (the bases are deterministic); it is accepted for a uniform signature.
     """
-    model = _check_model(model)
+    model = check_model(model)
     cfg = model.config
-    X0 = _check_state(cfg, X0, "X0")
+    X0 = check_state(cfg, X0, "X0")
     E = _embeddings(cfg, E, X0)
     if output not in ("persistent", "state"):
         raise ValueError(f"output must be 'persistent' or 'state', got {output!r}")
@@ -257,8 +276,9 @@ def visibility_map(model: Model, X0, E=None, *, blocks=BLOCKS, output: str = "pe
             cols = [read(_tangent(model, caches, Z, None, None, None)) for Z in bundle_states(Ep)]
         elif b == "E_Ed":
             if cfg.gamma:
-                cols = [read(_tangent(model, caches, None, None, Z, None))
-                        for Z in bundle_states(Ed)]
+                cols = [
+                    read(_tangent(model, caches, None, None, Z, None)) for Z in bundle_states(Ed)
+                ]
         else:  # F_Ed
             for l in range(model.L):
                 for Z in bundle_states(Ed):
@@ -272,8 +292,7 @@ def visibility_map(model: Model, X0, E=None, *, blocks=BLOCKS, output: str = "pe
 
 def block_spectra(vmap: dict) -> dict:
     """Singular values of every block of a visibility map (descending; empty blocks give [])."""
-    return {b: (lapack.svdvals(M) if M.size else np.zeros(0))
-            for b, M in vmap.items()}
+    return {b: (lapack.svdvals(M) if M.size else np.zeros(0)) for b, M in vmap.items()}
 
 
 def numerical_rank(s, scale: float, rtol: float = 1e-9) -> int:
@@ -283,6 +302,7 @@ def numerical_rank(s, scale: float, rtol: float = 1e-9) -> int:
 
 
 # --------------------------------------------------------------------------- the kernel's change
+
 
 def kernel_jvp(config: ModelConfig, params: LayerParams, X, dX=None, dparams=None):
     """``(A, δA)``: the fast attention matrix ``A(X)`` and its first-order change along ``dX`` and
@@ -297,22 +317,22 @@ def kernel_jvp(config: ModelConfig, params: LayerParams, X, dX=None, dparams=Non
     if not isinstance(params, LayerParams):
         raise TypeError(f"params must be LayerParams, got {type(params).__name__}")
     params.shapes_ok(config.d, config.m)
-    X = _check_state(config, X)
-    dX = None if dX is None else _check_state(config, dX, "dX")
+    X = check_state(config, X)
+    dX = None if dX is None else check_state(config, dX, "dX")
     if dparams is not None and not isinstance(dparams, LayerParams):
         raise TypeError(f"dparams must be LayerParams or None, got {type(dparams).__name__}")
     beta = config.score_scale
-    Xn, r = _norm_fwd(config, X)
+    Xn, r = tangents.norm_fwd(config, X)
     Qx, Kx = Xn @ params.Q, Xn @ params.K
-    A = _masked_softmax(beta * Qx @ Kx.T, config.mask_array)
+    A = kernels.masked_softmax(beta * Qx @ Kx.T, config.mask_array)
     dQx = np.zeros_like(Qx)
     dKx = np.zeros_like(Kx)
     if dX is not None:
-        dXn = _norm_lin(Xn, r, dX)
+        dXn = tangents.norm_lin(Xn, r, dX)
         dQx += dXn @ params.Q
         dKx += dXn @ params.K
     if dparams is not None:
         dQx += Xn @ dparams.Q
         dKx += Xn @ dparams.K
     dS = beta * (dQx @ Kx.T + Qx @ dKx.T)
-    return A, _softmax_lin(A, dS)
+    return A, tangents.softmax_lin(A, dS)

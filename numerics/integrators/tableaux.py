@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import lapack
+from numerics import lapack
 
 # ----------------------------------------------------------------------------- Dormand–Prince 5(4)
 DP_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
@@ -31,44 +31,56 @@ DP_A[3, :3] = [44 / 45, -56 / 15, 32 / 9]
 DP_A[4, :4] = [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729]
 DP_A[5, :5] = [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]
 DP_A[6, :6] = [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]
-DP_B = DP_A[6].copy()                      # 5th order weights (FSAL: stage 7 is f(y₁))
-DP_BHAT = np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100,
-                    1 / 40])               # embedded 4th order weights
+DP_B = DP_A[6].copy()  # 5th order weights (FSAL: stage 7 is f(y₁))
+DP_BHAT = np.array(
+    [5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40]
+)  # embedded 4th order weights
 DP_E = DP_B - DP_BHAT
 DP_ORDER, DP_ERROR_ORDER = 5, 4
 
 # ----------------------------------------------------------------------------- ROS34PW2
 ROS_GAMMA = 4.3586652150845900e-01
-ROS_ALPHA = np.zeros((4, 4))               # strictly lower: stage arguments y + Σ α_ij k_j
+ROS_ALPHA = np.zeros((4, 4))  # strictly lower: stage arguments y + Σ α_ij k_j
 ROS_ALPHA[1, 0] = 8.7173304301691801e-01
 ROS_ALPHA[2, :2] = [8.4457060015369423e-01, -1.1299064236484185e-01]
 ROS_ALPHA[3, :3] = [0.0, 0.0, 1.0]
-ROS_GAMMA_MATRIX = np.diag(np.full(4, ROS_GAMMA))   # lower triangular Γ
+ROS_GAMMA_MATRIX = np.diag(np.full(4, ROS_GAMMA))  # lower triangular Γ
 ROS_GAMMA_MATRIX[1, 0] = -8.7173304301691801e-01
 ROS_GAMMA_MATRIX[2, :2] = [-9.0338057013044082e-01, 5.4180672388095326e-02]
-ROS_GAMMA_MATRIX[3, :3] = [2.4212380706095346e-01, -1.2232505839045147e+00, 5.4526025533510214e-01]
-ROS_B = np.array([2.4212380706095346e-01, -1.2232505839045147e+00, 1.5452602553351020e+00,
-                  4.3586652150845900e-01])
-ROS_BHAT = np.array([3.7810903145819369e-01, -9.6042292212423178e-02, 5.0000000000000000e-01,
-                     2.1793326075422950e-01])
+ROS_GAMMA_MATRIX[3, :3] = [2.4212380706095346e-01, -1.2232505839045147e00, 5.4526025533510214e-01]
+ROS_B = np.array(
+    [2.4212380706095346e-01, -1.2232505839045147e00, 1.5452602553351020e00, 4.3586652150845900e-01]
+)
+ROS_BHAT = np.array(
+    [
+        3.7810903145819369e-01,
+        -9.6042292212423178e-02,
+        5.0000000000000000e-01,
+        2.1793326075422950e-01,
+    ]
+)
 ROS_ORDER, ROS_ERROR_ORDER = 3, 2
 
 # transformed (Hairer–Wanner) coefficients
 _GINV = np.linalg.inv(ROS_GAMMA_MATRIX)
-ROS_A = np.tril(ROS_ALPHA @ _GINV, -1)     # strictly lower
-ROS_CMAT = np.tril(np.diag(1.0 / np.diag(ROS_GAMMA_MATRIX)) - _GINV, -1)   # strictly lower
+ROS_A = np.tril(ROS_ALPHA @ _GINV, -1)  # strictly lower
+ROS_CMAT = np.tril(np.diag(1.0 / np.diag(ROS_GAMMA_MATRIX)) - _GINV, -1)  # strictly lower
 ROS_M = ROS_B @ _GINV
 ROS_MHAT = ROS_BHAT @ _GINV
 ROS_MERR = ROS_M - ROS_MHAT
-ROS_C = ROS_ALPHA.sum(axis=1)              # stage times α_i
+ROS_C = ROS_ALPHA.sum(axis=1)  # stage times α_i
 
 # ----------------------------------------------------------------------------- Radau IIA (3 stages)
 # Hairer & Wanner, Solving ODEs II, IV.5 (Table 5.6): collocation at the Radau points, order 5.
 _S6 = np.sqrt(6.0)
 RADAU_C = np.array([(4 - _S6) / 10, (4 + _S6) / 10, 1.0])
-RADAU_A = np.array([[(88 - 7 * _S6) / 360, (296 - 169 * _S6) / 1800, (-2 + 3 * _S6) / 225],
-                    [(296 + 169 * _S6) / 1800, (88 + 7 * _S6) / 360, (-2 - 3 * _S6) / 225],
-                    [(16 - _S6) / 36, (16 + _S6) / 36, 1 / 9]])
+RADAU_A = np.array(
+    [
+        [(88 - 7 * _S6) / 360, (296 - 169 * _S6) / 1800, (-2 + 3 * _S6) / 225],
+        [(296 + 169 * _S6) / 1800, (88 + 7 * _S6) / 360, (-2 - 3 * _S6) / 225],
+        [(16 - _S6) / 36, (16 + _S6) / 36, 1 / 9],
+    ]
+)
 # embedded error estimate (Hairer & Wanner IV.8, eq. 8.20): err = (I/(hγ₀) − J)⁻¹[f(y) + Σ e_i z_i / h]
 RADAU_E = np.array([-13 - 7 * _S6, -13 + 7 * _S6, -1.0]) / 3
 RADAU_ORDER = 5
@@ -89,7 +101,7 @@ def _radau_transform():
     vr = V[:, ir].real / V[2, ir].real
     vc = V[:, ic] / V[2, ic]
     T = np.column_stack([vr, vc.real, vc.imag])
-    return mu, complex(lam.conjugate()), T, np.linalg.inv(T)   # μ_c = α − iβ (Newton form)
+    return mu, complex(lam.conjugate()), T, np.linalg.inv(T)  # μ_c = α − iβ (Newton form)
 
 
 RADAU_MU_REAL, RADAU_MU_COMPLEX, RADAU_T, RADAU_TI = _radau_transform()

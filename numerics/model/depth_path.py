@@ -1,6 +1,6 @@
 """Parameter paths ``t ↦ θ(t)`` on ``[0, 1]`` and the stacks that sample them (claim D2).
 
-A path is a callable ``t ↦ LayerParams`` that :func:`numerics.flow.make_rhs` accepts (with
+A path is a callable ``t ↦ LayerParams`` that :func:`numerics.model.flow.make_rhs` accepts (with
 ``config=``). :func:`stack_from_path` builds the ``L``-layer stack with depth step ``h = 1/L`` whose
 layer ``l`` uses ``θ(l/L)``: the forward-Euler discretisation of ``dX/dt = F(t, X)``.
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
-from .model import LayerParams, Model, ModelConfig, init_layer
+from numerics import validation as v
+from numerics.model.weights import LayerParams, Model, ModelConfig, init_layer
 
 __all__ = ["SmoothPath", "StepPath", "random_smooth_path", "stack_from_path", "lipschitz_estimate"]
 
@@ -47,11 +47,15 @@ class StepPath:
 
     def __init__(self, thetas, jumps):
         self.thetas = list(thetas)
-        self.breakpoints = tuple(float(v.real("jump", j, low=0.0, high=1.0, low_open=True,
-                                              high_open=True)) for j in jumps)
+        self.breakpoints = tuple(
+            float(v.real("jump", j, low=0.0, high=1.0, low_open=True, high_open=True))
+            for j in jumps
+        )
         if len(self.thetas) != len(self.breakpoints) + 1:
-            raise ValueError(f"need len(thetas) = len(jumps) + 1, got {len(self.thetas)} and "
-                             f"{len(self.breakpoints)}")
+            raise ValueError(
+                f"need len(thetas) = len(jumps) + 1, got {len(self.thetas)} and "
+                f"{len(self.breakpoints)}"
+            )
         if list(self.breakpoints) != sorted(self.breakpoints):
             raise ValueError(f"jumps must be sorted, got {self.breakpoints}")
 
@@ -59,8 +63,9 @@ class StepPath:
         return self.thetas[int(np.searchsorted(self.breakpoints, t, side="right"))]
 
 
-def random_smooth_path(config: ModelConfig, seed, *, tied: bool = False, scale: float = 1.0,
-                       gate: float = 0.5) -> SmoothPath:
+def random_smooth_path(
+    config: ModelConfig, seed, *, tied: bool = False, scale: float = 1.0, gate: float = 0.5
+) -> SmoothPath:
     """A seeded smooth path between two random layers (``tied=True``: a constant path)."""
     rng = np.random.default_rng(seed)
     a = init_layer(config, rng, scale=scale, gate=gate)

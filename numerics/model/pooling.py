@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
+from numerics import validation as v
+from numerics.model import kernels
 
 __all__ = [
     "block_mean",
@@ -42,28 +43,6 @@ def _as_tokens(name: str, X) -> np.ndarray:
     return X
 
 
-def _block_mean(X: np.ndarray, P: int) -> np.ndarray:
-    return X.reshape((X.shape[0] // P, P) + X.shape[1:]).mean(axis=1)
-
-
-def _upsample(Y: np.ndarray, P: int) -> np.ndarray:
-    return np.repeat(Y, P, axis=0)
-
-
-def _causal_upsample(Y: np.ndarray, P: int) -> np.ndarray:
-    out = np.zeros((Y.shape[0] * P,) + Y.shape[1:])
-    out[P:] = np.repeat(Y[:-1], P, axis=0)
-    return out
-
-
-def _causal_upsample_adjoint(G: np.ndarray, P: int) -> np.ndarray:
-    N = G.shape[0] // P
-    sums = G.reshape((N, P) + G.shape[1:]).sum(axis=1)
-    out = np.zeros_like(sums)
-    out[:-1] = sums[1:]
-    return out
-
-
 def block_mean(X, P: int) -> np.ndarray:
     """Block-mean pooling ``B X``: the mean of each block of ``P`` consecutive tokens.
 
@@ -71,28 +50,28 @@ def block_mean(X, P: int) -> np.ndarray:
     """
     X = _as_tokens("X", X)
     v.divides(P, X.shape[0])
-    return _block_mean(X, P)
+    return kernels.block_mean(X, P)
 
 
 def upsample(Y, P: int) -> np.ndarray:
     """Up-sampling ``U Y``: every block value repeated ``P`` times."""
     Y = _as_tokens("Y", Y)
     P = v.positive_int("P", P)
-    return _upsample(Y, P)
+    return kernels.upsample(Y, P)
 
 
 def causal_upsample(Y, P: int) -> np.ndarray:
     """Causal up-sampling ``U_c Y``: block ``b`` receives ``Y[b−1]``, block 0 receives zero."""
     Y = _as_tokens("Y", Y)
     P = v.positive_int("P", P)
-    return _causal_upsample(Y, P)
+    return kernels.causal_upsample(Y, P)
 
 
 def causal_upsample_adjoint(G, P: int) -> np.ndarray:
     """``U_cᵀ G``: row ``b`` is the sum of ``G`` over block ``b+1`` (the last row is zero)."""
     G = _as_tokens("G", G)
     v.divides(P, G.shape[0])
-    return _causal_upsample_adjoint(G, P)
+    return kernels.causal_upsample_adjoint(G, P)
 
 
 def weighted_pool(X, w) -> np.ndarray:
@@ -103,8 +82,10 @@ def weighted_pool(X, w) -> np.ndarray:
     X = _as_tokens("X", X)
     w = v.finite_array("w", w, ndim=1)
     if np.any(w < 0) or abs(w.sum() - 1.0) > 1e-12:
-        raise ValueError(f"w must be a probability vector (w ≥ 0, Σw = 1), got sum {w.sum()!r} "
-                         f"and min {w.min()!r}")
+        raise ValueError(
+            f"w must be a probability vector (w ≥ 0, Σw = 1), got sum {w.sum()!r} "
+            f"and min {w.min()!r}"
+        )
     P = w.shape[0]
     N = v.divides(P, X.shape[0])
     return np.tensordot(w, X.reshape((N, P) + X.shape[1:]), axes=([0], [1]))
@@ -114,7 +95,7 @@ def block_constant_part(X, P: int) -> np.ndarray:
     """``UB X``: the orthogonal projection of ``X`` onto block-constant sequences."""
     X = _as_tokens("X", X)
     v.divides(P, X.shape[0])
-    return _upsample(_block_mean(X, P), P)
+    return kernels.upsample(kernels.block_mean(X, P), P)
 
 
 def pooling_matrix(T: int, P: int, w=None) -> np.ndarray:

@@ -12,7 +12,7 @@ JSON-serialisable value. The executor is any ``concurrent.futures.Executor``:
 Every finished point is written to
 ``cache_dir/<source fingerprint>/<fn module.name>/<sha256 of the point>.json`` as soon as it
 arrives, so an interrupted sweep rerun with the same ``cache_dir`` only computes the missing
-points. The source fingerprint (:func:`fastslow.provenance.source_fingerprint`) changes with any
+points. The source fingerprint (:func:`verify.provenance.source_fingerprint`) changes with any
 edit of the code, so a cache never serves results of other code.
 
 Results do not depend on the executor or on the cache: each point carries its own seed, and every
@@ -30,8 +30,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 
 def grid(**axes: Iterable) -> list[dict]:
@@ -46,8 +46,9 @@ def grid(**axes: Iterable) -> list[dict]:
 
 def point_key(fn: Callable, point: dict) -> str:
     """A stable key for ``fn`` at ``point`` (the cache file name)."""
-    text = json.dumps({"fn": f"{fn.__module__}.{fn.__qualname__}", "point": point},
-                      sort_keys=True, default=str)
+    text = json.dumps(
+        {"fn": f"{fn.__module__}.{fn.__qualname__}", "point": point}, sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -71,9 +72,15 @@ class Progress:
             sys.stderr.flush()
 
 
-def sweep(fn: Callable, points: list[dict], *, executor: cf.Executor | None = None,
-          cache_dir: str | Path | None = None, progress: bool | None = None,
-          label: str | None = None) -> list:
+def sweep(
+    fn: Callable,
+    points: list[dict],
+    *,
+    executor: cf.Executor | None = None,
+    cache_dir: str | Path | None = None,
+    progress: bool | None = None,
+    label: str | None = None,
+) -> list:
     """``[fn(**p) for p in points]``, computed on ``executor`` and cached in ``cache_dir``.
 
     Args:
@@ -90,10 +97,12 @@ def sweep(fn: Callable, points: list[dict], *, executor: cf.Executor | None = No
     if not all(isinstance(p, dict) for p in points):
         raise TypeError("every sweep point must be a dict of keyword arguments")
     if executor is not None and not isinstance(executor, cf.Executor):
-        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+        raise TypeError(
+            f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
+        )
     cache = None
     if cache_dir is not None:
-        from fastslow.provenance import source_fingerprint
+        from verify.provenance import source_fingerprint
 
         cache = Path(cache_dir) / source_fingerprint() / f"{fn.__module__}.{fn.__qualname__}"
         cache.mkdir(parents=True, exist_ok=True)
@@ -134,7 +143,9 @@ def as_json(value, what: str = "a sweep result"):
     try:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} must be JSON-serialisable (lists, dicts, numbers, strings): {exc}") from None
+        raise TypeError(
+            f"{what} must be JSON-serialisable (lists, dicts, numbers, strings): {exc}"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -174,7 +185,9 @@ def dask_executor(address: str):
     try:
         from distributed import Client
     except ImportError:
-        raise ImportError("a Dask scheduler needs the optional extra: pip install 'fastslow[dask]'") from None
+        raise ImportError(
+            "a Dask scheduler needs the optional extra: pip install 'fastslow[dask]'"
+        ) from None
     client = Client(address)
     return client.get_executor(), client
 

@@ -14,12 +14,12 @@ current block's state. The two predictors therefore agree for all future tokens 
 posteriors agree, which holds for all data exactly when the block sum is sufficient for ``z``
 (exponential families with ``T(x) = x``, Fisher–Neyman). Functions:
 
-* Gaussian AR(1) latent mean (:func:`numerics.data.gaussian_ar1_blocks`): Kalman filters
+* Gaussian AR(1) latent mean (:func:`numerics.toy.data.gaussian_ar1_blocks`): Kalman filters
   :func:`kalman_token_filter` (token by token, gain form) and :func:`kalman_pooled_filter` (block
   means observed with variance ``σ²/P``, current running mean with ``σ²/k``, information form).
   They return the predictive moments ``(m_t, v_t)`` of ``η_{b(t)}`` given the information available
   before token ``t``; the token predictive is ``N(m_t, v_t + σ²)``.
-* Finite-state latent chains (:func:`numerics.data.hmm_blocks`): forward filters
+* Finite-state latent chains (:func:`numerics.toy.data.hmm_blocks`): forward filters
   :func:`hmm_token_filter` (one token at a time) and :func:`hmm_pooled_filter` (emission of a block
   = exact law of its sum/mean, :func:`mean_loglik`), returning the state posterior before each token.
   The pooled filter is the *best predictor from block means* for any emission, exponential or not:
@@ -38,23 +38,32 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from . import _validate as v
-from .data import Emission, _distribution, _transition, stationary_distribution
+from numerics import validation as v
+from numerics.toy.data import Emission, _distribution, _transition, stationary_distribution
 
 __all__ = [
-    "kalman_token_filter", "kalman_pooled_filter", "kalman_predictive_logpdf",
+    "kalman_token_filter",
+    "kalman_pooled_filter",
+    "kalman_predictive_logpdf",
     "kalman_future_logpdf",
-    "token_loglik", "mean_loglik", "hmm_token_filter", "hmm_pooled_filter",
-    "hmm_predictive_logpdf", "hmm_future_logpdf",
+    "token_loglik",
+    "mean_loglik",
+    "hmm_token_filter",
+    "hmm_pooled_filter",
+    "hmm_predictive_logpdf",
+    "hmm_future_logpdf",
 ]
 
 _LOG2PI = math.log(2.0 * math.pi)
 
 
 def _ar1_args(rho, tau, sigma, mu):
-    return (v.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True),
-            v.real("tau", tau, low=0.0, low_open=True),
-            v.real("sigma", sigma, low=0.0, low_open=True), v.real("mu", mu))
+    return (
+        v.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True),
+        v.real("tau", tau, low=0.0, low_open=True),
+        v.real("sigma", sigma, low=0.0, low_open=True),
+        v.real("mu", mu),
+    )
 
 
 def _tokens(x, P):
@@ -67,8 +76,10 @@ def _sums(sums, P):
     P = v.positive_int("P", P)
     S = v.finite_array("sums", sums, ndim=3)
     if S.shape[2] != P + 1:
-        raise ValueError(f"sums must have shape (n_seq, N, P+1) = (…, …, {P + 1}) "
-                         f"(running sums from numerics.data.running_sums), got {S.shape}")
+        raise ValueError(
+            f"sums must have shape (n_seq, N, P+1) = (…, …, {P + 1}) "
+            f"(running sums from numerics.toy.data.running_sums), got {S.shape}"
+        )
     return S
 
 
@@ -76,8 +87,10 @@ def _sums(sums, P):
 # Gaussian AR(1): Kalman filters
 # ------------------------------------------------------------------------------------------------
 
-def kalman_token_filter(x, P: int, *, rho: float, tau: float = 1.0, sigma: float = 1.0,
-                        mu: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+
+def kalman_token_filter(
+    x, P: int, *, rho: float, tau: float = 1.0, sigma: float = 1.0, mu: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Kalman filter on every token for the AR(1) block-mean model.
 
     Returns ``(m, v)`` of shape ``(n_seq, T)``: mean and variance of ``η_{b(t)}`` given ``x_{<t}``.
@@ -102,11 +115,12 @@ def kalman_token_filter(x, P: int, *, rho: float, tau: float = 1.0, sigma: float
     return m_out, v_out
 
 
-def kalman_pooled_filter(sums, P: int, *, rho: float, tau: float = 1.0, sigma: float = 1.0,
-                         mu: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def kalman_pooled_filter(
+    sums, P: int, *, rho: float, tau: float = 1.0, sigma: float = 1.0, mu: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Kalman filter that reads only past block sums and the running sum of the current block.
 
-    ``sums`` are running sums, shape ``(n_seq, N, P+1)`` (:func:`numerics.data.running_sums`). For
+    ``sums`` are running sums, shape ``(n_seq, N, P+1)`` (:func:`numerics.toy.data.running_sums`). For
     block ``b`` the prior ``N(m_b, v_b)`` comes from the block means of blocks ``< b`` (each observed
     as ``η + noise`` of variance ``σ²/P``); before token ``k`` it is combined once with the running
     mean ``S_{b,k}/k`` (variance ``σ²/k``) in information form. Returns ``(m, v)``, shape
@@ -121,7 +135,7 @@ def kalman_pooled_filter(sums, P: int, *, rho: float, tau: float = 1.0, sigma: f
     vb = np.full(n, tau * tau)
     k = np.arange(P + 1, dtype=np.float64)
     for b in range(N):
-        prec = 1.0 / vb[:, None] + k[None, :] / s2            # (n, P+1)
+        prec = 1.0 / vb[:, None] + k[None, :] / s2  # (n, P+1)
         var = 1.0 / prec
         mean = var * (mb[:, None] / vb[:, None] + S[:, b, :] / s2)
         m_out[:, b], v_out[:, b] = mean[:, :P], var[:, :P]
@@ -142,8 +156,9 @@ def kalman_predictive_logpdf(x, m, var, *, sigma: float = 1.0) -> np.ndarray:
     return -0.5 * (_LOG2PI + np.log(tot) + (x - m) ** 2 / tot)
 
 
-def kalman_future_logpdf(x, m, var, P: int, *, rho: float, tau: float = 1.0, sigma: float = 1.0,
-                         mu: float = 0.0) -> np.ndarray:
+def kalman_future_logpdf(
+    x, m, var, P: int, *, rho: float, tau: float = 1.0, sigma: float = 1.0, mu: float = 0.0
+) -> np.ndarray:
     """Log predictive density of every future token given the information before token ``t``.
 
     ``out[i, t, t'] = log p(x_{t'} | info before t)`` for ``t' ≥ t`` (``−inf`` below the diagonal),
@@ -160,7 +175,7 @@ def kalman_future_logpdf(x, m, var, P: int, *, rho: float, tau: float = 1.0, sig
     for t in range(T):
         fut = np.arange(t, T)
         d = (blk[fut] - blk[t]).astype(np.float64)
-        r = rho ** d
+        r = rho**d
         mean = mu + r[None, :] * (m[:, t, None] - mu)
         lat = (r * r)[None, :] * var[:, t, None] + (1.0 - r * r)[None, :] * tau * tau
         tot = lat + sigma * sigma
@@ -171,6 +186,7 @@ def kalman_future_logpdf(x, m, var, P: int, *, rho: float, tau: float = 1.0, sig
 # ------------------------------------------------------------------------------------------------
 # Finite-state latent chains: forward filters
 # ------------------------------------------------------------------------------------------------
+
 
 def _token_loglik(em: Emission, x: np.ndarray) -> np.ndarray:
     xs = x[..., None]
@@ -192,7 +208,7 @@ def _token_loglik(em: Emission, x: np.ndarray) -> np.ndarray:
         return -math.log(math.pi * s) - np.log1p(((xs - em["means"]) / s) ** 2)
     if f == "mixture":
         c, w, sc = em["offsets"], em["weights"], em["scales"]
-        d = (xs[..., None] - em["means"][:, None] - c) / sc          # (..., K, J)
+        d = (xs[..., None] - em["means"][:, None] - c) / sc  # (..., K, J)
         comp = np.log(w) - np.log(sc) - 0.5 * (_LOG2PI + d * d)
         return logsumexp(comp, axis=-1)
     raise AssertionError(f)  # pragma: no cover
@@ -245,8 +261,13 @@ def _mean_loglik(em: Emission, s: np.ndarray, k: int) -> np.ndarray:
     if f == "bernoulli":
         S = np.round(ss)
         p = em["probs"]
-        return (gammaln(k + 1.0) - gammaln(S + 1.0) - gammaln(k - S + 1.0)
-                + S * np.log(p) + (k - S) * np.log1p(-p))
+        return (
+            gammaln(k + 1.0)
+            - gammaln(S + 1.0)
+            - gammaln(k - S + 1.0)
+            + S * np.log(p)
+            + (k - S) * np.log1p(-p)
+        )
     ybar = ss / k
     if f in ("gaussian", "gaussian_scale"):
         sd = (em["sigma"][0] if f == "gaussian" else em["scales"]) / math.sqrt(k)
@@ -256,11 +277,11 @@ def _mean_loglik(em: Emission, s: np.ndarray, k: int) -> np.ndarray:
         return -math.log(math.pi * sc) - np.log1p(((ybar - em["means"]) / sc) ** 2)
     if f == "mixture":
         c, w, sc = em["offsets"], em["weights"], em["scales"]
-        n = _compositions(k, c.size)                                       # (C, J)
+        n = _compositions(k, c.size)  # (C, J)
         logmult = gammaln(k + 1.0) - gammaln(n + 1.0).sum(axis=1) + n @ np.log(w)
-        loc = n @ c / k                                                    # (C,)
-        sd = np.sqrt(n @ (sc * sc)) / k                                    # (C,)
-        d = (ybar[..., None] - em["means"][:, None] - loc) / sd            # (..., K, C)
+        loc = n @ c / k  # (C,)
+        sd = np.sqrt(n @ (sc * sc)) / k  # (C,)
+        d = (ybar[..., None] - em["means"][:, None] - loc) / sd  # (..., K, C)
         return logsumexp(logmult - np.log(sd) - 0.5 * (_LOG2PI + d * d), axis=-1)
     raise AssertionError(f)  # pragma: no cover
 
@@ -279,8 +300,11 @@ def mean_loglik(emission: Emission, sums, k: int) -> np.ndarray:
     k = v.nonneg_int("k", k)
     s = v.finite_array("sums", sums)
     if emission.family in ("poisson", "bernoulli") and k > 0:
-        if np.any(np.abs(s - np.round(s)) > 1e-6) or np.any(s < 0) or (
-                emission.family == "bernoulli" and np.any(s > k)):
+        if (
+            np.any(np.abs(s - np.round(s)) > 1e-6)
+            or np.any(s < 0)
+            or (emission.family == "bernoulli" and np.any(s > k))
+        ):
             raise ValueError(f"sums of {k} {emission.family} tokens must be integers in range")
     return _mean_loglik(emission, s, k)
 
@@ -310,7 +334,7 @@ def hmm_token_filter(x, P: int, emission: Emission, transition, initial=None) ->
     x, N = _tokens(x, P)
     A, pi = _chain_args(emission, transition, initial)
     _check_emission_values(emission, x)
-    ll = _token_loglik(emission, x)                      # (n, T, K)
+    ll = _token_loglik(emission, x)  # (n, T, K)
     n, T, K = ll.shape
     out = np.empty((n, T, K))
     w = np.tile(pi, (n, 1))
@@ -335,8 +359,8 @@ def hmm_pooled_filter(sums, P: int, emission: Emission, transition, initial=None
     n, N, _ = S.shape
     K = emission.n_states
     for k in range(1, P + 1):
-        mean_loglik(emission, S[:, :, k], k)             # validates the statistics
-    lls = [_mean_loglik(emission, S[:, :, k], k) for k in range(P + 1)]   # each (n, N, K)
+        mean_loglik(emission, S[:, :, k], k)  # validates the statistics
+    lls = [_mean_loglik(emission, S[:, :, k], k) for k in range(P + 1)]  # each (n, N, K)
     out = np.empty((n, N, P, K))
     prior = np.tile(pi, (n, 1))
     for b in range(N):
@@ -365,7 +389,7 @@ def hmm_future_logpdf(emission: Emission, w, x, P: int, transition) -> np.ndarra
     K = emission.n_states
     A = _transition(transition, K)
     w = v.finite_array("w", w, shape=x.shape + (K,))
-    ll = token_loglik(emission, x)                        # (n, T, K)
+    ll = token_loglik(emission, x)  # (n, T, K)
     n, T = x.shape
     powers = [np.eye(K)]
     for _ in range(1, N):
@@ -375,7 +399,6 @@ def hmm_future_logpdf(emission: Emission, w, x, P: int, transition) -> np.ndarra
         b = t // P
         for d in range(N - b):
             lo, hi = max(t, (b + d) * P), (b + d + 1) * P
-            wd = w[:, t] @ powers[d]                      # (n, K)
+            wd = w[:, t] @ powers[d]  # (n, K)
             out[:, t, lo:hi] = logsumexp(ll[:, lo:hi], b=wd[:, None, :], axis=-1)
     return out
-

@@ -1,6 +1,6 @@
 """Numba-accelerated forward of one layer and of the stack, numerically the reference's (SPEC §1, §5).
 
-Same map as :mod:`numerics.layer` (``_layer``, ``stack``) with the same switches (``norm``,
+Same map as :mod:`numerics.model.layer` (``_layer``, ``stack``) with the same switches (``norm``,
 ``sigma``, ``slow`` on/off, ``slow_mask``, ``gamma``, ``beta``, any boolean fast mask)::
 
     Φ(X) = X + h·[ A(X) n(X)V + σ(n(X)W1)W2 + g·U_c Aₛ(Ŷ) ŶVs + γ(E − X) ],   Ŷ = n(BX)
@@ -57,9 +57,9 @@ import weakref
 import numpy as np
 from numba import njit
 
-from .layer import _check_embeddings, _check_layer_params, _check_model, _check_state
-from .masks import block_level_mask
-from .model import LayerParams, Model, ModelConfig
+from numerics.model.layer import check_embeddings, check_layer_params, check_model, check_state
+from numerics.model.masks import block_level_mask
+from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 __all__ = ["fast_layer", "fast_stack", "fast_attention", "fast_slow_path", "warm_up", "TILE"]
 
@@ -69,6 +69,7 @@ TILE = 128
 
 
 # --------------------------------------------------------------------------- kernels
+
 
 def _row_ranges(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``lo[i], hi[i]``: first allowed column and one past the last allowed column of row ``i``."""
@@ -100,21 +101,27 @@ _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 _SHIFTER = 6755399441055744.0  # 1.5·2^52: adding it rounds to an integer kept in the low bits
 _BIAS = 1023 << 52
-_EXP_CUT = -708.0
+EXP_CUT = -708.0
 _C2, _C3, _C4, _C5, _C6, _C7 = 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040
-_C8, _C9, _C10, _C11, _C12, _C13 = (1 / 40320, 1 / 362880, 1 / 3628800, 1 / 39916800,
-                                    1 / 479001600, 1 / 6227020800)
+_C8, _C9, _C10, _C11, _C12, _C13 = (
+    1 / 40320,
+    1 / 362880,
+    1 / 3628800,
+    1 / 39916800,
+    1 / 479001600,
+    1 / 6227020800,
+)
 
 
 @njit(cache=True)
-def _exp_into(v, p, t):
+def exp_into(v, p, t):
     """``e^v = p·t`` split in two factors: ``p = e^r`` (polynomial), ``t = 2^k`` (exponent bits).
 
-    ``v`` must be ≤ 0 or NaN; the caller zeroes the results where ``v < _EXP_CUT``.
+    ``v`` must be ≤ 0 or NaN; the caller zeroes the results where ``v < EXP_CUT``.
     """
     for b in range(v.shape[0]):
         x = v[b]
-        x = _EXP_CUT if x < _EXP_CUT else x  # NaN stays NaN (and propagates, like np.exp)
+        x = EXP_CUT if x < EXP_CUT else x  # NaN stays NaN (and propagates, like np.exp)
         s = x * _LOG2E + _SHIFTER
         k = s - _SHIFTER
         r = (x - k * _LN2_HI) - k * _LN2_LO
@@ -147,7 +154,7 @@ _TQ0, _TQ1, _TQ2 = 1.12811678491632931402e2, 2.23548839060100448583e3, 4.8440630
 
 
 @njit(cache=True)
-def _tanh_row(row, vbuf, pbuf, tbuf):
+def tanh_row(row, vbuf, pbuf, tbuf):
     """``row ← tanh(row)`` in place (1-D, contiguous)."""
     n = row.shape[0]
     v = vbuf[:n]
@@ -155,10 +162,10 @@ def _tanh_row(row, vbuf, pbuf, tbuf):
     t = tbuf[:n]
     for b in range(n):
         v[b] = -2.0 * abs(row[b])
-    _exp_into(v, p, t)
+    exp_into(v, p, t)
     for b in range(n):
         x = row[b]
-        e = 0.0 if v[b] < _EXP_CUT else p[b] * t[b]
+        e = 0.0 if v[b] < EXP_CUT else p[b] * t[b]
         big = (1.0 - e) / (1.0 + e)
         big = big if x >= 0.0 else -big
         z = x * x
@@ -179,17 +186,17 @@ def _softmax_row(row, mrow, vbuf, pbuf, tbuf):
             m = row[b]
     for b in range(n):
         v[b] = row[b] - m if mrow[b] else -1000.0
-    _exp_into(v, p, t)
+    exp_into(v, p, t)
     z0 = 0.0
     z1 = 0.0
     z2 = 0.0
     z3 = 0.0
     b = 0
     while b + 4 <= n:
-        e0 = 0.0 if v[b] < _EXP_CUT else p[b] * t[b]
-        e1 = 0.0 if v[b + 1] < _EXP_CUT else p[b + 1] * t[b + 1]
-        e2 = 0.0 if v[b + 2] < _EXP_CUT else p[b + 2] * t[b + 2]
-        e3 = 0.0 if v[b + 3] < _EXP_CUT else p[b + 3] * t[b + 3]
+        e0 = 0.0 if v[b] < EXP_CUT else p[b] * t[b]
+        e1 = 0.0 if v[b + 1] < EXP_CUT else p[b + 1] * t[b + 1]
+        e2 = 0.0 if v[b + 2] < EXP_CUT else p[b + 2] * t[b + 2]
+        e3 = 0.0 if v[b + 3] < EXP_CUT else p[b + 3] * t[b + 3]
         row[b] = e0
         row[b + 1] = e1
         row[b + 2] = e2
@@ -200,7 +207,7 @@ def _softmax_row(row, mrow, vbuf, pbuf, tbuf):
         z3 += e3
         b += 4
     while b < n:
-        e0 = 0.0 if v[b] < _EXP_CUT else p[b] * t[b]
+        e0 = 0.0 if v[b] < EXP_CUT else p[b] * t[b]
         row[b] = e0
         z0 += e0
         b += 1
@@ -231,7 +238,7 @@ def _attention_into(Qp, Kp, Vp, mask, lo, hi, tile, sbuf, out):
                 c1 = hi[i]
         nr = r1 - r0
         nc = c1 - c0
-        S = sbuf[:nr * nc].reshape((nr, nc))
+        S = sbuf[: nr * nc].reshape((nr, nc))
         np.dot(Qp[r0:r1], Kp[c0:c1].T, S)
         for a in range(nr):
             _softmax_row(S[a], mask[r0 + a, c0:c1], vbuf, pbuf, tbuf)
@@ -280,8 +287,36 @@ def _slow_blocks(X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile, sbuf,
 
 
 @njit(cache=True)
-def _layer_into(X, E, Q, K, V, W1, W2, Qs, Ks, Vs, g, mask, lo, hi, smask, slo, shi,
-                P, beta, h, gamma, eps, norm, tanh, slow, tile, sbuf, out):
+def _layer_into(
+    X,
+    E,
+    Q,
+    K,
+    V,
+    W1,
+    W2,
+    Qs,
+    Ks,
+    Vs,
+    g,
+    mask,
+    lo,
+    hi,
+    smask,
+    slo,
+    shi,
+    P,
+    beta,
+    h,
+    gamma,
+    eps,
+    norm,
+    tanh,
+    slow,
+    tile,
+    sbuf,
+    out,
+):
     """One layer ``out = Φ(X)``; the work arrays are allocated here once per call."""
     T, d = X.shape
     m = W1.shape[1]
@@ -296,7 +331,7 @@ def _layer_into(X, E, Q, K, V, W1, W2, Qs, Ks, Vs, g, mask, lo, hi, smask, slo, 
         pbuf = np.empty(m)
         tbuf = np.empty(m)
         for i in range(T):
-            _tanh_row(H[i], vbuf, pbuf, tbuf)
+            tanh_row(H[i], vbuf, pbuf, tbuf)
     M = np.empty((T, d))
     np.dot(H, W2, M)
     up = np.zeros((T // P, d))  # slow output per block, before the causal shift
@@ -329,8 +364,9 @@ def _slow_path_kernel(X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile):
     T, d = X.shape
     N = T // P
     up = np.empty((N, d))
-    _slow_blocks(X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile,
-                 np.empty(min(tile, N) * N), up)
+    _slow_blocks(
+        X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile, np.empty(min(tile, N) * N), up
+    )
     out = np.zeros((T, d))
     for i in range(P, T):
         for j in range(d):
@@ -339,6 +375,7 @@ def _slow_path_kernel(X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile):
 
 
 # --------------------------------------------------------------------------- plumbing
+
 
 def _c(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
@@ -363,17 +400,34 @@ def _static_uncached(cfg: ModelConfig) -> tuple:
     lo, hi = _row_ranges(mask)
     smask = np.ascontiguousarray(block_level_mask(cfg.slow_mask, cfg.N), dtype=np.bool_)
     slo, shi = _row_ranges(smask)
-    return (mask, lo, hi, smask, slo, shi, np.int64(cfg.P), float(cfg.score_scale), float(cfg.h),
-            float(cfg.gamma), float(cfg.norm_eps), bool(cfg.norm), cfg.sigma == "tanh",
-            bool(cfg.slow), np.int64(TILE))
+    return (
+        mask,
+        lo,
+        hi,
+        smask,
+        slo,
+        shi,
+        np.int64(cfg.P),
+        float(cfg.score_scale),
+        float(cfg.h),
+        float(cfg.gamma),
+        float(cfg.norm_eps),
+        bool(cfg.norm),
+        cfg.sigma == "tanh",
+        bool(cfg.slow),
+        np.int64(TILE),
+    )
 
 
 def _weights(p: LayerParams) -> tuple:
-    return tuple(_c(getattr(p, n)) for n in ("Q", "K", "V", "W1", "W2", "Qs", "Ks", "Vs")) \
-        + (float(p.g),)
+    return tuple(_c(getattr(p, n)) for n in ("Q", "K", "V", "W1", "W2", "Qs", "Ks", "Vs")) + (
+        float(p.g),
+    )
 
 
-def _fast_trajectory(cfg: ModelConfig, layers, X0: np.ndarray, E: np.ndarray | None) -> np.ndarray:
+def fast_trajectory_unchecked(
+    cfg: ModelConfig, layers, X0: np.ndarray, E: np.ndarray | None
+) -> np.ndarray:
     """Unvalidated: all states ``(L+1, T, d)``. Hot path for benchmarks and integrators.
 
     The loop over layers is in Python (one kernel call per layer, ≈ 20 µs of dispatch): stacking
@@ -391,74 +445,86 @@ def _fast_trajectory(cfg: ModelConfig, layers, X0: np.ndarray, E: np.ndarray | N
 
 # --------------------------------------------------------------------------- public functions
 
+
 def fast_layer(config: ModelConfig, params: LayerParams, X, E=None) -> np.ndarray:
-    """One layer ``Φ(X) = X + h·F(X)``, Numba path; same result as :func:`numerics.layer.layer`.
+    """One layer ``Φ(X) = X + h·F(X)``, Numba path; same result as :func:`numerics.model.layer.layer`.
 
     ``E`` (the injection target) defaults to ``X``, i.e. no injection, as in the reference.
     Validation as in the reference: ``ValueError``/``TypeError`` naming the bad argument.
     """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a numerics.ModelConfig, got {type(config).__name__}")
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    E = _check_state(config, E, "E") if E is not None else None
-    return _fast_trajectory(config, (p,), X, E)[1]
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    E = check_state(config, E, "E") if E is not None else None
+    return fast_trajectory_unchecked(config, (p,), X, E)[1]
 
 
 def fast_stack(model: Model, X0, E=None) -> np.ndarray:
-    """The stack ``X_L = Φ_{L−1} ∘ ⋯ ∘ Φ_0 (X_0)``, Numba path; same as :func:`numerics.layer.stack`.
+    """The stack ``X_L = Φ_{L−1} ∘ ⋯ ∘ Φ_0 (X_0)``, Numba path; same as :func:`numerics.model.layer.stack`.
 
     ``E`` defaults to ``X_0`` (it only matters when ``γ > 0``). Raises ``FloatingPointError`` if the
     stack produces non-finite values, like the reference.
     """
-    model = _check_model(model)
+    model = check_model(model)
     cfg = model.config
-    X = _check_state(cfg, X0, "X0")
-    E = _check_embeddings(cfg, E, X)
-    out = _fast_trajectory(cfg, model.layers, X, E)[-1]
+    X = check_state(cfg, X0, "X0")
+    E = check_embeddings(cfg, E, X)
+    out = fast_trajectory_unchecked(cfg, model.layers, X, E)[-1]
     if not np.all(np.isfinite(out)):
-        raise FloatingPointError("the stack produced non-finite values; reduce the weight scale or h")
+        raise FloatingPointError(
+            "the stack produced non-finite values; reduce the weight scale or h"
+        )
     return out
 
 
-def _pieces(cfg: ModelConfig):
+def compiled_pieces(cfg: ModelConfig):
     st = _static(cfg)
     mask, lo, hi, smask, slo, shi, P, beta, h, gamma, eps, norm, tanh, slow, tile = st
     return mask, lo, hi, smask, slo, shi, P, beta, eps, norm, tile
 
 
-def _fast_attention(cfg: ModelConfig, p: LayerParams, X: np.ndarray, static=None) -> np.ndarray:
-    """Unvalidated ``Attn(X)``; ``static`` = ``_pieces(cfg)`` may be precomputed (benchmarks)."""
-    mask, lo, hi, smask, slo, shi, P, beta, eps, norm, tile = static or _pieces(cfg)
-    return _fast_attention_kernel(_c(X), _c(p.Q), _c(p.K), _c(p.V), mask, lo, hi, beta, eps,
-                                  norm, tile)
+def fast_attention_unchecked(
+    cfg: ModelConfig, p: LayerParams, X: np.ndarray, static=None
+) -> np.ndarray:
+    """Unvalidated ``Attn(X)``; ``static`` = ``compiled_pieces(cfg)`` may be precomputed (benchmarks)."""
+    mask, lo, hi, smask, slo, shi, P, beta, eps, norm, tile = static or compiled_pieces(cfg)
+    return _fast_attention_kernel(
+        _c(X), _c(p.Q), _c(p.K), _c(p.V), mask, lo, hi, beta, eps, norm, tile
+    )
 
 
-def _fast_slow_path(cfg: ModelConfig, p: LayerParams, X: np.ndarray, static=None) -> np.ndarray:
-    """Unvalidated ``Slow(X)`` (ungated); ``static`` as in :func:`_fast_attention`."""
-    mask, lo, hi, smask, slo, shi, P, beta, eps, norm, tile = static or _pieces(cfg)
-    return _slow_path_kernel(_c(X), _c(p.Qs), _c(p.Ks), _c(p.Vs), smask, slo, shi, P, beta, eps,
-                             norm, tile)
+def fast_slow_path_unchecked(
+    cfg: ModelConfig, p: LayerParams, X: np.ndarray, static=None
+) -> np.ndarray:
+    """Unvalidated ``Slow(X)`` (ungated); ``static`` as in :func:`fast_attention_unchecked`."""
+    mask, lo, hi, smask, slo, shi, P, beta, eps, norm, tile = static or compiled_pieces(cfg)
+    return _slow_path_kernel(
+        _c(X), _c(p.Qs), _c(p.Ks), _c(p.Vs), smask, slo, shi, P, beta, eps, norm, tile
+    )
 
 
 def fast_attention(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
-    """``Attn(X) = A(X) n(X) V``, Numba path; same as :func:`numerics.layer.attention`."""
+    """``Attn(X) = A(X) n(X) V``, Numba path; same as :func:`numerics.model.layer.attention`."""
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a numerics.ModelConfig, got {type(config).__name__}")
-    return _fast_attention(config, _check_layer_params(config, params), _check_state(config, X))
+    return fast_attention_unchecked(
+        config, check_layer_params(config, params), check_state(config, X)
+    )
 
 
 def fast_slow_path(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """``Slow(X) = U_c softmax(β Ŷ Qs (Ŷ Ks)ᵀ) Ŷ Vs``, Numba path; same as
-    :func:`numerics.layer.slow_path` (ungated)."""
+    :func:`numerics.model.layer.slow_path` (ungated)."""
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a numerics.ModelConfig, got {type(config).__name__}")
-    return _fast_slow_path(config, _check_layer_params(config, params), _check_state(config, X))
+    return fast_slow_path_unchecked(
+        config, check_layer_params(config, params), check_state(config, X)
+    )
 
 
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel once, with the exact dtypes the wrappers pass."""
-    from .model import init_model
 
     for kw in ({}, {"norm": False, "sigma": "identity", "gamma": 0.5, "slow_mask": "full"}):
         cfg = ModelConfig(T=4, P=2, d=2, **kw)

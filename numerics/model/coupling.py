@@ -2,7 +2,7 @@
 
 ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)``, ``R_t(X) = γ(E − X) + MLP_t(X) + g_t·Slow_t(X)``, with
 ``θ(t)`` piecewise constant on ``L`` equal intervals (the untied stack; tied weights are ``L = 1``).
-:func:`coupling_rhs_nb` is a Numba transcription of :func:`numerics.flow.make_rhs` with
+:func:`coupling_rhs_nb` is a Numba transcription of :func:`numerics.model.flow.make_rhs` with
 ``form="coupling"`` (same RMS norm, masked softmax, tanh MLP, block-causal slow path with ``U_c``);
 the tests check that the two agree to rounding. For block-local masks the kernel, its product with
 ``X`` and the inverse of ``I/(hγ) − J`` are computed block by block (``O(T·P·d)``, not
@@ -12,9 +12,9 @@ Cost of one call (the Radau loop spends about two thirds of its time here): the 
 holds, per layer, ``G = [β·Q Kᵀ | W1]`` and ``Gs = [β·Qs Ksᵀ | Vs]``, so a single BLAS product
 ``n(X)·G`` gives the bilinear score factor and the MLP pre-activation; weights and mask are read as
 views of ``p`` (no copies); the softmax exponentials and the MLP ``tanh`` go through the
-vectorisable ``exp``/``tanh`` of :mod:`numerics.fast` (≤ 1 and ≤ 2 ulp). Measured at T×d = 64×8
+vectorisable ``exp``/``tanh`` of :mod:`numerics.model.compiled` (≤ 1 and ≤ 2 ulp). Measured at T×d = 64×8
 (block_bidirectional, P = 4): 19.7 µs → 9.5–10 µs per call; results agree with
-:func:`numerics.flow.make_rhs` to ≤ 3e-16 relative (different summation order and the precomputed
+:func:`numerics.model.flow.make_rhs` to ≤ 3e-16 relative (different summation order and the precomputed
 ``Q Kᵀ``, so not bitwise). :func:`frozen_kernel_jac_nb` returns the stiff part
 ``J = (A_t(X) − I)/ε − γI`` (T×T, acting on the token index), which the Rosenbrock-W method uses as
 ``W = J ⊗ I_d``. It omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on the
@@ -29,17 +29,24 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .. import _validate as v
-from ..fast import _EXP_CUT, _exp_into, _tanh_row
-from ..model import LayerParams, Model, ModelConfig
-from ._core import JAC_SIG, RHS_SIG
-from . import IntegratorResult, integrate
+from numerics import validation as v
+from numerics.integrators import IntegratorResult, integrate
+from numerics.integrators.loops import JAC_SIG, RHS_SIG
+from numerics.model.compiled import EXP_CUT, exp_into, tanh_row
+from numerics.model.weights import LayerParams, Model, ModelConfig
 
 HEADER = 16
-_T, _P, _D, _M, _L, _NORM, _TANH, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL = range(14)
+_T, _P, _D, _M, _L, _NORM, _TANH, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL = range(
+    14
+)
 
-__all__ = ["pack_coupling", "coupling_rhs_nb", "frozen_kernel_jac_nb", "integrate_coupling",
-           "layer_breakpoints"]
+__all__ = [
+    "pack_coupling",
+    "coupling_rhs_nb",
+    "frozen_kernel_jac_nb",
+    "integrate_coupling",
+    "layer_breakpoints",
+]
 
 
 def pack_coupling(config: ModelConfig, layers, eps: float, E=None) -> np.ndarray:
@@ -66,20 +73,42 @@ def pack_coupling(config: ModelConfig, layers, eps: float, E=None) -> np.ndarray
         E = np.zeros((T, d))
     head = np.zeros(HEADER)
     head[13] = float(is_block_local(config.mask_array, config.P))
-    head[:13] = [T, config.P, d, config.m, len(layers), float(config.norm),
-                 float(config.sigma == "tanh"), float(config.slow), float(config.slow_mask == "full"),
-                 config.gamma, config.score_scale, config.norm_eps, eps]
+    head[:13] = [
+        T,
+        config.P,
+        d,
+        config.m,
+        len(layers),
+        float(config.norm),
+        float(config.sigma == "tanh"),
+        float(config.slow),
+        float(config.slow_mask == "full"),
+        config.gamma,
+        config.score_scale,
+        config.norm_eps,
+        eps,
+    ]
     parts = [head, config.mask_array.astype(np.float64).ravel(), E.ravel()]
     for lp in layers:
-        parts += [lp.Q.ravel(), lp.K.ravel(), lp.W1.ravel(), lp.W2.ravel(), lp.Qs.ravel(),
-                  lp.Ks.ravel(), lp.Vs.ravel(), np.array([lp.g])]
+        parts += [
+            lp.Q.ravel(),
+            lp.K.ravel(),
+            lp.W1.ravel(),
+            lp.W2.ravel(),
+            lp.Qs.ravel(),
+            lp.Ks.ravel(),
+            lp.Vs.ravel(),
+            np.array([lp.g]),
+        ]
     # per-layer products used by the block-local path: G = [β·Q Kᵀ | W1] (d×(d+m)), so that one
     # product n(X)·G gives the bilinear score factor and the MLP pre-activation, and
     # Gs = [β·Qs Ksᵀ | Vs] (d×2d) for the slow path (same maps, rounding-level differences)
     beta = config.score_scale
     for lp in layers:
-        parts += [np.hstack([beta * (lp.Q @ lp.K.T), lp.W1]).ravel(),
-                  np.hstack([beta * (lp.Qs @ lp.Ks.T), lp.Vs]).ravel()]
+        parts += [
+            np.hstack([beta * (lp.Q @ lp.K.T), lp.W1]).ravel(),
+            np.hstack([beta * (lp.Qs @ lp.Ks.T), lp.Vs]).ravel(),
+        ]
     return np.ascontiguousarray(np.concatenate(parts))
 
 
@@ -94,7 +123,7 @@ def is_block_local(mask: np.ndarray, P: int) -> bool:
 @njit(cache=True)
 def _mat(p, off, r, c):
     """View of ``p[off : off + r·c]`` as an ``r×c`` matrix (no copy)."""
-    return p[off:off + r * c].reshape((r, c))
+    return p[off : off + r * c].reshape((r, c))
 
 
 @njit(cache=True)
@@ -178,7 +207,7 @@ def _block_weights(Xn, XG, p):
     """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
     token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
     ``XG[i, :d]·n(X)[j]`` (``P×P×d`` per block, explicit loops); all exponentials go through one
-    vectorisable pass (:func:`numerics.fast._exp_into`, ≤ 1 ulp from ``np.exp``)."""
+    vectorisable pass (:func:`numerics.model.compiled.exp_into`, ≤ 1 ulp from ``np.exp``)."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
@@ -199,11 +228,11 @@ def _block_weights(Xn, XG, p):
                 mx = s
         for j in range(P):
             v[i * P + j] = S[i, j] - mx if mask[i, b0 + j] > 0.0 else -1000.0
-    _exp_into(v, pb, tb)
+    exp_into(v, pb, tb)
     for i in range(T):
         z = 0.0
         for j in range(P):
-            e = 0.0 if v[i * P + j] < _EXP_CUT else pb[i * P + j] * tb[i * P + j]
+            e = 0.0 if v[i * P + j] < EXP_CUT else pb[i * P + j] * tb[i * P + j]
             S[i, j] = e
             z += e
         for j in range(P):
@@ -236,7 +265,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
     off = _layer_offset(p, seg) + 2 * d * d
     W2 = _mat(p, off + d * m, m, d)
     if p[_BLOCKLOCAL] > 0.0:
-        XG = np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m))    # one BLAS call
+        XG = np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m))  # one BLAS call
         S = _block_weights(Xn, XG, p)
         for i in range(T):
             b0 = (i // P) * P
@@ -252,7 +281,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
         Z = np.dot(Xn, _mat(p, off, d, m))
     if p[_TANH] > 0.0:
         zf = Z.reshape(T * m)
-        _tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
+        tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
     acc = np.empty(d)
     for i in range(T):
         acc[:] = 0.0
@@ -293,12 +322,12 @@ def coupling_rhs_nb(t, y, p, seg, out):
                     mx = sc
             for b in range(N):
                 v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
-        _exp_into(v[:(N - 1) * N], pb, tb)
+        exp_into(v[: (N - 1) * N], pb, tb)
         for a in range(N - 1):
             top = N if full else a + 1
             z = 0.0
             for b in range(top):
-                e = 0.0 if v[a * N + b] < _EXP_CUT else pb[a * N + b] * tb[a * N + b]
+                e = 0.0 if v[a * N + b] < EXP_CUT else pb[a * N + b] * tb[a * N + b]
                 pb[a * N + b] = e
                 z += e
             for b in range(top):
@@ -344,9 +373,20 @@ def layer_breakpoints(L: int) -> np.ndarray:
     return np.arange(1, L) / L
 
 
-def integrate_coupling(model: Model, X0, eps: float, *, E=None, t_span=(0.0, 1.0), t_eval=None,
-                       method: str = "rosw", rtol: float = 1e-6, atol: float = 1e-9,
-                       h_fixed: float | None = None, max_steps: int = 1_000_000) -> IntegratorResult:
+def integrate_coupling(
+    model: Model,
+    X0,
+    eps: float,
+    *,
+    E=None,
+    t_span=(0.0, 1.0),
+    t_eval=None,
+    method: str = "rosw",
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    h_fixed: float | None = None,
+    max_steps: int = 1_000_000,
+) -> IntegratorResult:
     """Integrate the coupling form of ``model`` (weights of layer ``l`` on ``[l/L, (l+1)/L)``).
 
     ``E`` defaults to ``X0`` when ``γ > 0``. The integration stops exactly at every ``l/L``. The
@@ -362,9 +402,21 @@ def integrate_coupling(model: Model, X0, eps: float, *, E=None, t_span=(0.0, 1.0
     t0, t1 = float(t_span[0]), float(t_span[1])
     bps = [b for b in layer_breakpoints(model.L)] if not model.tied else []
     block = cfg.P if is_block_local(cfg.mask_array, cfg.P) else None
-    res = integrate(coupling_rhs_nb, (t0, t1), X0, method=method, jac=frozen_kernel_jac_nb,
-                    jac_size=cfg.T, jac_block=block, p=p, rtol=rtol, atol=atol, t_eval=t_eval,
-                    breakpoints=bps,
-                    h_fixed=h_fixed, max_steps=max_steps)
+    res = integrate(
+        coupling_rhs_nb,
+        (t0, t1),
+        X0,
+        method=method,
+        jac=frozen_kernel_jac_nb,
+        jac_size=cfg.T,
+        jac_block=block,
+        p=p,
+        rtol=rtol,
+        atol=atol,
+        t_eval=t_eval,
+        breakpoints=bps,
+        h_fixed=h_fixed,
+        max_steps=max_steps,
+    )
     res.extra["X"] = res.y.T.reshape(-1, cfg.T, cfg.d)
     return res

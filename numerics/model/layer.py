@@ -17,59 +17,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
-from .model import LayerParams, Model, ModelConfig
-from .pooling import _block_mean, _causal_upsample
-from .masks import block_level_mask
+from numerics import validation as v
+from numerics.model import kernels
+from numerics.model.weights import LayerParams, Model, ModelConfig
 
-__all__ = ["rms_norm", "masked_softmax", "attention_kernel", "attention", "mlp", "slow_path",
-           "layer_increment", "layer", "stack", "stack_trajectory"]
+__all__ = [
+    "rms_norm",
+    "masked_softmax",
+    "attention_kernel",
+    "attention",
+    "mlp",
+    "slow_path",
+    "layer_increment",
+    "layer",
+    "stack",
+    "stack_trajectory",
+]
 
 
 # --------------------------------------------------------------------------- unvalidated kernels
-
-def _rms_norm(X: np.ndarray, eps: float) -> np.ndarray:
-    return X / np.sqrt(np.mean(X * X, axis=-1, keepdims=True) + eps)
-
-
-def _masked_softmax(S: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    S = np.where(mask, S, -np.inf)
-    S = S - S.max(axis=-1, keepdims=True)
-    E = np.exp(S)
-    return E / E.sum(axis=-1, keepdims=True)
-
-
-def _normed(cfg: ModelConfig, X: np.ndarray) -> np.ndarray:
-    return _rms_norm(X, cfg.norm_eps) if cfg.norm else X
-
-
-def _kernel(cfg: ModelConfig, Xn: np.ndarray, Q: np.ndarray, K: np.ndarray, mask) -> np.ndarray:
-    return _masked_softmax(cfg.score_scale * (Xn @ Q) @ (Xn @ K).T, mask)
-
-
-def _sigma(cfg: ModelConfig, Z: np.ndarray) -> np.ndarray:
-    return np.tanh(Z) if cfg.sigma == "tanh" else Z
-
-
-def _slow(cfg: ModelConfig, p: LayerParams, X: np.ndarray) -> np.ndarray:
-    Yh = _normed(cfg, _block_mean(X, cfg.P))
-    As = _kernel(cfg, Yh, p.Qs, p.Ks, block_level_mask(cfg.slow_mask, cfg.N))
-    return _causal_upsample(As @ (Yh @ p.Vs), cfg.P)
-
-
-def _increment(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E: np.ndarray | None) -> np.ndarray:
-    Xn = _normed(cfg, X)
-    A = _kernel(cfg, Xn, p.Q, p.K, cfg.mask_array)
-    F = A @ (Xn @ p.V) + _sigma(cfg, Xn @ p.W1) @ p.W2
-    if cfg.slow:
-        F = F + p.g * _slow(cfg, p, X)
-    if cfg.gamma:
-        F = F + cfg.gamma * (E - X)
-    return F
-
-
-def _layer(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E: np.ndarray | None) -> np.ndarray:
-    return X + cfg.h * _increment(cfg, p, X, E)
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -78,29 +44,31 @@ STATE_LIMIT = 1e150
 """Largest magnitude a state entry may have: squares (RMS norm) and scores stay below overflow."""
 
 
-def _check_state(cfg: ModelConfig, X, name: str = "X") -> np.ndarray:
+def check_state(cfg: ModelConfig, X, name: str = "X") -> np.ndarray:
     X = v.finite_array(name, X, shape=(cfg.T, cfg.d))
     big = np.abs(X).max(initial=0.0)
     if big >= STATE_LIMIT:
-        raise ValueError(f"{name} has an entry of magnitude {big:.3g}; expected magnitudes below "
-                         f"{STATE_LIMIT:.0e} (squares must not overflow float64)")
+        raise ValueError(
+            f"{name} has an entry of magnitude {big:.3g}; expected magnitudes below "
+            f"{STATE_LIMIT:.0e} (squares must not overflow float64)"
+        )
     return X
 
 
-def _check_embeddings(cfg: ModelConfig, E, X0: np.ndarray) -> np.ndarray | None:
+def check_embeddings(cfg: ModelConfig, E, X0: np.ndarray) -> np.ndarray | None:
     """``E`` defaults to the initial state (injection towards the input embeddings)."""
     if E is None:
         return X0.copy() if cfg.gamma else None
-    return _check_state(cfg, E, "E")
+    return check_state(cfg, E, "E")
 
 
-def _check_layer_params(cfg: ModelConfig, p) -> LayerParams:
+def check_layer_params(cfg: ModelConfig, p) -> LayerParams:
     if not isinstance(p, LayerParams):
         raise TypeError(f"params must be LayerParams, got {type(p).__name__}")
     return p.shapes_ok(cfg.d, cfg.m)
 
 
-def _check_model(model) -> Model:
+def check_model(model) -> Model:
     if not isinstance(model, Model):
         raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
     return model
@@ -108,11 +76,12 @@ def _check_model(model) -> Model:
 
 # --------------------------------------------------------------------------- public functions
 
+
 def rms_norm(X, eps: float = 1e-6) -> np.ndarray:
     """Row-wise RMS normalisation ``x / √(mean(x²) + eps)``."""
     X = v.finite_array("X", X)
     eps = v.real("eps", eps, low=0.0, low_open=True)
-    return _rms_norm(X, eps)
+    return kernels.rms_norm(X, eps)
 
 
 def masked_softmax(S, mask) -> np.ndarray:
@@ -123,48 +92,49 @@ def masked_softmax(S, mask) -> np.ndarray:
     S = v.finite_array("S", S, ndim=2)
     mask = np.asarray(mask)
     if mask.dtype != bool or mask.shape != S.shape:
-        raise ValueError(f"mask must be a boolean array of shape {S.shape}, got {mask.dtype} "
-                         f"{mask.shape}")
+        raise ValueError(
+            f"mask must be a boolean array of shape {S.shape}, got {mask.dtype} {mask.shape}"
+        )
     if not mask.any(axis=1).all():
         raise ValueError("every mask row must allow at least one entry")
-    return _masked_softmax(S, mask)
+    return kernels.masked_softmax(S, mask)
 
 
 def attention_kernel(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """The fast attention matrix ``A(X) = softmax_mask(β n(X)Q (n(X)K)ᵀ)`` (T×T, row-stochastic)."""
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    return _kernel(config, _normed(config, X), p.Q, p.K, config.mask_array)
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    return kernels.kernel(config, kernels.normed(config, X), p.Q, p.K, config.mask_array)
 
 
 def attention(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """``Attn(X) = A(X) n(X) V``."""
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    Xn = _normed(config, X)
-    return _kernel(config, Xn, p.Q, p.K, config.mask_array) @ (Xn @ p.V)
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    Xn = kernels.normed(config, X)
+    return kernels.kernel(config, Xn, p.Q, p.K, config.mask_array) @ (Xn @ p.V)
 
 
 def mlp(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """``MLP(X) = σ(n(X) W1) W2``."""
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    return _sigma(config, _normed(config, X) @ p.W1) @ p.W2
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    return kernels.sigma(config, kernels.normed(config, X) @ p.W1) @ p.W2
 
 
 def slow_path(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """``Slow(X) = U_c softmax_slowmask(β Ŷ Qs (Ŷ Ks)ᵀ) Ŷ Vs`` with ``Ŷ = n(BX)`` (ungated)."""
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    return _slow(config, p, X)
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    return kernels.slow(config, p, X)
 
 
 def layer_increment(config: ModelConfig, params: LayerParams, X, E=None) -> np.ndarray:
     """``F(X) = Attn(X) + MLP(X) + g·Slow(X) + γ(E − X)`` (``E`` defaults to ``X``: no injection)."""
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    E = _check_state(config, E, "E") if E is not None else (X if config.gamma else None)
-    return _increment(config, p, X, E)
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    E = check_state(config, E, "E") if E is not None else (X if config.gamma else None)
+    return kernels.increment(config, p, X, E)
 
 
 def layer(config: ModelConfig, params: LayerParams, X, E=None) -> np.ndarray:
@@ -182,18 +152,20 @@ def stack(model: Model, X0, E=None) -> np.ndarray:
 
 def stack_trajectory(model: Model, X0, E=None) -> np.ndarray:
     """All states ``[X_0, X_1, …, X_L]`` as an array of shape ``(L+1, T, d)``."""
-    model = _check_model(model)
+    model = check_model(model)
     cfg = model.config
-    X = _check_state(cfg, X0, "X0")
-    E = _check_embeddings(cfg, E, X)
+    X = check_state(cfg, X0, "X0")
+    E = check_embeddings(cfg, E, X)
     out = np.empty((model.L + 1, cfg.T, cfg.d))
     out[0] = X
     with np.errstate(over="ignore", invalid="ignore"):
         for l, p in enumerate(model.layers):
-            X = _layer(cfg, p, X, E)
+            X = kernels.layer(cfg, p, X, E)
             if not np.all(np.abs(X) < STATE_LIMIT):  # also catches inf and NaN
-                raise FloatingPointError(f"layer {l} produced non-finite or overflowing values "
-                                         f"(|X| ≥ {STATE_LIMIT:.0e}); reduce the weight scale, the "
-                                         "depth step h or the depth L")
+                raise FloatingPointError(
+                    f"layer {l} produced non-finite or overflowing values "
+                    f"(|X| ≥ {STATE_LIMIT:.0e}); reduce the weight scale, the "
+                    "depth step h or the depth L"
+                )
             out[l + 1] = X
     return out

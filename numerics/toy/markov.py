@@ -32,15 +32,33 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from . import _validate as v
-from . import lapack
+from numerics import lapack
+from numerics import validation as v
+from numerics.model import kernels
+from numerics.model.layer import check_layer_params, check_state
 
-__all__ = ["CONVENTIONS", "check_generator", "generator_violation", "communicating_classes",
-           "closed_classes", "is_irreducible", "stationary_distribution", "spectral_gap",
-           "null_dimension", "unique_null_vector", "sorted_eigenvalues",
-           "zero_sum_solve", "example_generator", "example_generator_dy", "EXAMPLE_CHAINS",
-           "stationary_derivative", "first_order_correction", "CoupledRun", "integrate_coupled",
-           "attention_mixing_operator"]
+__all__ = [
+    "CONVENTIONS",
+    "check_generator",
+    "generator_violation",
+    "communicating_classes",
+    "closed_classes",
+    "is_irreducible",
+    "stationary_distribution",
+    "spectral_gap",
+    "null_dimension",
+    "unique_null_vector",
+    "sorted_eigenvalues",
+    "zero_sum_solve",
+    "example_generator",
+    "example_generator_dy",
+    "EXAMPLE_CHAINS",
+    "stationary_derivative",
+    "first_order_correction",
+    "CoupledRun",
+    "integrate_coupled",
+    "attention_mixing_operator",
+]
 
 CONVENTIONS = ("column", "row")
 EXAMPLE_CHAINS = (2, 3)
@@ -98,15 +116,19 @@ def check_generator(Q, convention: str = "column", atol: float = 1e-12) -> np.nd
     if bad.size:
         i, j = bad[0]
         r, c = (i, j) if convention == "column" else (j, i)
-        raise ValueError(f"not a generator ({convention} convention): off-diagonal entry "
-                         f"Q[{r}, {c}] = {Qc[i, j]:.3g} is negative (rates must be ≥ 0)")
+        raise ValueError(
+            f"not a generator ({convention} convention): off-diagonal entry "
+            f"Q[{r}, {c}] = {Qc[i, j]:.3g} is negative (rates must be ≥ 0)"
+        )
     sums = Qc.sum(axis=0)
     badsum = np.flatnonzero(np.abs(sums) > tol)
     if badsum.size:
         j = badsum[0]
         what = "column" if convention == "column" else "row"
-        raise ValueError(f"not a generator ({convention} convention): {what} {j} sums to "
-                         f"{sums[j]:.3g}, expected 0 (mass conservation, 1ᵀQ = 0)")
+        raise ValueError(
+            f"not a generator ({convention} convention): {what} {j} sums to "
+            f"{sums[j]:.3g}, expected 0 (mass conservation, 1ᵀQ = 0)"
+        )
     return np.asarray(Q, dtype=np.float64)
 
 
@@ -138,8 +160,11 @@ def closed_classes(Q, convention: str = "column") -> list[list[int]]:
     null space of a generator; ``p_st`` is unique iff there is exactly one."""
     Qc = _as_column(Q, convention)
     R = _reach(Qc)
-    return [c for c in communicating_classes(Qc) if not R[c][:, [k for k in range(Qc.shape[0])
-                                                                   if k not in c]].any()]
+    return [
+        c
+        for c in communicating_classes(Qc)
+        if not R[c][:, [k for k in range(Qc.shape[0]) if k not in c]].any()
+    ]
 
 
 def is_irreducible(Q, convention: str = "column") -> bool:
@@ -159,9 +184,11 @@ def stationary_distribution(Q, convention: str = "column", atol: float = 1e-12) 
     Qc = _as_column(check_generator(Q, convention, atol), convention)
     closed = closed_classes(Qc)
     if len(closed) != 1:
-        raise ValueError(f"Q has {len(closed)} closed communicating classes {closed}: it is "
-                         "reducible with several equilibria, so the stationary distribution is "
-                         "not unique")
+        raise ValueError(
+            f"Q has {len(closed)} closed communicating classes {closed}: it is "
+            "reducible with several equilibria, so the stationary distribution is "
+            "not unique"
+        )
     return _null_vector(Qc)
 
 
@@ -210,7 +237,7 @@ def spectral_gap(Q, convention: str = "column") -> float:
     lam = sorted_eigenvalues(Q, convention)
     if lam.size == 1:
         return float("inf")
-    return float(-lam[1:].real.max())   # all but one eigenvalue of least modulus
+    return float(-lam[1:].real.max())  # all but one eigenvalue of least modulus
 
 
 def zero_sum_solve(Q, b) -> np.ndarray:
@@ -230,6 +257,7 @@ def zero_sum_solve(Q, b) -> np.ndarray:
 
 # --------------------------------------------------------------------------- example chains
 
+
 def _example_rates(n: int, y: float) -> tuple[list, list]:
     """``(rates, d rates/dy)`` as lists of ``(i, j, value)`` for the jump ``j → i``.
 
@@ -240,8 +268,10 @@ def _example_rates(n: int, y: float) -> tuple[list, list]:
     ey, emy = np.exp(y), np.exp(-y)
     if n == 2:
         return ([(1, 0, ey), (0, 1, 1.0 + y * y)], [(1, 0, ey), (0, 1, 2.0 * y)])
-    return ([(1, 0, ey), (0, 1, 1.0), (2, 1, 1.0 + y * y), (1, 2, emy), (0, 2, 2.0), (2, 0, 0.5)],
-            [(1, 0, ey), (0, 1, 0.0), (2, 1, 2.0 * y), (1, 2, -emy), (0, 2, 0.0), (2, 0, 0.0)])
+    return (
+        [(1, 0, ey), (0, 1, 1.0), (2, 1, 1.0 + y * y), (1, 2, emy), (0, 2, 2.0), (2, 0, 0.5)],
+        [(1, 0, ey), (0, 1, 0.0), (2, 1, 2.0 * y), (1, 2, -emy), (0, 2, 0.0), (2, 0, 0.0)],
+    )
 
 
 def _assemble(n: int, entries: list) -> np.ndarray:
@@ -289,6 +319,7 @@ def first_order_correction(Q, dQ, c, y: float, t: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------- coupled system
 
+
 @dataclass
 class CoupledRun:
     """A trajectory of ``ε x' = Q(y) x``, ``y' = −y + cᵀx + sin t``: times ``t`` (k,), ``x`` (k, n),
@@ -304,9 +335,19 @@ class CoupledRun:
     success: bool
 
 
-def integrate_coupled(generator, generator_dy, eps: float, x0, y0: float, c, t_eval,
-                      method: str = "Radau", rtol: float = 1e-10, atol: float = 1e-12,
-                      require_generator: bool = True) -> CoupledRun:
+def integrate_coupled(
+    generator,
+    generator_dy,
+    eps: float,
+    x0,
+    y0: float,
+    c,
+    t_eval,
+    method: str = "Radau",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    require_generator: bool = True,
+) -> CoupledRun:
     """Integrate the F2 fast–slow system with ``scipy.integrate.solve_ivp`` and the analytic Jacobian
 
     ::
@@ -345,29 +386,44 @@ def integrate_coupled(generator, generator_dy, eps: float, x0, y0: float, c, t_e
         J[n, n] = -1.0
         return J
 
-    sol = solve_ivp(rhs, (t_eval[0], t_eval[-1]), np.concatenate([x0, [y0]]), method=method,
-                    t_eval=t_eval, jac=jac, rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs,
+        (t_eval[0], t_eval[-1]),
+        np.concatenate([x0, [y0]]),
+        method=method,
+        t_eval=t_eval,
+        jac=jac,
+        rtol=rtol,
+        atol=atol,
+    )
     if not sol.success:
         raise RuntimeError(f"solve_ivp({method}) failed at eps={eps}: {sol.message}")
-    return CoupledRun(t=sol.t, x=sol.y[:n].T.copy(), y=sol.y[n].copy(), nfev=int(sol.nfev),
-                      njev=int(sol.njev), nlu=int(sol.nlu), method=method,
-                      success=bool(sol.success))
+    return CoupledRun(
+        t=sol.t,
+        x=sol.y[:n].T.copy(),
+        y=sol.y[n].copy(),
+        nfev=int(sol.nfev),
+        njev=int(sol.njev),
+        nlu=int(sol.nlu),
+        method=method,
+        success=bool(sol.success),
+    )
 
 
 # --------------------------------------------------------------------------- attention (F3)
 
+
 def _attention_jvp(cfg, p, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
     """Directional derivative of ``Attn(X) = A(X) n(X) V`` along ``dX`` (RMS norm, softmax)."""
-    from .layer import _kernel, _normed
 
     if cfg.norm:
         ms = np.mean(X * X, axis=-1, keepdims=True) + cfg.norm_eps
         r = np.sqrt(ms)
         Xn = X / r
-        dXn = dX / r - X * np.sum(X * dX, axis=-1, keepdims=True) / (X.shape[1] * r ** 3)
+        dXn = dX / r - X * np.sum(X * dX, axis=-1, keepdims=True) / (X.shape[1] * r**3)
     else:
-        Xn, dXn = _normed(cfg, X), dX
-    A = _kernel(cfg, Xn, p.Q, p.K, cfg.mask_array)
+        Xn, dXn = kernels.normed(cfg, X), dX
+    A = kernels.kernel(cfg, Xn, p.Q, p.K, cfg.mask_array)
     dS = cfg.score_scale * ((dXn @ p.Q) @ (Xn @ p.K).T + (Xn @ p.Q) @ (dXn @ p.K).T)
     AdS = A * dS
     dA = AdS - A * AdS.sum(axis=-1, keepdims=True)
@@ -386,16 +442,15 @@ def attention_mixing_operator(config, params, X, kind: str = "frozen") -> np.nda
     ``M − I`` is a generator in the row convention (:func:`generator_violation` with
     ``convention="row"``): off-diagonal ``M ≥ 0`` and ``M 1 = 1``. Small ``T·d`` only (dense).
     """
-    from .layer import _check_layer_params, _check_state, _kernel, _normed
 
     v.choice("kind", kind, ("frozen", "linearised"))
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
     T, d = X.shape
     if T * d > 4096:
         raise ValueError(f"attention_mixing_operator is dense: T·d = {T * d} > 4096")
     if kind == "frozen":
-        A = _kernel(config, _normed(config, X), p.Q, p.K, config.mask_array)
+        A = kernels.kernel(config, kernels.normed(config, X), p.Q, p.K, config.mask_array)
         return np.kron(A, p.V.T)
     M = np.empty((T * d, T * d))
     E = np.zeros((T, d))

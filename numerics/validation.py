@@ -30,14 +30,23 @@ def nonneg_int(name: str, value) -> int:
     return int(value)
 
 
-def real(name: str, value, *, low: float | None = None, high: float | None = None,
-         low_open: bool = False, high_open: bool = False) -> float:
+def real(
+    name: str,
+    value,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     """Return ``value`` as a finite ``float`` inside the given interval, else raise.
 
     ``low_open=True`` excludes the lower end (use it for ``ε > 0``).
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}"
+        )
     v = float(value)
     if not np.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
@@ -50,7 +59,9 @@ def real(name: str, value, *, low: float | None = None, high: float | None = Non
     return v
 
 
-def finite_array(name: str, value, *, ndim: int | None = None, shape: tuple | None = None) -> np.ndarray:
+def finite_array(
+    name: str, value, *, ndim: int | None = None, shape: tuple | None = None
+) -> np.ndarray:
     """Return ``value`` as a float64 array after checking dimension, shape and finiteness.
 
     ``shape`` may contain ``None`` for a free axis.
@@ -64,7 +75,9 @@ def finite_array(name: str, value, *, ndim: int | None = None, shape: tuple | No
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if shape is not None:
-        if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
+        if arr.ndim != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, arr.shape)
+        ):
             want = "×".join("?" if s is None else str(s) for s in shape)
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):

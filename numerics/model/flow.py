@@ -2,55 +2,51 @@
 
 Two right-hand sides on ``t ∈ [0, 1]`` with parameters ``θ(t)``:
 
-* ``form="layer"``: ``dX/dt = F(t, X)`` with ``F`` the layer increment of :mod:`numerics.layer`;
+* ``form="layer"``: ``dX/dt = F(t, X)`` with ``F`` the layer increment of :mod:`numerics.model.layer`;
   the stack with ``h = 1/L`` is its forward-Euler discretisation (claim D2).
 * ``form="coupling"``: ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)``, ``R_t = γ(E − X) + MLP_t + g·Slow_t``:
   attention with identity value map as a fast coupling on timescale ``ε`` (claims F1, F2).
 
-``θ(t)`` comes from a :class:`~numerics.model.Model` (piecewise constant on ``L`` intervals, the
+``θ(t)`` comes from a :class:`~numerics.model.weights.Model` (piecewise constant on ``L`` intervals, the
 untied stack: a non-autonomous flow with breakpoints at ``l/L``) or from any callable
 ``t ↦ LayerParams`` (smooth paths).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from . import _validate as v
-from .layer import _increment, _kernel, _normed, _sigma, _slow, _check_state
-from .model import LayerParams, Model, ModelConfig
+from numerics import validation as v
+from numerics.model import kernels
+from numerics.model.layer import check_state
+from numerics.model.weights import LayerParams, Model, ModelConfig
 
 FORMS = ("layer", "coupling")
 
 __all__ = ["FORMS", "coupling_rhs", "depth_rhs", "make_rhs"]
 
 
-def _coupling(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E, eps: float) -> np.ndarray:
-    Xn = _normed(cfg, X)
-    A = _kernel(cfg, Xn, p.Q, p.K, cfg.mask_array)
-    out = (A @ X - X) / eps + _sigma(cfg, Xn @ p.W1) @ p.W2
-    if cfg.slow:
-        out = out + p.g * _slow(cfg, p, X)
-    if cfg.gamma:
-        out = out + cfg.gamma * (E - X)
-    return out
-
-
 def coupling_rhs(config: ModelConfig, params: LayerParams, X, eps: float, E=None) -> np.ndarray:
     """``(1/ε)(A(X) − I)X + R(X)`` for one parameter set. ``ε > 0`` is required."""
     eps = v.real("eps", eps, low=0.0, low_open=True)
-    X = _check_state(config, X)
+    X = check_state(config, X)
     if not isinstance(params, LayerParams):
         raise TypeError(f"params must be LayerParams, got {type(params).__name__}")
     params.shapes_ok(config.d, config.m)
-    E = _check_state(config, E, "E") if E is not None else (X if config.gamma else None)
-    return _coupling(config, params, X, E, eps)
+    E = check_state(config, E, "E") if E is not None else (X if config.gamma else None)
+    return kernels.coupling(config, params, X, E, eps)
 
 
-def make_rhs(theta, *, form: str = "layer", eps: float | None = None, E=None,
-             config: ModelConfig | None = None) -> Callable[[float, np.ndarray], np.ndarray]:
+def make_rhs(
+    theta,
+    *,
+    form: str = "layer",
+    eps: float | None = None,
+    E=None,
+    config: ModelConfig | None = None,
+) -> Callable[[float, np.ndarray], np.ndarray]:
     """Return ``f(t, X) -> dX/dt`` (arrays of shape (T, d)) for the depth flow.
 
     Args:
@@ -69,8 +65,9 @@ def make_rhs(theta, *, form: str = "layer", eps: float | None = None, E=None,
             raise TypeError("a callable theta needs config=ModelConfig(...)")
         cfg, params_at = config, theta
     else:
-        raise TypeError(f"theta must be a Model or a callable t -> LayerParams, got "
-                        f"{type(theta).__name__}")
+        raise TypeError(
+            f"theta must be a Model or a callable t -> LayerParams, got {type(theta).__name__}"
+        )
     if form == "coupling":
         if eps is None:
             raise ValueError("form='coupling' needs eps > 0")
@@ -78,21 +75,32 @@ def make_rhs(theta, *, form: str = "layer", eps: float | None = None, E=None,
     if cfg.gamma:
         if E is None:
             raise ValueError("gamma > 0 needs the injection target E (T×d)")
-        E = _check_state(cfg, E, "E")
+        E = check_state(cfg, E, "E")
 
     if form == "layer":
+
         def f(t, X):
-            return _increment(cfg, params_at(t), X, E)
+            return kernels.increment(cfg, params_at(t), X, E)
     else:
+
         def f(t, X):
-            return _coupling(cfg, params_at(t), X, E, eps)
+            return kernels.coupling(cfg, params_at(t), X, E, eps)
+
     return f
 
 
-def depth_rhs(theta, t: float, X, *, form: str = "layer", eps: float | None = None, E=None,
-              config: ModelConfig | None = None) -> np.ndarray:
+def depth_rhs(
+    theta,
+    t: float,
+    X,
+    *,
+    form: str = "layer",
+    eps: float | None = None,
+    E=None,
+    config: ModelConfig | None = None,
+) -> np.ndarray:
     """``dX/dt`` at one point ``(t, X)``; see :func:`make_rhs`."""
     t = v.real("t", t)
     f = make_rhs(theta, form=form, eps=eps, E=E, config=config)
     cfg = theta.config if isinstance(theta, Model) else config
-    return f(t, _check_state(cfg, X))
+    return f(t, check_state(cfg, X))

@@ -42,24 +42,36 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize_scalar
 
-from . import _validate as v
-from . import lapack
-from .autodiff import _attn_jvp, _layer_fwd, _layer_jvp_cached, _norm_lin
-from .layer import _check_layer_params, _check_state, _layer
-from .model import ModelConfig
-from .pooling import _block_mean, _causal_upsample
+from numerics import lapack
+from numerics import validation as v
+from numerics.model import kernels, tangents
+from numerics.model.layer import check_layer_params, check_state
+from numerics.model.weights import ModelConfig
 
-__all__ = ["spectral_radius", "stability_margin", "critical_gate", "gate_spectral_radii",
-           "margin_certificate", "MarginCertificate", "sigma_min_on_circle", "layer_jacobian",
-           "slow_jacobian", "LoopResult", "iterate_looped_map"]
+__all__ = [
+    "spectral_radius",
+    "stability_margin",
+    "critical_gate",
+    "gate_spectral_radii",
+    "margin_certificate",
+    "MarginCertificate",
+    "sigma_min_on_circle",
+    "layer_jacobian",
+    "slow_jacobian",
+    "LoopResult",
+    "iterate_looped_map",
+]
 
 
 def _square(name: str, M) -> np.ndarray:
     if isinstance(M, (str, bytes)) or M is None:
         raise TypeError(f"{name} must be a square matrix, got {type(M).__name__}")
     arr = np.asarray(M)
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.complexfloating)
-            or np.issubdtype(arr.dtype, np.integer)):
+    if not (
+        np.issubdtype(arr.dtype, np.floating)
+        or np.issubdtype(arr.dtype, np.complexfloating)
+        or np.issubdtype(arr.dtype, np.integer)
+    ):
         raise TypeError(f"{name} must be a real or complex matrix, got dtype {arr.dtype}")
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {arr.shape}")
@@ -69,6 +81,7 @@ def _square(name: str, M) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- unvalidated kernels
+
 
 def _rho(M: np.ndarray) -> float:
     # the eigenvalues are used as a multiset (their largest modulus): LAPACK's order is irrelevant
@@ -81,13 +94,13 @@ def _sigma_min_at(J: np.ndarray, theta) -> np.ndarray:
     n = J.shape[0]
     out = np.empty(theta.size)
     idx = np.arange(n)
-    chunk = max(1, 2 ** 16 // (n * n))
+    chunk = max(1, 2**16 // (n * n))
     for s in range(0, theta.size, chunk):
-        z = np.exp(1j * theta[s:s + chunk])
+        z = np.exp(1j * theta[s : s + chunk])
         Z = np.empty((z.size, n, n), dtype=np.complex128)
         Z[:] = -J
         Z[:, idx, idx] += z[:, None]
-        out[s:s + chunk] = lapack.svdvals(Z)[:, -1]
+        out[s : s + chunk] = lapack.svdvals(Z)[:, -1]
     return out
 
 
@@ -113,8 +126,12 @@ def _margin(J: np.ndarray, n_grid: int, n_refine: int = 6) -> tuple[float, float
         b = min(thetas[i] + step, hi_lim)
         if b <= a:
             continue
-        res = minimize_scalar(lambda t: float(_sigma_min_at(J, t)[0]), bounds=(a, b),
-                              method="bounded", options={"xatol": 1e-13})
+        res = minimize_scalar(
+            lambda t: float(_sigma_min_at(J, t)[0]),
+            bounds=(a, b),
+            method="bounded",
+            options={"xatol": 1e-13},
+        )
         if res.fun < best:
             best, best_theta = float(res.fun), float(res.x)
     return best, best_theta
@@ -139,6 +156,7 @@ def _has_unimodular(J: np.ndarray, r: float, tol: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- public functions
+
 
 def spectral_radius(J) -> float:
     """``ρ(J) = max_i |λ_i(J)|`` of a square matrix (dense eigenvalues)."""
@@ -187,8 +205,9 @@ class MarginCertificate:
     iterations: int
 
 
-def margin_certificate(J, *, tol: float = 1e-12, unimodular_tol: float = 1e-7,
-                       max_iter: int = 200) -> MarginCertificate:
+def margin_certificate(
+    J, *, tol: float = 1e-12, unimodular_tol: float = 1e-7, max_iter: int = 200
+) -> MarginCertificate:
     """Bracket ``m(J)`` by bisection on the symplectic-pencil test (independent of the grid search).
 
     Start from ``upper = σ_min(I − J)`` (any point of the circle bounds ``m`` from above) and
@@ -232,8 +251,9 @@ def gate_spectral_radii(J, G, gates) -> np.ndarray:
     return np.array([_rho(J + g * G) for g in gates])
 
 
-def critical_gate(J, G, *, sign: int = +1, g_max: float | None = None, n_scan: int = 400,
-                  tol: float = 1e-12) -> float:
+def critical_gate(
+    J, G, *, sign: int = +1, g_max: float | None = None, n_scan: int = 400, tol: float = 1e-12
+) -> float:
     """The first gate ``g ≥ 0`` at which ``ρ(J + sign·g·G)`` reaches 1.
 
     Scans ``n_scan`` equally spaced gates on ``[0, g_max]`` (default ``g_max = 4(‖J‖₂ + 1)/‖G‖₂``),
@@ -261,8 +281,10 @@ def critical_gate(J, G, *, sign: int = +1, g_max: float | None = None, n_scan: i
     Gs = sign * G
     # [0, g_max] finely, then doubling segments [2^(k−1), 2^k]·g_max (k ≤ 16), n_scan/10 points each
     segments = [np.linspace(0.0, g_max, n_scan + 1)[1:]]
-    segments += [np.linspace(g_max * 2.0 ** (k - 1), g_max * 2.0 ** k, max(n_scan // 10, 2) + 1)[1:]
-                 for k in range(1, 17)]
+    segments += [
+        np.linspace(g_max * 2.0 ** (k - 1), g_max * 2.0**k, max(n_scan // 10, 2) + 1)[1:]
+        for k in range(1, 17)
+    ]
     lo, hi = 0.0, None
     for g in np.concatenate(segments):
         if _rho(J + g * Gs) >= 1.0:
@@ -282,29 +304,30 @@ def critical_gate(J, G, *, sign: int = +1, g_max: float | None = None, n_scan: i
 
 # --------------------------------------------------------------------------- the looped layer
 
+
 def _point(config, params, X, E):
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-    p = _check_layer_params(config, params)
-    X = _check_state(config, X)
-    E = _check_state(config, E, "E") if E is not None else (X.copy() if config.gamma else None)
+    p = check_layer_params(config, params)
+    X = check_state(config, X)
+    E = check_state(config, E, "E") if E is not None else (X.copy() if config.gamma else None)
     return p, X, E
 
 
 def layer_jacobian(config: ModelConfig, params, X, E=None) -> np.ndarray:
     """Dense ``∂Φ/∂X`` at ``X`` (``T·d × T·d``, row-major ``vec``: index ``t·d + i``).
 
-    Built from exact JVPs (:mod:`numerics.autodiff`) of the basis vectors; ``E`` is held constant
+    Built from exact JVPs (:mod:`numerics.model.autodiff`) of the basis vectors; ``E`` is held constant
     (defaults to ``X``). For small checks only (``T·d ≲ 100``).
     """
     p, X, E = _point(config, params, X, E)
-    c = _layer_fwd(config, p, X, E)
+    c = tangents.layer_fwd(config, p, X, E)
     n = X.size
     J = np.empty((n, n))
     for k in range(n):
         e = np.zeros(n)
         e[k] = 1.0
-        J[:, k] = _layer_jvp_cached(config, p, c, e.reshape(X.shape), None).ravel()
+        J[:, k] = tangents.layer_jvp_cached(config, p, c, e.reshape(X.shape), None).ravel()
     return J
 
 
@@ -319,16 +342,18 @@ def slow_jacobian(config: ModelConfig, params, X) -> np.ndarray:
         raise ValueError("the model has no slow path (config.slow is False)")
     q = p.copy()
     q.g = 1.0
-    c = _layer_fwd(config, q, X, X if config.gamma else None)
+    c = tangents.layer_fwd(config, q, X, X if config.gamma else None)
     satt = c["slow_attn"]
     n = X.size
     S = np.empty((n, n))
     for k in range(n):
         e = np.zeros(n)
         e[k] = 1.0
-        dYh = _norm_lin(satt["Xn"], c["rs"], _block_mean(e.reshape(X.shape), config.P))
-        dO = _attn_jvp(config.score_scale, satt, p.Qs, p.Ks, p.Vs, dYh, None, None, None)
-        S[:, k] = _causal_upsample(dO, config.P).ravel()
+        dYh = tangents.norm_lin(
+            satt["Xn"], c["rs"], kernels.block_mean(e.reshape(X.shape), config.P)
+        )
+        dO = tangents.attn_jvp(config.score_scale, satt, p.Qs, p.Ks, p.Vs, dYh, None, None, None)
+        S[:, k] = kernels.causal_upsample(dO, config.P).ravel()
     return S
 
 
@@ -352,9 +377,17 @@ class LoopResult:
     distance: float
 
 
-def iterate_looped_map(config: ModelConfig, params, X0, E=None, *, X_ref=None,
-                       max_iter: int = 5000, tol: float = 1e-12,
-                       blowup: float = 1e8) -> LoopResult:
+def iterate_looped_map(
+    config: ModelConfig,
+    params,
+    X0,
+    E=None,
+    *,
+    X_ref=None,
+    max_iter: int = 5000,
+    tol: float = 1e-12,
+    blowup: float = 1e8,
+) -> LoopResult:
     """Iterate the weight-tied layer ``X ← Φ(X)`` from ``X0`` (``E`` defaults to ``X0``).
 
     Stops at convergence (``‖Φ(X) − X‖_F ≤ tol``), divergence (``max |X| > blowup``) or after
@@ -365,13 +398,13 @@ def iterate_looped_map(config: ModelConfig, params, X0, E=None, *, X_ref=None,
     max_iter = v.positive_int("max_iter", max_iter)
     tol = v.real("tol", tol, low=0.0, low_open=True)
     blowup = v.real("blowup", blowup, low=0.0, low_open=True)
-    ref = None if X_ref is None else _check_state(config, X_ref, "X_ref")
+    ref = None if X_ref is None else check_state(config, X_ref, "X_ref")
     step = float("inf")
     status = "not_settled"
     k = 0
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(1, max_iter + 1):
-            Y = _layer(config, p, X, E)
+        for k in range(1, max_iter + 1):  # noqa: B007  (k is the step count returned)
+            Y = kernels.layer(config, p, X, E)
             if not np.all(np.isfinite(Y)) or np.abs(Y).max() > blowup:
                 status = "diverged"
                 X = Y
@@ -381,5 +414,9 @@ def iterate_looped_map(config: ModelConfig, params, X0, E=None, *, X_ref=None,
             if step <= tol:
                 status = "converged"
                 break
-    dist = float("nan") if ref is None or not np.all(np.isfinite(X)) else float(np.linalg.norm(X - ref))
+    dist = (
+        float("nan")
+        if ref is None or not np.all(np.isfinite(X))
+        else float(np.linalg.norm(X - ref))
+    )
     return LoopResult(status, X, k, step, dist)

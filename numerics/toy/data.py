@@ -37,13 +37,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
+from numerics import validation as v
 
 __all__ = [
-    "EXPONENTIAL_FAMILIES", "CONTROL_FAMILIES", "FAMILIES",
-    "Emission", "BlockData",
-    "stationary_distribution", "independent_transition", "sticky_transition",
-    "gaussian_ar1_blocks", "hmm_blocks", "block_sums", "running_sums",
+    "EXPONENTIAL_FAMILIES",
+    "CONTROL_FAMILIES",
+    "FAMILIES",
+    "Emission",
+    "BlockData",
+    "stationary_distribution",
+    "independent_transition",
+    "sticky_transition",
+    "gaussian_ar1_blocks",
+    "hmm_blocks",
+    "block_sums",
+    "running_sums",
 ]
 
 EXPONENTIAL_FAMILIES = ("gaussian", "poisson", "bernoulli")
@@ -99,42 +107,46 @@ class Emission:
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
-    def gaussian(cls, means, sigma: float = 1.0) -> "Emission":
+    def gaussian(cls, means, sigma: float = 1.0) -> Emission:
         m = _vector("means", means)
         s = v.real("sigma", sigma, low=0.0, low_open=True)
         return cls("gaussian", (("means", m), ("sigma", np.array([s]))))
 
     @classmethod
-    def poisson(cls, rates) -> "Emission":
+    def poisson(cls, rates) -> Emission:
         return cls("poisson", (("rates", _vector("rates", rates, low=0.0)),))
 
     @classmethod
-    def bernoulli(cls, probs) -> "Emission":
+    def bernoulli(cls, probs) -> Emission:
         return cls("bernoulli", (("probs", _vector("probs", probs, low=0.0, high=1.0)),))
 
     @classmethod
-    def gaussian_scale(cls, means, scales) -> "Emission":
+    def gaussian_scale(cls, means, scales) -> Emission:
         m = _vector("means", means)
         s = _vector("scales", scales, low=0.0)
         if m.shape != s.shape:
-            raise ValueError(f"means and scales must have the same length, got {m.size} and {s.size}")
+            raise ValueError(
+                f"means and scales must have the same length, got {m.size} and {s.size}"
+            )
         return cls("gaussian_scale", (("means", m), ("scales", s)))
 
     @classmethod
-    def cauchy(cls, means, scale: float = 1.0) -> "Emission":
+    def cauchy(cls, means, scale: float = 1.0) -> Emission:
         m = _vector("means", means)
         s = v.real("scale", scale, low=0.0, low_open=True)
         return cls("cauchy", (("means", m), ("scale", np.array([s]))))
 
     @classmethod
-    def mixture(cls, means, offsets, weights, scales) -> "Emission":
+    def mixture(cls, means, offsets, weights, scales) -> Emission:
         m = _vector("means", means)
         c = _vector("offsets", offsets)
         w = _vector("weights", weights, low=0.0)
         s = _vector("scales", scales, low=0.0)
         if not (c.shape == w.shape == s.shape):
-            raise ValueError("offsets, weights and scales must have the same length, got "
-                             f"{c.size}, {w.size}, {s.size}")
+            raise ValueError(
+                "offsets, weights and scales must have the same length, got "
+                f"{c.size}, {w.size}, {s.size}"
+            )
         if abs(w.sum() - 1.0) > 1e-12:
             raise ValueError(f"mixture weights must sum to 1, got sum {w.sum()!r}")
         if c.size > 4:
@@ -159,8 +171,11 @@ class Emission:
             return self["means"][z] + self["scale"][0] * rng.standard_cauchy(shape)
         if f == "mixture":
             comp = rng.choice(self["weights"].size, size=shape, p=self["weights"])
-            return (self["means"][z] + self["offsets"][comp]
-                    + self["scales"][comp] * rng.standard_normal(shape))
+            return (
+                self["means"][z]
+                + self["offsets"][comp]
+                + self["scales"][comp] * rng.standard_normal(shape)
+            )
         raise AssertionError(f)  # pragma: no cover
 
 
@@ -199,14 +214,18 @@ def _transition(transition, K: int | None = None) -> np.ndarray:
         raise ValueError("transition must be row-stochastic: found negative entries")
     rows = A.sum(axis=1)
     if np.any(np.abs(rows - 1.0) > 1e-10):
-        raise ValueError(f"transition must be row-stochastic (rows sum to 1), got row sums {rows.tolist()}")
+        raise ValueError(
+            f"transition must be row-stochastic (rows sum to 1), got row sums {rows.tolist()}"
+        )
     return A
 
 
 def _distribution(name: str, p, K: int) -> np.ndarray:
     p = v.finite_array(name, p, shape=(K,))
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-10:
-        raise ValueError(f"{name} must be a probability vector (non-negative, sum 1), got {p.tolist()}")
+        raise ValueError(
+            f"{name} must be a probability vector (non-negative, sum 1), got {p.tolist()}"
+        )
     return p
 
 
@@ -237,8 +256,17 @@ def sticky_transition(K: int, stay: float) -> np.ndarray:
     return s * np.eye(K) + (1.0 - s) / K * np.ones((K, K))
 
 
-def gaussian_ar1_blocks(n_seq: int, N: int, P: int, *, rho: float, tau: float = 1.0,
-                        sigma: float = 1.0, mu: float = 0.0, seed=0) -> BlockData:
+def gaussian_ar1_blocks(
+    n_seq: int,
+    N: int,
+    P: int,
+    *,
+    rho: float,
+    tau: float = 1.0,
+    sigma: float = 1.0,
+    mu: float = 0.0,
+    seed=0,
+) -> BlockData:
     """Gaussian tokens around a block mean ``η_b`` that follows a stationary AR(1) across blocks.
 
     ``η_1 ~ N(μ, τ²)``, ``η_{b+1} = μ + ρ(η_b − μ) + τ√(1−ρ²)·ξ_b``, ``x_{b,k} = η_b + σ ε_{b,k}``
@@ -261,8 +289,9 @@ def gaussian_ar1_blocks(n_seq: int, N: int, P: int, *, rho: float, tau: float = 
     return BlockData(x.reshape(n_seq, N * P), eta, P)
 
 
-def hmm_blocks(n_seq: int, N: int, P: int, emission: Emission, transition,
-               initial=None, seed=0) -> BlockData:
+def hmm_blocks(
+    n_seq: int, N: int, P: int, emission: Emission, transition, initial=None, seed=0
+) -> BlockData:
     """Tokens from a finite-state latent chain across blocks with emission ``emission``.
 
     ``z_1 ~ initial`` (default: the stationary law of ``transition``), ``z_{b+1} | z_b ~

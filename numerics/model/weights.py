@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate as v
-from .masks import NAMED_MASKS, as_mask
+from numerics import validation as v
+from numerics.model.masks import NAMED_MASKS, as_mask
 
 SIGMAS = ("tanh", "identity")
 """Row-wise nonlinearities of the MLP."""
@@ -37,7 +37,7 @@ class ModelConfig:
         P: block size of the slow path (must divide ``T``).
         d: feature width.
         m: MLP hidden width (default ``d``).
-        mask: fast attention mask: a name in :data:`numerics.masks.NAMED_MASKS` or a boolean
+        mask: fast attention mask: a name in :data:`numerics.model.masks.NAMED_MASKS` or a boolean
             T×T array with non-empty rows.
         slow_mask: ``"blockcausal"`` (autoregressive) or ``"full"`` (v1's variant; leaks).
         norm: apply RMS normalisation ``n(·)`` before attention, MLP and slow path.
@@ -104,7 +104,7 @@ class ModelConfig:
         """The factor multiplying ``n(X)Q (n(X)K)ᵀ`` inside the softmax."""
         return 1.0 / np.sqrt(self.d) if self.beta is None else float(self.beta)
 
-    def replace(self, **changes) -> "ModelConfig":
+    def replace(self, **changes) -> ModelConfig:
         """A copy with some fields changed (validated again)."""
         kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         kw.update(changes)
@@ -129,7 +129,7 @@ class LayerParams:
     Vs: np.ndarray
     g: float = 0.0
 
-    def shapes_ok(self, d: int, m: int) -> "LayerParams":
+    def shapes_ok(self, d: int, m: int) -> LayerParams:
         """Validate shapes and finiteness against widths ``d`` and ``m``; return ``self``."""
         want = {"W1": (d, m), "W2": (m, d)}
         for name in WEIGHT_NAMES:
@@ -138,30 +138,32 @@ class LayerParams:
         self.g = v.real("g", self.g)
         return self
 
-    def copy(self) -> "LayerParams":
+    def copy(self) -> LayerParams:
         return LayerParams(*(getattr(self, n).copy() for n in WEIGHT_NAMES), g=float(self.g))
 
-    def zeros_like(self) -> "LayerParams":
+    def zeros_like(self) -> LayerParams:
         return LayerParams(*(np.zeros_like(getattr(self, n)) for n in WEIGHT_NAMES), g=0.0)
 
-    def axpy(self, a: float, other: "LayerParams") -> "LayerParams":
+    def axpy(self, a: float, other: LayerParams) -> LayerParams:
         """``self + a·other`` as a new object."""
-        return LayerParams(*(getattr(self, n) + a * getattr(other, n) for n in WEIGHT_NAMES),
-                           g=self.g + a * other.g)
+        return LayerParams(
+            *(getattr(self, n) + a * getattr(other, n) for n in WEIGHT_NAMES),
+            g=self.g + a * other.g,
+        )
 
     def to_vector(self) -> np.ndarray:
         """All parameters in a flat vector, weights in :data:`WEIGHT_NAMES` order then ``g``."""
         return np.concatenate([getattr(self, n).ravel() for n in WEIGHT_NAMES] + [[self.g]])
 
     @classmethod
-    def from_vector(cls, vec: np.ndarray, d: int, m: int) -> "LayerParams":
+    def from_vector(cls, vec: np.ndarray, d: int, m: int) -> LayerParams:
         vec = np.asarray(vec, dtype=np.float64)
         shapes = {"W1": (d, m), "W2": (m, d)}
         out, i = {}, 0
         for n in WEIGHT_NAMES:
             shp = shapes.get(n, (d, d))
             size = shp[0] * shp[1]
-            out[n] = vec[i:i + size].reshape(shp).copy()
+            out[n] = vec[i : i + size].reshape(shp).copy()
             i += size
         if vec.size != i + 1:
             raise ValueError(f"parameter vector has length {vec.size}, expected {i + 1}")
@@ -203,7 +205,7 @@ class Model:
         l = min(max(int(np.floor(t * self.L)), 0), self.L - 1)
         return self.layers[l]
 
-    def with_gates(self, g) -> "Model":
+    def with_gates(self, g) -> Model:
         """A copy with every gate set to ``g`` (a scalar or one value per layer)."""
         gs = np.broadcast_to(np.asarray(g, dtype=float), (self.L,))
         if self.tied:
@@ -218,22 +220,43 @@ class Model:
         return Model(self.config, tuple(layers))
 
 
-def init_layer(config: ModelConfig, rng: np.random.Generator, *, scale: float = 1.0,
-               slow_scale: float = 1.0, gate: float = 0.0) -> LayerParams:
+def init_layer(
+    config: ModelConfig,
+    rng: np.random.Generator,
+    *,
+    scale: float = 1.0,
+    slow_scale: float = 1.0,
+    gate: float = 0.0,
+) -> LayerParams:
     """One layer with Gaussian weights of standard deviation ``scale/√fan_in`` (slow: ``slow_scale``)."""
     d, m = config.d, config.m
+
     def gauss(shape, s):
         return rng.standard_normal(shape) * (s / np.sqrt(shape[0]))
+
     return LayerParams(
-        Q=gauss((d, d), scale), K=gauss((d, d), scale), V=gauss((d, d), scale),
-        W1=gauss((d, m), scale), W2=gauss((m, d), scale),
-        Qs=gauss((d, d), slow_scale), Ks=gauss((d, d), slow_scale), Vs=gauss((d, d), slow_scale),
+        Q=gauss((d, d), scale),
+        K=gauss((d, d), scale),
+        V=gauss((d, d), scale),
+        W1=gauss((d, m), scale),
+        W2=gauss((m, d), scale),
+        Qs=gauss((d, d), slow_scale),
+        Ks=gauss((d, d), slow_scale),
+        Vs=gauss((d, d), slow_scale),
         g=float(gate),
     )
 
 
-def init_model(config: ModelConfig, L: int, seed, *, tied: bool = False, scale: float = 1.0,
-               slow_scale: float = 1.0, gate: float = 0.0) -> Model:
+def init_model(
+    config: ModelConfig,
+    L: int,
+    seed,
+    *,
+    tied: bool = False,
+    scale: float = 1.0,
+    slow_scale: float = 1.0,
+    gate: float = 0.0,
+) -> Model:
     """A seeded random model of ``L`` layers.
 
     ``seed`` is an int or a ``numpy.random.SeedSequence``; the same seed gives the same weights
@@ -248,5 +271,9 @@ def init_model(config: ModelConfig, L: int, seed, *, tied: bool = False, scale: 
     if tied:
         p = init_layer(config, rng, scale=scale, slow_scale=slow_scale, gate=gate)
         return Model(config, (p,) * L)
-    return Model(config, tuple(init_layer(config, rng, scale=scale, slow_scale=slow_scale, gate=gate)
-                               for _ in range(L)))
+    return Model(
+        config,
+        tuple(
+            init_layer(config, rng, scale=scale, slow_scale=slow_scale, gate=gate) for _ in range(L)
+        ),
+    )

@@ -23,10 +23,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-from . import _validate as v
+from numerics import validation as v
 
-__all__ = ["PARAM_NAMES", "init_mlp", "mlp_probs", "kl_loss_and_grad", "train",
-           "approximation_error"]
+__all__ = [
+    "PARAM_NAMES",
+    "init_mlp",
+    "mlp_probs",
+    "kl_loss_and_grad",
+    "train",
+    "approximation_error",
+]
 
 PARAM_NAMES = ("W1", "b1", "W2", "b2")
 
@@ -84,8 +90,17 @@ def _kl_loss_and_grad(params: dict, U: np.ndarray, P: np.ndarray) -> tuple[float
     return loss, grads
 
 
-def train(params: dict, Y, P, steps: int, lr: float = 1e-2, betas=(0.9, 0.999),
-          adam_eps: float = 1e-8, final_lr_ratio: float = 1.0, record=()) -> tuple[dict, dict]:
+def train(
+    params: dict,
+    Y,
+    P,
+    steps: int,
+    lr: float = 1e-2,
+    betas=(0.9, 0.999),
+    adam_eps: float = 1e-8,
+    final_lr_ratio: float = 1.0,
+    record=(),
+) -> tuple[dict, dict]:
     """Full-batch Adam on the mean KL.
 
     The step size follows a cosine schedule from ``lr`` down to ``lr·final_lr_ratio`` at ``steps``
@@ -104,7 +119,7 @@ def train(params: dict, Y, P, steps: int, lr: float = 1e-2, betas=(0.9, 0.999),
     sizes = [int(np.prod(shapes[k])) for k in PARAM_NAMES]
     flat = np.concatenate([np.asarray(params[k], dtype=np.float64).ravel() for k in PARAM_NAMES])
     offs = np.cumsum([0] + sizes)
-    theta = {k: flat[offs[i]:offs[i + 1]].reshape(shapes[k]) for i, k in enumerate(PARAM_NAMES)}
+    theta = {k: flat[offs[i] : offs[i + 1]].reshape(shapes[k]) for i, k in enumerate(PARAM_NAMES)}
     gflat = np.empty_like(flat)
     m = np.zeros_like(flat)
     s = np.zeros_like(flat)
@@ -115,13 +130,13 @@ def train(params: dict, Y, P, steps: int, lr: float = 1e-2, betas=(0.9, 0.999),
         loss, g = _kl_loss_and_grad(theta, U, P)
         losses[it - 1] = loss
         for i, k in enumerate(PARAM_NAMES):
-            gflat[offs[i]:offs[i + 1]] = g[k].ravel()
+            gflat[offs[i] : offs[i + 1]] = g[k].ravel()
         m *= b1
         m += (1 - b1) * gflat
         s *= b2
         s += (1 - b2) * gflat * gflat
         step = lr * (ratio + (1 - ratio) * 0.5 * (1 + np.cos(np.pi * (it - 1) / max(steps, 1))))
-        flat -= (step / (1 - b1 ** it)) * m / (np.sqrt(s / (1 - b2 ** it)) + adam_eps)
+        flat -= (step / (1 - b1**it)) * m / (np.sqrt(s / (1 - b2**it)) + adam_eps)
         if it in record:
             snaps[it] = {k: a.copy() for k, a in theta.items()}
     return {k: a.copy() for k, a in theta.items()}, {"loss": losses, "snapshots": snaps}

@@ -2,7 +2,7 @@
 
 A product of an a×b by a b×c matrix counts ``2abc`` FLOP (one multiply and one add per term).
 With ``T`` tokens, ``N = T/P`` pooled tokens, width ``d`` and MLP width ``m``, the reference forward
-(:mod:`numerics.layer`, dense scores whatever the mask) executes:
+(:mod:`numerics.model.layer`, dense scores whatever the mask) executes:
 
 ==================  ====================  ==================  =====================
 piece               fast path             slow path           ratio slow / fast
@@ -30,7 +30,7 @@ compared with the slow projections (``m > 3d(P−1)/2``: ``P = 1`` for any ``m``
 
 Not in the model: the element-wise work (softmax ≈ 5 FLOP per score entry, the RMS norms, tanh,
 block pooling ``Td`` adds, the gate and the residual), which is lower order in ``d``; and the saving
-of a causal mask, which the reference does not exploit (the Numba path :mod:`numerics.fast` does,
+of a causal mask, which the reference does not exploit (the Numba path :mod:`numerics.model.compiled` does,
 by row tiles). The model counts what the reference executes; ``verify/checks/a2.py`` checks it
 against an instrumented run of the reference.
 """
@@ -39,10 +39,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from . import _validate as v
+from numerics import validation as v
 
-__all__ = ["matmul_flops", "layer_flops", "attention_ratio", "layer_ratio",
-           "layer_ratio_lower_bound_holds"]
+__all__ = [
+    "matmul_flops",
+    "layer_flops",
+    "attention_ratio",
+    "layer_ratio",
+    "layer_ratio_lower_bound_holds",
+]
 
 
 def matmul_flops(a: int, b: int, c: int) -> int:

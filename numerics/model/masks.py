@@ -25,13 +25,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as v
+from numerics import validation as v
 
 NAMED_MASKS = ("causal", "block_causal", "block_bidirectional")
 """The mask names understood by :func:`make_mask` and :func:`coarse_maps`."""
 
-__all__ = ["NAMED_MASKS", "make_mask", "as_mask", "frozen_kernel", "coarse_maps",
-           "spectral_projector", "kernel_eigenvalues", "block_level_mask"]
+__all__ = [
+    "NAMED_MASKS",
+    "make_mask",
+    "as_mask",
+    "frozen_kernel",
+    "coarse_maps",
+    "spectral_projector",
+    "kernel_eigenvalues",
+    "block_level_mask",
+]
 
 
 def make_mask(name: str, T: int, P: int | None = None) -> np.ndarray:
@@ -63,8 +71,9 @@ def as_mask(mask, T: int, P: int | None = None) -> np.ndarray:
         raise ValueError(f"a custom mask must have shape ({T}, {T}), got {arr.shape}")
     empty = np.flatnonzero(~arr.any(axis=1))
     if empty.size:
-        raise ValueError(f"every mask row must allow at least one token; rows {empty[:5].tolist()} "
-                         "are empty")
+        raise ValueError(
+            f"every mask row must allow at least one token; rows {empty[:5].tolist()} are empty"
+        )
     return arr
 
 

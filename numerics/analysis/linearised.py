@@ -42,20 +42,40 @@ from math import comb
 
 import numpy as np
 
-from . import _validate as v
-from . import lapack
-from .masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
-from .model import Model, ModelConfig
+from numerics import lapack
+from numerics import validation as v
+from numerics.model.layer import check_layer_params
+from numerics.model.masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
+from numerics.model.weights import Model, ModelConfig
 
-__all__ = ["norm_jacobian", "single_token_increment", "homogeneous_trajectory", "layer_factors",
-           "linearised_layer", "linearised_stack", "depth_polynomial", "apply_depth_polynomial",
-           "mode_products", "mode_ratio", "saturation_depth", "distinct_eigenvalues",
-           "causal_eigenvectors", "spectral_projectors", "kernel_constant", "eigen_form",
-           "coarse_factorisation", "causal_eigenvector_condition", "coarse_stack",
-           "exact_kernel", "exact_spectral_projectors", "exact_projector_residuals"]
+__all__ = [
+    "norm_jacobian",
+    "single_token_increment",
+    "homogeneous_trajectory",
+    "layer_factors",
+    "linearised_layer",
+    "linearised_stack",
+    "depth_polynomial",
+    "apply_depth_polynomial",
+    "mode_products",
+    "mode_ratio",
+    "saturation_depth",
+    "distinct_eigenvalues",
+    "causal_eigenvectors",
+    "spectral_projectors",
+    "kernel_constant",
+    "eigen_form",
+    "coarse_factorisation",
+    "causal_eigenvector_condition",
+    "coarse_stack",
+    "exact_kernel",
+    "exact_spectral_projectors",
+    "exact_projector_residuals",
+]
 
 
 # --------------------------------------------------------------------------- single-token map
+
 
 def _norm_jacobian(x: np.ndarray, eps: float) -> np.ndarray:
     d = x.shape[0]
@@ -102,8 +122,7 @@ def single_token_increment(config: ModelConfig, params, x, e=None) -> np.ndarray
     This is the layer increment of a single token (T = 1: attention returns the token's own value).
     The slow path is not included. ``e`` defaults to ``x`` (no injection).
     """
-    from .layer import _check_layer_params
-    p = _check_layer_params(config, params)
+    p = check_layer_params(config, params)
     x = v.finite_array("x", x)
     if x.shape[-1] != config.d or x.ndim not in (1, 2):
         raise ValueError(f"x must have shape (d,) or (n, d) with d={config.d}, got {x.shape}")
@@ -117,9 +136,11 @@ def _check_homogeneous_model(model) -> Model:
     cfg = model.config
     if cfg.slow and any(p.g != 0 for p in model.layers):
         gates = [p.g for p in model.layers]
-        raise ValueError("the token-homogeneous trajectory needs g = 0 or slow=False: the slow path "
-                         "gives block 1 zero (U_c) and breaks homogeneity; got gates "
-                         f"{gates[:4]}{'…' if len(gates) > 4 else ''}")
+        raise ValueError(
+            "the token-homogeneous trajectory needs g = 0 or slow=False: the slow path "
+            "gives block 1 zero (U_c) and breaks homogeneity; got gates "
+            f"{gates[:4]}{'…' if len(gates) > 4 else ''}"
+        )
     return model
 
 
@@ -127,7 +148,7 @@ def homogeneous_trajectory(model: Model, x0, e=None) -> np.ndarray:
     """``[x_0, …, x_L]`` (shape (L+1, d)) of the single-token map ``x ← x + h f_l(x)``.
 
     Hypotheses: ``g = 0`` in every layer or ``slow=False`` (else ``ValueError``); ``e`` is the
-    homogeneous injection target (defaults to ``x_0``, like :func:`numerics.layer.stack`). Then
+    homogeneous injection target (defaults to ``x_0``, like :func:`numerics.model.layer.stack`). Then
     ``stack(model, 1 x_0ᵀ, 1 eᵀ) = 1 x_Lᵀ`` (claim D3).
     """
     model = _check_homogeneous_model(model)
@@ -169,6 +190,7 @@ def layer_factors(model: Model, xs) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- linear maps
 
+
 def _check_factors(N, M) -> tuple[np.ndarray, np.ndarray]:
     N = v.finite_array("N", N, ndim=3)
     M = v.finite_array("M", M, shape=N.shape)
@@ -180,8 +202,9 @@ def _check_factors(N, M) -> tuple[np.ndarray, np.ndarray]:
 def _check_kernel(K, dX) -> np.ndarray:
     K = v.finite_array("K", K, ndim=2)
     if K.shape != (dX.shape[0], dX.shape[0]):
-        raise ValueError(f"K must be {dX.shape[0]}×{dX.shape[0]} to act on δX {dX.shape}, "
-                         f"got {K.shape}")
+        raise ValueError(
+            f"K must be {dX.shape[0]}×{dX.shape[0]} to act on δX {dX.shape}, got {K.shape}"
+        )
     return K
 
 
@@ -209,7 +232,7 @@ def _depth_polynomial(N: np.ndarray, M: np.ndarray) -> np.ndarray:
     C[0] = np.eye(d)
     for l in range(L):
         # C_j ← C_j N_l + C_{j−1} M_l, highest j first so C_{j−1} is still the old value
-        C[1:l + 2] = C[1:l + 2] @ N[l] + C[0:l + 1] @ M[l]
+        C[1 : l + 2] = C[1 : l + 2] @ N[l] + C[0 : l + 1] @ M[l]
         C[0] = C[0] @ N[l]
     return C
 
@@ -306,6 +329,7 @@ def saturation_depth(r, tau: float) -> float:
 
 # --------------------------------------------------------------------------- spectral data of K
 
+
 def distinct_eigenvalues(name: str, T: int, P: int | None = None) -> np.ndarray:
     """The distinct eigenvalues of ``K_name``, largest (1) first."""
     return np.array(sorted(kernel_eigenvalues(name, T, P), reverse=True))
@@ -371,15 +395,18 @@ def exact_spectral_projectors(name: str, T: int, P: int | None = None) -> dict:
 
     def causal(n):
         V, W = _causal_vectors_int(n)
-        return {Fraction(1, k + 1): np.array([[Fraction(V[t][k] * W[s][k]) for s in range(n)]
-                                              for t in range(n)], dtype=object)
-                for k in range(n)}
+        return {
+            Fraction(1, k + 1): np.array(
+                [[Fraction(V[t][k] * W[s][k]) for s in range(n)] for t in range(n)], dtype=object
+            )
+            for k in range(n)
+        }
 
     def block_diag(block, N):
         n = block.shape[0]
         out = np.full((N * n, N * n), Fraction(0), dtype=object)
         for b in range(N):
-            out[b * n:(b + 1) * n, b * n:(b + 1) * n] = block
+            out[b * n : (b + 1) * n, b * n : (b + 1) * n] = block
         return out
 
     if name == "causal":
@@ -417,7 +444,7 @@ def _causal_projector_norms(T: int) -> list[float]:
     out = []
     for k in range(T):
         vv = sum(comb(t, k) ** 2 for t in range(k, T))
-        ww = comb(2 * k, k)                       # Σ_s C(k, s)² = C(2k, k)
+        ww = comb(2 * k, k)  # Σ_s C(k, s)² = C(2k, k)
         out.append(float(np.sqrt(float(vv)) * np.sqrt(float(ww))))
     return out
 
@@ -457,8 +484,10 @@ def eigen_form(projectors: dict, dX0, D: dict) -> np.ndarray:
     """``Σ_λ P_λ δX_0 D_λ`` given ``{λ: P_λ}`` and ``{λ: D_λ}`` (same keys)."""
     dX0 = v.finite_array("dX0", dX0, ndim=2)
     if set(projectors) != set(D):
-        raise ValueError(f"projectors and D must have the same eigenvalues, got {sorted(projectors)}"
-                         f" and {sorted(D)}")
+        raise ValueError(
+            f"projectors and D must have the same eigenvalues, got {sorted(projectors)}"
+            f" and {sorted(D)}"
+        )
     return sum(projectors[lam] @ dX0 @ D[lam] for lam in projectors)
 
 
@@ -471,6 +500,7 @@ def coarse_factorisation(name: str, T: int, P, dX0, D1) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- coarse stack
+
 
 def coarse_stack(model: Model, Y0, e=None) -> np.ndarray:
     """The coarse stack on block values ``Y`` (N×d): each layer is the single-token map on every
@@ -489,8 +519,11 @@ def coarse_stack(model: Model, Y0, e=None) -> np.ndarray:
     cfg = model.config
     Y = v.finite_array("Y0", Y0, shape=(cfg.N, cfg.d))
     e = Y.copy() if e is None else v.finite_array("e", e, shape=(cfg.N, cfg.d))
-    smask = np.tril(np.ones((cfg.N, cfg.N), bool)) if cfg.slow_mask == "blockcausal" \
+    smask = (
+        np.tril(np.ones((cfg.N, cfg.N), bool))
+        if cfg.slow_mask == "blockcausal"
         else np.ones((cfg.N, cfg.N), bool)
+    )
     for p in model.layers:
         F = _single_token_increment(cfg, p, Y, e)
         if cfg.slow and p.g != 0:

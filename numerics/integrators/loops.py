@@ -26,13 +26,31 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 
-from ._tableaux import (DP_A, DP_C, DP_E, RADAU_C, RADAU_E, RADAU_MU_COMPLEX, RADAU_MU_REAL,
-                        RADAU_T, RADAU_TI, RADAU_VINV, ROS_A, ROS_C, ROS_CMAT, ROS_GAMMA, ROS_M, ROS_MERR)
+from numerics.integrators.tableaux import (
+    DP_A,
+    DP_C,
+    DP_E,
+    RADAU_C,
+    RADAU_E,
+    RADAU_MU_COMPLEX,
+    RADAU_MU_REAL,
+    RADAU_T,
+    RADAU_TI,
+    RADAU_VINV,
+    ROS_A,
+    ROS_C,
+    ROS_CMAT,
+    ROS_GAMMA,
+    ROS_M,
+    ROS_MERR,
+)
 
-RHS_SIG = types.void(types.float64, types.float64[::1], types.float64[::1], types.int64,
-                     types.float64[::1])
-JAC_SIG = types.void(types.float64, types.float64[::1], types.float64[::1], types.int64,
-                     types.float64[:, ::1])
+RHS_SIG = types.void(
+    types.float64, types.float64[::1], types.float64[::1], types.int64, types.float64[::1]
+)
+JAC_SIG = types.void(
+    types.float64, types.float64[::1], types.float64[::1], types.int64, types.float64[:, ::1]
+)
 RHS_TYPE = types.FunctionType(RHS_SIG)
 JAC_TYPE = types.FunctionType(JAC_SIG)
 
@@ -41,10 +59,23 @@ SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3
 # counters layout
 N_ACCEPT, N_REJECT, N_FEV, N_JEV, N_LU = 0, 1, 2, 3, 4
 
-_CORE_SIG = types.int64(RHS_TYPE, JAC_TYPE, types.float64[::1], types.float64[::1],
-                        types.float64[::1], types.int64[::1], types.int64, types.int64, types.float64,
-                        types.float64, types.float64, types.float64, types.int64,
-                        types.float64[:, ::1], types.int64[::1])
+_CORE_SIG = types.int64(
+    RHS_TYPE,
+    JAC_TYPE,
+    types.float64[::1],
+    types.float64[::1],
+    types.float64[::1],
+    types.int64[::1],
+    types.int64,
+    types.int64,
+    types.float64,
+    types.float64,
+    types.float64,
+    types.float64,
+    types.int64,
+    types.float64[:, ::1],
+    types.int64[::1],
+)
 
 SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 5.0
 
@@ -118,7 +149,9 @@ def _step_after_accept(h, hs, en, exponent, rejected, last, h_fixed):
     return h
 
 
-def _dopri5(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_steps, Yout, counters):
+def _dopri5(
+    rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_steps, Yout, counters
+):
     n = y0.size
     y = y0.copy()
     ynew = np.empty(n)
@@ -154,7 +187,7 @@ def _dopri5(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_st
                 ti = t_end if (i >= 5 and last) else t + DP_C[i] * hs
                 rhs(ti, ys, p, seg, k[i])
             counters[N_FEV] += 6
-            ynew[:] = ys                      # stage 7 argument is the 5th order solution
+            ynew[:] = ys  # stage 7 argument is the 5th order solution
             err[:] = 0.0
             for j in range(7):
                 if DP_E[j] != 0.0:
@@ -221,10 +254,11 @@ def _rosw(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_step
                 M[i, i] += 1.0 / (hs * ROS_GAMMA)
             if mb == m:
                 M[:, :] = np.linalg.inv(M)
-            else:                              # block-diagonal J: invert block by block
+            else:  # block-diagonal J: invert block by block
                 for b0 in range(0, m, mb):
-                    M[b0:b0 + mb, b0:b0 + mb] = np.linalg.inv(
-                        np.ascontiguousarray(M[b0:b0 + mb, b0:b0 + mb]))
+                    M[b0 : b0 + mb, b0 : b0 + mb] = np.linalg.inv(
+                        np.ascontiguousarray(M[b0 : b0 + mb, b0 : b0 + mb])
+                    )
             counters[N_LU] += 1
             for i in range(4):
                 ys[:] = y
@@ -241,8 +275,9 @@ def _rosw(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_step
                 else:
                     ui = u[i].reshape(m, kk)
                     for b0 in range(0, m, mb):
-                        ui[b0:b0 + mb] = np.dot(np.ascontiguousarray(M[b0:b0 + mb, b0:b0 + mb]),
-                                                F[b0:b0 + mb])
+                        ui[b0 : b0 + mb] = np.dot(
+                            np.ascontiguousarray(M[b0 : b0 + mb, b0 : b0 + mb]), F[b0 : b0 + mb]
+                        )
             counters[N_FEV] += 4
             ynew[:] = y
             err[:] = 0.0
@@ -277,7 +312,7 @@ rosw_loop = njit(_CORE_SIG, cache=True)(_rosw)
 NEWTON_MAXITER = 6
 
 
-def _invert_into(M, m, mb, out, work):
+def invert_into(M, m, mb, out, work):
     """``out`` ← inverse of ``M`` (dense, ``mb == m``: LAPACK) or of each diagonal block of size
     ``mb`` (Gauss–Jordan with partial pivoting in loops: the blocks are too small for LAPACK calls,
     whose per-call cost dominated). ``work`` is an ``mb×mb`` scratch of ``M``'s dtype. A singular
@@ -319,7 +354,7 @@ def _invert_into(M, m, mb, out, work):
                             out[b0 + r, b0 + j] -= f * out[b0 + c, b0 + j]
 
 
-def _apply_into(Minv, v, out, m, mb, kk):
+def apply_into(Minv, v, out, m, mb, kk):
     """``out = (Minv ⊗ I_k) v`` for a dense or block-diagonal (blocks of ``mb``) real ``Minv``."""
     if mb == m:
         out[:] = np.dot(Minv, v.reshape((m, kk))).reshape(m * kk)
@@ -332,10 +367,10 @@ def _apply_into(Minv, v, out, m, mb, kk):
                 a = Minv[i, j]
                 for k in range(kk):
                     acc[k] += a * v[j * kk + k]
-            out[i * kk:(i + 1) * kk] = acc
+            out[i * kk : (i + 1) * kk] = acc
 
 
-def _apply_complex_into(Mre, Mim, vre, vim, ore, oim, m, mb, kk):
+def apply_complex_into(Mre, Mim, vre, vim, ore, oim, m, mb, kk):
     """``o = ((Mre + i·Mim) ⊗ I_k)(vre + i·vim)`` in real arithmetic."""
     if mb == m:
         Vr = vre.reshape((m, kk))
@@ -357,8 +392,8 @@ def _apply_complex_into(Mre, Mim, vre, vim, ore, oim, m, mb, kk):
                     xi = vim[j * kk + k]
                     accr[k] += a * xr - b * xi
                     acci[k] += a * xi + b * xr
-            ore[i * kk:(i + 1) * kk] = accr
-            oim[i * kk:(i + 1) * kk] = acci
+            ore[i * kk : (i + 1) * kk] = accr
+            oim[i * kk : (i + 1) * kk] = acci
 
 
 def _mix3(M, src, out):
@@ -392,8 +427,8 @@ def _factor(J, hs, m, mb, Mr, Mcre, Mcim, Areal, Acplx, Cinv, wr, wc):
             Acplx[i, j] = -J[i, j]
         Areal[i, i] += mur
         Acplx[i, i] += muc
-    _invert_into(Areal, m, mb, Mr, wr)
-    _invert_into(Acplx, m, mb, Cinv, wc)
+    invert_into(Areal, m, mb, Mr, wr)
+    invert_into(Acplx, m, mb, Cinv, wc)
     for i in range(m):
         for j in range(m):
             Mcre[i, j] = Cinv[i, j].real
@@ -450,9 +485,9 @@ def _rms_scaled(v, scale):
     return np.sqrt(s / v.size)
 
 
-_invert_into = njit(cache=True, error_model="numpy")(_invert_into)
-_apply_into = njit(cache=True)(_apply_into)
-_apply_complex_into = njit(cache=True)(_apply_complex_into)
+invert_into = njit(cache=True, error_model="numpy")(invert_into)
+apply_into = njit(cache=True)(apply_into)
+apply_complex_into = njit(cache=True)(apply_complex_into)
 _factor = njit(cache=True)(_factor)
 _newton_residual = njit(cache=True)(_newton_residual)
 _newton_norm = njit(cache=True)(_newton_norm)
@@ -497,10 +532,10 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
     wr = np.empty((mb, mb))
     wc = np.empty((mb, mb), dtype=np.complex128)
     Qp = np.zeros((3, n))
-    Zlast = np.zeros(n)                        # collocation polynomial of the last accepted step
+    Zlast = np.zeros(n)  # collocation polynomial of the last accepted step
     Yout[0, :] = y
     h = h0
-    newton_tol = max(10 * 2.220446049250313e-16 / rtol, min(0.03, rtol ** 0.5))
+    newton_tol = max(10 * 2.220446049250313e-16 / rtol, min(0.03, rtol**0.5))
     for s in range(1, stops.size):
         t = stops[s - 1]
         t_end = stops[s]
@@ -555,14 +590,15 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                     rhs(ti, ys, p, seg, F[i])
                 counters[N_FEV] += 3
                 if not _newton_residual(F, W, hs, fr, fcr, fci):
-                    break                              # non-finite stage values: not converged
-                _apply_into(Mr, fr, dr, m, mb, kk)
-                _apply_complex_into(Mcre, Mcim, fcr, fci, dcr, dci, m, mb, kk)
+                    break  # non-finite stage values: not converged
+                apply_into(Mr, fr, dr, m, mb, kk)
+                apply_complex_into(Mcre, Mcim, fcr, fci, dcr, dci, m, mb, kk)
                 dn = _newton_norm(dr, dcr, dci, iscale)
                 if dW_old >= 0.0:
                     rate = dn / dW_old if dW_old > 0 else 0.0
-                if rate >= 0.0 and (rate >= 1.0 or
-                                    rate ** (NEWTON_MAXITER - k) / (1.0 - rate) * dn > newton_tol):
+                if rate >= 0.0 and (
+                    rate >= 1.0 or rate ** (NEWTON_MAXITER - k) / (1.0 - rate) * dn > newton_tol
+                ):
                     break
                 _newton_update(W, Z, dr, dcr, dci)
                 if dn == 0.0 or (rate >= 0.0 and rate / (1.0 - rate) * dn < newton_tol):
@@ -587,7 +623,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
             for i in range(n):
                 ze[i] = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * Z[2, i]) / hs
                 fi[i] = f0[i] + ze[i]
-            _apply_into(Mr, fi, err, m, mb, kk)
+            apply_into(Mr, fi, err, m, mb, kk)
             for i in range(n):
                 scale[i] = atol + rtol * max(abs(y[i]), abs(ynew[i]))
             en = _rms_scaled(err, scale)
@@ -598,7 +634,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                 rhs(t, ys, p, seg, fi)
                 counters[N_FEV] += 1
                 fi += ze
-                _apply_into(Mr, fi, err, m, mb, kk)
+                apply_into(Mr, fi, err, m, mb, kk)
                 en = _rms_scaled(err, scale)
             if h_fixed > 0.0 or en <= 1.0:
                 counters[N_ACCEPT] += 1
@@ -608,7 +644,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                         mult = 1.0
                     else:
                         mult = hs / h_old * (err_old / en) ** 0.25
-                    fac = min(1.0, mult) * (en ** -0.25 if en > 0 else 10.0)
+                    fac = min(1.0, mult) * (en**-0.25 if en > 0 else 10.0)
                     fac = min(10.0, safety * fac)
                     if not recompute_jac and fac < 1.2:
                         fac = 1.0
@@ -616,7 +652,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                         h = hs * fac
                 h_old = hs
                 err_old = en
-                _mix3(RADAU_VINV, Z, Qp)             # q_j with Σ_j q_j c_i^j = Z_i
+                _mix3(RADAU_VINV, Z, Qp)  # q_j with Σ_j q_j c_i^j = Z_i
                 Zlast[:] = Z[2]
                 have_poly = True
                 t = t_end if last else t + hs
@@ -637,7 +673,7 @@ def _radau(rhs, jac, y0, p, stops, segs, m, mb, rtol, atol, h0, h_fixed, max_ste
                     mult = 1.0
                 else:
                     mult = hs / h_old * (err_old / en) ** 0.25
-                fac = min(1.0, mult) * en ** -0.25
+                fac = min(1.0, mult) * en**-0.25
                 h = hs * max(MIN_FACTOR, safety * fac)
                 rejected = True
         Yout[s, :] = y

@@ -1,6 +1,6 @@
 """A gated fast–slow predictor on block sequences: the toy model of claim D9.
 
-Data: Gaussian AR(1) block sequences (:func:`numerics.data.gaussian_ar1_blocks`, mean ``μ = 0``):
+Data: Gaussian AR(1) block sequences (:func:`numerics.toy.data.gaussian_ar1_blocks`, mean ``μ = 0``):
 ``x_{b,k} = η_b + σε``, ``corr(η_b, η_{b+j}) = ρ^j``, ``Var η_b = τ²``; ``ρ = 0`` gives independent
 blocks. The predictor of token ``k`` of block ``b`` (``k = 0..P−1`` tokens of the block seen) is
 
@@ -47,12 +47,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as v
-from .data import running_sums
+from numerics import validation as v
+from numerics.toy.data import running_sums
 
-__all__ = ["GatedToy", "Moments", "fast_estimate", "empirical_moments", "population_moments",
-           "slow_matrix", "risk", "risk_gradient", "per_sequence_gate_gradient", "min_slow_risk",
-           "train", "TrainResult", "stack_moments", "jacobians", "closed_form_margin"]
+__all__ = [
+    "GatedToy",
+    "Moments",
+    "fast_estimate",
+    "empirical_moments",
+    "population_moments",
+    "slow_matrix",
+    "risk",
+    "risk_gradient",
+    "per_sequence_gate_gradient",
+    "min_slow_risk",
+    "train",
+    "TrainResult",
+    "stack_moments",
+    "jacobians",
+    "closed_form_margin",
+]
 
 
 @dataclass(frozen=True)
@@ -98,7 +112,7 @@ class Moments:
 
 def _fast(toy: GatedToy, sums: np.ndarray) -> np.ndarray:
     k = np.arange(toy.P, dtype=np.float64)
-    return sums[:, :, :toy.P] / (k + toy.lam)
+    return sums[:, :, : toy.P] / (k + toy.lam)
 
 
 def fast_estimate(toy: GatedToy, x) -> np.ndarray:
@@ -110,7 +124,7 @@ def fast_estimate(toy: GatedToy, x) -> np.ndarray:
 def _block_terms(toy: GatedToy, x: np.ndarray):
     sums = running_sums(x, toy.P)
     r = x.reshape(x.shape[0], toy.N, toy.P) - _fast(toy, sums)
-    return r.sum(axis=2), (r * r).sum(axis=2), sums[:, :, toy.P] / toy.P   # R_b, Q_b, ȳ_b
+    return r.sum(axis=2), (r * r).sum(axis=2), sums[:, :, toy.P] / toy.P  # R_b, Q_b, ȳ_b
 
 
 def empirical_moments(toy: GatedToy, x) -> Moments:
@@ -128,14 +142,14 @@ def population_moments(toy: GatedToy, rho: float) -> Moments:
     diagonal and upper part are set to zero because ``M`` is strictly lower triangular.
     """
     rho = v.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True)
-    lam, tau2 = toy.lam, toy.tau ** 2
+    lam, tau2 = toy.lam, toy.tau**2
     b = np.arange(toy.N)
     lag = np.abs(b[:, None] - b[None, :]).astype(np.float64)
-    corr = rho ** lag
-    C = tau2 * corr + (toy.sigma ** 2 / toy.P) * np.eye(toy.N)
+    corr = rho**lag
+    C = tau2 * corr + (toy.sigma**2 / toy.P) * np.eye(toy.N)
     shrink = float(np.sum(lam / (np.arange(toy.P) + lam)))
     D = np.tril(tau2 * corr * shrink, k=-1)
-    Q = toy.sigma ** 2 + tau2 * shrink / toy.P
+    Q = toy.sigma**2 + tau2 * shrink / toy.P
     return Moments(Q, C, D, float("inf"))
 
 
@@ -157,7 +171,7 @@ def slow_matrix(toy: GatedToy, g, w):
     low, e = _lags(toy.N)
     p = (toy.a + g * toy.c)[..., None]
     j = np.arange(toy.N, dtype=np.float64)
-    pw_vec = p ** j                                                   # (..., N): p^0..p^{N−1}
+    pw_vec = p**j  # (..., N): p^0..p^{N−1}
     d_vec = np.concatenate([np.zeros(p.shape), j[1:] * p ** j[:-1]], axis=-1)  # d p^j / dp
     pw = np.where(low, pw_vec[..., e], 0.0)
     pw1 = np.where(low, d_vec[..., e], 0.0)
@@ -167,8 +181,11 @@ def slow_matrix(toy: GatedToy, g, w):
 
 def _risk(toy: GatedToy, mom: Moments, M: np.ndarray):
     T, P = toy.T, toy.P
-    return (mom.Q - 2.0 / T * np.sum(M * mom.D, axis=(-2, -1))
-            + P / T * np.sum((M @ mom.C) * M, axis=(-2, -1)))
+    return (
+        mom.Q
+        - 2.0 / T * np.sum(M * mom.D, axis=(-2, -1))
+        + P / T * np.sum((M @ mom.C) * M, axis=(-2, -1))
+    )
 
 
 def risk(toy: GatedToy, mom: Moments, g, w):
@@ -235,12 +252,24 @@ def stack_moments(moments) -> Moments:
     moments = list(moments)
     if not moments:
         raise ValueError("moments must be a non-empty list")
-    return Moments(np.array([m.Q for m in moments]), np.stack([m.C for m in moments]),
-                   np.stack([m.D for m in moments]), np.array([m.n for m in moments]))
+    return Moments(
+        np.array([m.Q for m in moments]),
+        np.stack([m.C for m in moments]),
+        np.stack([m.D for m in moments]),
+        np.array([m.n for m in moments]),
+    )
 
 
-def train(toy: GatedToy, mom: Moments, *, w0: float = 1.0, g0: float = 0.0, lr: float = 1.0,
-          steps: int = 300, train_slow: bool = True) -> TrainResult:
+def train(
+    toy: GatedToy,
+    mom: Moments,
+    *,
+    w0: float = 1.0,
+    g0: float = 0.0,
+    lr: float = 1.0,
+    steps: int = 300,
+    train_slow: bool = True,
+) -> TrainResult:
     """Gradient descent on ``R(g, w)`` from ``(g0, w0)`` with Armijo backtracking.
 
     Each step tries the step size ``lr`` and halves it until the risk decreases by at least

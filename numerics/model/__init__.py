@@ -1,0 +1,13 @@
+"""The model: a Transformer read as a flow along depth.
+
+:mod:`~numerics.model.masks` (attention masks, frozen kernels and their spectra),
+:mod:`~numerics.model.pooling` (block pooling and up-sampling by reshaping),
+:mod:`~numerics.model.weights` (``ModelConfig``, ``LayerParams``, ``Model`` and their random
+initialisation), :mod:`~numerics.model.layer` (the validated NumPy reference layer and stack),
+:mod:`~numerics.model.kernels` and :mod:`~numerics.model.tangents` (the same pieces and their
+derivatives without argument checks, for inner loops), :mod:`~numerics.model.autodiff` (exact
+JVPs and VJPs), :mod:`~numerics.model.compiled` (the Numba layer), :mod:`~numerics.model.flow`
+(the depth flow's right-hand sides), :mod:`~numerics.model.coupling` (the coupling form's compiled
+right-hand side and Jacobian for :mod:`numerics.integrators`), :mod:`~numerics.model.depth_path`
+(smooth weight paths θ(t)) and :mod:`~numerics.model.cost` (exact operation counts).
+"""
