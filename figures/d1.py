@@ -16,7 +16,8 @@ import numpy as np
 
 import numerics as nm
 from figures import figure
-from verify.checks.d1 import layer_jacobian, tied_fixed_point
+from numerics.analysis.stability import layer_jacobian
+from verify.checks.d1 import tied_fixed_point
 from verify.registry import CLAIMS
 
 PARAMS = {

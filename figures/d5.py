@@ -6,10 +6,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+import numerics as nm
 from figures import figure
 from numerics import lapack
 from numerics.analysis import linearised as lin
-from verify.checks.d4 import build_model
 from verify.claim import Verdict
 from verify.registry import get_claim, run_check
 
@@ -23,7 +23,13 @@ FLUCTUATION_CASES = (("block_causal", 16), ("block_bidirectional", 16))
 def _mode_ratios(params: dict, seed: int):
     """Per-eigenvalue ratios ‖D_λ‖₂/σ_min(D_1) at depths 1…L for the D5 instance of ``seed``."""
     w_seed, x_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
-    model = build_model({**params, "heterogeneity": 0.0}, w_seed).with_gates(0.0)
+    model = nm.init_model(
+        nm.ModelConfig.from_params(params),
+        params["L"],
+        w_seed,
+        scale=params["scale"],
+        value_gain=params["value_gain"],
+    ).with_gates(0.0)
     cfg = model.config
     x0 = np.random.default_rng(x_seed).standard_normal(cfg.d)
     xs = lin.homogeneous_trajectory(model, x0)

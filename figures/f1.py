@@ -18,7 +18,7 @@ from numerics.model.coupling import (
     pack_coupling,
 )
 from verify.checks.f1 import CLAIM, RATE_ORDERS, eps_ladder, error_sweep
-from verify.rates import asymptotic_slope
+from verify.measure import asymptotic_slope
 
 ERROR_EPS = eps_ladder(CLAIM.defaults()["eps_max"], CLAIM.defaults()["eps_floor_first"])
 """The unit's ε ladder ``eps_max·10^(−j/4)`` down to the first-order floor."""

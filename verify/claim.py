@@ -276,12 +276,18 @@ def within(value, centre, tol, rule: str) -> Diagnostic:
 
 @dataclass
 class Conclusion:
-    """What :meth:`Claim.conclude` returns: the decided parts and the measured numbers."""
+    """What :meth:`Claim.conclude` returns: the decided parts and the measured numbers.
+
+    ``figures`` are the measured numbers the report shows; ``series`` the arrays (JSON-able lists)
+    that the claim's figures draw, so that a figure never rebuilds the instance. Series stay out of
+    the report.
+    """
 
     parts: dict
     figures: dict
     tolerance: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    series: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -316,6 +322,7 @@ class Verdict:
             name when the instance is one.
         tolerance: the tolerances used, in the units their keys state.
         error: ``{"type", "message"}`` when the outcome is ``error``.
+        series: the arrays the claim's figures draw (not part of the report).
     """
 
     id: str
@@ -329,6 +336,7 @@ class Verdict:
     tolerance: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     error: dict | None = None
+    series: dict = field(default_factory=dict)
 
     @property
     def holds(self) -> bool:
@@ -404,6 +412,7 @@ class Verdict:
                 "tolerance": self.tolerance,
                 "notes": self.notes,
                 "error": self.error,
+                "series": self.series,
             }
         )
 
@@ -421,6 +430,7 @@ class Verdict:
             tolerance=unjsonable(data.get("tolerance", {})),
             notes=list(data.get("notes", [])),
             error=data.get("error"),
+            series=unjsonable(data.get("series", {})),
         )
 
 
@@ -568,6 +578,7 @@ class Claim:
             control,
             tolerance=concl.tolerance,
             notes=list(concl.notes),
+            series=concl.series,
         )
 
     def _named(self, found: Mapping, declared: Mapping, what: str) -> dict:

@@ -130,6 +130,13 @@ def claim_status(cid: str, e: _Entry) -> tuple[str, str, list[str]]:
     return "verified", neg, []
 
 
+def _report_verdict(v: Verdict) -> dict:
+    """A verdict as the report records it: everything but the figures' series (arrays)."""
+    data = v.to_json()
+    data.pop("series", None)
+    return data
+
+
 def _control_entry(unit, v: Verdict) -> dict:
     ctl = unit.control(v.control)
     return {
@@ -180,7 +187,7 @@ def build_report(
                     "conclusion": dict(unit.conclusion),
                     "key_figures": key,
                     "figures": figures,
-                    "verdicts": [v.to_json() for v in e.main],
+                    "verdicts": [_report_verdict(v) for v in e.main],
                     "controls": [_control_entry(unit, v) for v in e.controls],
                     "tolerance": dict(head.tolerance) if head else {},
                     "seconds": round(e.seconds, 3),

@@ -33,6 +33,9 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from verify import provenance
+from verify.registry import run_check
+
 
 def grid(**axes: Iterable) -> list[dict]:
     """The Cartesian product of named axes as a list of dicts, first axis slowest."""
@@ -102,9 +105,9 @@ def sweep(
         )
     cache = None
     if cache_dir is not None:
-        from verify.provenance import source_fingerprint
-
-        cache = Path(cache_dir) / source_fingerprint() / f"{fn.__module__}.{fn.__qualname__}"
+        cache = (
+            Path(cache_dir) / provenance.source_fingerprint() / f"{fn.__module__}.{fn.__qualname__}"
+        )
         cache.mkdir(parents=True, exist_ok=True)
 
     results: list = [None] * len(points)
@@ -183,7 +186,7 @@ def dask_executor(address: str):
     ``fastslow[dask]``.
     """
     try:
-        from distributed import Client
+        from distributed import Client  # optional dependency: fastslow[dask]
     except ImportError:
         raise ImportError(
             "a Dask scheduler needs the optional extra: pip install 'fastslow[dask]'"
@@ -195,6 +198,5 @@ def dask_executor(address: str):
 def check_point(claim: str, seed: int, control: str | None = None, **params) -> dict:
     """One claim's verdict as a sweep point (picklable): the JSON of
     :func:`verify.registry.run_check` (``control`` names a negative control)."""
-    from verify.registry import run_check
 
     return run_check(claim, params, seed=seed, control=control).to_json()

@@ -26,7 +26,6 @@ import numerics as nm
 from fastslow.benchmarks import section
 from numerics import lapack
 from numerics.analysis import linearised as lin
-from verify.checks.d4 import build_model
 from verify.registry import get_claim
 from verify.timing import interleaved_best
 
@@ -36,7 +35,13 @@ D5_DEFAULTS = get_claim("D5").defaults()
 def _instance(mask: str, T: int, P: int, d: int, L: int, seed: int = 0):
     params = dict(D5_DEFAULTS, mask=mask, T=T, P=P, d=d, L=L, heterogeneity=0.0)
     w_seed, x_seed = np.random.SeedSequence(seed).spawn(2)
-    model = build_model(params, w_seed).with_gates(0.0)
+    model = nm.init_model(
+        nm.ModelConfig.from_params(params),
+        params["L"],
+        w_seed,
+        scale=params["scale"],
+        value_gain=params["value_gain"],
+    ).with_gates(0.0)
     x0 = np.random.default_rng(x_seed).standard_normal(d)
     return model, x0, params["tau"]
 

@@ -64,6 +64,18 @@ class ModelConfig:
     norm_eps: float = 1e-6
     _mask_array: np.ndarray = field(init=False, repr=False)
 
+    @classmethod
+    def from_params(cls, params, **overrides) -> ModelConfig:
+        """The config whose fields are read from a mapping of claim parameters (keys that are not
+        fields, like ``L`` or ``seed``, are ignored), then from ``overrides``."""
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        kw = {k: params[k] for k in names if k in params}
+        kw.update(overrides)
+        for flag in ("norm", "slow"):
+            if flag in kw:
+                kw[flag] = bool(kw[flag])
+        return cls(**kw)
+
     def __post_init__(self):
         T = v.positive_int("T", self.T)
         d = v.positive_int("d", self.d)
@@ -256,24 +268,29 @@ def init_model(
     scale: float = 1.0,
     slow_scale: float = 1.0,
     gate: float = 0.0,
+    value_gain: float = 0.0,
 ) -> Model:
     """A seeded random model of ``L`` layers.
 
     ``seed`` is an int or a ``numpy.random.SeedSequence``; the same seed gives the same weights
     bit for bit. ``tied=True`` draws one layer and shares it. The gate starts at ``gate``
-    (0 is the zero-initialised gate of the paper).
+    (0 is the zero-initialised gate of the paper). ``value_gain`` adds ``value_gain·I`` to every
+    value matrix after the draw (the same random stream), so that the value map ``h·V`` dominates
+    the linearised layer when the gain is large (claims D4 and D5).
     """
     L = v.positive_int("L", L)
     v.real("scale", scale, low=0.0)
     v.real("slow_scale", slow_scale, low=0.0)
     v.real("gate", gate)
+    v.real("value_gain", value_gain)
     rng = np.random.default_rng(seed)
-    if tied:
+
+    def draw() -> LayerParams:
         p = init_layer(config, rng, scale=scale, slow_scale=slow_scale, gate=gate)
-        return Model(config, (p,) * L)
-    return Model(
-        config,
-        tuple(
-            init_layer(config, rng, scale=scale, slow_scale=slow_scale, gate=gate) for _ in range(L)
-        ),
-    )
+        if value_gain:
+            p.V = p.V + value_gain * np.eye(config.d)
+        return p
+
+    if tied:
+        return Model(config, (draw(),) * L)
+    return Model(config, tuple(draw() for _ in range(L)))

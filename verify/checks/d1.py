@@ -67,8 +67,9 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
+from numerics.analysis.stability import layer_jacobian
 from numerics.lapack import svdvals
-from numerics.model.autodiff import layer_jvp, stack_jvp, stack_vjp
+from numerics.model.autodiff import stack_jvp, stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 
@@ -79,19 +80,6 @@ SPREAD_TOL = 1e-13
 FIXED_POINT_RESIDUAL = 1e-14
 HOMOGENEITY_TOL = 1e-13
 FD_RTOL = 1e-6
-
-
-def layer_jacobian(
-    config: nm.ModelConfig, params: nm.LayerParams, X: np.ndarray, E=None
-) -> np.ndarray:
-    """Dense ``J = ∂Φ/∂X`` ((T·d)×(T·d), row-major flattening) from JVPs of basis vectors."""
-    n = config.T * config.d
-    J = np.empty((n, n))
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = 1.0
-        J[:, k] = layer_jvp(config, params, X, e.reshape(config.T, config.d), E=E)[1].ravel()
-    return J
 
 
 def stack_jacobian_forward(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:

@@ -9,7 +9,7 @@ Checked by: a smooth path between two random layers (:class:`numerics.model.dept
 weights and gate) and a constant (tied) path; the flow is integrated by DOPRI5
 (:mod:`numerics.integrators`) at tight tolerance and the relative error at ``t = 1`` of the stack
 is measured on the doubling ladder ``L = L_min·2^j ≤ L_max``, coarse to fine and lazily. The rate
-is decided by the asymptotic-window rule of :func:`verify.rates.asymptotic_slope`, fixed in
+is decided by the asymptotic-window rule of :func:`verify.measure.asymptotic_slope`, fixed in
 advance: the first ``window`` consecutive ladder points whose local log–log slopes spread by at
 most ``slope_tol/2`` form the asymptotic window, and the order is 1 when the 95% interval of the
 slope fitted there lies in ``[1 − slope_tol, 1 + slope_tol]``, for the untied and the tied path.
@@ -58,7 +58,7 @@ from numerics.model.depth_path import (
 from numerics.model.weights import init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
-from ..rates import asymptotic_slope
+from ..measure import asymptotic_slope
 
 PATHS = ("smooth", "step")
 H_MODES = ("1/L", "one")

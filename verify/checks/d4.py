@@ -14,7 +14,7 @@ Checked on one instance:
 * both the polynomial form and the JVP against the nonlinear stack :func:`numerics.model.layer.stack`
   itself, by the order of the Taylor remainder ``r(s) = ‖X_L(X_0 + s δX_0) − X_L(X_0) − s·o‖``:
   ``O(s²)`` when ``o`` is the derivative, ``≈ s‖Δ‖`` (order 1) when ``o`` is off by ``Δ``. The
-  order is decided by the asymptotic-window rule (:func:`verify.rates.asymptotic_slope`, expected
+  order is decided by the asymptotic-window rule (:func:`verify.measure.asymptotic_slope`, expected
   2 ± ``slope_tol``) on the ladder ``s_j = s_0·10^(−j/4)``, ``s_0 = 100·max(‖X_0‖, 1)/‖δX_0‖`` (above
   the state's own scale), evaluated down to where the output's change or the remainder falls within
   ``1e3·u·‖X_L‖`` of rounding, and decided on the *finest* window whose local slopes agree (just
@@ -90,7 +90,7 @@ from theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..diagnostics import homogeneous_reference
-from ..rates import asymptotic_slope
+from ..measure import UNIT_ROUNDOFF, taylor_remainder_order
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
 """The softmax-derivative check is not vacuous: ``‖δA‖_F / ‖δS‖_F`` (the attention change relative
@@ -98,30 +98,6 @@ to the score change on the mask, a scale-free ratio) must be resolved above roun
 roundoff, whenever some token attends to more than one token; then ``δA·n(X)V = 0`` to rounding
 of ``‖δA‖‖n(X)V‖`` is a real cancellation of non-zero terms. (A saturated softmax has a small but
 well-resolved ratio, e.g. 2.4e-4 at T = 2 with the norm on; a fixed 1e-3 called that vacuous.)"""
-
-
-def build_model(p: dict, seed) -> nm.Model:
-    """The random model of a D4/D5 instance: ``init_model`` weights at ``scale`` with
-    ``V_l ← V_l + value_gain·I`` (so ``M_l ≈ h·value_gain·J_n`` dominates when the gain is large).
-    (Also used by D5 and its figures.)"""
-    cfg = nm.ModelConfig(
-        T=p["T"],
-        P=p["P"],
-        d=p["d"],
-        mask=p["mask"],
-        norm=bool(p["norm"]),
-        sigma=p["sigma"],
-        h=p["h"],
-        gamma=p["gamma"],
-        slow=bool(p["slow"]),
-    )
-    model = nm.init_model(cfg, p["L"], seed, scale=p["scale"])
-    layers = []
-    for lp in model.layers:
-        q = lp.copy()
-        q.V = q.V + p["value_gain"] * np.eye(cfg.d)
-        layers.append(q)
-    return nm.Model(cfg, tuple(layers))
 
 
 def softmax_derivative_term(
@@ -206,7 +182,13 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, d_seed = np.random.SeedSequence(seed).spawn(3)
         self.p = p
-        self.model = build_model(p, w_seed)
+        self.model = nm.init_model(
+            nm.ModelConfig.from_params(p),
+            p["L"],
+            w_seed,
+            scale=p["scale"],
+            value_gain=p["value_gain"],
+        )
         self.cfg = self.model.config
         self.gated = self.model.with_gates(p["gate"])
         rng = np.random.default_rng(x_seed)
@@ -218,80 +200,6 @@ class Instance:
         self.E = self.X0 if self.cfg.gamma else None
         self.dX0 = np.random.default_rng(d_seed).standard_normal((self.cfg.T, self.cfg.d))
         self.K = nm.frozen_kernel(self.cfg.mask_array)
-
-
-UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
-SECANT_TOL = 1e-6
-"""Without a measurable order (a stack affine along δX_0, or one whose O(s²) remainder reaches
-rounding before five ladder points agree), the oracle must match the secants: the smallest
-``r(s)/(s‖o‖)`` above the rounding floor ≤ 1e-6, or the finest local slope above the floor is
-still ≥ 2 − slope_tol (an oracle off by Δ would bend it towards 1 once s‖Δ‖ dominates; the
-smallest secant defect is then the resolution the instance allows, reported)."""
-TAYLOR_LADDER_LEN = 56
-LADDER_TOP = 100.0
-"""Ladder ``s_j = s_0·10^(−j/4)``, ``j = 1…56``, from ``s_0`` = 100× the state's scale down 14
-decades: a nearly affine stack reaches the rounding floor within a decade or two of its own scale,
-so the ladder starts above it (the finest converged window decides, so coarse steps cost only
-evaluations)."""
-TAYLOR_WINDOW = 5
-OUTPUT_RESOLUTION = 1e3
-"""The Taylor ladder ends where the output's change or the remainder is within 1e3 units of
-rounding of the output, ``1e3·u·‖X_L‖``: below that the remainder is rounding (a saturated stack
-stops changing at all and ``r(s) = s‖o‖`` would look like a clean order 1)."""
-
-
-def taylor_order(f, X, dX, oracle, slope_tol: float, tol: float) -> dict:
-    """Order of ``r(s) = ‖f(X + s dX) − f(X) − s·oracle‖`` on the ladder (see the module docstring).
-
-    ``holds`` when the asymptotic-window slope's 95% interval lies in ``2 ± slope_tol``, or when
-    the oracle matches the secants: ``min_s r(s)/(s‖oracle‖) ≤ SECANT_TOL`` above the rounding floor
-    (an oracle off by ``Δ`` gives ``r(s_1) ≈ s_1‖Δ‖``)."""
-    base = f(X)
-    s0 = LADDER_TOP * max(float(np.linalg.norm(X)), 1.0) / max(float(np.linalg.norm(dX)), 1e-300)
-    ladder = s0 * 10.0 ** (-np.arange(1, TAYLOR_LADDER_LEN + 1) / 4)
-
-    floor = OUTPUT_RESOLUTION * UNIT_ROUNDOFF * max(float(np.linalg.norm(base)), 1e-300)
-
-    def raw(s):
-        moved = f(X + s * dX) - base
-        return float(np.linalg.norm(moved - s * oracle)), float(np.linalg.norm(moved))
-
-    def remainder(s):
-        """``r(s)``, or NaN (which ends the ladder) once the output's change or the remainder
-        falls to the output's rounding resolution: below it ``r`` measures rounding, not order."""
-        r, change = raw(s)
-        return float("nan") if change <= floor or r <= floor else r
-
-    res = asymptotic_slope(ladder, remainder, 2.0, slope_tol, window=TAYLOR_WINDOW, finest=True)
-    # the derivative test without an order: r(s)/(s‖o‖) → 0 for the derivative, → ‖Δ‖/‖o‖ for an
-    # oracle off by Δ; its smallest value above the rounding floor bounds ‖Δ‖/‖o‖
-    no = max(float(np.linalg.norm(oracle)), 1e-300)
-    defects = [r / (h * no) for h, r in zip(res["h"], res["err"])] or [
-        raw(ladder[0])[0] / (ladder[0] * no)
-    ]
-    secant = float(min(defects))
-    return {
-        "slope": res["slope"],
-        "ci95": res["ci95"],
-        "s": res["h"],
-        "remainder": res["err"],
-        "local_slopes": res["local_slopes"],
-        "order_2": bool(res["holds"]),
-        "converged": res["converged"],
-        "window": res["window"],
-        "secant_defect_rel": secant,
-        # no window before rounding: an oracle off by Δ gives r(s) ≈ s‖Δ‖ at small s (local
-        # slope → 1); a finest local slope still ≥ 2 − slope_tol bounds ‖Δ‖/‖o‖ by the
-        # smallest secant defect, the resolution float64 allows on this instance
-        "finest_local_slope": float(res["local_slopes"][-1]) if res["local_slopes"] else None,
-        "holds": bool(res["holds"])
-        or secant <= SECANT_TOL
-        or bool(
-            not res["converged"]
-            and res["local_slopes"]
-            and res["local_slopes"][-1] >= 2.0 - slope_tol
-        ),
-    }
 
 
 def jvp_rounding_scale(cfg, layers, xs, K, dX0, N, M) -> float:
@@ -456,8 +364,8 @@ class D4(Claim):
         # rounding scale of the JVP: its softmax-derivative terms, propagated
         jvp_scale = jvp_rounding_scale(cfg, ungated.layers, xs, K, dX0, N, M)
         jvp_ref = max(float(np.linalg.norm(jvp)), poly_scale, jvp_scale, 1e-300)
-        taylor_poly = taylor_order(F, X0, dX0, poly, p["slope_tol"], tol)
-        taylor_jvp = taylor_order(F, X0, dX0, jvp, p["slope_tol"], tol)
+        taylor_poly = taylor_remainder_order(F, X0, dX0, poly, p["slope_tol"])
+        taylor_jvp = taylor_remainder_order(F, X0, dX0, jvp, p["slope_tol"])
         figures = {
             "softmax_derivative_term_rel": term / max(dA_norm * v_norm, 1e-300),
             "softmax_derivative_dA_norm": dA_norm,

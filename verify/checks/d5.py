@@ -46,31 +46,16 @@ import numpy as np
 import numerics as nm
 from numerics import lapack
 from numerics.analysis import linearised as lin
-from numerics.model import tangents
+from numerics.analysis.stability import layer_jacobian
 from numerics.model.weights import SIGMAS
 from theory.kernels import kernel_constant as exact_kernel_constant
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
-from .d4 import build_model
 
 BRUTE_FORCE_R_REL = 1e-10
 """Relative agreement of r(L) from the dense product with r(L) from the d×d products (up to L*)."""
 KERNEL_CONSTANT_REL = 1e-12
 """Relative agreement of the closed-form c_K with the exact rational one."""
-
-
-def dense_layer_jacobian(cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarray) -> np.ndarray:
-    """The (Td)×(Td) Jacobian of ``Φ`` at ``X`` (row-major vectorisation), one analytic JVP
-    (:mod:`numerics.model.autodiff`, forward pass cached once) per column. ``E`` is held fixed."""
-    T, d = cfg.T, cfg.d
-    c = tangents.layer_fwd(cfg, p, X, X if cfg.gamma else None)
-    J = np.empty((T * d, T * d))
-    dX = np.zeros((T, d))
-    for k in range(T * d):
-        dX.flat[k] = 1.0
-        J[:, k] = tangents.layer_jvp_cached(cfg, p, c, dX, None).ravel()
-        dX.flat[k] = 0.0
-    return J
 
 
 def modes_from_dense(prod: np.ndarray, projectors: dict, T: int, d: int) -> dict:
@@ -93,7 +78,7 @@ def brute_force_mode_ratio(model: nm.Model, traj: np.ndarray) -> np.ndarray:
     prod = np.eye(cfg.T * cfg.d)
     r = np.empty(model.L)
     for l, p in enumerate(model.layers):
-        prod = dense_layer_jacobian(cfg, p, traj[l]) @ prod
+        prod = layer_jacobian(cfg, p, traj[l]) @ prod
         D = modes_from_dense(prod, projs, cfg.T, cfg.d)
         smin = lapack.svdvals(D[1.0])[-1]
         top = max((np.linalg.norm(D[lam], 2) for lam in D if lam != 1.0), default=0.0)
@@ -112,7 +97,13 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, d_seed, y_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.model_g = build_model({**p, "heterogeneity": 0.0}, w_seed).with_gates(p["gate"])
+        self.model_g = nm.init_model(
+            nm.ModelConfig.from_params(p),
+            p["L"],
+            w_seed,
+            scale=p["scale"],
+            value_gain=p["value_gain"],
+        ).with_gates(p["gate"])
         self.model = self.model_g.with_gates(0.0)
         self.cfg = self.model.config
         self.x0 = np.random.default_rng(x_seed).standard_normal(self.cfg.d)

@@ -49,7 +49,7 @@ Checked by: exact JVPs (:func:`numerics.analysis.visibility.visibility_map`, one
 and per bundle basis vector), singular values and numerical ranks per block (threshold
 ``rank_rtol`` × the largest singular value of the whole map), a Taylor-remainder cross-check of
 one JVP column against the forward map (the remainder ``‖X_L(θ + he) − X_L(θ) − h·Je‖`` has order
-2, decided by :func:`verify.rates.asymptotic_slope` on a ladder of ``h`` in units of the entry's
+2, decided by :func:`verify.measure.asymptotic_slope` on a ladder of ``h`` in units of the entry's
 scale; a fixed central-difference tolerance is not scale-free: its rounding error is
 ``≈ u‖X_L‖/(h‖Je‖)`` relative, ``1.5e-6`` at ``h = 1e-6`` for the column of seed 106, which moves
 ``X_L`` by only ``1.5e-4`` of its size), finite perturbations of sizes ``s`` in
@@ -91,7 +91,7 @@ from numerics.model.masks import block_level_mask, coarse_maps
 from theory.stability import block_causal_gap_ratio
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
-from ..rates import asymptotic_slope
+from ..measure import asymptotic_slope
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
 KRON_TOL = 1e-10
@@ -261,7 +261,7 @@ def taylor_test_figures(inst: Instance) -> dict:
 
     ``r(h) = ‖X_L(θ + h e) − X_L(θ) − h·J e‖`` is ``O(h²)`` when ``J e`` is the derivative and
     ``≈ h‖Δ‖`` (order 1) when the JVP is off by ``Δ``. The order is decided by the
-    asymptotic-window rule (:func:`verify.rates.asymptotic_slope`, expected 2 ± ``slope_tol``)
+    asymptotic-window rule (:func:`verify.measure.asymptotic_slope`, expected 2 ± ``slope_tol``)
     on the ladder ``h_j = s·10^(−j/4)``, ``j ≥ 1``, in units of the entry's own scale
     ``s = RMS(V_0)`` (1 if ``V_0 = 0``); the rounding floor ``u‖X_L‖`` ends the ladder from below,
     never a fixed tolerance. When ``X_L`` is affine along ``e`` (one layer on a homogeneous

@@ -35,7 +35,7 @@ How it is checked.
   ``BX₀`` would leave an O(1)·‖(I − UB)X₀‖² offset). (d) starts on the first-order slow manifold,
   ``X₀ = UY₀ + εH₁`` (the O(ε) correction of the fibre base point is not part of the claim).
 * Rates, by the asymptotic-window rule fixed in advance (:func:`decide_slopes`, through
-  :func:`verify.rates.asymptotic_slope`): for order ``k`` (1 for (c), 2 for (d), tolerance
+  :func:`verify.measure.asymptotic_slope`): for order ``k`` (1 for (c), 2 for (d), tolerance
   ``slope_tol0``/``slope_tol1``) the errors at ``t = 1`` are evaluated lazily on the ladder
   ``ε_j = eps_max·10^(−j/4)``, from its largest point ``≤ min(eps_max, lin_const/c₂)`` down to the
   order's floor (``eps_floor_leading``, ``eps_floor_first``: below 1e-4 the first-order error meets
@@ -111,7 +111,7 @@ from numerics.model.masks import coarse_maps, frozen_kernel, kernel_eigenvalues
 from theory.slow_manifold import MASKS, block_reduction, coarse_vector, reduced_rhs
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
-from ..rates import asymptotic_slope
+from ..measure import asymptotic_slope
 
 COARSE = ("auto", "mean", "first")
 METHODS = ("radau", "rosw")
@@ -747,7 +747,7 @@ def decide_slopes(inst: Instance, linearity: dict) -> tuple[dict, dict, dict]:
     For each order ``k`` (1 for the leading order, 2 for the first order) the ladder
     ``ε_j = eps_max · 10^(−j/4)`` down to the order's floor is walked from the start that the
     linearity constant chooses (:func:`rate_window_start`), evaluating the error lazily, by
-    :func:`verify.rates.asymptotic_slope`: the first window of ``window`` consecutive points whose
+    :func:`verify.measure.asymptotic_slope`: the first window of ``window`` consecutive points whose
     local slopes spread by at most ``tol/2`` is the asymptotic window, and the rate holds when the
     95% interval of its fitted slope lies in ``[k − tol, k + tol]``.
     """

@@ -60,7 +60,7 @@ from numerics.toy import markov as mk
 from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
-from ..rates import slope_fit
+from ..measure import slope_fit
 
 CHAINS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
 SIMPLEX_TOL = 1e-8

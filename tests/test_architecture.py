@@ -1,0 +1,181 @@
+"""The house reads in one direction (docs/architecture.md).
+
+Packages, bottom to top: ``theory`` and ``numerics`` (independent of each other), ``verify``,
+``figures``, ``fastslow``. A module may import only from its own package or from a package below
+it, so the package-level import graph has no cycle. Inside ``numerics`` the subpackages are layered
+too: the infrastructure modules (``validation``, ``lapack``, ``jit_cache``), then ``integrators``,
+then ``model``, then ``analysis`` and ``toy``. No module imports another package's (or another
+``numerics`` subpackage's) underscore names. An import inside a function is allowed only with a
+``# deferred: <reason>`` or ``# optional ...`` comment on its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {"theory": 0, "numerics": 0, "verify": 1, "figures": 2, "fastslow": 3}
+NUMERICS_LAYERS = {
+    "validation": 0,
+    "lapack": 0,
+    "jit_cache": 0,
+    "integrators": 1,
+    "model": 2,
+    "analysis": 3,
+    "toy": 3,
+}
+
+
+def _sources() -> list[Path]:
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ROOT / f for f in files if f.split("/")[0] in LAYERS and (ROOT / f).exists()]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _is_module(dotted: str) -> bool:
+    base = ROOT.joinpath(*dotted.split("."))
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def _imports(path: Path):
+    """``(lineno, target module, imported names, inside a function)`` of every import."""
+    tree = ast.parse(path.read_text())
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    inner = {
+        id(s) for f in funcs for s in ast.walk(f) if isinstance(s, (ast.Import, ast.ImportFrom))
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, [], id(node) in inner
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names = [a.name for a in node.names]
+            # ``from pkg import module`` imports the module itself
+            for name in names:
+                if _is_module(f"{mod}.{name}"):
+                    yield node.lineno, f"{mod}.{name}", [], id(node) in inner
+                else:
+                    yield node.lineno, mod, [name], id(node) in inner
+
+
+def _first_party(mod: str) -> bool:
+    return mod.split(".")[0] in LAYERS
+
+
+def _numerics_part(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "numerics" else None
+
+
+def _violations() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {"layer": [], "numerics": [], "underscore": [], "inner": []}
+    for path in _sources():
+        me = _module_name(path)
+        rel = path.relative_to(ROOT)
+        lines = path.read_text().splitlines()
+        for lineno, target, names, inside in _imports(path):
+            where = f"{rel}:{lineno} imports {target}{(' ' + ','.join(names)) if names else ''}"
+            if (
+                inside
+                and "deferred:" not in lines[lineno - 1]
+                and "optional" not in lines[lineno - 1]
+            ):
+                found["inner"].append(where)
+            if not _first_party(target):
+                continue
+            src_pkg, dst_pkg = me.split(".")[0], target.split(".")[0]
+            if src_pkg != dst_pkg:
+                if LAYERS[dst_pkg] >= LAYERS[src_pkg]:
+                    found["layer"].append(where)
+            elif src_pkg == "numerics" and me != "numerics":
+                a, b = _numerics_part(me), _numerics_part(target)
+                if b is None:  # the facade numerics/__init__ sits above every subpackage
+                    found["numerics"].append(where)
+                elif a != b and NUMERICS_LAYERS[b] >= NUMERICS_LAYERS[a]:
+                    found["numerics"].append(where)
+            same_unit = src_pkg == dst_pkg and (
+                src_pkg != "numerics" or _numerics_part(me) == _numerics_part(target)
+            )
+            if not same_unit:
+                private = [n for n in names if n.startswith("_")]
+                private += [p for p in target.split(".") if p.startswith("_") and p != "__init__"]
+                if private:
+                    found["underscore"].append(where)
+    return found
+
+
+@pytest.fixture(scope="module")
+def violations():
+    return _violations()
+
+
+def test_packages_import_only_downwards(violations):
+    """theory/numerics < verify < figures < fastslow; theory and numerics never import each other."""
+    assert violations["layer"] == []
+
+
+def test_numerics_subpackages_import_only_downwards(violations):
+    """validation/lapack/jit_cache < integrators < model < analysis, toy; nobody imports the facade."""
+    assert violations["numerics"] == []
+
+
+def test_no_import_of_another_packages_underscore_names(violations):
+    assert violations["underscore"] == []
+
+
+def test_imports_inside_functions_state_their_reason(violations):
+    assert violations["inner"] == []
+
+
+def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
+    """Non-vacuity: an upward import, an underscore import and a bare inner import are caught."""
+    fake = ROOT / "numerics" / "toy" / "_architecture_probe.py"
+    fake.write_text(
+        "from verify.claim import Param\n"
+        "from numerics.model.layer import _private\n"
+        "def f():\n    import figures\n"
+    )
+    try:
+        found = _violations()
+    finally:
+        fake.unlink()
+    assert any("_architecture_probe" in w for w in found["layer"])
+    assert any("_architecture_probe" in w for w in found["underscore"])
+    assert any("_architecture_probe" in w for w in found["inner"])
+
+
+def test_code_cites_the_repository_not_an_outside_spec():
+    """Claim statements live in docs/claims.md; no source cites a file outside the repository."""
+    files = subprocess.run(
+        ["git", "ls-files", "*.py", "*.md", "*.sh", "*.toml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    cited = [f for f in files if "SPEC §" in (ROOT / f).read_text(errors="replace")]
+    assert cited == []

@@ -1,0 +1,302 @@
+"""Shared measurement: relative errors with a declared scale, fitted log–log slopes with their
+intervals, finite differences, Taylor-remainder orders, and the symbolic-against-numeric comparison.
+
+Every claim that measures one of these measures it here, so that a rule (what "relative" means on a
+zero reference, what the asymptotic window of a rate is) is stated once.
+
+**Relative errors.** :func:`relative_error` divides by a *declared* scale (by default the norm of
+the reference) and says what happens on a zero scale: an exact zero difference is ``0.0``, any other
+difference is ``inf`` (never a division by a tiny guard constant). :func:`ratio` is the same rule
+for two numbers.
+
+**Rates.** An asymptotic claim "error = O(h^k)" is a statement about small ``h``. A slope fitted
+over a fixed range of ``h`` mixes the asymptotic regime with the pre-asymptotic bend of the error
+curve (higher-order terms, a nearby singularity of the right-hand side), and then either misses
+``k`` or has an interval too wide to decide, although the error does converge at rate ``k``. The
+rule of :func:`asymptotic_slope` is fixed in advance and decides on the asymptotic part only:
+
+1. the ``h`` values form a ladder from coarse to fine (e.g. ``ε_j = 10^(−1 − j/4)`` or
+   ``h = 1/L`` with ``L`` doubling), evaluated lazily from a start index chosen by the caller from
+   a computable criterion (never from the error curve itself);
+2. windows of ``window`` consecutive ladder points slide from coarse to fine; the *asymptotic
+   window* is the first whose local slopes (between neighbouring points) spread by at most
+   ``tol/2``: the curve is a straight line there;
+3. the slope is the least-squares fit over that window, with its 95% t-interval; the rate is
+   verified when the whole interval lies in ``[k − tol, k + tol]``;
+4. if no window converges before the ladder ends, the rate is not verified (``converged`` is
+   False) and the result says so.
+
+With ``finest=True`` the whole ladder is evaluated (down to where ``error_of`` returns NaN, e.g. a
+rounding floor) and the *finest* converged window is taken instead: for a Taylor-remainder test,
+where points are cheap, the asymptotic regime is the one just above rounding, and a straight
+pre-asymptotic stretch at coarse steps cannot be mistaken for it.
+
+**Derivatives.** :func:`central_difference` and :func:`richardson_difference` (``(4·D(δ/2) −
+D(δ))/3``, truncation ``O(δ⁴)``) along a direction; :func:`taylor_remainder_order` decides that an
+oracle is the derivative by the order 2 of its Taylor remainder, never by a fixed tolerance.
+
+**Theory against numerics.** :func:`symbolic_agrees` is the one comparison of a value generated from
+a SymPy expression (``theory/``) with the value the engine computed (``numerics/``): the relative
+error on a declared scale, against a tolerance the caller states in its own units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from verify.claim import Diagnostic
+
+UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
+"""The unit roundoff ``u = 2^-53`` of float64."""
+
+
+# --------------------------------------------------------------------------- relative errors
+
+
+def _norm(x, norm: str) -> float:
+    x = np.asarray(x, dtype=float)
+    if norm == "fro":
+        return float(np.linalg.norm(x.ravel()))
+    if norm == "max":
+        return float(np.abs(x).max(initial=0.0))
+    raise ValueError(f"norm={norm!r}: expected 'fro' or 'max'")
+
+
+def ratio(x: float, scale: float) -> float:
+    """``x / scale``; on a zero scale an exact zero ``x`` is ``0.0`` and any other ``x`` is ``inf``."""
+    x, scale = float(x), float(scale)
+    if scale > 0:
+        return x / scale
+    return 0.0 if x == 0 else math.inf
+
+
+def relative_error(actual, reference, *, scale: float | None = None, norm: str = "fro") -> float:
+    """``‖actual − reference‖ / scale`` in the 2-norm of the flattened arrays (``norm="fro"``) or
+    the max norm (``norm="max"``).
+
+    ``scale`` is the declared size the error is relative to; by default ``‖reference‖`` in the same
+    norm. A zero scale gives ``0.0`` for an exact match and ``inf`` otherwise (:func:`ratio`).
+    """
+    a, r = np.asarray(actual, dtype=float), np.asarray(reference, dtype=float)
+    diff = _norm(a - r, norm)
+    return ratio(diff, _norm(r, norm) if scale is None else scale)
+
+
+def elementwise_relative_error(actual, reference) -> np.ndarray:
+    """``|actual − reference| / |reference|`` entry by entry, with :func:`ratio`'s zero rule."""
+    a, r = np.asarray(actual, dtype=float), np.asarray(reference, dtype=float)
+    diff, scale = np.abs(a - r), np.abs(r)
+    out = np.where(diff == 0, 0.0, np.inf)
+    np.divide(diff, scale, out=out, where=scale > 0)
+    return out
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def slope_fit(h, err) -> dict:
+    """Least-squares slope of ``log err`` against ``log h`` with its 95% interval (t quantile).
+
+    ``h`` and ``err`` are positive; at least three points (two degrees of freedom are needed for
+    an interval). Returns ``slope``, ``ci95``, ``stderr``, ``intercept`` and ``r2``.
+    """
+    h, err = np.asarray(h, float), np.asarray(err, float)
+    r = stats.linregress(np.log(h), np.log(err))
+    q = stats.t.ppf(0.975, len(h) - 2)
+    return {
+        "slope": float(r.slope),
+        "ci95": [float(r.slope - q * r.stderr), float(r.slope + q * r.stderr)],
+        "stderr": float(r.stderr),
+        "intercept": float(r.intercept),
+        "r2": float(r.rvalue**2),
+    }
+
+
+def local_slopes(h, err) -> np.ndarray:
+    """Slopes of ``log err`` against ``log h`` between neighbouring points."""
+    lh, le = np.log(np.asarray(h, float)), np.log(np.asarray(err, float))
+    return np.diff(le) / np.diff(lh)
+
+
+def asymptotic_slope(
+    ladder: Sequence[float],
+    error_of: Callable[[float], float],
+    expected: float,
+    tol: float,
+    *,
+    start: int = 0,
+    window: int = 5,
+    finest: bool = False,
+) -> dict:
+    """The rate of ``error_of(h)`` over its asymptotic window on ``ladder`` (coarse to fine).
+
+    ``error_of`` is called once per ladder point that the rule needs, from ``ladder[start]`` on.
+    Returns ``slope``, ``ci95``, ``holds`` (the interval lies in ``[expected ± tol]``),
+    ``converged`` (a window was found), ``window`` (its coarse and fine ends), ``h`` and ``err``
+    (every evaluated point) and ``local_slopes``. A non-positive or non-finite error ends the
+    ladder there (the rate cannot be measured below it).
+    """
+    if window < 3:
+        raise ValueError(f"window={window}: expected at least 3 points")
+    hs, errs = [], []
+
+    def decided(wh, we):
+        fit = slope_fit(wh, we)
+        lo, hi = fit["ci95"]
+        return {
+            "slope": fit["slope"],
+            "ci95": fit["ci95"],
+            "holds": bool(expected - tol <= lo and hi <= expected + tol),
+            "converged": True,
+            "window": [wh[0], wh[-1]],
+            "h": hs,
+            "err": errs,
+            "local_slopes": local_slopes(hs, errs).tolist(),
+        }
+
+    for h in ladder[start:]:
+        e = float(error_of(h))
+        if not np.isfinite(e) or e <= 0.0:
+            break
+        hs.append(float(h))
+        errs.append(e)
+        if finest or len(hs) < window:
+            continue
+        ls = local_slopes(hs[-window:], errs[-window:])
+        if ls.max() - ls.min() <= tol / 2:
+            return decided(hs[-window:], errs[-window:])
+    if finest:
+        for k in range(len(hs) - window, -1, -1):
+            ls = local_slopes(hs[k : k + window], errs[k : k + window])
+            if ls.max() - ls.min() <= tol / 2:
+                return decided(hs[k : k + window], errs[k : k + window])
+    fit = (
+        slope_fit(hs[-window:], errs[-window:])
+        if len(hs) >= 3
+        else {"slope": float("nan"), "ci95": [float("nan")] * 2}
+    )
+    return {
+        "slope": fit["slope"],
+        "ci95": fit["ci95"],
+        "holds": False,
+        "converged": False,
+        "window": [hs[-min(window, len(hs))], hs[-1]] if hs else [],
+        "h": hs,
+        "err": errs,
+        "local_slopes": local_slopes(hs, errs).tolist() if len(hs) > 1 else [],
+    }
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+def central_difference(f: Callable, x, direction, step: float):
+    """``(f(x + step·direction) − f(x − step·direction)) / (2·step)``; truncation ``O(step²)``."""
+    x, direction = np.asarray(x, dtype=float), np.asarray(direction, dtype=float)
+    return (np.asarray(f(x + step * direction)) - np.asarray(f(x - step * direction))) / (2 * step)
+
+
+def richardson_difference(f: Callable, x, direction, step: float):
+    """Richardson-extrapolated central difference ``(4·D(step/2) − D(step))/3``; truncation
+    ``O(step⁴)``, rounding about ``3·u·|f|/step``."""
+    return (
+        4.0 * central_difference(f, x, direction, step / 2)
+        - central_difference(f, x, direction, step)
+    ) / 3.0
+
+
+TAYLOR_SECANT_TOL = 1e-6
+"""Without a measurable order (a map affine along the direction, or one whose ``O(s²)`` remainder
+reaches rounding before five ladder points agree), the oracle must match the secants: the smallest
+``r(s)/(s‖o‖)`` above the rounding floor ≤ 1e-6, or the finest local slope above the floor is still
+≥ 2 − slope_tol (an oracle off by Δ would bend it towards 1 once s‖Δ‖ dominates; the smallest
+secant defect is then the resolution the instance allows, reported)."""
+TAYLOR_LADDER_LEN = 56
+TAYLOR_LADDER_TOP = 100.0
+"""Ladder ``s_j = s_0·10^(−j/4)``, ``j = 1…56``, from ``s_0`` = 100× the state's scale down 14
+decades: a nearly affine map reaches the rounding floor within a decade or two of its own scale, so
+the ladder starts above it (the finest converged window decides, so coarse steps cost only
+evaluations)."""
+TAYLOR_WINDOW = 5
+TAYLOR_OUTPUT_RESOLUTION = 1e3
+"""The ladder ends where the output's change or the remainder is within 1e3 units of rounding of
+the output, ``1e3·u·‖f(X)‖``: below that the remainder is rounding (a saturated map stops changing
+at all and ``r(s) = s‖o‖`` would look like a clean order 1)."""
+
+
+def taylor_remainder_order(f: Callable, X, dX, oracle, slope_tol: float) -> dict:
+    """Order of ``r(s) = ‖f(X + s dX) − f(X) − s·oracle‖`` on the ladder ``s_j`` above.
+
+    Statement: ``oracle`` is the derivative of ``f`` at ``X`` along ``dX`` when ``r(s) = O(s²)``.
+    ``holds`` when the asymptotic-window slope's 95% interval (finest converged window,
+    :func:`asymptotic_slope` with ``finest=True``) lies in ``2 ± slope_tol``, or when the oracle
+    matches the secants (:data:`TAYLOR_SECANT_TOL`), or when no window converges above rounding but
+    the finest local slope is still ≥ ``2 − slope_tol``. Caveat: an oracle off by ``Δ`` with
+    ``‖Δ‖`` below the instance's resolution (reported as ``secant_defect_rel``) cannot be told from
+    the derivative.
+    """
+    base = f(X)
+    s0 = TAYLOR_LADDER_TOP * max(float(np.linalg.norm(X)), 1.0)
+    s0 = ratio(s0, float(np.linalg.norm(dX)))
+    ladder = s0 * 10.0 ** (-np.arange(1, TAYLOR_LADDER_LEN + 1) / 4)
+    floor = TAYLOR_OUTPUT_RESOLUTION * UNIT_ROUNDOFF * float(np.linalg.norm(base))
+
+    def raw(s):
+        moved = f(X + s * dX) - base
+        return float(np.linalg.norm(moved - s * oracle)), float(np.linalg.norm(moved))
+
+    def remainder(s):
+        """``r(s)``, or NaN (which ends the ladder) once the output's change or the remainder
+        falls to the output's rounding resolution: below it ``r`` measures rounding, not order."""
+        r, change = raw(s)
+        return float("nan") if change <= floor or r <= floor else r
+
+    res = asymptotic_slope(ladder, remainder, 2.0, slope_tol, window=TAYLOR_WINDOW, finest=True)
+    # the derivative test without an order: r(s)/(s‖o‖) → 0 for the derivative, → ‖Δ‖/‖o‖ for an
+    # oracle off by Δ; its smallest value above the rounding floor bounds ‖Δ‖/‖o‖
+    no = float(np.linalg.norm(oracle))
+    defects = [ratio(r, h * no) for h, r in zip(res["h"], res["err"])] or [
+        ratio(raw(ladder[0])[0], ladder[0] * no)
+    ]
+    secant = float(min(defects))
+    finest_slope = res["local_slopes"][-1] if res["local_slopes"] else None
+    return {
+        "slope": res["slope"],
+        "ci95": res["ci95"],
+        "s": res["h"],
+        "remainder": res["err"],
+        "local_slopes": res["local_slopes"],
+        "order_2": bool(res["holds"]),
+        "converged": res["converged"],
+        "window": res["window"],
+        "secant_defect_rel": secant,
+        "finest_local_slope": None if finest_slope is None else float(finest_slope),
+        "holds": bool(res["holds"])
+        or secant <= TAYLOR_SECANT_TOL
+        or bool(
+            not res["converged"] and finest_slope is not None and finest_slope >= 2.0 - slope_tol
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- theory against numerics
+
+
+def symbolic_agrees(
+    symbolic, numeric, *, tol: float, scale: float | None = None, norm: str = "max", what: str = ""
+) -> Diagnostic:
+    """The value generated from a SymPy expression agrees with the engine's value.
+
+    ``holds`` when :func:`relative_error` ``(numeric, symbolic, scale=scale, norm=norm) ≤ tol``;
+    the diagnostic's value is that relative error and its rule names ``what`` was compared. The
+    caller states ``tol`` in its own units (a multiple of the solver tolerance or of ``u``).
+    """
+    err = relative_error(numeric, symbolic, scale=scale, norm=norm)
+    label = f"{what}: " if what else ""
+    return Diagnostic(
+        bool(err <= tol), err, f"{label}symbolic vs numeric relative error ≤ {tol:.3g}"
+    )
