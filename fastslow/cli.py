@@ -1,4 +1,4 @@
-"""The ``fastslow`` command line (SPEC §3).
+"""The ``fastslow`` command line.
 
 ::
 
@@ -86,7 +86,7 @@ def _cmd_check(args) -> int:
     if verdict.outcome == "error":
         print(
             f"fastslow check: {verdict.id} could not be decided on this valid input: "
-            f"{verdict.error['type']}: {verdict.error['message']}",
+            f"{(verdict.error or {}).get('type')}: {(verdict.error or {}).get('message')}",
             file=sys.stderr,
         )
     return verdict.exit_code
@@ -174,7 +174,7 @@ def _cmd_sweep(args) -> int:
     except ValueError as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
-    counts = {}
+    counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     print(

@@ -32,6 +32,7 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import matplotlib
 
@@ -149,9 +150,8 @@ def figure_data(figure: str, point: dict):
 
 def draw(name: str, data: list, outdir: Path, seed: int = 0) -> list[Path]:
     """Draw figure ``name`` from its computed ``data`` and write its PNG and PDF; return the paths."""
-
     spec = _spec(name)
-    with plt.rc_context(STYLE):
+    with plt.rc_context(cast(Any, STYLE)):  # the style keys are valid rcParams
         fig, params = spec.draw(data, seed)
     prov = provenance()
     meta = {
@@ -174,7 +174,7 @@ def compute(names: list[str], seed: int = 0, executor=None, cache_dir=None) -> d
     results = sweep(
         figure_data, points, executor=executor, cache_dir=cache_dir, label="figure data"
     )
-    data = {n: [] for n in names}
+    data: dict[str, list] = {n: [] for n in names}
     for pt, res in zip(points, results):
         data[pt["figure"]].append(res)
     return data

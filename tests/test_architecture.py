@@ -177,5 +177,6 @@ def test_code_cites_the_repository_not_an_outside_spec():
         text=True,
         check=True,
     ).stdout.split()
-    cited = [f for f in files if "SPEC §" in (ROOT / f).read_text(errors="replace")]
+    outside = "SPEC" + " §"  # spelled in two parts so that this file does not cite it
+    cited = [f for f in files if outside in (ROOT / f).read_text(errors="replace")]
     assert cited == []

@@ -1,5 +1,5 @@
 """The layer, the stack and the depth-flow right-hand sides against a direct transcription of
-SPEC §1 with dense matrices and explicit loops (an independent second implementation)."""
+the layer map of numerics.model.layer with dense matrices and explicit loops (an independent second implementation)."""
 
 import math
 
@@ -28,7 +28,7 @@ def _norm(X, cfg):
 
 
 def dense_layer(cfg, p, X, E):
-    """SPEC §1 written out with dense B and U_c matrices."""
+    """The layer map written out with dense B and U_c matrices."""
     beta = cfg.score_scale
     Xn = _norm(X, cfg)
     A = _softmax_rows(beta * (Xn @ p.Q) @ (Xn @ p.K).T, cfg.mask_array)

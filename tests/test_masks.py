@@ -1,4 +1,4 @@
-"""Masks, frozen kernels and their eigenvalue-1 spectral data (SPEC §1)."""
+"""Masks, frozen kernels and their eigenvalue-1 spectral data ."""
 
 import numpy as np
 import pytest

@@ -26,7 +26,7 @@ def test_critical_manifold_and_normal_jacobian(mask):
     ],
 )
 def test_h1_is_the_injection_projected_off_the_persistent_bundle(mask, P, d):
-    """H₁ = γ(I − K + Π)⁻¹(I − Π)E; for block_bidirectional this is γ(I − UB)E (SPEC)."""
+    """H₁ = γ(I − K + Π)⁻¹(I − Π)E; for block_bidirectional this is γ(I − UB)E."""
     sm = slow_manifold(mask, P, d)
     E, g = sm.symbols["E"], sm.symbols["gamma"]
     K, L = frozen_kernel_matrix(mask, P), coarse_vector(mask, P)

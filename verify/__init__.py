@@ -1,7 +1,11 @@
-"""Claim verification: the registry of claim IDs, the check functions and the report.
+"""Claim verification: the claim units, the shared measurement, the sweeps and the report.
 
-``verify`` is where ``theory`` (symbolic) and ``numerics`` (numerical) meet. Each claim ID of
-SPEC §2 has a statement in :mod:`verify.registry`, a check function in ``verify.checks.<id>``
-(also run by ``fastslow check``) and test modules ``verify/test_<id>_*.py`` run by
-``pytest verify``, which writes ``verify/report/report.json`` and ``REPORT.md``.
+``verify`` is where ``theory`` (symbolic) and ``numerics`` (numerical) meet. Each claim ID
+(statements in ``docs/claims.md``, generated from the units) is one unit ``verify.checks.<id>``
+(a :class:`verify.claim.Claim`, found by :mod:`verify.registry`, also run by ``fastslow check``)
+with test modules ``verify/test_<id>_*.py`` run by ``pytest verify``, which writes
+``verify/report/report.json`` and ``REPORT.md`` (:mod:`verify.report`). Shared pieces:
+:mod:`verify.measure` (relative errors, rates, finite differences, theory against numerics),
+:mod:`verify.model_params`, :mod:`verify.sweep` (sweeps on any executor, with a cache),
+:mod:`verify.provenance`, :mod:`verify.timing`. See ``docs/architecture.md``.
 """

@@ -368,7 +368,8 @@ class Verdict:
     def reason(self) -> str:
         """One line: why this outcome."""
         if self.outcome == "error":
-            return f"error: {self.error['type']}: {self.error['message']}"
+            err = self.error or {}
+            return f"error: {err.get('type')}: {err.get('message')}"
         if self.outcome == "outside-hypotheses":
             why = ", ".join(
                 f"{k} ({_short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"

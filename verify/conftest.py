@@ -42,7 +42,6 @@ _HERE = Path(__file__).resolve().parent
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "claim(ID): the SPEC claim this verify test checks")
     config.stash[_LEDGER] = ClaimLedger()
     config.stash[_CLAIM_OF] = {}
     config.stash[_DESELECTED] = []

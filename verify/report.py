@@ -92,7 +92,7 @@ def claim_status(cid: str, e: _Entry) -> tuple[str, str, list[str]]:
     ran = [o for o in e.tests.values() if o != "skipped"]
     if not ran:
         return "pending", "pending", ["no test of this claim ran"]
-    controls = {}
+    controls: dict[str, bool] = {}
     for v in e.controls:
         ok = unit.fails_as_predicted(v)
         controls[v.control] = controls.get(v.control, True) and ok

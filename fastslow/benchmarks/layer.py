@@ -84,9 +84,9 @@ def layer_vs_blas_floor(quick: bool) -> dict:
         )
     worst = max(r[3] for r in rows if r[0].startswith("Numba"))
     verdict = f"Numba path: worst time/floor {worst:.2f}×" + (
-        " (--quick: the SPEC §4 target ≤ 2.5× applies at T=1024, d=64)."
+        " (--quick: the target ≤ 2.5× applies at T=1024, d=64)."
         if quick
-        else " — SPEC §4 target ≤ 2.5× " + ("met." if worst <= 2.5 else "MISSED.")
+        else " — target ≤ 2.5× " + ("met." if worst <= 2.5 else "MISSED.")
     )
     return {
         "title": f"Layer forward vs BLAS floor (T={T}, d={d}, P={P}, m=d, slow path on)",

@@ -22,21 +22,11 @@ Three methods, all compiled with Numba and both landing exactly on breakpoints a
 plain Python callables ``f(t, y) -> dy/dt`` and ``jac(t, y) -> J`` (the same step loop runs
 uncompiled). It returns an :class:`IntegratorResult` with SciPy's field names and work counters.
 
-Which one (measured by ``fastslow bench``, section ``integrators``: coupling flow, T·d = 64…512,
-ε = 1e-2…1e-4, final relative error ≤ 1e-5): Radau IIA needs about 300 RHS calls, like SciPy's
-Radau, and is the fastest; ROS34PW2 needs 750–1000 (4 per step, order 3; half of its steps resolve
-the initial layer, and an exact finite-difference Jacobian gives the same step count, so that is
-accuracy-limited, not a cost of the inexact ``W``) but has no Newton iteration to fail. Both keep
-their order with the frozen-kernel ``W`` (tests: order 3 with a wrong ``J``; Radau converges to the
-collocation solution). The block-diagonal ``W`` of block-local masks makes the linear algebra
-``O(T·P²)`` per factorisation; the Radau loop allocates its work arrays once, inverts the ``P×P``
-real and complex blocks by Gauss–Jordan loops and applies them by loops (per-block LAPACK/BLAS calls
-cost more than the arithmetic at ``P = 4``). Measured (64×8, ε = 1e-3): about two thirds of a Radau
-run is right-hand-side calls. Tried and dropped: Hairer's carried-over convergence factor (FACCON,
-allowing one Newton iteration) saved only 5–10 % of the calls and raised the final error at the
-same ``rtol`` (9e-6 → 1.5e-5), so the matched-error cost went up; recomputing ``J`` only when the
-Newton rate exceeds 0.05 (instead of 1e-3) saved 5–10 % of the calls and factorisations but put the
-final error above 1e-5 at ``rtol = 1e-3`` in 2 of the 9 benchmark cases.
+Which one: Radau IIA is the fastest on the coupling flow at matched error, ROS34PW2 has no Newton
+iteration to fail, and both keep their order with the frozen-kernel ``W`` (tests: order 3 with a
+wrong ``J``; Radau converges to the collocation solution). The block-diagonal ``W`` of block-local
+masks makes the linear algebra ``O(T·P²)`` per factorisation. The measurements and the variants
+tried are in ``docs/benchmarks.md`` ("Design measurements").
 
 Caveats: no dense output (ask for output times with ``t_eval``; the steps land on them); the error
 estimate is local (tolerances control the local error per unit step, as in SciPy).
@@ -45,6 +35,7 @@ estimate is local (tolerances control the local error per unit step, as in SciPy
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -201,6 +192,9 @@ def integrate(
     counters = np.zeros(5, dtype=np.int64)
     Yout = np.empty((stops.size, n))
 
+    rhs: Any
+    jac_fn: Any
+    loop: Any
     compiled = _is_compiled(fun)
     if compiled:
         rhs = fun

@@ -1,4 +1,4 @@
-"""Numba-accelerated forward of one layer and of the stack, numerically the reference's (SPEC §1, §5).
+"""Numba-accelerated forward of one layer and of the stack, numerically the reference's.
 
 Same map as :mod:`numerics.model.layer` (``_layer``, ``stack``) with the same switches (``norm``,
 ``sigma``, ``slow`` on/off, ``slow_mask``, ``gamma``, ``beta``, any boolean fast mask)::
@@ -21,28 +21,10 @@ How it is computed:
   4 layers, T ≤ 1024; tests assert 1e-12), not bitwise. Masked entries are exact zeros, as in the
   reference, so causality (claim A1) holds bitwise on this path too.
 
-Measurement behind the choices (one layer, d=64, m=d, P=8, 1 OpenBLAS thread, best CPU time in
-ms of 5–9 round-robin calls on this shared 2-core EPYC at load ≈ 5, so ±15 %; ranges are two
-runs). "NumPy out=" is the anchors' A.4 recipe for the whole layer: every step a NumPy call into a
-preallocated buffer, driven from Python. ``fastslow bench`` keeps the maintained numbers.
-
-====  ======  =========  ==========  =============  ==============
-T     mask    reference  NumPy out=  Numba, 1 tile  Numba, 128-row
-====  ======  =========  ==========  =============  ==============
-64    causal  0.18       0.20        0.13           0.14
-256   causal  1.6–2.1    1.06–1.17   0.82–1.41      0.81–1.44
-256   dense   1.3–1.6    1.00–1.22   0.83–0.94      1.04–1.07
-512   causal  6.3        3.2         3.3            2.6
-1024  causal  18.1       12.0        10.0           7.3
-1024  dense   17.5       10.4        11.1           10.0
-====  ======  =========  ==========  =============  ==============
-
-So: BLAS time is the same from NumPy and from ``@njit`` (``np.dot`` into buffers, measured
-2.9 ms for ``QKᵀ`` at T=1024 both ways); the whole layer in one ``@njit`` function removes the
-Python-level overhead that dominates at T=64; row tiles pay off with a causal mask from T≈512 on
-and cost at most ~10 % (within noise) with a dense one. Numba's scalar ``np.exp`` and ``np.tanh``
-do not vectorise (3.9 ns per ``exp`` against NumPy's 0.9 ns), so the softmax and the MLP use the
-branch-free, vectorisable ``exp``/``tanh`` below (≤ 1 and ≤ 2 ulp from NumPy's).
+Why these choices (BLAS from ``@njit`` costs what it costs from NumPy; one compiled function per
+layer removes the Python overhead that dominates at small T; row tiles pay with causal masks from
+T ≈ 512; Numba's scalar ``exp``/``tanh`` do not vectorise) is measured in ``docs/benchmarks.md``
+("Design measurements"); ``fastslow bench`` keeps the maintained numbers.
 
 Caveats: the first call compiles (≈ 13 s of CPU on a fresh checkout, then ≈ 1 s to load from the
 on-disk cache); call :func:`warm_up` once per process (the test suite does it in a session
@@ -64,8 +46,7 @@ from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 __all__ = ["fast_layer", "fast_stack", "fast_attention", "fast_slow_path", "warm_up", "TILE"]
 
 TILE = 128
-"""Query rows per attention tile. At T=1024, d=64 (causal) 64, 128 and 256 rows measured within
-5 % of each other (5.5–5.8 ms CPU for the attention), one tile of all rows 9.5 ms."""
+"""Query rows per attention tile (64, 128 and 256 measure alike; docs/benchmarks.md)."""
 
 
 # --------------------------------------------------------------------------- kernels
@@ -430,8 +411,7 @@ def fast_trajectory_unchecked(
 ) -> np.ndarray:
     """Unvalidated: all states ``(L+1, T, d)``. Hot path for benchmarks and integrators.
 
-    The loop over layers is in Python (one kernel call per layer, ≈ 20 µs of dispatch): stacking
-    the weights into (L, d, d) arrays for a single call cost more than that at T = 64.
+    The loop over layers is in Python, one kernel call per layer.
     """
     st = _static(cfg)
     out = np.empty((len(layers) + 1, cfg.T, cfg.d))

@@ -1,4 +1,4 @@
-"""The continuous depth flow (SPEC §1, "Depth flow").
+"""The continuous depth flow.
 
 Two right-hand sides on ``t ∈ [0, 1]`` with parameters ``θ(t)``:
 
@@ -34,7 +34,7 @@ def coupling_rhs(config: ModelConfig, params: LayerParams, X, eps: float, E=None
     X = check_state(config, X)
     if not isinstance(params, LayerParams):
         raise TypeError(f"params must be LayerParams, got {type(params).__name__}")
-    params.shapes_ok(config.d, config.m)
+    params.shapes_ok(config.d, int(config.m))  # type: ignore[arg-type]  # resolved in __post_init__
     E = check_state(config, E, "E") if E is not None else (X if config.gamma else None)
     return kernels.coupling(config, params, X, E, eps)
 
@@ -103,4 +103,6 @@ def depth_rhs(
     t = v.real("t", t)
     f = make_rhs(theta, form=form, eps=eps, E=E, config=config)
     cfg = theta.config if isinstance(theta, Model) else config
+    if cfg is None:  # make_rhs has already rejected this; kept for the type checker
+        raise TypeError("config is required when theta is not a Model")
     return f(t, check_state(cfg, X))

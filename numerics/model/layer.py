@@ -1,4 +1,4 @@
-"""The layer map ``Φ_l`` and the stack ``X_0 → X_L``: the plain NumPy reference path (SPEC §1).
+"""The layer map ``Φ_l`` and the stack ``X_0 → X_L``: the plain NumPy reference path.
 
 ::
 
@@ -65,7 +65,7 @@ def check_embeddings(cfg: ModelConfig, E, X0: np.ndarray) -> np.ndarray | None:
 def check_layer_params(cfg: ModelConfig, p) -> LayerParams:
     if not isinstance(p, LayerParams):
         raise TypeError(f"params must be LayerParams, got {type(p).__name__}")
-    return p.shapes_ok(cfg.d, cfg.m)
+    return p.shapes_ok(cfg.d, int(cfg.m))  # type: ignore[arg-type]  # m is resolved in __post_init__
 
 
 def check_model(model) -> Model:

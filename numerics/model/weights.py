@@ -1,4 +1,4 @@
-"""Model configuration and untied per-layer parameters (SPEC §1, "Layer").
+"""Model configuration and untied per-layer parameters.
 
 A model is a :class:`ModelConfig` (sizes, masks, switches, depth step ``h``, injection ``γ``)
 plus one :class:`LayerParams` per layer. Weights are untied by default; ``tied=True`` makes every
@@ -30,7 +30,7 @@ SLOW_WEIGHTS = ("Qs", "Ks", "Vs")
 
 @dataclass(frozen=True, eq=False)
 class ModelConfig:
-    """Sizes and switches of the model (SPEC §1).
+    """Sizes and switches of the model (the layer map is written out in :mod:`numerics.model.layer`).
 
     Attributes:
         T: tokens; ``T = N·P``.
@@ -151,15 +151,15 @@ class LayerParams:
         return self
 
     def copy(self) -> LayerParams:
-        return LayerParams(*(getattr(self, n).copy() for n in WEIGHT_NAMES), g=float(self.g))
+        return LayerParams(**{n: getattr(self, n).copy() for n in WEIGHT_NAMES}, g=float(self.g))
 
     def zeros_like(self) -> LayerParams:
-        return LayerParams(*(np.zeros_like(getattr(self, n)) for n in WEIGHT_NAMES), g=0.0)
+        return LayerParams(**{n: np.zeros_like(getattr(self, n)) for n in WEIGHT_NAMES}, g=0.0)
 
     def axpy(self, a: float, other: LayerParams) -> LayerParams:
         """``self + a·other`` as a new object."""
         return LayerParams(
-            *(getattr(self, n) + a * getattr(other, n) for n in WEIGHT_NAMES),
+            **{n: getattr(self, n) + a * getattr(other, n) for n in WEIGHT_NAMES},
             g=self.g + a * other.g,
         )
 
