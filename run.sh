@@ -2,7 +2,7 @@
 # fastslow quick start: sets up a virtual environment (once) and runs one job.
 #
 #   bash run.sh verify   # pytest verify: checks every claim and writes verify/report/
-#   bash run.sh test     # every test: tests/ (unit, property) and verify/ (claims)
+#   bash run.sh test     # ruff, mypy, then every test: tests/ (unit, property) and verify/ (claims)
 #   bash run.sh bench    # benchmark tables (ratios measured in one run)
 #   bash run.sh figures  # regenerate every figure into figures/out/
 #
@@ -35,7 +35,12 @@ job=${1:-}
 [ $# -gt 0 ] && shift
 case "$job" in
   verify)  exec "$VENV/bin/python" -m pytest verify "$@" ;;
-  test)    exec "$VENV/bin/python" -m pytest tests verify "$@" ;;
+  test)
+    # lint, format and the public API's types first (seconds), then every test
+    "$VENV/bin/ruff" check --quiet . || { echo "ruff check failed (fix with: $VENV/bin/ruff check --fix .)" >&2; exit 1; }
+    "$VENV/bin/ruff" format --check --quiet . || { echo "ruff format: files need formatting (run: $VENV/bin/ruff format .)" >&2; exit 1; }
+    "$VENV/bin/mypy" --no-error-summary || { echo "mypy found type errors in the public API" >&2; exit 1; }
+    exec "$VENV/bin/python" -m pytest tests verify "$@" ;;
   bench)   exec "$VENV/bin/fastslow" bench "$@" ;;
   figures) exec "$VENV/bin/fastslow" figures "$@" ;;
   *) echo "usage: bash run.sh {verify|test|bench|figures} [args...]" >&2; exit 2 ;;
