@@ -1,0 +1,122 @@
+"""The shared measurement of verify.measure: each rule does what its docstring says and can fail."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verify import measure as ms
+
+finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- relative errors
+
+
+def test_ratio_on_a_zero_scale_is_zero_for_an_exact_match_and_inf_otherwise():
+    assert ms.ratio(3.0, 2.0) == 1.5
+    assert ms.ratio(0.0, 0.0) == 0.0
+    assert ms.ratio(1e-300, 0.0) == math.inf
+
+
+def test_relative_error_uses_the_reference_norm_unless_a_scale_is_declared():
+    a, b = np.array([1.0, 2.0, 2.0]), np.array([1.0, 2.0, 3.0])
+    assert ms.relative_error(a, b) == pytest.approx(1 / np.sqrt(14))
+    assert ms.relative_error(a, b, scale=10.0) == pytest.approx(0.1)
+    assert ms.relative_error(a, b, norm="max") == pytest.approx(1 / 3)
+    assert ms.relative_error(np.zeros(3), np.zeros(3)) == 0.0
+    assert ms.relative_error(np.ones(3), np.zeros(3)) == math.inf
+    with pytest.raises(ValueError, match="norm"):
+        ms.relative_error(a, b, norm="l1")
+
+
+@given(st.lists(finite, min_size=1, max_size=8), st.floats(min_value=1e-3, max_value=1e3))
+def test_relative_error_is_invariant_under_a_common_scaling(xs, c):
+    a = np.array(xs)
+    b = a + 1.0
+    assert ms.relative_error(c * a, c * b) == pytest.approx(ms.relative_error(a, b), rel=1e-12)
+
+
+def test_elementwise_relative_error_applies_the_zero_rule_entry_by_entry():
+    out = ms.elementwise_relative_error([1.0, 0.0, 1.0, 3.0], [2.0, 0.0, 0.0, 3.0])
+    assert out.tolist() == [0.5, 0.0, math.inf, 0.0]
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def test_slope_fit_recovers_an_exact_power_law_with_a_tight_interval():
+    h = np.logspace(-3, -1, 7)
+    fit = ms.slope_fit(h, 5.0 * h**2)
+    assert fit["slope"] == pytest.approx(2.0, abs=1e-12)
+    assert fit["ci95"][1] - fit["ci95"][0] < 1e-10
+
+
+def test_slope_fit_interval_covers_the_true_slope_on_noisy_data():
+    rng = np.random.default_rng(3)
+    h = np.logspace(-4, -1, 12)
+    fit = ms.slope_fit(h, h**1.5 * np.exp(0.05 * rng.standard_normal(h.size)))
+    lo, hi = fit["ci95"]
+    assert lo < 1.5 < hi and hi - lo < 0.2
+
+
+def test_asymptotic_slope_finds_the_window_past_a_preasymptotic_bend():
+    """error = h²(1 + 1/(100h)): order 1 at coarse h, order 2 once h ≪ 1/100."""
+    ladder = 10.0 ** (-np.arange(0, 32) / 4)
+    res = ms.asymptotic_slope(ladder, lambda h: h**2 + h / 100, 1.0, 0.1)
+    assert res["holds"] and res["converged"] and res["window"][0] < 1e-3
+    res2 = ms.asymptotic_slope(ladder, lambda h: h**2 + h / 100, 2.0, 0.1)
+    assert res2["converged"] and not res2["holds"]  # the fine end is order 1, not 2
+
+
+def test_asymptotic_slope_reports_no_window_when_the_curve_never_straightens():
+    ladder = 10.0 ** (-np.arange(0, 8) / 2)
+    res = ms.asymptotic_slope(ladder, lambda h: h * (2 + math.sin(1 / h)), 1.0, 0.05)
+    assert not res["converged"] and not res["holds"]
+
+
+def test_asymptotic_slope_stops_at_a_non_positive_error():
+    res = ms.asymptotic_slope([1.0, 0.5, 0.25, 0.125], lambda h: h if h > 0.3 else 0.0, 1.0, 0.1)
+    assert res["h"] == [1.0, 0.5] and not res["converged"]
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+def test_central_and_richardson_differences_have_orders_two_and_four():
+    def err(diff, step):
+        return abs(float(diff(np.sin, 0.7, 1.0, step)) - math.cos(0.7))
+
+    for diff, order in ((ms.central_difference, 2), (ms.richardson_difference, 4)):
+        ratio = err(diff, 0.1) / err(diff, 0.05)
+        assert ratio == pytest.approx(2.0**order, rel=0.05)
+
+
+def test_taylor_remainder_order_accepts_the_derivative_and_rejects_a_wrong_oracle():
+    A = np.array([[0.3, -1.0], [0.5, 0.2]])
+
+    def f(x):
+        return np.tanh(A @ x)
+
+    X, dX = np.array([0.4, -0.2]), np.array([1.0, 0.5])
+    J = (1 - np.tanh(A @ X) ** 2)[:, None] * A
+    good = ms.taylor_remainder_order(f, X, dX, J @ dX, slope_tol=0.1)
+    bad = ms.taylor_remainder_order(f, X, dX, 1.01 * (J @ dX), slope_tol=0.1)
+    assert good["holds"] and good["order_2"]
+    assert not bad["holds"] and bad["secant_defect_rel"] > 1e-3
+
+
+# --------------------------------------------------------------------------- theory against numerics
+
+
+def test_symbolic_agrees_compares_a_sympy_value_with_a_numeric_one():
+    x = sp.symbols("x")
+    exact = sp.lambdify((), sp.integrate(sp.exp(-x), (x, 0, 1)))()  # 1 − 1/e
+    assert ms.symbolic_agrees(exact, 1 - np.exp(-1.0), tol=1e-14, what="∫e^-x").holds
+    d = ms.symbolic_agrees(exact, 0.63, tol=1e-6)
+    assert not d.holds and d.value > 1e-4 and "≤ 1e-06" in d.rule
