@@ -30,15 +30,20 @@ NUMERICS_LAYERS = {
 }
 
 
-def _sources() -> list[Path]:
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+def _git_files(*patterns: str) -> list[str]:
+    """Tracked and untracked (not ignored) files matching ``patterns``, relative to the root."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *patterns],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.split()
-    return [ROOT / f for f in files if f.split("/")[0] in LAYERS and (ROOT / f).exists()]
+    )
+    return [f for f in out.stdout.split() if (ROOT / f).exists()]
+
+
+def _sources() -> list[Path]:
+    return [ROOT / f for f in _git_files("*.py") if f.split("/")[0] in LAYERS]
 
 
 def _module_name(path: Path) -> str:
@@ -170,13 +175,7 @@ def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
 
 def test_code_cites_the_repository_not_an_outside_spec():
     """Claim statements live in docs/claims.md; no source cites a file outside the repository."""
-    files = subprocess.run(
-        ["git", "ls-files", "*.py", "*.md", "*.sh", "*.toml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    files = _git_files("*.py", "*.md", "*.sh", "*.toml")
     outside = "SPEC" + " §"  # spelled in two parts so that this file does not cite it
     cited = [f for f in files if outside in (ROOT / f).read_text(errors="replace")]
     assert cited == []
