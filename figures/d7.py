@@ -4,46 +4,20 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from figures import figure
-from numerics.analysis.stability import (
-    gate_spectral_radii,
-    layer_jacobian,
-    sigma_min_on_circle,
-    slow_jacobian,
-)
-from verify.checks.d7 import CLAIM, reference_point
 from verify.claim import Verdict
-from verify.registry import run_check
+from verify.registry import get_claim, run_check
 
-DEFAULTS = CLAIM.defaults()
+DEFAULTS = get_claim("D7").defaults()
 SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))
 """The slow masks of the left panel and their line styles; the right panel is the default's (full)."""
 
 
 def d7_case(seed: int, slow_mask: str) -> dict:
-    """The D7 check, ρ(J + gG) on a gate grid and σ_min(e^{iθ}I − J) on the circle for one slow mask."""
-    p = dict(DEFAULTS, slow_mask=slow_mask)
-    res = run_check("D7", {"slow_mask": slow_mask}, seed=seed)
-    f = res.figures
-    cfg, lp, Xs, E = reference_point(p, seed)
-    J = layer_jacobian(cfg, lp, Xs, E)
-    G = cfg.h * slow_jacobian(cfg, lp, Xs)
-    span = (
-        1.6 * max(f["critical_gate_plus"], f["critical_gate_minus"])
-        if np.isfinite(f["critical_gate"])
-        else 5.0
-    )
-    gs = np.linspace(-span, span, 801)
-    th = np.linspace(0, 2 * np.pi, 1001)
-    return {
-        "check": res.to_json(),
-        "gates": gs.tolist(),
-        "rho": np.asarray(gate_spectral_radii(J, G, gs)).tolist(),
-        "theta": th.tolist(),
-        "sigma_min": np.asarray(sigma_min_on_circle(J, th)).tolist(),
-    }
+    """The D7 check for one slow mask: its verdict carries ρ(J + gG) on a gate grid and
+    σ_min(e^{iθ}I − J) on the circle in its series."""
+    return run_check("D7", {"slow_mask": slow_mask}, seed=seed).to_json()
 
 
 @figure(
@@ -56,22 +30,18 @@ def d7_gate_spectral_radius(data: list, seed: int):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
     out = {}
     for (slow_mask, style), case in zip(SLOW_MASKS, data):
-        ax.plot(case["gates"], case["rho"], style, label=f"slow_mask={slow_mask!r}")
-        out[slow_mask] = (Verdict.from_json(case["check"]).figures, case)
-    f, full = out[DEFAULTS["slow_mask"]]
+        res = Verdict.from_json(case)
+        ax.plot(res.series["gates"], res.series["rho"], style, label=f"slow_mask={slow_mask!r}")
+        out[slow_mask] = res
+    f, full = out[DEFAULTS["slow_mask"]].figures, out[DEFAULTS["slow_mask"]].series
     b = f["bound_m_over_normG"]
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axvspan(-b, b, color="C2", alpha=0.2, label=f"|g| < m/‖G‖ = {b:.3f}")
     for g, lab in ((f["critical_gate_plus"], "g_c⁺"), (-f["critical_gate_minus"], "g_c⁻")):
         ax.axvline(g, color="C3", lw=0.8, ls=":")
         ax.annotate(f"{lab} = {abs(g):.3f}", (g, 1.02), fontsize=7, color="C3", ha="center")
-    for key, _sgn in (
-        ("above_plus", 1),
-        ("above_minus", -1),
-        ("below_plus", 1),
-        ("below_minus", -1),
-    ):
-        nl = f["nonlinear"].get(key)
+    for key in ("above_plus", "above_minus", "below_plus", "below_minus"):
+        nl = full["nonlinear"].get(key)
         if nl:
             ax.plot(
                 nl["gate"], nl["rho"], "o" if nl["converged_to_reference"] else "x", color="k", ms=5

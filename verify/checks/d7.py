@@ -64,6 +64,8 @@ from numerics.analysis.stability import (
 from numerics.model import kernels
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..measure import ratio
+from ..model_params import model_params
 
 FIXED_POINT_RTOL = 1e-10
 """``‖Φ_0(X*) − X*‖_F ≤ FIXED_POINT_RTOL·max(1, ‖X*‖_F)`` for ``X*`` to count as a fixed point."""
@@ -71,21 +73,42 @@ FIXED_POINT_RTOL = 1e-10
 REFERENCE_DISTANCE = 1e-8
 """A loop run converges *to X** when it stops within this Frobenius distance of it."""
 
+LOOP_STEP_TOL = 1e-12
+"""A loop run has converged when its step ``‖Φ_g(X) − X‖_F`` falls to this."""
+
+LOOP_MAX_ITER = 200_000
+"""The largest iteration budget of a loop run, whatever its linear rate."""
+
+MINIMUM_SLACK = 1e-12
+"""The margin may exceed the dense-grid minimum of σ_min and ``1 − ρ(J)`` by this (rounding)."""
+
+INSIDE_FRACTION = 0.999
+"""The gates of ``contractive_inside_margin`` fill ``|g| ≤ 0.999·m/‖G‖₂``."""
+
+WIDE_GATES = np.linspace(-10.0, 10.0, 81)
+"""Gates (in units of the gate scale) over which the variation of ``ρ(J + gG)`` is reported."""
+
+ABOVE_CANDIDATES = 41
+"""Gates of ``[g_c, above·g_c]`` (the first, ``g_c`` itself, excluded) searched for the largest ρ."""
+
+CURVE_GATES = 801
+CURVE_SPAN = 1.6
+CURVE_SPAN_INFINITE = 5.0
+"""The ρ(J + gG) curve of the series: 801 gates on ``[−s, s]`` with ``s = 1.6·max(g_c⁺, g_c⁻)``
+over the finite critical gates (5 when none is finite)."""
+
+CURVE_ANGLES = 1001
+"""The σ_min(e^{iθ}I − J) curve of the series: 1001 angles on ``[0, 2π]``."""
+
+
+# --------------------------------------------------------------------------- the instance
+
 
 def reference_point(p: dict, seed: int):
     """``(config, layer params, X*, E)`` of the parameters ``p`` (gate 0; ``X*`` found by iterating
     the looped map when ``reference="embedding"``)."""
     w_seed, e_seed, _ = np.random.SeedSequence(seed).spawn(3)
-    cfg = nm.ModelConfig(
-        T=p["T"],
-        P=p["P"],
-        d=p["d"],
-        mask=p["mask"],
-        slow_mask=p["slow_mask"],
-        norm=bool(p["norm"]),
-        gamma=p["gamma"],
-        h=p["h"],
-    )
+    cfg = nm.ModelConfig.from_params(p)
     lp = nm.init_layer(
         cfg, np.random.default_rng(w_seed), scale=p["scale"], slow_scale=p["slow_scale"], gate=0.0
     )
@@ -97,23 +120,10 @@ def reference_point(p: dict, seed: int):
     return cfg, lp, res.X, E
 
 
-def token_block_structure(J: np.ndarray, G: np.ndarray, block: int) -> dict:
-    """Relative size of ``J`` above and of ``G`` on-or-above the token-block diagonal (blocks of
-    ``block`` rows/columns): both 0 means ``J + gG`` is block lower-triangular with
-    ``g``-independent diagonal blocks."""
-    n = J.shape[0]
-    b = np.arange(n) // block
-    upper = b[:, None] < b[None, :]
-    on_or_upper = b[:, None] <= b[None, :]
-    nJ, nG = max(np.abs(J).max(), 1e-300), max(np.abs(G).max(), 1e-300)
-    return {
-        "J_above_block_diagonal_rel": float(np.abs(J[upper]).max(initial=0.0) / nJ),
-        "G_on_or_above_block_diagonal_rel": float(np.abs(G[on_or_upper]).max(initial=0.0) / nG),
-        "G_max_abs": float(np.abs(G).max()),
-    }
-
-
 class Instance:
+    """The reference point, the linearisations ``J`` (gate 0) and ``G = h·∂Slow/∂X`` there, and
+    the loop's start ``X*`` + ``init_size``·noise."""
+
     def __init__(self, p: dict, seed: int):
         _, _, i_seed = np.random.SeedSequence(seed).spawn(3)
         self.p = p
@@ -123,6 +133,209 @@ class Instance:
         self.X_init = self.Xs + p["init_size"] * np.random.default_rng(i_seed).standard_normal(
             self.Xs.shape
         )
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+def token_block_structure(J: np.ndarray, G: np.ndarray, block: int) -> dict:
+    """Relative size of ``J`` above and of ``G`` on-or-above the token-block diagonal (blocks of
+    ``block`` rows/columns): both 0 means ``J + gG`` is block lower-triangular with
+    ``g``-independent diagonal blocks."""
+    n = J.shape[0]
+    b = np.arange(n) // block
+    upper = b[:, None] < b[None, :]
+    on_or_upper = b[:, None] <= b[None, :]
+    return {
+        "J_above_block_diagonal_rel": ratio(np.abs(J[upper]).max(initial=0.0), np.abs(J).max()),
+        "G_on_or_above_block_diagonal_rel": ratio(
+            np.abs(G[on_or_upper]).max(initial=0.0), np.abs(G).max()
+        ),
+        "G_max_abs": float(np.abs(G).max()),
+    }
+
+
+def rho_variation(J: np.ndarray, G: np.ndarray, unit: float) -> float:
+    """``max − min`` of ``ρ(J + gG)`` over the gates :data:`WIDE_GATES`·``unit``."""
+    rho = gate_spectral_radii(J, G, WIDE_GATES * unit)
+    return float(rho.max() - rho.min())
+
+
+# --------------------------------------------------------------------------- conclusion parts
+
+
+def margin_parts(J: np.ndarray, rho_J: float, p: dict) -> tuple[dict, dict]:
+    """The margin ``m(J)`` by grid+Brent, by the pencil bisection and by a dense grid of angles:
+    the parts ``margin_two_methods_agree`` and ``margin_is_a_minimum``, and their figures."""
+    m = stability_margin(J)
+    cert = margin_certificate(J)
+    dense = float(sigma_min_on_circle(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
+    gap = abs(m - cert.margin)
+    figures = {
+        "margin": m,
+        "margin_pencil": cert.margin,
+        "margin_pencil_bracket": [cert.lower, cert.upper],
+        "margin_dense_grid": dense,
+        "margin_methods_abs_gap": gap,
+        "one_minus_rho": 1.0 - rho_J,
+    }
+    parts = {
+        "margin_two_methods_agree": Diagnostic(
+            gap <= p["margin_tol"], gap, f"|m − m_pencil| ≤ {p['margin_tol']:g}"
+        ),
+        "margin_is_a_minimum": Diagnostic(
+            bool(m <= dense + MINIMUM_SLACK and m <= 1.0 - rho_J + MINIMUM_SLACK),
+            [m, dense, 1.0 - rho_J],
+            "m ≤ dense-grid min + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
+        ),
+    }
+    return parts, figures
+
+
+def gate_parts(J: np.ndarray, G: np.ndarray, m: float, p: dict) -> tuple[dict, dict]:
+    """ρ(J + gG) strictly inside the bound ``m/‖G‖₂`` and the critical gates ``g_c^±`` against
+    it: the parts ``contractive_inside_margin``, ``critical_gates_above_bound`` and
+    ``critical_gate_finite``, and their figures."""
+    nG = float(np.linalg.norm(G, 2))
+    bound = m / nG if nG > 0 else float("inf")
+    gc_plus = critical_gate(J, G, sign=+1)
+    gc_minus = critical_gate(J, G, sign=-1)
+    gc = min(gc_plus, gc_minus)
+    inner = np.linspace(-INSIDE_FRACTION, INSIDE_FRACTION, p["n_gates"]) * (
+        bound if np.isfinite(bound) else 1.0
+    )
+    rho_inner_max = float(gate_spectral_radii(J, G, inner).max())
+    figures = {
+        "norm_G": nG,
+        "bound_m_over_normG": bound,
+        "critical_gate_plus": gc_plus,
+        "critical_gate_minus": gc_minus,
+        "critical_gate": gc,
+        "bound_tightness_gc_over_bound": gc / bound if bound > 0 and np.isfinite(gc) else None,
+        "max_rho_inside_margin": rho_inner_max,
+        "rho_variation_over_wide_gates": rho_variation(
+            J, G, bound if np.isfinite(bound) and bound > 0 else 1.0
+        ),
+    }
+    parts = {
+        "contractive_inside_margin": Diagnostic(
+            bool(rho_inner_max < 1.0), rho_inner_max, "max ρ(J + gG) over |g| ≤ 0.999·m/‖G‖ < 1"
+        ),
+        "critical_gates_above_bound": Diagnostic(
+            bool(gc_plus >= bound and gc_minus >= bound),
+            [gc_minus, gc_plus, bound],
+            "[g_c⁻, g_c⁺] ≥ m/‖G‖",
+        ),
+        "critical_gate_finite": Diagnostic(bool(np.isfinite(gc)), gc, "min(g_c⁺, g_c⁻) < ∞"),
+    }
+    return parts, figures
+
+
+def loop_budget(rho: float, p: dict) -> int:
+    """Iterations the linear rate ρ needs to shrink the initial offset to the step tolerance
+    (three times over), at least ``n_iter`` and at most :data:`LOOP_MAX_ITER`."""
+    if rho >= 1.0 or rho <= 0.0:
+        return p["n_iter"]
+    need = 3.0 * np.log(LOOP_STEP_TOL / p["init_size"]) / np.log(rho)
+    return int(min(max(p["n_iter"], need), LOOP_MAX_ITER))
+
+
+def loop_run(inst: Instance, gate: float, rho: float) -> dict:
+    """The looped map ``X ← Φ_gate(X)`` from the instance's start: its status and whether it
+    stopped at ``X*`` (within :data:`REFERENCE_DISTANCE`)."""
+    q = inst.lp.copy()
+    q.g = gate
+    res = iterate_looped_map(
+        inst.cfg,
+        q,
+        inst.X_init,
+        inst.E,
+        X_ref=inst.Xs,
+        max_iter=loop_budget(rho, inst.p),
+        tol=LOOP_STEP_TOL,
+    )
+    return {
+        "gate": float(gate),
+        "rho": float(rho),
+        "status": res.status,
+        "converged_to_reference": bool(
+            res.status == "converged" and res.distance < REFERENCE_DISTANCE
+        ),
+        "iterations": res.iterations,
+        "distance_to_reference": res.distance,
+    }
+
+
+def loop_runs(inst: Instance, rho_J: float, gc_plus: float, gc_minus: float) -> dict:
+    """The loop at ``g = 0``, at ``±below·g_c`` and at the gate of largest ρ in
+    ``(g_c, above·g_c]`` on each side with a finite, non-zero critical gate."""
+    J, G, p = inst.J, inst.G, inst.p
+    runs = {"zero_gate": loop_run(inst, 0.0, rho_J)}
+    for sign, gcs in ((+1, gc_plus), (-1, gc_minus)):
+        if not np.isfinite(gcs) or gcs == 0.0:
+            continue
+        side = "plus" if sign > 0 else "minus"
+        g = sign * p["below"] * gcs
+        runs[f"below_{side}"] = loop_run(inst, g, spectral_radius(J + g * G))
+        # "clearly above": ρ(J + gG) need not grow monotonically past g_c (it can fall back
+        # below 1), so the unstable run uses the gate of largest ρ in (g_c, above·g_c]
+        cand = sign * gcs * np.linspace(1.0, p["above"], ABOVE_CANDIDATES)[1:]
+        rhos = [spectral_radius(J + c * G) for c in cand]
+        k = int(np.argmax(rhos))
+        runs[f"above_{side}"] = loop_run(inst, float(cand[k]), rhos[k])
+    return runs
+
+
+def slow_output_at_reference(inst: Instance) -> float:
+    """``‖Φ_1(X*) − Φ_0(X*)‖_F = h·‖Slow(X*)‖_F``: X* is a fixed point of every Φ_g iff it is 0
+    (``Φ_g = Φ_0 + g·h·Slow``)."""
+    q1 = inst.lp.copy()
+    q1.g = 1.0
+    gated = kernels.layer(inst.cfg, q1, inst.Xs, inst.E)
+    return float(np.linalg.norm(gated - kernels.layer(inst.cfg, inst.lp, inst.Xs, inst.E)))
+
+
+def nonlinear_loop_part(runs: dict, slow_at_ref: float) -> Diagnostic:
+    """The part ``nonlinear_loop``: the runs at 0 and ±below·g_c reach X*, the runs above g_c do
+    not (with ρ > 1 there); decided only when ``Slow(X*) = 0``, otherwise reported."""
+    applicable = slow_at_ref == 0.0
+    loop_ok = runs["zero_gate"]["converged_to_reference"]
+    for key, run in runs.items():
+        if key.startswith("below"):
+            loop_ok &= run["converged_to_reference"]
+        elif key.startswith("above"):
+            loop_ok &= (not run["converged_to_reference"]) and run["rho"] > 1.0
+    value = {
+        "applicable": applicable,
+        "slow_output_at_reference": slow_at_ref,
+        "runs": {
+            k: r["status"] + ("@X*" if r["converged_to_reference"] else "") for k, r in runs.items()
+        },
+    }
+    return Diagnostic(
+        bool(loop_ok) if applicable else True,
+        value,
+        "converges to X* at 0 and ±below·g_c, not at the most unstable gate of "
+        "(g_c, above·g_c] (ρ > 1); decided only when Slow(X*) = 0",
+    )
+
+
+def curves(J: np.ndarray, G: np.ndarray, gc_plus: float, gc_minus: float) -> dict:
+    """The series the figure draws: ρ(J + gG) on :data:`CURVE_GATES` gates around the critical
+    gates and σ_min(e^{iθ}I − J) on :data:`CURVE_ANGLES` angles of the circle."""
+    finite = [g for g in (gc_plus, gc_minus) if np.isfinite(g)]
+    span = CURVE_SPAN * max(finite) if finite else CURVE_SPAN_INFINITE
+    gates = np.linspace(-span, span, CURVE_GATES)
+    theta = np.linspace(0, 2 * np.pi, CURVE_ANGLES)
+    return {
+        "gates": gates.tolist(),
+        "rho": np.asarray(gate_spectral_radii(J, G, gates)).tolist(),
+        "theta": theta.tolist(),
+        "sigma_min": np.asarray(sigma_min_on_circle(J, theta)).tolist(),
+    }
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class D7(Claim):
@@ -136,20 +349,22 @@ class D7(Claim):
         "slow_mask='full')."
     )
     params = {
-        "T": Param(8, "tokens (a multiple of P)", low=1, high=64),
-        "P": Param(4, "tokens per block", low=1, high=64),
-        "d": Param(4, "features", low=1, high=16),
-        "mask": Param("block_bidirectional", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param(
-            "full", "slow attention mask at block level", choices=("blockcausal", "full")
+        **model_params(
+            T=dict(high=64),
+            P=dict(high=64),
+            d=dict(high=16),
+            mask="block_bidirectional",
+            slow_mask="full",
+            norm=False,
+            gamma=dict(
+                default=1.0,
+                high=1e3,
+                meaning="input injection γ (γ > 0 makes the reference contractive)",
+            ),
+            h=None,
+            scale=dict(default=0.5, high=1e3),
+            slow_scale=dict(high=1e3),
         ),
-        "norm": Param(False, "RMS normalisation before attention, MLP and slow path"),
-        "gamma": Param(
-            1.0, "input injection γ (γ > 0 makes the reference contractive)", low=0.0, high=1e3
-        ),
-        "h": Param(0.5, "step size h of the layer", low=0.0, high=10.0, open_low=True),
-        "scale": Param(0.5, "scale of the fast weights", low=0.0, high=1e3),
-        "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
         "reference": Param(
             "origin",
             "fixed point: X* = 0 with E = 0, or X* of random embeddings",
@@ -268,9 +483,9 @@ class D7(Claim):
             and structure["G_on_or_above_block_diagonal_rel"] == 0.0
         )
         nG = float(np.linalg.norm(G, 2))
-        wide = np.linspace(-10.0, 10.0, 81) * (1.0 / nG if nG > 0 else 1.0)
-        rho_wide = gate_spectral_radii(J, G, wide)
-        structure["rho_variation_over_gates_10_over_normG"] = float(rho_wide.max() - rho_wide.min())
+        structure["rho_variation_over_gates_10_over_normG"] = rho_variation(
+            J, G, 1.0 / nG if nG > 0 else 1.0
+        )
         inst.structure = structure
         return {
             "reference_is_fixed_point": Diagnostic(
@@ -285,146 +500,39 @@ class D7(Claim):
         }
 
     def conclude(self, inst):
-        p, cfg, lp, J, G, Xs, E = inst.p, inst.cfg, inst.lp, inst.J, inst.G, inst.Xs, inst.E
+        p, J, G = inst.p, inst.J, inst.G
         rho_J = spectral_radius(J)
-        m = stability_margin(J)
-        cert = margin_certificate(J)
-        dense = float(sigma_min_on_circle(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
-        nG = float(np.linalg.norm(G, 2))
-        bound = m / nG if nG > 0 else float("inf")
-        gc_plus = critical_gate(J, G, sign=+1)
-        gc_minus = critical_gate(J, G, sign=-1)
-        gc = min(gc_plus, gc_minus)
-        inner = np.linspace(-0.999, 0.999, p["n_gates"]) * (bound if np.isfinite(bound) else 1.0)
-        rho_inner = gate_spectral_radii(J, G, inner)
-        wide = np.linspace(-10.0, 10.0, 81) * (bound if np.isfinite(bound) and bound > 0 else 1.0)
-        rho_wide = gate_spectral_radii(J, G, wide)
-
-        def budget(rho: float) -> int:
-            """Iterations the linear rate ρ needs to shrink the initial offset to the step
-            tolerance (three times over), at least ``n_iter`` and at most 200 000."""
-            if rho >= 1.0 or rho <= 0.0:
-                return p["n_iter"]
-            need = 3.0 * np.log(1e-12 / p["init_size"]) / np.log(rho)
-            return int(min(max(p["n_iter"], need), 200_000))
-
-        def run(gate: float, rho: float) -> dict:
-            q = lp.copy()
-            q.g = gate
-            res = iterate_looped_map(
-                cfg, q, inst.X_init, E, X_ref=Xs, max_iter=budget(rho), tol=1e-12
-            )
-            return {
-                "gate": float(gate),
-                "rho": float(rho),
-                "status": res.status,
-                "converged_to_reference": bool(
-                    res.status == "converged" and res.distance < REFERENCE_DISTANCE
-                ),
-                "iterations": res.iterations,
-                "distance_to_reference": res.distance,
-            }
-
-        nonlinear = {"zero_gate": run(0.0, rho_J)}
-        for sign, gcs in ((+1, gc_plus), (-1, gc_minus)):
-            if not np.isfinite(gcs) or gcs == 0.0:
-                continue
-            side = "plus" if sign > 0 else "minus"
-            g = sign * p["below"] * gcs
-            nonlinear[f"below_{side}"] = run(g, spectral_radius(J + g * G))
-            # "clearly above": ρ(J + gG) need not grow monotonically past g_c (it can fall back
-            # below 1), so the unstable run uses the gate of largest ρ in (g_c, above·g_c]
-            cand = sign * gcs * np.linspace(1.0, p["above"], 41)[1:]
-            rhos = [spectral_radius(J + c * G) for c in cand]
-            k = int(np.argmax(rhos))
-            nonlinear[f"above_{side}"] = run(float(cand[k]), rhos[k])
-        # X* is a fixed point of every Φ_g iff the slow path vanishes there (Φ_g = Φ_0 + g·h·Slow)
-        q1 = lp.copy()
-        q1.g = 1.0
-        slow_at_ref = float(
-            np.linalg.norm(kernels.layer(cfg, q1, Xs, E) - kernels.layer(cfg, lp, Xs, E))
-        )
-        applicable = slow_at_ref == 0.0
-        loop_ok = nonlinear["zero_gate"]["converged_to_reference"]
-        for key, run_ in nonlinear.items():
-            if key.startswith("below"):
-                loop_ok &= run_["converged_to_reference"]
-            elif key.startswith("above"):
-                loop_ok &= (not run_["converged_to_reference"]) and run_["rho"] > 1.0
-        loop_value = {
-            "applicable": applicable,
-            "slow_output_at_reference": slow_at_ref,
-            "runs": {
-                k: r["status"] + ("@X*" if r["converged_to_reference"] else "")
-                for k, r in nonlinear.items()
-            },
-        }
+        margin, margin_figures = margin_parts(J, rho_J, p)
+        gates, gate_figures = gate_parts(J, G, margin_figures["margin"], p)
+        gc_plus, gc_minus = gate_figures["critical_gate_plus"], gate_figures["critical_gate_minus"]
+        runs = loop_runs(inst, rho_J, gc_plus, gc_minus)
+        slow_at_ref = slow_output_at_reference(inst)
         figures = {
             "spectral_radius_J": rho_J,
-            "margin": m,
-            "margin_pencil": cert.margin,
-            "margin_pencil_bracket": [cert.lower, cert.upper],
-            "margin_dense_grid": dense,
-            "margin_methods_abs_gap": abs(m - cert.margin),
-            "one_minus_rho": 1.0 - rho_J,
-            "norm_G": nG,
-            "bound_m_over_normG": bound,
-            "critical_gate_plus": gc_plus,
-            "critical_gate_minus": gc_minus,
-            "critical_gate": gc,
-            "bound_tightness_gc_over_bound": gc / bound if bound > 0 and np.isfinite(gc) else None,
-            "max_rho_inside_margin": float(rho_inner.max()),
-            "rho_variation_over_wide_gates": float(rho_wide.max() - rho_wide.min()),
-            "nonlinear": nonlinear,
-            "fixed_point_norm": float(np.linalg.norm(Xs)),
+            **margin_figures,
+            **gate_figures,
+            "nonlinear": runs,
+            "fixed_point_norm": float(np.linalg.norm(inst.Xs)),
             "dimension": int(J.shape[0]),
             "token_block_structure": getattr(inst, "structure", None),
         }
-        parts = {
-            "margin_two_methods_agree": Diagnostic(
-                abs(m - cert.margin) <= p["margin_tol"],
-                abs(m - cert.margin),
-                f"|m − m_pencil| ≤ {p['margin_tol']:g}",
-            ),
-            "margin_is_a_minimum": Diagnostic(
-                bool(m <= dense + 1e-12 and m <= 1.0 - rho_J + 1e-12),
-                [m, dense, 1.0 - rho_J],
-                "m ≤ dense-grid min + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
-            ),
-            "contractive_inside_margin": Diagnostic(
-                bool(rho_inner.max() < 1.0),
-                float(rho_inner.max()),
-                "max ρ(J + gG) over |g| ≤ 0.999·m/‖G‖ < 1",
-            ),
-            "critical_gates_above_bound": Diagnostic(
-                bool(gc_plus >= bound and gc_minus >= bound),
-                [gc_minus, gc_plus, bound],
-                "[g_c⁻, g_c⁺] ≥ m/‖G‖",
-            ),
-            "critical_gate_finite": Diagnostic(bool(np.isfinite(gc)), gc, "min(g_c⁺, g_c⁻) < ∞"),
-            "nonlinear_loop": Diagnostic(
-                bool(loop_ok) if applicable else True,
-                loop_value,
-                "converges to X* at 0 and ±below·g_c, not at the most unstable gate of "
-                "(g_c, above·g_c] (ρ > 1); decided only when Slow(X*) = 0",
-            ),
-        }
         notes = []
-        if not np.isfinite(gc):
+        if not np.isfinite(gate_figures["critical_gate"]):
             notes.append("ρ(J + gG) never reaches 1: g_c = ∞ and the bound holds only vacuously")
-        if not applicable:
+        if slow_at_ref != 0.0:
             notes.append(
                 "nonlinear iteration reported only: Slow(X*) ≠ 0 moves the fixed point with g"
             )
         return Conclusion(
-            parts,
+            {**margin, **gates, "nonlinear_loop": nonlinear_loop_part(runs, slow_at_ref)},
             figures,
             tolerance={
                 "margin_methods_abs": p["margin_tol"],
                 "fixed_point_distance": REFERENCE_DISTANCE,
-                "loop_step_fro": 1e-12,
+                "loop_step_fro": LOOP_STEP_TOL,
             },
             notes=notes,
+            series={**curves(J, G, gc_plus, gc_minus), "nonlinear": runs},
         )
 
 
