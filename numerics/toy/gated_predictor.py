@@ -48,13 +48,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from numerics import validation as v
-from numerics.toy.data import running_sums
+from numerics.toy.data import gaussian_ar1_blocks, running_sums
 
 __all__ = [
     "GatedToy",
     "Moments",
     "fast_estimate",
+    "sample",
     "empirical_moments",
+    "sampled_moments",
+    "fast_risk_standard_error",
     "population_moments",
     "slow_matrix",
     "risk",
@@ -133,6 +136,25 @@ def empirical_moments(toy: GatedToy, x) -> Moments:
     n = x.shape[0]
     R, Qb, yb = _block_terms(toy, x)
     return Moments(float(Qb.sum() / (n * toy.T)), yb.T @ yb / n, R.T @ yb / n, float(n))
+
+
+def sample(toy: GatedToy, n: int, rho: float, seed) -> np.ndarray:
+    """``n`` sequences ``(n, T)`` of the toy's data model: AR(1) block means with correlation
+    ``ρ`` and the toy's ``τ, σ`` (:func:`numerics.toy.data.gaussian_ar1_blocks`)."""
+    return gaussian_ar1_blocks(n, toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=seed).x
+
+
+def sampled_moments(toy: GatedToy, n: int, rho: float, seeds) -> list[Moments]:
+    """The :func:`empirical_moments` of one sample of ``n`` sequences per seed of ``seeds``."""
+    return [empirical_moments(toy, sample(toy, n, rho, s)) for s in seeds]
+
+
+def fast_risk_standard_error(toy: GatedToy, x) -> float:
+    """The standard error of the fast-only empirical risk on the sequences of ``x``: the SD over
+    sequences of their mean squared error per token, over ``√n``."""
+    x = v.finite_array("x", x, shape=(None, toy.T))
+    per_seq = ((x.reshape(-1, toy.N, toy.P) - fast_estimate(toy, x)) ** 2).mean(axis=(1, 2))
+    return float(per_seq.std(ddof=1) / np.sqrt(per_seq.size))
 
 
 def population_moments(toy: GatedToy, rho: float) -> Moments:

@@ -58,47 +58,57 @@ from scipy import stats
 
 from numerics import lapack
 from numerics.analysis.stability import critical_gate, stability_margin
-from numerics.toy.data import gaussian_ar1_blocks
 from numerics.toy.gated_predictor import (
     GatedToy,
     closed_form_margin,
-    empirical_moments,
-    fast_estimate,
+    fast_risk_standard_error,
     jacobians,
     min_slow_risk,
     per_sequence_gate_gradient,
     population_moments,
     risk,
     risk_gradient,
+    sample,
+    sampled_moments,
     stack_moments,
     train,
 )
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..measure import ratio, slope_fit
+from ..model_params import model_params
+
+MARGIN_TOL = 1e-9
+"""The margin ``m(J)/‖G‖`` matches its closed form ``(1 − |a|)/|c|`` to this (absolute), and the
+critical gate lies above it up to this."""
+
+POPULATION_SPREAD_TOL = 1e-12
+"""The exact population ``min_w R(g)`` is constant over the gate grid to this (absolute)."""
+
+GRID_FRACTION = 0.9
+GRID_LIMIT = 10.0
+"""The gates of ``min_slow_risk_constant`` fill ``|g| ≤ 0.9·min(m(J)/‖G‖, 10)`` (stable)."""
+
+EMPIRICAL_CURVES = 4
+"""The empirical ``min_w R(g)`` curves are those of the first four training sets."""
 
 
-def _tq(conf: float, df: int) -> float:
+def t_quantile(conf: float, df: int) -> float:
+    """The two-sided ``conf`` quantile of Student's t with ``df`` degrees of freedom."""
     return float(stats.t.ppf(0.5 + conf / 2, df))
 
 
-def _moments(toy: GatedToy, n: int, rho: float, seeds) -> list:
-    return [
-        empirical_moments(
-            toy,
-            gaussian_ar1_blocks(n, toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=s).x,
-        )
-        for s in seeds
-    ]
+def train_from(toy: GatedToy, moments: list, p: dict):
+    """One model per moment set, trained from ``g = 0``, ``w = w0`` with the claim's step rule."""
+    return train(toy, stack_moments(moments), w0=p["w0"], lr=p["lr"], steps=p["steps"])
 
 
-def learned_gates(toy: GatedToy, n: int, rho: float, seeds, p: dict):
-    """Train one model per seed on ``n`` sequences; return the training moments and the result."""
-    moms = _moments(toy, n, rho, seeds)
-    res = train(toy, stack_moments(moms), w0=p["w0"], lr=p["lr"], steps=p["steps"])
-    return moms, res
+# --------------------------------------------------------------------------- the instance
 
 
 class Instance:
+    """The toy, the data model's population moments at ``rho``, and one seed per measurement."""
+
     def __init__(self, p: dict, seed: int):
         self.p = p
         self.toy = GatedToy(P=p["P"], N=p["N"], tau=p["tau"], sigma=p["sigma"], a=p["a"], c=p["c"])
@@ -106,6 +116,235 @@ class Instance:
         self.pop = population_moments(self.toy, self.rho)
         ss = np.random.SeedSequence(seed)
         self.s_grad, self.s_train, self.s_test, self.s_grid, self.s_sweep = ss.spawn(5)
+        self.train_seeds = self.s_train.spawn(p["seeds"])
+        self.test_seeds = self.s_test.spawn(p["seeds"])
+
+
+# --------------------------------------------------------------------------- conclusion parts
+
+
+def margin_part(toy: GatedToy) -> tuple[dict, dict]:
+    """The D7 margin of the slow recurrence (``J = a``, ``G = c``) and its critical gates against
+    the closed form: the part ``margin_matches_closed_form`` and its figures."""
+    J, G = jacobians(toy)
+    m = stability_margin(J)
+    margin = m / float(lapack.svdvals(G)[0]) if np.any(G) else float("inf")
+    g_c_plus, g_c_minus = critical_gate(J, G, sign=+1), critical_gate(J, G, sign=-1)
+    closed = closed_form_margin(toy)
+    figures = {
+        "J": toy.a,
+        "G": toy.c,
+        "stability_margin_m": m,
+        "margin_over_normG": margin,
+        "margin_closed_form": closed,
+        "critical_gate_plus": g_c_plus,
+        "critical_gate_minus": g_c_minus,
+    }
+    dev = abs(margin - closed) if np.isfinite(margin) else (0.0 if margin == closed else np.inf)
+    part = Diagnostic(
+        dev <= MARGIN_TOL and g_c_plus >= margin - MARGIN_TOL,
+        {"abs_deviation": dev, "critical_gate_plus": g_c_plus, "margin": margin},
+        "|m(J)/‖G‖ − (1 − |a|)/|c|| ≤ 1e-9 and critical gate (+) ≥ m(J)/‖G‖ − 1e-9",
+    )
+    return {"margin_matches_closed_form": part}, figures
+
+
+def gradient_parts(inst: Instance) -> tuple[dict, dict]:
+    """The gate gradient at ``g = 0``: exact in population, and the z-score of the mean of
+    ``n_grad`` per-sequence gradients: the parts ``population_gradient_zero`` and
+    ``gradient_consistent_with_zero``."""
+    p, toy = inst.p, inst.toy
+    gi = per_sequence_gate_gradient(toy, sample(toy, p["n_grad"], inst.rho, inst.s_grad), p["w0"])
+    z = float(gi.mean() / (gi.std(ddof=1) / np.sqrt(gi.size)))
+    dg, dw = risk_gradient(toy, inst.pop, 0.0, p["w0"])
+    figures = {
+        "grad_g_at_0_mean": float(gi.mean()),
+        "grad_g_at_0_z": z,
+        "grad_g_at_0_population": dg,
+        "grad_w_at_0_population": dw,
+    }
+    parts = {
+        "population_gradient_zero": Diagnostic(
+            dg == 0.0 and dw == 0.0, [dg, dw], "exact ∂R/∂g = ∂R/∂w = 0 at g = 0 (population)"
+        ),
+        "gradient_consistent_with_zero": Diagnostic(
+            abs(z) < p["z_max"], z, f"|z| < z_max = {p['z_max']}"
+        ),
+    }
+    return parts, figures
+
+
+def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
+    """The gate learned on each of the ``seeds`` training sets (moments ``moms``) and the coupled
+    vs frozen ablation on fresh test data: the parts ``gate_ci_contains_zero`` and
+    ``ablation_within_run_noise``."""
+    p, toy = inst.p, inst.toy
+    S, conf = p["seeds"], p["confidence"]
+    res = train_from(toy, moms, p)
+    g = np.asarray(res.g)
+    gm, gsd = float(g.mean()), float(g.std(ddof=1))
+    half = t_quantile(conf, S - 1) * gsd / np.sqrt(S)
+    test = stack_moments(sampled_moments(toy, p["n_test"], inst.rho, inst.test_seeds))
+    r_frozen = np.asarray(test.Q)
+    gap = np.asarray(risk(toy, test, res.g, res.w)) - r_frozen
+    gap_half = t_quantile(conf, S - 1) * float(gap.std(ddof=1)) / np.sqrt(S)
+    run_sd = float(r_frozen.std(ddof=1))
+    figures = {
+        "learned_gate_mean": gm,
+        "learned_gate_ci": (gm - half, gm + half),
+        "learned_gate_rms": float(np.sqrt(np.mean(g * g))),
+        "learned_gate_sd": gsd,
+        "learned_slow_weight_mean": float(np.mean(res.w)),
+        "train_risk_drop_mean": float(np.mean(res.history[0] - res.history[-1])),
+        "ablation_gap_mean": float(gap.mean()),
+        "ablation_gap_ci": (float(gap.mean()) - gap_half, float(gap.mean()) + gap_half),
+        "run_to_run_sd": run_sd,
+        "ablation_gap_over_run_sd": ratio(abs(gap.mean()), run_sd),
+        "population_risk_fast_only": float(inst.pop.Q),
+    }
+    lo, hi = figures["learned_gate_ci"]
+    parts = {
+        "gate_ci_contains_zero": Diagnostic(
+            lo <= 0.0 <= hi, [lo, hi], f"{conf:.0%} t-interval of the mean gate ∋ 0"
+        ),
+        "ablation_within_run_noise": at_most(
+            figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1"
+        ),
+    }
+    return parts, figures
+
+
+def decay_part(inst: Instance) -> tuple[dict, dict]:
+    """The RMS over seeds of the learned gate against the training-set size ``n`` in ``n_grid``
+    and its fitted log–log slope: the part ``gate_shrinks_like_inv_sqrt_n``."""
+    p, toy, S, conf = inst.p, inst.toy, inst.p["seeds"], inst.p["confidence"]
+    grid = tuple(int(n) for n in p["n_grid"])
+    moms = []
+    for n, sq in zip(grid, inst.s_grid.spawn(len(grid))):
+        moms += sampled_moments(toy, n, inst.rho, sq.spawn(S))
+    gg = np.asarray(train_from(toy, moms, p).g).reshape(len(grid), S)
+    rms = np.sqrt(np.mean(gg * gg, axis=1))
+    fit = slope_fit(grid, rms)
+    slope, sh = fit["slope"], t_quantile(conf, len(grid) - 2) * fit["stderr"]
+    slope_ci = (slope - sh, slope + sh)
+    figures = {
+        "n_grid": grid,
+        "learned_gate_rms_by_n": rms,
+        "gate_rms_slope": slope,
+        "gate_rms_slope_ci": slope_ci,
+    }
+    part = Diagnostic(
+        slope_ci[0] <= -0.5 <= slope_ci[1] and slope_ci[1] < 0,
+        {"slope": slope, "ci": list(slope_ci)},
+        f"{conf:.0%} interval of the slope ∋ −0.5 and upper end < 0",
+    )
+    return {"gate_shrinks_like_inv_sqrt_n": part}, figures
+
+
+def min_slow_risk_part(inst: Instance, moms: list, margin: float) -> tuple[dict, dict]:
+    """``min_w R(g, w)`` on a grid of stable gates, exact in population and on the first training
+    sets, against the standard error of an empirical risk: the part ``min_slow_risk_constant``."""
+    p, toy = inst.p, inst.toy
+    lim = GRID_FRACTION * min(margin, GRID_LIMIT)
+    gates = np.linspace(-lim, lim, p["n_gates"])
+    pop_min = np.array([min_slow_risk(toy, inst.pop, gv)[0] for gv in gates])
+    emp = [
+        np.array([min_slow_risk(toy, mo, gv)[0] for gv in gates]) for mo in moms[:EMPIRICAL_CURVES]
+    ]
+    risk_se = fast_risk_standard_error(
+        toy, sample(toy, p["n_train"], inst.rho, inst.train_seeds[0])
+    )
+    emp_spread = max(float(e.max() - e.min()) for e in emp)
+    pop_spread = float(pop_min.max() - pop_min.min())
+    emp_over_se = ratio(emp_spread, risk_se)
+    figures = {
+        "gate_grid": gates,
+        "min_slow_risk_population": pop_min,
+        "min_slow_risk_population_spread": pop_spread,
+        "min_slow_risk_empirical_spread": emp_spread,
+        "risk_standard_error": risk_se,
+        "min_slow_risk_empirical_spread_over_se": emp_over_se,
+    }
+    part = Diagnostic(
+        pop_spread <= POPULATION_SPREAD_TOL and emp_over_se < 1.0,
+        {"population_spread": pop_spread, "empirical_spread_over_se": emp_over_se},
+        "population spread ≤ 1e-12 and empirical spread / SE < 1",
+    )
+    return {"min_slow_risk_constant": part}, figures
+
+
+def sweep_parts(inst: Instance, margin: float) -> tuple[dict, dict]:
+    """The gate learned on shared structure, for each ``ρ`` in ``rhos``, against the margin and
+    the fast-only risk: the parts ``gate_grows_with_rho``, ``gate_below_margin`` and
+    ``risk_falls_with_shared_structure``."""
+    p, toy, S, conf = inst.p, inst.toy, inst.p["seeds"], inst.p["confidence"]
+    rhos = tuple(float(r) for r in p["rhos"])
+    moms = []
+    for r, sq in zip(rhos, inst.s_sweep.spawn(len(rhos))):
+        moms += sampled_moments(toy, p["n_train"], r, sq.spawn(S))
+    rs = train_from(toy, moms, p)
+    gs = np.asarray(rs.g).reshape(len(rhos), S)
+    ws = np.asarray(rs.w).reshape(len(rhos), S)
+    pops = [population_moments(toy, r) for r in rhos]
+    rpop = train_from(toy, pops, p)
+    change = np.array(
+        [
+            [risk(toy, pops[i], gs[i, j], ws[i, j]) - pops[i].Q for j in range(S)]
+            for i in range(len(rhos))
+        ]
+    ).mean(axis=1)
+    gmean = gs.mean(axis=1)
+    over_margin = float(np.abs(gs).max() / margin)
+    all_stable = bool(np.all(rs.stable))
+    figures = {
+        "rhos": rhos,
+        "sweep_gate_mean": gmean,
+        "sweep_gate_ci_half": t_quantile(conf, S - 1) * gs.std(axis=1, ddof=1) / np.sqrt(S),
+        "sweep_gate_population": np.asarray(rpop.g),
+        "sweep_population_risk_change_mean": change,
+        "sweep_max_gate_over_margin": over_margin,
+        "sweep_all_stable": all_stable,
+    }
+    positive = [i for i, r in enumerate(rhos) if r > 0]
+    parts = {
+        "gate_grows_with_rho": Diagnostic(
+            bool(np.all(np.diff(gmean) > 0)),
+            gmean.tolist(),
+            "mean learned gate strictly increasing in ρ",
+        ),
+        "gate_below_margin": Diagnostic(
+            over_margin < 1.0 and all_stable,
+            {"max_gate_over_margin": over_margin, "all_stable": all_stable},
+            "max |learned gate| / (m(J)/‖G‖) < 1 and every trained model stable",
+        ),
+        "risk_falls_with_shared_structure": Diagnostic(
+            bool(np.all(change[positive] < 0)),
+            change.tolist(),
+            "mean population risk change at the learned parameters < 0 for every ρ > 0",
+        ),
+    }
+    return parts, figures
+
+
+def conclusion_notes(inst: Instance, figures: dict) -> list[str]:
+    """The toy and the training rule in words, and the sign of the ablation gap when resolved."""
+    toy, p = inst.toy, inst.p
+    notes = [
+        f"toy: ŷ = f + s_b, s_b = a s_(b−1) + g (c s_(b−1) + w ȳ_(b−1)), J = a = {toy.a}, "
+        f"G = c = {toy.c}; margin m(J)/‖G‖ = {figures['margin_over_normG']:.4g}",
+        "risk = mean squared error per token; training = gradient descent with "
+        f"backtracking from g = 0, w = {p['w0']}, {p['steps']} steps",
+    ]
+    if figures["ablation_gap_ci"][0] > 0:
+        notes.append(
+            "paired coupled−frozen test-risk gap is positive "
+            f"({figures['ablation_gap_mean']:.2e}: the O(1/n) cost of fitting the extra "
+            f"parameters) but {figures['ablation_gap_over_run_sd']:.3f}× the run-to-run SD"
+        )
+    return notes
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class D9(Claim):
@@ -128,7 +367,7 @@ class D9(Claim):
             open_low=True,
             open_high=True,
         ),
-        "P": Param(4, "tokens per block", low=1, high=64),
+        **model_params(P=dict(high=64)),
         "N": Param(8, "blocks per sequence", low=2, high=64),
         "tau": Param(1.0, "SD of the block means", low=1e-6, high=1e6),
         "sigma": Param(1.0, "SD of the token noise", low=1e-6, high=1e6),
@@ -233,220 +472,31 @@ class D9(Claim):
         }
 
     def conclude(self, inst):
-        p, toy, rho, pop = inst.p, inst.toy, inst.rho, inst.pop
-        S, conf = p["seeds"], p["confidence"]
-        grid = tuple(int(n) for n in p["n_grid"])
-        tr_seeds, te_seeds = inst.s_train.spawn(S), inst.s_test.spawn(S)
-        figures: dict = {}
-        parts: dict = {}
-
-        # --- margin of the slow recurrence (D7 objects) ------------------------------------------
-        J, G = jacobians(toy)
-        m = stability_margin(J)
-        margin = m / float(lapack.svdvals(G)[0]) if np.any(G) else float("inf")
-        g_c_plus, g_c_minus = critical_gate(J, G, sign=+1), critical_gate(J, G, sign=-1)
-        closed = closed_form_margin(toy)
-        figures.update(
-            {
-                "J": toy.a,
-                "G": toy.c,
-                "stability_margin_m": m,
-                "margin_over_normG": margin,
-                "margin_closed_form": closed,
-                "critical_gate_plus": g_c_plus,
-                "critical_gate_minus": g_c_minus,
-            }
-        )
-        dev = abs(margin - closed) if np.isfinite(margin) else (0.0 if margin == closed else np.inf)
-        parts["margin_matches_closed_form"] = Diagnostic(
-            dev <= 1e-9 and g_c_plus >= margin - 1e-9,
-            {"abs_deviation": dev, "critical_gate_plus": g_c_plus, "margin": margin},
-            "|m(J)/‖G‖ − (1 − |a|)/|c|| ≤ 1e-9 and critical gate (+) ≥ m(J)/‖G‖ − 1e-9",
-        )
-
-        # --- gradient at g = 0 ---------------------------------------------------------------------
-        xg = gaussian_ar1_blocks(
-            p["n_grad"], toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=inst.s_grad
-        ).x
-        gi = per_sequence_gate_gradient(toy, xg, p["w0"])
-        z = float(gi.mean() / (gi.std(ddof=1) / np.sqrt(gi.size)))
-        dg, dw = risk_gradient(toy, pop, 0.0, p["w0"])
-        figures.update(
-            {
-                "grad_g_at_0_mean": float(gi.mean()),
-                "grad_g_at_0_z": z,
-                "grad_g_at_0_population": dg,
-                "grad_w_at_0_population": dw,
-            }
-        )
-        parts["population_gradient_zero"] = Diagnostic(
-            dg == 0.0 and dw == 0.0, [dg, dw], "exact ∂R/∂g = ∂R/∂w = 0 at g = 0 (population)"
-        )
-        parts["gradient_consistent_with_zero"] = Diagnostic(
-            abs(z) < p["z_max"], z, f"|z| < z_max = {p['z_max']}"
-        )
-
-        # --- learned gate on n_train, and the coupled vs frozen ablation on fresh test data ---------
-        moms, res = learned_gates(toy, p["n_train"], rho, tr_seeds, p)
-        g = np.asarray(res.g)
-        gm, gsd = float(g.mean()), float(g.std(ddof=1))
-        half = _tq(conf, S - 1) * gsd / np.sqrt(S)
-        test = stack_moments(_moments(toy, p["n_test"], rho, te_seeds))
-        r_coupled = np.asarray(risk(toy, test, res.g, res.w))
-        r_frozen = np.asarray(test.Q)
-        gap = r_coupled - r_frozen
-        gap_half = _tq(conf, S - 1) * float(gap.std(ddof=1)) / np.sqrt(S)
-        run_sd = float(r_frozen.std(ddof=1))
-        figures.update(
-            {
-                "learned_gate_mean": gm,
-                "learned_gate_ci": (gm - half, gm + half),
-                "learned_gate_rms": float(np.sqrt(np.mean(g * g))),
-                "learned_gate_sd": gsd,
-                "learned_slow_weight_mean": float(np.mean(res.w)),
-                "train_risk_drop_mean": float(np.mean(res.history[0] - res.history[-1])),
-                "ablation_gap_mean": float(gap.mean()),
-                "ablation_gap_ci": (float(gap.mean()) - gap_half, float(gap.mean()) + gap_half),
-                "run_to_run_sd": run_sd,
-                "ablation_gap_over_run_sd": float(abs(gap.mean()) / run_sd),
-                "population_risk_fast_only": float(pop.Q),
-            }
-        )
-        lo, hi = figures["learned_gate_ci"]
-        parts["gate_ci_contains_zero"] = Diagnostic(
-            lo <= 0.0 <= hi, [lo, hi], f"{conf:.0%} t-interval of the mean gate ∋ 0"
-        )
-        parts["ablation_within_run_noise"] = at_most(
-            figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1"
-        )
-
-        # --- 1/sqrt(n) decay of the learned gate ------------------------------------------------
-        all_moms = []
-        for n, sq in zip(grid, inst.s_grid.spawn(len(grid))):
-            all_moms += _moments(toy, n, rho, sq.spawn(S))
-        rg = train(toy, stack_moments(all_moms), w0=p["w0"], lr=p["lr"], steps=p["steps"])
-        gg = np.asarray(rg.g).reshape(len(grid), S)
-        rms = np.sqrt(np.mean(gg * gg, axis=1))
-        fit = stats.linregress(np.log(grid), np.log(rms))
-        sh = _tq(conf, len(grid) - 2) * fit.stderr
-        slope_ci = (fit.slope - sh, fit.slope + sh)
-        figures.update(
-            {
-                "n_grid": grid,
-                "learned_gate_rms_by_n": rms,
-                "gate_rms_slope": float(fit.slope),
-                "gate_rms_slope_ci": slope_ci,
-            }
-        )
-        parts["gate_shrinks_like_inv_sqrt_n"] = Diagnostic(
-            slope_ci[0] <= -0.5 <= slope_ci[1] and slope_ci[1] < 0,
-            {"slope": float(fit.slope), "ci": list(slope_ci)},
-            f"{conf:.0%} interval of the slope ∋ −0.5 and upper end < 0",
-        )
-
-        # --- min over the slow weight of R(g) on a grid of stable gates ---------------------------
-        lim = 0.9 * min(margin, 10.0)
-        gates = np.linspace(-lim, lim, p["n_gates"])
-        pop_min = np.array([min_slow_risk(toy, pop, gv)[0] for gv in gates])
-        emp = [np.array([min_slow_risk(toy, mo, gv)[0] for gv in gates]) for mo in moms[:4]]
-        # standard error of an empirical risk estimate on n_train sequences
-        xs = gaussian_ar1_blocks(
-            p["n_train"], toy.N, toy.P, rho=rho, tau=toy.tau, sigma=toy.sigma, seed=tr_seeds[0]
-        ).x
-        per_seq = ((xs.reshape(-1, toy.N, toy.P) - fast_estimate(toy, xs)) ** 2).mean(axis=(1, 2))
-        risk_se = float(per_seq.std(ddof=1) / np.sqrt(per_seq.size))
-        emp_spread = max(float(e.max() - e.min()) for e in emp)
-        pop_spread = float(pop_min.max() - pop_min.min())
-        figures.update(
-            {
-                "gate_grid": gates,
-                "min_slow_risk_population": pop_min,
-                "min_slow_risk_population_spread": pop_spread,
-                "min_slow_risk_empirical_spread": emp_spread,
-                "risk_standard_error": risk_se,
-                "min_slow_risk_empirical_spread_over_se": emp_spread / risk_se,
-            }
-        )
-        parts["min_slow_risk_constant"] = Diagnostic(
-            pop_spread <= 1e-12 and emp_spread / risk_se < 1.0,
-            {"population_spread": pop_spread, "empirical_spread_over_se": emp_spread / risk_se},
-            "population spread ≤ 1e-12 and empirical spread / SE < 1",
-        )
-
-        # --- shared structure sweep -------------------------------------------------------------
-        rhos = tuple(float(r) for r in p["rhos"])
-        sweep_moms = []
-        for r, sq in zip(rhos, inst.s_sweep.spawn(len(rhos))):
-            sweep_moms += _moments(toy, p["n_train"], r, sq.spawn(S))
-        rs = train(toy, stack_moments(sweep_moms), w0=p["w0"], lr=p["lr"], steps=p["steps"])
-        gs = np.asarray(rs.g).reshape(len(rhos), S)
-        ws = np.asarray(rs.w).reshape(len(rhos), S)
-        pops = [population_moments(toy, r) for r in rhos]
-        rpop = train(toy, stack_moments(pops), w0=p["w0"], lr=p["lr"], steps=p["steps"])
-        drop = np.array(
-            [
-                [risk(toy, pops[i], gs[i, j], ws[i, j]) - pops[i].Q for j in range(S)]
-                for i in range(len(rhos))
-            ]
-        )
-        gmean = gs.mean(axis=1)
-        ghalf = _tq(conf, S - 1) * gs.std(axis=1, ddof=1) / np.sqrt(S)
-        figures.update(
-            {
-                "rhos": rhos,
-                "sweep_gate_mean": gmean,
-                "sweep_gate_ci_half": ghalf,
-                "sweep_gate_population": np.asarray(rpop.g),
-                "sweep_population_risk_change_mean": drop.mean(axis=1),
-                "sweep_max_gate_over_margin": float(np.abs(gs).max() / margin),
-                "sweep_all_stable": bool(np.all(rs.stable)),
-            }
-        )
-        parts["gate_grows_with_rho"] = Diagnostic(
-            bool(np.all(np.diff(gmean) > 0)),
-            gmean.tolist(),
-            "mean learned gate strictly increasing in ρ",
-        )
-        parts["gate_below_margin"] = Diagnostic(
-            figures["sweep_max_gate_over_margin"] < 1.0 and figures["sweep_all_stable"],
-            {
-                "max_gate_over_margin": figures["sweep_max_gate_over_margin"],
-                "all_stable": figures["sweep_all_stable"],
-            },
-            "max |learned gate| / (m(J)/‖G‖) < 1 and every trained model stable",
-        )
-        positive = [i for i, r in enumerate(rhos) if r > 0]
-        change = drop.mean(axis=1)
-        parts["risk_falls_with_shared_structure"] = Diagnostic(
-            bool(np.all(change[positive] < 0)),
-            change.tolist(),
-            "mean population risk change at the learned parameters < 0 for every ρ > 0",
-        )
-
-        notes = [
-            f"toy: ŷ = f + s_b, s_b = a s_(b−1) + g (c s_(b−1) + w ȳ_(b−1)), J = a = {toy.a}, "
-            f"G = c = {toy.c}; margin m(J)/‖G‖ = {margin:.4g}",
-            "risk = mean squared error per token; training = gradient descent with "
-            f"backtracking from g = 0, w = {p['w0']}, {p['steps']} steps",
-        ]
-        if figures["ablation_gap_ci"][0] > 0:
-            notes.append(
-                "paired coupled−frozen test-risk gap is positive "
-                f"({figures['ablation_gap_mean']:.2e}: the O(1/n) cost of fitting the extra "
-                f"parameters) but {figures['ablation_gap_over_run_sd']:.3f}× the run-to-run SD"
-            )
+        p = inst.p
+        moms = sampled_moments(inst.toy, p["n_train"], inst.rho, inst.train_seeds)
+        parts, figures = margin_part(inst.toy)
+        margin = figures["margin_over_normG"]
+        for more_parts, more_figures in (
+            gradient_parts(inst),
+            learned_gate_parts(inst, moms),
+            decay_part(inst),
+            min_slow_risk_part(inst, moms, margin),
+            sweep_parts(inst, margin),
+        ):
+            parts.update(more_parts)
+            figures.update(more_figures)
         return Conclusion(
             parts,
             figures,
             tolerance={
                 "z_max": p["z_max"],
-                "confidence": conf,
-                "population_spread_abs": 1e-12,
+                "confidence": p["confidence"],
+                "population_spread_abs": POPULATION_SPREAD_TOL,
                 "empirical_spread_over_se": 1.0,
                 "ablation_gap_over_run_sd": 1.0,
-                "margin_abs": 1e-9,
+                "margin_abs": MARGIN_TOL,
             },
-            notes=notes,
+            notes=conclusion_notes(inst, figures),
         )
 
 
