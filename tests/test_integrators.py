@@ -283,3 +283,65 @@ def test_block_inverse_and_products_by_loops_match_lapack_and_kron():
     apply_complex_into(Mr, Mi, vr, vi, o, o2, m, mb, kk)
     full = np.kron(Mr + 1j * Mi, np.eye(kk)) @ (vr + 1j * vi)
     assert np.allclose(o + 1j * o2, full, rtol=1e-13, atol=1e-13)
+
+
+# ------------------------------------------------------------------ the Jacobian is never dropped
+def test_implicit_methods_without_jac_use_a_finite_difference_jacobian_for_python_rhs():
+    """jac=None on a stiff Python problem: as few steps as with the exact Jacobian, not J = 0."""
+    eps = 1e-4
+
+    def f(t, y):
+        return np.array([-(y[0] - np.cos(t)) / eps - np.sin(t), y[0]])
+
+    def exact_jac(t, y):
+        return np.array([[-1.0 / eps, 0.0], [1.0, 0.0]])
+
+    for method in ("rosw", "radau"):
+        kw = dict(method=method, rtol=1e-6, atol=1e-9)
+        ref = integrate(f, (0.0, 1.0), [1.0, 0.0], jac=exact_jac, **kw)
+        fd = integrate(f, (0.0, 1.0), [1.0, 0.0], **kw)
+        zero = integrate(f, (0.0, 1.0), [1.0, 0.0], jac="zero", **kw)
+        assert fd.success and fd.extra["fd_fevals"] > 0
+        assert fd.nsteps <= 1.5 * ref.nsteps + 5, (method, fd.nsteps, ref.nsteps)
+        assert abs(fd.y[0, -1] - np.cos(1.0)) < 1e-5
+        assert zero.nsteps > 10 * ref.nsteps  # what jac=None used to do silently
+
+
+def test_a_compiled_rhs_without_jac_is_refused_with_the_way_out():
+    with pytest.raises(ValueError, match="needs a Jacobian.*jac='zero'"):
+        integrate(stiff_rhs, (0.0, 1.0), np.array([1.0, 0.0]), p=np.array([1e-3]))
+    with pytest.raises(ValueError, match="jac_size=1 < n=2"):
+        integrate(lambda t, y: -y, (0.0, 1.0), [1.0, 2.0], jac_size=1, method="radau")
+    with pytest.raises(ValueError, match="jac='exact'"):
+        integrate(lambda t, y: -y, (0.0, 1.0), [1.0], jac="exact")
+    r = integrate(stiff_rhs, (0.0, 0.1), np.array([1.0, 0.0]), p=np.array([1e-1]), jac="zero")
+    assert r.success
+
+
+def test_the_depth_flow_with_jac_none_stays_within_three_times_the_frozen_kernel_run():
+    """The Python depth flow (coupling form) without a Jacobian against the frozen-kernel one."""
+    import time
+
+    cfg = nm.ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=0.5)
+    X0 = np.random.default_rng(0).standard_normal((8, 2))
+    model = nm.init_model(cfg, 2, 3, gate=0.3)
+    eps = 1e-3
+    f = nm.make_rhs(model, form="coupling", eps=eps, E=X0)
+    fun = lambda t, y: f(t, y.reshape(8, 2)).ravel()
+    frozen = lambda t, y: np.kron(
+        (nm.attention_kernel(cfg, model.layers[int(t >= 0.5)], y.reshape(8, 2)) - np.eye(8)) / eps
+        - cfg.gamma * np.eye(8),
+        np.eye(2),
+    )
+    kw = dict(method="radau", rtol=1e-6, atol=1e-9, breakpoints=[0.5])
+    t0 = time.process_time()
+    ref = integrate(fun, (0.0, 1.0), X0.ravel(), jac=frozen, **kw)
+    t_ref = time.process_time() - t0
+    t0 = time.process_time()
+    fd = integrate(fun, (0.0, 1.0), X0.ravel(), **kw)
+    t_fd = time.process_time() - t0
+    assert ref.success and fd.success
+    assert np.abs(fd.y[:, -1] - ref.y[:, -1]).max() < 1e-5
+    assert fd.nsteps <= 3 * ref.nsteps  # work, not wall time: steps and factorisations
+    assert fd.nlu <= 3 * ref.nlu
+    print(f"depth flow radau: frozen-kernel J {t_ref:.3f} s, finite-difference J {t_fd:.3f} s")

@@ -119,6 +119,18 @@ def _stops(t0: float, t1: float, t_eval, breakpoints):
     return stops, segs, out_index, edges
 
 
+def _forward_difference_jacobian(fun, t: float, y: np.ndarray) -> np.ndarray:
+    """``∂f/∂y`` at ``(t, y)`` by forward differences, step ``√u·max(|y_j|, 1)`` per column."""
+    f0 = np.asarray(fun(t, y), dtype=np.float64).ravel()
+    J = np.empty((f0.size, y.size))
+    for j in range(y.size):
+        step = np.sqrt(np.finfo(float).eps) * max(abs(y[j]), 1.0)
+        yj = y.copy()
+        yj[j] += step
+        J[:, j] = (np.asarray(fun(t, yj), dtype=np.float64).ravel() - f0) / (yj[j] - y[j])
+    return J
+
+
 def integrate(
     fun,
     t_span,
@@ -146,8 +158,13 @@ def integrate(
         method: ``"rosw"`` (stiff, Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5)
             or ``"dopri5"`` (explicit).
         jac: for ``"rosw"`` and ``"radau"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J`` (``m×m``), or a
-            Python callable ``jac(t, y) -> J``; ``None`` uses ``J = 0`` (a valid but non-stiff
-            W-method). The method uses ``J ⊗ I_k`` with ``k = n/m``.
+            Python callable ``jac(t, y) -> J``. The method uses ``J ⊗ I_k`` with ``k = n/m``.
+            ``None`` (the default) never silently drops the Jacobian: with a Python ``fun`` it is a
+            forward-difference Jacobian of ``fun`` (``n×n``, ``n`` extra calls per Jacobian, step
+            ``√u·max(|y_j|, 1)``; counted in ``extra["fd_fevals"]``); with a compiled ``fun``, or
+            with ``jac_size < n``, it is a ``ValueError`` asking for ``jac``. ``jac="zero"`` asks
+            for ``J = 0`` on purpose (a valid W-method for non-stiff problems, order kept, but
+            the step size is then limited by stability). Ignored by ``"dopri5"``.
         jac_size: ``m`` (default ``n``); must divide ``n``.
         jac_block: if ``J`` is block diagonal with blocks of this size (dividing ``m``), the
             linear algebra is done block by block (entries outside the blocks are ignored).
@@ -196,14 +213,25 @@ def integrate(
     jac_fn: Any
     loop: Any
     compiled = _is_compiled(fun)
+    implicit = method != "dopri5"
+    if isinstance(jac, str) and jac != "zero":
+        raise ValueError(f"jac={jac!r}: expected a callable, None or 'zero'")
+    if implicit and jac is None and (compiled or m != n):
+        why = "a compiled rhs" if compiled else f"jac_size={m} < n={n}"
+        raise ValueError(
+            f"method={method!r} needs a Jacobian and none can be built by finite differences for "
+            f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
+            "numerics.model.coupling.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
+        )
+    fd_fevals = [0]
     if compiled:
         rhs = fun
-        if jac is None:
+        if jac is None or jac == "zero":
             jac_fn = _zero_jac
         elif _is_compiled(jac):
             jac_fn = jac
         else:
-            raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or None")
+            raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
         loop = _LOOPS[method]
     else:
         if not callable(fun):
@@ -213,8 +241,14 @@ def integrate(
         def rhs(t, y, p_, seg, out):
             out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
 
-        if jac is None:
+        if jac == "zero" or not implicit:
             jac_fn = _zero_jac.py_func
+        elif jac is None:
+
+            def jac_fn(t, y, p_, seg, J):
+                J[:, :] = _forward_difference_jacobian(fun, min(t, left[seg]), y)
+                fd_fevals[0] += n + 1
+
         else:
 
             def jac_fn(t, y, p_, seg, J):
@@ -255,6 +289,7 @@ def integrate(
         nreject=int(counters[N_REJECT]),
         method=method,
         compiled=compiled,
+        extra={"fd_fevals": fd_fevals[0]} if fd_fevals[0] else {},
     )
 
 
