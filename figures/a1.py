@@ -7,7 +7,7 @@ import numpy as np
 
 from figures import figure
 from verify.claim import Verdict
-from verify.registry import get_claim, run_check
+from verify.registry import run_check
 
 SLOW_MASKS = ("blockcausal", "full")
 
@@ -24,11 +24,11 @@ def a1_case(seed: int, slow_mask: str) -> dict:
     points=lambda seed: [dict(seed=seed, slow_mask=m) for m in SLOW_MASKS],
 )
 def a1_dependence(data: list, seed: int):
-    params = get_claim("A1").defaults()
+    results = [Verdict.from_json(case) for case in data]
+    params = results[0].params  # the claim's defaults: the first case is slow_mask="blockcausal"
     T, P = params["T"], params["P"]
     fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), constrained_layout=True)
-    for ax, slow_mask, case in zip(axes, SLOW_MASKS, data):
-        res = Verdict.from_json(case)
+    for ax, slow_mask, res in zip(axes, SLOW_MASKS, results):
         dep = np.asarray(res.figures["dependence"])
         im = ax.imshow(np.log10(dep + 1e-17), vmin=-17, vmax=1, cmap="magma", origin="upper")
         for b in range(1, T // P):

@@ -27,6 +27,9 @@ import numerics as nm
 from numerics.model.masks import block_level_mask
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..model_params import model_params
+
+# --------------------------------------------------------------------------- the instance
 
 
 def dependence_matrix(
@@ -53,12 +56,13 @@ def slow_token_mask(cfg: nm.ModelConfig) -> np.ndarray:
 
 
 class Instance:
+    """A random model with a different non-zero gate per layer, an input ``X0`` and the random
+    stream of the one-token perturbations."""
+
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = nm.ModelConfig(
-            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow_mask=p["slow_mask"]
-        )
+        self.cfg = nm.ModelConfig.from_params(p)
         model = nm.init_model(
             self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"]
         )
@@ -68,6 +72,71 @@ class Instance:
         self.gates = gates
         self.X0 = np.random.default_rng(x_seed).standard_normal((self.cfg.T, self.cfg.d))
         self.perturb_rng = np.random.default_rng(d_seed)
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+def fast_future_entries(cfg: nm.ModelConfig) -> int:
+    """The number of fast-mask entries ``(t, s)`` with ``s > t``."""
+    return int(np.triu(cfg.mask_array, k=1).sum())
+
+
+def slow_late_entries(cfg: nm.ModelConfig) -> int:
+    """The number of slow token-mask entries ``(t, s)`` with ``s`` at or after the start of
+    ``t``'s block (:func:`slow_token_mask`)."""
+    slow = slow_token_mask(cfg)
+    block_start = (np.arange(cfg.T) // cfg.P) * cfg.P
+    return int(sum(slow[t, block_start[t] :].sum() for t in range(cfg.T)))
+
+
+# --------------------------------------------------------------------------- conclusion parts
+
+
+def dependence_figures(dep: np.ndarray) -> dict:
+    """The largest future (``s > t``) and past dependence of ``dep``, the smallest diagonal one,
+    and the number of future pairs with any dependence."""
+    future = np.triu(dep, k=1)
+    return {
+        "max_future_dependence": float(future.max()),
+        "future_pairs_with_dependence": int(np.count_nonzero(future > 0)),
+        "min_past_diagonal_dependence": float(np.diag(dep).min()),
+        "max_past_dependence": float(np.tril(dep).max()),
+    }
+
+
+def leak_figures(dep: np.ndarray) -> dict:
+    """When some output depends on a later input: the first such pair (by output token, then
+    input token) and the leaking output tokens; else nothing."""
+    leaks = np.argwhere(np.triu(dep, k=1) > 0)
+    if not len(leaks):
+        return {}
+    t, s = leaks[np.lexsort((leaks[:, 1], leaks[:, 0]))][0]
+    return {
+        "first_leak": {
+            "output_token": int(t),
+            "later_input_token": int(s),
+            "dependence": float(dep[t, s]),
+        },
+        "leaking_output_tokens": sorted({int(t) for t, _ in leaks}),
+    }
+
+
+def slow_input_spread(model: nm.Model, X0: np.ndarray) -> tuple[float, float]:
+    """Along the trajectory from ``X0``: the largest spread of the slow input within a block
+    (``max |Slow_l(X_l)_t − Slow_l(X_l)_{first token of t's block}|``) and the largest slow input
+    of the first block, over all layers."""
+    cfg = model.config
+    traj = nm.stack_trajectory(model, X0)
+    within, first_block = 0.0, 0.0
+    for l, lp in enumerate(model.layers):
+        S = nm.slow_path(cfg, lp, traj[l]).reshape(cfg.N, cfg.P, cfg.d)
+        within = max(within, float(np.abs(S - S[:, :1]).max()))
+        first_block = max(first_block, float(np.abs(S[0]).max()))
+    return within, first_block
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class A1(Claim):
@@ -83,19 +152,22 @@ class A1(Claim):
         "∂out_t/∂X_s = 0 for all s > t, any weights, any g ≠ 0."
     )
     params = {
-        "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
-        "P": Param(4, "tokens per block", low=1, high=256),
-        "d": Param(4, "features", low=1, high=64),
-        "L": Param(3, "layers", low=1, high=64),
-        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param(
-            "blockcausal", "slow attention mask at block level", choices=("blockcausal", "full")
+        **model_params(
+            T=16,
+            P=None,
+            d=None,
+            L=3,
+            mask=None,
+            slow_mask=None,
+            gate=dict(
+                default=0.7,
+                meaning="gate magnitude (each layer's gate is gate·(1 ± 0.5·u))",
+                low=-1e3,
+                high=1e3,
+            ),
+            scale=dict(high=1e3),
+            slow_scale=dict(high=1e3),
         ),
-        "gate": Param(
-            0.7, "gate magnitude (each layer's gate is gate·(1 ± 0.5·u))", low=-1e3, high=1e3
-        ),
-        "scale": Param(1.0, "scale of the fast weights", low=0.0, high=1e3),
-        "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=1e3),
         "perturbation": Param(1.0, "size of the one-token input perturbation", low=1e-8, high=1e3),
     }
     hypotheses = {
@@ -135,12 +207,8 @@ class A1(Claim):
         return Instance(p, seed)
 
     def diagnose(self, inst):
-        cfg = inst.cfg
-        T, P = cfg.T, cfg.P
-        fast_future = int(np.triu(cfg.mask_array, k=1).sum())
-        slow = slow_token_mask(cfg)
-        block_start = (np.arange(T) // P) * P
-        slow_late = int(sum(slow[t, block_start[t] :].sum() for t in range(T)))
+        fast_future = fast_future_entries(inst.cfg)
+        slow_late = slow_late_entries(inst.cfg)
         zero_gates = int(np.sum(inst.gates == 0))
         return {
             "fast_mask_causal": Diagnostic(
@@ -157,38 +225,21 @@ class A1(Claim):
         }
 
     def conclude(self, inst):
-        cfg, model = inst.cfg, inst.model
-        dep = dependence_matrix(model, inst.X0, inst.perturb_rng, inst.p["perturbation"])
-        future = np.triu(dep, k=1)
-        leaks = np.argwhere(future > 0)
-        traj = nm.stack_trajectory(model, inst.X0)
-        within, first_block = 0.0, 0.0
-        for l, lp in enumerate(model.layers):
-            S = nm.slow_path(cfg, lp, traj[l]).reshape(cfg.N, cfg.P, cfg.d)
-            within = max(within, float(np.abs(S - S[:, :1]).max()))
-            first_block = max(first_block, float(np.abs(S[0]).max()))
-        diag_min = float(np.diag(dep).min())
+        dep = dependence_matrix(inst.model, inst.X0, inst.perturb_rng, inst.p["perturbation"])
+        within, first_block = slow_input_spread(inst.model, inst.X0)
         figures = {
-            "max_future_dependence": float(future.max()),
-            "future_pairs_with_dependence": int(len(leaks)),
-            "min_past_diagonal_dependence": diag_min,
-            "max_past_dependence": float(np.tril(dep).max()),
+            **dependence_figures(dep),
             "slow_input_within_block_variation": within,
             "slow_input_first_block_max": first_block,
-            "slow_updates_per_token": 1.0 / cfg.P,
+            "slow_updates_per_token": 1.0 / inst.cfg.P,
             "dependence": dep,
+            **leak_figures(dep),
         }
-        if len(leaks):
-            t, s = leaks[np.lexsort((leaks[:, 1], leaks[:, 0]))][0]
-            figures["first_leak"] = {
-                "output_token": int(t),
-                "later_input_token": int(s),
-                "dependence": float(dep[t, s]),
-            }
-            figures["leaking_output_tokens"] = sorted({int(t) for t, _ in leaks})
+        future_max = figures["max_future_dependence"]
+        diag_min = figures["min_past_diagonal_dependence"]
         parts = {
             "no_future_dependence": Diagnostic(
-                future.max() == 0.0, float(future.max()), "max_{s>t} |Δ out_t| = 0"
+                future_max == 0.0, future_max, "max_{s>t} |Δ out_t| = 0"
             ),
             "slow_input_block_constant": Diagnostic(
                 within == 0.0, within, "max within-block spread of the slow input = 0"
