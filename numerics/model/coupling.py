@@ -1,39 +1,57 @@
-"""The coupling form of the depth flow compiled for the integrators (SPEC §1, "Depth flow").
+"""The coupling form of the depth flow, compiled for the integrators.
 
 ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)``, ``R_t(X) = γ(E − X) + MLP_t(X) + g_t·Slow_t(X)``, with
 ``θ(t)`` piecewise constant on ``L`` equal intervals (the untied stack; tied weights are ``L = 1``).
-:func:`coupling_rhs_nb` is a Numba transcription of :func:`numerics.model.flow.make_rhs` with
-``form="coupling"`` (same RMS norm, masked softmax, tanh MLP, block-causal slow path with ``U_c``);
-the tests check that the two agree to rounding. For block-local masks the kernel, its product with
-``X`` and the inverse of ``I/(hγ) − J`` are computed block by block (``O(T·P·d)``, not
-``O(T²d)``).
 
-Cost of one call (the Radau loop spends about two thirds of its time here): the packed vector also
-holds, per layer, ``G = [β·Q Kᵀ | W1]`` and ``Gs = [β·Qs Ksᵀ | Vs]``, so a single BLAS product
-``n(X)·G`` gives the bilinear score factor and the MLP pre-activation; weights and mask are read as
-views of ``p`` (no copies); the softmax exponentials and the MLP ``tanh`` go through the
-vectorisable ``exp``/``tanh`` of :mod:`numerics.model.compiled` (≤ 1 and ≤ 2 ulp). Measured at T×d = 64×8
-(block_bidirectional, P = 4): 19.7 µs → 9.5–10 µs per call; results agree with
-:func:`numerics.model.flow.make_rhs` to ≤ 3e-16 relative (different summation order and the precomputed
-``Q Kᵀ``, so not bitwise). :func:`frozen_kernel_jac_nb` returns the stiff part
-``J = (A_t(X) − I)/ε − γI`` (T×T, acting on the token index), which the Rosenbrock-W method uses as
-``W = J ⊗ I_d``. It omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on the
-critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
-Jacobian of the MLP and slow path (O(1)); the W-method keeps its order whatever is omitted.
+What it computes:
+
+* :func:`coupling_rhs_nb`: the right-hand side, a Numba transcription of
+  :func:`numerics.model.flow.make_rhs` with ``form="coupling"`` (same RMS norm, masked softmax, tanh
+  MLP, block-causal slow path with ``U_c``). For block-local masks the kernel and its product with
+  ``X`` are computed block by block (``O(T·P·d)``, not ``O(T²d)``). The packed vector also holds,
+  per layer, ``G = [β·Q Kᵀ | W1]`` and ``Gs = [β·Qs Ksᵀ | Vs]``, so that one product ``n(X)·G``
+  gives the bilinear score factor and the MLP pre-activation; weights and mask are read as views
+  of the packed vector; the softmax exponentials and the MLP ``tanh`` go through the vectorisable
+  ``exp``/``tanh`` of :mod:`numerics.model.compiled` (≤ 1 and ≤ 2 ulp).
+* :func:`frozen_kernel_jac_nb`: the stiff part ``J = (A_t(X) − I)/ε − γI`` of the Jacobian (T×T,
+  acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``.
+* :func:`integrate_coupling`: the flow by :func:`numerics.integrators.integrate` (Numba loops),
+  stopping exactly at every ``l/L``; for block-local masks the inverse of ``I/(hγ) − J`` is taken
+  block by block.
+* :func:`integrate_coupling_scipy`: the same flow by :func:`scipy.integrate.solve_ivp`, interval by
+  interval (stops at every ``l/L``), with the compiled or the NumPy right-hand side and the
+  frozen-kernel Jacobian (dense or sparse) or SciPy's own finite-difference one.
+* :func:`coupling_problem`: a seeded problem (model, injection target, start) read from a mapping
+  of claim parameters; :func:`integrator_work`: right-hand-side evaluations and CPU time of each
+  integrator on it.
 
 All parameters travel in one flat float64 vector built by :func:`pack_coupling`.
+
+Caveats. :func:`coupling_rhs_nb` agrees with :func:`numerics.model.flow.make_rhs` to rounding, not
+bitwise (different summation order and the precomputed ``Q Kᵀ``; the tests check the agreement).
+The frozen-kernel ``J`` omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on
+the critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
+Jacobian of the MLP and slow path (O(1)); the W-method keeps its order whatever is omitted. The CPU
+times of :func:`integrator_work` are measurements: they differ from run to run.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import numpy as np
+import scipy.sparse as sps
 from numba import njit
+from scipy.integrate import solve_ivp
 
 from numerics import validation as v
 from numerics.integrators import IntegratorResult, integrate
 from numerics.integrators.loops import JAC_SIG, RHS_SIG
+from numerics.model import kernels
 from numerics.model.compiled import EXP_CUT, exp_into, tanh_row
-from numerics.model.weights import LayerParams, Model, ModelConfig
+from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
 _T, _P, _D, _M, _L, _NORM, _TANH, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL = range(
@@ -45,7 +63,13 @@ __all__ = [
     "coupling_rhs_nb",
     "frozen_kernel_jac_nb",
     "integrate_coupling",
+    "integrate_coupling_scipy",
+    "ScipyCouplingResult",
     "layer_breakpoints",
+    "CouplingProblem",
+    "coupling_problem",
+    "integrator_work",
+    "WORK_METHODS",
 ]
 
 
@@ -420,3 +444,210 @@ def integrate_coupling(
     )
     res.extra["X"] = res.y.T.reshape(-1, cfg.T, cfg.d)
     return res
+
+
+# ----------------------------------------------------------------------------- SciPy driver
+
+
+@dataclass
+class ScipyCouplingResult:
+    """Result of :func:`integrate_coupling_scipy`: the end state and the summed SciPy counters.
+
+    ``y`` is the state at the end of the last interval integrated (``T·d``; the end of the span when
+    ``success``); ``nsteps`` the accepted steps; ``capped`` whether the CPU-time cap stopped it.
+    """
+
+    y: np.ndarray
+    success: bool
+    message: str
+    nfev: int
+    njev: int
+    nlu: int
+    nsteps: int
+    capped: bool = False
+
+
+SCIPY_JACOBIANS = ("dense", "sparse", None)
+"""Jacobians handed to SciPy: the frozen kernel ``((A − I)/ε − γI) ⊗ I_d`` as a dense array or a
+sparse CSC matrix, or ``None`` (SciPy's own finite differences)."""
+
+
+def _scipy_segment_rhs(model: Model, p: np.ndarray, seg: int, rhs: str, E, eps: float):
+    """``f(t, y)`` of interval ``seg``: the compiled kernel or the NumPy reference
+    (:func:`numerics.model.kernels.coupling`)."""
+    cfg = model.config
+    if rhs == "compiled":
+        out = np.empty(cfg.T * cfg.d)
+
+        def f(t, y):
+            coupling_rhs_nb(t, np.ascontiguousarray(y), p, seg, out)
+            return out.copy()
+
+        return f
+    lp = model.layers[seg]
+
+    def f_numpy(t, y):
+        return kernels.coupling(cfg, lp, y.reshape(cfg.T, cfg.d), E, eps).ravel()
+
+    return f_numpy
+
+
+def _scipy_segment_jac(cfg: ModelConfig, p: np.ndarray, seg: int, jac: str):
+    """The frozen-kernel Jacobian of interval ``seg``, dense or sparse, as SciPy's ``jac``."""
+    J = np.empty((cfg.T, cfg.T))
+
+    def dense(t, y):
+        frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, seg, J)
+        return np.kron(J, np.eye(cfg.d))
+
+    def sparse(t, y):
+        frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, seg, J)
+        return sps.kron(sps.csr_matrix(J), sps.identity(cfg.d), format="csc")
+
+    return dense if jac == "dense" else sparse
+
+
+def integrate_coupling_scipy(
+    model: Model,
+    X0,
+    eps: float,
+    *,
+    E=None,
+    method: str = "Radau",
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    jac: str | None = "sparse",
+    rhs: str = "compiled",
+    time_cap: float | None = None,
+) -> ScipyCouplingResult:
+    """Integrate the coupling form of ``model`` over ``[0, 1]`` with :func:`scipy.integrate.solve_ivp`.
+
+    One ``solve_ivp`` call per layer interval ``[l/L, (l+1)/L]`` (the weights of layer ``l``), each
+    starting from the end of the previous one; ``method`` is SciPy's (``"Radau"``, ``"BDF"``,
+    ``"LSODA"``, ``"RK45"`` …). ``rhs="compiled"`` evaluates :func:`coupling_rhs_nb` (the same
+    kernel as :func:`integrate_coupling`), ``rhs="numpy"`` the NumPy reference
+    :func:`numerics.model.kernels.coupling`; ``jac`` is one of :data:`SCIPY_JACOBIANS`. ``E``
+    defaults to ``X0`` when ``γ > 0``. The integration stops at the first interval that fails, or,
+    with ``time_cap``, after the interval at which the CPU time spent exceeds ``time_cap`` seconds.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+    if jac not in SCIPY_JACOBIANS:
+        raise ValueError(f"jac={jac!r}: expected one of {SCIPY_JACOBIANS}")
+    if rhs not in ("compiled", "numpy"):
+        raise ValueError(f"rhs={rhs!r}: expected 'compiled' or 'numpy'")
+    cfg = model.config
+    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
+    if cfg.gamma and E is None:
+        E = X0
+    p = pack_coupling(cfg, model.layers, eps, E)
+    edges = np.concatenate([[0.0], layer_breakpoints(model.L), [1.0]])
+    y = X0.ravel().copy()
+    counts = {"nfev": 0, "njev": 0, "nlu": 0, "nsteps": 0}
+    t_start = time.process_time()
+    for seg in range(len(edges) - 1):
+        kw = {} if jac is None else {"jac": _scipy_segment_jac(cfg, p, seg, jac)}
+        res = solve_ivp(
+            _scipy_segment_rhs(model, p, seg, rhs, E, eps),
+            (edges[seg], edges[seg + 1]),
+            y,
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            **kw,
+        )
+        if not res.success:
+            return ScipyCouplingResult(y, False, res.message, **counts)
+        y = res.y[:, -1]
+        for k in ("nfev", "njev", "nlu"):
+            counts[k] += int(getattr(res, k))
+        counts["nsteps"] += res.t.size - 1
+        if time_cap is not None and time.process_time() - t_start > time_cap:
+            return ScipyCouplingResult(y, False, "CPU-time cap reached", **counts, capped=True)
+    return ScipyCouplingResult(y, True, "the end of the span was reached", **counts)
+
+
+# ----------------------------------------------------------------------------- a seeded problem
+
+
+@dataclass(frozen=True)
+class CouplingProblem:
+    """A seeded coupling-flow problem: the model, the injection target ``E`` (T×d), a coarse start
+    ``Y0`` (N×d, one row per block), an off-manifold part ``Z0`` (T×d) and a fourth independent
+    seed for whoever measures on it (``spare_seed``)."""
+
+    model: Model
+    E: np.ndarray
+    Y0: np.ndarray
+    Z0: np.ndarray
+    spare_seed: np.random.SeedSequence
+
+    @property
+    def U(self) -> np.ndarray:
+        """The block-constant states ``U = I_N ⊗ 1_P`` (T×N)."""
+        cfg = self.model.config
+        return np.kron(np.eye(cfg.N), np.ones((cfg.P, 1)))
+
+    @property
+    def X0(self) -> np.ndarray:
+        """The generic (off-manifold) start ``UY₀ + Z₀``."""
+        return self.U @ self.Y0 + self.Z0
+
+
+def coupling_problem(params: Mapping, seed: int) -> CouplingProblem:
+    """The problem of ``seed`` for the parameters ``params`` (a mapping with the
+    :class:`ModelConfig` fields it sets, ``L``, ``scale``, ``gate`` and ``x_scale``).
+
+    ``seed`` spawns four independent streams: the weights (:func:`init_model` with ``scale`` and
+    ``gate``), ``E`` (standard normal), the start (``Y0`` then ``Z0``, standard normal times
+    ``x_scale``) and the spare seed.
+    """
+    w_seed, e_seed, x_seed, spare = np.random.SeedSequence(seed).spawn(4)
+    cfg = ModelConfig.from_params(params)
+    model = init_model(cfg, params["L"], w_seed, scale=params["scale"], gate=params["gate"])
+    E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
+    rx = np.random.default_rng(x_seed)
+    Y0 = params["x_scale"] * rx.standard_normal((cfg.N, cfg.d))
+    Z0 = params["x_scale"] * rx.standard_normal((cfg.T, cfg.d))
+    return CouplingProblem(model, E, Y0, Z0, spare)
+
+
+WORK_METHODS = {
+    "Rosenbrock-W (Numba)": ("numba", "rosw"),
+    "Radau IIA (Numba)": ("numba", "radau"),
+    "DOPRI5 (Numba)": ("numba", "dopri5"),
+    "SciPy LSODA": ("scipy", "LSODA"),
+    "SciPy Radau": ("scipy", "Radau"),
+}
+"""The integrators :func:`integrator_work` runs, in order: the Numba methods of
+:func:`integrate_coupling` and SciPy's through :func:`integrate_coupling_scipy` (compiled
+right-hand side, dense frozen-kernel Jacobian)."""
+
+
+def integrator_work(params: Mapping, seed: int, eps: float, *, rtol: float, atol: float) -> dict:
+    """Right-hand-side evaluations and CPU seconds of each integrator of :data:`WORK_METHODS` from
+    the generic start ``X0`` of :func:`coupling_problem` ``(params, seed)`` over ``[0, 1]`` at
+    ``ε = eps`` (all timed in this call, so that their ratios compare like with like)."""
+    prob = coupling_problem(params, seed)
+    X0 = prob.X0
+    nfev, times = {}, {}
+    for name, (kind, method) in WORK_METHODS.items():
+        t0 = time.process_time()
+        if kind == "numba":
+            r = integrate_coupling(
+                prob.model,
+                X0,
+                eps,
+                E=prob.E,
+                method=method,
+                rtol=rtol,
+                atol=atol,
+                max_steps=2_000_000,
+            )
+        else:
+            r = integrate_coupling_scipy(
+                prob.model, X0, eps, E=prob.E, method=method, rtol=rtol, atol=atol, jac="dense"
+            )
+        times[name] = time.process_time() - t0
+        nfev[name] = int(r.nfev)
+    return {"nfev": nfev, "cpu_seconds": times}
