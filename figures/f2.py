@@ -1,5 +1,5 @@
 """F2 figures: tracking error against ε (both orders, fitted slopes) and p_st(y) against a
-trajectory of the coupled system."""
+trajectory of the coupled system, both from the F2 check at its defaults."""
 
 from __future__ import annotations
 
@@ -7,37 +7,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from numerics.toy import markov as mk
-from theory import markov as tm
-from verify.checks.f2 import CLAIM, chain_functions
 from verify.claim import Verdict
 from verify.registry import run_check
 
-TRAJECTORY_EPS = 0.05
-
 
 def f2_check(seed: int) -> dict:
-    """The F2 check (tracking errors of both orders over its ε grid, with fitted slopes)."""
+    """The F2 check at its defaults: the tracking errors of both orders over its ε grid with
+    fitted slopes (figures), and a drawn trajectory with p_st(y) around it (series)."""
     return run_check("F2", {}, seed=seed).to_json()
-
-
-def f2_trajectory(seed: int) -> dict:
-    """A coupled trajectory at ε = TRAJECTORY_EPS from a seeded x0 and p_st(y) on a y grid around it."""
-    p = CLAIM.defaults()
-    n = p["n_states"]
-    gen, gen_dy, c = chain_functions(p)
-    x0 = np.random.default_rng(np.random.SeedSequence(seed)).dirichlet(np.ones(n))
-    t = np.linspace(0.0, p["t1"], 600)
-    run = mk.integrate_coupled(gen, gen_dy, TRAJECTORY_EPS, x0, p["y0"], c, t)
-    sm = tm.slow_manifold(n)
-    ys = np.linspace(min(run.y.min(), p["y0"]) - 0.2, run.y.max() + 0.2, 300)
-    P = np.array(sm.p_numeric(ys)).T
-    return {
-        "ys": ys.tolist(),
-        "p_st": P.tolist(),
-        "y": np.asarray(run.y).tolist(),
-        "x": np.asarray(run.x).tolist(),
-    }
 
 
 @figure("F2", "f2_tracking_error", compute=f2_check)
@@ -70,13 +47,13 @@ def f2_tracking_error(data: list, seed: int):
     return fig, dict(res.params, seed=seed)
 
 
-@figure("F2", "f2_manifold_and_trajectory", compute=f2_trajectory)
+@figure("F2", "f2_manifold_and_trajectory", compute=f2_check)
 def f2_manifold_and_trajectory(data: list, seed: int):
-    p = CLAIM.defaults()
-    n, eps = p["n_states"], TRAJECTORY_EPS
-    d = data[0]
-    ys, P = np.asarray(d["ys"]), np.asarray(d["p_st"])
-    run_y, run_x = np.asarray(d["y"]), np.asarray(d["x"])
+    res = Verdict.from_json(data[0])
+    s, p = res.series, res.params
+    n, eps = p["n_states"], s["trajectory_eps"]
+    ys, P = np.asarray(s["manifold_y"]), np.asarray(s["manifold_p_st"])
+    run_y, run_x = np.asarray(s["trajectory_y"]), np.asarray(s["trajectory_x"])
     fig, ax = plt.subplots(constrained_layout=True)
     for i in range(n):
         (line,) = ax.plot(ys, P[:, i], lw=1.2, label=f"p_st,{i}(y)")

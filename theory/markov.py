@@ -201,7 +201,8 @@ class SlowManifold:
 
     Attributes: ``p`` (p_st), ``dp`` (∂_y p_st), ``g0`` (g on the manifold, ``g(p_st(y), y, t)``),
     ``h1`` (n×1, in terms of y and t), ``residual_invariance`` (``Q h_1 − ∂_y p · g0``: exactly 0),
-    ``residual_sum`` (``1ᵀ h_1``: exactly 0), and the numeric functions ``p_numeric(y)``,
+    ``residual_sum`` (``1ᵀ h_1``: exactly 0), and the numeric functions ``Q_numeric(y)`` (the
+    generator, for comparison with an independent definition), ``p_numeric(y)``,
     ``h1_numeric(y, t)``, ``g_reduced_numeric(y, t, epsilon)`` (the slow field on the first-order
     manifold, ``g(p_st + ε h_1, y, t)``).
     """
@@ -214,6 +215,7 @@ class SlowManifold:
     h1: sp.Matrix
     residual_invariance: list
     residual_sum: sp.Expr
+    Q_numeric: object
     p_numeric: object
     h1_numeric: object
     g_reduced_numeric: object
@@ -273,6 +275,7 @@ def slow_manifold(n: int, c: tuple | None = None) -> SlowManifold:
         h1=h1_e,
         residual_invariance=[_to_sympy(r) for r in res_inv],
         residual_sum=_to_sympy(res_sum),
+        Q_numeric=sp.lambdify(y, Q, modules="numpy", cse=True),
         p_numeric=sp.lambdify(y, list(p_e), modules="numpy", cse=True),
         h1_numeric=sp.lambdify((y, t), list(h1_e), modules="numpy", cse=True),
         g_reduced_numeric=sp.lambdify((y, t, eps), g_red, modules="numpy", cse=True),

@@ -1,11 +1,12 @@
 """Markov generators: validation, communicating classes, stationary distributions, spectral gaps,
-the first-order slow manifold and the coupled fast–slow system (claims F2, F3).
+the example chains and their negative controls, the first-order slow manifold and the coupled
+fast–slow system (claims F2, F3).
 
 Conventions. A **generator in the column convention** is a real n×n matrix ``Q`` with
 ``Q_ij ≥ 0`` for ``i ≠ j`` (the rate of the jump ``j → i``) and zero column sums, ``1ᵀQ = 0``; a
 probability vector evolves by ``dx/dt = Q x`` and stays on the simplex. ``G`` is a generator in the
 **row convention** iff ``Gᵀ`` is one in the column convention (``G 1 = 0``): the frozen attention
-kernels give ``K − I`` in the row convention (SPEC §1), acting on ``X`` from the left.
+kernels give ``K − I`` in the row convention, acting on ``X`` from the left.
 
 Uniqueness. ``Q`` has a one-dimensional null space spanned by a probability vector iff its jump
 graph has exactly **one closed communicating class** (a "unichain"); irreducibility (one class
@@ -27,7 +28,9 @@ checks that both definitions agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -53,6 +56,10 @@ __all__ = [
     "example_generator",
     "example_generator_dy",
     "EXAMPLE_CHAINS",
+    "CHAIN_KINDS",
+    "ExampleChain",
+    "example_chain",
+    "switch_generator",
     "stationary_derivative",
     "first_order_correction",
     "CoupledRun",
@@ -315,6 +322,110 @@ def first_order_correction(Q, dQ, c, y: float, t: float) -> np.ndarray:
     c = v.finite_array("c", c, shape=(p.size,))
     g0 = -v.real("y", y) + c @ p + np.sin(v.real("t", t))
     return zero_sum_solve(Q, stationary_derivative(Q, dQ) * g0)
+
+
+CHAIN_KINDS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
+"""The example chain and three chains that break one hypothesis of F2 each (its negative controls)."""
+
+
+class ExampleChain(NamedTuple):
+    """A family of fast chains along the slow variable: ``generator(y)`` (column convention),
+    ``generator_dy(y)`` (analytic ``∂Q/∂y``) and the coupling ``c`` of ``g = −y + cᵀx + sin t``."""
+
+    generator: Callable
+    generator_dy: Callable
+    c: np.ndarray
+
+
+def _reducible_chain(n: int) -> ExampleChain:
+    """Two disjoint copies: ``Q(y)`` on the states ``0..n−1``, ``Q(−y)`` on ``n..2n−1`` (two closed
+    classes, a two-dimensional set of equilibria)."""
+
+    def gen(y):
+        return np.block(
+            [
+                [example_generator(n, y), np.zeros((n, n))],
+                [np.zeros((n, n)), example_generator(n, -y)],
+            ]
+        )
+
+    def gen_dy(y):
+        return np.block(
+            [
+                [example_generator_dy(n, y), np.zeros((n, n))],
+                [np.zeros((n, n)), -example_generator_dy(n, -y)],
+            ]
+        )
+
+    return ExampleChain(gen, gen_dy, np.arange(2 * n, dtype=float))
+
+
+def _negative_rate_chain(n: int) -> ExampleChain:
+    """One jump rate made negative, column sums kept at zero (mass is conserved). n = 2: the rate
+    ``0 → 1`` set to −1/4 (stable for all y; ``p_1 < 0``); n = 3: the rate ``1 → 2`` set to
+    ``−(1 + y²)/2`` (the null vector has a negative entry for all y in [−3, 3])."""
+    i, j = (1, 0) if n == 2 else (2, 1)
+
+    def bump(Q, y):
+        rate = -0.25 if n == 2 else -0.5 * (1.0 + y * y)
+        Q = Q.copy()
+        d = rate - Q[i, j]
+        Q[i, j] += d
+        Q[j, j] -= d
+        return Q
+
+    def bump_dy(y):
+        dQ = example_generator_dy(n, y)
+        d = (0.0 if n == 2 else -y) - dQ[i, j]
+        dQ[i, j] += d
+        dQ[j, j] -= d
+        return dQ
+
+    return ExampleChain(
+        lambda y: bump(example_generator(n, y), y), bump_dy, np.arange(n, dtype=float)
+    )
+
+
+def example_chain(n: int, kind: str = "irreducible", defect: float = 1.0) -> ExampleChain:
+    """The example chain with ``n ∈ {2, 3}`` states (``kind="irreducible"``, coupling
+    ``c = (0, 1, …, n−1)``) or one of its negative controls (:data:`CHAIN_KINDS`):
+
+    * ``reducible``: two disjoint copies of the chain (``Q(y)`` and ``Q(−y)``), ``c = (0, …, 2n−1)``;
+    * ``not_generator_mass``: ``Q(y) − defect·I`` (``1ᵀQ ≠ 0``: mass decays);
+    * ``not_generator_sign``: one negative jump rate, mass conserved.
+    """
+    n = _check_example(n, 0.0)[0]
+    v.choice("kind", kind, CHAIN_KINDS)
+    defect = v.real("defect", defect, low=0.0, low_open=True)
+    c = np.arange(n, dtype=float)
+    if kind == "irreducible":
+        return ExampleChain(
+            lambda y: example_generator(n, y), lambda y: example_generator_dy(n, y), c
+        )
+    if kind == "reducible":
+        return _reducible_chain(n)
+    if kind == "not_generator_mass":
+        return ExampleChain(
+            lambda y: example_generator(n, y) - defect * np.eye(n),
+            lambda y: example_generator_dy(n, y),
+            c,
+        )
+    return _negative_rate_chain(n)
+
+
+def switch_generator(n: int, y: float) -> np.ndarray:
+    """Column-convention generator with the jump ``0 → 1`` at rate ``max(y, 0)``, ``1 → 0`` at
+    ``max(−y, 0)`` and (n = 3) ``2 → 0`` at rate 1: for y ≠ 0 one closed class (``{1}`` for y > 0,
+    ``{0}`` for y < 0) but never irreducible; at y = 0 two closed classes. Its stationary
+    distribution jumps from state 0 to state 1 at y = 0 (the discontinuous target of F3)."""
+    n, y = _check_example(n, y)
+    Q = np.zeros((n, n))
+    a, b = max(y, 0.0), max(-y, 0.0)
+    Q[1, 0], Q[0, 0] = a, -a
+    Q[0, 1], Q[1, 1] = b, -b
+    if n == 3:
+        Q[0, 2], Q[2, 2] = 1.0, -1.0
+    return Q
 
 
 # --------------------------------------------------------------------------- coupled system

@@ -40,6 +40,9 @@ Conclusion (each a named part of the verdict):
    not irreducible but one closed class, spectral gap 1/2, for ``block_causal``; numerically
    (``numerics.model.masks.frozen_kernel``) and exactly (``theory.markov``).
 
+The check also carries the figure's trajectory (``series``): one run of the coupled system at
+``ε = 0.05`` from a random ``x0`` off the manifold, and ``p_st(y)`` around the y it visits.
+
 Portability: eigenvalues are consumed as a sorted multiset, null vectors only when the numerical
 null space is one-dimensional, normalised by their sum (sign- and basis-free).
 
@@ -53,132 +56,55 @@ entry and the trajectory leaves the simplex).
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from numerics.model.masks import frozen_kernel
 from numerics.toy import markov as mk
 from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
-from ..measure import slope_fit
+from ..measure import ratio, slope_fit, symbolic_agrees
 
-CHAINS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
+CHAINS = mk.CHAIN_KINDS
+"""The fast generator: the example chain or one of its negative controls."""
 SIMPLEX_TOL = 1e-8
+"""Largest mass defect ``|1ᵀx − 1|`` of a trajectory that counts as on the simplex."""
 LAYER_FACTOR = 1e-3
+"""The initial layer is negligible when ``exp(−gap·t0/ε) ≤ LAYER_FACTOR·ε²`` at every ε."""
+NULL_ENTRY_MIN = -1e-12
+"""Smallest entry of the normalised null vector that counts as a probability (rounding)."""
+H1_TIME = 0.7
+"""The time at which ``h_1(y, t)`` of theory and numerics are compared on the y-grid."""
+H1_TOL_FACTOR = 1e3
+"""``h_1`` (a group inverse applied twice) agrees to ``H1_TOL_FACTOR·manifold_tol``."""
+BLOCK_MEAN_DEFECT_MIN = 0.1
+"""The causal block mean is not conserved: its defect exceeds this on every block size."""
+CAUSAL_GAP, CAUSAL_GAP_TOL = 0.5, 1e-12
+"""The within-block causal chain's spectral gap, exactly 1/2, to rounding."""
+TRACKING_PARTS = ("tracking_order_eps", "tracking_order_eps2", "correction_reduces_error")
+"""The parts measured against the theory chain's manifold (undefined for another chain)."""
+NOT_THEORY_CHAIN = (
+    "Q(y) is not the theory chain or has no unique null vector; tracking is undefined"
+)
+TRAJECTORY_EPS = 0.05
+"""ε of the drawn trajectory (the figure's series)."""
+TRAJECTORY_METHOD = "Radau"
+"""Integrator of the drawn trajectory."""
+TRAJECTORY_POINTS, MANIFOLD_POINTS, MANIFOLD_MARGIN = 600, 300, 0.2
+"""Output times of the drawn trajectory on ``[0, t1]``; points of the drawn ``p_st(y)``, on the y
+it visits widened by the margin on both sides."""
 
 
-def chain_functions(p: dict):
-    """``(generator(y), generator_dy(y), c)`` of the instance selected by ``p["chain"]``."""
-    n = p["n_states"]
-    c = np.arange(n, dtype=float)
-    kind = p["chain"]
-    if kind == "irreducible":
-        return (lambda y: mk.example_generator(n, y), lambda y: mk.example_generator_dy(n, y), c)
-    if kind == "reducible":  # two disjoint copies: Q(y) on states 0..n−1, Q(−y) on n..2n−1
-
-        def gen(y):
-            return np.block(
-                [
-                    [mk.example_generator(n, y), np.zeros((n, n))],
-                    [np.zeros((n, n)), mk.example_generator(n, -y)],
-                ]
-            )
-
-        def gen_dy(y):
-            return np.block(
-                [
-                    [mk.example_generator_dy(n, y), np.zeros((n, n))],
-                    [np.zeros((n, n)), -mk.example_generator_dy(n, -y)],
-                ]
-            )
-
-        return gen, gen_dy, np.arange(2 * n, dtype=float)
-    if kind == "not_generator_mass":
-        k = p["defect"]
-        return (
-            lambda y: mk.example_generator(n, y) - k * np.eye(n),
-            lambda y: mk.example_generator_dy(n, y),
-            c,
-        )
-    # not_generator_sign: one jump rate made negative, column sums kept at zero
-    # n = 2: rate 0 → 1 set to −1/4 (stable for all y; p_1 < 0);
-    # n = 3: rate 1 → 2 set to −(1 + y²)/2 (p has a negative entry for all y in [−3, 3])
-    i, j = (1, 0) if n == 2 else (2, 1)
-
-    def bump(Q, y):
-        rate = -0.25 if n == 2 else -0.5 * (1.0 + y * y)
-        Q = Q.copy()
-        d = rate - Q[i, j]
-        Q[i, j] += d
-        Q[j, j] -= d
-        return Q
-
-    def bump_dy(y):
-        dQ = mk.example_generator_dy(n, y)
-        d = (0.0 if n == 2 else -y) - dQ[i, j]
-        dQ[i, j] += d
-        dQ[j, j] -= d
-        return dQ
-
-    return (lambda y: bump(mk.example_generator(n, y), y), bump_dy, c)
-
-
-def attention_link(P_max: int) -> dict:
-    """Stationary distributions of the within-block frozen kernels, numerically and exactly."""
-    out = {}
-    for kind in ("block_bidirectional", "block_causal"):
-        rows = []
-        for P in range(2, P_max + 1):
-            K = frozen_kernel(kind, P, P)  # one block: T = P
-            G = (K - np.eye(P)).T  # column convention
-            p_num = mk.stationary_distribution(G)
-            exact = tm.within_block_stationary(kind, P)
-            p_ex = np.array([float(x) for x in exact["p_st"]])
-            K_ex = np.array(exact["kernel"].tolist(), dtype=float)
-            uniform, first = np.full(P, 1.0 / P), np.eye(P)[0]
-            mean_defect = float(np.abs(uniform @ (K - np.eye(P))).max())  # d/dτ of the block mean
-            first_defect = float(np.abs(first @ (K - np.eye(P))).max())  # d/dτ of the first token
-            rows.append(
-                {
-                    "P": P,
-                    "kernel_vs_exact": float(np.abs(K - K_ex).max()),
-                    "p_numeric_vs_exact": float(np.abs(p_num - p_ex).max()),
-                    "p_vs_uniform": float(np.abs(p_num - uniform).max()),
-                    "p_vs_first_token": float(np.abs(p_num - first).max()),
-                    "block_mean_conservation_defect": mean_defect,
-                    "first_token_conservation_defect": first_defect,
-                    "irreducible_numeric": mk.is_irreducible(G),
-                    "irreducible_exact": bool(exact["irreducible"]),
-                    "closed_classes": mk.closed_classes(G),
-                    "null_dim_exact": int(exact["null_dim"]),
-                    "spectral_gap": mk.spectral_gap(G),
-                }
-            )
-        out[kind] = rows
-    bi, ca = out["block_bidirectional"], out["block_causal"]
-    out["summary"] = {
-        "max_p_numeric_vs_exact": max(r["p_numeric_vs_exact"] for r in bi + ca),
-        "max_kernel_vs_exact": max(r["kernel_vs_exact"] for r in bi + ca),
-        "bidirectional_max_p_vs_uniform": max(r["p_vs_uniform"] for r in bi),
-        "bidirectional_max_block_mean_defect": max(r["block_mean_conservation_defect"] for r in bi),
-        "causal_max_p_vs_first_token": max(r["p_vs_first_token"] for r in ca),
-        "causal_max_first_token_defect": max(r["first_token_conservation_defect"] for r in ca),
-        "causal_min_block_mean_defect": min(r["block_mean_conservation_defect"] for r in ca),
-        "bidirectional_irreducible": all(
-            r["irreducible_numeric"] and r["irreducible_exact"] for r in bi
-        ),
-        "causal_irreducible": any(r["irreducible_numeric"] or r["irreducible_exact"] for r in ca),
-        "causal_single_closed_class": all(
-            r["closed_classes"] == [[0]] and r["null_dim_exact"] == 1 for r in ca
-        ),
-    }
-    return out
+# --------------------------------------------------------------------------- the instance
 
 
 class Instance:
+    """The chain on the checked y-grid, two initial conditions with the same ``y0`` (for a
+    reducible chain: all mass in one copy vs in the other), the ε sweep and the theory's
+    slow manifold of the example chain."""
+
     def __init__(self, p: dict, seed: int):
-        self.p = p
-        self.gen, self.gen_dy, self.c = chain_functions(p)
+        self.p, self.seed = p, seed
+        self.gen, self.gen_dy, self.c = mk.example_chain(p["n_states"], p["chain"], p["defect"])
         n, m = p["n_states"], self.c.size
         x_seed, x2_seed = np.random.SeedSequence(seed).spawn(2)
         x0 = np.random.default_rng(x_seed).dirichlet(np.ones(m))
@@ -191,10 +117,14 @@ class Instance:
         self.Qs = [self.gen(y) for y in self.ys]
         self.zero_tol = 1e-10 * max(1.0, max(float(np.abs(Q).max()) for Q in self.Qs))
         self.eps = np.geomspace(p["eps_min"], p["eps_max"], p["n_eps"])
+        self.sm = tm.slow_manifold(n)
 
-    def run(self, eps: float, x0):
+    def run(self, eps: float, x0, t_eval=None, method=None) -> mk.CoupledRun:
+        """The coupled system from ``(x0, y0)``, by default at the times ``0, [t0, t1]`` with the
+        instance's integrator (generator checks off: the controls are not generators)."""
         p = self.p
-        t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
+        if t_eval is None:
+            t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
         return mk.integrate_coupled(
             self.gen,
             self.gen_dy,
@@ -203,7 +133,7 @@ class Instance:
             p["y0"],
             self.c,
             t_eval,
-            method=p["method"],
+            method=method or p["method"],
             rtol=p["rtol"],
             atol=p["atol"],
             require_generator=False,
@@ -225,6 +155,321 @@ def spectrum_on_grid(inst: Instance) -> dict:
 
 def _not_computed(reason: str) -> Diagnostic:
     return Diagnostic(False, None, f"not computed: {reason}")
+
+
+# --------------------------------------------------------------------------- 1. the spectrum
+
+
+def null_vectors(inst: Instance) -> list | None:
+    """The normalised null vector of every ``Q(y)`` on the grid, or ``None`` unless the numerical
+    null space is one-dimensional on the whole grid."""
+    null = [mk.unique_null_vector(Q) for Q in inst.Qs]
+    return null if all(q is not None for q in null) else None
+
+
+def spectrum_parts(inst: Instance, null: list | None) -> tuple[dict, dict]:
+    """Part 1: one zero eigenvalue, the others attracting at a gap ≥ ``gap_min``, and the null
+    vector a probability vector; with the spectrum's figures and the irreducibility found."""
+    spec = spectrum_on_grid(inst)
+    dims = [mk.null_dimension(Q) for Q in inst.Qs]
+    figures = {
+        **spec,
+        "irreducible_on_grid": bool(all(mk.is_irreducible(Q) for Q in inst.Qs)),
+        "max_closed_classes": int(max(len(mk.closed_classes(Q)) for Q in inst.Qs)),
+        "null_dimension_range": [min(dims), max(dims)],
+    }
+    parts = {
+        "one_zero_eigenvalue": Diagnostic(
+            spec["max_zero_eigenvalues"] == spec["min_zero_eigenvalues"] == 1,
+            [spec["min_zero_eigenvalues"], spec["max_zero_eigenvalues"]],
+            f"[min, max] number of eigenvalues with |λ| ≤ {inst.zero_tol:.3g}; [1, 1] required",
+        ),
+        "attracting_at_spectral_gap": Diagnostic(
+            spec["max_re_nonleading_eigenvalue"] < 0
+            and spec["min_spectral_gap"] >= inst.p["gap_min"],
+            spec["min_spectral_gap"],
+            f"min gap > 0 and ≥ gap_min = {inst.p['gap_min']}",
+        ),
+    }
+    if null is None:
+        parts["equilibrium_is_probability"] = _not_computed(
+            f"the null space of Q(y) is not one-dimensional on the whole grid "
+            f"(dimensions {figures['null_dimension_range']})"
+        )
+        return parts, figures
+    figures["min_null_vector_entry"] = float(min(q.min() for q in null))
+    parts["equilibrium_is_probability"] = at_least(
+        figures["min_null_vector_entry"],
+        NULL_ENTRY_MIN,
+        "min entry of the normalised null vector over the grid ≥ −1e-12",
+    )
+    return parts, figures
+
+
+# --------------------------------------------------------------------------- 2. the manifold
+
+
+def same_generator(inst: Instance) -> Diagnostic:
+    """Part 2a: the numerics' ``Q(y)`` against the theory's on the grid (rates of size ~1: scale
+    1); a chain of another size is not the theory chain (``inf``)."""
+    n, tol = inst.p["n_states"], inst.p["manifold_tol"]
+    what = "Q(y) on the grid (scale 1)"
+    if inst.Qs[0].shape != (n, n):
+        return Diagnostic(
+            False, float("inf"), f"{what}: not the theory chain's size {n}×{n} (error inf)"
+        )
+    Q_th = [np.array(inst.sm.Q_numeric(y), dtype=float) for y in inst.ys]
+    return symbolic_agrees(Q_th, inst.Qs, tol=tol, scale=1.0, what=what)
+
+
+def manifold_parts(inst: Instance, same: Diagnostic, null: list | None) -> tuple[dict, dict]:
+    """Part 2: the same generator in theory and numerics; the normalised null vector against the
+    exact ``p_st(y)`` (tree theorem); ``h_1`` of theory (exact residuals) against the numerical
+    group-inverse formula. The last two only for the theory chain with a unique null vector."""
+    sm, tol = inst.sm, inst.p["manifold_tol"]
+    figures = {"generator_definition_mismatch": same.value}
+    parts = {"same_generator_as_theory": same}
+    if not (same.holds and null is not None):
+        parts["manifold_is_p_st"] = _not_computed(NOT_THEORY_CHAIN)
+        parts["first_order_correction"] = _not_computed(NOT_THEORY_CHAIN)
+        return parts, figures
+    p_th = np.array(sm.p_numeric(inst.ys)).T
+    manifold = symbolic_agrees(
+        p_th, np.array(null), tol=tol, scale=1.0, what="p_st(y) on the grid (probabilities)"
+    )
+    figures["manifold_max_abs_error"] = manifold.value
+    parts["manifold_is_p_st"] = manifold
+    h_num = np.array(
+        [
+            mk.first_order_correction(Q, inst.gen_dy(y), inst.c, y, H1_TIME)
+            for y, Q in zip(inst.ys, inst.Qs)
+        ]
+    )
+    h_th = np.array(sm.h1_numeric(inst.ys, np.full_like(inst.ys, H1_TIME))).T
+    h1 = symbolic_agrees(h_th, h_num, tol=H1_TOL_FACTOR * tol, scale=1.0, what="h_1(y, t)")
+    figures["h1_max_abs_error"] = h1.value
+    exact_zero = bool(all(r == 0 for r in sm.residual_invariance) and sm.residual_sum == 0)
+    parts["first_order_correction"] = Diagnostic(
+        exact_zero and h1.holds,
+        {"exact_residuals_zero": exact_zero, "h1_max_abs_error": h1.value},
+        "exact residuals = 0 and max |h1 numeric − exact| ≤ 1e3·manifold_tol",
+    )
+    return parts, figures
+
+
+# --------------------------------------------------------------------------- 3. the trajectories
+
+
+def memory_and_simplex_parts(inst: Instance, ra, rb) -> tuple[dict, dict]:
+    """Part 3 without the theory, at ``eps_min``: the runs from two initial conditions end
+    ≤ ``eps_min`` apart, and the first stays on the simplex after the layer."""
+    eps_lo = float(inst.eps[0])
+    figures = {
+        "x0_dependence_at_t1": float(np.abs(ra.x[-1] - rb.x[-1]).max()),
+        "mass_defect": float(np.abs(ra.x[1:].sum(axis=1) - 1.0).max()),
+        "min_x_entry": float(ra.x[1:].min()),
+    }
+    parts = {
+        "no_memory_of_x0": at_most(
+            figures["x0_dependence_at_t1"], eps_lo, "max |x_a(t1) − x_b(t1)| ≤ eps_min"
+        ),
+        "stays_on_simplex": Diagnostic(
+            figures["mass_defect"] <= SIMPLEX_TOL and figures["min_x_entry"] >= 0.0,
+            {"mass_defect": figures["mass_defect"], "min_x_entry": figures["min_x_entry"]},
+            "max |1ᵀx − 1| ≤ 1e-8 and min x ≥ 0 on [t0, t1]",
+        ),
+    }
+    return parts, figures
+
+
+def tracking_runs(inst: Instance, first) -> list:
+    """The runs from ``x0`` at every ε of the sweep (the run ``first`` at ``eps_min`` reused)."""
+    eps_lo = float(inst.eps[0])
+    return [first if e == eps_lo else inst.run(float(e), inst.x0) for e in inst.eps]
+
+
+def tracking_errors(inst: Instance, run, eps: float) -> tuple[float, float]:
+    """Max over ``[t0, t1]`` of ``|x − p_st(y)|`` and of ``|x − p_st(y) − ε h_1(y, t)|``."""
+    yy, ts, xx = run.y[1:], run.t[1:], run.x[1:]
+    P_ = np.array(inst.sm.p_numeric(yy)).T
+    H_ = np.array(inst.sm.h1_numeric(yy, ts)).T
+    return float(np.abs(xx - P_).max()), float(np.abs(xx - P_ - eps * H_).max())
+
+
+def slope_within(fit: dict, centre: float, half: float, what: str) -> Diagnostic:
+    """The fitted slope's 95% interval lies in ``[centre − half, centre + half]``."""
+    lo, hi = fit["ci95"]
+    return Diagnostic(
+        centre - half <= lo and hi <= centre + half,
+        {"slope": fit["slope"], "ci95": fit["ci95"]},
+        f"95% interval of the {what} slope ⊂ [{centre - half:g}, {centre + half:g}]",
+    )
+
+
+def tracking_parts(inst: Instance, runs: list, gap: float) -> tuple[dict, dict]:
+    """Part 3 against the theory: the log–log slopes of both tracking errors over the ε sweep
+    and the correction lowering the error at every ε."""
+    p = inst.p
+    errors = [tracking_errors(inst, run, e) for e, run in zip(inst.eps, runs)]
+    e0, e1 = [a for a, _ in errors], [b for _, b in errors]
+    fit0, fit1 = slope_fit(inst.eps, np.array(e0)), slope_fit(inst.eps, np.array(e1))
+    figures = {
+        "eps": inst.eps.tolist(),
+        "err_order0": e0,
+        "err_order1": e1,
+        "nfev": [run.nfev for run in runs],
+        "slope_order0": fit0,
+        "slope_order1": fit1,
+        "initial_layer_factor": float(np.exp(-gap * p["t0"] / inst.eps).max()),
+    }
+    worst = float(max(ratio(b, a) for a, b in zip(e0, e1)))
+    parts = {
+        "tracking_order_eps": slope_within(fit0, 1.0, p["slope_tol0"], "order-0"),
+        "tracking_order_eps2": slope_within(fit1, 2.0, p["slope_tol1"], "order-1"),
+        "correction_reduces_error": Diagnostic(
+            worst < 1.0, worst, "max_ε err_order1/err_order0 < 1"
+        ),
+    }
+    return parts, figures
+
+
+def inside_grid_part(inst: Instance, runs: list) -> tuple[dict, dict]:
+    """Part 3: the y visited by every run lies in the checked grid ``[y_min, y_max]``."""
+    p = inst.p
+    y_range = [float(min(r.y.min() for r in runs)), float(max(r.y.max() for r in runs))]
+    part = Diagnostic(
+        p["y_min"] <= y_range[0] and y_range[1] <= p["y_max"],
+        y_range,
+        f"[min y, max y] visited ⊂ [{p['y_min']}, {p['y_max']}]",
+    )
+    return {"trajectory_inside_grid": part}, {"y_range_visited": y_range}
+
+
+def drawn_trajectory(inst: Instance) -> dict:
+    """The figure's series: a run at ``TRAJECTORY_EPS`` over ``[0, t1]`` from ``x0`` drawn from
+    the root seed (off the manifold), and ``p_st(y)`` on a grid around the y it visits."""
+    p = inst.p
+    x0 = np.random.default_rng(np.random.SeedSequence(inst.seed)).dirichlet(np.ones(inst.c.size))
+    t = np.linspace(0.0, p["t1"], TRAJECTORY_POINTS)
+    run = inst.run(TRAJECTORY_EPS, x0, t_eval=t, method=TRAJECTORY_METHOD)
+    ys = np.linspace(
+        min(run.y.min(), p["y0"]) - MANIFOLD_MARGIN,
+        run.y.max() + MANIFOLD_MARGIN,
+        MANIFOLD_POINTS,
+    )
+    return {
+        "trajectory_eps": TRAJECTORY_EPS,
+        "trajectory_y": run.y.tolist(),
+        "trajectory_x": run.x.tolist(),
+        "manifold_y": ys.tolist(),
+        "manifold_p_st": np.array(inst.sm.p_numeric(ys)).T.tolist(),
+    }
+
+
+# --------------------------------------------------------------------------- 4. attention link
+
+
+def attention_link_row(kind: str, P: int) -> dict:
+    """The within-block frozen kernel of size ``P`` as the generator ``(K − I)ᵀ``: numerically
+    and exactly, its ``p_st``, conserved quantities, classes and gap."""
+    K = frozen_kernel(kind, P, P)  # one block: T = P
+    G = (K - np.eye(P)).T  # column convention
+    p_num = mk.stationary_distribution(G)
+    exact = tm.within_block_stationary(kind, P)
+    p_ex = np.array([float(x) for x in exact["p_st"]])
+    K_ex = np.array(exact["kernel"].tolist(), dtype=float)
+    uniform, first = np.full(P, 1.0 / P), np.eye(P)[0]
+    mean_defect = float(np.abs(uniform @ (K - np.eye(P))).max())  # d/dτ of the block mean
+    first_defect = float(np.abs(first @ (K - np.eye(P))).max())  # d/dτ of the first token
+    return {
+        "P": P,
+        "kernel_vs_exact": float(np.abs(K - K_ex).max()),
+        "p_numeric_vs_exact": float(np.abs(p_num - p_ex).max()),
+        "p_vs_uniform": float(np.abs(p_num - uniform).max()),
+        "p_vs_first_token": float(np.abs(p_num - first).max()),
+        "block_mean_conservation_defect": mean_defect,
+        "first_token_conservation_defect": first_defect,
+        "irreducible_numeric": mk.is_irreducible(G),
+        "irreducible_exact": bool(exact["irreducible"]),
+        "closed_classes": mk.closed_classes(G),
+        "null_dim_exact": int(exact["null_dim"]),
+        "spectral_gap": mk.spectral_gap(G),
+    }
+
+
+def attention_link(P_max: int) -> dict:
+    """Stationary distributions of the within-block frozen kernels for ``P = 2..P_max``,
+    numerically and exactly, with a summary over the block sizes."""
+    out = {
+        kind: [attention_link_row(kind, P) for P in range(2, P_max + 1)]
+        for kind in ("block_bidirectional", "block_causal")
+    }
+    bi, ca = out["block_bidirectional"], out["block_causal"]
+    out["summary"] = {
+        "max_p_numeric_vs_exact": max(r["p_numeric_vs_exact"] for r in bi + ca),
+        "max_kernel_vs_exact": max(r["kernel_vs_exact"] for r in bi + ca),
+        "bidirectional_max_p_vs_uniform": max(r["p_vs_uniform"] for r in bi),
+        "bidirectional_max_block_mean_defect": max(r["block_mean_conservation_defect"] for r in bi),
+        "causal_max_p_vs_first_token": max(r["p_vs_first_token"] for r in ca),
+        "causal_max_first_token_defect": max(r["first_token_conservation_defect"] for r in ca),
+        "causal_min_block_mean_defect": min(r["block_mean_conservation_defect"] for r in ca),
+        "bidirectional_irreducible": all(
+            r["irreducible_numeric"] and r["irreducible_exact"] for r in bi
+        ),
+        "causal_irreducible": any(r["irreducible_numeric"] or r["irreducible_exact"] for r in ca),
+        "causal_single_closed_class": all(
+            r["closed_classes"] == [[0]] and r["null_dim_exact"] == 1 for r in ca
+        ),
+    }
+    return out
+
+
+def attention_link_parts(P_max: int, tol: float) -> tuple[dict, dict]:
+    """Part 4: numerics and theory build the same kernels and ``p_st``; the bidirectional chain
+    has a uniform ``p_st`` and conserves the block mean; the causal one has ``p_st = e_1``."""
+    link = attention_link(P_max)
+    s = link["summary"]
+    gap_off = float(max(abs(r["spectral_gap"] - CAUSAL_GAP) for r in link["block_causal"]))
+    parts = {
+        "attention_link_matches_theory": Diagnostic(
+            s["max_kernel_vs_exact"] == 0.0 and s["max_p_numeric_vs_exact"] <= tol,
+            {"kernel": s["max_kernel_vs_exact"], "p_st": s["max_p_numeric_vs_exact"]},
+            "max |K_numeric − K_exact| = 0 and max |p numeric − exact| ≤ manifold_tol",
+        ),
+        "attention_link_bidirectional_uniform": Diagnostic(
+            s["bidirectional_irreducible"]
+            and s["bidirectional_max_p_vs_uniform"] <= tol
+            and s["bidirectional_max_block_mean_defect"] <= tol,
+            {
+                "p_vs_uniform": s["bidirectional_max_p_vs_uniform"],
+                "block_mean_defect": s["bidirectional_max_block_mean_defect"],
+                "irreducible": s["bidirectional_irreducible"],
+            },
+            "irreducible, max |p − 1/P| ≤ manifold_tol, max |1ᵀ(K − I)/P| ≤ manifold_tol",
+        ),
+        "attention_link_causal_first_token": Diagnostic(
+            (not s["causal_irreducible"])
+            and s["causal_single_closed_class"]
+            and s["causal_max_p_vs_first_token"] <= tol
+            and s["causal_max_first_token_defect"] == 0.0
+            and s["causal_min_block_mean_defect"] > BLOCK_MEAN_DEFECT_MIN
+            and gap_off <= CAUSAL_GAP_TOL,
+            {
+                "irreducible": s["causal_irreducible"],
+                "single_closed_class": s["causal_single_closed_class"],
+                "p_vs_first_token": s["causal_max_p_vs_first_token"],
+                "first_token_defect": s["causal_max_first_token_defect"],
+                "min_block_mean_defect": s["causal_min_block_mean_defect"],
+                "max_gap_minus_half": gap_off,
+            },
+            "not irreducible, closed classes = [[0]], max |p − e_1| ≤ manifold_tol, "
+            "e_1ᵀ(K − I) = 0, min block-mean defect > 0.1, |gap − 1/2| ≤ 1e-12",
+        ),
+    }
+    return parts, {"attention_link": link}
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class F2(Claim):
@@ -308,30 +553,27 @@ class F2(Claim):
         "p_st = e_1, first token conserved exactly, block mean "
         "not (defect > 0.1), gap 1/2 (± 1e-12)",
     }
-    controls = (
-        Control(
-            "reducible",
-            {"chain": "reducible"},
-            breaks="one_closed_class_on_grid",
-            meaning="two disjoint copies of the chain: two closed classes, two equilibria, the "
-            "long-time state remembers x0",
-            seed=7,
-        ),
-        Control(
-            "not_generator_mass",
-            {"chain": "not_generator_mass"},
-            breaks="generator_on_grid",
-            meaning="Q − defect·I: columns do not sum to 0, mass decays, the only equilibrium is 0",
-            seed=7,
-        ),
-        Control(
-            "not_generator_sign",
-            {"chain": "not_generator_sign"},
-            breaks="generator_on_grid",
-            meaning="one negative jump rate (mass conserved): the null vector has a negative "
-            "entry and the trajectory leaves the simplex",
-            seed=7,
-        ),
+    controls = tuple(
+        Control(chain, {"chain": chain}, breaks=breaks, meaning=meaning, seed=7)
+        for chain, breaks, meaning in (
+            (
+                "reducible",
+                "one_closed_class_on_grid",
+                "two disjoint copies of the chain: two closed classes, two equilibria, the "
+                "long-time state remembers x0",
+            ),
+            (
+                "not_generator_mass",
+                "generator_on_grid",
+                "Q − defect·I: columns do not sum to 0, mass decays, the only equilibrium is 0",
+            ),
+            (
+                "not_generator_sign",
+                "generator_on_grid",
+                "one negative jump rate (mass conserved): the null vector has a negative "
+                "entry and the trajectory leaves the simplex",
+            ),
+        )
     )
     key_figures = ("slope_order0", "slope_order1", "min_spectral_gap", "manifold_max_abs_error")
 
@@ -369,203 +611,40 @@ class F2(Claim):
         }
 
     def conclude(self, inst):
-        p = inst.p
-        n = p["n_states"]
-        tol = p["manifold_tol"]
-        figures: dict = {}
-        notes: list = []
-        parts: dict = {}
-        spec = spectrum_on_grid(inst)
-        figures.update(spec)
-        figures["irreducible_on_grid"] = bool(all(mk.is_irreducible(Q) for Q in inst.Qs))
-        figures["max_closed_classes"] = int(max(len(mk.closed_classes(Q)) for Q in inst.Qs))
-        parts["one_zero_eigenvalue"] = Diagnostic(
-            spec["max_zero_eigenvalues"] == spec["min_zero_eigenvalues"] == 1,
-            [spec["min_zero_eigenvalues"], spec["max_zero_eigenvalues"]],
-            f"[min, max] number of eigenvalues with |λ| ≤ {inst.zero_tol:.3g}; [1, 1] required",
-        )
-        parts["attracting_at_spectral_gap"] = Diagnostic(
-            spec["max_re_nonleading_eigenvalue"] < 0 and spec["min_spectral_gap"] >= p["gap_min"],
-            spec["min_spectral_gap"],
-            f"min gap > 0 and ≥ gap_min = {p['gap_min']}",
-        )
-        null = [mk.unique_null_vector(Q) for Q in inst.Qs]
-        unique = all(q is not None for q in null)
-        figures["null_dimension_range"] = [
-            min(mk.null_dimension(Q) for Q in inst.Qs),
-            max(mk.null_dimension(Q) for Q in inst.Qs),
-        ]
-        if unique:
-            figures["min_null_vector_entry"] = float(min(q.min() for q in null))
-            parts["equilibrium_is_probability"] = at_least(
-                figures["min_null_vector_entry"],
-                -1e-12,
-                "min entry of the normalised null vector over the grid ≥ −1e-12",
-            )
-        else:
-            parts["equilibrium_is_probability"] = _not_computed(
-                f"the null space of Q(y) is not one-dimensional on the whole grid "
-                f"(dimensions {figures['null_dimension_range']})"
-            )
-
-        # ---- the manifold against theory (defined only for the theory's chain)
-        sm = tm.slow_manifold(n)
-        Q_th = sp.lambdify(tm.y, sm.Q, modules="numpy", cse=True)
-        if inst.Qs[0].shape == (n, n):
-            mismatch = float(
-                max(
-                    np.abs(np.array(Q_th(y), dtype=float) - Q).max()
-                    for y, Q in zip(inst.ys, inst.Qs)
-                )
-            )
-        else:
-            mismatch = float("inf")
-        figures["generator_definition_mismatch"] = mismatch
-        parts["same_generator_as_theory"] = at_most(mismatch, tol, "max_y |Q_numerics − Q_theory|")
-        theory_chain = mismatch <= tol and unique
-        why = "Q(y) is not the theory chain or has no unique null vector; tracking is undefined"
-        if theory_chain:
-            p_num = np.array(null)
-            p_th = np.array(sm.p_numeric(inst.ys)).T
-            figures["manifold_max_abs_error"] = float(np.abs(p_num - p_th).max())
-            parts["manifold_is_p_st"] = at_most(
-                figures["manifold_max_abs_error"], tol, "max |normalised null vector − exact p_st|"
-            )
-            tt = 0.7
-            h_num = np.array(
-                [
-                    mk.first_order_correction(Q, inst.gen_dy(y), inst.c, y, tt)
-                    for y, Q in zip(inst.ys, inst.Qs)
-                ]
-            )
-            h_th = np.array(sm.h1_numeric(inst.ys, np.full_like(inst.ys, tt))).T
-            figures["h1_max_abs_error"] = float(np.abs(h_num - h_th).max())
-            exact_zero = bool(all(r == 0 for r in sm.residual_invariance) and sm.residual_sum == 0)
-            parts["first_order_correction"] = Diagnostic(
-                exact_zero and figures["h1_max_abs_error"] <= 1e3 * tol,
-                {
-                    "exact_residuals_zero": exact_zero,
-                    "h1_max_abs_error": figures["h1_max_abs_error"],
-                },
-                "exact residuals = 0 and max |h1 numeric − exact| ≤ 1e3·manifold_tol",
-            )
-        else:
-            parts["manifold_is_p_st"] = _not_computed(why)
-            parts["first_order_correction"] = _not_computed(why)
-
-        # ---- trajectories: memory of x0, the simplex, tracking
+        p, tol = inst.p, inst.p["manifold_tol"]
         eps_lo = float(inst.eps[0])
+        null = null_vectors(inst)
+        same = same_generator(inst)
         ra, rb = inst.run(eps_lo, inst.x0), inst.run(eps_lo, inst.x0b)
-        figures["x0_dependence_at_t1"] = float(np.abs(ra.x[-1] - rb.x[-1]).max())
-        figures["mass_defect"] = float(np.abs(ra.x[1:].sum(axis=1) - 1.0).max())
-        figures["min_x_entry"] = float(ra.x[1:].min())
-        parts["no_memory_of_x0"] = at_most(
-            figures["x0_dependence_at_t1"], eps_lo, "max |x_a(t1) − x_b(t1)| ≤ eps_min"
-        )
-        parts["stays_on_simplex"] = Diagnostic(
-            figures["mass_defect"] <= SIMPLEX_TOL and figures["min_x_entry"] >= 0.0,
-            {"mass_defect": figures["mass_defect"], "min_x_entry": figures["min_x_entry"]},
-            "max |1ᵀx − 1| ≤ 1e-8 and min x ≥ 0 on [t0, t1]",
-        )
-        y_range = [float(min(ra.y.min(), rb.y.min())), float(max(ra.y.max(), rb.y.max()))]
-        if theory_chain:
-            e0, e1, nfev = [], [], []
-            for e in inst.eps:
-                run = ra if e == eps_lo else inst.run(float(e), inst.x0)
-                yy, ts, xx = run.y[1:], run.t[1:], run.x[1:]
-                P_ = np.array(sm.p_numeric(yy)).T
-                H_ = np.array(sm.h1_numeric(yy, ts)).T
-                e0.append(float(np.abs(xx - P_).max()))
-                e1.append(float(np.abs(xx - P_ - e * H_).max()))
-                nfev.append(run.nfev)
-                y_range = [min(y_range[0], float(run.y.min())), max(y_range[1], float(run.y.max()))]
-            fit0, fit1 = slope_fit(inst.eps, np.array(e0)), slope_fit(inst.eps, np.array(e1))
-            figures.update(
-                {
-                    "eps": inst.eps.tolist(),
-                    "err_order0": e0,
-                    "err_order1": e1,
-                    "nfev": nfev,
-                    "slope_order0": fit0,
-                    "slope_order1": fit1,
-                    "initial_layer_factor": float(
-                        np.exp(-spec["min_spectral_gap"] * p["t0"] / inst.eps).max()
-                    ),
-                }
-            )
-
-            def inside(fit, centre, half, what):
-                lo, hi = fit["ci95"]
-                return Diagnostic(
-                    centre - half <= lo and hi <= centre + half,
-                    {"slope": fit["slope"], "ci95": fit["ci95"]},
-                    f"95% interval of the {what} slope ⊂ [{centre - half:g}, {centre + half:g}]",
-                )
-
-            parts["tracking_order_eps"] = inside(fit0, 1.0, p["slope_tol0"], "order-0")
-            parts["tracking_order_eps2"] = inside(fit1, 2.0, p["slope_tol1"], "order-1")
-            ratio = float(max(b / a for a, b in zip(e0, e1)))
-            parts["correction_reduces_error"] = Diagnostic(
-                ratio < 1.0, ratio, "max_ε err_order1/err_order0 < 1"
-            )
+        spectrum = spectrum_parts(inst, null)
+        sections = [
+            spectrum,
+            manifold_parts(inst, same, null),
+            memory_and_simplex_parts(inst, ra, rb),
+        ]
+        runs, series = [ra, rb], {}
+        if same.holds and null is not None:  # the theory chain: its manifold is defined
+            tracked = tracking_runs(inst, ra)
+            sections.append(tracking_parts(inst, tracked, spectrum[1]["min_spectral_gap"]))
+            runs += tracked
+            series = drawn_trajectory(inst)
         else:
-            for k in ("tracking_order_eps", "tracking_order_eps2", "correction_reduces_error"):
-                parts[k] = _not_computed(why)
-        figures["y_range_visited"] = y_range
-        parts["trajectory_inside_grid"] = Diagnostic(
-            p["y_min"] <= y_range[0] and y_range[1] <= p["y_max"],
-            y_range,
-            f"[min y, max y] visited ⊂ [{p['y_min']}, {p['y_max']}]",
-        )
-
-        # ---- the attention link
-        link = attention_link(p["P_max"])
-        figures["attention_link"] = link
-        s = link["summary"]
-        gaps = [r["spectral_gap"] for r in link["block_causal"]]
-        parts["attention_link_matches_theory"] = Diagnostic(
-            s["max_kernel_vs_exact"] == 0.0 and s["max_p_numeric_vs_exact"] <= tol,
-            {"kernel": s["max_kernel_vs_exact"], "p_st": s["max_p_numeric_vs_exact"]},
-            "max |K_numeric − K_exact| = 0 and max |p numeric − exact| ≤ manifold_tol",
-        )
-        parts["attention_link_bidirectional_uniform"] = Diagnostic(
-            s["bidirectional_irreducible"]
-            and s["bidirectional_max_p_vs_uniform"] <= tol
-            and s["bidirectional_max_block_mean_defect"] <= tol,
-            {
-                "p_vs_uniform": s["bidirectional_max_p_vs_uniform"],
-                "block_mean_defect": s["bidirectional_max_block_mean_defect"],
-                "irreducible": s["bidirectional_irreducible"],
-            },
-            "irreducible, max |p − 1/P| ≤ manifold_tol, max |1ᵀ(K − I)/P| ≤ manifold_tol",
-        )
-        parts["attention_link_causal_first_token"] = Diagnostic(
-            (not s["causal_irreducible"])
-            and s["causal_single_closed_class"]
-            and s["causal_max_p_vs_first_token"] <= tol
-            and s["causal_max_first_token_defect"] == 0.0
-            and s["causal_min_block_mean_defect"] > 0.1
-            and max(abs(g - 0.5) for g in gaps) <= 1e-12,
-            {
-                "irreducible": s["causal_irreducible"],
-                "single_closed_class": s["causal_single_closed_class"],
-                "p_vs_first_token": s["causal_max_p_vs_first_token"],
-                "first_token_defect": s["causal_max_first_token_defect"],
-                "min_block_mean_defect": s["causal_min_block_mean_defect"],
-                "max_gap_minus_half": float(max(abs(g - 0.5) for g in gaps)),
-            },
-            "not irreducible, closed classes = [[0]], max |p − e_1| ≤ manifold_tol, "
-            "e_1ᵀ(K − I) = 0, min block-mean defect > 0.1, |gap − 1/2| ≤ 1e-12",
-        )
-        notes.append(
+            sections.append(({k: _not_computed(NOT_THEORY_CHAIN) for k in TRACKING_PARTS}, {}))
+        sections.append(inside_grid_part(inst, runs))
+        sections.append(attention_link_parts(p["P_max"], tol))
+        parts, figures = {}, {}
+        for section_parts, section_figures in sections:
+            parts.update(section_parts)
+            figures.update(section_figures)
+        notes = [
             "within-block block_causal chain: not irreducible (token 1 absorbing, others "
             "transient) but exactly one closed class, so p_st = e_1 is unique; the "
             "hypothesis used is 'one closed class', of which irreducibility is the special "
             "case"
-        )
+        ]
         tolerance = {
             "manifold_abs": tol,
-            "h1_abs": 1e3 * tol,
+            "h1_abs": H1_TOL_FACTOR * tol,
             "slope_order0": [1 - p["slope_tol0"], 1 + p["slope_tol0"]],
             "slope_order1": [2 - p["slope_tol1"], 2 + p["slope_tol1"]],
             "x0_dependence_abs": eps_lo,
@@ -573,7 +652,7 @@ class F2(Claim):
             "zero_eigenvalue_abs": inst.zero_tol,
             "gap_min": p["gap_min"],
         }
-        return Conclusion(parts, figures, tolerance, notes)
+        return Conclusion(parts, figures, tolerance, notes, series)
 
 
 CLAIM = F2()
