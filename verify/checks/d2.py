@@ -58,14 +58,22 @@ from numerics.model.depth_path import (
 from numerics.model.weights import init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
-from ..measure import asymptotic_slope
+from ..measure import asymptotic_slope, relative_error
+from ..model_params import model_params
 
 PATHS = ("smooth", "step")
+"""θ(t) of the untied path: a smooth blend of two random layers, or piecewise constant."""
 H_MODES = ("1/L", "one")
+"""The depth step of the stacks: ``1/L`` (Euler for the flow on [0, 1]) or 1 (the plain stack)."""
 SMOOTHNESS_GRID = 1024
 """The path is sampled at spacings 1/1024 and 1/2048 to measure its Lipschitz constant."""
 SMOOTHNESS_RATIO = 1.1
+"""A Lipschitz path's difference-quotient bound changes by at most this factor when the spacing
+halves (a jump doubles it)."""
+DEPTH_STEP_TOL = 1e-12
+"""``|h·L − 1|`` of every stack of the first window is at most this."""
 PATH_NAMES = ("untied", "tied")
+"""The two paths whose rate is decided: the untied path of ``path`` and a constant (tied) one."""
 
 
 def flow_solution(cfg, path, X0, E, rtol, atol):
@@ -95,12 +103,13 @@ def depth_ladder(L_min: int, L_max: int) -> list[int]:
 
 
 class Instance:
+    """The initial state and injection, the untied and the tied path, the ladder of depths and the
+    stacks built on it (on demand, kept)."""
+
     def __init__(self, p: dict, seed: int):
         w_seed, t_seed, x_seed, j_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = cfg = nm.ModelConfig(
-            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"]
-        )
+        self.cfg = cfg = nm.ModelConfig.from_params(p)
         rx = np.random.default_rng(x_seed)
         self.X0 = rx.standard_normal((cfg.T, cfg.d))
         self.E = self.X0 + 0.5 * rx.standard_normal((cfg.T, cfg.d)) if cfg.gamma else None
@@ -129,14 +138,87 @@ class Instance:
             self._stacks[key] = stack_from_path(self.cfg, self.paths[name], L, h=h)
         return self._stacks[key]
 
+    @property
+    def stacks(self) -> list:
+        """Every stack built so far (both paths, every evaluated depth)."""
+        return list(self._stacks.values())
+
     def error_at_depth(self, name: str, Xref):
         """``h ↦ ‖X_L − X(1)‖/‖X(1)‖`` with ``L = 1/h`` (the stack built on demand)."""
 
         def error_of(h: float) -> float:
             XL = nm.stack(self.stack(name, int(round(1.0 / h))), self.X0, self.E)
-            return float(np.linalg.norm(XL - Xref) / np.linalg.norm(Xref))
+            return relative_error(XL, Xref)
 
         return error_of
+
+
+# --------------------------------------------------------------------------- conclusion parts
+
+
+def measured_rate(inst: Instance, name: str) -> tuple[dict, dict]:
+    """The flow reference ``X(1)`` of path ``name`` (DOPRI5) and the rate of the stack's error
+    against it on the ladder (:func:`verify.measure.asymptotic_slope`), with the reference's cost."""
+    p = inst.p
+    Xref, res = flow_solution(inst.cfg, inst.paths[name], inst.X0, inst.E, p["rtol"], p["atol"])
+    rate = asymptotic_slope(
+        [1.0 / L for L in inst.ladder],
+        inst.error_at_depth(name, Xref),
+        1.0,
+        p["slope_tol"],
+        window=p["window"],
+    )
+    return rate, {"steps": res.nsteps, "nfev": res.nfev}
+
+
+def rate_figures(name: str, rate: dict, window: int) -> dict:
+    """The measured figures of one path's rate: slope and interval, window, every evaluated depth
+    and error, the local slopes and, on the window, ``(err_L/err_2L)/2``."""
+    Ls = [int(round(1.0 / h)) for h in rate["h"]]
+    win = [int(round(1.0 / h)) for h in rate["window"]]
+    figures = {
+        f"slope_{name}": rate["slope"],
+        f"slope_{name}_ci95": rate["ci95"],
+        f"window_{name}": win,
+        f"converged_{name}": rate["converged"],
+        f"Ls_{name}": Ls,
+        f"err_{name}": rate["err"],
+        f"local_slopes_{name}": rate["local_slopes"],
+    }
+    if rate["converged"]:
+        i0 = Ls.index(win[0])
+        err = np.asarray(rate["err"][i0 : i0 + window])
+        figures[f"error_rate_over_expected_{name}"] = ((err[:-1] / err[1:]) / 2.0).tolist()
+    return figures
+
+
+def rate_parts(name: str, rate: dict, p: dict) -> dict:
+    """The parts ``asymptotic_window_<name>`` (a window of settled local slopes was found) and
+    ``order_one_<name>`` (the slope's 95% interval on it lies in 1 ± slope_tol)."""
+    tol, window = p["slope_tol"], p["window"]
+    win = [int(round(1.0 / h)) for h in rate["window"]]
+    spread = (
+        float(np.ptp(rate["local_slopes"][-(window - 1) :]))
+        if len(rate["local_slopes"]) >= window - 1
+        else float("nan")
+    )
+    return {
+        f"asymptotic_window_{name}": Diagnostic(
+            rate["converged"],
+            {"window_L": win, "local_slope_spread": spread},
+            f"local slopes of {window} consecutive depths ≤ L_max={p['L_max']} spread "
+            f"≤ {tol / 2} (value: the window found, or the last one tried)",
+        ),
+        f"order_one_{name}": Diagnostic(
+            rate["holds"],
+            rate["ci95"],
+            f"95% interval on the asymptotic window ⊂ [{1 - tol}, {1 + tol}]"
+            + ("" if rate["converged"] else " (no asymptotic window: not verified)"),
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class D2(Claim):
@@ -149,11 +231,15 @@ class D2(Claim):
         "weights give the autonomous case."
     )
     params = {
-        "T": Param(8, "tokens (a multiple of P)", low=1, high=64),
-        "P": Param(2, "tokens per block", low=1, high=64),
-        "d": Param(4, "features", low=1, high=16),
-        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "gamma": Param(0.5, "injection strength γ (E = X_0 + 0.5·noise)", low=0.0, high=10.0),
+        **model_params(
+            T=dict(high=64),
+            P=dict(default=2, high=64),
+            d=dict(high=16),
+            mask=None,
+            gamma=dict(
+                default=0.5, high=10.0, meaning="injection strength γ (E = X_0 + 0.5·noise)"
+            ),
+        ),
         "L_min": Param(16, "coarsest depth of the doubling ladder L = L_min·2^j", low=1, high=4096),
         "L_max": Param(
             16384,
@@ -170,8 +256,15 @@ class D2(Claim):
             low=3,
             high=12,
         ),
-        "scale": Param(1.0, "scale of the weights", low=0.0, high=10.0),
-        "gate": Param(0.5, "gate at t = 0 (the untied path runs to −gate)", low=-10.0, high=10.0),
+        **model_params(
+            scale=dict(high=10.0),
+            gate=dict(
+                default=0.5,
+                low=-10.0,
+                high=10.0,
+                meaning="gate at t = 0 (the untied path runs to −gate)",
+            ),
+        ),
         "path": Param(
             "smooth",
             "θ(t): smooth (cosine blend of two random layers) or step "
@@ -261,7 +354,9 @@ class D2(Claim):
         smooth = all(fine <= SMOOTHNESS_RATIO * coarse for coarse, fine in lips.values())
         return {
             "depth_step_is_one_over_L": Diagnostic(
-                worst <= 1e-12, worst, f"max |h·L − 1| ≤ 1e-12 over L = {first[0]}…{first[-1]}"
+                worst <= DEPTH_STEP_TOL,
+                worst,
+                f"max |h·L − 1| ≤ 1e-12 over L = {first[0]}…{first[-1]}",
             ),
             "path_is_smooth": Diagnostic(
                 smooth,
@@ -273,53 +368,14 @@ class D2(Claim):
 
     def conclude(self, inst):
         p = inst.p
-        tol, h_ladder = p["slope_tol"], [1.0 / L for L in inst.ladder]
         parts, figures, reference = {}, {"ladder": list(inst.ladder)}, {}
         for name in PATH_NAMES:
-            Xref, res = flow_solution(
-                inst.cfg, inst.paths[name], inst.X0, inst.E, p["rtol"], p["atol"]
-            )
-            reference[name] = {"steps": res.nsteps, "nfev": res.nfev}
-            r = asymptotic_slope(
-                h_ladder, inst.error_at_depth(name, Xref), 1.0, tol, window=p["window"]
-            )
-            Ls = [int(round(1.0 / h)) for h in r["h"]]
-            win = [int(round(1.0 / h)) for h in r["window"]]
-            lo, hi = r["ci95"]
-            figures.update(
-                {
-                    f"slope_{name}": r["slope"],
-                    f"slope_{name}_ci95": r["ci95"],
-                    f"window_{name}": win,
-                    f"converged_{name}": r["converged"],
-                    f"Ls_{name}": Ls,
-                    f"err_{name}": r["err"],
-                    f"local_slopes_{name}": r["local_slopes"],
-                }
-            )
-            if r["converged"]:
-                i0 = Ls.index(win[0])
-                err = np.asarray(r["err"][i0 : i0 + p["window"]])
-                figures[f"error_rate_over_expected_{name}"] = ((err[:-1] / err[1:]) / 2.0).tolist()
-            spread = (
-                float(np.ptp(r["local_slopes"][-(p["window"] - 1) :]))
-                if len(r["local_slopes"]) >= p["window"] - 1
-                else float("nan")
-            )
-            parts[f"asymptotic_window_{name}"] = Diagnostic(
-                r["converged"],
-                {"window_L": win, "local_slope_spread": spread},
-                f"local slopes of {p['window']} consecutive depths ≤ L_max={p['L_max']} spread "
-                f"≤ {tol / 2} (value: the window found, or the last one tried)",
-            )
-            parts[f"order_one_{name}"] = Diagnostic(
-                r["holds"],
-                r["ci95"],
-                f"95% interval on the asymptotic window ⊂ [{1 - tol}, {1 + tol}]"
-                + ("" if r["converged"] else " (no asymptotic window: not verified)"),
-            )
-        stacks = inst._stacks.values()
-        figures["max_abs_hL_minus_one"] = float(max(abs(m.config.h * m.L - 1.0) for m in stacks))
+            rate, reference[name] = measured_rate(inst, name)
+            figures.update(rate_figures(name, rate, p["window"]))
+            parts.update(rate_parts(name, rate, p))
+        figures["max_abs_hL_minus_one"] = float(
+            max(abs(m.config.h * m.L - 1.0) for m in inst.stacks)
+        )
         figures["reference"] = reference
         notes = [
             f"flow reference: DOPRI5 rtol={p['rtol']}; errors relative Frobenius at t = 1; "
@@ -331,6 +387,7 @@ class D2(Claim):
                 "piecewise-constant path with jumps off the grid: each jump adds one O(h) "
                 "local error of irregular size, so the local slopes oscillate"
             )
+        tol = p["slope_tol"]
         return Conclusion(
             parts,
             figures,

@@ -35,15 +35,20 @@ from numerics.analysis.linearised import homogeneous_trajectory
 
 from ..claim import Claim, Conclusion, Control, Param, at_most
 from ..diagnostics import homogeneous_reference
+from ..measure import ratio, relative_error
+from ..model_params import model_params
+
+# --------------------------------------------------------------------------- the instance
 
 
 class Instance:
+    """The model, the input ``1 x_0ᵀ`` (plus ``heterogeneity``·noise), the injection target and
+    the generator of the fresh ``(Q, K)`` draws."""
+
     def __init__(self, p: dict, seed: int):
         w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = nm.ModelConfig(
-            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], slow=bool(p["slow"]), gamma=p["gamma"]
-        )
+        self.cfg = nm.ModelConfig.from_params(p)
         self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
@@ -60,12 +65,75 @@ class Instance:
         self.qk_rng = np.random.default_rng(qk_seed)
 
 
+# --------------------------------------------------------------------------- conclusion parts
+
+
 def score_magnitude(cfg, lp, X) -> float:
     """``max(1, max|S|)`` with ``S = β n(X)Q (n(X)K)ᵀ`` the attention scores: the scale of the
     softmax's rounding error."""
     Xn = nm.rms_norm(X, cfg.norm_eps) if cfg.norm else X
     S = cfg.score_scale * (Xn @ lp.Q) @ (Xn @ lp.K).T
     return max(1.0, float(np.abs(S).max()))
+
+
+def kernel_deviation(cfg, lp, X, Kmask) -> tuple[np.ndarray, float]:
+    """The attention matrix ``A(X)`` of layer ``lp`` and ``max|A − K_mask|`` in units of the score
+    scale :func:`score_magnitude`."""
+    A = nm.attention_kernel(cfg, lp, X)
+    return A, relative_error(A, Kmask, scale=score_magnitude(cfg, lp, X), norm="max")
+
+
+def kernel_along_depth(inst: Instance, traj: np.ndarray, Kmask: np.ndarray) -> list[float]:
+    """Each layer's attention on its own state of the trajectory against ``K_mask``."""
+    return [
+        kernel_deviation(inst.cfg, lp, traj[l], Kmask)[1] for l, lp in enumerate(inst.model.layers)
+    ]
+
+
+def kernel_under_fresh_qk(inst: Instance, traj: np.ndarray, Kmask: np.ndarray):
+    """On every visited state, ``n_draws`` fresh ``(Q, K)`` at scale ``qk_scale`` and every
+    temperature β: the largest deviation from ``K_mask`` (in units of the score scale) and the
+    largest spread between the kernels of one state."""
+    p, cfg = inst.p, inst.cfg
+    dev_qk, spread_qk = 0.0, 0.0
+    for l in range(inst.model.L):
+        kernels = []
+        for _ in range(p["n_draws"]):
+            lp = nm.init_layer(cfg, inst.qk_rng, scale=p["qk_scale"])
+            for beta in p["temperatures"]:
+                A, dev = kernel_deviation(cfg.replace(beta=float(beta)), lp, traj[l], Kmask)
+                kernels.append(A)
+                dev_qk = max(dev_qk, dev)
+        spread_qk = max(spread_qk, max(float(np.abs(A - kernels[0]).max()) for A in kernels))
+    return dev_qk, spread_qk
+
+
+def state_figures(inst: Instance, traj: np.ndarray) -> dict:
+    """The states along depth: each one's row spread relative to ``max|X_l|``, the gap to the
+    single-token map of the same layers without the slow path (relative to ``max_l max|X_l|``),
+    and, after one layer, the spread inside each block and between blocks 1 and 2."""
+    cfg = inst.cfg
+    scale_of = np.abs(traj).max(axis=(1, 2))
+    row_spread = [
+        ratio(np.abs(traj[l] - traj[l][:1]).max(), scale_of[l]) for l in range(inst.model.L + 1)
+    ]
+    # the prediction: the single-token map of the same layers without the slow path
+    xs = homogeneous_trajectory(inst.model.with_gates(0.0), inst.x0, inst.e)
+    X1 = traj[1].reshape(cfg.N, cfg.P, cfg.d)
+    return {
+        "max_relative_row_spread": max(row_spread),
+        "relative_row_spread_by_depth": row_spread,
+        "max_relative_gap_to_single_token_map": ratio(
+            np.abs(traj - xs[:, None, :]).max(), scale_of.max()
+        ),
+        "slow_first_layer_within_block_spread": float(np.abs(X1 - X1[:, :1]).max()),
+        "slow_first_layer_block1_vs_block2": float(
+            np.abs(X1[0, 0] - X1[min(1, cfg.N - 1), 0]).max()
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class D3(Claim):
@@ -78,12 +146,7 @@ class D3(Claim):
         "homogeneous, so the stack runs the single-token map."
     )
     params = {
-        "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
-        "P": Param(4, "block size", low=1, high=256),
-        "d": Param(4, "features", low=1, high=64),
-        "L": Param(4, "layers", low=1, high=64),
-        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "scale": Param(1.0, "scale of the model's weights", low=0.0, high=1e3),
+        **model_params(T=16, P=None, d=None, L=None, mask=None, scale=dict(high=1e3)),
         "qk_scale": Param(3.0, "scale of the fresh Q, K draws", low=0.0, high=1e6),
         "temperatures": Param(
             (0.1, 1.0, 10.0),
@@ -97,9 +160,7 @@ class D3(Claim):
         "heterogeneity": Param(
             0.0, "size of a random token-dependent part added to the input", low=0.0, high=1e3
         ),
-        "slow": Param(False, "include the slow path"),
-        "gate": Param(0.0, "gate of every layer (slow path)", low=-1e3, high=1e3),
-        "gamma": Param(0.0, "input-injection strength γ", low=0.0, high=1e3),
+        **model_params(slow=False, gate=dict(low=-1e3, high=1e3), gamma=dict(high=1e3)),
         "e_homogeneous": Param(True, "the injection target E is 1 eᵀ (else random per token)"),
         "tol": Param(
             1e-12,
@@ -165,65 +226,34 @@ class D3(Claim):
         return homogeneous_reference(inst.cfg, inst.model.layers, inst.X0, inst.E)
 
     def conclude(self, inst):
-        p, cfg, model = inst.p, inst.cfg, inst.model
-        Kmask = nm.frozen_kernel(cfg.mask_array)
-        traj = nm.stack_trajectory(model, inst.X0, inst.E)
-        kernel_dev_depth = [
-            float(np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max())
-            / score_magnitude(cfg, lp, traj[l])
-            for l, lp in enumerate(model.layers)
-        ]
-
-        # fresh Q, K and temperatures on every visited state
-        dev_qk, spread_qk = 0.0, 0.0
-        for l in range(model.L):
-            kernels = []
-            for _ in range(p["n_draws"]):
-                lp = nm.init_layer(cfg, inst.qk_rng, scale=p["qk_scale"])
-                for beta in p["temperatures"]:
-                    cfg_b = cfg.replace(beta=float(beta))
-                    A = nm.attention_kernel(cfg_b, lp, traj[l])
-                    kernels.append(A)
-                    dev_qk = max(
-                        dev_qk, float(np.abs(A - Kmask).max()) / score_magnitude(cfg_b, lp, traj[l])
-                    )
-            spread_qk = max(spread_qk, max(float(np.abs(A - kernels[0]).max()) for A in kernels))
-
-        scale_of = np.abs(traj).max(axis=(1, 2)) + 1e-300
-        row_spread = [
-            float(np.abs(traj[l] - traj[l][:1]).max() / scale_of[l]) for l in range(model.L + 1)
-        ]
-        # the prediction: the single-token map of the same layers without the slow path
-        xs = homogeneous_trajectory(model.with_gates(0.0), inst.x0, inst.e)
-        gap = float(np.abs(traj - xs[:, None, :]).max() / scale_of.max())
-        X1 = traj[1].reshape(cfg.N, cfg.P, cfg.d)
+        tol = inst.p["tol"]
+        Kmask = nm.frozen_kernel(inst.cfg.mask_array)
+        traj = nm.stack_trajectory(inst.model, inst.X0, inst.E)
+        by_layer = kernel_along_depth(inst, traj, Kmask)
+        dev_qk, spread_qk = kernel_under_fresh_qk(inst, traj, Kmask)
+        states = state_figures(inst, traj)
         figures = {
-            "max_kernel_deviation_along_depth": max(kernel_dev_depth),
-            "kernel_deviation_by_layer": kernel_dev_depth,
+            "max_kernel_deviation_along_depth": max(by_layer),
+            "kernel_deviation_by_layer": by_layer,
             "max_kernel_deviation_fresh_qk_and_temperatures": dev_qk,
             "max_kernel_spread_between_qk_draws": spread_qk,
-            "max_relative_row_spread": max(row_spread),
-            "relative_row_spread_by_depth": row_spread,
-            "max_relative_gap_to_single_token_map": gap,
-            "slow_first_layer_within_block_spread": float(np.abs(X1 - X1[:, :1]).max()),
-            "slow_first_layer_block1_vs_block2": float(
-                np.abs(X1[0, 0] - X1[min(1, cfg.N - 1), 0]).max()
-            ),
+            **states,
         }
-        tol = p["tol"]
         parts = {
             "kernel_frozen_along_depth": at_most(
-                figures["max_kernel_deviation_along_depth"],
-                tol,
-                "max_l max|A_l − K_mask| / max(1, max|S_l|) ≤ tol",
+                max(by_layer), tol, "max_l max|A_l − K_mask| / max(1, max|S_l|) ≤ tol"
             ),
             "kernel_independent_of_qk_and_temperature": at_most(
                 dev_qk, tol, "max over fresh (Q, K), β, l of max|A − K_mask| / max(1, max|S|) ≤ tol"
             ),
             "states_stay_homogeneous": at_most(
-                figures["max_relative_row_spread"], tol, "max_l row spread / max|X_l| ≤ tol"
+                states["max_relative_row_spread"], tol, "max_l row spread / max|X_l| ≤ tol"
             ),
-            "stack_runs_single_token_map": at_most(gap, tol, "max|X_l − 1 x_lᵀ| / max|X| ≤ tol"),
+            "stack_runs_single_token_map": at_most(
+                states["max_relative_gap_to_single_token_map"],
+                tol,
+                "max|X_l − 1 x_lᵀ| / max|X| ≤ tol",
+            ),
         }
         notes = [
             "kernel deviations are absolute (entries of K_mask are in [0, 1]); row spreads are "

@@ -355,7 +355,9 @@ class D7(Claim):
             d=dict(high=16),
             mask="block_bidirectional",
             slow_mask="full",
-            norm=False,
+            norm=dict(
+                default=False, meaning="RMS normalisation before attention, MLP and slow path"
+            ),
             gamma=dict(
                 default=1.0,
                 high=1e3,
