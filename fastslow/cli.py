@@ -3,7 +3,8 @@
 ::
 
     fastslow claims                                   list the claim IDs and statements
-    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME] [--json] [--describe]
+    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system FILE.py:NAME]
+                      [--json] [--describe]
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
@@ -20,16 +21,19 @@ report (partial, pending or from a dirty tree) and then writes nothing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
 
+import fastslow
 from fastslow.readme import update_readme
 from verify import sweep as sw
 from verify.claim import BAD_INPUT_EXIT, EXIT_CODES, PendingClaim
 from verify.registry import CLAIMS, get_claim
 from verify.report import write_atomic
+from verify.systems import KINDS, System
 
 
 def _parse_kv(items) -> dict:
@@ -67,15 +71,49 @@ def _print_verdict(v) -> None:
         print(f"  note: {n}")
 
 
-def _cmd_check(args) -> int:
+def load_system(spec: str):
+    """The user system ``NAME`` of the Python file in ``FILE.py:NAME`` (a :mod:`fastslow.toy`
+    system, or a function of no arguments returning one); ``ValueError`` naming what is wrong."""
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py") or not name.isidentifier():
+        raise ValueError(f"--system expects FILE.py:NAME, got {spec!r}")
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"--system: no such file {path!r}")
+    module_spec = importlib.util.spec_from_file_location(f"fastslow_user_{file.stem}", file)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"--system: cannot load {path!r} as Python")
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: any error is bad input, on one line
+        raise ValueError(f"--system: {path} failed to load: {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, name):
+        raise ValueError(f"--system: {path} defines no {name!r}")
+    obj = getattr(module, name)
+    if callable(obj) and not isinstance(obj, System):
+        try:
+            obj = obj()
+        except Exception as exc:  # the user's function: any error is bad input, on one line
+            raise ValueError(f"--system: {name}() failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(obj, System):
+        kinds = ", ".join(KINDS)
+        raise ValueError(
+            f"--system: {name} is a {type(obj).__name__}; expected one of the fastslow.toy "
+            f"systems ({kinds})"
+        )
+    return obj
 
+
+def _cmd_check(args) -> int:
     try:
         unit = get_claim(args.id)
         if args.describe:
             print(unit.describe())
             return 0
         params = _parse_kv(args.param)
-        verdict = unit.check(params, args.seed, control=args.control)
+        system = load_system(args.system) if args.system else None
+        verdict = fastslow.check(unit.id, system, params, args.seed, control=args.control)
     except (PendingClaim, ValueError) as exc:
         print(f"fastslow check: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
@@ -248,6 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAME",
         help="run the named negative control (see --describe)",
+    )
+    s.add_argument(
+        "--system",
+        default=None,
+        metavar="FILE.py:NAME",
+        help="check your own toy system NAME defined in FILE.py (a fastslow.toy system)",
     )
     s.add_argument("--json", action="store_true", help="print the verdict as JSON")
     s.add_argument(

@@ -323,6 +323,8 @@ class Verdict:
         tolerance: the tolerances used, in the units their keys state.
         error: ``{"type", "message"}`` when the outcome is ``error``.
         series: the arrays the claim's figures draw (not part of the report).
+        system: the description of the user system the instance was built from, if any
+            (:mod:`verify.systems`); ``None`` for the claim's built-in instances.
     """
 
     id: str
@@ -337,6 +339,7 @@ class Verdict:
     notes: list = field(default_factory=list)
     error: dict | None = None
     series: dict = field(default_factory=dict)
+    system: dict | None = None
 
     @property
     def holds(self) -> bool:
@@ -414,6 +417,7 @@ class Verdict:
                 "notes": self.notes,
                 "error": self.error,
                 "series": self.series,
+                **({"system": self.system} if self.system is not None else {}),
             }
         )
 
@@ -432,6 +436,7 @@ class Verdict:
             notes=list(data.get("notes", [])),
             error=data.get("error"),
             series=unjsonable(data.get("series", {})),
+            system=data.get("system"),
         )
 
 
@@ -467,6 +472,9 @@ class Claim:
     controls: ClassVar[tuple[Control, ...]] = ()
     key_figures: ClassVar[tuple[str, ...]] = ()
     implemented: ClassVar[bool] = True
+    systems: ClassVar[tuple[type, ...]] = ()
+    """The kinds of user system (:mod:`verify.systems`) this claim can be checked on; for each,
+    :meth:`build_system` builds the instance from one. Empty: built-in instances only."""
     failure_rate: ClassVar[float] = 0.0
     """For a statistical conclusion (a confidence interval, a z-score): the probability that it
     fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
@@ -475,6 +483,10 @@ class Claim:
     # -- to implement -------------------------------------------------------------------------
     def build(self, p: dict, seed: int):
         """The seeded instance of the resolved parameters ``p``."""
+        raise NotImplementedError
+
+    def build_system(self, p: dict, seed: int, system):
+        """The instance of a user ``system`` (one of :attr:`systems`) with parameters ``p``."""
         raise NotImplementedError
 
     def diagnose(self, inst) -> dict:
@@ -519,14 +531,29 @@ class Claim:
         self.validate(p)
         return p
 
+    def accepts(self, system) -> None:
+        """``ValueError`` naming the kinds this claim checks unless ``system`` is one of them."""
+        if not isinstance(system, self.systems):
+            kinds = ", ".join(k.__name__ for k in self.systems) or "only its built-in instances"
+            raise ValueError(
+                f"{self.id} cannot be checked on a {type(system).__name__}; it checks: {kinds}"
+            )
+
     def check(
-        self, params: Mapping | None = None, seed: int | None = None, *, control: str | None = None
+        self,
+        params: Mapping | None = None,
+        seed: int | None = None,
+        *,
+        control: str | None = None,
+        system=None,
     ) -> Verdict:
         """Decide the verdict on one instance (the only place where a verdict is decided).
 
         ``seed`` defaults to 0 (or to the control's own seed). ``control`` names a negative
-        control: its parameters are the base and ``params`` override them. Bad input raises
-        ``ValueError`` (or :class:`PendingClaim`) before any work is done.
+        control: its parameters are the base and ``params`` override them. ``system`` is a user
+        system (:mod:`verify.systems`, one of :attr:`systems`) to build the instance from instead
+        of the built-in one. Bad input raises ``ValueError`` (or :class:`PendingClaim`) before any
+        work is done.
         """
         overrides = dict(params or {})
         if control is not None:
@@ -540,11 +567,18 @@ class Claim:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         seed = int(seed)
         p = self.resolve(overrides)
+        if system is not None:
+            self.accepts(system)
+            if control is not None:
+                raise ValueError(
+                    "a negative control is a built-in instance: give control or system"
+                )
+        described = None if system is None else jsonable(system.describe())
         hyps: dict = {}
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
             with np.errstate(over="raise", invalid="raise"):
-                inst = self.build(p, seed)
+                inst = self.build(p, seed) if system is None else self.build_system(p, seed, system)
                 hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis")
                 concl = self.conclude(inst)
                 parts = self._named(concl.parts, self.conclusion, "conclusion part")
@@ -561,6 +595,7 @@ class Claim:
                 seed,
                 control,
                 error={"type": type(exc).__name__, "message": str(exc) or repr(exc)},
+                system=described,
             )
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
@@ -580,6 +615,7 @@ class Claim:
             tolerance=concl.tolerance,
             notes=list(concl.notes),
             series=concl.series,
+            system=described,
         )
 
     def _named(self, found: Mapping, declared: Mapping, what: str) -> dict:

@@ -83,7 +83,18 @@ def run_check(
     seed: int | None = None,
     *,
     control: str | None = None,
+    system=None,
 ) -> Verdict:
-    """The verdict of ``claim_id`` on the instance ``params`` (defaults updated), ``seed``; see
-    :meth:`verify.claim.Claim.check`."""
-    return get_claim(claim_id).check(params, seed, control=control)
+    """The verdict of ``claim_id`` on the instance ``params`` (defaults updated), ``seed``, or on a
+    user ``system`` (:mod:`verify.systems`); see :meth:`verify.claim.Claim.check`."""
+    return get_claim(claim_id).check(params, seed, control=control, system=system)
+
+
+def claims_for(system) -> list[str]:
+    """The IDs of the claims that can be checked on ``system`` (an instance or a kind)."""
+    kind = system if isinstance(system, type) else type(system)
+    return [
+        cid
+        for cid in IDS
+        if get_claim(cid).implemented and issubclass(kind, get_claim(cid).systems or ())
+    ]
