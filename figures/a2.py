@@ -6,45 +6,66 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from numerics.model.cost import attention_ratio, layer_ratio
+from verify.registry import run_check
 from verify.timing import A2_PS, a2_attention_times
 
 PARAMS = {"T": 2048, "d": 64, "repeat": 3}
 
+WIDTHS = (1, 4)
+"""MLP widths ``m = k·d`` of the whole-layer ratio curves."""
 
-def a2_data(seed: int) -> dict:
-    """The model cost ratios and the measured times of all block sizes P (timed round-robin)."""
-    T, d, repeat = PARAMS["T"], PARAMS["d"], PARAMS["repeat"]
-    Ps = np.array(A2_PS)
+
+def a2_point(seed: int, what: str, P: int = 0, k: int = 0) -> dict:
+    """One point: ``what="flop"``, the A2 check at block size ``P`` and MLP width ``m = k·d`` (its
+    attention and whole-layer ratios, counted from the products the reference executes and equal
+    to the FLOP model); ``what="times"``, the measured times of all block sizes (timed
+    round-robin)."""
+    T, d = PARAMS["T"], PARAMS["d"]
+    if what == "flop":
+        res = run_check("A2", {"T": T, "P": P, "d": d, "m": k * d}, seed=seed)
+        return {k_: res.figures[k_] for k_ in ("attention_ratio", "layer_ratio")}
+    if what == "times":
+        return {"times": a2_attention_times(T, d, A2_PS, repeat=PARAMS["repeat"])}
+    raise ValueError(f"unknown A2 figure point {what!r}")
+
+
+def _points(seed: int) -> list[dict]:
+    return [dict(seed=seed, what="times")] + [
+        dict(seed=seed, what="flop", P=P, k=k) for k in WIDTHS for P in A2_PS
+    ]
+
+
+def _curves(flop: list, Ps: np.ndarray) -> list:
+    """The drawn lines ``(label, style, values)`` from the flop points (``WIDTHS`` × ``A2_PS``)."""
+    by_width = {k: flop[i * len(Ps) : (i + 1) * len(Ps)] for i, k in enumerate(WIDTHS)}
     curves = [
         (
             "model: attention core 4N²d/4T²d = 1/P²",
             "k-",
-            [float(attention_ratio(T, P, d)) for P in Ps],
+            [pt["attention_ratio"] for pt in by_width[1]],
         ),
         ("1/P", "k--", (1.0 / Ps).tolist()),
     ]
-    for m, style in ((d, "C2:"), (4 * d, "C3-.")):
+    for k, style in zip(WIDTHS, ("C2:", "C3-.")):
         curves.append(
             (
-                f"model: slow path / fast layer, m={m // d}d",
+                f"model: slow path / fast layer, m={k}d",
                 style,
-                [float(layer_ratio(T, P, d, m)) for P in Ps],
+                [pt["layer_ratio"] for pt in by_width[k]],
             )
         )
-    return {"curves": curves, "times": a2_attention_times(T, d, A2_PS, repeat=repeat)}
+    return curves
 
 
-@figure("A2", "a2_cost_ratio", compute=a2_data)
+@figure("A2", "a2_cost_ratio", compute=a2_point, points=_points)
 def a2_cost_ratio(data: list, seed: int):
     """Model lines 1/P² (attention core) and 1/P, the whole-layer model ratio for m = d and m = 4d,
     and the measured time ratio slow path / fast attention (NumPy reference and Numba) at T=2048."""
     T, d, repeat = PARAMS["T"], PARAMS["d"], PARAMS["repeat"]
     Ps = np.array(A2_PS)
-    (case,) = data
-    times = case["times"]
+    times = data[0]["times"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
-    for label, style, y in case["curves"]:
+    for label, style, y in _curves(data[1:], Ps):
         ax.loglog(Ps, y, style, lw=1.2, label=label)
         bx.loglog(Ps, np.array(y) * Ps**2, style, lw=1.2)
     for path, marker, colour in (("numpy", "o", "C0"), ("numba", "s", "C1")):

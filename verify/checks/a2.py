@@ -4,7 +4,8 @@ Claim: slow attention over ``N = T/P`` pooled tokens costs ``1/P²`` of fast att
 tokens in the score and mixing terms (``4N²d`` vs ``4T²d`` FLOP); the whole slow path over the
 whole fast layer lies between ``1/P²`` and ``1/P`` when ``3d(P − 1) ≥ 2m``.
 
-Checked by running the NumPy reference (``numerics.model.layer._increment`` and ``kernels.slow``) on arrays of a
+Checked by running the NumPy reference (``kernels.increment`` and ``kernels.slow`` of
+:mod:`numerics.model.kernels`) on arrays of a
 counting ``ndarray`` subclass that records the operand shapes of every ``@`` (``np.matmul``) and the
 element count of every other ufunc. Each product is attributed by its right operand: a tagged weight
 (``Q, K, V, W1, W2, Qs, Ks, Vs``) makes it a projection/MLP product, an untagged (computed) operand
@@ -42,11 +43,10 @@ import numpy as np
 
 from numerics.model import kernels
 from numerics.model.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
-from numerics.model.weights import WEIGHT_NAMES, ModelConfig, init_layer
+from numerics.model.weights import SLOW_WEIGHTS, WEIGHT_NAMES, ModelConfig, init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
-
-SLOW_NAMES = ("Qs", "Ks", "Vs")
+from ..model_params import model_params
 
 GRID = tuple(
     (T, P, d, k * d)
@@ -59,8 +59,12 @@ GRID = tuple(
 """Sizes ``(T, P, d, m)`` on which the model's bracket condition is checked: every power-of-two
 ``P ≤ T``, ``d`` from 4 to 512 (so ``d ≫ T`` occurs), ``m ∈ {d, 2d, 4d}``."""
 
-PRODUCTS_FAST = 7  # 3 projections + scores + mixing + 2 MLP products
-PRODUCTS_SLOW = 5  # 3 projections + scores + mixing
+PRODUCTS_FAST = 7
+"""Products of the fast layer: 3 projections, scores, mixing, 2 MLP products."""
+PRODUCTS_SLOW = 5
+"""Products of the slow path: 3 projections, scores, mixing."""
+
+# --------------------------------------------------------------------------- the instrumented run
 
 
 class CountingArray(np.ndarray):
@@ -122,7 +126,7 @@ def count(fn, *args) -> dict:
         out["products"] += 1
         if tag in ("Q", "K", "V"):
             out["qkv"] += flop
-        elif tag in SLOW_NAMES:
+        elif tag in SLOW_WEIGHTS:
             out["slow_qkv"] += flop
         elif tag in ("W1", "W2"):
             out["mlp"] += flop
@@ -132,6 +136,7 @@ def count(fn, *args) -> dict:
 
 
 def _tagged(p):
+    """``p`` with every weight viewed as a :class:`CountingArray` tagged with its name."""
     for name in WEIGHT_NAMES:
         arr = getattr(p, name).view(CountingArray)
         arr.tag = name
@@ -139,12 +144,59 @@ def _tagged(p):
     return p
 
 
+# --------------------------------------------------------------------------- the instance
+
+
 def unpooled_slow(cfg: ModelConfig, p, X):
     """The hypothesis-violating variant: slow attention over all T tokens of ``UBX`` (no pooling)."""
     return kernels.slow(cfg.replace(P=1), p, kernels.upsample(kernels.block_mean(X, cfg.P), cfg.P))
 
 
+class Instance:
+    """One tagged random layer (gate 1), a counting input ``X`` and the slow path to count
+    (pooled, or :func:`unpooled_slow`)."""
+
+    def __init__(self, p: dict, seed: int):
+        self.p = p
+        self.cfg = ModelConfig.from_params(p)
+        w_seed, x_seed = np.random.SeedSequence(seed).spawn(2)
+        self.layer = _tagged(init_layer(self.cfg, np.random.default_rng(w_seed), gate=1.0))
+        self.X = (
+            np.random.default_rng(x_seed)
+            .standard_normal((self.cfg.T, self.cfg.d))
+            .view(CountingArray)
+        )
+        self.slow_fn = kernels.slow if p["pooled"] else unpooled_slow
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+def slow_attention_rows(inst) -> list[int]:
+    """The token-row counts of the slow path's attention-core (untagged) products, from an
+    instrumented run of the slow path alone."""
+    cfg = inst.cfg
+    return sorted(
+        {
+            e[1][0]
+            for e in logged_products(inst.slow_fn, cfg, inst.layer, inst.X)
+            if e[0] == "matmul" and e[3] is None
+        }
+    )
+
+
+def mlp_margin(inst) -> int:
+    """``3d(P − 1) − 2m`` with ``d×m`` the shape of the MLP weight ``W1``: the whole-layer lower
+    bound holds iff it is ≥ 0 (:mod:`numerics.model.cost`)."""
+    d, m = (int(x) for x in np.shape(inst.layer.W1))
+    return 3 * d * (inst.cfg.P - 1) - 2 * m
+
+
+# --------------------------------------------------------------------------- conclusion parts
+
+
 def _frac(x: Fraction) -> str:
+    """``x`` written ``numerator/denominator``."""
     return f"{x.numerator}/{x.denominator}"
 
 
@@ -164,18 +216,122 @@ def bracket_on_grid() -> dict:
     return {"upper": upper, "lower": lower, "mismatch": mismatch}
 
 
-class Instance:
-    def __init__(self, p: dict, seed: int):
-        self.p = p
-        self.cfg = ModelConfig(T=p["T"], P=p["P"], d=p["d"], m=p["m"], mask=p["mask"])
-        w_seed, x_seed = np.random.SeedSequence(seed).spawn(2)
-        self.layer = _tagged(init_layer(self.cfg, np.random.default_rng(w_seed), gate=1.0))
-        self.X = (
-            np.random.default_rng(x_seed)
-            .standard_normal((self.cfg.T, self.cfg.d))
-            .view(CountingArray)
-        )
-        self.slow_fn = kernels.slow if p["pooled"] else unpooled_slow
+def instrumented_runs(inst) -> dict:
+    """The counts (:func:`count`) of the fast layer alone (``slow=False``), of the slow path alone
+    and of the whole layer, on the instance's tagged layer and input."""
+    cfg, lp, X = inst.cfg, inst.layer, inst.X
+    return {
+        "fast": count(kernels.increment, cfg.replace(slow=False), lp, X, None),
+        "slow": count(inst.slow_fn, cfg, lp, X),
+        "whole": count(kernels.increment, cfg, lp, X, None),
+    }
+
+
+def counted_flop(fast: dict, slow: dict) -> dict:
+    """The counted product FLOP by piece of :func:`numerics.model.cost.layer_flops`: fast
+    projections, fast attention core, MLP, slow projections, slow attention core, and the fast
+    layer and slow path totals."""
+    counted = {
+        "fast_qkv": fast["qkv"],
+        "fast_attention_core": fast["core"],
+        "mlp": fast["mlp"],
+        "slow_qkv": slow["slow_qkv"],
+        "slow_attention_core": slow["core"],
+    }
+    counted["fast_layer"] = counted["fast_qkv"] + counted["fast_attention_core"] + counted["mlp"]
+    counted["slow_path"] = counted["slow_qkv"] + counted["slow_attention_core"]
+    return counted
+
+
+def ratios(counted: dict) -> tuple[Fraction, Fraction]:
+    """The exact ratios slow / fast of the attention core and of the whole slow path over the
+    whole fast layer."""
+    att = Fraction(counted["slow_attention_core"], counted["fast_attention_core"])
+    lay = Fraction(counted["slow_path"], counted["fast_layer"])
+    return att, lay
+
+
+def ratio_figures(att: Fraction, lay: Fraction, P: int) -> dict:
+    """The two ratios as floats and exact fractions, and scaled by ``P²`` (and ``P``)."""
+    return {
+        "attention_ratio": float(att),
+        "attention_ratio_exact": _frac(att),
+        "attention_ratio_times_P2": float(att * P * P),
+        "layer_ratio": float(lay),
+        "layer_ratio_exact": _frac(lay),
+        "layer_ratio_times_P2": float(lay * P * P),
+        "layer_ratio_times_P": float(lay * P),
+    }
+
+
+def elementwise_figures(runs: dict, counted: dict, P: int) -> dict:
+    """The product counts, the element-wise FLOP (not part of the verified model) and the
+    whole-layer ratio with the element-wise work added, against the bracket ``[1/P², 1/P]``."""
+    fast, slow = runs["fast"], runs["slow"]
+    lay_all = Fraction(
+        counted["slow_path"] + slow["elementwise"], counted["fast_layer"] + fast["elementwise"]
+    )
+    return {
+        "products_fast": fast["products"],
+        "products_slow": slow["products"],
+        "elementwise_flop_fast": fast["elementwise"],
+        "elementwise_flop_slow": slow["elementwise"],
+        "layer_ratio_with_elementwise": float(lay_all),
+        "layer_ratio_with_elementwise_in_bounds": bool(
+            Fraction(1, P * P) <= lay_all <= Fraction(1, P)
+        ),
+    }
+
+
+def grid_figures(grid: dict) -> dict:
+    """The bracket condition on :data:`GRID` (:func:`bracket_on_grid`): sizes, failures of each
+    bound, the failing ``(P, m/d)`` and the sizes where the condition misjudges the bound."""
+    return {
+        "grid_configurations": len(GRID),
+        "grid_upper_bound_failures": len(grid["upper"]),
+        "grid_lower_bound_failures": len(grid["lower"]),
+        "grid_lower_bound_failing_(P,m/d)": sorted(
+            {(P_, m_ // d_) for _, P_, d_, m_ in grid["lower"]}
+        ),
+        "grid_condition_mismatches": len(grid["mismatch"]),
+    }
+
+
+def product_parts(runs: dict) -> dict:
+    """The number of products of the fast layer and of the slow path, and the whole layer as
+    their sum (products and attention-core FLOP)."""
+    fast, slow, whole = runs["fast"], runs["slow"], runs["whole"]
+    additive = (
+        whole["products"] == fast["products"] + slow["products"]
+        and whole["core"] == fast["core"] + slow["core"]
+    )
+    return {
+        "product_counts": Diagnostic(
+            (fast["products"], slow["products"]) == (PRODUCTS_FAST, PRODUCTS_SLOW),
+            [fast["products"], slow["products"]],
+            f"[fast, slow] products = [{PRODUCTS_FAST}, {PRODUCTS_SLOW}]",
+        ),
+        "whole_layer_is_fast_plus_slow": Diagnostic(
+            additive,
+            [whole["products"], fast["products"] + slow["products"]],
+            "whole-layer products (and core FLOP) = fast + slow",
+        ),
+    }
+
+
+def ratio_parts(att: Fraction, lay: Fraction, P: int) -> dict:
+    """The attention ratio is ``1/P²`` and the layer ratio lies in ``[1/P², 1/P]``, exactly."""
+    lo, hi = Fraction(1, P * P), Fraction(1, P)
+    return {
+        "attention_ratio_one_over_P2": Diagnostic(att == lo, _frac(att), f"= 1/{P * P} exactly"),
+        "layer_ratio_at_most_one_over_P": Diagnostic(lay <= hi, _frac(lay), f"≤ 1/{P} exactly"),
+        "layer_ratio_at_least_one_over_P2": Diagnostic(
+            lay >= lo, _frac(lay), f"≥ 1/{P * P} exactly"
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class A2(Claim):
@@ -189,19 +345,21 @@ class A2(Claim):
         "P = 2, m = 4d)."
     )
     params = {
-        "T": Param(48, "tokens (a multiple of P)", low=1, high=4096),
-        "P": Param(4, "tokens per block", low=1, high=4096),
-        "d": Param(6, "features", low=1, high=512),
+        **model_params(
+            T=dict(default=48, high=4096), P=dict(high=4096), d=dict(default=6, high=512)
+        ),
         "m": Param(6, "MLP width", low=1, high=2048),
         "pooled": Param(
             True,
             "the slow attention runs on the N pooled tokens (False: on all T "
             "tokens of the block-mean-smoothed state)",
         ),
-        "mask": Param(
-            "causal",
-            "fast attention mask (the reference computes dense scores whatever the mask)",
-            choices=("causal", "block_causal", "block_bidirectional"),
+        **model_params(
+            mask=dict(
+                meaning="fast attention mask (the reference computes dense scores whatever the "
+                "mask)",
+                choices=("causal", "block_causal", "block_bidirectional"),
+            )
         ),
     }
     hypotheses = {
@@ -261,16 +419,8 @@ class A2(Claim):
 
     def diagnose(self, inst):
         cfg = inst.cfg
-        rows = sorted(
-            {
-                e[1][0]
-                for e in logged_products(inst.slow_fn, cfg, inst.layer, inst.X)
-                if e[0] == "matmul" and e[3] is None
-            }
-        )
-        d, m = (int(x) for x in np.shape(inst.layer.W1))
-        P = cfg.P
-        margin = 3 * d * (P - 1) - 2 * m
+        rows = slow_attention_rows(inst)
+        margin = mlp_margin(inst)
         return {
             "slow_attention_on_pooled_tokens": Diagnostic(
                 rows == [cfg.N],
@@ -283,83 +433,27 @@ class A2(Claim):
         }
 
     def conclude(self, inst):
-        cfg, lp, X = inst.cfg, inst.layer, inst.X
-        T, P, d, m = cfg.T, cfg.P, cfg.d, cfg.m
-        fast = count(kernels.increment, cfg.replace(slow=False), lp, X, None)
-        slow = count(inst.slow_fn, cfg, lp, X)
-        whole = count(kernels.increment, cfg, lp, X, None)
-
-        model = layer_flops(T, P, d, m)
-        counted = {
-            "fast_qkv": fast["qkv"],
-            "fast_attention_core": fast["core"],
-            "mlp": fast["mlp"],
-            "slow_qkv": slow["slow_qkv"],
-            "slow_attention_core": slow["core"],
-        }
-        counted["fast_layer"] = (
-            counted["fast_qkv"] + counted["fast_attention_core"] + counted["mlp"]
-        )
-        counted["slow_path"] = counted["slow_qkv"] + counted["slow_attention_core"]
+        cfg, P = inst.cfg, inst.cfg.P
+        runs = instrumented_runs(inst)
+        counted = counted_flop(runs["fast"], runs["slow"])
+        model = layer_flops(cfg.T, P, cfg.d, cfg.m)
         mismatches = {k: [c, model[k]] for k, c in counted.items() if c != model[k]}
-        additive = (
-            whole["products"] == fast["products"] + slow["products"]
-            and whole["core"] == fast["core"] + slow["core"]
-        )
-
-        att = Fraction(counted["slow_attention_core"], counted["fast_attention_core"])
-        lay = Fraction(counted["slow_path"], counted["fast_layer"])
-        lo, hi = Fraction(1, P * P), Fraction(1, P)
-        lay_all = Fraction(
-            counted["slow_path"] + slow["elementwise"], counted["fast_layer"] + fast["elementwise"]
-        )
+        att, lay = ratios(counted)
         grid = bracket_on_grid()
         figures = {
-            "attention_ratio": float(att),
-            "attention_ratio_exact": _frac(att),
-            "attention_ratio_times_P2": float(att * P * P),
-            "layer_ratio": float(lay),
-            "layer_ratio_exact": _frac(lay),
-            "layer_ratio_times_P2": float(lay * P * P),
-            "layer_ratio_times_P": float(lay * P),
+            **ratio_figures(att, lay, P),
             "counted_flop": counted,
             "model_flop": {k: model[k] for k in counted},
             "model_mismatches": mismatches,
-            "products_fast": fast["products"],
-            "products_slow": slow["products"],
-            "elementwise_flop_fast": fast["elementwise"],
-            "elementwise_flop_slow": slow["elementwise"],
-            "layer_ratio_with_elementwise": float(lay_all),
-            "layer_ratio_with_elementwise_in_bounds": bool(lo <= lay_all <= hi),
-            "grid_configurations": len(GRID),
-            "grid_upper_bound_failures": len(grid["upper"]),
-            "grid_lower_bound_failures": len(grid["lower"]),
-            "grid_lower_bound_failing_(P,m/d)": sorted(
-                {(P_, m_ // d_) for _, P_, d_, m_ in grid["lower"]}
-            ),
-            "grid_condition_mismatches": len(grid["mismatch"]),
+            **elementwise_figures(runs, counted, P),
+            **grid_figures(grid),
         }
         parts = {
             "counted_flop_equal_model": Diagnostic(
                 not mismatches, mismatches, "{piece: [counted, model]} of the mismatches; none"
             ),
-            "product_counts": Diagnostic(
-                (fast["products"], slow["products"]) == (PRODUCTS_FAST, PRODUCTS_SLOW),
-                [fast["products"], slow["products"]],
-                f"[fast, slow] products = [{PRODUCTS_FAST}, {PRODUCTS_SLOW}]",
-            ),
-            "whole_layer_is_fast_plus_slow": Diagnostic(
-                additive,
-                [whole["products"], fast["products"] + slow["products"]],
-                "whole-layer products (and core FLOP) = fast + slow",
-            ),
-            "attention_ratio_one_over_P2": Diagnostic(
-                att == lo, _frac(att), f"= 1/{P * P} exactly"
-            ),
-            "layer_ratio_at_most_one_over_P": Diagnostic(lay <= hi, _frac(lay), f"≤ 1/{P} exactly"),
-            "layer_ratio_at_least_one_over_P2": Diagnostic(
-                lay >= lo, _frac(lay), f"≥ 1/{P * P} exactly"
-            ),
+            **product_parts(runs),
+            **ratio_parts(att, lay, P),
             "bracket_condition_exact_on_grid": Diagnostic(
                 not grid["upper"] and not grid["mismatch"],
                 [len(grid["upper"]), len(grid["mismatch"])],
