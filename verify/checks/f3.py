@@ -81,32 +81,38 @@ from numerics.toy import variational as va
 from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..measure import ratio, slope_fit
+from ..model_params import model_params
 
 TARGETS = ("p_st", "discontinuous")
+"""The target manifold: F2's ``p_st`` or the control's discontinuous one."""
 EPS = float(np.finfo(float).eps)
+"""Machine epsilon of float64 (the rounding level of the generator violations)."""
+GENERATOR_ABS = 1e3 * EPS
+"""Largest violation of ``A(X) − I`` that counts as a generator (rounding of a softmax row)."""
+KENDALL_LEVEL = 0.05
+"""One-sided level of the width trend (Kendall's τ)."""
+CONSTANT_MARGIN = 0.1
+"""The best model's max TV is below this fraction of the best constant predictor's."""
+GENERATOR_KEYS = (
+    "negative_offdiag",
+    "negative_offdiag_rel",
+    "negative_mass_fraction",
+    "sum_defect",
+    "sum_defect_rel",
+)
+"""The generator violations (:func:`numerics.toy.markov.generator_violation`) summarised over the
+sampled states."""
 
 
-def _seq(seed) -> np.random.SeedSequence:
-    return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-
-
-def switch_generator(n: int, y: float) -> np.ndarray:
-    """Column-convention generator with the jump ``0 → 1`` at rate ``max(y, 0)``, ``1 → 0`` at
-    ``max(−y, 0)`` and (n = 3) ``2 → 0`` at rate 1: for y ≠ 0 one closed class (``{1}`` for y > 0,
-    ``{0}`` for y < 0) but never irreducible; at y = 0 two closed classes."""
-    Q = np.zeros((n, n))
-    a, b = max(y, 0.0), max(-y, 0.0)
-    Q[1, 0], Q[0, 0] = a, -a
-    Q[0, 1], Q[1, 1] = b, -b
-    if n == 3:
-        Q[0, 2], Q[2, 2] = 1.0, -1.0
-    return Q
+# --------------------------------------------------------------------------- the instance
 
 
 def target_generator(p: dict, y: float) -> np.ndarray:
-    """The chain whose stationary distribution is the target at ``y``."""
+    """The chain whose stationary distribution is the target at ``y``: F2's example chain or the
+    switching chain of the control (:func:`numerics.toy.markov.switch_generator`)."""
     n = p["n_states"]
-    return mk.example_generator(n, y) if p["target"] == "p_st" else switch_generator(n, y)
+    return mk.example_generator(n, y) if p["target"] == "p_st" else mk.switch_generator(n, y)
 
 
 def targets(p: dict, ys: np.ndarray) -> np.ndarray:
@@ -114,10 +120,13 @@ def targets(p: dict, ys: np.ndarray) -> np.ndarray:
     stationary distribution of the switching chain otherwise."""
     if p["target"] == "p_st":
         return np.array(tm.slow_manifold(p["n_states"]).p_numeric(ys)).T
-    return np.array([mk.stationary_distribution(switch_generator(p["n_states"], y)) for y in ys])
+    return np.array([mk.stationary_distribution(mk.switch_generator(p["n_states"], y)) for y in ys])
 
 
 class Instance:
+    """(a) the training and held-out points and the initialised MLPs (``n_seeds`` per width);
+    (b) the sampled ``(layer weights, state)`` pairs of the attention block."""
+
     def __init__(self, p: dict, seed: int):
         self.p = p
         s_mlp, s_attn = np.random.SeedSequence(seed).spawn(2)
@@ -131,24 +140,59 @@ class Instance:
             for i, w in enumerate(p["widths"])
             for k in range(p["n_seeds"])
         ]
-        self.cfg = ModelConfig(T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], norm=p["norm"])
-        self.cases = []
-        for ss in s_attn.spawn(p["attn_seeds"]):
-            w_seed, x_seed = ss.spawn(2)
-            lp = init_model(self.cfg, 1, w_seed).layers[0]
-            if p["value_map"] == "identity":
-                lp.V = np.eye(self.cfg.d)
-            rng = np.random.default_rng(x_seed)
-            if p["state"] == "heterogeneous":
-                X = rng.standard_normal((self.cfg.T, self.cfg.d))
-            else:
-                X = np.tile(rng.standard_normal(self.cfg.d), (self.cfg.T, 1))
-            self.cases.append((lp, X))
+        self.cfg = ModelConfig.from_params(p)
+        self.cases = [attention_case(self.cfg, p, ss) for ss in s_attn.spawn(p["attn_seeds"])]
+
+
+def attention_case(cfg: ModelConfig, p: dict, seed: np.random.SeedSequence) -> tuple:
+    """One layer's weights (``V = I`` for ``value_map="identity"``) and one state: standard
+    normal tokens, or one standard normal token repeated (``state="homogeneous"``)."""
+    w_seed, x_seed = seed.spawn(2)
+    lp = init_model(cfg, 1, w_seed).layers[0]
+    if p["value_map"] == "identity":
+        lp.V = np.eye(cfg.d)
+    rng = np.random.default_rng(x_seed)
+    if p["state"] == "heterogeneous":
+        X = rng.standard_normal((cfg.T, cfg.d))
+    else:
+        X = np.tile(rng.standard_normal(cfg.d), (cfg.T, 1))
+    return lp, X
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+def value_map_generator_form_violation(V: np.ndarray, A: np.ndarray) -> dict:
+    """How far ``A ⊗ Vᵀ − I`` is, through ``V`` alone, from a generator (row convention).
+
+    The entries of ``A ⊗ Vᵀ`` are ``A_ts V_ji``; ``A_tt > 0`` on every mask, so each off-diagonal
+    ``V_ji`` lands off the diagonal, and ``V_ii`` does when ``A`` has a positive off-diagonal entry.
+    ``negative_rel``: the most negative such entry of ``V`` over the largest ``|V_ji|`` there;
+    ``column_sum_defect_rel``: ``max_i |(1ᵀV)_i − 1| / (max_i ‖V e_i‖₁ + 1)`` (for row-stochastic
+    ``A`` it is the row-sum defect of ``A ⊗ Vᵀ − I`` up to the normalisation).
+    """
+    d = V.shape[0]
+    offA = bool(np.any(A[~np.eye(A.shape[0], dtype=bool)] > 0))
+    placed = ~np.eye(d, dtype=bool) | offA
+    vals = V[placed]
+    scale = float(np.abs(vals).max()) if vals.size else 0.0
+    neg = float(max(0.0, -vals.min())) if vals.size else 0.0
+    col = V.sum(axis=0)
+    return {
+        "negative_rel": ratio(neg, scale),
+        "column_sum_defect_rel": ratio(
+            float(np.abs(col - 1.0).max()), float(np.abs(V).sum(axis=0).max()) + 1.0
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- (a) the MLP
 
 
 def approximation_sweep(inst: Instance) -> dict:
     """Train each initialised MLP for ``max(steps)`` steps; held-out errors at each recorded step.
-    Returns the table ``err[width][step]`` (median over seeds) and the raw values."""
+    Returns the table ``err[width][step]`` (median over seeds), the raw values and the held-out
+    errors of the best constant predictor (the mean training target)."""
     p = inst.p
     scale = max(abs(p["y_min"]), abs(p["y_max"]))
     Ptr, Pte = targets(p, inst.ytr), targets(p, inst.yte)
@@ -183,6 +227,89 @@ def approximation_sweep(inst: Instance) -> dict:
         "max_tv": float(np.max(0.5 * np.abs(Pte - const).sum(axis=1))),
     }
     return {"table": table, "raw": raw, "constant_predictor": base}
+
+
+def width_trend(sweep: dict, widths: list, last_step: int) -> tuple[dict, dict]:
+    """The width part: Kendall's τ between width and the per-seed mean KL after the last step,
+    one-sided (the error saturates at the optimisation error of finitely many steps, so a log–log
+    slope over the widths is only reported)."""
+    table, figures = sweep["table"], {}
+    W = [w for w in widths for _ in sweep["raw"][w]]
+    E = [r[last_step]["mean_kl"] for w in widths for r in sweep["raw"][w]]
+    if len(set(widths)) >= 2 and len(W) >= 3:
+        tau = stats.kendalltau(W, E, alternative="less")
+        kt = {"tau": float(tau.statistic), "p_value": float(tau.pvalue), "n_points": len(W)}
+        figures["width_trend_kendall"] = kt
+        part = Diagnostic(
+            kt["tau"] < 0 and kt["p_value"] < KENDALL_LEVEL, kt, "τ < 0 and one-sided p < 0.05"
+        )
+    else:
+        part = Diagnostic(
+            False, None, "not computed: fewer than 2 widths or 3 (width, seed) points"
+        )
+    if len(widths) >= 3:
+        fit = slope_fit(widths, [table[w][last_step]["mean_kl"] for w in widths])
+        figures["width_slope_log_mean_kl"] = {"slope": fit["slope"], "ci95": fit["ci95"]}
+    return {"error_falls_with_width": part}, figures
+
+
+def approximation_parts(inst: Instance) -> tuple[dict, dict]:
+    """Part (a): the held-out error falls with the width and with the training steps, the best
+    final model reaches ``tv_threshold`` and is far below the best constant predictor."""
+    p = inst.p
+    sweep = approximation_sweep(inst)
+    table = sweep["table"]
+    widths, steps = list(p["widths"]), list(p["steps"])
+    smax = steps[-1]
+    final = [table[w][smax]["max_tv"] for w in widths]
+    best = min(final)
+    figures = {
+        "kl_width_table": {
+            f"width={w}": {f"steps={s}": table[w][s] for s in steps} for w in widths
+        },
+        "final_max_tv_by_width": dict(zip([str(w) for w in widths], final)),
+        "final_mean_kl_by_width": {str(w): table[w][smax]["mean_kl"] for w in widths},
+        "constant_predictor": sweep["constant_predictor"],
+        "best_final_max_tv": best,
+    }
+    parts, width_figures = width_trend(sweep, widths, smax)
+    figures.update(width_figures)
+    by_step = [float(np.median([table[w][s]["max_tv"] for w in widths])) for s in steps]
+    figures["median_max_tv_by_steps"] = dict(zip([str(s) for s in steps], by_step))
+    const_tv = sweep["constant_predictor"]["max_tv"]
+    parts.update(
+        {
+            "error_falls_with_steps": Diagnostic(
+                len(steps) >= 2 and all(b < a for a, b in zip(by_step, by_step[1:])),
+                by_step,
+                "median max TV strictly decreasing over ≥ 2 recorded steps",
+            ),
+            "reaches_threshold": at_most(
+                best, p["tv_threshold"], "best final max TV ≤ tv_threshold"
+            ),
+            "far_below_constant_predictor": Diagnostic(
+                best < CONSTANT_MARGIN * const_tv,
+                ratio(best, const_tv),
+                "best final max TV / constant predictor's < 0.1",
+            ),
+        }
+    )
+    return parts, figures
+
+
+# --------------------------------------------------------------------------- (b) attention
+
+
+def violation_summary(rows: list) -> dict:
+    """Min, median and max over the sampled states of each generator violation."""
+    return {
+        key: {
+            "min": float(min(r[key] for r in rows)),
+            "median": float(np.median([r[key] for r in rows])),
+            "max": float(max(r[key] for r in rows)),
+        }
+        for key in GENERATOR_KEYS
+    }
 
 
 def generator_measurements(inst: Instance) -> dict:
@@ -222,24 +349,7 @@ def generator_measurements(inst: Instance) -> dict:
                 mk.attention_mixing_operator(bare, lid, X, "linearised") - eye, "row"
             )
         )
-    keys = (
-        "negative_offdiag",
-        "negative_offdiag_rel",
-        "negative_mass_fraction",
-        "sum_defect",
-        "sum_defect_rel",
-    )
-    return {
-        kind: {
-            key: {
-                "min": float(min(r[key] for r in rows)),
-                "median": float(np.median([r[key] for r in rows])),
-                "max": float(max(r[key] for r in rows)),
-            }
-            for key in keys
-        }
-        for kind, rows in out.items()
-    }
+    return {kind: violation_summary(rows) for kind, rows in out.items()}
 
 
 def both_conditions_break(g: dict, tol: float) -> bool:
@@ -248,7 +358,8 @@ def both_conditions_break(g: dict, tol: float) -> bool:
     return g["negative_offdiag_rel"]["min"] > tol and g["sum_defect_rel"]["min"] > tol
 
 
-def _both_conditions_break(gv: dict, kind: str, tol: float) -> Diagnostic:
+def not_a_generator(gv: dict, kind: str, tol: float) -> Diagnostic:
+    """The operator ``kind`` breaks both generator conditions on every sampled state."""
     g = gv[kind]
     value = {
         "min_negative_offdiag_rel": g["negative_offdiag_rel"]["min"],
@@ -262,29 +373,6 @@ def _both_conditions_break(gv: dict, kind: str, tol: float) -> Diagnostic:
     )
 
 
-def value_map_generator_form_violation(V: np.ndarray, A: np.ndarray) -> dict:
-    """How far ``A ⊗ Vᵀ − I`` is, through ``V`` alone, from a generator (row convention).
-
-    The entries of ``A ⊗ Vᵀ`` are ``A_ts V_ji``; ``A_tt > 0`` on every mask, so each off-diagonal
-    ``V_ji`` lands off the diagonal, and ``V_ii`` does when ``A`` has a positive off-diagonal entry.
-    ``negative_rel``: the most negative such entry of ``V`` over the largest ``|V_ji|`` there;
-    ``column_sum_defect_rel``: ``max_i |(1ᵀV)_i − 1| / (max_i ‖V e_i‖₁ + 1)`` (for row-stochastic
-    ``A`` it is the row-sum defect of ``A ⊗ Vᵀ − I`` up to the normalisation).
-    """
-    d = V.shape[0]
-    offA = bool(np.any(A[~np.eye(A.shape[0], dtype=bool)] > 0))
-    placed = ~np.eye(d, dtype=bool) | offA
-    vals = V[placed]
-    scale = float(np.abs(vals).max()) if vals.size else 0.0
-    neg = float(max(0.0, -vals.min())) if vals.size else 0.0
-    col = V.sum(axis=0)
-    return {
-        "negative_rel": neg / scale if scale > 0 else 0.0,
-        "column_sum_defect_rel": float(np.abs(col - 1.0).max())
-        / (float(np.abs(V).sum(axis=0).max()) + 1.0),
-    }
-
-
 def frozen_defect_vs_value_map(inst: Instance) -> float:
     """max over samples of ``| ‖(A ⊗ Vᵀ − I) 1‖_∞ − max_i |(1ᵀV)_i − 1| |``: the frozen operator's
     row-sum defect is exactly the value map's column-sum defect (A row-stochastic); ~ Td·eps."""
@@ -295,6 +383,53 @@ def frozen_defect_vs_value_map(inst: Instance) -> float:
         predicted = float(np.abs(lp.V.sum(axis=0) - 1.0).max())
         out = max(out, abs(measured - predicted))
     return out
+
+
+def attribution(inst: Instance, gv: dict, tol: float) -> dict:
+    """Reported, not decided: which term breaks the generator conditions (module docstring)."""
+    fi, li = gv["frozen_identity_value"], gv["linearised_identity_value_no_norm"]
+    return {
+        "frozen_without_value_map_is_generator": bool(
+            fi["negative_offdiag"]["max"] == 0.0 and fi["sum_defect"]["max"] <= GENERATOR_ABS
+        ),
+        "softmax_derivative_alone_breaks_both": both_conditions_break(li, tol),
+        "softmax_derivative_min_negative_offdiag_rel": li["negative_offdiag_rel"]["min"],
+        "softmax_derivative_min_sum_defect_rel": li["sum_defect_rel"]["min"],
+        "frozen_sum_defect_minus_value_map_column_defect": frozen_defect_vs_value_map(inst),
+    }
+
+
+def generator_parts(inst: Instance) -> tuple[dict, dict]:
+    """Part (b): ``A(X) − I`` is a generator (to rounding); the frozen and the linearised
+    operators minus ``I`` break both generator conditions; with the attribution (reported)."""
+    gv = generator_measurements(inst)
+    tol = inst.p["violation_tol"]
+
+    def worst(kind):
+        return max(gv[kind]["negative_offdiag_rel"]["min"], gv[kind]["sum_defect_rel"]["min"])
+
+    am = max(
+        gv["attention_matrix"]["negative_offdiag"]["max"],
+        gv["attention_matrix"]["sum_defect"]["max"],
+    )
+    figures = {
+        "generator_violation": gv,
+        "min_violation_frozen": worst("frozen"),
+        "min_violation_linearised": worst("linearised"),
+        "max_violation_attention_matrix": am,
+    }
+    parts = {
+        "attention_matrix_is_generator": at_most(
+            am, GENERATOR_ABS, "max over samples of the generator violation of A(X) − I ≤ 1e3·eps"
+        ),
+        "frozen_operator_not_generator": not_a_generator(gv, "frozen", tol),
+        "linearised_operator_not_generator": not_a_generator(gv, "linearised", tol),
+    }
+    figures["attribution"] = attribution(inst, gv, tol)
+    return parts, figures
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class F3(Claim):
@@ -328,20 +463,13 @@ class F3(Claim):
         "tv_threshold": Param(
             1e-2, "max TV the best model must reach", low=0.0, high=1.0, open_low=True
         ),
-        "T": Param(8, "tokens of the attention block", low=1, high=64),
-        "P": Param(4, "tokens per block", low=1, high=64),
-        "d": Param(4, "features", low=1, high=32),
-        "mask": Param(
-            "causal",
-            "fast attention mask",
-            choices=("causal", "block_causal", "block_bidirectional"),
-        ),
+        **model_params(T=dict(high=64), P=dict(high=64), d=dict(high=32), mask=None),
         "attn_seeds": Param(4, "sampled (weights, state) pairs", low=1, high=50),
         "state": Param(
             "heterogeneous", "the sampled states", choices=("heterogeneous", "homogeneous")
         ),
         "value_map": Param("random", "the value map V", choices=("random", "identity")),
-        "norm": Param(True, "normalisation inside attention"),
+        **model_params(norm=dict(meaning="normalisation inside attention")),
         "violation_tol": Param(
             1e-8,
             "relative generator violation counted as a violation "
@@ -373,43 +501,37 @@ class F3(Claim):
         "linearised_operator_not_generator": "the Jacobian of Attn minus I breaks both conditions "
         "(same rule)",
     }
-    controls = (
-        Control(
-            "discontinuous_target",
-            {"target": "discontinuous"},
-            breaks="target_chain_irreducible",
-            meaning="a chain that is never irreducible, reducible at y = 0: p_st jumps from e_1 "
-            "to e_2 and no smooth model reaches the threshold uniformly",
-            seed=11,
-        ),
-        Control(
-            "width_one",
-            {"widths": (1,)},
-            breaks="model_has_hidden_width",
-            meaning="one hidden unit: too small a model",
-            seed=11,
-        ),
-        Control(
-            "untrained",
-            {"steps": (0,)},
-            breaks="model_is_trained",
-            meaning="no training step",
-            seed=11,
-        ),
-        Control(
-            "homogeneous_identity_value",
-            {
-                "state": "homogeneous",
-                "value_map": "identity",
-                "norm": False,
-                "widths": (2,),
-                "steps": (0, 10),
-            },
-            breaks="state_heterogeneous",
-            meaning="on a token-homogeneous state with V = I and no norm the operator is K ⊗ I, "
-            "a generator (violation 0 to rounding)",
-            seed=11,
-        ),
+    controls = tuple(
+        Control(name, params, breaks=breaks, meaning=meaning, seed=11)
+        for name, params, breaks, meaning in (
+            (
+                "discontinuous_target",
+                {"target": "discontinuous"},
+                "target_chain_irreducible",
+                "a chain that is never irreducible, reducible at y = 0: p_st jumps from e_1 "
+                "to e_2 and no smooth model reaches the threshold uniformly",
+            ),
+            (
+                "width_one",
+                {"widths": (1,)},
+                "model_has_hidden_width",
+                "one hidden unit: too small a model",
+            ),
+            ("untrained", {"steps": (0,)}, "model_is_trained", "no training step"),
+            (
+                "homogeneous_identity_value",
+                {
+                    "state": "homogeneous",
+                    "value_map": "identity",
+                    "norm": False,
+                    "widths": (2,),
+                    "steps": (0, 10),
+                },
+                "state_heterogeneous",
+                "on a token-homogeneous state with V = I and no norm the operator is K ⊗ I, "
+                "a generator (violation 0 to rounding)",
+            ),
+        )
     )
     key_figures = ("best_final_max_tv", "min_violation_frozen", "min_violation_linearised")
 
@@ -463,90 +585,10 @@ class F3(Claim):
 
     def conclude(self, inst):
         p = inst.p
-        figures: dict = {}
-        parts: dict = {}
-        sweep = approximation_sweep(inst)
-        table = sweep["table"]
-        widths, steps = list(p["widths"]), list(p["steps"])
-        smax = steps[-1]
-        final = [table[w][smax]["max_tv"] for w in widths]
-        best = min(final)
-        figures["kl_width_table"] = {
-            f"width={w}": {f"steps={s}": table[w][s] for s in steps} for w in widths
-        }
-        figures["final_max_tv_by_width"] = dict(zip([str(w) for w in widths], final))
-        figures["final_mean_kl_by_width"] = {str(w): table[w][smax]["mean_kl"] for w in widths}
-        figures["constant_predictor"] = sweep["constant_predictor"]
-        figures["best_final_max_tv"] = best
-        # width: Kendall's τ between width and the per-seed mean KL after the last step, one-sided
-        # (the error saturates at the optimisation error of finitely many steps, so a log–log
-        # slope is only reported)
-        W = [w for w in widths for _ in sweep["raw"][w]]
-        E = [r[smax]["mean_kl"] for w in widths for r in sweep["raw"][w]]
-        if len(set(widths)) >= 2 and len(W) >= 3:
-            tau = stats.kendalltau(W, E, alternative="less")
-            kt = {"tau": float(tau.statistic), "p_value": float(tau.pvalue), "n_points": len(W)}
-            figures["width_trend_kendall"] = kt
-            parts["error_falls_with_width"] = Diagnostic(
-                kt["tau"] < 0 and kt["p_value"] < 0.05, kt, "τ < 0 and one-sided p < 0.05"
-            )
-        else:
-            parts["error_falls_with_width"] = Diagnostic(
-                False, None, "not computed: fewer than 2 widths or 3 (width, seed) points"
-            )
-        if len(widths) >= 3:
-            final_kl = [table[w][smax]["mean_kl"] for w in widths]
-            r = stats.linregress(np.log(widths), np.log(final_kl))
-            q = stats.t.ppf(0.975, len(widths) - 2)
-            figures["width_slope_log_mean_kl"] = {
-                "slope": float(r.slope),
-                "ci95": [float(r.slope - q * r.stderr), float(r.slope + q * r.stderr)],
-            }
-        by_step = [float(np.median([table[w][s]["max_tv"] for w in widths])) for s in steps]
-        figures["median_max_tv_by_steps"] = dict(zip([str(s) for s in steps], by_step))
-        parts["error_falls_with_steps"] = Diagnostic(
-            len(steps) >= 2 and all(b < a for a, b in zip(by_step, by_step[1:])),
-            by_step,
-            "median max TV strictly decreasing over ≥ 2 recorded steps",
-        )
-        parts["reaches_threshold"] = at_most(
-            best, p["tv_threshold"], "best final max TV ≤ tv_threshold"
-        )
-        const_tv = sweep["constant_predictor"]["max_tv"]
-        parts["far_below_constant_predictor"] = Diagnostic(
-            best < 0.1 * const_tv, best / const_tv, "best final max TV / constant predictor's < 0.1"
-        )
-
-        gv = generator_measurements(inst)
-        figures["generator_violation"] = gv
-        tol = p["violation_tol"]
-
-        def worst(kind):
-            return max(gv[kind]["negative_offdiag_rel"]["min"], gv[kind]["sum_defect_rel"]["min"])
-
-        figures["min_violation_frozen"] = worst("frozen")
-        figures["min_violation_linearised"] = worst("linearised")
-        am = max(
-            gv["attention_matrix"]["negative_offdiag"]["max"],
-            gv["attention_matrix"]["sum_defect"]["max"],
-        )
-        figures["max_violation_attention_matrix"] = am
-        parts["attention_matrix_is_generator"] = at_most(
-            am, 1e3 * EPS, "max over samples of the generator violation of A(X) − I ≤ 1e3·eps"
-        )
-        parts["frozen_operator_not_generator"] = _both_conditions_break(gv, "frozen", tol)
-        parts["linearised_operator_not_generator"] = _both_conditions_break(gv, "linearised", tol)
-        # reported, not decided: which term breaks the conditions (see the module docstring)
-        fi, li = gv["frozen_identity_value"], gv["linearised_identity_value_no_norm"]
-        figures["attribution"] = {
-            "frozen_without_value_map_is_generator": bool(
-                fi["negative_offdiag"]["max"] == 0.0 and fi["sum_defect"]["max"] <= 1e3 * EPS
-            ),
-            "softmax_derivative_alone_breaks_both": both_conditions_break(li, tol),
-            "softmax_derivative_min_negative_offdiag_rel": li["negative_offdiag_rel"]["min"],
-            "softmax_derivative_min_sum_defect_rel": li["sum_defect_rel"]["min"],
-            "frozen_sum_defect_minus_value_map_column_defect": frozen_defect_vs_value_map(inst),
-        }
+        parts, figures = approximation_parts(inst)
+        attention_parts, attention_figures = generator_parts(inst)
+        parts.update(attention_parts)
+        figures.update(attention_figures)
         notes = [
             "A(X) − I alone is always a row-convention generator (softmax rows are stochastic); "
             "the violations come from the value map, the norm Jacobian and dA/dX (figure "
@@ -554,16 +596,12 @@ class F3(Claim):
         ]
         if not p["norm"]:
             notes.append("norm off")
-        return Conclusion(
-            parts,
-            figures,
-            tolerance={
-                "max_tv_threshold": p["tv_threshold"],
-                "violation_rel": tol,
-                "generator_abs": 1e3 * EPS,
-            },
-            notes=notes,
-        )
+        tolerance = {
+            "max_tv_threshold": p["tv_threshold"],
+            "violation_rel": p["violation_tol"],
+            "generator_abs": GENERATOR_ABS,
+        }
+        return Conclusion(parts, figures, tolerance, notes)
 
 
 CLAIM = F3()
