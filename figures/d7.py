@@ -20,12 +20,12 @@ def d7_case(seed: int, slow_mask: str) -> dict:
     return run_check("D7", {"slow_mask": slow_mask}, seed=seed).to_json()
 
 
-@figure(
-    "D7",
-    "d7_gate_spectral_radius",
-    compute=d7_case,
-    points=lambda seed: [dict(seed=seed, slow_mask=m) for m, _ in SLOW_MASKS],
-)
+def d7_points(seed: int) -> list[dict]:
+    """The sweep: one D7 check per slow mask of :data:`SLOW_MASKS`."""
+    return [dict(seed=seed, slow_mask=m) for m, _ in SLOW_MASKS]
+
+
+@figure("D7", "d7_gate_spectral_radius", compute=d7_case, points=d7_points)
 def d7_gate_spectral_radius(data: list, seed: int):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
     out = {}

@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import lapack
-from numerics.toy.data import gaussian_ar1_blocks
 from numerics.toy.gated_predictor import (
     GatedToy,
     closed_form_margin,
@@ -25,6 +24,7 @@ from numerics.toy.gated_predictor import (
     population_moments,
     risk,
     risk_gradient,
+    sample,
     stack_moments,
     train,
 )
@@ -93,7 +93,7 @@ def test_population_identities(P, N, tau, sigma, a, c, g, w, rho):
 def test_population_risk_matches_monte_carlo():
     toy = GatedToy(P=4, N=6, tau=1.0, sigma=1.5, a=0.3, c=0.8)
     for rho in (0.0, 0.7):
-        x = gaussian_ar1_blocks(40000, toy.N, toy.P, rho=rho, tau=1.0, sigma=1.5, seed=9).x
+        x = sample(toy, 40000, rho, seed=9)
         emp, pop = empirical_moments(toy, x), population_moments(toy, rho)
         assert abs(risk(toy, emp, 0.4, 0.9) - risk(toy, pop, 0.4, 0.9)) < 0.02
 

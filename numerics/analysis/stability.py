@@ -314,6 +314,18 @@ def _point(config, params, X, E):
     return p, X, E
 
 
+def _dense(shape: tuple, jvp) -> np.ndarray:
+    """The dense matrix of the linear map ``jvp`` on states of ``shape`` (row-major ``vec``):
+    column ``k`` is ``jvp(e_k)`` for the ``k``-th unit state."""
+    n = int(np.prod(shape))
+    M = np.empty((n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 1.0
+        M[:, k] = np.asarray(jvp(e.reshape(shape))).ravel()
+    return M
+
+
 def layer_jacobian(config: ModelConfig, params, X, E=None) -> np.ndarray:
     """Dense ``∂Φ/∂X`` at ``X`` (``T·d × T·d``, row-major ``vec``: index ``t·d + i``).
 
@@ -322,13 +334,7 @@ def layer_jacobian(config: ModelConfig, params, X, E=None) -> np.ndarray:
     """
     p, X, E = _point(config, params, X, E)
     c = tangents.layer_fwd(config, p, X, E)
-    n = X.size
-    J = np.empty((n, n))
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = 1.0
-        J[:, k] = tangents.layer_jvp_cached(config, p, c, e.reshape(X.shape), None).ravel()
-    return J
+    return _dense(X.shape, lambda dX: tangents.layer_jvp_cached(config, p, c, dX, None))
 
 
 def slow_jacobian(config: ModelConfig, params, X) -> np.ndarray:
@@ -344,17 +350,13 @@ def slow_jacobian(config: ModelConfig, params, X) -> np.ndarray:
     q.g = 1.0
     c = tangents.layer_fwd(config, q, X, X if config.gamma else None)
     satt = c["slow_attn"]
-    n = X.size
-    S = np.empty((n, n))
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = 1.0
-        dYh = tangents.norm_lin(
-            satt["Xn"], c["rs"], kernels.block_mean(e.reshape(X.shape), config.P)
-        )
+
+    def slow_jvp(dX):
+        dYh = tangents.norm_lin(satt["Xn"], c["rs"], kernels.block_mean(dX, config.P))
         dO = tangents.attn_jvp(config.score_scale, satt, p.Qs, p.Ks, p.Vs, dYh, None, None, None)
-        S[:, k] = kernels.causal_upsample(dO, config.P).ravel()
-    return S
+        return kernels.causal_upsample(dO, config.P)
+
+    return _dense(X.shape, slow_jvp)
 
 
 @dataclass(frozen=True)
