@@ -3,7 +3,8 @@
 The output difference to the fast-only model and the norm of the slow-weight gradient, against a
 common gate ``g`` in every layer (log-log). Both are linear in ``g`` near 0 (slope 1) and exactly
 ``0.0`` at ``g = 0`` (drawn as the text in the panel, since a log axis cannot show it), which is
-the zero-initialised gate of claim A3. Loss: ``⟨C, X_L⟩ + ½‖X_L‖²`` as in the check.
+the zero-initialised gate of claim A3. Loss: ``⟨C, X_L⟩ + ½‖X_L‖²``. Every point is the A3 check
+at that gate.
 """
 
 from __future__ import annotations
@@ -11,51 +12,46 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-import numerics as nm
 from figures import figure
-from numerics.model.autodiff import stack_vjp
-from verify.registry import CLAIMS
+from verify.registry import run_check
 
 PARAMS = {
-    **{k: CLAIMS["A3"].defaults()[k] for k in ("T", "P", "d", "L", "h")},
     "slow_scale": 1.0,
-    "gates": tuple(float(g) for g in np.logspace(-8, 0, 9)),
+    "quad": 1.0,
+    "gate_spread": 0.0,
 }
-"""The A3 instance's sizes and depth step; moderate slow weights (the check's default 1e3 saturates
-the slow softmax) and the gates drawn."""
+"""The A3 check's parameters changed for the figure: moderate slow weights (the check's default
+1e3 saturates the slow softmax), the loss ``⟨C, X_L⟩ + ½‖X_L‖²`` and one common gate per point;
+the sizes and the depth step are the check's defaults."""
+
+GATES = tuple(float(g) for g in np.logspace(-8, 0, 9))
+"""The gates drawn (besides ``g = 0``)."""
 
 
-def _measure(model: nm.Model, fast: nm.Model, X0, C, g: float) -> tuple[float, float]:
-    m = model.with_gates(g)
-    out = nm.stack(m, X0)
-    _, grads = stack_vjp(m, X0, C + out)
-    slow = np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.SLOW_WEIGHTS])
-    return float(np.abs(out - nm.stack(fast, X0)).max()), float(np.linalg.norm(slow))
-
-
-def a3_case(seed: int, gate: float) -> list:
-    """The output difference to the fast-only model and the slow-gradient norm at one common gate."""
-    p = PARAMS
-    w, x, c = np.random.SeedSequence(seed).spawn(3)
-    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], h=p["h"])
-    model = nm.init_model(cfg, p["L"], w, slow_scale=p["slow_scale"])
-    fast = nm.Model(cfg.replace(slow=False), model.layers)
-    X0 = np.random.default_rng(x).standard_normal((cfg.T, cfg.d))
-    C = np.random.default_rng(c).standard_normal((cfg.T, cfg.d))
-    return list(_measure(model, fast, X0, C, gate))
+def a3_case(seed: int, gate: float) -> dict:
+    """The A3 check at one common gate: the output difference to the fast-only model and the norm
+    of the slow-weight gradient (all layers), with the instance's parameters."""
+    res = run_check("A3", {**PARAMS, "gate": gate}, seed=seed)
+    return {
+        "params": res.params,
+        "values": [
+            res.figures["max_abs_output_difference"],
+            res.series["slow_weight_gradient_norm"],
+        ],
+    }
 
 
 @figure(
     "A3",
     "a3_gate",
     compute=a3_case,
-    points=lambda seed: [dict(seed=seed, gate=g) for g in (0.0, *PARAMS["gates"])],
+    points=lambda seed: [dict(seed=seed, gate=g) for g in (0.0, *GATES)],
 )
 def a3_gate(data: list, seed: int):
-    p = PARAMS
-    at_zero = tuple(data[0])
-    vals = np.array(data[1:])
-    g = np.array(p["gates"])
+    p = {k: data[0]["params"][k] for k in ("T", "P", "d", "L", "h")}
+    at_zero = tuple(data[0]["values"])
+    vals = np.array([case["values"] for case in data[1:]])
+    g = np.array(GATES)
     fig, ax = plt.subplots()
     ax.loglog(g, vals[:, 0], marker="o", label="max |X_L(g) − X_L(fast-only)|")
     ax.loglog(g, vals[:, 1], marker="s", label="‖∂L/∂(Qs, Ks, Vs)‖ (all layers)")
@@ -74,7 +70,8 @@ def a3_gate(data: list, seed: int):
     fig.tight_layout()
     params = dict(
         p,
-        gates=list(p["gates"]),
+        **PARAMS,
+        gates=list(GATES),
         at_zero=list(at_zero),
         output_difference=vals[:, 0].tolist(),
         slow_gradient_norm=vals[:, 1].tolist(),

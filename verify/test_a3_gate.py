@@ -80,6 +80,13 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
     assert_portable("A3", {"T": 8, "L": 2}, control=control)
 
 
+def test_gate_spread_zero_gives_one_common_gate():
+    """The figure's instance: a non-zero gate with no spread is the same gate in every layer."""
+    result = run_check("A3", {"gate": 0.25, "gate_spread": 0.0, "slow_scale": 1.0}, seed=11)
+    assert result.figures["gates"] == [0.25] * 3, result.summary()
+    assert result.outcome == "outside-hypotheses" and result.violated == ["gates_zero"]
+
+
 def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="fd_step"):
         run_check("A3", {"fd_step": "0.5"}, seed=0)
@@ -87,5 +94,7 @@ def test_bad_parameters_are_rejected():
         run_check("A3", {"fd_step": 0.0}, seed=0)
     with pytest.raises(ValueError, match="quad"):
         run_check("A3", {"quad": -1.0}, seed=0)
+    with pytest.raises(ValueError, match="gate_spread"):
+        run_check("A3", {"gate_spread": 1.5}, seed=0)
     with pytest.raises(ValueError, match="P=3 must divide"):
         run_check("A3", {"P": 3}, seed=0)

@@ -27,7 +27,8 @@ Checked by:
   ``(4·D(δ_l/2) − D(δ_l))/3``, with step ``δ_l = fd_step / max(1, max|Slow_l(X_l)|)`` (the
   perturbation ``δ_l·Slow_l`` has size ``fd_step`` whatever ``slow_scale``). Criterion
   ``|fd − an| ≤ 1e-6·|an| + floor``: the truncation error is ``O(fd_step⁴)``, and ``floor`` is
-  the rounding error of the loss over the step (``u·(Σ|C⊙X_L| + quad·Σ X_L² + Σ|G|·L·max|X_l|)``,
+  the rounding error of the loss over the step (``ε·(Σ|C⊙X_L| + quad·Σ X_L² + Σ|G|·L·max|X_l|)``,
+  ε the machine epsilon,
   tripled by the extrapolation, ×10 for propagation through the layers). The floor matters only
   when ``|∂L/∂g_l|`` is tiny compared with the loss (e.g. d = 1 with the norm on, where the
   normalised slow input is ±1): the measured relative error is ≈ 4e-10 on the default instance.
@@ -44,7 +45,10 @@ threshold would fail tiny instances (N = 2, P = 1, d = 1, slow_scale = 0.1 gives
 Negative control: a non-zero gate (``gate ≠ 0``, a different value per layer of magnitude ≈ gate).
 The output then differs from the fast-only model's and the slow-weight gradients are non-zero,
 while the gate identity and the finite difference (which hold for every g) still agree: the
-control's verdict shows those two parts holding.
+control's verdict shows those two parts holding. A non-zero gate is ``gate·(1 + gate_spread·u_l)``
+in layer ``l`` (``u_l`` uniform in ``[−1, 1]``); ``gate_spread = 0`` gives one common gate, the
+instance of the A3 figure (output difference and slow-gradient norm, carried in the verdict's
+``series``, against the gate).
 """
 
 from __future__ import annotations
@@ -55,17 +59,96 @@ import numerics as nm
 from numerics.model.autodiff import stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..measure import elementwise_relative_error, relative_error, richardson_difference
+from ..model_params import model_params
 
 FD_RTOL = 1e-6
+"""Relative part of the finite-difference criterion ``|fd − an| ≤ 1e-6·|an| + floor``."""
 IDENTITY_RTOL = 1e-13
+"""The gate identity: the largest gate-gradient difference relative to the largest gate gradient."""
 RESOLVED = 10.0
 """Non-vacuity: every gate gradient is at least this many times its finite difference's rounding
 floor."""
+GATE_SPREAD = Param(
+    0.5,
+    "relative spread of the non-zero gates: layer l gets gate·(1 + gate_spread·u_l), u_l uniform "
+    "in [−1, 1] (0: one common gate)",
+    low=0.0,
+    high=1.0,
+)
+"""The per-layer spread of a non-zero gate (the default 0.5 is the check's own instance; the A3
+figure uses one common gate)."""
+FD_FLOOR_FACTOR = 30.0
+"""The finite difference's rounding floor is ``30·noise/δ_l``: the loss noise divided by the step,
+tripled by the extrapolation and ×10 for the unmodelled propagation through the layers."""
+
+
+# --------------------------------------------------------------------------- the instance
 
 
 def loss_and_cotangent(X_L: np.ndarray, C: np.ndarray, quad: float):
     """``L = ⟨C, X_L⟩ + (quad/2)‖X_L‖²`` and ``∂L/∂X_L = C + quad·X_L``."""
     return float(np.vdot(C, X_L) + 0.5 * quad * np.vdot(X_L, X_L)), C + quad * X_L
+
+
+def layer_gates(p: dict, rng: np.random.Generator) -> np.ndarray:
+    """Every gate exactly 0 when ``gate = 0``; else ``gate·(1 + gate_spread·u_l)`` per layer with
+    ``u_l`` uniform in ``[−1, 1]`` (``gate_spread = 0``: one common gate)."""
+    if p["gate"] == 0:
+        return np.zeros(p["L"])
+    return p["gate"] * (1.0 + p["gate_spread"] * rng.uniform(-1, 1, p["L"]))
+
+
+class Instance:
+    """The coupled model with its gates, the fast-only model on the same layers, the input
+    ``X0`` (and ``E = X0`` when ``γ > 0``), the loss matrix ``C`` and the stream of the slow-weight
+    moves."""
+
+    def __init__(self, p: dict, seed: int):
+        w_seed, x_seed, c_seed, g_seed, s_seed = np.random.SeedSequence(seed).spawn(5)
+        self.p = p
+        self.cfg = cfg = nm.ModelConfig.from_params(p, slow=True)
+        model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
+        self.gates = layer_gates(p, np.random.default_rng(g_seed))
+        self.model = model.with_gates(self.gates)
+        self.fast = nm.Model(cfg.replace(slow=False), self.model.layers)
+        self.X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
+        self.E = self.X0.copy() if cfg.gamma else None
+        self.C = np.random.default_rng(c_seed).standard_normal((cfg.T, cfg.d))
+        self.slow_rng = np.random.default_rng(s_seed)
+
+    def loss(self, model: nm.Model) -> float:
+        """The loss of ``model``'s output on the instance's input."""
+        return loss_and_cotangent(nm.stack(model, self.X0, self.E), self.C, self.p["quad"])[0]
+
+
+# --------------------------------------------------------------------------- conclusion parts
+
+
+def slow_weights_moved(inst: Instance) -> nm.Model:
+    """The model with every slow weight moved by a Gaussian matrix of standard deviation
+    ``slow_scale`` (the gates unchanged)."""
+    cfg, scale = inst.cfg, inst.p["slow_scale"]
+    moved = []
+    for lp in inst.model.layers:
+        q = lp.copy()
+        for name in nm.SLOW_WEIGHTS:
+            setattr(
+                q, name, getattr(q, name) + scale * inst.slow_rng.standard_normal((cfg.d, cfg.d))
+            )
+        moved.append(q)
+    return nm.Model(cfg, moved)
+
+
+def gradients(inst: Instance, G_L: np.ndarray) -> dict:
+    """The reverse sweep from ``∂L/∂X_L = G_L``: every slow-weight and fast-weight gradient entry
+    (flattened, layer by layer) and the gate gradients."""
+    _, grads = stack_vjp(inst.model, inst.X0, G_L, E=inst.E)
+    return {
+        "slow": np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.SLOW_WEIGHTS]),
+        "fast": np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.FAST_WEIGHTS]),
+        "gate": np.array([gr.g for gr in grads]),
+    }
 
 
 def gate_gradient_identity(model: nm.Model, traj: np.ndarray, G_L: np.ndarray, E) -> np.ndarray:
@@ -82,34 +165,122 @@ def gate_gradient_identity(model: nm.Model, traj: np.ndarray, G_L: np.ndarray, E
     return out
 
 
-class Instance:
-    def __init__(self, p: dict, seed: int):
-        w_seed, x_seed, c_seed, g_seed, s_seed = np.random.SeedSequence(seed).spawn(5)
-        self.p = p
-        self.cfg = cfg = nm.ModelConfig(
-            T=p["T"],
-            P=p["P"],
-            d=p["d"],
-            mask=p["mask"],
-            slow_mask=p["slow_mask"],
-            norm=p["norm"],
-            sigma=p["sigma"],
-            h=p["h"],
-            gamma=p["gamma"],
-            slow=True,
-        )
-        model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
-        if p["gate"] == 0:
-            gates = np.zeros(p["L"])
-        else:  # a different gate per layer, of magnitude ≈ gate
-            gates = p["gate"] * (1.0 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
-        self.gates = gates
-        self.model = model.with_gates(gates)
-        self.fast = nm.Model(cfg.replace(slow=False), self.model.layers)
-        self.X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
-        self.E = self.X0.copy() if cfg.gamma else None
-        self.C = np.random.default_rng(c_seed).standard_normal((cfg.T, cfg.d))
-        self.slow_rng = np.random.default_rng(s_seed)
+def gate_gradient_fd(inst: Instance, traj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Richardson-extrapolated central differences of the loss in each gate ``g_l``, with step
+    ``δ_l = fd_step / max(1, max|Slow_l(X_l)|)``; returns the differences and the steps."""
+    cfg, model, L = inst.cfg, inst.model, inst.p["L"]
+    fd, steps = np.empty(L), np.empty(L)
+
+    def loss_at(gates):
+        return inst.loss(model.with_gates(gates))
+
+    for l in range(L):
+        S = nm.slow_path(cfg, model.layers[l], traj[l])
+        steps[l] = step = inst.p["fd_step"] / max(1.0, float(np.abs(S).max()))
+        fd[l] = float(richardson_difference(loss_at, inst.gates, np.eye(L)[l], step))
+    return fd, steps
+
+
+def fd_rounding_floor(inst: Instance, traj: np.ndarray, G_L: np.ndarray, steps) -> np.ndarray:
+    """The rounding floor of each gate's finite difference: the loss carries an error of about
+    ``ε·(Σ|C⊙X_L| + quad·Σ X_L² + Σ|G|·L·max_l |X_l|)`` (``ε`` the machine epsilon; each layer
+    rounds once), divided by the step and scaled by :data:`FD_FLOOR_FACTOR`."""
+    out, eps = traj[-1], np.finfo(float).eps
+    loss_noise = eps * (
+        np.abs(inst.C * out).sum()
+        + inst.p["quad"] * (out * out).sum()
+        + np.abs(G_L).sum() * inst.p["L"] * float(np.abs(traj).max())
+    )
+    return FD_FLOOR_FACTOR * loss_noise / steps
+
+
+def measure_gate(inst: Instance) -> dict:
+    """Forward, reverse sweep and gate gradient on the instance: the coupled and fast-only outputs,
+    the loss before and after moving every slow weight, the gradients, the gate identity and the
+    gate gradient's finite differences with their rounding floors."""
+    p, model, X0, E = inst.p, inst.model, inst.X0, inst.E
+    traj = nm.stack_trajectory(model, X0, E)
+    out = traj[-1]
+    loss, G_L = loss_and_cotangent(out, inst.C, p["quad"])
+    grads = gradients(inst, G_L)
+    fd, steps = gate_gradient_fd(inst, traj)
+    return {
+        "out": out,
+        "out_fast": nm.stack(inst.fast, X0, E),
+        "loss": loss,
+        "loss_moved": inst.loss(slow_weights_moved(inst)),
+        "grads": grads,
+        "identity": gate_gradient_identity(model, traj, G_L, E),
+        "fd": fd,
+        "steps": steps,
+        "fd_floor": fd_rounding_floor(inst, traj, G_L, steps),
+    }
+
+
+def gate_figures(inst: Instance, m: dict) -> dict:
+    """The measured numbers of :func:`measure_gate`: output differences, loss change, gradient
+    sizes, the gate identity's relative difference and the finite difference's errors."""
+    out, out_fast, grads = m["out"], m["out_fast"], m["grads"]
+    dg, fd, fd_floor = grads["gate"], m["fd"], m["fd_floor"]
+    return {
+        "gates": inst.gates.tolist(),
+        "output_bytes_equal_to_fast_only": bool(out.tobytes() == out_fast.tobytes()),
+        "max_abs_output_difference": float(np.abs(out - out_fast).max()),
+        "relative_output_difference": relative_error(out, out_fast, norm="max"),
+        "loss": m["loss"],
+        "loss_change_when_every_slow_weight_moves": float(m["loss_moved"] - m["loss"]),
+        "max_abs_slow_weight_gradient": float(np.abs(grads["slow"]).max()),
+        "nonzero_slow_weight_gradient_entries": int(np.count_nonzero(grads["slow"])),
+        "slow_weight_gradient_entries": int(grads["slow"].size),
+        "max_abs_fast_weight_gradient": float(np.abs(grads["fast"]).max()),
+        "gate_gradients": dg.tolist(),
+        "gate_identity_max_relative_difference": relative_error(m["identity"], dg, norm="max"),
+        "gate_gradient_fd": fd.tolist(),
+        "gate_gradient_fd_steps": m["steps"].tolist(),
+        "gate_gradient_fd_max_relative_error": float(elementwise_relative_error(fd, dg).max()),
+        "gate_gradient_fd_rounding_floor": fd_floor.tolist(),
+        "gate_gradient_fd_error_over_allowance": float(
+            (np.abs(fd - dg) / (FD_RTOL * np.abs(dg) + fd_floor)).max()
+        ),
+    }
+
+
+def gate_parts(m: dict, f: dict) -> dict:
+    """The conclusion's parts from the measurements ``m`` and the figures ``f``."""
+    equal = bool(np.array_equal(m["out"], m["out_fast"]))
+    nonzero_slow = f["nonzero_slow_weight_gradient_entries"]
+    ident_rel = f["gate_identity_max_relative_difference"]
+    fd_over = f["gate_gradient_fd_error_over_allowance"]
+    max_fast = f["max_abs_fast_weight_gradient"]
+    resolved = float((np.abs(m["grads"]["gate"]) / m["fd_floor"]).min())
+    return {
+        "output_equal_to_fast_only": Diagnostic(
+            equal, f["max_abs_output_difference"], "np.array_equal(X_L, X_L fast-only)"
+        ),
+        "loss_blind_to_slow_weights": Diagnostic(
+            m["loss_moved"] == m["loss"],
+            f["loss_change_when_every_slow_weight_moves"],
+            "loss change = 0.0 (bitwise)",
+        ),
+        "slow_weight_gradients_zero": Diagnostic(
+            nonzero_slow == 0, nonzero_slow, "number of non-zero slow-weight gradient entries = 0"
+        ),
+        "gate_gradient_identity": Diagnostic(
+            ident_rel <= IDENTITY_RTOL, ident_rel, f"max relative difference ≤ {IDENTITY_RTOL}"
+        ),
+        "gate_gradient_matches_fd": Diagnostic(
+            fd_over <= 1.0, fd_over, "max_l |fd − an| / (1e-6·|an| + floor) ≤ 1"
+        ),
+        "reverse_sweep_not_vacuous": Diagnostic(
+            max_fast > 0.0, max_fast, "max |fast-weight gradient| > 0"
+        ),
+        "gate_trainable_from_zero": Diagnostic(
+            resolved > RESOLVED, resolved, f"min_l |∂L/∂g_l| / FD rounding floor > {RESOLVED:g}"
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class A3(Claim):
@@ -121,30 +292,29 @@ class A3(Claim):
         "slow-weight gradient is exactly 0, and ∂L/∂g_l = h⟨∂L/∂X_{l+1}, Slow_l(X_l)⟩."
     )
     params = {
-        "T": Param(16, "tokens (a multiple of P)", low=1, high=256),
-        "P": Param(4, "tokens per block", low=1, high=256),
-        "d": Param(4, "features", low=1, high=32),
-        "L": Param(3, "layers", low=1, high=32),
-        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param(
-            "blockcausal", "slow attention mask at block level", choices=("blockcausal", "full")
+        **model_params(
+            T=16,
+            P=None,
+            d=dict(high=32),
+            L=dict(default=3, high=32),
+            mask=None,
+            slow_mask=None,
+            norm=None,
+            sigma=None,
+            h=dict(low=1e-6, open_low=False),
+            gamma=dict(meaning="injection strength γ (E = X_0)"),
+            gate=dict(
+                meaning="gate magnitude (0: every gate exactly 0; else gate·(1 ± gate_spread·u) per layer)"
+            ),
         ),
-        "norm": Param(True, "RMS norm before attention and MLP"),
-        "sigma": Param("tanh", "MLP nonlinearity", choices=("tanh", "identity")),
-        "h": Param(0.5, "depth step", low=1e-6, high=10.0),
-        "gamma": Param(0.0, "injection strength γ (E = X_0)", low=0.0, high=100.0),
-        "gate": Param(
-            0.0,
-            "gate magnitude (0: every gate exactly 0; else gate·(1 ± 0.5·u) per layer)",
-            low=-100.0,
-            high=100.0,
-        ),
-        "scale": Param(1.0, "scale of the fast weights", low=0.0, high=100.0),
-        "slow_scale": Param(
-            1000.0,
-            "scale of the slow weights ('any slow weights': large by default)",
-            low=0.0,
-            high=1e6,
+        "gate_spread": GATE_SPREAD,
+        **model_params(
+            scale=None,
+            slow_scale=dict(
+                default=1000.0,
+                meaning="scale of the slow weights ('any slow weights': large by default)",
+                high=1e6,
+            ),
         ),
         "quad": Param(0.5, "weight of the quadratic term of the loss", low=0.0, high=100.0),
         "fd_step": Param(
@@ -199,117 +369,10 @@ class A3(Claim):
         }
 
     def conclude(self, inst):
-        p, cfg, model, X0, E, C = inst.p, inst.cfg, inst.model, inst.X0, inst.E, inst.C
-        L = p["L"]
-        # forward: coupled vs fast-only, and a perturbation of every slow weight
-        traj = nm.stack_trajectory(model, X0, E)
-        out, out_fast = traj[-1], nm.stack(inst.fast, X0, E)
-        equal = bool(np.array_equal(out, out_fast))
-        loss, G_L = loss_and_cotangent(out, C, p["quad"])
-        moved = []
-        for lp in model.layers:
-            q = lp.copy()
-            for name in nm.SLOW_WEIGHTS:
-                setattr(
-                    q,
-                    name,
-                    getattr(q, name)
-                    + p["slow_scale"] * inst.slow_rng.standard_normal((cfg.d, cfg.d)),
-                )
-            moved.append(q)
-        loss_moved, _ = loss_and_cotangent(nm.stack(nm.Model(cfg, moved), X0, E), C, p["quad"])
-
-        # reverse: slow-weight gradients and the gate gradient
-        _, grads = stack_vjp(model, X0, G_L, E=E)
-        slow_grads = np.concatenate(
-            [getattr(gr, n).ravel() for gr in grads for n in nm.SLOW_WEIGHTS]
-        )
-        fast_grads = np.concatenate(
-            [getattr(gr, n).ravel() for gr in grads for n in nm.FAST_WEIGHTS]
-        )
-        dg = np.array([gr.g for gr in grads])
-        ident = gate_gradient_identity(model, traj, G_L, E)
-        ident_rel = float(np.abs(dg - ident).max() / max(np.abs(dg).max(), 1e-300))
-
-        gates = inst.gates
-        fd, steps = np.empty(L), np.empty(L)
-        for l in range(L):
-            S = nm.slow_path(cfg, model.layers[l], traj[l])
-            steps[l] = step = p["fd_step"] / max(1.0, float(np.abs(S).max()))
-
-            def loss_at(s, l=l):
-                g = gates.copy()
-                g[l] += s
-                return loss_and_cotangent(nm.stack(model.with_gates(g), X0, E), C, p["quad"])[0]
-
-            def D(s):
-                return (loss_at(s) - loss_at(-s)) / (2 * s)
-
-            fd[l] = (4.0 * D(step / 2) - D(step)) / 3.0  # Richardson: truncation O(step⁴)
-        fd_rel = np.abs(fd - dg) / np.maximum(np.abs(dg), 1e-300)
-        # rounding floor: the loss carries an error of about u·(Σ|C⊙X_L| + quad·Σ X_L² + Σ|G|·M),
-        # M the largest state along the trajectory times L (each layer rounds once), divided by the
-        # step and tripled by the extrapolation; ×10 for the unmodelled propagation through layers
-        u = np.finfo(float).eps
-        loss_noise = u * (
-            np.abs(C * out).sum()
-            + p["quad"] * (out * out).sum()
-            + np.abs(G_L).sum() * L * float(np.abs(traj).max())
-        )
-        fd_floor = 30.0 * loss_noise / steps
-        fd_over = float((np.abs(fd - dg) / (FD_RTOL * np.abs(dg) + fd_floor)).max())
-
-        nonzero_slow = int(np.count_nonzero(slow_grads))
-        max_fast = float(np.abs(fast_grads).max())
-        resolved = float((np.abs(dg) / fd_floor).min())
-        figures = {
-            "gates": gates.tolist(),
-            "output_bytes_equal_to_fast_only": bool(out.tobytes() == out_fast.tobytes()),
-            "max_abs_output_difference": float(np.abs(out - out_fast).max()),
-            "relative_output_difference": float(
-                np.abs(out - out_fast).max() / np.abs(out_fast).max()
-            ),
-            "loss": loss,
-            "loss_change_when_every_slow_weight_moves": float(loss_moved - loss),
-            "max_abs_slow_weight_gradient": float(np.abs(slow_grads).max()),
-            "nonzero_slow_weight_gradient_entries": nonzero_slow,
-            "slow_weight_gradient_entries": int(slow_grads.size),
-            "max_abs_fast_weight_gradient": max_fast,
-            "gate_gradients": dg.tolist(),
-            "gate_identity_max_relative_difference": ident_rel,
-            "gate_gradient_fd": fd.tolist(),
-            "gate_gradient_fd_steps": steps.tolist(),
-            "gate_gradient_fd_max_relative_error": float(fd_rel.max()),
-            "gate_gradient_fd_rounding_floor": fd_floor.tolist(),
-            "gate_gradient_fd_error_over_allowance": fd_over,
-        }
-        parts = {
-            "output_equal_to_fast_only": Diagnostic(
-                equal, figures["max_abs_output_difference"], "np.array_equal(X_L, X_L fast-only)"
-            ),
-            "loss_blind_to_slow_weights": Diagnostic(
-                loss_moved == loss, float(loss_moved - loss), "loss change = 0.0 (bitwise)"
-            ),
-            "slow_weight_gradients_zero": Diagnostic(
-                nonzero_slow == 0,
-                nonzero_slow,
-                "number of non-zero slow-weight gradient entries = 0",
-            ),
-            "gate_gradient_identity": Diagnostic(
-                ident_rel <= IDENTITY_RTOL, ident_rel, f"max relative difference ≤ {IDENTITY_RTOL}"
-            ),
-            "gate_gradient_matches_fd": Diagnostic(
-                fd_over <= 1.0, fd_over, "max_l |fd − an| / (1e-6·|an| + floor) ≤ 1"
-            ),
-            "reverse_sweep_not_vacuous": Diagnostic(
-                max_fast > 0.0, max_fast, "max |fast-weight gradient| > 0"
-            ),
-            "gate_trainable_from_zero": Diagnostic(
-                resolved > RESOLVED, resolved, f"min_l |∂L/∂g_l| / FD rounding floor > {RESOLVED:g}"
-            ),
-        }
+        m = measure_gate(inst)
+        figures = gate_figures(inst, m)
         return Conclusion(
-            parts,
+            gate_parts(m, figures),
             figures,
             tolerance={
                 "output_difference_abs": 0.0,
@@ -325,6 +388,9 @@ class A3(Claim):
                 "gate identity: dL/dg_l from the full sweep vs h<dL/dX_{l+1}, Slow_l(X_l)> from the "
                 "tail sweep and the public slow_path; it and its finite difference hold for every g",
             ],
+            series={
+                "slow_weight_gradient_norm": float(np.linalg.norm(m["grads"]["slow"])),
+            },
         )
 
 
