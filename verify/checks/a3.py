@@ -30,7 +30,8 @@ Checked by:
   the rounding error of the loss over the step (``ε·(Σ|C⊙X_L| + quad·Σ X_L² + Σ|G|·L·max|X_l|)``
   with ``ε`` the machine epsilon, tripled by the extrapolation, ×10 for propagation through the
   layers). The floor matters only when ``|∂L/∂g_l|`` is tiny compared with the loss (e.g. d = 1
-  with the norm on, where the normalised slow input is ±1): the measured relative error is ≈ 4e-10 on the default instance.
+  with the norm on, where the normalised slow input is ±1): the measured relative error is
+  ≈ 4e-10 on the default instance.
 
 Hypothesis, measured on the model: every layer's gate is exactly ``0.0``. Besides the exact zeros,
 the verdict requires that the check is not vacuous: the reverse sweep reaches the fast weights
