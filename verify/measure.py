@@ -217,51 +217,80 @@ reaches rounding before five ladder points agree), the oracle must match the sec
 secant defect is then the resolution the instance allows, reported)."""
 TAYLOR_LADDER_LEN = 56
 TAYLOR_LADDER_TOP = 100.0
-"""Ladder ``s_j = s_0·10^(−j/4)``, ``j = 1…56``, from ``s_0`` = 100× the state's scale down 14
-decades: a nearly affine map reaches the rounding floor within a decade or two of its own scale, so
-the ladder starts above it (the finest converged window decides, so coarse steps cost only
+"""Default ladder ``s_j = s_0·10^(−j/4)``, ``j = 1…56``, from ``s_0`` = 100× the state's scale
+down 14 decades: a nearly affine map reaches the rounding floor within a decade or two of its own
+scale, so the ladder starts above it (the finest converged window decides, so coarse steps cost only
 evaluations)."""
 TAYLOR_WINDOW = 5
+"""Points of the asymptotic window of the Taylor remainder."""
 TAYLOR_OUTPUT_RESOLUTION = 1e3
-"""The ladder ends where the output's change or the remainder is within 1e3 units of rounding of
-the output, ``1e3·u·‖f(X)‖``: below that the remainder is rounding (a saturated map stops changing
-at all and ``r(s) = s‖o‖`` would look like a clean order 1)."""
+"""By default the ladder ends where the output's change or the remainder is within 1e3 units of
+rounding of the output, ``1e3·u·‖f(X)‖``: below that the remainder is rounding (a saturated map stops
+changing at all and ``r(s) = s‖o‖`` would look like a clean order 1)."""
 
 
-def taylor_remainder_order(f: Callable, X, dX, oracle, slope_tol: float) -> dict:
-    """Order of ``r(s) = ‖f(X + s dX) − f(X) − s·oracle‖`` on the ladder ``s_j`` above.
-
-    Statement: ``oracle`` is the derivative of ``f`` at ``X`` along ``dX`` when ``r(s) = O(s²)``.
-    ``holds`` when the asymptotic-window slope's 95% interval (finest converged window,
-    :func:`asymptotic_slope` with ``finest=True``) lies in ``2 ± slope_tol``, or when the oracle
-    matches the secants (:data:`TAYLOR_SECANT_TOL`), or when no window converges above rounding but
-    the finest local slope is still ≥ ``2 − slope_tol``. Caveat: an oracle off by ``Δ`` with
-    ``‖Δ‖`` below the instance's resolution (reported as ``secant_defect_rel``) cannot be told from
-    the derivative.
-    """
-    base = f(X)
+def taylor_ladder(X, dX) -> np.ndarray:
+    """The default ladder ``s_j = s_0·10^(−j/4)``, ``j = 1…56``, ``s_0 = 100·max(‖X‖, 1)/‖dX‖``
+    (:data:`TAYLOR_LADDER_TOP`, :data:`TAYLOR_LADDER_LEN`)."""
     s0 = TAYLOR_LADDER_TOP * max(float(np.linalg.norm(X)), 1.0)
     s0 = ratio(s0, float(np.linalg.norm(dX)))
-    ladder = s0 * 10.0 ** (-np.arange(1, TAYLOR_LADDER_LEN + 1) / 4)
-    floor = TAYLOR_OUTPUT_RESOLUTION * UNIT_ROUNDOFF * float(np.linalg.norm(base))
+    return s0 * 10.0 ** (-np.arange(1, TAYLOR_LADDER_LEN + 1) / 4)
+
+
+def taylor_remainder_order(
+    f: Callable,
+    X,
+    dX,
+    oracle,
+    slope_tol: float,
+    *,
+    ladder: Sequence[float] | None = None,
+    finest: bool = True,
+    resolution: float | None = TAYLOR_OUTPUT_RESOLUTION,
+) -> dict:
+    """Order of ``r(s) = ‖f(X + s dX) − f(X) − s·oracle‖`` on a ladder of steps ``s`` (coarse to fine).
+
+    Statement: ``oracle`` is the derivative of ``f`` at ``X`` along ``dX`` when ``r(s) = O(s²)``.
+    ``order_2`` when the asymptotic-window slope's 95% interval (:func:`asymptotic_slope`; the
+    finest converged window with ``finest=True``, the first one otherwise) lies in
+    ``2 ± slope_tol``. ``holds`` when ``order_2``, or when the oracle matches the secants
+    (:data:`TAYLOR_SECANT_TOL`), or when no window converges above rounding but the finest local
+    slope is still ≥ ``2 − slope_tol``. Caveat: an oracle off by ``Δ`` with ``‖Δ‖`` below the
+    instance's resolution (reported as ``secant_defect_rel``) cannot be told from the derivative.
+
+    ``ladder`` defaults to :func:`taylor_ladder`. The ladder ends where the output's change or the
+    remainder falls to ``resolution·u·‖f(X)‖`` (``resolution=None``: only where ``r`` is zero or
+    not finite). A perturbation along a parameter direction is ``X = 0.0``, ``dX = 1.0`` with ``f``
+    applying the step ``s`` itself. Also returned: ``secant_defect_coarsest_rel``,
+    ``r(s_1)/(s_1‖o‖)`` at the coarsest step (the test of an oracle for a map affine along ``dX``).
+    """
+    base = f(X)
+    if ladder is None:
+        ladder = taylor_ladder(X, dX)
+    floor = None if resolution is None else resolution * UNIT_ROUNDOFF * float(np.linalg.norm(base))
+    evaluated: dict = {}
 
     def raw(s):
-        moved = f(X + s * dX) - base
-        return float(np.linalg.norm(moved - s * oracle)), float(np.linalg.norm(moved))
+        """``(r(s), ‖f(X + s dX) − f(X)‖)``, each step evaluated once."""
+        if s not in evaluated:
+            moved = f(X + s * dX) - base
+            evaluated[s] = float(np.linalg.norm(moved - s * oracle)), float(np.linalg.norm(moved))
+        return evaluated[s]
 
     def remainder(s):
         """``r(s)``, or NaN (which ends the ladder) once the output's change or the remainder
         falls to the output's rounding resolution: below it ``r`` measures rounding, not order."""
         r, change = raw(s)
-        return float("nan") if change <= floor or r <= floor else r
+        if floor is not None and (change <= floor or r <= floor):
+            return float("nan")
+        return r
 
-    res = asymptotic_slope(ladder, remainder, 2.0, slope_tol, window=TAYLOR_WINDOW, finest=True)
+    res = asymptotic_slope(ladder, remainder, 2.0, slope_tol, window=TAYLOR_WINDOW, finest=finest)
     # the derivative test without an order: r(s)/(s‖o‖) → 0 for the derivative, → ‖Δ‖/‖o‖ for an
     # oracle off by Δ; its smallest value above the rounding floor bounds ‖Δ‖/‖o‖
     no = float(np.linalg.norm(oracle))
-    defects = [ratio(r, h * no) for h, r in zip(res["h"], res["err"])] or [
-        ratio(raw(ladder[0])[0], ladder[0] * no)
-    ]
+    coarsest = ratio(raw(ladder[0])[0], ladder[0] * no)
+    defects = [ratio(r, h * no) for h, r in zip(res["h"], res["err"])] or [coarsest]
     secant = float(min(defects))
     finest_slope = res["local_slopes"][-1] if res["local_slopes"] else None
     return {
@@ -274,6 +303,7 @@ def taylor_remainder_order(f: Callable, X, dX, oracle, slope_tol: float) -> dict
         "converged": res["converged"],
         "window": res["window"],
         "secant_defect_rel": secant,
+        "secant_defect_coarsest_rel": coarsest,
         "finest_local_slope": None if finest_slope is None else float(finest_slope),
         "holds": bool(res["holds"])
         or secant <= TAYLOR_SECANT_TOL

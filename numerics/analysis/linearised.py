@@ -37,6 +37,7 @@ saturation needs ``norm=False`` (or a trajectory that rotates enough). See claim
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 from math import comb
 
@@ -46,9 +47,10 @@ from numerics import lapack
 from numerics import validation as v
 from numerics.model.layer import check_layer_params
 from numerics.model.masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
-from numerics.model.weights import Model, ModelConfig
+from numerics.model.weights import Model, ModelConfig, init_model
 
 __all__ = [
+    "random_model",
     "norm_jacobian",
     "single_token_increment",
     "homogeneous_trajectory",
@@ -72,6 +74,25 @@ __all__ = [
     "exact_spectral_projectors",
     "exact_projector_residuals",
 ]
+
+
+# --------------------------------------------------------------------------- the random model
+
+
+def random_model(params: Mapping, seed) -> Model:
+    """The seeded random model of a linearisation instance (claims D4, D5, the saturation benchmark).
+
+    The config is read from the mapping ``params`` (:meth:`ModelConfig.from_params`); ``params["L"]``
+    layers with the fast weights scaled by ``params["scale"]`` and ``params["value_gain"]·I`` added
+    to every value matrix (:func:`numerics.model.weights.init_model`); the gates are 0.
+    """
+    return init_model(
+        ModelConfig.from_params(params),
+        params["L"],
+        seed,
+        scale=params["scale"],
+        value_gain=params["value_gain"],
+    )
 
 
 # --------------------------------------------------------------------------- single-token map
