@@ -6,10 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-import numerics as nm
 from figures import figure
-from numerics import lapack
-from numerics.analysis import linearised as lin
 from verify.claim import Verdict
 from verify.registry import get_claim, run_check
 
@@ -17,52 +14,28 @@ DEFAULTS = get_claim("D5").defaults()
 """The D5 unit's defaults: every panel is a D5 instance with one mask and length changed."""
 
 MODE_CASES = (("block_causal", 16), ("block_bidirectional", 16), ("causal", 8))
+"""(mask, T) of the mode-ratio panels: the full D5 check."""
 FLUCTUATION_CASES = (("block_causal", 16), ("block_bidirectional", 16))
+"""(mask, T) of the fluctuation panels: the D5 check without the brute-force reference."""
 
 
-def _mode_ratios(params: dict, seed: int):
-    """Per-eigenvalue ratios ‖D_λ‖₂/σ_min(D_1) at depths 1…L for the D5 instance of ``seed``."""
-    w_seed, x_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
-    model = nm.init_model(
-        nm.ModelConfig.from_params(params),
-        params["L"],
-        w_seed,
-        scale=params["scale"],
-        value_gain=params["value_gain"],
-    ).with_gates(0.0)
-    cfg = model.config
-    x0 = np.random.default_rng(x_seed).standard_normal(cfg.d)
-    xs = lin.homogeneous_trajectory(model, x0)
-    N, M = lin.layer_factors(model, xs)
-    lams = lin.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
-    D = lin.mode_products(N, M, lams, all_depths=True)
-    s = lapack.svdvals(D)
-    return lams, s[:, 1:, 0] / s[:, :1, -1]
+def d5_case(seed: int, mask: str, T: int, brute_max_Td: int | None = None) -> dict:
+    """The D5 check for one mask and length (its verdict, with the mode-ratio series)."""
+    brute = {} if brute_max_Td is None else {"brute_max_Td": brute_max_Td}
+    return run_check("D5", {"mask": mask, "T": T, **brute}, seed=seed).to_json()
 
 
-def mode_ratio_case(seed: int, mask: str, T: int) -> dict:
-    """The D5 check and the per-eigenvalue mode ratios for one mask and length."""
-    res = run_check("D5", {"mask": mask, "T": T}, seed=seed)
-    lams, ratios = _mode_ratios(res.params, seed)
-    return {"check": res.to_json(), "lams": np.asarray(lams).tolist(), "ratios": ratios.tolist()}
+def panels(cases, **params):
+    """The sweep points of one D5 check per (mask, T) in ``cases``, with ``params``."""
+    return lambda seed: [dict(seed=seed, mask=m, T=T, **params) for m, T in cases]
 
 
-def fluctuation_case(seed: int, mask: str, T: int) -> dict:
-    """The D5 check (no brute-force reference) for one mask and length."""
-    return run_check("D5", {"mask": mask, "T": T, "brute_max_Td": 0}, seed=seed).to_json()
-
-
-@figure(
-    "D5",
-    "d5_mode_ratios",
-    compute=mode_ratio_case,
-    points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in MODE_CASES],
-)
+@figure("D5", "d5_mode_ratios", compute=d5_case, points=panels(MODE_CASES))
 def d5_mode_ratios(data: list, seed: int):
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.4), constrained_layout=True, sharey=True)
     for ax, (mask, T), case in zip(axes, MODE_CASES, data):
-        res = Verdict.from_json(case["check"])
-        lams, ratios = case["lams"], np.asarray(case["ratios"])
+        res = Verdict.from_json(case)
+        lams, ratios = res.series["lams"], np.asarray(res.series["mode_ratios"])
         depth = np.arange(1, ratios.shape[0] + 1)
         for k, lam in enumerate(lams[1:]):
             ax.semilogy(depth, ratios[:, k], lw=1, label=f"λ = {lam:.3g}")
@@ -81,13 +54,12 @@ def d5_mode_ratios(data: list, seed: int):
 @figure(
     "D5",
     "d5_within_block_fluctuation",
-    compute=fluctuation_case,
-    points=lambda seed: [dict(seed=seed, mask=m, T=T) for m, T in FLUCTUATION_CASES],
+    compute=d5_case,
+    points=panels(FLUCTUATION_CASES, brute_max_Td=0),
 )
 def d5_within_block_fluctuation(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4), constrained_layout=True, sharey=True)
-    for ax, (mask, T), case in zip(axes, FLUCTUATION_CASES, data):
-        res = Verdict.from_json(case)
+    for ax, (mask, T), res in zip(axes, FLUCTUATION_CASES, map(Verdict.from_json, data)):
         f = res.figures
         depth = np.arange(1, len(f["within_block_fluctuation_by_depth"]) + 1)
         lin_f = np.array(f["within_block_fluctuation_by_depth"])

@@ -61,6 +61,7 @@ __all__ = [
     "apply_depth_polynomial",
     "mode_products",
     "mode_ratio",
+    "per_mode_ratios",
     "saturation_depth",
     "distinct_eigenvalues",
     "causal_eigenvectors",
@@ -335,6 +336,15 @@ def mode_ratio(N, M, lams) -> tuple[np.ndarray, np.ndarray]:
     if not np.any(lams == 1.0):
         raise ValueError(f"lams must contain the persistent eigenvalue 1, got {lams.tolist()}")
     return _ratio_from_products(_mode_products_all_depths(N, M, lams), lams)
+
+
+def per_mode_ratios(D_all) -> np.ndarray:
+    """``‖D_λ‖₂ / σ_min(D_1)`` for every eigenvalue after the first at every depth, shape
+    (L, n_λ − 1), from the products ``D_all`` of :func:`mode_products` (``all_depths=True``) with
+    ``λ = 1`` first. ``inf`` where ``D_1`` is singular (``nan`` where ``D_λ`` is 0 too)."""
+    s = lapack.svdvals(np.asarray(D_all, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return s[:, 1:, 0] / s[:, :1, -1]
 
 
 def saturation_depth(r, tau: float) -> float:
