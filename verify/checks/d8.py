@@ -82,11 +82,30 @@ from numerics.toy.data import (
 from theory.exponential_family import sum_factor
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..measure import relative_error
 
 FAMILY_CHOICES = ("gaussian_ar1",) + EXPONENTIAL_FAMILIES + CONTROL_FAMILIES
-
+"""The designs: the Kalman design, the exponential-family chains and the controls."""
 AFFINE_RTOL = 1e-9
 """Relative residual of the affine fit of the log-likelihood ratio below which it counts as affine."""
+EXACT_DIFFERENCES = (
+    "max_abs_next_token_logpdf_diff",
+    "max_abs_posterior_diff",
+    "max_abs_future_logpdf_diff",
+    "max_abs_theory_posterior_diff",
+)
+"""The exact full-vs-pooled comparisons (the last one only where a symbolic oracle exists)."""
+OPEN_ENDS = dict(open_low=True, open_high=True)
+"""An interval without its ends."""
+CONTROL_MEANINGS = {
+    "gaussian_scale": "latent variance N(0, s_z²): Σx² matters, the mean is not sufficient",
+    "cauchy": "Cauchy tokens with latent location: the block mean is as spread as one token",
+    "mixture": "two-component Gaussian mixture with latent location",
+}
+"""The negative controls (emissions whose block mean is not sufficient)."""
+
+
+# --------------------------------------------------------------------------- the instance
 
 
 def default_emission(family: str, K: int, tau: float = 1.0, sigma: float = 1.0) -> Emission:
@@ -105,6 +124,62 @@ def default_emission(family: str, K: int, tau: float = 1.0, sigma: float = 1.0) 
     if family == "mixture":
         return Emission.mixture(tau * u, [-2.0 * tau, 2.0 * tau], [0.5, 0.5], [0.5 * tau] * 2)
     raise ValueError(f"unknown family {family!r}; expected one of {list(FAMILY_CHOICES)}")
+
+
+class Instance:
+    """``n_seq`` sequences of ``N`` blocks of ``P`` tokens: a latent AR(1) mean (``gaussian_ar1``)
+    or a sticky ``K``-state chain with the family's emission."""
+
+    def __init__(self, p: dict, seed: int):
+        self.p = p
+        fam, P, N = p["family"], p["P"], p["N"]
+        data_seed = np.random.SeedSequence(seed).spawn(1)[0]
+        if fam == "gaussian_ar1":
+            self.em, self.A = None, None
+            self.data = gaussian_ar1_blocks(
+                p["n_seq"], N, P, rho=p["rho"], tau=p["tau"], sigma=p["sigma"], seed=data_seed
+            )
+        else:
+            self.em = default_emission(fam, p["K"], p["tau"], p["sigma"])
+            self.A = sticky_transition(p["K"], p["stay"])
+            self.data = hmm_blocks(p["n_seq"], N, P, self.em, self.A, seed=data_seed)
+
+    def token_values(self, n_max: int = 512) -> np.ndarray:
+        """Up to ``n_max`` distinct observed token values (sorted)."""
+        vals = np.unique(self.data.x)
+        if vals.size > n_max:
+            vals = vals[np.linspace(0, vals.size - 1, n_max).round().astype(int)]
+        return vals
+
+    def loglik(self, xs: np.ndarray) -> np.ndarray:
+        """``log p(x | z)`` of the token values ``xs`` for every latent value (columns)."""
+        if self.em is not None:
+            return token_loglik(self.em, xs)
+        sigma, tau = self.p["sigma"], self.p["tau"]
+        means = np.array([-2.0 * tau, 0.0, 2.0 * tau])
+        return -0.5 * ((xs[:, None] - means[None, :]) / sigma) ** 2 - np.log(
+            sigma * np.sqrt(2 * np.pi)
+        )
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+def affine_residual(x: np.ndarray, loglik: np.ndarray) -> float:
+    """Largest relative residual of the least-squares affine fit ``a + b·x`` of every column of
+    ``loglik[:, z] − loglik[:, 0]`` (``x`` the distinct token values, ``loglik`` their
+    log-likelihoods per latent value); 0 when ``x`` has at most two values."""
+    x = np.asarray(x, float)
+    llr = loglik - loglik[:, :1]
+    if x.size <= 2:
+        return 0.0
+    xc = x - x.mean()
+    slope = (xc @ (llr - llr.mean(axis=0))) / (xc @ xc)
+    fit = llr.mean(axis=0) + np.outer(xc, slope)
+    return relative_error(llr, fit, scale=max(float(np.abs(llr).max()), 1.0), norm="max")
+
+
+# --------------------------------------------------------------------------- conclusion parts
 
 
 def _theory_theta(em: Emission) -> tuple[np.ndarray, float]:
@@ -204,52 +279,77 @@ def gap_interval(lp_full: np.ndarray, lp_pool: np.ndarray, confidence: float) ->
     }
 
 
-def affine_residual(x: np.ndarray, loglik: np.ndarray) -> float:
-    """Largest relative residual of the least-squares affine fit ``a + b·x`` of every column of
-    ``loglik[:, z] − loglik[:, 0]`` (``x`` the distinct token values, ``loglik`` their
-    log-likelihoods per latent value); 0 when ``x`` has at most two values."""
-    x = np.asarray(x, float)
-    ratio = loglik - loglik[:, :1]
-    if x.size <= 2:
-        return 0.0
-    xc = x - x.mean()
-    slope = (xc @ (ratio - ratio.mean(axis=0))) / (xc @ xc)
-    fit = ratio.mean(axis=0) + np.outer(xc, slope)
-    scale = max(float(np.abs(ratio).max()), 1.0)
-    return float(np.abs(ratio - fit).max() / scale)
+def comparisons(inst: Instance) -> dict:
+    """Full vs pooled filters on the instance's sequences (Kalman for the AR(1) design, forward
+    filters for a chain)."""
+    p = inst.p
+    if inst.em is None:
+        return compare_ar1(inst.data.x, p["P"], p["rho"], p["tau"], p["sigma"], p["n_future"])
+    return compare_chain(inst.em, inst.A, inst.data.x, p["P"], p["n_future"])
 
 
-class Instance:
-    def __init__(self, p: dict, seed: int):
-        self.p = p
-        fam, P, N = p["family"], p["P"], p["N"]
-        data_seed = np.random.SeedSequence(seed).spawn(1)[0]
-        if fam == "gaussian_ar1":
-            self.em, self.A = None, None
-            self.data = gaussian_ar1_blocks(
-                p["n_seq"], N, P, rho=p["rho"], tau=p["tau"], sigma=p["sigma"], seed=data_seed
-            )
-        else:
-            self.em = default_emission(fam, p["K"], p["tau"], p["sigma"])
-            self.A = sticky_transition(p["K"], p["stay"])
-            self.data = hmm_blocks(p["n_seq"], N, P, self.em, self.A, seed=data_seed)
+def measured_figures(res: dict, confidence: float) -> dict:
+    """The exact differences of :func:`comparisons` and the log-loss gap with its interval and
+    its z-score ``gap/se``."""
+    lp_full, lp_pool = res.pop("lp_full"), res.pop("lp_pool")
+    figures = {"max_abs_next_token_logpdf_diff": float(np.abs(lp_full - lp_pool).max())}
+    figures.update(res)
+    figures.update(gap_interval(lp_full, lp_pool, confidence))
+    se = figures["gap_se"]
+    figures["gap_z"] = figures["gap_mean"] / se if se > 0 else None
+    return figures
 
-    def token_values(self, n_max: int = 512) -> np.ndarray:
-        """Up to ``n_max`` distinct observed token values (sorted)."""
-        vals = np.unique(self.data.x)
-        if vals.size > n_max:
-            vals = vals[np.linspace(0, vals.size - 1, n_max).round().astype(int)]
-        return vals
 
-    def loglik(self, xs: np.ndarray) -> np.ndarray:
-        """``log p(x | z)`` of the token values ``xs`` for every latent value (columns)."""
-        if self.em is not None:
-            return token_loglik(self.em, xs)
-        sigma, tau = self.p["sigma"], self.p["tau"]
-        means = np.array([-2.0 * tau, 0.0, 2.0 * tau])
-        return -0.5 * ((xs[:, None] - means[None, :]) / sigma) ** 2 - np.log(
-            sigma * np.sqrt(2 * np.pi)
-        )
+def exact_parts(figures: dict, tol: float) -> dict:
+    """The exact parts: the next-token predictive, the posterior, every future token's predictive
+    and the symbolic oracle's posterior agree to ``tol``."""
+    oracle = figures.get("max_abs_theory_posterior_diff")
+    pairs = figures.get("future_pairs_compared", 0)
+    fut = figures.get("max_abs_future_logpdf_diff", float("nan"))
+    return {
+        "next_token_predictive_equal": Diagnostic(
+            figures["max_abs_next_token_logpdf_diff"] <= tol,
+            figures["max_abs_next_token_logpdf_diff"],
+            f"≤ {tol:g} nats",
+        ),
+        "posterior_equal": Diagnostic(
+            figures["max_abs_posterior_diff"] <= tol,
+            figures["max_abs_posterior_diff"],
+            f"≤ {tol:g}",
+        ),
+        "future_predictive_equal": Diagnostic(
+            bool(pairs > 0 and fut <= tol),
+            [fut, pairs],
+            f"[max diff ≤ {tol:g}, pairs compared > 0]",
+        ),
+        "symbolic_oracle_agrees": Diagnostic(
+            True if oracle is None else bool(oracle <= tol),
+            oracle,
+            f"≤ {tol:g} (None: no symbolic oracle for this design)",
+        ),
+    }
+
+
+def gap_parts(figures: dict, tol: float, confidence: float) -> dict:
+    """The log-loss parts: the mean gap is 0 to ``tol`` and its interval does not lie above it."""
+    return {
+        "gap_mean_zero": Diagnostic(
+            abs(figures["gap_mean"]) <= tol, figures["gap_mean"], f"|gap| ≤ {tol:g} nats/token"
+        ),
+        "no_significant_log_loss_gap": Diagnostic(
+            bool(figures["gap_ci"][0] <= tol),
+            figures["gap_ci"],
+            f"lower end of the {confidence:.0%} interval ≤ {tol:g}",
+        ),
+    }
+
+
+def largest_difference(figures: dict) -> float:
+    """The largest of the exact differences measured (the figure's series)."""
+    return max(figures[k] for k in EXACT_DIFFERENCES if figures.get(k) is not None)
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class D8(Claim):
@@ -275,14 +375,7 @@ class D8(Claim):
         "n_seq": Param(4000, "sequences sampled", low=2, high=200_000),
         "K": Param(3, "latent states of the chain families", low=2, high=8),
         "stay": Param(0.8, "persistence of the latent chain", low=0.0, high=1.0, open_high=True),
-        "rho": Param(
-            0.8,
-            "AR(1) coefficient of the latent mean",
-            low=-1.0,
-            high=1.0,
-            open_low=True,
-            open_high=True,
-        ),
+        "rho": Param(0.8, "AR(1) coefficient of the latent mean", low=-1.0, high=1.0, **OPEN_ENDS),
         "tau": Param(1.0, "scale of the latent parameter", low=1e-6, high=1e6),
         "sigma": Param(1.0, "token noise (Gaussian families)", low=1e-6, high=1e6),
         "n_future": Param(32, "sequences on which every future token is compared", low=1, high=256),
@@ -290,16 +383,11 @@ class D8(Claim):
             1e-10,
             "absolute tolerance of the exact comparisons (nats, probability)",
             low=0.0,
-            high=1e-3,
             open_low=True,
+            high=1e-3,
         ),
         "confidence": Param(
-            0.95,
-            "level of the interval of the log-loss gap",
-            low=0.0,
-            high=1.0,
-            open_low=True,
-            open_high=True,
+            0.95, "level of the interval of the log-loss gap", low=0.0, high=1.0, **OPEN_ENDS
         ),
     }
     hypotheses = {
@@ -317,6 +405,12 @@ class D8(Claim):
         "gap_mean_zero": "|E[log p_full − log p_pooled]| ≤ tolerance (nats per token)",
         "no_significant_log_loss_gap": "the lower end of the gap's confidence interval ≤ tolerance",
     }
+    key_figures = (
+        "max_abs_future_logpdf_diff",
+        "max_abs_next_token_logpdf_diff",
+        "gap_mean",
+        "gap_ci",
+    )
     controls = tuple(
         Control(
             fam,
@@ -325,23 +419,7 @@ class D8(Claim):
             meaning=meaning,
             seed=3,
         )
-        for fam, meaning in (
-            (
-                "gaussian_scale",
-                "latent variance N(0, s_z²): Σx² matters, the mean is not sufficient",
-            ),
-            (
-                "cauchy",
-                "Cauchy tokens with latent location: the block mean is as spread as one token",
-            ),
-            ("mixture", "two-component Gaussian mixture with latent location"),
-        )
-    )
-    key_figures = (
-        "max_abs_future_logpdf_diff",
-        "max_abs_next_token_logpdf_diff",
-        "gap_mean",
-        "gap_ci",
+        for fam, meaning in CONTROL_MEANINGS.items()
     )
 
     def build(self, p, seed):
@@ -361,67 +439,18 @@ class D8(Claim):
 
     def conclude(self, inst):
         p = inst.p
-        P, tol = p["P"], p["tolerance"]
-        if inst.em is None:
-            res = compare_ar1(inst.data.x, P, p["rho"], p["tau"], p["sigma"], p["n_future"])
-        else:
-            res = compare_chain(inst.em, inst.A, inst.data.x, P, p["n_future"])
-        lp_full, lp_pool = res.pop("lp_full"), res.pop("lp_pool")
-        figures = {"max_abs_next_token_logpdf_diff": float(np.abs(lp_full - lp_pool).max())}
-        figures.update(res)
-        figures.update(gap_interval(lp_full, lp_pool, p["confidence"]))
-        se = figures["gap_se"]
-        figures["gap_z"] = figures["gap_mean"] / se if se > 0 else None
-        lo = figures["gap_ci"][0]
-        oracle = figures.get("max_abs_theory_posterior_diff")
-        pairs = figures.get("future_pairs_compared", 0)
-        fut = figures.get("max_abs_future_logpdf_diff", float("nan"))
-        parts = {
-            "next_token_predictive_equal": Diagnostic(
-                figures["max_abs_next_token_logpdf_diff"] <= tol,
-                figures["max_abs_next_token_logpdf_diff"],
-                f"≤ {tol:g} nats",
-            ),
-            "posterior_equal": Diagnostic(
-                figures["max_abs_posterior_diff"] <= tol,
-                figures["max_abs_posterior_diff"],
-                f"≤ {tol:g}",
-            ),
-            "future_predictive_equal": Diagnostic(
-                bool(pairs > 0 and fut <= tol),
-                [fut, pairs],
-                f"[max diff ≤ {tol:g}, pairs compared > 0]",
-            ),
-            "symbolic_oracle_agrees": Diagnostic(
-                True if oracle is None else bool(oracle <= tol),
-                oracle,
-                f"≤ {tol:g} (None: no symbolic oracle for this design)",
-            ),
-            "gap_mean_zero": Diagnostic(
-                abs(figures["gap_mean"]) <= tol, figures["gap_mean"], f"|gap| ≤ {tol:g} nats/token"
-            ),
-            "no_significant_log_loss_gap": Diagnostic(
-                bool(lo <= tol),
-                figures["gap_ci"],
-                f"lower end of the {p['confidence']:.0%} interval ≤ {tol:g}",
-            ),
-        }
+        tol, confidence = p["tolerance"], p["confidence"]
+        figures = measured_figures(comparisons(inst), confidence)
+        parts = {**exact_parts(figures, tol), **gap_parts(figures, tol, confidence)}
         notes = ["gap = E[log p_full − log p_pooled] in nats per token; interval over sequences"]
         if inst.em is not None and not inst.em.exponential_family:
             notes.append(
                 f"{p['family']}: the pooled predictor is the exact best predictor from "
                 "block means (closed-form law of the mean)"
             )
-        return Conclusion(
-            parts,
-            figures,
-            tolerance={
-                "max_abs_diff": tol,
-                "confidence": p["confidence"],
-                "affine_fit_rel": AFFINE_RTOL,
-            },
-            notes=notes,
-        )
+        tolerance = {"max_abs_diff": tol, "confidence": confidence, "affine_fit_rel": AFFINE_RTOL}
+        series = {"max_abs_diff": largest_difference(figures)}
+        return Conclusion(parts, figures, tolerance, notes, series)
 
 
 CLAIM = D8()

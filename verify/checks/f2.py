@@ -85,6 +85,12 @@ TRACKING_PARTS = ("tracking_order_eps", "tracking_order_eps2", "correction_reduc
 NOT_THEORY_CHAIN = (
     "Q(y) is not the theory chain or has no unique null vector; tracking is undefined"
 )
+EPS_RANGE = dict(low=1e-6, high=0.5)
+"""Bounds of the ε sweep's ends."""
+TIMES = dict(low=0.0, high=100.0, open_low=True)
+"""Bounds of the measured interval's ends."""
+POSITIVE = dict(low=0.0, open_low=True)
+"""Bounds of a tolerance (positive)."""
 TRAJECTORY_EPS = 0.05
 """ε of the drawn trajectory (the figure's series)."""
 TRAJECTORY_METHOD = "Radau"
@@ -491,19 +497,13 @@ class F2(Claim):
         "chain": Param(
             "irreducible", "the fast generator Q(y): the example chain or a control", choices=CHAINS
         ),
-        "eps_min": Param(1e-3, "smallest ε of the sweep", low=1e-6, high=0.5),
-        "eps_max": Param(1e-1, "largest ε of the sweep (a small parameter)", low=1e-6, high=0.5),
+        "eps_min": Param(1e-3, "smallest ε of the sweep", **EPS_RANGE),
+        "eps_max": Param(1e-1, "largest ε of the sweep (a small parameter)", **EPS_RANGE),
         "n_eps": Param(
             7, "number of ε values (≥ 3 to fit a slope with an interval)", low=3, high=40
         ),
-        "t0": Param(
-            1.0,
-            "errors are maxima over t ∈ [t0, t1] (after the initial layer)",
-            low=0.0,
-            high=100.0,
-            open_low=True,
-        ),
-        "t1": Param(4.0, "end of the measured interval", low=0.0, high=100.0, open_low=True),
+        "t0": Param(1.0, "errors are maxima over t ∈ [t0, t1] (after the initial layer)", **TIMES),
+        "t1": Param(4.0, "end of the measured interval", **TIMES),
         "n_t": Param(121, "output times in [t0, t1]", low=2, high=10_000),
         "y0": Param(0.5, "initial slow variable", low=-3.0, high=3.0),
         "y_min": Param(-2.0, "lower end of the checked y-grid", low=-5.0, high=5.0),
@@ -512,17 +512,15 @@ class F2(Claim):
         "method": Param("BDF", "stiff integrator", choices=("Radau", "BDF", "LSODA")),
         "rtol": Param(1e-10, "integrator relative tolerance", low=1e-14, high=1e-2),
         "atol": Param(1e-12, "integrator absolute tolerance", low=1e-16, high=1e-2),
-        "manifold_tol": Param(1e-12, "max |p_st numeric − exact| allowed", low=0.0, open_low=True),
+        "manifold_tol": Param(1e-12, "max |p_st numeric − exact| allowed", **POSITIVE),
         "slope_tol0": Param(
-            0.1, "the order-0 slope interval must lie in 1 ± slope_tol0", low=0.0, open_low=True
+            0.1, "the order-0 slope interval must lie in 1 ± slope_tol0", **POSITIVE
         ),
         "slope_tol1": Param(
-            0.2, "the order-1 slope interval must lie in 2 ± slope_tol1", low=0.0, open_low=True
+            0.2, "the order-1 slope interval must lie in 2 ± slope_tol1", **POSITIVE
         ),
         "gap_min": Param(1.0, "required lower bound on the spectral gap on the grid", low=0.0),
-        "defect": Param(
-            1.0, "column-sum defect of the not_generator_mass control", low=0.0, open_low=True
-        ),
+        "defect": Param(1.0, "column-sum defect of the not_generator_mass control", **POSITIVE),
         "P_max": Param(6, "largest block size of the attention link", low=2, high=64),
     }
     hypotheses = {

@@ -544,10 +544,11 @@ class F3(Claim):
             raise ValueError(
                 f"parameters T={p['T']}, d={p['d']}: expected T·d ≤ 256 (dense Td×Td operators)"
             )
-        if not p["violation_tol"] > p["T"] * p["d"] * EPS:
+        rounding = p["T"] * p["d"] * EPS  # of a relative row sum of T·d terms
+        if not p["violation_tol"] > rounding:
             raise ValueError(
                 f"parameter violation_tol={p['violation_tol']:g}: expected > T·d·eps = "
-                f"{p['T'] * p['d'] * EPS:.3g} (the rounding level of a relative row sum)"
+                f"{rounding:.3g} (the rounding level of a relative row sum)"
             )
 
     def build(self, p, seed):
