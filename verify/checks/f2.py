@@ -85,6 +85,7 @@ TRACKING_PARTS = ("tracking_order_eps", "tracking_order_eps2", "correction_reduc
 NOT_THEORY_CHAIN = (
     "Q(y) is not the theory chain or has no unique null vector; tracking is undefined"
 )
+"""Why the parts against the theory's manifold are not computed for another chain."""
 EPS_RANGE = dict(low=1e-6, high=0.5)
 """Bounds of the ε sweep's ends."""
 TIMES = dict(low=0.0, high=100.0, open_low=True)
@@ -160,6 +161,7 @@ def spectrum_on_grid(inst: Instance) -> dict:
 
 
 def _not_computed(reason: str) -> Diagnostic:
+    """A part that cannot be measured on this instance: it does not hold, and says why."""
     return Diagnostic(False, None, f"not computed: {reason}")
 
 
