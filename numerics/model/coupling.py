@@ -397,6 +397,18 @@ def layer_breakpoints(L: int) -> np.ndarray:
     return np.arange(1, L) / L
 
 
+def _checked_problem(model: Model, X0, eps: float, E):
+    """``(config, X0, E, packed vector)`` after checking the arguments; ``E`` defaults to ``X0``
+    when ``γ > 0``."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+    cfg = model.config
+    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
+    if cfg.gamma and E is None:
+        E = X0
+    return cfg, X0, E, pack_coupling(cfg, model.layers, eps, E)
+
+
 def integrate_coupling(
     model: Model,
     X0,
@@ -416,13 +428,7 @@ def integrate_coupling(
     ``E`` defaults to ``X0`` when ``γ > 0``. The integration stops exactly at every ``l/L``. The
     result's ``y`` has shape ``(T·d, K)``; ``result.extra["X"]`` holds the states as ``(K, T, d)``.
     """
-    if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
-    cfg = model.config
-    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
-    if cfg.gamma and E is None:
-        E = X0
-    p = pack_coupling(cfg, model.layers, eps, E)
+    cfg, X0, E, p = _checked_problem(model, X0, eps, E)
     t0, t1 = float(t_span[0]), float(t_span[1])
     bps = [b for b in layer_breakpoints(model.L)] if not model.tied else []
     block = cfg.P if is_block_local(cfg.mask_array, cfg.P) else None
@@ -530,17 +536,11 @@ def integrate_coupling_scipy(
     defaults to ``X0`` when ``γ > 0``. The integration stops at the first interval that fails, or,
     with ``time_cap``, after the interval at which the CPU time spent exceeds ``time_cap`` seconds.
     """
-    if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
     if jac not in SCIPY_JACOBIANS:
         raise ValueError(f"jac={jac!r}: expected one of {SCIPY_JACOBIANS}")
     if rhs not in ("compiled", "numpy"):
         raise ValueError(f"rhs={rhs!r}: expected 'compiled' or 'numpy'")
-    cfg = model.config
-    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
-    if cfg.gamma and E is None:
-        E = X0
-    p = pack_coupling(cfg, model.layers, eps, E)
+    cfg, X0, E, p = _checked_problem(model, X0, eps, E)
     edges = np.concatenate([[0.0], layer_breakpoints(model.L), [1.0]])
     y = X0.ravel().copy()
     counts = {"nfev": 0, "njev": 0, "nlu": 0, "nsteps": 0}

@@ -1,10 +1,10 @@
 """F1 — Tikhonov along depth: collapse onto block-constant states, then slow drift.
 
-Claim. For ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)`` with a block-local mask:
-(a) the critical manifold ``{(A(X) − I)X = 0}`` is the set of block-constant states ``X = UY``;
-(b) it attracts at the rate ``(1 − λ₂)/ε`` (``λ₂`` the largest eigenvalue of the frozen kernel
-``K_mask`` below 1: 0 for ``block_bidirectional``, 1/2 for ``block_causal``; with injection the
-deviation decays at ``(1 − λ₂)/ε + γ``); (c) ``‖X(1) − UY₀(1)‖ = O(ε)`` with
+Statement (``docs/claims.md``). For ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)`` with a block-local
+mask: (a) the critical manifold ``{(A(X) − I)X = 0}`` is the set of block-constant states
+``X = UY``; (b) it attracts at the rate ``(1 − λ₂)/ε`` (``λ₂`` the largest eigenvalue of the frozen
+kernel ``K_mask`` below 1: 0 for ``block_bidirectional``, 1/2 for ``block_causal``; with injection
+the deviation decays at ``(1 − λ₂)/ε + γ``); (c) ``‖X(1) − UY₀(1)‖ = O(ε)`` with
 ``dY₀/dt = Lᵀ R_t(UY₀)``; (d) with ``X = UY + εH₁`` and
 ``dY/dt = Lᵀ R_t(UY + εH₁) + ε Lᵀ DA_{UY}[H₁] H₁`` the error is O(ε²).
 
@@ -13,9 +13,10 @@ How it is checked.
 * Full flow: :func:`numerics.model.coupling.integrate_coupling` (Radau IIA by default,
   ``method="rosw"`` for the Rosenbrock-W method; tight tolerances), untied weights (piecewise
   constant on ``L`` intervals, breakpoints hit exactly), ``γ > 0`` towards a random,
-  non-block-constant ``E``, gate ``g ≠ 0`` (the slow path is on), the RMS norm on or off (``norm``).
-  At the finest ε of each order's asymptotic window the full flow is also integrated by the other
-  stiff method; both must give the same error to 1e-3 relative.
+  non-block-constant ``E``, gate ``g ≠ 0`` (the slow path is on), the RMS norm on or off (``norm``),
+  all drawn by :func:`numerics.model.coupling.coupling_problem`. At the finest ε of each order's
+  asymptotic window the full flow is also integrated by the other stiff method; both must give the
+  same error to 1e-3 relative.
 * Reduced flows: from :func:`theory.slow_manifold.reduced_rhs`, the SymPy derivation of ``H₁``, of
   the order-0 field ``Lᵀ R(UY)`` and of the order-1 field (attention curvature included) for *the
   configuration that is integrated* (mask, ``P``, ``d``, norm on/off, the model's weights per
@@ -34,7 +35,7 @@ How it is checked.
   (for the nonlinear bidirectional kernel the block mean is *not* conserved by the fast flow, so
   ``BX₀`` would leave an O(1)·‖(I − UB)X₀‖² offset). (d) starts on the first-order slow manifold,
   ``X₀ = UY₀ + εH₁`` (the O(ε) correction of the fibre base point is not part of the claim).
-* Rates, by the asymptotic-window rule fixed in advance (:func:`decide_slopes`, through
+* Rates, by the asymptotic-window rule fixed in advance (:func:`error_rates`, through
   :func:`verify.measure.asymptotic_slope`): for order ``k`` (1 for (c), 2 for (d), tolerance
   ``slope_tol0``/``slope_tol1``) the errors at ``t = 1`` are evaluated lazily on the ladder
   ``ε_j = eps_max·10^(−j/4)``, from its largest point ``≤ min(eps_max, lin_const/c₂)`` down to the
@@ -50,7 +51,8 @@ How it is checked.
   hypothesis.
 * The attraction rate: the decay of ``‖(I − UB)(X − εH₁)‖`` at ``ε = rate_eps``, within ``rate_tol``
   of ``(1 − λ₂)/ε + γ`` with ``λ₂`` from the closed-form spectrum
-  (:func:`numerics.model.masks.kernel_eigenvalues`).
+  (:func:`numerics.model.masks.kernel_eigenvalues`); the rate is the slope of a semi-log fit
+  (:func:`exponential_decay_rate`).
 
 Hypotheses (:data:`HYPOTHESIS_DIAGNOSTICS`, one entry per hypothesis of Tikhonov's theorem,
 computed from the instance before the conclusion):
@@ -80,6 +82,12 @@ so on them the check integrates the numerical block reduction with the given mas
 the reduction whose failure the controls demonstrate. Their hypotheses are decided by the
 diagnostics above, never by the mask's name.
 
+Series for the figures (not part of the verdict): the errors of both orders on the whole ladder
+from ``eps_max`` down to ``eps_floor_first`` with the window rule applied from the top of that
+ladder (:func:`error_ladder`), and the full and reduced flows along depth at ``ε = 1e-2``
+(:func:`depth_trajectory`). They are computed after the verdict's measurements; their full flows
+are not counted in ``full_flow_work``.
+
 Caveats.
 
 * The RMS norm ``n(x) = x/√(mean x² + 1e-6)`` is singular near ``x = 0``. When the reduced solution
@@ -106,16 +114,22 @@ import sympy as sp
 
 import numerics as nm
 from numerics.integrators import integrate
-from numerics.model.coupling import integrate_coupling, layer_breakpoints
+from numerics.model.coupling import coupling_problem, integrate_coupling, layer_breakpoints
 from numerics.model.masks import coarse_maps, frozen_kernel, kernel_eigenvalues
 from theory.slow_manifold import MASKS, block_reduction, coarse_vector, reduced_rhs
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
-from ..measure import asymptotic_slope
+from ..measure import asymptotic_slope, central_difference, ratio, relative_error
+from ..model_params import model_params
+
+# ----------------------------------------------------------------------------- constants
 
 COARSE = ("auto", "mean", "first")
+"""Coarse maps: ``auto`` (the first token for ``block_causal``, the block mean otherwise)."""
 METHODS = ("radau", "rosw")
+"""Stiff integrators of the full flow."""
 OTHER_METHOD = {"radau": "rosw", "rosw": "radau"}
+"""The method that cross-checks each one."""
 
 CRITICAL_TOL = 1e-12
 """max |(A(UY) − I)UY| on block-constant states (rounding)."""
@@ -123,6 +137,8 @@ GENERIC_MIN = 1e-3
 """min |(A(X) − I)X| on generic states (the critical set is not everything)."""
 NORMAL_LINEAR_TOL = 1e-7
 """central-difference JVP of the fast part at UY against (K − I)δX, relative to max(1, |δX|)."""
+JVP_STEP = 1e-6
+"""step of that central difference."""
 THEORY_TOL = {"H1": 1e-10, "f0": 1e-10, "f1": 1e-6}
 """theory field against the numerical formulas, relative (order 1: central-difference error)."""
 CURVATURE_STEP = 1e-6
@@ -132,11 +148,60 @@ O(step²) and, where the kernel's third derivative is large, 1e-5 leaves a few 1
 CURVATURE_MIN = 1e-3
 """the attention-curvature term is visible (Q, K enter at order ε) where it is not identically 0."""
 CURVATURE_ZERO = 1e-8
+"""where the symbolic curvature is identically 0, the numerical one is at most this."""
 FAST_TAU = 60.0
 """length of the pure fast flow that defines ``X_∞``: near the manifold it contracts at
 ``1 − λ₂ ≥ 1/2`` for every named mask, so ``e^{−(1 − λ₂)τ} ≤ e^{−30} ≈ 1e-13``."""
+FAST_TOL = {"rtol": 1e-11, "atol": 1e-13}
+"""tolerances of the pure fast flow."""
+BASIN_TOL = 1e-10
+"""``‖(I − Π)X_∞‖ / ‖X₀‖`` at the end of the pure fast flow (τ = FAST_TAU)."""
 INTEGRATOR_RTOL = 1e-3
 """errors from the two stiff integrators at the finest ε of each window agree to this relative tolerance."""
+
+LINEARITY_TOL = {"rtol": 1e-12, "atol": 1e-14}
+"""DOPRI5 tolerances of the reduced flows in :func:`reduced_linearity`."""
+LINEARITY_E0 = 1e-6
+"""ε of the Richardson estimate of the first-order sensitivity ``D₁``."""
+LINEARITY_EPS = 1e-3
+"""ε at which the linearity defect ``ν`` is measured (``c₂ = ν(LINEARITY_EPS)/LINEARITY_EPS``)."""
+RHO_GRID = 101
+"""depths (uniform on [0, 1]) at which the block RMS of the reduced solutions is sampled."""
+
+RATE_ORDERS = {
+    "leading": {
+        "order": 0,
+        "rate": 1.0,
+        "tol": "slope_tol0",
+        "floor": "eps_floor_leading",
+        "error": "error_leading",
+    },
+    "first_order": {
+        "order": 1,
+        "rate": 2.0,
+        "tol": "slope_tol1",
+        "floor": "eps_floor_first",
+        "error": "error_first",
+    },
+}
+"""The two rates of the claim: (c) leading order ``O(ε)``, (d) first order ``O(ε²)``."""
+
+ATTRACTION_SAMPLES = 161
+"""depths (uniform on ``[0, t_end]``) at which the deviation from the manifold is sampled."""
+ATTRACTION_TOL = {"rtol": 1e-10, "atol": 1e-13}
+"""tolerances of the full flow whose decay gives the attraction rate."""
+ATTRACTION_FIT_BAND = (1e-6, 1e-2)
+"""the decay rate is fitted where the deviation is between these fractions of its initial value
+(linear regime, above the O(ε²) floor)."""
+
+TRAJECTORY_EPS = 1e-2
+"""ε of the depth trajectory in the series."""
+TRAJECTORY_T = np.concatenate([np.linspace(0, 0.1, 201)[:-1], np.linspace(0.1, 1.0, 181)])
+"""its depth grid: fine over the initial layer (the fast collapse), coarser after."""
+TRAJECTORY_TOL = {"rtol": 1e-10, "atol": 1e-12}
+"""tolerances of the trajectory's full (Rosenbrock-W) and reduced flows."""
+TRAJECTORY_BLOCKS = 3
+"""blocks whose feature 0 the trajectory records."""
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -145,7 +210,6 @@ INTEGRATOR_RTOL = 1e-3
 def theory_reduction_applies(mask, Lt: np.ndarray, T: int, P: int) -> bool:
     """Whether ``theory.slow_manifold`` derives this reduction: a named block mask and ``Lᵀ`` the
     derivation's coarse vector in every block (compared as matrices)."""
-
     if not (isinstance(mask, str) and mask in MASKS):
         return False
     Lv = np.array([float(v) for v in coarse_vector(mask, P)])
@@ -164,6 +228,7 @@ class NumericReduction:
         self.M = np.eye(T) - K + self.Pi  # invertible: I − K on E_d, I on the range of Π
 
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
+        """``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` (T×d) on layer segment ``l``."""
         R = self.inst.R(l, self.inst.U @ Y)
         return np.linalg.solve(self.M, R - self.Pi @ R)
 
@@ -171,16 +236,16 @@ class NumericReduction:
         """``DA_{UY}[H] H`` by a central difference of the attention kernel (T×d)."""
         inst = self.inst
         lp = inst.model.layers[l]
-        X = inst.U @ Y
         nH = np.linalg.norm(H)
         if nH == 0.0:
             return np.zeros_like(H)
-        delta = CURVATURE_STEP / nH
-        Ap = nm.attention_kernel(inst.cfg, lp, X + delta * H)
-        Am = nm.attention_kernel(inst.cfg, lp, X - delta * H)
-        return ((Ap - Am) / (2 * delta)) @ H
+        dA = central_difference(
+            lambda X: nm.attention_kernel(inst.cfg, lp, X), inst.U @ Y, H, CURVATURE_STEP / nH
+        )
+        return dA @ H
 
     def __call__(self, l: int, Y: np.ndarray, eps: float = 0.0) -> np.ndarray:
+        """``dY/dt`` of the order-0 or order-1 reduced flow on layer segment ``l``."""
         inst = self.inst
         Y = np.asarray(Y, dtype=float).reshape(inst.Y0.shape)
         X = inst.U @ Y
@@ -197,20 +262,13 @@ class Instance:
     """A seeded F1 instance: model, injection target, initial data, coarse map, reduced flows."""
 
     def __init__(self, p: dict, seed: int):
-        w_seed, e_seed, x_seed, c_seed = np.random.SeedSequence(seed).spawn(4)
-        self.p = p
-        self.seed = seed
-        self.cfg = nm.ModelConfig(
-            T=p["T"], P=p["P"], d=p["d"], mask=p["mask"], gamma=p["gamma"], norm=p["norm"]
-        )
-        self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
-        T, P, d, N = self.cfg.T, self.cfg.P, self.cfg.d, self.cfg.N
-        self.E = np.random.default_rng(e_seed).standard_normal((T, d))
-        rx = np.random.default_rng(x_seed)
-        self.Y0 = p["x_scale"] * rx.standard_normal((N, d))
-        self.Z0 = p["x_scale"] * rx.standard_normal((T, d))  # off-manifold part of X₀
-        self.check_rng_seed = c_seed
-        self.U = np.kron(np.eye(N), np.ones((P, 1)))
+        prob = coupling_problem(p, seed)
+        self.p, self.seed = p, seed
+        self.model, self.cfg = prob.model, prob.model.config
+        self.E, self.Y0, self.Z0 = prob.E, prob.Y0, prob.Z0
+        self.check_rng_seed = prob.spare_seed
+        T, P = self.cfg.T, self.cfg.P
+        self.U = prob.U
         self.B = self.U.T / P
         coarse = p["coarse"]
         if coarse == "auto":
@@ -226,16 +284,19 @@ class Instance:
         self._errors: dict = {}
         self.work: list = []
 
+    # -- the reduced flows
+
     @cached_property
     def flows(self) -> dict:
         """``{order: f(seg, Y, eps)}``: the reduced right-hand sides that are integrated (the
         theory's when it derives this mask and coarse map, else the numerical block reduction)."""
         if self.source == "theory":
-            return {k: self._theory_rhs(k) for k in (0, 1)}
+            return {k: self.theory_flow(k) for k in (0, 1)}
         return {k: NumericReduction(k, self, self.K, self.Lt) for k in (0, 1)}
 
-    def _theory_rhs(self, order: int):
-
+    def theory_flow(self, order: int):
+        """The reduced right-hand side of ``order`` from :func:`theory.slow_manifold.reduced_rhs`
+        for this model (the slow path is the numerical input)."""
         cfg, model = self.cfg, self.model
         layers = [(lp.Q, lp.K, lp.W1, lp.W2) for lp in model.layers]
         slow = (
@@ -259,8 +320,8 @@ class Instance:
             sigma=cfg.sigma,
         )
 
-    # R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X), from the public numerics functions
     def R(self, l: int, X: np.ndarray) -> np.ndarray:
+        """``R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X)`` on layer segment ``l``."""
         lp = self.model.layers[l]
         out = nm.mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X)
         if self.cfg.slow and lp.g:
@@ -272,6 +333,7 @@ class Instance:
         return np.asarray(self.flows[1].H1(l, Y), dtype=float)
 
     def seg(self, t: float) -> int:
+        """The layer segment of depth ``t``."""
         return min(int(np.searchsorted(self.breaks, t, side="right")), self.model.L - 1)
 
     def reduced_result(
@@ -296,10 +358,11 @@ class Instance:
     ):
         """Integrate the reduced flow of the given order (0 or 1) to ``t = 1``."""
         res = self.reduced_result(order, eps, Y0, rtol, atol, t_eval)
-        shape = Y0.shape
         if not res.success:
             raise RuntimeError(f"reduced flow failed: {res.message}")
-        return res.y[:, -1].reshape(shape), res
+        return res.y[:, -1].reshape(Y0.shape), res
+
+    # -- the start points
 
     @cached_property
     def X0_generic(self) -> np.ndarray:
@@ -331,7 +394,24 @@ class Instance:
             raise RuntimeError(f"reduced flow failed: {res.message}")
         return res.y[:, -1].reshape(self.Y0.shape)
 
+    def fast_limit(self, X0: np.ndarray) -> np.ndarray:
+        """End point ``X_∞`` of the pure fast flow ``dX/dτ = (A_0(X) − I)X`` (layer 0's Q, K) at
+        ``τ = FAST_TAU``."""
+        cfg = self.cfg.replace(gamma=0.0, slow=False)
+        lp = self.model.layers[0].copy()
+        lp.W2 = np.zeros_like(lp.W2)
+        fast = nm.Model(cfg, (lp,))
+        res = integrate_coupling(
+            fast, X0, 1.0, t_span=(0.0, FAST_TAU), method=self.p["method"], **FAST_TOL
+        )
+        if not res.success:
+            raise RuntimeError(f"fast flow failed: {res.message}")
+        return res.extra["X"][-1]
+
+    # -- the full flow and the errors
+
     def full_flow_end(self, X0: np.ndarray, eps: float, method: str) -> np.ndarray:
+        """``X(1)`` of the full flow from ``X0`` (its work is recorded in :attr:`work`)."""
         r = integrate_coupling(
             self.model, X0, eps, E=self.E, rtol=self.p["rtol"], atol=self.p["atol"], method=method
         )
@@ -355,9 +435,7 @@ class Instance:
         key = (0, float(eps), method)
         if key not in self._errors:
             X1 = self.full_flow_end(self.X0_generic, eps, method)
-            self._errors[key] = float(
-                np.linalg.norm(X1 - self.U @ self.Y_leading_end) / np.linalg.norm(X1)
-            )
+            self._errors[key] = relative_error(self.U @ self.Y_leading_end, X1)
         return self._errors[key]
 
     def error_first(self, eps: float, method: str | None = None) -> float:
@@ -368,28 +446,15 @@ class Instance:
             X1 = self.full_flow_end(self.U @ self.Y0 + eps * self.H1(0, self.Y0), eps, method)
             Y1, _ = self.reduced(1, eps, self.Y0, self.p["rtol"], self.p["atol"])
             approx = self.U @ Y1 + eps * self.H1(self.model.L - 1, Y1)
-            self._errors[key] = float(np.linalg.norm(X1 - approx) / np.linalg.norm(X1))
+            self._errors[key] = relative_error(approx, X1)
         return self._errors[key]
-
-    def fast_limit(self, X0: np.ndarray) -> np.ndarray:
-        """End point ``X_∞`` of the pure fast flow ``dX/dτ = (A_0(X) − I)X`` (layer 0's Q, K) at
-        ``τ = FAST_TAU``."""
-        cfg = self.cfg.replace(gamma=0.0, slow=False)
-        lp = self.model.layers[0].copy()
-        lp.W2 = np.zeros_like(lp.W2)
-        fast = nm.Model(cfg, (lp,))
-        res = integrate_coupling(
-            fast, X0, 1.0, t_span=(0.0, FAST_TAU), rtol=1e-11, atol=1e-13, method=self.p["method"]
-        )
-        if not res.success:
-            raise RuntimeError(f"fast flow failed: {res.message}")
-        return res.extra["X"][-1]
 
 
 # ----------------------------------------------------------------------------- hypotheses
 
 
 def fast_mask_block_local(inst: Instance) -> Diagnostic:
+    """The number of mask entries outside the diagonal ``P×P`` blocks (0 required)."""
     T, P = inst.cfg.T, inst.cfg.P
     outside = inst.cfg.mask_array & ~np.kron(
         np.eye(T // P, dtype=bool), np.ones((P, P), dtype=bool)
@@ -401,6 +466,7 @@ def fast_mask_block_local(inst: Instance) -> Diagnostic:
 
 
 def coarse_map_is_left_eigenprojector(inst: Instance) -> Diagnostic:
+    """``max |LᵀK − Lᵀ|`` and ``max |LᵀU − I|`` (both 0 to rounding)."""
     left = float(np.abs(inst.Lt @ inst.K - inst.Lt).max())
     normal = float(np.abs(inst.Lt @ inst.U - np.eye(inst.cfg.N)).max())
     return Diagnostic(
@@ -411,46 +477,66 @@ def coarse_map_is_left_eigenprojector(inst: Instance) -> Diagnostic:
     )
 
 
+def transitive_closure(A: np.ndarray) -> np.ndarray:
+    """Reachability (reflexive, transitive) of the Boolean adjacency ``A``, by Boolean squaring."""
+    R = A | np.eye(A.shape[0], dtype=bool)
+    while True:
+        R2 = (R.astype(np.int64) @ R.astype(np.int64)) > 0
+        if np.array_equal(R2, R):
+            return R
+        R = R2
+
+
+def class_period(A: np.ndarray, cls: np.ndarray) -> int:
+    """The period of the closed class ``cls`` of the graph ``A``: the gcd of ``level(u) + 1 −
+    level(v)`` over its edges, with levels from a breadth-first search from its first token."""
+    level = {int(cls[0]): 0}
+    frontier, period = [int(cls[0])], 0
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in np.flatnonzero(A[u]):
+                v = int(v)
+                if v not in level:
+                    level[v] = level[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    for u in cls:
+        for v in np.flatnonzero(A[u]):
+            period = int(np.gcd(period, abs(level[int(u)] + 1 - level[int(v)])))
+    return period
+
+
 def closed_classes(mask: np.ndarray) -> list[dict]:
     """The closed communicating classes of the mask's graph (``i → j`` when token ``i`` attends
     to ``j``) with their periods, by exact Boolean reachability. For the row-stochastic frozen
     kernel of the mask, the eigenvalue 1 has (algebraic) multiplicity the number of closed classes,
     and every other eigenvalue of modulus 1 comes from a closed class of period > 1."""
     A = np.asarray(mask, dtype=bool)
-    T = A.shape[0]
-    R = A | np.eye(T, dtype=bool)
-    while True:  # transitive closure by Boolean squaring
-        R2 = (R.astype(np.int64) @ R.astype(np.int64)) > 0
-        if np.array_equal(R2, R):
-            break
-        R = R2
-    seen, out = np.zeros(T, dtype=bool), []
-    for i in range(T):
+    R = transitive_closure(A)
+    seen, out = np.zeros(A.shape[0], dtype=bool), []
+    for i in range(A.shape[0]):
         if seen[i]:
             continue
         cls = np.flatnonzero(R[i] & R[:, i])
         seen[cls] = True
         if not np.array_equal(np.flatnonzero(R[i]), cls):
             continue  # reaches outside its class: transient
-        level = {int(cls[0]): 0}
-        frontier, period = [int(cls[0])], 0
-        while frontier:
-            nxt = []
-            for u in frontier:
-                for v in np.flatnonzero(A[u]):
-                    v = int(v)
-                    if v not in level:
-                        level[v] = level[u] + 1
-                        nxt.append(v)
-            frontier = nxt
-        for u in cls:
-            for v in np.flatnonzero(A[u]):
-                period = int(np.gcd(period, abs(level[int(u)] + 1 - level[int(v)])))
-        out.append({"tokens": cls.tolist(), "period": period})
+        out.append({"tokens": cls.tolist(), "period": class_period(A, cls)})
     return out
 
 
+def second_eigenvalue(inst: Instance) -> float:
+    """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form,
+    :func:`numerics.model.masks.kernel_eigenvalues`), 0 if 1 is the only one."""
+    eigs = kernel_eigenvalues(inst.p["mask"], inst.cfg.T, inst.cfg.P)
+    below = [lam for lam in eigs if lam < 1.0]
+    return float(max(below)) if below else 0.0
+
+
 def normally_hyperbolic(inst: Instance) -> Diagnostic:
+    """The multiplicity of the eigenvalue 1 of ``K`` (closed classes) against ``N``, and the
+    periods of the closed classes (all 1 required)."""
     classes = closed_classes(inst.cfg.mask_array)
     n_closed, N = len(classes), inst.cfg.N
     aperiodic = all(c["period"] == 1 for c in classes)
@@ -469,13 +555,10 @@ def normally_hyperbolic(inst: Instance) -> Diagnostic:
     )
 
 
-BASIN_TOL = 1e-10
-"""``‖(I − Π)X_∞‖ / ‖X₀‖`` at the end of the pure fast flow (τ = FAST_TAU)."""
-
-
 def initial_state_in_basin(inst: Instance) -> Diagnostic:
+    """``‖(I − ULᵀ)X_∞‖ / ‖X₀‖`` at the end of the pure fast flow."""
     Pi = inst.U @ inst.Lt
-    off = float(np.linalg.norm(inst.X_inf - Pi @ inst.X_inf) / np.linalg.norm(inst.X0_generic))
+    off = relative_error(inst.X_inf, Pi @ inst.X_inf, scale=np.linalg.norm(inst.X0_generic))
     return at_most(
         off,
         BASIN_TOL,
@@ -485,6 +568,7 @@ def initial_state_in_basin(inst: Instance) -> Diagnostic:
 
 
 def reduced_solution_exists(inst: Instance) -> Diagnostic:
+    """Whether both reduced flows reach ``t = 1`` with finite values (and how large they get)."""
     p = inst.p
     ok, ends = True, {}
     for name, res in (
@@ -538,28 +622,11 @@ entry here (the claim's ``hypotheses`` and ``diagnose`` read this table)."""
 
 # ----------------------------------------------------------------------------- measurements
 
-LINEARITY_TOL = {"rtol": 1e-12, "atol": 1e-14}
-"""DOPRI5 tolerances of the reduced flows in :func:`reduced_linearity`."""
-LINEARITY_E0 = 1e-6
-"""ε of the Richardson estimate of the first-order sensitivity ``D₁``."""
-LINEARITY_EPS = 1e-3
-"""ε at which the linearity defect ``ν`` is measured (``c₂ = ν(LINEARITY_EPS)/LINEARITY_EPS``)."""
 
-
-RHO_GRID = 101
-"""depths (uniform on [0, 1]) at which the block RMS of the reduced solutions is sampled."""
-
-
-def error_sweep(inst: Instance, eps_values, method: str | None = None) -> dict:
-    """Errors of the leading- and first-order reductions at ``t = 1`` for each ε (the instance
-    caches them per ε, so the rate rule and the figures share the full flows)."""
-    eps_values = np.asarray(eps_values, dtype=float)
-    return {
-        "eps": eps_values,
-        "err_leading": np.array([inst.error_leading(e, method) for e in eps_values]),
-        "err_first": np.array([inst.error_first(e, method) for e in eps_values]),
-        "fibre_offset": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic)),
-    }
+def eps_ladder(eps_max: float, floor: float) -> np.ndarray:
+    """``ε_j = eps_max · 10^(−j/4)`` from coarse to fine, down to ``floor``."""
+    n = int(np.floor(4 * np.log10(eps_max / floor) + 1e-9)) + 1
+    return eps_max * 10.0 ** (-np.arange(n) / 4)
 
 
 def block_rms_min(Y_path: np.ndarray, shape) -> float:
@@ -589,20 +656,13 @@ def reduced_linearity(inst: Instance, order: int) -> dict:
     Yb, _ = inst.reduced(1, 2 * e0, S, rt, at)
     D1 = (4 * (Ya - Y0_end) - (Yb - Y0_end)) / (2 * e0)
     Ye, path1 = inst.reduced(1, LINEARITY_EPS, S, rt, at, t_eval=t_grid)
-    D = Ye - Y0_end
-    nu = float(np.linalg.norm(D - LINEARITY_EPS * D1) / np.linalg.norm(LINEARITY_EPS * D1))
+    nu = relative_error(Ye - Y0_end, LINEARITY_EPS * D1)
     return {
         "c2": nu / LINEARITY_EPS,
         "nu": nu,
         "D1_norm": float(np.linalg.norm(D1)),
         "rho_min": min(block_rms_min(path0.y, S.shape), block_rms_min(path1.y, S.shape)),
     }
-
-
-def eps_ladder(eps_max: float, floor: float) -> np.ndarray:
-    """``ε_j = eps_max · 10^(−j/4)`` from coarse to fine, down to ``floor``."""
-    n = int(np.floor(4 * np.log10(eps_max / floor) + 1e-9)) + 1
-    return eps_max * 10.0 ** (-np.arange(n) / 4)
 
 
 def rate_window_start(ladder: np.ndarray, eps_max: float, lin_const: float, c2: float) -> int:
@@ -613,50 +673,58 @@ def rate_window_start(ladder: np.ndarray, eps_max: float, lin_const: float, c2: 
     return int(below[0]) if below.size else len(ladder)
 
 
-RATE_ORDERS = {
-    "leading": {
-        "order": 0,
-        "rate": 1.0,
-        "tol": "slope_tol0",
-        "floor": "eps_floor_leading",
-        "error": "error_leading",
-    },
-    "first_order": {
-        "order": 1,
-        "rate": 2.0,
-        "tol": "slope_tol1",
-        "floor": "eps_floor_first",
-        "error": "error_first",
-    },
-}
-"""The two rates of the claim: (c) leading order ``O(ε)``, (d) first order ``O(ε²)``."""
+def error_rates(inst: Instance, linearity: dict) -> dict:
+    """The rate rule, in one place: ``{order name: asymptotic_slope result + start_eps}``.
 
-
-def second_eigenvalue(inst: Instance) -> float:
-    """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form,
-    :func:`numerics.model.masks.kernel_eigenvalues`), 0 if 1 is the only one."""
-    eigs = kernel_eigenvalues(inst.p["mask"], inst.cfg.T, inst.cfg.P)
-    below = [lam for lam in eigs if lam < 1.0]
-    return float(max(below)) if below else 0.0
-
-
-def attraction_rate(inst: Instance, eps: float, n_t: int = 161) -> dict:
-    """Decay rate of ``‖(I − UB)(X(t) − εH₁)‖`` from a generic start, fitted where it is
-    between 1e-2 and 1e-6 of its initial value (linear regime, above the O(ε²) floor)."""
+    For each order ``k`` (1 for the leading order, 2 for the first order) the ladder
+    ``ε_j = eps_max · 10^(−j/4)`` down to the order's floor is walked from the start that the
+    linearity constant chooses (:func:`rate_window_start`), evaluating the error lazily, by
+    :func:`verify.measure.asymptotic_slope`: the first window of ``window`` consecutive points whose
+    local slopes spread by at most ``tol/2`` is the asymptotic window, and the rate holds when the
+    95% interval of its fitted slope lies in ``[k − tol, k + tol]``.
+    """
     p = inst.p
+    results = {}
+    for name, spec in RATE_ORDERS.items():
+        ladder = eps_ladder(p["eps_max"], p[spec["floor"]])
+        start = rate_window_start(ladder, p["eps_max"], p["lin_const"], linearity[name]["c2"])
+        res = asymptotic_slope(
+            ladder,
+            getattr(inst, spec["error"]),
+            spec["rate"],
+            p[spec["tol"]],
+            start=start,
+            window=p["window"],
+        )
+        res["start_eps"] = float(ladder[start]) if start < len(ladder) else None
+        results[name] = res
+    return results
+
+
+def exponential_decay_rate(t: np.ndarray, dev: np.ndarray) -> float:
+    """``−`` the slope of the least-squares line through ``(t, log dev)``: the rate ``r`` of
+    ``dev ≈ C e^{−rt}`` (a semi-log fit)."""
+    return float(-np.polyfit(t, np.log(dev), 1)[0])
+
+
+def attraction_rate(inst: Instance, eps: float) -> dict:
+    """Decay rate of ``‖(I − UB)(X(t) − εH₁)‖`` from a generic start, fitted where it is within
+    :data:`ATTRACTION_FIT_BAND` of its initial value (linear regime, above the O(ε²) floor),
+    against ``(1 − λ₂)/ε + γ``."""
     lam2 = second_eigenvalue(inst)
     predicted = (1.0 - lam2) / eps + inst.cfg.gamma
     t_end = min(30.0 / predicted, 1.0 / inst.model.L)
-    t = np.linspace(0.0, t_end, n_t)
+    t = np.linspace(0.0, t_end, ATTRACTION_SAMPLES)
     X0 = inst.U @ inst.Y0 + inst.Z0
     res = integrate_coupling(
-        inst.model, X0, eps, E=inst.E, t_eval=t, rtol=1e-10, atol=1e-13, method=p["method"]
+        inst.model, X0, eps, E=inst.E, t_eval=t, method=inst.p["method"], **ATTRACTION_TOL
     )
     H = eps * inst.H1(0, inst.Y0)
     Pperp = np.eye(inst.cfg.T) - inst.U @ inst.B
     dev = np.array([np.linalg.norm(Pperp @ (X - H)) for X in res.extra["X"]])
     rel = dev / dev[0]
-    sel = (rel < 1e-2) & (rel > 1e-6)
+    lo, hi = ATTRACTION_FIT_BAND
+    sel = (rel < hi) & (rel > lo)
     out = {
         "predicted": float(predicted),
         "lambda2": lam2,
@@ -667,8 +735,8 @@ def attraction_rate(inst: Instance, eps: float, n_t: int = 161) -> dict:
     }
     if sel.sum() < 3:
         return {**out, "rate": float("nan"), "ratio": float("nan")}
-    rate = -np.polyfit(t[sel], np.log(dev[sel]), 1)[0]
-    return {**out, "rate": float(rate), "ratio": float(rate / predicted)}
+    rate = exponential_decay_rate(t[sel], dev[sel])
+    return {**out, "rate": rate, "ratio": ratio(rate, predicted)}
 
 
 def critical_manifold_residuals(inst: Instance, rng) -> dict:
@@ -687,49 +755,90 @@ def critical_manifold_residuals(inst: Instance, rng) -> dict:
             return nm.attention_kernel(cfg, lp, Z) @ Z - Z
 
         dX = rng.standard_normal(X.shape)
-        h = 1e-6
-        jvp = (fast(X + h * dX) - fast(X - h * dX)) / (2 * h)
-        dev = float(np.abs(jvp - (inst.K - np.eye(cfg.T)) @ dX).max() / max(1.0, np.abs(dX).max()))
+        jvp = central_difference(fast, X, dX, JVP_STEP)
+        normal = (inst.K - np.eye(cfg.T)) @ dX
+        dev = relative_error(jvp, normal, scale=max(1.0, np.abs(dX).max()), norm="max")
         jvp_dev = max(jvp_dev, dev)
     return {"block_constant": on, "generic": off, "normal_jvp_dev": jvp_dev}
 
 
-def _rel(a, b) -> float:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
+def first_order_better(inst: Instance, first_order: dict) -> np.ndarray:
+    """At every ε of the first-order window, whether the first-order error is below the
+    leading-order one (the leading-order error at the same ε, cached where evaluated)."""
+    w = first_order["window"]
+    win = [e for e in first_order["h"] if w and w[1] <= e <= w[0]]
+    return np.array([inst.error_first(e) < inst.error_leading(e) for e in win], dtype=bool)
+
+
+def integrator_agreement(inst: Instance, rates: dict) -> dict:
+    """The largest relative deviation of the error from the other stiff method, at the finest ε of
+    each order's window (``eps_max`` where there is none), and those ε."""
+    p = inst.p
+    other = OTHER_METHOD[p["method"]]
+    dev, at_eps = 0.0, {}
+    for name, spec in RATE_ORDERS.items():
+        w = rates[name]["window"]
+        e = float(w[1]) if w else float(p["eps_max"])
+        err_of = getattr(inst, spec["error"])
+        at_eps[name] = e
+        dev = max(dev, relative_error(err_of(e, other), err_of(e), norm="max"))
+    return {"deviation": dev, "eps": at_eps, "other": other}
+
+
+def reduced_trajectory_points(inst: Instance) -> list:
+    """``[(segment, Y, ε)]`` along the first-order reduced trajectory at ``eps_max``: two depths
+    per layer, off the breakpoints."""
+    p = inst.p
+    L = inst.model.L
+    t_pts = np.sort(np.concatenate([(np.arange(L) + 0.25) / L, (np.arange(L) + 0.75) / L]))
+    _, traj = inst.reduced(1, float(p["eps_max"]), inst.Y0, p["rtol"], p["atol"], t_eval=t_pts)
+    return [
+        (inst.seg(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
+        for k, t in enumerate(traj.t)
+    ]
 
 
 def theory_against_numerics(inst: Instance, points) -> dict | None:
     """The theory's reduced fields (for the instance's mask, its own coarse vector) against the
     numerical formulas at ``points`` ``[(segment, Y, ε)]``: max relative deviations of ``H₁``,
-    ``f0``, ``f1``, and the curvature size. ``None`` when the theory has no derivation (a mask
-    that is not a block mask)."""
-
+    ``f0``, ``f1``, and the curvature size; with the symbolic normal structure of
+    :func:`symbolic_normal_structure`. ``None`` when the theory has no derivation (a mask that is
+    not a block mask)."""
     cfg = inst.cfg
     if not (isinstance(cfg.mask, str) and cfg.mask in MASKS):
         return None
     Lv = np.array([float(v) for v in coarse_vector(cfg.mask, cfg.P)])
     Lt = np.kron(np.eye(cfg.N), Lv[None, :])
     K = frozen_kernel(cfg.mask, cfg.T, cfg.P)
-    theory = inst.flows if inst.source == "theory" else {k: inst._theory_rhs(k) for k in (0, 1)}
+    theory = inst.flows if inst.source == "theory" else {k: inst.theory_flow(k) for k in (0, 1)}
     num = {k: NumericReduction(k, inst, K, Lt) for k in (0, 1)}
-    red = block_reduction(cfg.mask, cfg.P, cfg.d, cfg.norm, cfg.m, cfg.sigma)
     dev = {"H1": 0.0, "f0": 0.0, "f1": 0.0}
     curv = 0.0
     for l, Y, eps in points:
         H = num[1].H1(l, Y)
-        dev["H1"] = max(dev["H1"], _rel(theory[1].H1(l, Y), H))
-        dev["f0"] = max(dev["f0"], _rel(theory[0](l, Y), num[0](l, Y)))
-        dev["f1"] = max(dev["f1"], _rel(theory[1](l, Y, eps), num[1](l, Y, eps)))
+        dev["H1"] = max(dev["H1"], relative_error(theory[1].H1(l, Y), H, norm="max"))
+        dev["f0"] = max(dev["f0"], relative_error(theory[0](l, Y), num[0](l, Y), norm="max"))
+        dev["f1"] = max(
+            dev["f1"], relative_error(theory[1](l, Y, eps), num[1](l, Y, eps), norm="max")
+        )
         curv = max(curv, float(np.abs(Lt @ num[1].curvature(l, Y, H)).max()))
-
-    kern = np.array(red.kernel.tolist(), dtype=float)
-    P, d = cfg.P, cfg.d
-    jac_exact = red.normal_jacobian == sp.kronecker_product(red.kernel - sp.eye(P), sp.eye(d))
     return {
         "max_rel": dev,
         "n_points": len(points),
         "curvature_max": curv,
+        **symbolic_normal_structure(cfg),
+    }
+
+
+def symbolic_normal_structure(cfg) -> dict:
+    """From :func:`theory.slow_manifold.block_reduction`: whether the curvature is identically 0,
+    the structural checks (a), (b), the kernel against numerics' ``K`` block, whether the normal
+    Jacobian is exactly ``(K − I) ⊗ I_d``, the normal rate and the derivation's timings."""
+    red = block_reduction(cfg.mask, cfg.P, cfg.d, cfg.norm, cfg.m, cfg.sigma)
+    kern = np.array(red.kernel.tolist(), dtype=float)
+    P, d = cfg.P, cfg.d
+    jac_exact = red.normal_jacobian == sp.kronecker_product(red.kernel - sp.eye(P), sp.eye(d))
+    return {
         "curvature_identically_zero": bool(all(e == 0 for e in red.curvature_placeholders)),
         "scores_row_constant": bool(red.scores_row_constant),
         "softmax_rows_annihilate_ones": bool(red.softmax_rows_annihilate_ones),
@@ -741,61 +850,262 @@ def theory_against_numerics(inst: Instance, points) -> dict | None:
     }
 
 
-def decide_slopes(inst: Instance, linearity: dict) -> tuple[dict, dict, dict]:
-    """The rate rule, in one place: ``(parts, figures, results)``.
+# ----------------------------------------------------------------------------- series (figures)
 
-    For each order ``k`` (1 for the leading order, 2 for the first order) the ladder
-    ``ε_j = eps_max · 10^(−j/4)`` down to the order's floor is walked from the start that the
-    linearity constant chooses (:func:`rate_window_start`), evaluating the error lazily, by
-    :func:`verify.measure.asymptotic_slope`: the first window of ``window`` consecutive points whose
-    local slopes spread by at most ``tol/2`` is the asymptotic window, and the rate holds when the
-    95% interval of its fitted slope lies in ``[k − tol, k + tol]``.
-    """
+
+def error_sweep(inst: Instance, eps_values, method: str | None = None) -> dict:
+    """Errors of the leading- and first-order reductions at ``t = 1`` for each ε (the instance
+    caches them per ε, so the rate rule and the series share the full flows)."""
+    eps_values = np.asarray(eps_values, dtype=float)
+    return {
+        "eps": eps_values,
+        "err_leading": np.array([inst.error_leading(e, method) for e in eps_values]),
+        "err_first": np.array([inst.error_first(e, method) for e in eps_values]),
+        "fibre_offset": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic)),
+    }
+
+
+def error_ladder(inst: Instance) -> dict:
+    """Both orders' errors on the whole ladder ``eps_max … eps_floor_first`` and, per order, the
+    window rule of :func:`verify.measure.asymptotic_slope` applied from the top of that ladder
+    (``fit_leading``, ``fit_first_order``: slope, 95% interval, window, converged)."""
     p = inst.p
-    parts, figures, results = {}, {}, {}
-    for name, spec in RATE_ORDERS.items():
-        tol = p[spec["tol"]]
-        ladder = eps_ladder(p["eps_max"], p[spec["floor"]])
-        c2 = linearity[name]["c2"]
-        start = rate_window_start(ladder, p["eps_max"], p["lin_const"], c2)
-        res = asymptotic_slope(
-            ladder, getattr(inst, spec["error"]), spec["rate"], tol, start=start, window=p["window"]
+    sw = error_sweep(inst, eps_ladder(p["eps_max"], p["eps_floor_first"]))
+    out = {k: sw[k].tolist() for k in ("eps", "err_leading", "err_first")}
+    for (name, spec), key in zip(RATE_ORDERS.items(), ("err_leading", "err_first")):
+        err_at = dict(zip(out["eps"], out[key]))
+        fit = asymptotic_slope(
+            sw["eps"], err_at.__getitem__, spec["rate"], p[spec["tol"]], window=p["window"]
         )
-        res["start_eps"] = float(ladder[start]) if start < len(ladder) else None
-        results[name] = res
-        suffix = "leading" if name == "leading" else "first_order"
+        out[f"fit_{name}"] = {k: fit[k] for k in ("slope", "ci95", "window", "converged")}
+    return out
+
+
+def depth_trajectory(inst: Instance) -> dict:
+    """The full flow at ``ε = TRAJECTORY_EPS`` (Rosenbrock-W) from the generic start on
+    :data:`TRAJECTORY_T`: the distance ``‖(I − UB)X(t)‖`` to the block-constant states, the level
+    ``ε‖H₁‖`` of the first-order slow manifold, the layer breakpoints, and feature 0 of the block
+    means and of the leading-order reduced flow from the fibre base point (first blocks)."""
+    eps, t = TRAJECTORY_EPS, TRAJECTORY_T
+    U, B = inst.U, inst.B
+    res = integrate_coupling(
+        inst.model, inst.X0_generic, eps, E=inst.E, t_eval=t, method="rosw", **TRAJECTORY_TOL
+    )
+    X = res.extra["X"]
+    _, red = inst.reduced(0, 0.0, inst.Y_fib, t_eval=t, **TRAJECTORY_TOL)
+    Yred = red.y.T.reshape(len(t), *inst.Y0.shape)
+    dev = np.array([np.linalg.norm(x - U @ (B @ x)) for x in X])
+    BX = np.einsum("nt,ktd->knd", B, X)
+    blocks = range(min(TRAJECTORY_BLOCKS, BX.shape[1]))
+    return {
+        "eps": eps,
+        "t": t.tolist(),
+        "dev": dev.tolist(),
+        "first_order_level": float(eps * np.linalg.norm(inst.H1(0, inst.Y0))),
+        "breaks": np.asarray(inst.breaks, dtype=float).tolist(),
+        "block_means": [BX[:, n, 0].tolist() for n in blocks],
+        "reduced": [Yred[:, n, 0].tolist() for n in blocks],
+    }
+
+
+# ----------------------------------------------------------------------------- conclusion parts
+
+
+def rate_parts(p: dict, rates: dict) -> dict:
+    """(c), (d) and the existence of both asymptotic windows."""
+    r0, r1 = rates["leading"], rates["first_order"]
+    tol0, tol1 = p["slope_tol0"], p["slope_tol1"]
+    return {
+        "leading_order_error_O_eps": Diagnostic(
+            r0["holds"],
+            {"slope": r0["slope"], "ci95": r0["ci95"], "window": r0["window"]},
+            f"95% interval of the slope over the asymptotic window ⊂ [1 − {tol0}, 1 + {tol0}]",
+        ),
+        "first_order_error_O_eps2": Diagnostic(
+            r1["holds"],
+            {"slope": r1["slope"], "ci95": r1["ci95"], "window": r1["window"]},
+            f"95% interval of the slope over the asymptotic window ⊂ [2 − {tol1}, 2 + {tol1}]",
+        ),
+        "asymptotic_windows_found": Diagnostic(
+            r0["converged"] and r1["converged"],
+            {"leading": r0["window"], "first_order": r1["window"]},
+            f"for each order, {p['window']} consecutive ladder points above its floor "
+            f"(leading ≥ {p['eps_floor_leading']:g}, first ≥ {p['eps_floor_first']:g}) whose "
+            "local slopes spread ≤ tol/2",
+        ),
+    }
+
+
+def critical_parts(crit: dict) -> dict:
+    """(a) the critical manifold and (b) the normal linearity of the fast part."""
+    return {
+        "block_constant_states_critical": at_most(
+            crit["block_constant"], CRITICAL_TOL, f"max |(A(UY) − I)UY| ≤ {CRITICAL_TOL}"
+        ),
+        "generic_states_not_critical": Diagnostic(
+            crit["generic"] > GENERIC_MIN,
+            crit["generic"],
+            f"min max |(A(X) − I)X| > {GENERIC_MIN}",
+        ),
+        "fast_part_normally_linear": at_most(
+            crit["normal_jvp_dev"],
+            NORMAL_LINEAR_TOL,
+            f"|JVP − (K − I)δX| / max(1, |δX|) ≤ {NORMAL_LINEAR_TOL}",
+        ),
+    }
+
+
+def attraction_part(rate: dict, rate_tol: float) -> Diagnostic:
+    """(b) the measured attraction rate against ``(1 − λ₂)/ε + γ``."""
+    r = rate["ratio"]
+    return Diagnostic(
+        bool(np.isfinite(r) and abs(r - 1.0) <= rate_tol),
+        r,
+        f"|rate/predicted − 1| ≤ {rate_tol} (λ₂ = {rate['lambda2']:g}, closed form)",
+    )
+
+
+def first_order_better_part(better: np.ndarray) -> Diagnostic:
+    """The first-order reduction beats the leading one at every ε of its window."""
+    return Diagnostic(
+        bool(better.size and better.all()),
+        {"n_eps": int(better.size), "n_not_better": int((~better).sum())},
+        "number of ε of the first-order window with err_first ≥ err_leading; 0 required (and a "
+        "non-empty window)",
+    )
+
+
+def integrators_part(integ: dict, method: str) -> Diagnostic:
+    """The two stiff integrators give the same errors."""
+    return at_most(
+        integ["deviation"],
+        INTEGRATOR_RTOL,
+        f"{method} vs {integ['other']} at the finest ε of each order's "
+        f"window: max relative error deviation ≤ {INTEGRATOR_RTOL}",
+    )
+
+
+def symbolic_parts(th: dict | None, lambda2: float) -> dict:
+    """The symbolic normal structure, the theory field against the numerical formulas and the
+    curvature term (all three fail, with the reason, where the theory has no derivation)."""
+    names = (
+        "symbolic_normal_structure",
+        "theory_agrees_with_numerical_formulas",
+        "curvature_term_as_derived",
+    )
+    if th is None:
+        why = "no symbolic derivation: the mask is not a block mask"
+        return {name: Diagnostic(False, None, why) for name in names}
+    sym_ok = (
+        th["scores_row_constant"]
+        and th["softmax_rows_annihilate_ones"]
+        and th["kernel_vs_numerics"] == 0.0
+        and th["normal_jacobian_is_kron"]
+        and th["normal_rate_symbolic"] == 1.0 - lambda2
+    )
+    shown = ("kernel_vs_numerics", "normal_jacobian_is_kron", "normal_rate_symbolic")
+    m = th["max_rel"]
+    if th["curvature_identically_zero"]:
+        curvature = at_most(
+            th["curvature_max"],
+            CURVATURE_ZERO,
+            f"symbolic curvature ≡ 0: numerical max |·| ≤ {CURVATURE_ZERO}",
+        )
+    else:
+        curvature = Diagnostic(
+            th["curvature_max"] > CURVATURE_MIN,
+            th["curvature_max"],
+            f"symbolic curvature ≢ 0: numerical max |Lᵀ DA[H₁]H₁| > {CURVATURE_MIN}",
+        )
+    return {
+        "symbolic_normal_structure": Diagnostic(
+            sym_ok,
+            {k: th[k] for k in shown},
+            "kernel = numerics' K block (float), normal Jacobian = (K − I) ⊗ I_d (exact, "
+            "rational), normal rate = 1 − λ₂ (closed form)",
+        ),
+        "theory_agrees_with_numerical_formulas": Diagnostic(
+            all(m[k] <= THEORY_TOL[k] for k in THEORY_TOL),
+            m,
+            f"max relative deviation at {th['n_points']} points: H₁, f0 ≤ {THEORY_TOL['H1']:g}, "
+            f"f1 ≤ {THEORY_TOL['f1']:g}",
+        ),
+        "curvature_term_as_derived": curvature,
+    }
+
+
+# ----------------------------------------------------------------------------- figures, notes
+
+
+def rate_figures(rates: dict, linearity: dict) -> dict:
+    """The measured rates, windows, evaluated ladders and linearity constants of both orders."""
+    figures = {}
+    for name, res in rates.items():
         figures.update(
             {
-                f"slope_{suffix}": res["slope"],
-                f"slope_{suffix}_ci95": res["ci95"],
-                f"window_{suffix}": res["window"],
-                f"eps_{suffix}": res["h"],
-                f"err_{suffix}": res["err"],
-                f"local_slopes_{suffix}": res["local_slopes"],
-                f"window_start_{suffix}": res["start_eps"],
-                f"c2_{name if name == 'leading' else 'first'}": c2,
+                f"slope_{name}": res["slope"],
+                f"slope_{name}_ci95": res["ci95"],
+                f"window_{name}": res["window"],
+                f"eps_{name}": res["h"],
+                f"err_{name}": res["err"],
+                f"local_slopes_{name}": res["local_slopes"],
+                f"window_start_{name}": res["start_eps"],
+                f"c2_{name if name == 'leading' else 'first'}": linearity[name]["c2"],
             }
         )
-    r0, r1 = results["leading"], results["first_order"]
-    tol0, tol1 = p["slope_tol0"], p["slope_tol1"]
-    parts["leading_order_error_O_eps"] = Diagnostic(
-        r0["holds"],
-        {"slope": r0["slope"], "ci95": r0["ci95"], "window": r0["window"]},
-        f"95% interval of the slope over the asymptotic window ⊂ [1 − {tol0}, 1 + {tol0}]",
+    return figures
+
+
+def verdict_figures(inst, linearity, rates, rate, crit, integ, th) -> dict:
+    """Every measured number of the verdict (``full_flow_work``: the full flows it used)."""
+    return {
+        **rate_figures(rates, linearity),
+        "linearity": linearity,
+        "rho_min": min(linearity["leading"]["rho_min"], linearity["first_order"]["rho_min"]),
+        "attraction_rate": rate["rate"],
+        "attraction_rate_predicted": rate["predicted"],
+        "attraction_rate_ratio": rate["ratio"],
+        "lambda2": rate["lambda2"],
+        "critical_residual_block_constant": crit["block_constant"],
+        "critical_residual_generic_min": crit["generic"],
+        "normal_jvp_deviation": crit["normal_jvp_dev"],
+        "coarse_variable": inst.coarse,
+        "reduced_flow_source": inst.source,
+        "fibre_base_point_shift": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic)),
+        "full_flow_work": list(inst.work),
+        "integrator_error_deviation": integ["deviation"],
+        "integrator_check_eps": integ["eps"],
+        "theory": th,
+    }
+
+
+def tolerances(p: dict) -> dict:
+    """The tolerances the verdict used, in the units their keys state."""
+    return {
+        "slope_leading_ci_within": p["slope_tol0"],
+        "slope_first_order_ci_within": p["slope_tol1"],
+        "window_local_slope_spread": [p["slope_tol0"] / 2, p["slope_tol1"] / 2],
+        "attraction_rate_rel": p["rate_tol"],
+        "critical_residual_abs": CRITICAL_TOL,
+        "theory_H1_rel": THEORY_TOL["H1"],
+        "theory_f0_rel": THEORY_TOL["f0"],
+        "theory_first_order_rel": THEORY_TOL["f1"],
+        "integrators_rel": INTEGRATOR_RTOL,
+    }
+
+
+def method_note(inst: Instance) -> str:
+    """Which integrators and which reduced flows the errors come from."""
+    return (
+        f"full flow: numerics.integrators method={inst.p['method']!r} (radau: Radau IIA order 5; "
+        "rosw: Rosenbrock-W ROS34PW2), W = ((A−I)/ε − γI) ⊗ I_d; reduced flows: DOPRI5 on "
+        + (
+            "theory.slow_manifold.reduced_rhs (SymPy derivation of this configuration)"
+            if inst.source == "theory"
+            else "the numerical block reduction (no derivation exists for this mask/coarse map)"
+        )
+        + "; errors relative Frobenius at t = 1"
     )
-    parts["first_order_error_O_eps2"] = Diagnostic(
-        r1["holds"],
-        {"slope": r1["slope"], "ci95": r1["ci95"], "window": r1["window"]},
-        f"95% interval of the slope over the asymptotic window ⊂ [2 − {tol1}, 2 + {tol1}]",
-    )
-    parts["asymptotic_windows_found"] = Diagnostic(
-        r0["converged"] and r1["converged"],
-        {"leading": r0["window"], "first_order": r1["window"]},
-        f"for each order, {p['window']} consecutive ladder points above its floor "
-        f"(leading ≥ {p['eps_floor_leading']:g}, first ≥ {p['eps_floor_first']:g}) whose local "
-        "slopes spread ≤ tol/2",
-    )
-    return parts, figures, results
 
 
 # ----------------------------------------------------------------------------- the claim
@@ -811,29 +1121,40 @@ class F1(Claim):
         "first-order one O(ε²)."
     )
     params = {
-        "T": Param(6, "tokens (a multiple of P)", low=2, high=64),
-        "P": Param(
-            3,
-            "tokens per block (≥ 2: a block with fast dynamics; ≤ 4: the symbolic "
-            "derivation's cost)",
-            low=2,
-            high=4,
+        **model_params(
+            T=dict(default=6, low=2, high=64),
+            P=dict(
+                default=3,
+                meaning="tokens per block (≥ 2: a block with fast dynamics; ≤ 4: the symbolic "
+                "derivation's cost)",
+                low=2,
+                high=4,
+            ),
+            d=dict(default=2, meaning="features (≤ 4: the symbolic derivation's cost)", high=4),
+            L=dict(
+                default=2,
+                meaning="layers (piecewise-constant weights on L depth intervals)",
+                high=16,
+            ),
+            mask="block_bidirectional",
         ),
-        "d": Param(2, "features (≤ 4: the symbolic derivation's cost)", low=1, high=4),
-        "L": Param(2, "layers (piecewise-constant weights on L depth intervals)", low=1, high=16),
-        "mask": Param("block_bidirectional", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
         "coarse": Param(
             "auto",
             "coarse map Lᵀ: auto (first token for block_causal, block mean "
             "otherwise), mean or first",
             choices=COARSE,
         ),
-        "norm": Param(True, "RMS norm before attention, MLP and slow path"),
-        "gamma": Param(1.0, "injection strength γ", low=0.0, high=100.0),
-        "gate": Param(
-            0.5, "gate g of every layer (0 switches the slow path off)", low=-10.0, high=10.0
+        **model_params(
+            norm=dict(meaning="RMS norm before attention, MLP and slow path"),
+            gamma=dict(default=1.0, meaning="injection strength γ"),
+            gate=dict(
+                default=0.5,
+                meaning="gate g of every layer (0 switches the slow path off)",
+                low=-10.0,
+                high=10.0,
+            ),
+            scale=dict(meaning="scale of the weights", high=10.0),
         ),
-        "scale": Param(1.0, "scale of the weights", low=0.0, high=10.0),
         "x_scale": Param(1.0, "scale of the initial data", low=1e-3, high=10.0),
         "eps_max": Param(
             1e-1,
@@ -954,147 +1275,30 @@ class F1(Claim):
         linearity = {
             name: reduced_linearity(inst, spec["order"]) for name, spec in RATE_ORDERS.items()
         }
-        slope_parts, slope_figs, rates = decide_slopes(inst, linearity)
+        rates = error_rates(inst, linearity)
         rate = attraction_rate(inst, p["rate_eps"])
         crit = critical_manifold_residuals(inst, np.random.default_rng(inst.check_rng_seed))
-        # the first-order window: the leading-order error at the same ε (cached where evaluated)
-        r1 = rates["first_order"]
-        win1 = [e for e in r1["h"] if r1["window"] and r1["window"][1] <= e <= r1["window"][0]]
-        better = np.array([inst.error_first(e) < inst.error_leading(e) for e in win1], dtype=bool)
-        # the other stiff method at the finest ε of each order's window
-        other = OTHER_METHOD[p["method"]]
-        integ_dev, integ_eps = 0.0, {}
-        for name, spec in RATE_ORDERS.items():
-            w = rates[name]["window"]
-            e = float(w[1]) if w else float(p["eps_max"])
-            err_of = getattr(inst, spec["error"])
-            integ_eps[name] = e
-            integ_dev = max(integ_dev, _rel([err_of(e, other)], [err_of(e)]))
-        # points along the first-order reduced trajectory at eps_max (two per layer, off the breaks)
-        L = inst.model.L
-        t_pts = np.sort(np.concatenate([(np.arange(L) + 0.25) / L, (np.arange(L) + 0.75) / L]))
-        _, traj = inst.reduced(1, float(p["eps_max"]), inst.Y0, p["rtol"], p["atol"], t_eval=t_pts)
-        points = [
-            (inst.seg(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
-            for k, t in enumerate(traj.t)
-        ]
-        th = theory_against_numerics(inst, points)
-        figures = {
-            **slope_figs,
-            "linearity": linearity,
-            "rho_min": min(linearity["leading"]["rho_min"], linearity["first_order"]["rho_min"]),
-            "attraction_rate": rate["rate"],
-            "attraction_rate_predicted": rate["predicted"],
-            "attraction_rate_ratio": rate["ratio"],
-            "lambda2": rate["lambda2"],
-            "critical_residual_block_constant": crit["block_constant"],
-            "critical_residual_generic_min": crit["generic"],
-            "normal_jvp_deviation": crit["normal_jvp_dev"],
-            "coarse_variable": inst.coarse,
-            "reduced_flow_source": inst.source,
-            "fibre_base_point_shift": float(np.linalg.norm(inst.Y_fib - inst.Lt @ inst.X0_generic)),
-            "full_flow_work": inst.work,
-            "integrator_error_deviation": integ_dev,
-            "integrator_check_eps": integ_eps,
-            "theory": th,
+        better = first_order_better(inst, rates["first_order"])
+        integ = integrator_agreement(inst, rates)
+        th = theory_against_numerics(inst, reduced_trajectory_points(inst))
+        parts = {
+            **rate_parts(p, rates),
+            **critical_parts(crit),
+            "attraction_rate": attraction_part(rate, p["rate_tol"]),
+            "first_order_better_at_every_eps": first_order_better_part(better),
+            "integrators_agree": integrators_part(integ, p["method"]),
+            **symbolic_parts(th, rate["lambda2"]),
         }
-        parts = dict(slope_parts)
-        parts["block_constant_states_critical"] = at_most(
-            crit["block_constant"], CRITICAL_TOL, f"max |(A(UY) − I)UY| ≤ {CRITICAL_TOL}"
+        figures = verdict_figures(inst, linearity, rates, rate, crit, integ, th)
+        # after the verdict's measurements: the series' extra full flows are not in its work
+        series = {"error_ladder": error_ladder(inst), "depth_trajectory": depth_trajectory(inst)}
+        return Conclusion(
+            parts,
+            figures,
+            tolerance=tolerances(p),
+            notes=[method_note(inst)],
+            series=series,
         )
-        parts["generic_states_not_critical"] = Diagnostic(
-            crit["generic"] > GENERIC_MIN, crit["generic"], f"min max |(A(X) − I)X| > {GENERIC_MIN}"
-        )
-        parts["fast_part_normally_linear"] = at_most(
-            crit["normal_jvp_dev"],
-            NORMAL_LINEAR_TOL,
-            f"|JVP − (K − I)δX| / max(1, |δX|) ≤ {NORMAL_LINEAR_TOL}",
-        )
-        ratio = rate["ratio"]
-        parts["attraction_rate"] = Diagnostic(
-            bool(np.isfinite(ratio) and abs(ratio - 1.0) <= p["rate_tol"]),
-            ratio,
-            f"|rate/predicted − 1| ≤ {p['rate_tol']} (λ₂ = {rate['lambda2']:g}, closed form)",
-        )
-        parts["first_order_better_at_every_eps"] = Diagnostic(
-            bool(better.size and better.all()),
-            {"n_eps": int(better.size), "n_not_better": int((~better).sum())},
-            "number of ε of the first-order window with err_first ≥ err_leading; 0 required (and a "
-            "non-empty window)",
-        )
-        parts["integrators_agree"] = at_most(
-            integ_dev,
-            INTEGRATOR_RTOL,
-            f"{p['method']} vs {other} at the finest ε of each order's "
-            f"window: max relative error deviation ≤ {INTEGRATOR_RTOL}",
-        )
-        if th is None:
-            why = "no symbolic derivation: the mask is not a block mask"
-            parts["symbolic_normal_structure"] = Diagnostic(False, None, why)
-            parts["theory_agrees_with_numerical_formulas"] = Diagnostic(False, None, why)
-            parts["curvature_term_as_derived"] = Diagnostic(False, None, why)
-        else:
-            sym_ok = (
-                th["scores_row_constant"]
-                and th["softmax_rows_annihilate_ones"]
-                and th["kernel_vs_numerics"] == 0.0
-                and th["normal_jacobian_is_kron"]
-                and th["normal_rate_symbolic"] == 1.0 - rate["lambda2"]
-            )
-            parts["symbolic_normal_structure"] = Diagnostic(
-                sym_ok,
-                {
-                    k: th[k]
-                    for k in (
-                        "kernel_vs_numerics",
-                        "normal_jacobian_is_kron",
-                        "normal_rate_symbolic",
-                    )
-                },
-                "kernel = numerics' K block (float), normal Jacobian = (K − I) ⊗ I_d (exact, "
-                "rational), normal rate = 1 − λ₂ (closed form)",
-            )
-            m = th["max_rel"]
-            parts["theory_agrees_with_numerical_formulas"] = Diagnostic(
-                all(m[k] <= THEORY_TOL[k] for k in THEORY_TOL),
-                m,
-                f"max relative deviation at {th['n_points']} points: H₁, f0 ≤ {THEORY_TOL['H1']:g}, "
-                f"f1 ≤ {THEORY_TOL['f1']:g}",
-            )
-            if th["curvature_identically_zero"]:
-                parts["curvature_term_as_derived"] = at_most(
-                    th["curvature_max"],
-                    CURVATURE_ZERO,
-                    f"symbolic curvature ≡ 0: numerical max |·| ≤ {CURVATURE_ZERO}",
-                )
-            else:
-                parts["curvature_term_as_derived"] = Diagnostic(
-                    th["curvature_max"] > CURVATURE_MIN,
-                    th["curvature_max"],
-                    f"symbolic curvature ≢ 0: numerical max |Lᵀ DA[H₁]H₁| > {CURVATURE_MIN}",
-                )
-        notes = [
-            f"full flow: numerics.integrators method={p['method']!r} (radau: Radau IIA order 5; "
-            "rosw: Rosenbrock-W ROS34PW2), W = ((A−I)/ε − γI) ⊗ I_d; reduced flows: DOPRI5 on "
-            + (
-                "theory.slow_manifold.reduced_rhs (SymPy derivation of this configuration)"
-                if inst.source == "theory"
-                else "the numerical block reduction (no derivation exists for this mask/coarse map)"
-            )
-            + "; errors relative Frobenius at t = 1"
-        ]
-        tolerance = {
-            "slope_leading_ci_within": p["slope_tol0"],
-            "slope_first_order_ci_within": p["slope_tol1"],
-            "window_local_slope_spread": [p["slope_tol0"] / 2, p["slope_tol1"] / 2],
-            "attraction_rate_rel": p["rate_tol"],
-            "critical_residual_abs": CRITICAL_TOL,
-            "theory_H1_rel": THEORY_TOL["H1"],
-            "theory_f0_rel": THEORY_TOL["f0"],
-            "theory_first_order_rel": THEORY_TOL["f1"],
-            "integrators_rel": INTEGRATOR_RTOL,
-        }
-        return Conclusion(parts, figures, tolerance=tolerance, notes=notes)
 
 
 CLAIM = F1()
