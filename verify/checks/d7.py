@@ -37,9 +37,10 @@ therefore the default instance.
 Checked by: the margin computed twice (grid on the circle refined by Brent, ``stability_margin``;
 the symplectic-pencil bisection, ``margin_certificate``) plus a brute-force dense grid; ``ρ(J + gG)``
 on a gate grid strictly inside the margin; the critical gates by scan and bisection; the looped
-nonlinear map iterated at ``0``, ``±below·g_c`` and the most unstable gate of ``(g_c, above·g_c]``. Eigenvalues enter only through
-``ρ`` (a multiset's largest modulus), singular values are unique: no verdict depends on LAPACK's
-choices.
+nonlinear map iterated at ``0``, ``±below·g_c`` and the most unstable gate of ``(g_c, above·g_c]``.
+Eigenvalues enter only through ``ρ`` (a multiset's largest modulus), singular values are unique: no
+verdict depends on LAPACK's choices. The verdict's series carry what the figure draws: ``ρ(J + gG)``
+on a gate grid around the critical gates, ``σ_min(e^{iθ}I − J)`` on the circle and the loop runs.
 
 Negative controls: ``γ = 0`` (additive injection: ``ρ(J) ≥ 1``, the conclusion fails at ``g = 0``
 already), and the autoregressive slow path (``g_c = ∞``: the margin does not bind).

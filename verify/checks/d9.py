@@ -115,9 +115,9 @@ class Instance:
         self.rho = float(p["rho"])
         self.pop = population_moments(self.toy, self.rho)
         ss = np.random.SeedSequence(seed)
-        self.s_grad, self.s_train, self.s_test, self.s_grid, self.s_sweep = ss.spawn(5)
-        self.train_seeds = self.s_train.spawn(p["seeds"])
-        self.test_seeds = self.s_test.spawn(p["seeds"])
+        self.s_grad, s_train, s_test, self.s_grid, self.s_sweep = ss.spawn(5)
+        self.train_seeds = s_train.spawn(p["seeds"])
+        self.test_seeds = s_test.spawn(p["seeds"])
 
 
 # --------------------------------------------------------------------------- conclusion parts
