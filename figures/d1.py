@@ -5,20 +5,20 @@ tied weights on a generic (moving) trajectory, and tied weights at a fixed point
 (median and range over seeds). Right: tied weights started at distance ``δ`` from the fixed point;
 ``r`` grows like ``δ`` (the layer Jacobians differ by ``O(δ)``), so "tied weights agree" is a
 statement about stationary trajectories only.
+
+Every value is the D1 check's: the depth panel reads the reversal difference of every prefix
+``J_{l−1}⋯J_0`` (the verdict's series) from one check at the largest depth per seed and curve; the
+distance panel is one check per seed and distance.
 """
 
 from __future__ import annotations
 
-import functools
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-import numerics as nm
 from figures import figure
-from numerics.analysis.stability import layer_jacobian
-from verify.checks.d1 import tied_fixed_point
-from verify.registry import CLAIMS
+from verify.claim import Verdict
+from verify.registry import CLAIMS, run_check
 
 PARAMS = {
     **{k: CLAIMS["D1"].defaults()[k] for k in ("T", "P", "d", "h", "gamma", "gate")},
@@ -29,100 +29,92 @@ PARAMS = {
 }
 """The D1 instance's sizes, depth step, injection and gate; the depths, seeds and distances drawn."""
 
-
-def reversal_difference(model: nm.Model, X0: np.ndarray, E: np.ndarray) -> float:
-    """``‖J_{L−1}⋯J_0 − J_0⋯J_{L−1}‖_F / ‖J_{L−1}⋯J_0‖_F`` along the trajectory from ``X0``."""
-    cfg = model.config
-    traj = nm.stack_trajectory(model, X0, E)
-    n = cfg.T * cfg.d
-    ordered, reversed_ = np.eye(n), np.eye(n)
-    for l, p in enumerate(model.layers):
-        J = layer_jacobian(cfg, p, traj[l], E)
-        ordered, reversed_ = J @ ordered, reversed_ @ J
-    return float(np.linalg.norm(ordered - reversed_) / np.linalg.norm(ordered))
-
-
-def _instances(seed: int, s: int, L: int, tied: bool):
-    p = PARAMS
-    cfg = nm.ModelConfig(T=p["T"], P=p["P"], d=p["d"], h=p["h"], gamma=p["gamma"])
-    w, x, e = np.random.SeedSequence([seed, s]).spawn(3)
-    model = nm.init_model(cfg, L, w, tied=tied, gate=p["gate"])
-    X0 = np.random.default_rng(x).standard_normal((cfg.T, cfg.d))
-    E = np.random.default_rng(e).standard_normal((cfg.T, cfg.d))
-    return cfg, model, X0, E
-
-
-@functools.lru_cache(maxsize=4)
-def _usable_seeds(seed: int) -> tuple:
-    """The first ``PARAMS["seeds"]`` sub-seeds whose tied layer has a fixed point Newton finds,
-    with that fixed point (the tied weights and ``E`` do not depend on ``L``).
-
-    Every sweep point needs them: cached, so a process computes them once per seed (the fixed
-    points are read-only)."""
-    out, s = [], 0
-    while len(out) < PARAMS["seeds"]:
-        cfg, model, _, E = _instances(seed, s, 1, tied=True)
-        try:
-            Xs = tied_fixed_point(cfg, model.layers[0], E, E)[0]
-        except RuntimeError:  # Newton found no fixed point: skip this sub-seed
-            pass
-        else:
-            Xs.setflags(write=False)
-            out.append((s, Xs))
-        s += 1
-    return tuple(out)
-
-
 NAMES = ("untied, generic $X_0$", "tied, generic $X_0$ (moving)", "tied, fixed point $X^*$")
 """The curves of the depth panel."""
 
+CURVES = {
+    NAMES[0]: {"tied": False, "gate_spread": 0.0, "target": "random"},
+    NAMES[1]: {"tied": True, "target": "random"},
+    NAMES[2]: {"tied": True, "trajectory": "fixed_point"},
+}
+"""The D1 parameters of each curve: one common gate and a random injection target ``E``
+(independent of ``X_0``; a fixed point draws its own)."""
 
-def d1_case(seed: int, panel: str, L: int) -> dict:
-    """Depth ``L`` over all usable sub-seeds: the three depth-panel curves, or the distance panel."""
-    p = PARAMS
-    seeds = _usable_seeds(seed)
-    out = {"sub_seeds": [s for s, _ in seeds]}
+
+def sub_seed(seed: int, s: int) -> int:
+    """The check seed of sub-seed ``s`` of the figure's ``seed``: ``seed + s·2³²``, whose random
+    streams are those of ``numpy.random.SeedSequence([seed, s])``."""
+    return seed + (s << 32)
+
+
+def _check(seed: int, s: int, params: dict) -> Verdict | None:
+    """The D1 verdict at sub-seed ``s``, or ``None`` when Newton finds no fixed point of the tied
+    layer there (that sub-seed is skipped); any other error raises."""
+    res = run_check("D1", params, seed=sub_seed(seed, s))
+    if res.outcome != "error":
+        return res
+    if "no fixed point" in res.error["message"]:
+        return None
+    raise RuntimeError(res.summary())
+
+
+def _depth_panel(seed: int) -> dict:
+    """Per curve, the reversal difference at every drawn depth, one list per usable sub-seed."""
+    depths, L = PARAMS["depths"], max(PARAMS["depths"])
+    rows: dict = {k: [] for k in NAMES}
+    sub_seeds, s = [], 0
+    while len(sub_seeds) < PARAMS["seeds"]:
+        fixed = _check(seed, s, {**CURVES[NAMES[2]], "L": L})
+        if fixed is not None:
+            sub_seeds.append(s)
+            runs = [_check(seed, s, {**CURVES[k], "L": L}) for k in NAMES[:2]] + [fixed]
+            for k, res in zip(NAMES, runs):
+                by_depth = res.series["reversal_rel_difference_by_depth"]
+                rows[k].append([by_depth[l - 1] for l in depths])
+        s += 1
+    return {"sub_seeds": sub_seeds, "rows": rows}
+
+
+def _distance_panel(seed: int) -> dict:
+    """Per usable sub-seed, the reversal difference at each distance from the fixed point."""
+    params = {**CURVES[NAMES[2]], "L": PARAMS["L_distance"]}
+    dist, sub_seeds, s = [], [], 0
+    while len(sub_seeds) < PARAMS["seeds"]:
+        first = _check(seed, s, {**params, "distance": PARAMS["distances"][0]})
+        if first is not None:
+            sub_seeds.append(s)
+            runs = [first] + [
+                _check(seed, s, {**params, "distance": delta}) for delta in PARAMS["distances"][1:]
+            ]
+            dist.append([res.figures["reversal_rel_difference"] for res in runs])
+        s += 1
+    return {"sub_seeds": sub_seeds, "dist": dist}
+
+
+def d1_case(seed: int, panel: str) -> dict:
+    """The data of one panel: ``"depth"`` or ``"distance"``."""
     if panel == "depth":
-        rows = {k: [] for k in NAMES}
-        for s, Xs in seeds:
-            _, model, X0, E = _instances(seed, s, L, tied=False)
-            rows[NAMES[0]].append(reversal_difference(model, X0, E))
-            _, model, X0, E = _instances(seed, s, L, tied=True)
-            rows[NAMES[1]].append(reversal_difference(model, X0, E))
-            # exact agreement (0.0) is drawn at 1e-17 on the log axis
-            rows[NAMES[2]].append(max(reversal_difference(model, Xs, E), 1e-17))
-        out["rows"] = rows
-    elif panel == "distance":
-        dist = []
-        for s, Xs in seeds:
-            _, model, _, E = _instances(seed, s, L, tied=True)
-            direction = np.random.default_rng([seed, s, 7]).standard_normal(Xs.shape)
-            direction /= np.abs(direction).max()
-            dist.append(
-                [reversal_difference(model, Xs + delta * direction, E) for delta in p["distances"]]
-            )
-        out["dist"] = dist
-    else:
-        raise ValueError(f"unknown D1 panel {panel!r}")
-    return out
+        return _depth_panel(seed)
+    if panel == "distance":
+        return _distance_panel(seed)
+    raise ValueError(f"unknown D1 panel {panel!r}")
 
 
 def _points(seed: int) -> list[dict]:
-    return [dict(seed=seed, panel="depth", L=L) for L in PARAMS["depths"]] + [
-        dict(seed=seed, panel="distance", L=PARAMS["L_distance"])
-    ]
+    return [dict(seed=seed, panel="depth"), dict(seed=seed, panel="distance")]
 
 
 @figure("D1", "d1_product_order", compute=d1_case, points=_points)
 def d1_product_order(data: list, seed: int):
     p = PARAMS
-    depth, (distance,) = data[:-1], data[-1:]
-    curves = {k: [case["rows"][k] for case in depth] for k in NAMES}
+    depth, distance = data
+    # (depths × sub-seeds) per curve; exact agreement (0.0) is drawn at 1e-17 on the log axis
+    curves = {k: np.array(depth["rows"][k]).T for k in NAMES}
+    curves[NAMES[2]] = np.maximum(curves[NAMES[2]], 1e-17)
     dist = np.array(distance["dist"])
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.6))
     for k, vals in curves.items():
-        vals = np.array(vals)
         med = np.median(vals, axis=1)
         ax.plot(p["depths"], med, marker="o", label=k)
         ax.fill_between(p["depths"], vals.min(axis=1), vals.max(axis=1), alpha=0.2)

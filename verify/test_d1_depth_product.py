@@ -10,6 +10,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from numerics.model.masks import NAMED_MASKS
+from numerics.model.weights import SIGMAS
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
 
@@ -46,76 +48,88 @@ def test_tied_weights_at_a_homogeneous_fixed_point(claim):
     assert result.outcome == "holds", result.summary()
 
 
+def in_blocks(p: dict) -> dict:
+    """The drawn parameters with ``N`` blocks of ``P`` tokens as ``T = N·P``."""
+    return {"T": p["N"] * p["P"], **{k: v for k, v in p.items() if k != "N"}}
+
+
 @given(
-    N=st.integers(1, 3),
-    P=st.integers(1, 2),
-    d=st.integers(2, 4),
-    L=st.integers(1, 3),
-    mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
-    norm=st.booleans(),
-    sigma=st.sampled_from(["tanh", "identity"]),
-    tied=st.booleans(),
-    h=st.sampled_from([1.0, 0.5, 0.25]),
-    gamma=st.sampled_from([0.0, 1.0]),
-    gate=st.sampled_from([0.0, 0.5]),
+    params=st.fixed_dictionaries(
+        {
+            "N": st.integers(1, 3),
+            "P": st.integers(1, 2),
+            "d": st.integers(2, 4),
+            "L": st.integers(1, 3),
+            "mask": st.sampled_from(NAMED_MASKS),
+            "norm": st.booleans(),
+            "sigma": st.sampled_from(SIGMAS),
+            "tied": st.booleans(),
+            "h": st.sampled_from([1.0, 0.5, 0.25]),
+            "gamma": st.sampled_from([0.0, 1.0]),
+            "gate": st.sampled_from([0.0, 0.5]),
+        }
+    ).map(in_blocks),
     seed=st.integers(0, 2**16),
 )
-def test_chain_rule_over_random_instances(
-    N, P, d, L, mask, norm, sigma, tied, h, gamma, gate, seed
-):
+def test_chain_rule_over_random_instances(params, seed):
     """The chain-rule parts of the verdict hold on every instance, inside the hypotheses or not
     (random untied instances may honestly miss the order threshold; tied ones on a moving
     trajectory are outside the hypotheses)."""
-    params = {
-        "T": N * P,
-        "P": P,
-        "d": d,
-        "L": L,
-        "mask": mask,
-        "norm": norm,
-        "sigma": sigma,
-        "tied": tied,
-        "h": h,
-        "gamma": gamma,
-        "gate": gate,
-    }
     result = run_check("D1", params, seed=seed)
     assert result.outcome != "error", result.summary()
     assert all(result.conclusion[k].holds for k in CHAIN_PARTS), result.summary()
 
 
 @given(
-    N=st.integers(1, 3),
-    P=st.integers(1, 2),
-    d=st.integers(2, 3),
-    L=st.integers(2, 4),
-    gate=st.sampled_from([0.0, 0.5]),
-    gamma=st.sampled_from([1.0, 2.0]),
-    h=st.sampled_from([1.0, 0.5]),
+    params=st.fixed_dictionaries(
+        {
+            "N": st.integers(1, 3),
+            "P": st.integers(1, 2),
+            "d": st.integers(2, 3),
+            "L": st.integers(2, 4),
+            "gate": st.sampled_from([0.0, 0.5]),
+            "gamma": st.sampled_from([1.0, 2.0]),
+            "h": st.sampled_from([1.0, 0.5]),
+        },
+    ).map(in_blocks),
     seed=st.integers(0, 2**16),
 )
-def test_tied_fixed_point_reversal_agrees_over_random_instances(N, P, d, L, gate, gamma, h, seed):
+def test_tied_fixed_point_reversal_agrees_over_random_instances(params, seed):
     """With the norm on a fixed point exists (Brouwer); Newton finds one on most instances (about
     3% of random draws defeat it: outcome error, skipped, they have no instance to test). At an
     unstable fixed point rounding drives the trajectory off X* and the J_l drift apart: the
     measured hypothesis then fails (outside-hypotheses). The verdict is never 'fails'.
     d ≥ 2: at d = 1 the RMS norm is sign(x) up to O(ε_n) and its Jacobian ε_n/|x|³ is either
     negligible or huge, which makes every relative comparison ill-conditioned."""
-    params = {
-        "T": N * P,
-        "P": P,
-        "d": d,
-        "L": L,
-        "h": h,
-        "gate": gate,
-        "gamma": gamma,
-        "tied": True,
-        "trajectory": "fixed_point",
-    }
-    result = run_check("D1", params, seed=seed)
+    result = run_check("D1", {**params, "tied": True, "trajectory": "fixed_point"}, seed=seed)
     assume(not (result.outcome == "error" and "no fixed point" in result.error["message"]))
     assert result.outcome in ("holds", "outside-hypotheses"), result.summary()
     assert all(result.conclusion[k].holds for k in CHAIN_PARTS), result.summary()
+
+
+def test_series_carries_the_reversal_difference_of_every_depth():
+    """The first l layers of a depth-L instance are the depth-l instance (the same weight and gate
+    streams): the series' entry l is that instance's reversal difference, bit for bit, and the
+    last entry is the verdict's own."""
+    deep = run_check("D1", {"L": 6}, seed=0)
+    by_depth = deep.series["reversal_rel_difference_by_depth"]
+    assert by_depth[-1] == deep.figures["reversal_rel_difference"]
+    for L in (2, 4):
+        assert (
+            by_depth[L - 1] == run_check("D1", {"L": L}, seed=0).figures["reversal_rel_difference"]
+        )
+
+
+def test_tied_weights_near_a_fixed_point_leave_the_hypothesis():
+    """At distance δ from the fixed point the layer Jacobians differ by O(δ): outside the
+    hypotheses, with a reversal difference that grows with δ (the D1 figure's right panel)."""
+    near = {"tied": True, "trajectory": "fixed_point", "gate_spread": 0.0}
+    r = []
+    for delta in (1e-4, 1e-2):
+        result = run_check("D1", {**near, "distance": delta}, seed=0)
+        assert result.violated == ["layer_jacobians_coincide_where_weights_tied"], result.summary()
+        r.append(result.figures["reversal_rel_difference"])
+    assert r[0] < r[1]
 
 
 @pytest.mark.parametrize("control", [None] + [c.name for c in CLAIMS["D1"].controls])
@@ -133,6 +147,10 @@ def test_bad_parameters_are_rejected():
         run_check("D1", {"T": 32, "d": 4}, seed=0)
     with pytest.raises(ValueError, match="trajectory"):
         run_check("D1", {"trajectory": "moving"}, seed=0)
+    with pytest.raises(ValueError, match="target='random' applies to the generic"):
+        run_check("D1", {"trajectory": "fixed_point", "tied": True, "target": "random"}, seed=0)
+    with pytest.raises(ValueError, match="distance=0.1 needs a fixed-point trajectory"):
+        run_check("D1", {"distance": 0.1}, seed=0)
     with pytest.raises(ValueError, match="order_tol"):
         run_check("D1", {"order_tol": -1.0}, seed=0)
     assert run_check("D1", {"L": 1}, seed=0).outcome == "outside-hypotheses"

@@ -18,7 +18,7 @@ Claim (our formalisation):
      expansion of the stack): ``‖product − FD‖_F ≤ 1e-6·‖product‖_F + floor``, where ``floor`` is
      the rounding floor of the difference quotient (each layer's rounding ``u·m_l`` of its largest
      intermediate, amplified by the suffix products ``J_{L−1}⋯J_{l+1}``, divided by ``δ``; see
-     :func:`_fd_rounding_floor`). The truncation error is ``O(δ⁴)``. The default instance sits at
+     :func:`fd_rounding_floor`). The truncation error is ``O(δ⁴)``. The default instance sits at
      ``‖product − FD‖_F/‖product‖_F ≈ 4e-9``, far inside both terms.
 
 2. **Order.** ``r = ‖J_{L−1}⋯J_0 − J_0⋯J_{L−1}‖_F / ‖J_{L−1}⋯J_0‖_F``:
@@ -58,8 +58,17 @@ statement of the regime: untied weights ``r ≥ order_tol``; tied weights ``r`` 
 difference ``‖ordered − reversed‖_F/(√n·Π‖J_l‖₂)`` both ``≤ agree_tol``. Negative controls:
 (a) ``tied_moving_trajectory``: tied weights on a generic trajectory ("the reversed product
 agrees" fails with ``r`` of order 1); (b) ``scalar_jacobians``: ``T = d = 1`` ("the order matters"
-fails with ``r`` at rounding level). A failed Newton search for the fixed point raises
-``RuntimeError`` (outcome ``error``).
+fails with ``r`` at rounding level). A failed Newton search for the fixed point
+(:func:`numerics.analysis.fixed_points.tied_fixed_point`) raises ``RuntimeError`` (outcome
+``error``).
+
+The instance: untied gates are ``gate·(1 + gate_spread·u_l)`` (``gate_spread = 0``: one common
+gate); on a generic trajectory the injection target is ``E = X_0`` or, with ``target="random"``,
+an independent Gaussian draw; ``distance > 0`` starts a tied stack at ``X* + distance·v`` near its
+fixed point (outside the hypotheses: the ``J_l`` differ by ``O(distance)``). The verdict's
+``series`` carries the reversal difference of every prefix ``J_{l−1}⋯J_0``, ``l = 1 … L`` (the
+first ``l`` layers of the instance are the depth-``l`` instance); the D1 figure draws it against
+depth and draws the reversal difference against ``distance``.
 """
 
 from __future__ import annotations
@@ -67,19 +76,40 @@ from __future__ import annotations
 import numpy as np
 
 import numerics as nm
+from numerics.analysis.fixed_points import tied_fixed_point
 from numerics.analysis.stability import layer_jacobian
 from numerics.lapack import svdvals
 from numerics.model.autodiff import stack_jvp, stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..measure import ratio, relative_error, richardson_difference
+from ..model_params import model_params
 
 TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
+"""Where ``X_0`` lies: a random state, or a fixed point of the tied map (random or
+token-homogeneous injection target)."""
+TARGETS = ("input", "random")
+"""The injection target ``E`` of a generic trajectory: ``X_0`` itself, or an independent draw."""
 MAX_DENSE = 64
+"""Largest ``n = T·d``: the check builds dense ``n×n`` Jacobians."""
 CHAIN_RTOL = 1e-12
+"""Forward and reverse mode against the product, over the rounding scale ``√n·Π‖J_l‖₂``."""
 SPREAD_TOL = 1e-13
+"""Tied weights: largest ``‖J_l − J_0‖_F/‖J_0‖_F`` for the layer Jacobians to coincide."""
 FIXED_POINT_RESIDUAL = 1e-14
+"""Largest residual ``max|Φ(X*) − X*|`` of a constructed fixed point."""
 HOMOGENEITY_TOL = 1e-13
+"""Largest token spread of a fixed point with a token-homogeneous target and zero gates."""
 FD_RTOL = 1e-6
+"""Relative part of the finite-difference criterion ``‖product − FD‖_F ≤ 1e-6·‖product‖_F +
+floor``."""
+DIRECTION_STREAM = 7
+"""The direction ``v`` of ``X_0 = X* + distance·v`` is drawn from the stream
+``[seed mod 2³², ⌊seed / 2³²⌋, 7]`` (the seed's two 32-bit words, then 7): for the D1 figure's
+check seeds ``seed + s·2³²`` this is the stream ``[seed, s, 7]`` its distance panel always used."""
+
+
+# --------------------------------------------------------------------------- dense Jacobians
 
 
 def stack_jacobian_forward(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
@@ -101,94 +131,139 @@ def stack_jacobian_reverse(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
 
 
 def stack_jacobian_fd(model: nm.Model, X0: np.ndarray, E, step: float) -> np.ndarray:
-    """Dense ``∂X_L/∂X_0`` by central differences of :func:`numerics.stack` (``E`` fixed).
-
-    Richardson-extrapolated: ``(4·D(δ/2) − D(δ))/3`` with ``D`` the central difference, so the
-    truncation error is ``O(δ⁴)`` (rows of small RMS make the norm strongly curved).
-    """
-    return (
-        4.0 * _central_difference(model, X0, E, step / 2) - _central_difference(model, X0, E, step)
-    ) / 3.0
-
-
-def _central_difference(model: nm.Model, X0: np.ndarray, E, step: float) -> np.ndarray:
+    """Dense ``∂X_L/∂X_0`` by Richardson-extrapolated central differences of :func:`numerics.stack`
+    (``E`` fixed), one basis direction per column: truncation ``O(step⁴)`` (rows of small RMS make
+    the norm strongly curved)."""
     cfg, n = model.config, model.config.T * model.config.d
-    cols = []
-    for k in range(n):
-        e = np.zeros(n)
-        e[k] = step
-        e = e.reshape(cfg.T, cfg.d)
-        cols.append(
-            ((nm.stack(model, X0 + e, E) - nm.stack(model, X0 - e, E)) / (2 * step)).ravel()
-        )
+
+    def out(X):
+        return nm.stack(model, X, E)
+
+    cols = [
+        richardson_difference(out, X0, np.eye(n)[k].reshape(cfg.T, cfg.d), step).ravel()
+        for k in range(n)
+    ]
     return np.column_stack(cols)
 
 
-def _newton(config, params, E, X, max_iter: int, damped: bool):
-    try:
-        return _newton_iterations(config, params, E, X, max_iter, damped)
-    except (np.linalg.LinAlgError, FloatingPointError, ValueError):
-        return None, float("nan")
+def prefix_products(Js: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(J_{l−1}⋯J_0, J_0⋯J_{l−1})`` for every depth ``l = 1 … L``."""
+    n = Js[0].shape[0]
+    ordered, reversed_ = np.eye(n), np.eye(n)
+    out = []
+    for J in Js:
+        ordered = J @ ordered
+        reversed_ = reversed_ @ J
+        out.append((ordered, reversed_))
+    return out
 
 
-def _newton_iterations(config, params, E, X, max_iter: int, damped: bool):
-    n = X.size
-    R = nm.layer(config, params, X, E) - X
-    for _ in range(max_iter):
-        res = float(np.abs(R).max())
-        if res <= 1e-14 * max(1.0, float(np.abs(X).max())):
-            return X, res
-        step = np.linalg.solve(layer_jacobian(config, params, X, E) - np.eye(n), R.ravel())
-        step = step.reshape(X.shape)
-        merit, t = float(np.linalg.norm(R)), 1.0
-        while True:  # backtracking on ‖R‖₂, for which the Newton step is a descent direction
-            X_try = X - t * step
-            R_try = nm.layer(config, params, X_try, E) - X_try
-            if not damped or np.linalg.norm(R_try) < merit or t < 1e-8:
-                break
-            t /= 2
-        if not np.all(np.isfinite(R_try)):
-            break
-        X, R = X_try, R_try
-    return None, float(np.abs(R).max())
+def dense_products(Js: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(J_{L−1}⋯J_0, J_0⋯J_{L−1})``."""
+    return prefix_products(Js)[-1]
 
 
-def tied_fixed_point(
-    config: nm.ModelConfig,
-    params: nm.LayerParams,
-    E: np.ndarray,
-    X_init: np.ndarray,
-    *,
-    max_iter: int = 40,
-) -> tuple[np.ndarray, float]:
-    """``X*`` with ``Φ(X*) = X*`` by Newton's method on ``R(X) = Φ(X) − X`` (dense Jacobian).
+def weights_tied(model: nm.Model) -> bool:
+    """Every layer's parameters (weights and gate) equal layer 0's, entry for entry."""
+    first = model.layers[0].to_vector()
+    return all(np.array_equal(lp.to_vector(), first) for lp in model.layers[1:])
 
-    With the norm on and ``γ > 0`` a fixed point exists: ``X = E + (Attn + MLP + g·Slow)(X)/γ`` is a
-    continuous map into a bounded set (Brouwer); without the norm none need exist. Plain Newton
-    from ``X_init`` first; if it fails, continuation in ``γ``: from ``64γ`` (where the fixed point is
-    ``E + O(1/γ)`` and the map is a contraction) down to ``γ`` in factors of 2, damped Newton at
-    each stage from the previous solution. Returns ``(X*, max|Φ(X*) − X*|)``; raises
-    ``RuntimeError`` if neither converges.
-    """
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        X, res = _newton(config, params, E, X_init.copy(), max_iter, damped=False)
-        if X is not None:
-            return X, res
-        X = E.copy()
-        for k in range(6, -1, -1):
-            cfg_k = config.replace(gamma=config.gamma * 2.0**k)
-            X, res = _newton(cfg_k, params, E, X, max_iter, damped=True)
-            if X is None:
-                break
-        if X is not None:
-            return X, res
-    raise RuntimeError(
-        f"Newton's method found no fixed point of the tied layer (residual {res:.2e}); "
-        "increase gamma, switch the norm on or reduce the weight scale"
+
+# --------------------------------------------------------------------------- the instance
+
+
+def layer_gates(p: dict, rng: np.random.Generator):
+    """The tied model's one gate; untied, ``gate·(1 + gate_spread·u_l)`` per layer with ``u_l``
+    uniform in ``[−1, 1]``."""
+    if p["tied"]:
+        return p["gate"]
+    return p["gate"] * (1 + p["gate_spread"] * rng.uniform(-1, 1, p["L"]))
+
+
+def fixed_point_target(p: dict, rng: np.random.Generator) -> np.ndarray:
+    """The injection target of a fixed-point trajectory: Gaussian, or token-homogeneous
+    ``E = 1 eᵀ``."""
+    T, d = p["T"], p["d"]
+    if p["trajectory"] == "fixed_point":
+        return rng.standard_normal((T, d))
+    return np.repeat(rng.standard_normal((1, d)), T, axis=0)
+
+
+def direction(seed: int, shape) -> np.ndarray:
+    """A Gaussian direction scaled to max norm 1, from the stream :data:`DIRECTION_STREAM`."""
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, seed >> 32, DIRECTION_STREAM])
+    v = rng.standard_normal(shape)
+    v /= np.abs(v).max()
+    return v
+
+
+class Instance:
+    """The model, ``X_0`` (random, a fixed point of the tied map, or a point at ``distance`` from
+    it), the injection target ``E``, the trajectory and its layer Jacobians."""
+
+    def __init__(self, p: dict, seed: int):
+        w_seed, x_seed, e_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
+        self.p = p
+        self.cfg = cfg = nm.ModelConfig.from_params(p)
+        model = nm.init_model(
+            cfg, p["L"], w_seed, tied=p["tied"], scale=p["scale"], slow_scale=p["slow_scale"]
+        )
+        self.model = model = model.with_gates(layer_gates(p, np.random.default_rng(g_seed)))
+        X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
+        E = X0.copy()
+        self.fixed_point, self.fixed_residual = None, None
+        if p["trajectory"] != "generic":
+            E = fixed_point_target(p, np.random.default_rng(e_seed))
+            X0, self.fixed_residual = tied_fixed_point(cfg, model.layers[0], E, E)
+            self.fixed_point = X0
+            if p["distance"]:
+                X0 = X0 + p["distance"] * direction(seed, X0.shape)
+        elif p["target"] == "random":
+            E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
+        self.X0, self.E = X0, E
+        self.traj = nm.stack_trajectory(model, X0, E)
+        self.Js = [layer_jacobian(cfg, lp, self.traj[l], E) for l, lp in enumerate(model.layers)]
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+def jacobian_spread(Js: list) -> float:
+    """``max_l ‖J_l − J_0‖_F/‖J_0‖_F`` (0 when every ``J_l`` is exactly 0, ∞ when only ``J_0``
+    is)."""
+    return max(relative_error(J, Js[0]) for J in Js)
+
+
+def fixed_point_diagnostic(inst: Instance) -> Diagnostic:
+    """A constructed fixed point has a small residual and, with a token-homogeneous target and
+    zero gates, is token-homogeneous; nothing to check on a random ``X_0``."""
+    if inst.fixed_residual is None:
+        return Diagnostic(
+            True, "no fixed point constructed (X_0 drawn at random)", "applies to fixed points only"
+        )
+    E, Xs = inst.E, inst.fixed_point
+    gates = np.array([lp.g for lp in inst.model.layers], dtype=float)
+    homogeneous_case = bool(np.all(E == E[:1]) and np.all(gates == 0.0))
+    token_spread = float(np.abs(Xs - Xs[:1]).max())
+    ok = inst.fixed_residual <= FIXED_POINT_RESIDUAL and (
+        not homogeneous_case or token_spread <= HOMOGENEITY_TOL
+    )
+    return Diagnostic(
+        ok,
+        {
+            "residual": inst.fixed_residual,
+            "homogeneous_target_and_zero_gates": homogeneous_case,
+            "token_spread": token_spread,
+        },
+        f"residual ≤ {FIXED_POINT_RESIDUAL}; token spread ≤ {HOMOGENEITY_TOL} if E is "
+        "token-homogeneous and every gate is 0",
     )
 
 
-def _layer_magnitude(model: nm.Model, l: int, X: np.ndarray, E) -> float:
+# --------------------------------------------------------------------------- conclusion parts
+
+
+def layer_magnitude(model: nm.Model, l: int, X: np.ndarray, E) -> float:
     """The largest intermediate of layer ``l`` at ``X``: the state, and ``h·`` each term of ``F``
     (the terms can cancel in the sum, e.g. at a fixed point, but each one is rounded)."""
     cfg, p = model.config, model.layers[l]
@@ -204,87 +279,115 @@ def _layer_magnitude(model: nm.Model, l: int, X: np.ndarray, E) -> float:
     return float(max(terms))
 
 
-def _fd_rounding_floor(model: nm.Model, Js: list, traj: np.ndarray, E, step: float) -> float:
+def fd_rounding_floor(model: nm.Model, Js: list, traj: np.ndarray, E, step: float) -> float:
     """Rounding floor of the Frobenius error of the Richardson-extrapolated central difference.
 
-    Layer ``l`` commits a rounding error of about ``u·m_l`` per entry (``m_l`` its largest
-    intermediate, :func:`_layer_magnitude`), which reaches ``X_L`` amplified by the suffix product
-    ``J_{L−1}⋯J_{l+1}``; the perturbed input ``X_0 ± δe`` is itself rounded (``u·max|X_0|``,
-    amplified by the whole product). A central difference divides the output noise by ``δ``,
-    Richardson's ``(4D(δ/2) − D(δ))/3`` triples it, and the Frobenius norm over the n² entries
-    adds a factor ``n``. Operator norms make this an overestimate (measured errors sit 10–1000×
-    below it on random instances), so no further safety factor.
+    Layer ``l`` commits a rounding error of about ``ε·m_l`` per entry (``m_l`` its largest
+    intermediate, :func:`layer_magnitude`, ``ε`` the machine epsilon), which reaches ``X_L``
+    amplified by the suffix product ``J_{L−1}⋯J_{l+1}``; the perturbed input ``X_0 ± δe`` is itself
+    rounded (``ε·max|X_0|``, amplified by the whole product). A central difference divides the
+    output noise by ``δ``, Richardson's ``(4D(δ/2) − D(δ))/3`` triples it, and the Frobenius norm
+    over the n² entries adds a factor ``n``. Operator norms make this an overestimate (measured
+    errors sit 10–1000× below it on random instances), so no further safety factor.
     """
-    n, u = Js[0].shape[0], np.finfo(float).eps
+    n, eps = Js[0].shape[0], np.finfo(float).eps
     noise, suffix = 0.0, np.eye(n)
     for l in range(len(Js) - 1, -1, -1):
-        noise += float(svdvals(suffix)[0]) * _layer_magnitude(model, l, traj[l], E)
+        noise += float(svdvals(suffix)[0]) * layer_magnitude(model, l, traj[l], E)
         suffix = suffix @ Js[l]
     noise += float(svdvals(suffix)[0]) * float(np.abs(traj[0]).max())
-    return 3.0 * n * u * noise / step
+    return 3.0 * n * eps * noise / step
 
 
-def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    diff, nb = float(np.linalg.norm(a - b)), float(np.linalg.norm(b))
-    if nb == 0.0:
-        return 0.0 if diff == 0.0 else float("inf")
-    return diff / nb
-
-
-def dense_products(Js: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(J_{L−1}⋯J_0, J_0⋯J_{L−1})``."""
+def product_scale(Js: list) -> float:
+    """The scale of rounding errors in a product of the ``J_l``: ``√n·Π‖J_l‖₂ ≥ ‖Π J_l‖_F``."""
     n = Js[0].shape[0]
-    ordered, reversed_ = np.eye(n), np.eye(n)
-    for J in Js:
-        ordered = J @ ordered
-        reversed_ = reversed_ @ J
-    return ordered, reversed_
+    return float(np.sqrt(n) * np.prod([svdvals(J)[0] for J in Js]))
 
 
-def weights_tied(model: nm.Model) -> bool:
-    """Every layer's parameters (weights and gate) equal layer 0's, entry for entry."""
-    first = model.layers[0].to_vector()
-    return all(np.array_equal(lp.to_vector(), first) for lp in model.layers[1:])
+def chain_rule_modes(inst: Instance, ordered: np.ndarray, scale: float) -> tuple[dict, float]:
+    """The product against ``∂X_L/∂X_0`` by forward and by reverse mode: the relative differences,
+    and the larger difference over the rounding scale ``scale``."""
+    D_fwd = stack_jacobian_forward(inst.model, inst.X0, inst.E)
+    D_rev = stack_jacobian_reverse(inst.model, inst.X0, inst.E)
+    worst = max(float(np.linalg.norm(ordered - D_fwd)), float(np.linalg.norm(ordered - D_rev)))
+    figures = {
+        "chain_rule_rel_forward": relative_error(ordered, D_fwd),
+        "chain_rule_rel_reverse": relative_error(ordered, D_rev),
+    }
+    return figures, ratio(worst, scale)
 
 
-class Instance:
-    def __init__(self, p: dict, seed: int):
-        w_seed, x_seed, e_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
-        self.p = p
-        self.cfg = cfg = nm.ModelConfig(
-            T=p["T"],
-            P=p["P"],
-            d=p["d"],
-            mask=p["mask"],
-            slow_mask=p["slow_mask"],
-            norm=p["norm"],
-            sigma=p["sigma"],
-            h=p["h"],
-            gamma=p["gamma"],
+def chain_rule_fd(inst: Instance, ordered: np.ndarray) -> tuple[dict, Diagnostic]:
+    """The product against finite differences of the stack, with the step scaled so that the
+    output moves by about ``fd_step`` (a strongly expanding stack would otherwise leave the linear
+    regime): the figures (relative and absolute error, rounding floor, error over the allowance
+    ``FD_RTOL·‖product‖_F + floor``, the step) and the part ``error ≤ allowance``."""
+    step = inst.p["fd_step"] / max(1.0, float(svdvals(ordered)[0]))
+    D_fd = stack_jacobian_fd(inst.model, inst.X0, inst.E, step)
+    floor = fd_rounding_floor(inst.model, inst.Js, inst.traj, inst.E, step)
+    err = float(np.linalg.norm(ordered - D_fd))
+    allowance = FD_RTOL * float(np.linalg.norm(ordered)) + floor
+    figures = {
+        "chain_rule_rel_fd": relative_error(D_fd, ordered),
+        "fd_abs_error": err,
+        "fd_rounding_floor": floor,
+        "fd_error_over_allowance": err / allowance,
+        "fd_step_used": step,
+    }
+    part = Diagnostic(
+        err <= allowance,
+        err / allowance,
+        f"‖product − FD‖_F / ({FD_RTOL}·‖product‖_F + floor) ≤ 1",
+    )
+    return figures, part
+
+
+def reversal_figures(ordered: np.ndarray, reversed_: np.ndarray, scale: float) -> dict:
+    """The reversed product's difference ``r`` (relative) and over the rounding scale."""
+    return {
+        "reversal_rel_difference": relative_error(reversed_, ordered),
+        "reversal_difference_over_product_scale": ratio(
+            float(np.linalg.norm(ordered - reversed_)), scale
+        ),
+    }
+
+
+def commutation_figures(Js: list) -> dict:
+    """The layer Jacobians' spread and the first commutator ``‖J_1J_0 − J_0J_1‖_F/‖J_1J_0‖_F``."""
+    return {
+        "layer_jacobian_spread": jacobian_spread(Js),
+        "first_commutator_rel": (
+            relative_error(Js[0] @ Js[1], Js[1] @ Js[0]) if len(Js) > 1 else 0.0
+        ),
+    }
+
+
+def order_part(p: dict, tied: bool, r: float, r_scaled: float) -> Diagnostic:
+    """Untied weights: ``r ≥ order_tol``; tied weights: ``r`` and the scaled difference
+    ``≤ agree_tol``."""
+    if tied:
+        return Diagnostic(
+            max(r, r_scaled) <= p["agree_tol"],
+            [r, r_scaled],
+            f"tied: [relative, over √n·Π‖J_l‖₂] reversal difference ≤ {p['agree_tol']}",
         )
-        model = nm.init_model(
-            cfg, p["L"], w_seed, tied=p["tied"], scale=p["scale"], slow_scale=p["slow_scale"]
-        )
-        if p["tied"]:
-            model = model.with_gates(p["gate"])
-        else:
-            model = model.with_gates(
-                p["gate"] * (1 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
-            )
-        self.model = model
-        X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
-        E = X0.copy()
-        self.fixed_residual = None
-        if p["trajectory"] != "generic":
-            erng = np.random.default_rng(e_seed)
-            if p["trajectory"] == "fixed_point":
-                E = erng.standard_normal((cfg.T, cfg.d))
-            else:  # a token-homogeneous injection target E = 1 eᵀ
-                E = np.repeat(erng.standard_normal((1, cfg.d)), cfg.T, axis=0)
-            X0, self.fixed_residual = tied_fixed_point(cfg, model.layers[0], E, E)
-        self.X0, self.E = X0, E
-        self.traj = nm.stack_trajectory(model, X0, E)
-        self.Js = [layer_jacobian(cfg, lp, self.traj[l], E) for l, lp in enumerate(model.layers)]
+    return Diagnostic(
+        r >= p["order_tol"], r, f"untied: relative reversal difference ≥ {p['order_tol']}"
+    )
+
+
+NOTES = [
+    "relative differences in the Frobenius norm; J_l = dPhi_l/dX at X_l with the "
+    "injection target E held constant",
+    "finding: tied weights alone do not make the reversed product agree; on a moving "
+    "trajectory J_l = J(X_l) differ (control tied_moving_trajectory); agreement holds "
+    "where the layer Jacobians coincide, e.g. at a fixed point of the tied map",
+]
+"""The notes of every verdict."""
+
+
+# --------------------------------------------------------------------------- the claim
 
 
 class D1(Claim):
@@ -298,28 +401,47 @@ class D1(Claim):
         "weights still give J_l = J(X_l) that differ)."
     )
     params = {
-        "T": Param(8, "tokens (a multiple of P; T·d ≤ 64: dense Jacobians)", low=1, high=64),
-        "P": Param(2, "tokens per block", low=1, high=64),
-        "d": Param(4, "features", low=1, high=64),
-        "L": Param(4, "layers", low=1, high=32),
-        "mask": Param("causal", "fast attention mask", choices=tuple(nm.NAMED_MASKS)),
-        "slow_mask": Param(
-            "blockcausal", "slow attention mask at block level", choices=("blockcausal", "full")
+        **model_params(
+            T=dict(
+                default=8, high=64, meaning="tokens (a multiple of P; T·d ≤ 64: dense Jacobians)"
+            ),
+            P=dict(default=2, high=64),
+            d=None,
+            L=dict(high=32),
+            mask=None,
+            slow_mask=None,
+            norm=None,
+            sigma=None,
+            h=dict(low=1e-6, open_low=False),
+            gamma=dict(default=1.0, meaning="injection strength γ"),
+            gate=dict(default=0.5, meaning="gate (untied: gate·(1 ± gate_spread·u) per layer)"),
         ),
-        "norm": Param(True, "RMS norm before attention and MLP"),
-        "sigma": Param("tanh", "MLP nonlinearity", choices=("tanh", "identity")),
-        "h": Param(0.5, "depth step", low=1e-6, high=10.0),
-        "gamma": Param(1.0, "injection strength γ", low=0.0, high=100.0),
-        "gate": Param(0.5, "gate (untied: gate·(1 ± 0.5·u) per layer)", low=-100.0, high=100.0),
-        "scale": Param(1.0, "scale of the fast weights", low=0.0, high=100.0),
-        "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=100.0),
-        "tied": Param(False, "every layer shares layer 0's weights and gate"),
+        "gate_spread": Param(
+            0.5,
+            "untied: relative spread of the gates, layer l gets gate·(1 + gate_spread·u_l), u_l "
+            "uniform in [−1, 1] (0: one common gate)",
+            low=0.0,
+            high=1.0,
+        ),
+        **model_params(scale=None, slow_scale=None, tied=None),
         "trajectory": Param(
             "generic",
             "X_0: a random state (generic), a fixed point of the tied map "
             "with a random target E (fixed_point), or with a "
             "token-homogeneous target (homogeneous_fixed_point)",
             choices=TRAJECTORIES,
+        ),
+        "target": Param(
+            "input",
+            "generic trajectory: the injection target E is X_0 (input) or an independent "
+            "Gaussian draw (random); a fixed point draws its own",
+            choices=TARGETS,
+        ),
+        "distance": Param(
+            0.0,
+            "fixed points: X_0 = X* + distance·v, v a random direction of max norm 1 (0: X_0 = X*)",
+            low=0.0,
+            high=100.0,
         ),
         "fd_step": Param(
             1e-6, "output displacement of the finite differences", low=0.0, high=1e-2, open_low=True
@@ -386,6 +508,16 @@ class D1(Claim):
                     f"parameter trajectory={p['trajectory']!r} needs gamma > 0 (an "
                     f"injection target to pin the fixed point), got gamma={p['gamma']}"
                 )
+            if p["target"] != "input":
+                raise ValueError(
+                    f"parameter target={p['target']!r} applies to the generic trajectory only "
+                    f"(a fixed point draws its own target), got trajectory={p['trajectory']!r}"
+                )
+        elif p["distance"]:
+            raise ValueError(
+                f"parameter distance={p['distance']} needs a fixed-point trajectory, got "
+                "trajectory='generic'"
+            )
 
     def build(self, p, seed):
         return Instance(p, seed)
@@ -394,10 +526,8 @@ class D1(Claim):
         Js, model = inst.Js, inst.model
         n, L = Js[0].shape[0], len(Js)
         tied = weights_tied(model)
-        spread = max(_rel(J, Js[0]) for J in Js)
-        if not np.isfinite(spread):  # J_0 = 0 (possible with d = 1 and the norm on)
-            spread = 0.0 if all(not J.any() for J in Js) else float("inf")
-        hyps = {
+        spread = jacobian_spread(Js)
+        return {
             "product_has_order": Diagnostic(
                 L >= 2 and n > 1, {"factors": L, "n": n}, "L ≥ 2 and n > 1"
             ),
@@ -406,131 +536,50 @@ class D1(Claim):
                 {"weights_tied": tied, "jacobian_spread": spread},
                 f"weights untied, or max_l ‖J_l − J_0‖_F/‖J_0‖_F ≤ {SPREAD_TOL}",
             ),
+            "fixed_point_as_constructed": fixed_point_diagnostic(inst),
         }
-        if inst.fixed_residual is None:
-            hyps["fixed_point_as_constructed"] = Diagnostic(
-                True,
-                "no fixed point constructed (X_0 drawn at random)",
-                "applies to fixed points only",
-            )
-        else:
-            E = inst.E
-            gates = np.array([lp.g for lp in model.layers], dtype=float)
-            homogeneous_case = bool(np.all(E == E[:1]) and np.all(gates == 0.0))
-            token_spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
-            ok = inst.fixed_residual <= FIXED_POINT_RESIDUAL and (
-                not homogeneous_case or token_spread <= HOMOGENEITY_TOL
-            )
-            hyps["fixed_point_as_constructed"] = Diagnostic(
-                ok,
-                {
-                    "residual": inst.fixed_residual,
-                    "homogeneous_target_and_zero_gates": homogeneous_case,
-                    "token_spread": token_spread,
-                },
-                f"residual ≤ {FIXED_POINT_RESIDUAL}; token spread ≤ {HOMOGENEITY_TOL} if E is "
-                "token-homogeneous and every gate is 0",
-            )
-        return hyps
 
     def conclude(self, inst):
-        p, model, cfg, X0, E, traj, Js = (
-            inst.p,
-            inst.model,
-            inst.cfg,
-            inst.X0,
-            inst.E,
-            inst.traj,
-            inst.Js,
-        )
-        n = cfg.T * cfg.d
-        ordered, reversed_ = dense_products(Js)
-        D_fwd = stack_jacobian_forward(model, X0, E)
-        D_rev = stack_jacobian_reverse(model, X0, E)
-        # FD step scaled so that the output moves by about fd_step (a strongly expanding stack would
-        # otherwise leave the linear regime)
-        fd_step = p["fd_step"] / max(1.0, float(svdvals(ordered)[0]))
-        D_fd = stack_jacobian_fd(model, X0, E, fd_step)
-        fd_floor = _fd_rounding_floor(model, Js, traj, E, fd_step)
-
+        p, Js, traj = inst.p, inst.Js, inst.traj
+        prefixes = prefix_products(Js)
+        ordered, reversed_ = prefixes[-1]
+        scale = product_scale(Js)
         norm_ordered = float(np.linalg.norm(ordered))
-        # the scale of rounding errors in a product of L matrices: √n·Π‖J_l‖₂ ≥ ‖Π J_l‖_F; the
-        # ratio kappa = scale/‖Π J_l‖_F measures cancellation in the product (reported)
-        product_scale = float(np.sqrt(n) * np.prod([svdvals(J)[0] for J in Js]))
-        chain_scaled = (
-            max(float(np.linalg.norm(ordered - D_fwd)), float(np.linalg.norm(ordered - D_rev)))
-            / product_scale
-            if product_scale > 0
-            else 0.0
-        )
-        fd_err = float(np.linalg.norm(ordered - D_fd))
-        chain_fd = fd_err / norm_ordered if norm_ordered > 0 else float(fd_err > 0) * np.inf
-        fd_allowance = FD_RTOL * norm_ordered + fd_floor
-        r = _rel(reversed_, ordered)
-        r_scaled = (
-            float(np.linalg.norm(ordered - reversed_)) / product_scale if product_scale > 0 else 0.0
-        )
-        spread = max(_rel(J, Js[0]) for J in Js)
-        comm = (
-            float(np.linalg.norm(Js[1] @ Js[0] - Js[0] @ Js[1]) / np.linalg.norm(Js[1] @ Js[0]))
-            if len(Js) > 1 and np.linalg.norm(Js[1] @ Js[0]) > 0
-            else 0.0
-        )
-        tied = weights_tied(model)
-        if tied:
-            order = Diagnostic(
-                max(r, r_scaled) <= p["agree_tol"],
-                [r, r_scaled],
-                f"tied: [relative, over √n·Π‖J_l‖₂] reversal difference ≤ {p['agree_tol']}",
-            )
-        else:
-            order = Diagnostic(
-                r >= p["order_tol"], r, f"untied: relative reversal difference ≥ {p['order_tol']}"
-            )
+        modes, chain_scaled = chain_rule_modes(inst, ordered, scale)
+        fd, fd_part = chain_rule_fd(inst, ordered)
+        reversal = reversal_figures(ordered, reversed_, scale)
+        tied = weights_tied(inst.model)
         figures = {
-            "chain_rule_rel_forward": _rel(ordered, D_fwd),
-            "chain_rule_rel_reverse": _rel(ordered, D_rev),
-            "chain_rule_rel_fd": chain_fd,
-            "fd_abs_error": fd_err,
-            "fd_rounding_floor": fd_floor,
-            "fd_error_over_allowance": fd_err / fd_allowance,
-            "fd_step_used": fd_step,
-            "reversal_rel_difference": r,
-            "reversal_difference_over_product_scale": r_scaled,
+            **modes,
+            **fd,
+            **reversal,
             "chain_rule_difference_over_product_scale": chain_scaled,
-            "cancellation_factor_kappa": product_scale / norm_ordered
-            if norm_ordered > 0
-            else float("inf"),
-            "layer_jacobian_spread": spread,
-            "first_commutator_rel": comm,
-            "state_motion_rel": float(np.abs(traj[-1] - traj[0]).max() / np.abs(traj[0]).max()),
+            "cancellation_factor_kappa": ratio(scale, norm_ordered),
+            **commutation_figures(Js),
+            "state_motion_rel": relative_error(traj[-1], traj[0], norm="max"),
             "jacobian_product_norm": norm_ordered,
-            "dense_size": n,
+            "dense_size": Js[0].shape[0],
             "weights_tied": tied,
         }
         if inst.fixed_residual is not None:
             figures["fixed_point_residual"] = inst.fixed_residual
-            figures["fixed_point_token_spread"] = float(np.abs(X0 - X0[:1]).max())
+            figures["fixed_point_token_spread"] = float(
+                np.abs(inst.fixed_point - inst.fixed_point[:1]).max()
+            )
         parts = {
             "chain_rule_jvp_vjp": Diagnostic(
                 chain_scaled <= CHAIN_RTOL,
                 chain_scaled,
                 f"max(fwd, rev) difference / (√n·Π‖J_l‖₂) ≤ {CHAIN_RTOL}",
             ),
-            "chain_rule_fd": Diagnostic(
-                fd_err <= fd_allowance,
-                fd_err / fd_allowance,
-                f"‖product − FD‖_F / ({FD_RTOL}·‖product‖_F + floor) ≤ 1",
+            "chain_rule_fd": fd_part,
+            "product_order": order_part(
+                p,
+                tied,
+                reversal["reversal_rel_difference"],
+                reversal["reversal_difference_over_product_scale"],
             ),
-            "product_order": order,
         }
-        notes = [
-            "relative differences in the Frobenius norm; J_l = dPhi_l/dX at X_l with the "
-            "injection target E held constant",
-            "finding: tied weights alone do not make the reversed product agree; on a moving "
-            "trajectory J_l = J(X_l) differ (control tied_moving_trajectory); agreement holds "
-            "where the layer Jacobians coincide, e.g. at a fixed point of the tied map",
-        ]
         return Conclusion(
             parts,
             figures,
@@ -541,7 +590,12 @@ class D1(Claim):
                 "reversal_max_rel_tied": p["agree_tol"],
                 "layer_jacobian_spread_tied_hypothesis": SPREAD_TOL,
             },
-            notes=notes,
+            notes=NOTES,
+            series={
+                "reversal_rel_difference_by_depth": [
+                    relative_error(rev, ordr) for ordr, rev in prefixes
+                ]
+            },
         )
 
 
