@@ -1,4 +1,4 @@
-"""Exact forward- and reverse-mode derivatives of the layer ``Φ`` and of the stack (SPEC §1).
+"""Exact forward- and reverse-mode derivatives of the layer ``Φ`` and of the stack.
 
 Hand-written analytic derivatives of the NumPy reference forward in :mod:`numerics.model.layer`
 (no finite differences, no tracing)::

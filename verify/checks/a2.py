@@ -334,6 +334,18 @@ def ratio_parts(att: Fraction, lay: Fraction, P: int) -> dict:
 # --------------------------------------------------------------------------- the claim
 
 
+def wide_mlp_control(name: str, P: int, m: int, meaning: str) -> Control:
+    """A negative control with ``d = 6``, ``T = 12·P`` and an MLP of width ``m`` too wide for the
+    whole-layer lower bound (``3d(P − 1) < 2m``)."""
+    return Control(
+        name,
+        {"T": 12 * P, "P": P, "d": 6, "m": m},
+        breaks="slow_projections_outweigh_mlp",
+        meaning=meaning,
+        seed=3,
+    )
+
+
 class A2(Claim):
     id = "A2"
     title = "Cost of the slow path"
@@ -384,27 +396,17 @@ class A2(Claim):
             meaning="slow attention over all T tokens costs as much as fast attention (ratio 1)",
             seed=3,
         ),
-        Control(
-            "wide_mlp_P2",
-            {"T": 24, "P": 2, "d": 6, "m": 24},
-            breaks="slow_projections_outweigh_mlp",
-            meaning="m = 4d at P = 2: the whole-layer ratio falls below 1/P²",
-            seed=3,
+        wide_mlp_control(
+            "wide_mlp_P2", 2, 24, "m = 4d at P = 2: the whole-layer ratio falls below 1/P²"
         ),
-        Control(
-            "wide_mlp_P3",
-            {"T": 36, "P": 3, "d": 6, "m": 48},
-            breaks="slow_projections_outweigh_mlp",
-            meaning="m = 8d at P = 3: the whole-layer ratio falls below 1/P²",
-            seed=3,
+        wide_mlp_control(
+            "wide_mlp_P3", 3, 48, "m = 8d at P = 3: the whole-layer ratio falls below 1/P²"
         ),
-        Control(
+        wide_mlp_control(
             "no_pooling_P1",
-            {"T": 12, "P": 1, "d": 6, "m": 6},
-            breaks="slow_projections_outweigh_mlp",
-            meaning="P = 1: the slow path costs its projections and attention but no MLP, "
-            "below 1/P² = 1",
-            seed=3,
+            1,
+            6,
+            "P = 1: the slow path costs its projections and attention but no MLP, below 1/P² = 1",
         ),
     )
     key_figures = (
