@@ -22,6 +22,8 @@ from numerics.analysis.stability import (
 )
 from theory.stability import normal_critical_gates, scalar_critical_gates
 from verify.registry import CLAIMS, run_check
+from verify.strategies import linear_loops
+from verify.systems import LinearLoop
 
 pytestmark = pytest.mark.claim("D7")
 
@@ -153,3 +155,49 @@ def test_seed_sweep(claim, thorough, check_sweep):
 def test_bad_parameters_are_rejected_before_any_work(params, name):
     with pytest.raises(ValueError, match=name):
         CLAIMS["D7"].resolve(params)
+
+
+# --------------------------------------------------------------------------- your own loop
+
+
+def _non_normal_loop(rho: float, seed: int = 11, n: int = 6) -> LinearLoop:
+    """J = S diag(λ) S⁻¹ with a strongly non-normal S, spectral radius ``rho``; G standard normal."""
+    rng = np.random.default_rng(seed)
+    S = np.eye(n) + 2.0 * np.triu(rng.standard_normal((n, n)), 1)
+    lam = rho * np.array([1.0, -0.875, 0.625, 0.375, -0.25, 0.125])[:n]
+    return LinearLoop(S @ np.diag(lam) @ np.linalg.inv(S), rng.standard_normal((n, n)))
+
+
+@pytest.mark.claim("D7")
+def test_a_non_normal_user_loop_holds_with_a_margin_far_below_one_minus_rho(claim):
+    """The bound uses m(J), not 1 − ρ(J): for a non-normal J the margin is much smaller."""
+    v = claim.main(run_check("D7", system=_non_normal_loop(0.8)))
+    assert v.outcome == "holds", v.summary()
+    assert v.figures["margin"] < 0.1 * v.figures["one_minus_rho"]
+    assert v.system["kind"] == "LinearLoop"
+
+
+@pytest.mark.claim("D7")
+def test_a_user_loop_with_spectral_radius_above_one_is_outside_the_hypotheses():
+    v = run_check("D7", system=_non_normal_loop(1.2))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["reference_contractive"]
+
+
+@pytest.mark.claim("D7")
+def test_a_user_gate_that_cannot_move_the_spectrum_is_outside_the_hypotheses():
+    """J lower triangular and G strictly lower triangular: J + gG keeps J's diagonal, so ρ is the
+    same for every g and the critical gate is infinite (the bound holds only vacuously)."""
+    rng = np.random.default_rng(2)
+    J = np.tril(rng.standard_normal((4, 4)), -1) + np.diag([0.5, -0.3, 0.2, 0.1])
+    v = run_check("D7", system=LinearLoop(J, np.tril(rng.standard_normal((4, 4)), -1)))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["gate_moves_spectrum"]
+    assert not v.conclusion["critical_gate_finite"].holds
+
+
+@settings(max_examples=8, deadline=None)
+@given(linear_loops(spectral_radius=0.9))
+def test_d7_holds_or_names_the_unmoved_spectrum_on_random_contractive_loops(loop):
+    v = run_check("D7", system=loop)
+    assert v.outcome in ("holds", "outside-hypotheses"), v.summary()
+    if v.outcome == "outside-hypotheses":
+        assert v.violated == ["gate_moves_spectrum"]

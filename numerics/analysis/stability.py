@@ -397,16 +397,33 @@ def iterate_looped_map(
     ``distance``.
     """
     p, X, E = _point(config, params, X0, E)
+    ref = None if X_ref is None else check_state(config, X_ref, "X_ref")
+    return _iterate(lambda Z: kernels.layer(config, p, Z, E), X, ref, max_iter, tol, blowup)
+
+
+def iterate_linear_loop(
+    M, x0, *, x_ref=None, max_iter: int = 5000, tol: float = 1e-12, blowup: float = 1e8
+) -> LoopResult:
+    """Iterate the linear loop ``x ← M x`` from ``x0`` with the stopping rules of
+    :func:`iterate_looped_map` (``x_ref`` defaults to the fixed point 0)."""
+    M = v.finite_array("M", M, ndim=2)
+    x0 = v.finite_array("x0", x0, shape=(M.shape[1],))
+    ref = np.zeros(M.shape[0]) if x_ref is None else v.finite_array("x_ref", x_ref, shape=x0.shape)
+    return _iterate(lambda z: M @ z, x0, ref, max_iter, tol, blowup)
+
+
+def _iterate(step_map, X, ref, max_iter, tol, blowup) -> LoopResult:
+    """``X ← step_map(X)`` until the step is ≤ ``tol`` (converged), an entry exceeds ``blowup``
+    or is not finite (diverged), or ``max_iter`` steps (not settled)."""
     max_iter = v.positive_int("max_iter", max_iter)
     tol = v.real("tol", tol, low=0.0, low_open=True)
     blowup = v.real("blowup", blowup, low=0.0, low_open=True)
-    ref = None if X_ref is None else check_state(config, X_ref, "X_ref")
     step = float("inf")
     status = "not_settled"
     k = 0
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(1, max_iter + 1):  # noqa: B007  (k is the step count returned)
-            Y = kernels.layer(config, p, X, E)
+            Y = step_map(X)
             if not np.all(np.isfinite(Y)) or np.abs(Y).max() > blowup:
                 status = "diverged"
                 X = Y

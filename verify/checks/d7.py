@@ -42,6 +42,12 @@ Eigenvalues enter only through ``ρ`` (a multiset's largest modulus), singular v
 verdict depends on LAPACK's choices. The verdict's series carry what the figure draws: ``ρ(J + gG)``
 on a gate grid around the critical gates, ``σ_min(e^{iθ}I − J)`` on the circle and the loop runs.
 
+Your own system: a :class:`~verify.systems.LinearLoop` ``(J, G)`` is checked the same way on the
+loop ``x ← (J + gG)x`` (fixed point 0 for every gate, so the loop part is always decided). It has
+no token blocks to read, so ``gate_moves_spectrum`` is the measured variation of ``ρ(J + gG)`` over
+``|g| ≤ 10/‖G‖₂``, above 100 units of rounding of ``max(1, ‖J‖₂)``; a ``J`` with ``ρ(J) ≥ 1`` is
+outside the hypotheses.
+
 Negative controls: ``γ = 0`` (additive injection: ``ρ(J) ≥ 1``, the conclusion fails at ``g = 0``
 already), and the autoregressive slow path (``g_c = ∞``: the margin does not bind).
 """
@@ -54,6 +60,7 @@ import numerics as nm
 from numerics.analysis.stability import (
     critical_gate,
     gate_spectral_radii,
+    iterate_linear_loop,
     iterate_looped_map,
     layer_jacobian,
     margin_certificate,
@@ -65,8 +72,9 @@ from numerics.analysis.stability import (
 from numerics.model import kernels
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
-from ..measure import ratio
+from ..measure import UNIT_ROUNDOFF, ratio
 from ..model_params import model_params
+from ..systems import LinearLoop
 
 FIXED_POINT_RTOL = 1e-10
 """``‖Φ_0(X*) − X*‖_F ≤ FIXED_POINT_RTOL·max(1, ‖X*‖_F)`` for ``X*`` to count as a fixed point."""
@@ -134,6 +142,86 @@ class Instance:
         self.X_init = self.Xs + p["init_size"] * np.random.default_rng(i_seed).standard_normal(
             self.Xs.shape
         )
+
+    def fixed_point_residual(self) -> tuple[float, float]:
+        """``(‖Φ_0(X*) − X*‖_F, its bound)``."""
+        residual = float(
+            np.linalg.norm(kernels.layer(self.cfg, self.lp, self.Xs, self.E) - self.Xs)
+        )
+        return residual, FIXED_POINT_RTOL * max(1.0, float(np.linalg.norm(self.Xs)))
+
+    def gate_moves_spectrum(self) -> Diagnostic:
+        """Not the exact token-block triangular structure of ``J + gG`` (which fixes ρ)."""
+        structure = token_block_structure(self.J, self.G, self.cfg.P * self.cfg.d)
+        triangular = (
+            structure["J_above_block_diagonal_rel"] == 0.0
+            and structure["G_on_or_above_block_diagonal_rel"] == 0.0
+        )
+        nG = float(np.linalg.norm(self.G, 2))
+        structure["rho_variation_over_gates_10_over_normG"] = rho_variation(
+            self.J, self.G, 1.0 / nG if nG > 0 else 1.0
+        )
+        self.structure = structure
+        return Diagnostic(
+            not triangular,
+            structure,
+            "J above and G on/above the token-block diagonal not both exactly 0",
+        )
+
+    def loop(self, gate: float, max_iter: int):
+        """The looped map ``X ← Φ_gate(X)`` from the start, measured against ``X*``."""
+        q = self.lp.copy()
+        q.g = gate
+        return iterate_looped_map(
+            self.cfg, q, self.X_init, self.E, X_ref=self.Xs, max_iter=max_iter, tol=LOOP_STEP_TOL
+        )
+
+    def slow_output_at_reference(self) -> float:
+        """``‖Φ_1(X*) − Φ_0(X*)‖_F = h·‖Slow(X*)‖_F``: X* is a fixed point of every Φ_g iff it is
+        0 (``Φ_g = Φ_0 + g·h·Slow``)."""
+        q1 = self.lp.copy()
+        q1.g = 1.0
+        gated = kernels.layer(self.cfg, q1, self.Xs, self.E)
+        return float(np.linalg.norm(gated - kernels.layer(self.cfg, self.lp, self.Xs, self.E)))
+
+
+VARIATION_UNITS = 100.0
+"""A user loop's gate moves the spectrum when ρ(J + gG) varies over the wide gate grid by more than
+100 units of rounding of ``max(1, ‖J‖₂)``."""
+
+
+class LoopInstance:
+    """A user :class:`~verify.systems.LinearLoop`: the loop ``x ← (J + gG)x`` with fixed point
+    ``x* = 0`` for every gate, started at ``init_size``·noise."""
+
+    def __init__(self, p: dict, seed: int, system: LinearLoop):
+        _, _, i_seed = np.random.SeedSequence(seed).spawn(3)
+        self.p, self.J, self.G = p, system.J, system.G
+        self.Xs = np.zeros(self.J.shape[0])
+        self.X_init = p["init_size"] * np.random.default_rng(i_seed).standard_normal(self.Xs.shape)
+
+    def fixed_point_residual(self) -> tuple[float, float]:
+        return 0.0, FIXED_POINT_RTOL  # x* = 0 is a fixed point of every linear loop
+
+    def gate_moves_spectrum(self) -> Diagnostic:
+        """No token structure to read: ρ(J + gG) must vary measurably over the wide gate grid."""
+        nG = float(np.linalg.norm(self.G, 2))
+        variation = rho_variation(self.J, self.G, 1.0 / nG if nG > 0 else 1.0)
+        floor = VARIATION_UNITS * UNIT_ROUNDOFF * max(1.0, float(np.linalg.norm(self.J, 2)))
+        self.structure = {"rho_variation_over_gates_10_over_normG": variation, "floor": floor}
+        return Diagnostic(
+            variation > floor,
+            self.structure,
+            "ρ(J + gG) varies over |g| ≤ 10/‖G‖₂ by more than 100 units of rounding",
+        )
+
+    def loop(self, gate: float, max_iter: int):
+        return iterate_linear_loop(
+            self.J + gate * self.G, self.X_init, max_iter=max_iter, tol=LOOP_STEP_TOL
+        )
+
+    def slow_output_at_reference(self) -> float:
+        return 0.0  # x* = 0 for every gate
 
 
 # --------------------------------------------------------------------------- hypotheses
@@ -244,17 +332,7 @@ def loop_budget(rho: float, p: dict) -> int:
 def loop_run(inst: Instance, gate: float, rho: float) -> dict:
     """The looped map ``X ← Φ_gate(X)`` from the instance's start: its status and whether it
     stopped at ``X*`` (within :data:`REFERENCE_DISTANCE`)."""
-    q = inst.lp.copy()
-    q.g = gate
-    res = iterate_looped_map(
-        inst.cfg,
-        q,
-        inst.X_init,
-        inst.E,
-        X_ref=inst.Xs,
-        max_iter=loop_budget(rho, inst.p),
-        tol=LOOP_STEP_TOL,
-    )
+    res = inst.loop(gate, loop_budget(rho, inst.p))
     return {
         "gate": float(gate),
         "rho": float(rho),
@@ -285,15 +363,6 @@ def loop_runs(inst: Instance, rho_J: float, gc_plus: float, gc_minus: float) -> 
         k = int(np.argmax(rhos))
         runs[f"above_{side}"] = loop_run(inst, float(cand[k]), rhos[k])
     return runs
-
-
-def slow_output_at_reference(inst: Instance) -> float:
-    """``‖Φ_1(X*) − Φ_0(X*)‖_F = h·‖Slow(X*)‖_F``: X* is a fixed point of every Φ_g iff it is 0
-    (``Φ_g = Φ_0 + g·h·Slow``)."""
-    q1 = inst.lp.copy()
-    q1.g = 1.0
-    gated = kernels.layer(inst.cfg, q1, inst.Xs, inst.E)
-    return float(np.linalg.norm(gated - kernels.layer(inst.cfg, inst.lp, inst.Xs, inst.E)))
 
 
 def nonlinear_loop_part(runs: dict, slow_at_ref: float) -> Diagnostic:
@@ -459,6 +528,7 @@ class D7(Claim):
         ),
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
+    systems = (LinearLoop,)
 
     def validate(self, p):
         if p["T"] * p["d"] > 96:
@@ -475,31 +545,18 @@ class D7(Claim):
     def build(self, p, seed):
         return Instance(p, seed)
 
+    def build_system(self, p, seed, system):
+        return LoopInstance(p, seed, system)
+
     def diagnose(self, inst):
-        cfg, J, G = inst.cfg, inst.J, inst.G
-        residual = float(np.linalg.norm(kernels.layer(cfg, inst.lp, inst.Xs, inst.E) - inst.Xs))
-        fp_bound = FIXED_POINT_RTOL * max(1.0, float(np.linalg.norm(inst.Xs)))
-        rho = spectral_radius(J)
-        structure = token_block_structure(J, G, cfg.P * cfg.d)
-        triangular = (
-            structure["J_above_block_diagonal_rel"] == 0.0
-            and structure["G_on_or_above_block_diagonal_rel"] == 0.0
-        )
-        nG = float(np.linalg.norm(G, 2))
-        structure["rho_variation_over_gates_10_over_normG"] = rho_variation(
-            J, G, 1.0 / nG if nG > 0 else 1.0
-        )
-        inst.structure = structure
+        residual, fp_bound = inst.fixed_point_residual()
+        rho = spectral_radius(inst.J)
         return {
             "reference_is_fixed_point": Diagnostic(
                 residual <= fp_bound, residual, f"‖Φ_0(X*) − X*‖_F ≤ {fp_bound:.3g}"
             ),
             "reference_contractive": Diagnostic(rho < 1.0, rho, "ρ(J) < 1"),
-            "gate_moves_spectrum": Diagnostic(
-                not triangular,
-                structure,
-                "J above and G on/above the token-block diagonal not both exactly 0",
-            ),
+            "gate_moves_spectrum": inst.gate_moves_spectrum(),
         }
 
     def conclude(self, inst):
@@ -509,7 +566,7 @@ class D7(Claim):
         gates, gate_figures = gate_parts(J, G, margin_figures["margin"], p)
         gc_plus, gc_minus = gate_figures["critical_gate_plus"], gate_figures["critical_gate_minus"]
         runs = loop_runs(inst, rho_J, gc_plus, gc_minus)
-        slow_at_ref = slow_output_at_reference(inst)
+        slow_at_ref = inst.slow_output_at_reference()
         figures = {
             "spectral_radius_J": rho_J,
             **margin_figures,
