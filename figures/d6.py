@@ -7,41 +7,39 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from figures import figure
-from numerics.analysis.visibility import BLOCKS, block_spectra, visibility_map
-from verify.checks.d6 import CLAIM, Instance
 from verify.claim import Verdict
-from verify.registry import run_check
+from verify.registry import get_claim, run_check
 
-DEFAULTS = CLAIM.defaults()
-
+DEFAULTS = get_claim("D6").defaults()
+"""The D6 unit's defaults: both panels are the default instance with one reference state."""
 FLOOR = 1e-18
+"""Exact zeros of the spectrum are drawn at this value on the log axis."""
 REFERENCES = ("homogeneous", "heterogeneous")
-SECOND_ORDER_CHECKS = ({}, {"reference": "heterogeneous"})
-"""The D6 checks of the second-order figure (overrides of the defaults): homogeneous, heterogeneous."""
+"""The reference states, one D6 check each."""
 
 
-def d6_spectrum_case(seed: int, reference: str) -> dict:
-    """The singular values of the visibility map, by parameter block, for one reference state (the
-    E_d blocks' singular values do not depend on LAPACK's choice of basis of ker Lᵀ)."""
-    inst = Instance(CLAIM.resolve({"reference": reference}), seed)
-    spectra = block_spectra(visibility_map(inst.model, inst.X0, inst.E))
-    return {b: np.asarray(s).tolist() for b, s in spectra.items()}
+def d6_case(seed: int, reference: str) -> dict:
+    """The D6 check for one reference state: its verdict, with the visibility spectra by block as
+    series (the E_d blocks' singular values do not depend on LAPACK's choice of basis of ker Lᵀ)."""
+    return run_check("D6", {"reference": reference}, seed=seed).to_json()
 
 
-@figure(
-    "D6",
-    "d6_visibility_spectrum",
-    compute=d6_spectrum_case,
-    points=lambda seed: [dict(seed=seed, reference=r) for r in REFERENCES],
-)
+def by_reference(seed: int) -> list[dict]:
+    """One D6 check per reference state (homogeneous, heterogeneous)."""
+    return [dict(seed=seed, reference=r) for r in REFERENCES]
+
+
+@figure("D6", "d6_visibility_spectrum", compute=d6_case, points=by_reference)
 def d6_visibility_spectrum(data: list, seed: int):
     params = dict(DEFAULTS)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8), sharey=True, constrained_layout=True)
     for ax, reference, case in zip(axes, REFERENCES, data):
         p = dict(params, reference=reference)
-        spectra = {b: np.asarray(s, dtype=float) for b, s in case.items()}
+        series = Verdict.from_json(case).series["visibility_spectra"]
+        spectra = {b: np.asarray(s, dtype=float) for b, s in series.items()}
+        blocks = list(spectra)  # every block of the map, in the check's order
         top = max(s.max() for s in spectra.values() if s.size)
-        for i, b in enumerate(BLOCKS):
+        for i, b in enumerate(blocks):
             s = spectra[b]
             if not s.size:
                 continue
@@ -51,8 +49,8 @@ def d6_visibility_spectrum(data: list, seed: int):
         ax.axhline(1e-9 * top, color="0.5", lw=0.8, ls="--", label="rank threshold")
         ax.set_yscale("log")
         ax.set_ylim(FLOOR / 3, 30 * top)
-        ax.set_xticks(range(len(BLOCKS)))
-        ax.set_xticklabels(BLOCKS, rotation=60, fontsize=7)
+        ax.set_xticks(range(len(blocks)))
+        ax.set_xticklabels(blocks, rotation=60, fontsize=7)
         ax.set_title(
             f"{reference} reference ({p['mask']}): singular values of δ(LᵀX_L)", fontsize=8
         )
@@ -61,40 +59,25 @@ def d6_visibility_spectrum(data: list, seed: int):
     return fig, dict(params, seed=seed)
 
 
-def d6_check(seed: int, overrides: dict) -> dict:
-    """The D6 check (block-mean response to E_d forcing) for one reference state."""
-    return run_check("D6", overrides, seed=seed).to_json()
-
-
-@figure(
-    "D6",
-    "d6_second_order",
-    compute=d6_check,
-    points=lambda seed: [dict(seed=seed, overrides=ov) for ov in SECOND_ORDER_CHECKS],
-)
+@figure("D6", "d6_second_order", compute=d6_case, points=by_reference)
 def d6_second_order(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
     res, het = (Verdict.from_json(case) for case in data)
     s = np.array(res.figures["perturbation_sizes"])
     for i, kind in enumerate(("X0_Ed", "E_Ed", "F_Ed")):
-        fit = res.figures["Ed_second_order_slopes"][kind]
-        ax.loglog(
-            s,
-            res.figures["Ed_persistent_changes"][kind],
-            "o-",
-            color=f"C{i}",
-            ms=3,
-            label=f"{kind}, homogeneous: slope {fit['slope']:.3f}",
-        )
-        fit_h = het.figures["Ed_second_order_slopes"][kind]
-        ax.loglog(
-            s,
-            het.figures["Ed_persistent_changes"][kind],
-            "x--",
-            color=f"C{i}",
-            ms=3,
-            label=f"{kind}, heterogeneous: slope {fit_h['slope']:.3f}",
-        )
+        for verdict, style, reference in (
+            (res, "o-", "homogeneous"),
+            (het, "x--", "heterogeneous"),
+        ):
+            fit = verdict.figures["Ed_second_order_slopes"][kind]
+            ax.loglog(
+                s,
+                verdict.figures["Ed_persistent_changes"][kind],
+                style,
+                color=f"C{i}",
+                ms=3,
+                label=f"{kind}, {reference}: slope {fit['slope']:.3f}",
+            )
     ax.set_xlabel("perturbation size s (forcing in E_d)")
     ax.set_ylabel("‖Lᵀ X_L(s) − Lᵀ X_L(0)‖  (block means)")
     ax.legend(fontsize=6)

@@ -129,6 +129,11 @@ TAYLOR_REPORTED = (
 TAYLOR_RULE = "Taylor remainder order 2 ± slope_tol, or min secant defect ≤ 1e-6"
 
 
+def positive(default: float, meaning: str, high: float = 1.0) -> Param:
+    """A float parameter in ``(0, high]`` (a step or a tolerance)."""
+    return Param(default, meaning, low=0.0, high=high, open_low=True)
+
+
 # ----------------------------------------------------------------------------- the instance
 
 
@@ -546,24 +551,13 @@ class D4(Claim):
             high=24,
         ),
         "theory_max_d": Param(4, "compare with the SymPy factors only for d ≤ this", low=0, high=5),
-        "fd_step": Param(
-            1e-5, "step of the report-only finite difference", low=0.0, high=1.0, open_low=True
-        ),
-        "tol": Param(
+        "fd_step": positive(1e-5, "step of the report-only finite difference"),
+        "tol": positive(
             1e-10,
             "tolerance of the exact identities, relative to the size of the terms "
             "of the float64 computations (their rounding scale)",
-            low=0.0,
-            high=1.0,
-            open_low=True,
         ),
-        "slope_tol": Param(
-            0.1,
-            "absolute tolerance of the Taylor-remainder order 2",
-            low=0.0,
-            high=1.0,
-            open_low=True,
-        ),
+        "slope_tol": positive(0.1, "absolute tolerance of the Taylor-remainder order 2"),
         "report_condition": Param(
             True, "report the causal eigenvector condition numbers (cond_Ts)"
         ),

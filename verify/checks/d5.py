@@ -67,6 +67,11 @@ KERNEL_CONSTANT_REL = 1e-12
 """Relative agreement of the closed-form c_K with the exact rational one."""
 
 
+def positive(default: float, meaning: str, high: float = 1.0) -> Param:
+    """A float parameter in ``(0, high]`` (a step or a tolerance)."""
+    return Param(default, meaning, low=0.0, high=high, open_low=True)
+
+
 # ----------------------------------------------------------------------------- the instance
 
 
@@ -420,7 +425,7 @@ class D5(Claim):
             L=dict(default=32, high=256),
             mask="block_causal",
         ),
-        "tau": Param(1e-2, "saturation threshold τ of r(L)", low=0.0, high=1e6, open_low=True),
+        "tau": positive(1e-2, "saturation threshold τ of r(L)", high=1e6),
         **model_params(scale=dict(default=0.3, meaning="scale of the random weights", high=1e3)),
         "value_gain": Param(0.8, "added to every V_l as value_gain·I", low=-1e3, high=1e3),
         **model_params(
@@ -436,29 +441,15 @@ class D5(Claim):
                 high=1e3,
             ),
         ),
-        "eta": Param(
-            1e-6, "central-difference step of the nonlinear stack", low=0.0, high=1.0, open_low=True
-        ),
+        "eta": positive(1e-6, "central-difference step of the nonlinear stack"),
         "brute_max_Td": Param(
             64, "brute-force dense Jacobian product only for T·d ≤ this", low=0, high=256
         ),
         "exact_max_T": Param(
             16, "compare c_K with the exact rational value only for T ≤ this", low=0, high=32
         ),
-        "tol": Param(
-            1e-12,
-            "rounding tolerance (bound allowance, coarse stack)",
-            low=0.0,
-            high=1.0,
-            open_low=True,
-        ),
-        "fd_tol": Param(
-            1e-6,
-            "relative tolerance of the nonlinear-vs-linear comparison",
-            low=0.0,
-            high=1.0,
-            open_low=True,
-        ),
+        "tol": positive(1e-12, "rounding tolerance (bound allowance, coarse stack)"),
+        "fd_tol": positive(1e-6, "relative tolerance of the nonlinear-vs-linear comparison"),
     }
 
     hypotheses = {
