@@ -69,6 +69,70 @@ def _rms(row: sp.Matrix, norm_eps) -> sp.Matrix:
     return row / sp.sqrt(sum(x**2 for x in row) / d + norm_eps)
 
 
+def _normed_rows(X: sp.Matrix, norm: bool, norm_eps) -> sp.Matrix:
+    """``n(X)`` row by row (the RMS norm with ``norm_eps``), or ``X`` when ``norm`` is False."""
+    if not norm:
+        return X
+    return sp.Matrix.vstack(*[_rms(X[i, :], norm_eps) for i in range(X.shape[0])])
+
+
+def _scores(X: sp.Matrix, syms: dict, norm: bool, norm_eps) -> sp.Matrix:
+    """``β n(X)Q (n(X)K)ᵀ``."""
+    Xn = _normed_rows(X, norm, norm_eps)
+    return syms["beta"] * (Xn * syms["Q"]) * (Xn * syms["K"]).T
+
+
+def _block_symbols(P: int, d: int, m: int) -> dict:
+    """The real matrix symbols of one block: ``y`` (1×d), ``E`` (P×d), ``Q, K`` (d×d), ``W1``
+    (d×m), ``W2`` (m×d) and ``H`` (P×d, the unknown of the invariance equation)."""
+    return {
+        "y": sp.Matrix(1, d, sp.symbols(f"y0:{d}", real=True)),
+        "E": sp.Matrix(P, d, sp.symbols(f"E0:{P * d}", real=True)),
+        "Q": sp.Matrix(d, d, sp.symbols(f"Q0:{d * d}", real=True)),
+        "K": sp.Matrix(d, d, sp.symbols(f"K0:{d * d}", real=True)),
+        "W1": sp.Matrix(d, m, sp.symbols(f"W1_0:{d * m}", real=True)),
+        "W2": sp.Matrix(m, d, sp.symbols(f"W2_0:{m * d}", real=True)),
+        "H": sp.Matrix(P, d, sp.symbols(f"H0:{P * d}", real=True)),
+    }
+
+
+def _allowed(Kmask: sp.Matrix) -> list:
+    """Per row ``i``, the columns ``j`` the mask lets token ``i`` attend to."""
+    P = Kmask.shape[0]
+    return [[j for j in range(P) if Kmask[i, j] != 0] for i in range(P)]
+
+
+def _softmax_in_scores(P: int, allowed: list):
+    """The masked softmax as a function of score symbols ``s_ij``: ``(s, A(s), {s_ij: 0})``
+    (softmax is shift-invariant, so ``s = 0`` represents every point of equal scores in a row)."""
+    ssym = sp.Matrix(P, P, lambda i, j: sp.Symbol(f"s_{i}_{j}", real=True))
+    Asym = sp.zeros(P, P)
+    for i in range(P):
+        Z = sum(sp.exp(ssym[i, j]) for j in allowed[i])
+        for j in allowed[i]:
+            Asym[i, j] = sp.exp(ssym[i, j]) / Z
+    at0 = {ssym[i, j]: 0 for i in range(P) for j in range(P)}
+    return ssym, Asym, at0
+
+
+def _normal_rate(Kmask: sp.Matrix) -> sp.Expr:
+    """``1 − λ₂(K_mask)`` (``λ₂`` the second largest distinct eigenvalue, 0 if there is none)."""
+    lam = sorted(set(Kmask.eigenvals()), reverse=True)
+    return 1 - (lam[1] if len(lam) > 1 else 0)
+
+
+def _invariance_solution(eqs: list, unknowns: list, P: int, d: int, cancel: bool) -> sp.Matrix:
+    """The unique solution of the consistent overdetermined linear system ``eqs`` (normal
+    equations, exact), expanded; ``ArithmeticError`` if it is not unique. ``cancel`` simplifies the
+    coefficient matrix first."""
+    Amat, bvec = sp.linear_eq_to_matrix(eqs, unknowns)
+    if cancel:
+        Amat = Amat.applyfunc(sp.cancel)
+    if Amat.rank() != P * d:
+        raise ArithmeticError("the O(ε) invariance equation does not determine H₁ uniquely")
+    return (Amat.T * Amat).LUsolve(Amat.T * bvec).applyfunc(sp.expand)
+
+
 @dataclass
 class SlowManifold:
     """The symbolic results of :func:`slow_manifold` and their numeric versions.
@@ -98,6 +162,62 @@ class SlowManifold:
     curvature_fn: object = None
 
 
+class _SoftmaxTaylor:
+    """The softmax's first two derivatives at equal scores, and the Taylor coefficients of
+    ``A(X(ε))`` they give from those of the scores (:func:`slow_manifold`)."""
+
+    def __init__(self, P: int, allowed: list):
+        ssym, Asym, at0 = _softmax_in_scores(P, allowed)
+        self.P = P
+        self.svars = [ssym[i, j] for i in range(P) for j in allowed[i]]
+        self.dA = {v: Asym.diff(v).subs(at0) for v in self.svars}
+        self.d2A = {(v, w): Asym.diff(v, w).subs(at0) for v in self.svars for w in self.svars}
+        self.A0 = Asym.subs(at0)
+
+    @staticmethod
+    def index(v):
+        return tuple(int(k) for k in v.name.split("_")[1:])
+
+    def coefficients(self, S1, S2):
+        """First two Taylor coefficients of A(X(ε)) from those of the scores S(X(ε))."""
+        P, index = self.P, self.index
+        A1 = sp.zeros(P, P)
+        A2 = sp.zeros(P, P)
+        for v in self.svars:
+            A1 += self.dA[v] * S1[index(v)]
+            A2 += self.dA[v] * S2[index(v)]
+            for w in self.svars:
+                A2 += self.d2A[(v, w)] * S1[index(v)] * S1[index(w)] / 2
+        return A1, A2
+
+
+def _critical_residual(Sm: sp.Matrix, Xm: sp.Matrix, allowed: list) -> sp.Matrix:
+    """(a) ``(A(1yᵀ) − I)1yᵀ`` with the kernel from the softmax of the actual scores ``Sm``."""
+    P = Xm.shape[0]
+    Am = sp.zeros(P, P)
+    for i in range(P):
+        shifted = {j: sp.exp(sp.expand(Sm[i, j] - Sm[i, allowed[i][0]])) for j in allowed[i]}
+        Z = sum(shifted.values())
+        for j in allowed[i]:
+            Am[i, j] = shifted[j] / Z
+    return ((Am - sp.eye(P)) * Xm).applyfunc(sp.expand)
+
+
+def _full_normal_jacobian(Sx, Xs, Xm, sm: _SoftmaxTaylor, d: int) -> sp.Matrix:
+    """(b) ``J[:, k] = vec((A0 − I)e_k + DA[e_k] 1yᵀ)`` at ``X = 1yᵀ``, from the scores ``Sx`` of
+    the generic state ``Xs``."""
+    P = Xm.shape[0]
+    on = dict(zip(list(Xs), list(Xm)))
+    cols = []
+    for k, xk in enumerate(list(Xs)):
+        S1 = Sx.diff(xk).subs(on)
+        A1, _ = sm.coefficients(S1, sp.zeros(P, P))
+        ek = sp.zeros(P, d)
+        ek[k // d, k % d] = 1
+        cols.append(((sm.A0 - sp.eye(P)) * ek + A1 * Xm).reshape(P * d, 1))
+    return sp.Matrix.hstack(*cols).applyfunc(sp.cancel)
+
+
 @cache
 def slow_manifold(
     mask: str = "block_bidirectional", P: int = 2, d: int = 2, norm: bool = False
@@ -109,135 +229,64 @@ def slow_manifold(
         raise ValueError(f"need integers 1 ≤ P ≤ 4 and 1 ≤ d ≤ 3 (symbolic cost), got P={P}, d={d}")
     eps, beta, gamma = sp.symbols("epsilon beta gamma", positive=True)
     norm_eps = sp.Rational(1, 10**6)
-    y = sp.Matrix(1, d, sp.symbols(f"y0:{d}", real=True))
-    E = sp.Matrix(P, d, sp.symbols(f"E0:{P * d}", real=True))
-    Q = sp.Matrix(d, d, sp.symbols(f"Q0:{d * d}", real=True))
-    Kw = sp.Matrix(d, d, sp.symbols(f"K0:{d * d}", real=True))
-    W1 = sp.Matrix(d, d, sp.symbols(f"W1_0:{d * d}", real=True))
-    W2 = sp.Matrix(d, d, sp.symbols(f"W2_0:{d * d}", real=True))
-    Hs = sp.Matrix(P, d, sp.symbols(f"H0:{P * d}", real=True))
+    syms = {**_block_symbols(P, d, d), "beta": beta, "gamma": gamma, "eps": eps}
+    y, E, Hs = syms["y"], syms["E"], syms.pop("H")
     Xs = sp.Matrix(P, d, sp.symbols(f"X0:{P * d}", real=True))
     Kmat = frozen_kernel_matrix(mask, P)
     Lv = coarse_vector(mask, P)
     ones = sp.ones(P, 1)
-    Pi = ones * Lv.T
-    allowed = [[j for j in range(P) if Kmat[i, j] != 0] for i in range(P)]
-
-    def normed(X):
-        if not norm:
-            return X
-        return sp.Matrix.vstack(*[_rms(X[i, :], norm_eps) for i in range(X.shape[0])])
+    allowed = _allowed(Kmat)
+    sm = _SoftmaxTaylor(P, allowed)
 
     def scores(X):
-        Xn = normed(X)
-        return beta * (Xn * Q) * (Xn * Kw).T
-
-    # The softmax as a function of score symbols s_ij, and its first two derivatives at equal
-    # scores within each row (softmax is shift-invariant, so s = 0 represents every such point).
-    ssym = sp.Matrix(P, P, lambda i, j: sp.Symbol(f"s_{i}_{j}", real=True))
-    Asym = sp.zeros(P, P)
-    for i in range(P):
-        Z = sum(sp.exp(ssym[i, j]) for j in allowed[i])
-        for j in allowed[i]:
-            Asym[i, j] = sp.exp(ssym[i, j]) / Z
-    at0 = {ssym[i, j]: 0 for i in range(P) for j in range(P)}
-    svars = [ssym[i, j] for i in range(P) for j in allowed[i]]
-    dA = {v: Asym.diff(v).subs(at0) for v in svars}
-    d2A = {(v, w): Asym.diff(v, w).subs(at0) for v in svars for w in svars}
-    A0 = Asym.subs(at0)
-
-    def index(v):
-        return tuple(int(k) for k in v.name.split("_")[1:])
-
-    def A_taylor(S1, S2):
-        """First two Taylor coefficients of A(X(ε)) from those of the scores S(X(ε))."""
-        A1 = sp.zeros(P, P)
-        A2 = sp.zeros(P, P)
-        for v in svars:
-            A1 += dA[v] * S1[index(v)]
-            A2 += dA[v] * S2[index(v)]
-            for w in svars:
-                A2 += d2A[(v, w)] * S1[index(v)] * S1[index(w)] / 2
-        return A1, A2
+        return _scores(X, syms, norm, norm_eps)
 
     def R(X):
-        Z = (normed(X) * W1).applyfunc(sp.tanh)
-        return gamma * (E - X) + Z * W2
+        Z = (_normed_rows(X, norm, norm_eps) * syms["W1"]).applyfunc(sp.tanh)
+        return gamma * (E - X) + Z * syms["W2"]
 
-    # (a) critical manifold: the kernel on X = 1yᵀ from the softmax of the actual scores
     Xm = ones * y
-    Sm = scores(Xm)
-    Am = sp.zeros(P, P)
-    for i in range(P):
-        shifted = {j: sp.exp(sp.expand(Sm[i, j] - Sm[i, allowed[i][0]])) for j in allowed[i]}
-        Z = sum(shifted.values())
-        for j in allowed[i]:
-            Am[i, j] = shifted[j] / Z
-    crit = ((Am - sp.eye(P)) * Xm).applyfunc(sp.expand)
-
-    # (b) normal Jacobian at the manifold: J[:, k] = vec((A0 − I)e_k + DA[e_k] 1yᵀ)
-    Sx = scores(Xs)
-    on = dict(zip(list(Xs), list(Xm)))
-    cols = []
-    for k, xk in enumerate(list(Xs)):
-        S1 = Sx.diff(xk).subs(on)
-        A1, _ = A_taylor(S1, sp.zeros(P, P))
-        ek = sp.zeros(P, d)
-        ek[k // d, k % d] = 1
-        cols.append(((A0 - sp.eye(P)) * ek + A1 * Xm).reshape(P * d, 1))
-    Jn = sp.Matrix.hstack(*cols).applyfunc(sp.cancel)
-    lam = sorted(set(Kmat.eigenvals()), reverse=True)
-    rate = 1 - (lam[1] if len(lam) > 1 else 0)
-
-    # (c) G(X(ε)) = (A(X) − I)X + εR(X), X = 1yᵀ + εH:  G = εG₁ + ε²G₂ + O(ε³)
-    Xe = Xm + eps * Hs
-    Se = scores(Xe)
-    S1 = Se.diff(eps).subs(eps, 0)
-    S2 = Se.diff(eps, 2).subs(eps, 0) / 2
-    A1, A2 = A_taylor(S1, S2)
-    Re = R(Xe)
-    R0 = Re.subs(eps, 0)
-    R1 = Re.diff(eps).subs(eps, 0)
-    G0 = (A0 - sp.eye(P)) * Xm
-    assert all(sp.expand(g) == 0 for g in G0)
-    G1 = A1 * Xm + (A0 - sp.eye(P)) * Hs + R0
-    G2 = A2 * Xm + A1 * Hs + R1
-    eqs = list((sp.eye(P) - Pi) * G1) + list(Lv.T * Hs)
-    eqs = [sp.expand(e) for e in eqs]
-    Amat, bvec = sp.linear_eq_to_matrix(eqs, list(Hs))
-    Amat = Amat.applyfunc(sp.cancel)
-    if Amat.rank() != P * d:
-        raise ArithmeticError("the O(ε) invariance equation does not determine H₁ uniquely")
-    hvec = (Amat.T * Amat).LUsolve(Amat.T * bvec)  # consistent overdetermined system
-    sol = dict(zip(list(Hs), [sp.expand(h) for h in hvec]))
-    H1 = Hs.subs(sol)
-    resid = ((sp.eye(P) - Pi) * G1).subs(sol).applyfunc(sp.expand)
-    if any(r != 0 for r in resid):
-        raise ArithmeticError("H₁ does not solve the invariance equation")
-
-    # (d) reduced flow to O(ε)
-    red0 = (Lv.T * G1).subs(sol).applyfunc(sp.expand)
-    red1 = (Lv.T * G2).subs(sol)
-    curv = Lv.T * A1.subs(sol) * H1
-
-    syms = {
-        "y": y,
-        "E": E,
-        "Q": Q,
-        "K": Kw,
-        "W1": W1,
-        "W2": W2,
-        "beta": beta,
-        "gamma": gamma,
-        "eps": eps,
-    }
-    out = SlowManifold(mask, P, d, norm, Kmat, Lv, crit, Jn, rate, H1, red0, red1, curv, syms)
-    args = [list(y), list(E), list(Q), list(Kw), list(W1), list(W2), beta, gamma]
+    crit = _critical_residual(scores(Xm), Xm, allowed)
+    Jn = _full_normal_jacobian(scores(Xs), Xs, Xm, sm, d)
+    H1, red0, red1, curv = _first_order_reduction(sm, scores, R, Xm, Hs, Lv, eps, P, d)
+    out = SlowManifold(
+        mask, P, d, norm, Kmat, Lv, crit, Jn, _normal_rate(Kmat), H1, red0, red1, curv, syms
+    )
+    args = [list(y), list(E), list(syms["Q"]), list(syms["K"]), list(syms["W1"]), list(syms["W2"])]
+    args += [beta, gamma]
     out.H1_fn = _numeric(args, H1, (P, d))
     out.reduced0_fn = _numeric(args, red0, (d,))
     out.reduced1_fn = _numeric(args, red1, (d,))
     out.curvature_fn = _numeric(args, curv, (d,))
     return out
+
+
+def _first_order_reduction(sm: _SoftmaxTaylor, scores, R, Xm, Hs, Lv, eps, P: int, d: int):
+    """(c), (d): expand ``G(1yᵀ + εH) = εG₁ + ε²G₂ + O(ε³)``, solve ``(I − Π)G₁ = 0``,
+    ``LᵀH = 0`` for ``H₁``; return ``H₁``, ``LᵀG₁``, ``LᵀG₂`` and ``Lᵀ DA[H₁] H₁``."""
+    Pi = sp.ones(P, 1) * Lv.T
+    Se = scores(Xm + eps * Hs)
+    S1 = Se.diff(eps).subs(eps, 0)
+    S2 = Se.diff(eps, 2).subs(eps, 0) / 2
+    A1, A2 = sm.coefficients(S1, S2)
+    Re = R(Xm + eps * Hs)
+    R0 = Re.subs(eps, 0)
+    R1 = Re.diff(eps).subs(eps, 0)
+    G0 = (sm.A0 - sp.eye(P)) * Xm
+    assert all(sp.expand(g) == 0 for g in G0)
+    G1 = A1 * Xm + (sm.A0 - sp.eye(P)) * Hs + R0
+    G2 = A2 * Xm + A1 * Hs + R1
+    eqs = [sp.expand(e) for e in list((sp.eye(P) - Pi) * G1) + list(Lv.T * Hs)]
+    hvec = _invariance_solution(eqs, list(Hs), P, d, cancel=True)
+    sol = dict(zip(list(Hs), list(hvec)))
+    H1 = Hs.subs(sol)
+    resid = ((sp.eye(P) - Pi) * G1).subs(sol).applyfunc(sp.expand)
+    if any(r != 0 for r in resid):
+        raise ArithmeticError("H₁ does not solve the invariance equation")
+    red0 = (Lv.T * G1).subs(sol).applyfunc(sp.expand)
+    red1 = (Lv.T * G2).subs(sol)
+    curv = Lv.T * A1.subs(sol) * H1
+    return H1, red0, red1, curv
 
 
 def _numeric(args, expr: sp.Matrix, shape):
@@ -375,6 +424,56 @@ def block_reduction(
     The results are lambdified with ``cse=True``; timings in ``derive_seconds`` and
     ``lambdify_seconds``. Cached per ``(mask, P, d, norm, m, sigma)``.
     """
+    m = _checked_block_args(mask, P, d, norm, m, sigma)
+    t0 = time.process_time()
+    eps = sp.Symbol("epsilon", positive=True)
+    beta, gamma = sp.symbols("beta gamma", real=True)
+    neps = sp.Symbol("norm_eps", positive=True)
+    syms = _block_symbols(P, d, m)
+    Hs = syms.pop("H")
+    syms.update(beta=beta, gamma=gamma, norm_eps=neps, eps=eps)
+    rs = sp.Matrix(P, d, sp.symbols(f"r0:{P * d}", real=True))
+    Kmask = frozen_kernel_matrix(mask, P)
+    Lv = coarse_vector(mask, P)
+    allowed = _allowed(Kmask)
+
+    def R_fast(X):
+        Z = _normed_rows(X, norm, neps) * syms["W1"]
+        return (
+            gamma * syms["E"]
+            - gamma * X
+            + (Z.applyfunc(sp.tanh) if sigma == "tanh" else Z) * syms["W2"]
+        )
+
+    Xm = sp.ones(P, 1) * syms["y"]
+    row_const = _scores_row_constant(_scores(Xm, syms, norm, neps), allowed)
+    dA, A0, annih = _softmax_derivatives_at_equal_scores(P, allowed, Kmask)
+    Jn = _kernel_normal_jacobian(A0, P, d)
+    Hgen = _generic_H1(A0, Lv, Hs, rs, P, d)
+    R0 = R_fast(Xm)
+    H1 = _at_right_hand_side(Hgen, rs, R0)
+    f0 = Lv.T * R0
+    curv_small, (n0s, n0), (Dns, Dn) = _curvature_in_placeholders(dA, Lv, Hs, syms, norm, P, d)
+    nsub = {**dict(zip(list(n0s), list(n0))), **dict(zip(list(Dns), list(Dn)))}
+    hsub = dict(zip(list(Hs), list(H1)))
+    f1_small = Lv.T * R_fast(Xm + eps * Hs) + eps * curv_small
+    t1 = time.process_time()
+    structure = (Kmask, Lv, row_const, annih, Jn, _normal_rate(Kmask))
+    fields = (H1, f0, curv_small, f1_small, (nsub, hsub), syms)
+    out = BlockReduction(mask, P, d, m, norm, sigma, *structure, *fields)
+    # the order-1 fields are lambdified in the placeholder symbols, defined first in stages
+    # (H := H₁, then n0 := n(y), Dn := Dn(y)[H]): the same expressions as ``f1``/``curvature``,
+    # without substituting H₁ and the norm derivative into every occurrence (the CSE pass of the
+    # substituted trees is several times slower at P = 4, d = 3 with the norm)
+    stages = [(list(Hs), list(H1)), (list(n0s) + list(Dns), list(n0) + list(Dn))]
+    _attach_numeric(out, f0, list(f1_small) + list(Hs) + list(curv_small), stages)
+    out.lambdify_seconds = time.process_time() - t1
+    out.derive_seconds = t1 - t0
+    return out
+
+
+def _checked_block_args(mask, P, d, norm, m, sigma) -> int:
+    """Validate the arguments of :func:`block_reduction`; return ``m`` (``d`` when None)."""
     if mask not in MASKS:
         raise ValueError(f"unknown mask {mask!r}; expected one of {list(MASKS)}")
     if sigma not in SIGMA_FUNCS:
@@ -387,106 +486,87 @@ def block_reduction(
             )
     if not isinstance(norm, bool):
         raise TypeError(f"norm must be True or False, got {norm!r}")
-    t0 = time.process_time()
-    eps = sp.Symbol("epsilon", positive=True)
-    beta, gamma = sp.symbols("beta gamma", real=True)
-    neps = sp.Symbol("norm_eps", positive=True)
-    y = sp.Matrix(1, d, sp.symbols(f"y0:{d}", real=True))
-    E = sp.Matrix(P, d, sp.symbols(f"E0:{P * d}", real=True))
-    Q = sp.Matrix(d, d, sp.symbols(f"Q0:{d * d}", real=True))
-    Kw = sp.Matrix(d, d, sp.symbols(f"K0:{d * d}", real=True))
-    W1 = sp.Matrix(d, m, sp.symbols(f"W1_0:{d * m}", real=True))
-    W2 = sp.Matrix(m, d, sp.symbols(f"W2_0:{m * d}", real=True))
-    Hs = sp.Matrix(P, d, sp.symbols(f"H0:{P * d}", real=True))
-    rs = sp.Matrix(P, d, sp.symbols(f"r0:{P * d}", real=True))
-    Kmask = frozen_kernel_matrix(mask, P)
-    Lv = coarse_vector(mask, P)
-    ones = sp.ones(P, 1)
-    Pi = ones * Lv.T
-    I = sp.eye(P)
-    allowed = [[j for j in range(P) if Kmask[i, j] != 0] for i in range(P)]
+    return m
 
-    def nrow(row):
-        if not norm:
-            return row
-        return row / sp.sqrt(sum(x**2 for x in row) / d + neps)
 
-    def normed(X):
-        return sp.Matrix.vstack(*[nrow(X[i, :]) for i in range(X.shape[0])])
-
-    def act(Z):
-        return Z.applyfunc(sp.tanh) if sigma == "tanh" else Z
-
-    def scores(X):
-        Xn = normed(X)
-        return beta * (Xn * Q) * (Xn * Kw).T
-
-    def R_fast(X):
-        return gamma * E - gamma * X + act(normed(X) * W1) * W2
-
-    Xm = ones * y
-    # (a) score rows constant on 1yᵀ (identical expressions; no simplification needed)
-    Sm = scores(Xm)
+def _scores_row_constant(Sm: sp.Matrix, allowed: list) -> bool:
+    """(a) every row of the scores on ``1yᵀ`` is constant over the allowed columns (identical
+    expressions; no simplification needed); ``ArithmeticError`` if not."""
+    P = Sm.shape[0]
     row_const = all(
         sp.expand(Sm[i, j] - Sm[i, allowed[i][0]]) == 0 for i in range(P) for j in allowed[i]
     )
     if not row_const:
         raise ArithmeticError("scores are not row-constant on the block-constant states")
-    # softmax in score symbols and its derivatives at equal scores (shift invariance: s = 0)
-    ssym = sp.Matrix(P, P, lambda i, j: sp.Symbol(f"s_{i}_{j}", real=True))
-    Asym = sp.zeros(P, P)
-    for i in range(P):
-        Z = sum(sp.exp(ssym[i, j]) for j in allowed[i])
-        for j in allowed[i]:
-            Asym[i, j] = sp.exp(ssym[i, j]) / Z
-    at0 = {ssym[i, j]: 0 for i in range(P) for j in range(P)}
+    return row_const
+
+
+def _softmax_derivatives_at_equal_scores(P: int, allowed: list, Kmask: sp.Matrix):
+    """``({(i, j): ∂A/∂s_ij}, A₀, annihilates)`` at equal scores (row ``i`` of ``A`` depends only
+    on row ``i`` of the scores). Checks that ``A₀`` is the frozen kernel and (b) that every
+    derivative annihilates ``1`` (``ArithmeticError`` otherwise)."""
+    ssym, Asym, at0 = _softmax_in_scores(P, allowed)
     svars = [(i, j) for i in range(P) for j in allowed[i]]
     dA = {}
-    for i, j in svars:  # row i of A depends only on row i of the scores
+    for i, j in svars:
         dA[(i, j)] = sp.zeros(P, P)
         dA[(i, j)][i, :] = Asym[i, :].diff(ssym[i, j]).xreplace(at0)
     A0 = Asym.xreplace(at0)
     if A0 != Kmask:
         raise ArithmeticError("the softmax at equal scores is not the frozen kernel")
-    # (b) DA[·]·1yᵀ = (dA·1) yᵀ: each dA annihilates 1 (rows of a softmax derivative sum to 0)
+    ones = sp.ones(P, 1)
     annih = all((dA[ij] * ones) == sp.zeros(P, 1) for ij in svars)
     if not annih:
         raise ArithmeticError("a softmax derivative does not annihilate the constants")
+    return dA, A0, annih
+
+
+def _kernel_normal_jacobian(A0: sp.Matrix, P: int, d: int) -> sp.Matrix:
+    """(b) the normal Jacobian ``(A₀ − I) ⊗ I_d`` column by column (``+ Σ dA·1yᵀ·∂S/∂x_k = 0``)."""
     cols = []
     for k in range(P * d):
         ek = sp.zeros(P, d)
         ek[k // d, k % d] = 1
-        cols.append(((A0 - I) * ek).reshape(P * d, 1))  # + Σ dA·1yᵀ·(∂S/∂x_k) = 0 by (b)
-    Jn = sp.Matrix.hstack(*cols)
-    lam = sorted(set(Kmask.eigenvals()), reverse=True)
-    rate = 1 - (lam[1] if len(lam) > 1 else 0)
-    # (c) H₁ from the invariance equation with a generic R₀ = r
+        cols.append(((A0 - sp.eye(P)) * ek).reshape(P * d, 1))
+    return sp.Matrix.hstack(*cols)
+
+
+def _generic_H1(A0: sp.Matrix, Lv: sp.Matrix, Hs: sp.Matrix, rs: sp.Matrix, P: int, d: int):
+    """(c) ``H`` (P×d) solving ``(I − Π)((A₀ − I)H + r) = 0``, ``LᵀH = 0`` for a generic ``r``
+    (``ArithmeticError`` if the solution is not unique or does not solve it)."""
+    Pi = sp.ones(P, 1) * Lv.T
+    I = sp.eye(P)
     G1 = (A0 - I) * Hs + rs
     eqs = [sp.expand(e) for e in list((I - Pi) * G1) + list(Lv.T * Hs)]
-    Amat, bvec = sp.linear_eq_to_matrix(eqs, list(Hs))
-    if Amat.rank() != P * d:
-        raise ArithmeticError("the O(ε) invariance equation does not determine H₁ uniquely")
-    hvec = (Amat.T * Amat).LUsolve(Amat.T * bvec).applyfunc(sp.expand)
-    Hgen = sp.Matrix(P, d, list(hvec))
+    hvec = _invariance_solution(eqs, list(Hs), P, d, cancel=False)
     sol = dict(zip(list(Hs), list(hvec)))
     resid = ((I - Pi) * G1).subs(sol).applyfunc(sp.expand)
     if any(e != 0 for e in resid):
         raise ArithmeticError("H₁ does not solve the invariance equation")
-    R0 = R_fast(Xm)
-    H1 = Hgen.xreplace(dict(zip(list(rs), list(R0)))).applyfunc(
+    return sp.Matrix(P, d, list(hvec))
+
+
+def _at_right_hand_side(Hgen: sp.Matrix, rs: sp.Matrix, R0: sp.Matrix) -> sp.Matrix:
+    """``H₁``: the generic solution with ``r := R_fast(1yᵀ)``, expanded one level (no powers,
+    multinomials or logs)."""
+    return Hgen.xreplace(dict(zip(list(rs), list(R0)))).applyfunc(
         lambda e: sp.expand(
             e, deep=False, power_base=False, power_exp=False, multinomial=False, log=False
         )
     )
-    # (d) reduced fields
-    f0 = Lv.T * R0
-    # d/dε S(1yᵀ + εH)|₀ by the product rule on S_ij = β (n(x_i)Q)·(n(x_j)K), with the derivative
-    # of each normalised row n(y + εh_i) taken by SymPy
-    # (n0, Dn: placeholder symbols for n(y) and the rows of Dn, substituted below; they only keep
-    # the expression trees small for the common-subexpression pass of lambdify)
-    n0 = nrow(y)
+
+
+def _curvature_in_placeholders(dA: dict, Lv, Hs, syms: dict, norm: bool, P: int, d: int):
+    """(d) ``Lᵀ DA_{1yᵀ}[H] H`` with ``DA[H] = Σ ∂A/∂s_ij · d/dε S(1yᵀ + εH)_ij|₀``, by the product
+    rule on ``S_ij = β (n(x_i)Q)·(n(x_j)K)``, in placeholder symbols ``n0`` for ``n(y)`` and
+    ``Dn`` for the rows of ``Dn(y)[H]`` (SymPy's derivative of each normalised row): returns the
+    curvature and the pairs ``(n0 symbols, n(y))``, ``(Dn symbols, Dn(y)[H])``. The placeholders
+    only keep the expression trees small for the common-subexpression pass of lambdify."""
+    y, eps, neps = syms["y"], syms["eps"], syms["norm_eps"]
+    Q, Kw, beta = syms["Q"], syms["K"], syms["beta"]
+    n0 = _normed_rows(y, norm, neps)
     hrow = sp.Matrix(1, d, sp.symbols(f"h0:{d}", real=True))
-    Dn_row = sp.diff(nrow(y + eps * hrow), eps).xreplace({eps: 0})  # Dn(y)[h], generic h
+    Dn_row = sp.diff(_normed_rows(y + eps * hrow, norm, neps), eps).xreplace({eps: 0})
     Dn = sp.Matrix.vstack(
         *[Dn_row.xreplace(dict(zip(list(hrow), list(Hs[i, :])))) for i in range(P)]
     )
@@ -494,67 +574,26 @@ def block_reduction(
     Dns = sp.Matrix(P, d, sp.symbols(f"dnrm0:{P * d}", real=True))
     q0, k0 = n0s * Q, n0s * Kw
     DA = sp.zeros(P, P)
-    for i, j in svars:
+    for (i, j), dAij in dA.items():
         S1 = beta * ((Dns[i, :] * Q * k0.T)[0, 0] + (q0 * (Dns[j, :] * Kw).T)[0, 0])
-        DA += dA[(i, j)] * S1
-    curv_small = Lv.T * DA * Hs
-    nsub = {**dict(zip(list(n0s), list(n0))), **dict(zip(list(Dns), list(Dn)))}
-    hsub = dict(zip(list(Hs), list(H1)))
-    f1_small = Lv.T * R_fast(Xm + eps * Hs) + eps * curv_small
-    t1 = time.process_time()
+        DA += dAij * S1
+    return Lv.T * DA * Hs, (n0s, n0), (Dns, Dn)
 
-    syms = {
-        "y": y,
-        "E": E,
-        "Q": Q,
-        "K": Kw,
-        "W1": W1,
-        "W2": W2,
-        "beta": beta,
-        "gamma": gamma,
-        "norm_eps": neps,
-        "eps": eps,
-    }
-    out = BlockReduction(
-        mask,
-        P,
-        d,
-        m,
-        norm,
-        sigma,
-        Kmask,
-        Lv,
-        row_const,
-        annih,
-        Jn,
-        rate,
-        H1,
-        f0,
-        curv_small,
-        f1_small,
-        (nsub, hsub),
-        syms,
-    )
-    args = _flat_args(syms)
-    # one lambdify for the order-0 field, and one returning f1, then H₁ (the order-1 hot path needs
-    # H₁ for the slow path's argument), then the curvature. f1 and the curvature are lambdified in
-    # the placeholder symbols, defined first in stages
-    # (H := H₁, then n0 := n(y), Dn := Dn(y)[H]): the same expressions as ``f1``/``curvature``
-    # above, without substituting H₁ and the norm derivative into every occurrence (the CSE pass of
-    # the substituted trees is several times slower at P = 4, d = 3 with the norm)
-    stages = [(list(Hs), list(H1)), (list(n0s) + list(Dns), list(n0) + list(Dn))]
+
+def _attach_numeric(out: BlockReduction, f0, f1_H1_curv: list, stages: list) -> None:
+    """Lambdify (``cse=True``, ``modules="math"``) the order-0 field, and one function returning
+    ``f1``, then ``H₁`` (the order-1 hot path needs ``H₁`` for the slow path's argument), then the
+    curvature, with the staged common subexpressions; attach them and their array wrappers
+    ``H1_fn``, ``f0_fn``, ``curvature_fn``, ``f1_fn`` to ``out``."""
+    P, d = out.P, out.d
+    args = _flat_args(out.symbols)
     flat = {
         "f0": sp.lambdify(args, list(f0), modules="math", cse=True),
         "f1_H1_curv": sp.lambdify(
-            args,
-            list(f1_small) + list(Hs) + list(curv_small),
-            modules="math",
-            cse=lambda ex: _staged_cse(stages, ex),
+            args, f1_H1_curv, modules="math", cse=lambda ex: _staged_cse(stages, ex)
         ),
     }
     out._flat = flat
-    out.lambdify_seconds = time.process_time() - t1
-    out.derive_seconds = t1 - t0
     pick = {
         "f0": ("f0", slice(0, d), (d,)),
         "f1": ("f1_H1_curv", slice(0, d), (d,)),
@@ -576,7 +615,6 @@ def block_reduction(
     out.H1_fn, out.f0_fn, out.curvature_fn, out.f1_fn = (
         wrap(n) for n in ("H1", "f0", "curvature", "f1")
     )
-    return out
 
 
 def _staged_cse(stages, exprs):
