@@ -62,6 +62,7 @@ from numerics.model.weights import (  # noqa: E402
     ModelConfig,
     init_layer,
     init_model,
+    spread_gates,
 )
 
 __all__ = [
@@ -99,4 +100,5 @@ __all__ = [
     "ModelConfig",
     "init_layer",
     "init_model",
+    "spread_gates",
 ]

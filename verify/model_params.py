@@ -29,6 +29,13 @@ STANDARD: dict[str, Param] = {
     "h": Param(0.5, "depth step", low=0.0, high=10.0, open_low=True),
     "gamma": Param(0.0, "input-injection strength γ", low=0.0, high=100.0),
     "gate": Param(0.0, "gate of every layer (slow path)", low=-100.0, high=100.0),
+    "gate_spread": Param(
+        0.5,
+        "relative spread of the gates: layer l gets gate·(1 + gate_spread·u_l), u_l uniform in "
+        "[−1, 1] (0: one common gate)",
+        low=0.0,
+        high=1.0,
+    ),
     "scale": Param(1.0, "scale of the fast weights", low=0.0, high=100.0),
     "slow_scale": Param(1.0, "scale of the slow weights", low=0.0, high=100.0),
     "slow": Param(True, "include the slow path"),

@@ -259,6 +259,13 @@ def init_layer(
     )
 
 
+def spread_gates(gate: float, spread: float, L: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-layer gates ``gate·(1 + spread·u_l)``, ``u_l`` uniform in ``[−1, 1]`` (``L`` draws from
+    ``rng``): different non-zero gates of magnitude about ``gate``; ``spread = 0`` is one common
+    gate."""
+    return gate * (1.0 + spread * rng.uniform(-1, 1, L))
+
+
 def init_model(
     config: ModelConfig,
     L: int,

@@ -67,7 +67,7 @@ class Instance:
             self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"]
         )
         # a different non-zero gate per layer, of magnitude ~ gate
-        gates = p["gate"] * (1.0 + 0.5 * np.random.default_rng(g_seed).uniform(-1, 1, p["L"]))
+        gates = nm.spread_gates(p["gate"], 0.5, p["L"], np.random.default_rng(g_seed))
         self.model = model.with_gates(gates)
         self.gates = gates
         self.X0 = np.random.default_rng(x_seed).standard_normal((self.cfg.T, self.cfg.d))

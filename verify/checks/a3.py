@@ -69,15 +69,6 @@ IDENTITY_RTOL = 1e-13
 RESOLVED = 10.0
 """Non-vacuity: every gate gradient is at least this many times its finite difference's rounding
 floor."""
-GATE_SPREAD = Param(
-    0.5,
-    "relative spread of the non-zero gates: layer l gets gate·(1 + gate_spread·u_l), u_l uniform "
-    "in [−1, 1] (0: one common gate)",
-    low=0.0,
-    high=1.0,
-)
-"""The per-layer spread of a non-zero gate (the default 0.5 is the check's own instance; the A3
-figure uses one common gate)."""
 FD_FLOOR_FACTOR = 30.0
 """The finite difference's rounding floor is ``30·noise/δ_l``: the loss noise divided by the step,
 tripled by the extrapolation and ×10 for the unmodelled propagation through the layers."""
@@ -96,7 +87,7 @@ def layer_gates(p: dict, rng: np.random.Generator) -> np.ndarray:
     ``u_l`` uniform in ``[−1, 1]`` (``gate_spread = 0``: one common gate)."""
     if p["gate"] == 0:
         return np.zeros(p["L"])
-    return p["gate"] * (1.0 + p["gate_spread"] * rng.uniform(-1, 1, p["L"]))
+    return nm.spread_gates(p["gate"], p["gate_spread"], p["L"], rng)
 
 
 class Instance:
@@ -307,7 +298,7 @@ class A3(Claim):
                 meaning="gate magnitude (0: every gate exactly 0; else gate·(1 ± gate_spread·u) per layer)"
             ),
         ),
-        "gate_spread": GATE_SPREAD,
+        **model_params(gate_spread=None),
         **model_params(
             scale=None,
             slow_scale=dict(

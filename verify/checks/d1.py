@@ -83,7 +83,7 @@ from numerics.model.autodiff import stack_jvp, stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..measure import ratio, relative_error, richardson_difference
-from ..model_params import model_params
+from ..model_params import STANDARD, model_params
 
 TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
 """Where ``X_0`` lies: a random state, or a fixed point of the tied map (random or
@@ -177,7 +177,7 @@ def layer_gates(p: dict, rng: np.random.Generator):
     uniform in ``[−1, 1]``."""
     if p["tied"]:
         return p["gate"]
-    return p["gate"] * (1 + p["gate_spread"] * rng.uniform(-1, 1, p["L"]))
+    return nm.spread_gates(p["gate"], p["gate_spread"], p["L"], rng)
 
 
 def fixed_point_target(p: dict, rng: np.random.Generator) -> np.ndarray:
@@ -416,13 +416,7 @@ class D1(Claim):
             gamma=dict(default=1.0, meaning="injection strength γ"),
             gate=dict(default=0.5, meaning="gate (untied: gate·(1 ± gate_spread·u) per layer)"),
         ),
-        "gate_spread": Param(
-            0.5,
-            "untied: relative spread of the gates, layer l gets gate·(1 + gate_spread·u_l), u_l "
-            "uniform in [−1, 1] (0: one common gate)",
-            low=0.0,
-            high=1.0,
-        ),
+        **model_params(gate_spread=dict(meaning="untied: " + STANDARD["gate_spread"].meaning)),
         **model_params(scale=None, slow_scale=None, tied=None),
         "trajectory": Param(
             "generic",
