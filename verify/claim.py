@@ -480,10 +480,16 @@ class Claim:
     fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
 
+    instance: ClassVar[Any] = None
+    """The class of the claim's instance, called as ``instance(p, seed)`` by the default
+    :meth:`build`."""
+
     # -- to implement -------------------------------------------------------------------------
     def build(self, p: dict, seed: int):
-        """The seeded instance of the resolved parameters ``p``."""
-        raise NotImplementedError
+        """The seeded instance of the resolved parameters ``p`` (default: ``instance(p, seed)``)."""
+        if self.instance is None:
+            raise NotImplementedError(f"{type(self).__name__} sets no instance class")
+        return self.instance(p, seed)
 
     def build_system(self, p: dict, seed: int, system):
         """The instance of a user ``system`` (one of :attr:`systems`) with parameters ``p``."""

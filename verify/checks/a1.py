@@ -203,8 +203,7 @@ class A1(Claim):
         "min_past_diagonal_dependence",
     )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         fast_future = fast_future_entries(inst.cfg)

@@ -416,8 +416,7 @@ class A2(Claim):
         "grid_configurations",
     )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         cfg = inst.cfg

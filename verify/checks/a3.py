@@ -345,8 +345,7 @@ class A3(Claim):
         "gate_gradient_fd_max_relative_error",
     )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         g = np.array([lp.g for lp in inst.model.layers], dtype=float)

@@ -513,8 +513,7 @@ class D1(Claim):
                 "trajectory='generic'"
             )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         Js, model = inst.Js, inst.model

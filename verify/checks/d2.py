@@ -337,8 +337,7 @@ class D2(Claim):
                 f"(the ladder must hold one window of {p['window']} depths)"
             )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         first = inst.ladder[: inst.p["window"]]

@@ -219,8 +219,7 @@ class D3(Claim):
         "max_kernel_spread_between_qk_draws",
     )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         return homogeneous_reference(inst.cfg, inst.model.layers, inst.X0, inst.E)

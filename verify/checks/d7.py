@@ -542,8 +542,7 @@ class D7(Claim):
                 "norm has gain 1/√ε at 0)"
             )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def build_system(self, p, seed, system):
         return LoopInstance(p, seed, system)

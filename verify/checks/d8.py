@@ -422,8 +422,7 @@ class D8(Claim):
         for fam, meaning in CONTROL_MEANINGS.items()
     )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         xs = inst.token_values()

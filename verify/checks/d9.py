@@ -456,8 +456,7 @@ class D9(Claim):
         if list(p["rhos"]) != sorted(set(p["rhos"])):
             raise ValueError(f"parameter rhos={p['rhos']}: expected strictly increasing values")
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         C, D = inst.pop.C, inst.pop.D

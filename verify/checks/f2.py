@@ -585,8 +585,7 @@ class F2(Claim):
         if not p["y_min"] < p["y_max"]:
             raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         viol = [mk.generator_violation(Q) for Q in inst.Qs]

@@ -551,8 +551,7 @@ class F3(Claim):
                 f"{rounding:.3g} (the rounding level of a relative row sum)"
             )
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         ys = np.concatenate([inst.ytr, inst.yte])
