@@ -172,6 +172,78 @@ def compare(T, d, eps, target, time_cap, methods=SCIPY_METHODS, rhs_kinds=("numb
     return rows
 
 
+def speedups(rows: dict) -> dict:
+    """Time of the best of SciPy's LSODA/BDF/Radau over the faster Numba method, per right-hand
+    side (``numba``: SciPy with the compiled kernel; ``numpy``: with the NumPy reference)."""
+    ours = min((rows[k][0] for k in NUMBA_METHODS if rows[k]), default=float("nan"))
+    out = {}
+    for rhs in ("numba", "numpy"):
+        best = min(
+            (
+                r[0]
+                for k, r in rows.items()
+                if k not in NUMBA_METHODS and k[1] == rhs and k[0] != "RK45" and r
+            ),
+            default=float("nan"),
+        )
+        out[rhs] = best / ours
+    return out
+
+
+def table_rows(T: int, d: int, eps: float, rows: dict, speed: dict) -> list:
+    """The table rows of one case (one per method, then the speed-up line)."""
+    table = []
+    for key, r in rows.items():
+        name = NUMBA_NAMES[key] if key in NUMBA_METHODS else f"SciPy {key[0]} ({key[1]} RHS)"
+        if r is None:
+            table.append([T * d, f"{T}×{d}", eps, name, "—", "—", "—", "—", "—", "—"])
+            continue
+        t, err, rtol, work = r[:4]
+        jac = r[4] if len(r) > 4 else "frozen ⊗ I_d, block-diag."
+        counts = f"{work['nfev']}/{work['njev']}/{work['nlu']}"
+        table.append([T * d, f"{T}×{d}", eps, name, t * 1e3, err, rtol, work["steps"], counts, jac])
+    summary = (
+        "speed-up of the faster Numba method vs best of SciPy "
+        "LSODA/BDF/Radau (SciPy with Numba RHS / NumPy RHS)"
+    )
+    speeds = f"{speed['numba']:.2f} / {speed['numpy']:.2f}"
+    table.append(["", "", "", summary, speeds, "", "", "", "", ""])
+    return table
+
+
+def benchmark_notes(speed: dict) -> list:
+    """The notes under the table: the range of speed-ups, what SciPy gets, the protocol, and where
+    the Numba Radau time goes."""
+    worst = {k: float(np.nanmin(v)) for k, v in speed.items()}
+    best = {k: float(np.nanmax(v)) for k, v in speed.items()}
+    n_met = int(np.sum(np.asarray(speed["numpy"]) >= 10))
+    n_all = int(np.sum(np.isfinite(speed["numpy"])))
+    return [
+        f"speed-up of the faster Numba method over the best of LSODA/BDF/Radau: "
+        f"{worst['numpy']:.1f}–{best['numpy']:.1f}× when SciPy uses the NumPy reference RHS "
+        f"(numerics.model.flow), {worst['numba']:.1f}–{best['numba']:.1f}× when SciPy gets the same "
+        f"compiled Numba RHS. Target ≥ 10× (against SciPy with the NumPy "
+        f"RHS): met in {n_met} of {n_all} cases. The Numba methods need about as many RHS calls as SciPy's best at this "
+        "accuracy (Radau IIA: the same algorithm; ROS34PW2: order 3, 2–4× more calls, half of "
+        "them in the initial layer — an exact finite-difference Jacobian gives the same step "
+        "count, so that layer is accuracy-limited); their gain is the cost per call and per "
+        "step (compiled loop, block-diagonal W), and it shrinks as T·d grows and the RHS "
+        "itself dominates, or when SciPy is handed the compiled RHS.",
+        "SciPy gets, per method, the faster of its own finite-difference Jacobian ('none') and "
+        "the frozen-kernel Jacobian ((A−I)/ε − γI) ⊗ I_d ('frozen'; sparse for BDF/Radau, "
+        "dense for LSODA). RK45 runs only at ε = 1e-2 (explicit cost grows like 1/ε).",
+        "Every method is integrated interval by interval with stops at l/L (L = 4 untied "
+        "layers). Reference: Rosenbrock-W at rtol = 1e-12. Tolerance ladder: half decades "
+        "from 1e-3, atol = 1e-3·rtol; the time is that of the loosest tolerance meeting the "
+        "target (CPU time; runs under 0.2 s: best of at least 4, repeated up to 0.6 s of "
+        "CPU or 41 runs, the same rule for every method).",
+        "Where the Numba Radau time goes (64×8, ε = 1e-3, rtol = 1e-3, measured by doubling "
+        "each part): ~65 % in the ~330 RHS calls (~9.5 µs each: block-local scores from one "
+        "product n(X)·[βQKᵀ | W1], vectorised exp/tanh), ~1 % in the Jacobian, the rest in "
+        "the Newton iterations and the block-diagonal 4×4 real/complex inverses.",
+    ]
+
+
 @section("integrators")
 def integrator_benchmark(quick: bool) -> dict:
     """Numba Radau IIA and Rosenbrock-W vs SciPy LSODA/BDF/Radau/RK45 at matched final error."""
@@ -183,59 +255,10 @@ def integrator_benchmark(quick: bool) -> dict:
     for T, d in sizes:
         for eps in epsilons:
             rows = compare(T, d, eps, target, time_cap)
-            ours = min((rows[k][0] for k in NUMBA_METHODS if rows[k]), default=float("nan"))
+            case = speedups(rows)
             for rhs in ("numba", "numpy"):
-                best = min(
-                    (
-                        r[0]
-                        for k, r in rows.items()
-                        if k not in NUMBA_METHODS and k[1] == rhs and k[0] != "RK45" and r
-                    ),
-                    default=float("nan"),
-                )
-                speed[rhs].append(best / ours)
-            for key, r in rows.items():
-                name = (
-                    NUMBA_NAMES[key] if key in NUMBA_METHODS else f"SciPy {key[0]} ({key[1]} RHS)"
-                )
-                if r is None:
-                    table.append([T * d, f"{T}×{d}", eps, name, "—", "—", "—", "—", "—", "—"])
-                    continue
-                t, err, rtol, work = r[:4]
-                jac = r[4] if len(r) > 4 else "frozen ⊗ I_d, block-diag."
-                table.append(
-                    [
-                        T * d,
-                        f"{T}×{d}",
-                        eps,
-                        name,
-                        t * 1e3,
-                        err,
-                        rtol,
-                        work["steps"],
-                        f"{work['nfev']}/{work['njev']}/{work['nlu']}",
-                        jac,
-                    ]
-                )
-            table.append(
-                [
-                    "",
-                    "",
-                    "",
-                    "speed-up of the faster Numba method vs best of SciPy "
-                    "LSODA/BDF/Radau (SciPy with Numba RHS / NumPy RHS)",
-                    f"{speed['numba'][-1]:.2f} / {speed['numpy'][-1]:.2f}",
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                ]
-            )
-    worst = {k: float(np.nanmin(v)) for k, v in speed.items()}
-    best = {k: float(np.nanmax(v)) for k, v in speed.items()}
-    n_met = int(np.sum(np.asarray(speed["numpy"]) >= 10))
-    n_all = int(np.sum(np.isfinite(speed["numpy"])))
+                speed[rhs].append(case[rhs])
+            table += table_rows(T, d, eps, rows, case)
     return {
         "title": (
             "Stiff depth flow: Numba Radau IIA / Rosenbrock-W vs SciPy at matched final "
@@ -254,28 +277,5 @@ def integrator_benchmark(quick: bool) -> dict:
             "Jacobian",
         ],
         "rows": table,
-        "notes": [
-            f"speed-up of the faster Numba method over the best of LSODA/BDF/Radau: "
-            f"{worst['numpy']:.1f}–{best['numpy']:.1f}× when SciPy uses the NumPy reference RHS "
-            f"(numerics.model.flow), {worst['numba']:.1f}–{best['numba']:.1f}× when SciPy gets the same "
-            f"compiled Numba RHS. Target ≥ 10× (against SciPy with the NumPy "
-            f"RHS): met in {n_met} of {n_all} cases. The Numba methods need about as many RHS calls as SciPy's best at this "
-            "accuracy (Radau IIA: the same algorithm; ROS34PW2: order 3, 2–4× more calls, half of "
-            "them in the initial layer — an exact finite-difference Jacobian gives the same step "
-            "count, so that layer is accuracy-limited); their gain is the cost per call and per "
-            "step (compiled loop, block-diagonal W), and it shrinks as T·d grows and the RHS "
-            "itself dominates, or when SciPy is handed the compiled RHS.",
-            "SciPy gets, per method, the faster of its own finite-difference Jacobian ('none') and "
-            "the frozen-kernel Jacobian ((A−I)/ε − γI) ⊗ I_d ('frozen'; sparse for BDF/Radau, "
-            "dense for LSODA). RK45 runs only at ε = 1e-2 (explicit cost grows like 1/ε).",
-            "Every method is integrated interval by interval with stops at l/L (L = 4 untied "
-            "layers). Reference: Rosenbrock-W at rtol = 1e-12. Tolerance ladder: half decades "
-            "from 1e-3, atol = 1e-3·rtol; the time is that of the loosest tolerance meeting the "
-            "target (CPU time; runs under 0.2 s: best of at least 4, repeated up to 0.6 s of "
-            "CPU or 41 runs, the same rule for every method).",
-            "Where the Numba Radau time goes (64×8, ε = 1e-3, rtol = 1e-3, measured by doubling "
-            "each part): ~65 % in the ~330 RHS calls (~9.5 µs each: block-local scores from one "
-            "product n(X)·[βQKᵀ | W1], vectorised exp/tanh), ~1 % in the Jacobian, the rest in "
-            "the Newton iterations and the block-diagonal 4×4 real/complex inverses.",
-        ],
+        "notes": benchmark_notes(speed),
     }

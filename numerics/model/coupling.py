@@ -275,6 +275,81 @@ def _dense_kernel(Xn, p, seg):
     return _softmax_masked(S, _mat(p, HEADER, T, T))
 
 
+# the two pieces of the right-hand side below are inlined into it (Numba IR): no call overhead in
+# the integrators' hot loop, the same arithmetic
+@njit(cache=True, inline="always")
+def _add_mlp_output(Z, W2, tanh, out):
+    """``out += vec(σ(Z)·W2)`` for the pre-activation ``Z = n(X)·W1`` (T×m; ``σ = tanh`` in place
+    when ``tanh``, through the vectorisable :func:`numerics.model.compiled.tanh_row`)."""
+    T, m = Z.shape
+    d = W2.shape[1]
+    if tanh:
+        zf = Z.reshape(T * m)
+        tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
+    acc = np.empty(d)
+    for i in range(T):
+        acc[:] = 0.0
+        for l in range(m):
+            a = Z[i, l]
+            for k in range(d):
+                acc[k] += a * W2[l, k]
+        for k in range(d):
+            out[i * d + k] += acc[k]
+
+
+@njit(cache=True, inline="always")
+def _pooled_slow_attention(X, p, seg):
+    """The slow attention over the pooled tokens of interval ``seg`` (N×d; row ``a`` is pooled
+    query ``a``'s output, which ``U_c`` up-samples to block ``a + 1``): block means ``Y``,
+    ``n(Y)·[β·Qs Ksᵀ | Vs]``, and the softmax over the pooled keys ``b ≤ a`` (all ``b`` with the
+    ``full`` slow mask). The N×N×d and N×d×d products (N = T/P) are explicit loops, too small for
+    BLAS; the scores of the N − 1 queries that reach the output share one vectorisable exponential
+    pass."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    Yb = np.zeros((N, d))
+    for b in range(N):
+        for i in range(P):
+            for k in range(d):
+                Yb[b, k] += X[b * P + i, k]
+    Yb /= P
+    Yh = _normed(Yb, p)
+    YG = _small_mm(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d))
+    full = p[_SLOWFULL] > 0.0
+    Zs = np.zeros((N, d))
+    v = np.empty(N * N)
+    pb = np.empty(N * N)
+    tb = np.empty(N * N)
+    for a in range(N - 1):
+        top = N if full else a + 1
+        mx = -np.inf
+        for b in range(top):
+            sc = 0.0
+            for k in range(d):
+                sc += YG[a, k] * Yh[b, k]
+            v[a * N + b] = sc
+            if sc > mx:
+                mx = sc
+        for b in range(N):
+            v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
+    exp_into(v[: (N - 1) * N], pb, tb)
+    for a in range(N - 1):
+        top = N if full else a + 1
+        z = 0.0
+        for b in range(top):
+            e = 0.0 if v[a * N + b] < EXP_CUT else pb[a * N + b] * tb[a * N + b]
+            pb[a * N + b] = e
+            z += e
+        for b in range(top):
+            wb = pb[a * N + b]
+            for k in range(d):
+                Zs[a, k] += (wb / z) * YG[b, d + k]
+    return Zs
+
+
 @njit(RHS_SIG, cache=True)
 def coupling_rhs_nb(t, y, p, seg, out):
     """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg``."""
@@ -303,61 +378,10 @@ def coupling_rhs_nb(t, y, p, seg, out):
         A = _dense_kernel(Xn, p, seg)
         out[:] = ((np.dot(A, X) - X) / p[_EPS]).reshape(T * d)
         Z = np.dot(Xn, _mat(p, off, d, m))
-    if p[_TANH] > 0.0:
-        zf = Z.reshape(T * m)
-        tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
-    acc = np.empty(d)
-    for i in range(T):
-        acc[:] = 0.0
-        for l in range(m):
-            a = Z[i, l]
-            for k in range(d):
-                acc[k] += a * W2[l, k]
-        for k in range(d):
-            out[i * d + k] += acc[k]
-    off += 2 * d * m
-    g = p[off + 3 * d * d]
+    _add_mlp_output(Z, W2, p[_TANH] > 0.0, out)
+    g = p[off + 2 * d * m + 3 * d * d]
     if p[_SLOW] > 0.0 and g != 0.0:
-        Yb = np.zeros((N, d))
-        for b in range(N):
-            for i in range(P):
-                for k in range(d):
-                    Yb[b, k] += X[b * P + i, k]
-        Yb /= P
-        Yh = _normed(Yb, p)
-        # N×N×d and N×d×d products (N = T/P pooled tokens): explicit loops, too small for BLAS
-        YG = _small_mm(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d))
-        full = p[_SLOWFULL] > 0.0
-        # scores of the N−1 pooled queries that reach the output (U_c shifts by one block), one
-        # vectorisable exponential pass for all of them
-        Zs = np.zeros((N, d))
-        v = np.empty(N * N)
-        pb = np.empty(N * N)
-        tb = np.empty(N * N)
-        for a in range(N - 1):
-            top = N if full else a + 1
-            mx = -np.inf
-            for b in range(top):
-                sc = 0.0
-                for k in range(d):
-                    sc += YG[a, k] * Yh[b, k]
-                v[a * N + b] = sc
-                if sc > mx:
-                    mx = sc
-            for b in range(N):
-                v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
-        exp_into(v[: (N - 1) * N], pb, tb)
-        for a in range(N - 1):
-            top = N if full else a + 1
-            z = 0.0
-            for b in range(top):
-                e = 0.0 if v[a * N + b] < EXP_CUT else pb[a * N + b] * tb[a * N + b]
-                pb[a * N + b] = e
-                z += e
-            for b in range(top):
-                wb = pb[a * N + b]
-                for k in range(d):
-                    Zs[a, k] += (wb / z) * YG[b, d + k]
+        Zs = _pooled_slow_attention(X, p, seg)
         for b in range(1, N):
             for i in range(P):
                 for k in range(d):
