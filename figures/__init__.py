@@ -4,14 +4,14 @@ A figure is two functions. ``compute(**point)`` is a module-level function that 
 of one point of the figure's sweep (a seed, a mask, an ε, a size ...) and returns it as JSON-able
 data; ``draw(data, seed)`` turns the list of those results into a ``matplotlib.figure.Figure``
 and returns it with a dict of the parameters it used. ``points(seed)`` lists the sweep points
-(default: the single point ``{"seed": seed}``)::
+(default: the single point ``{"seed": seed}``). Most figures draw a claim's verdicts: their points
+are :func:`verdict_json` on parameter variants (:func:`verdict_points`), so a figure never
+rebuilds what the check computed::
 
-    def a1_case(seed, slow_mask):
-        return run_check("A1", {"slow_mask": slow_mask}, seed=seed).to_json()   # verify.registry
-
-    @figure("A1", "a1_dependence", compute=a1_case,
-            points=lambda seed: [dict(seed=seed, slow_mask=m) for m in ("blockcausal", "full")])
+    @figure("A1", "a1_dependence", compute=verdict_json,
+            points=verdict_points("A1", [{"slow_mask": m} for m in ("blockcausal", "full")]))
     def a1_dependence(data, seed):
+        verdicts = [Verdict.from_json(d) for d in data]
         ...
         return fig, {"T": 16, "P": 4}
 
@@ -41,7 +41,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from verify.provenance import provenance
-from verify.registry import get_claim
+from verify.registry import get_claim, run_check
 from verify.sweep import Progress, sweep
 
 DEFAULT_OUTDIR = Path(__file__).resolve().parent / "out"
@@ -97,6 +97,19 @@ def figure(claim_id: str, name: str, *, compute: Callable, points: Callable = si
         return fn
 
     return deco
+
+
+def verdict_json(claim: str, seed: int, params: dict | None = None) -> dict:
+    """The usual sweep point of a figure: the claim's verdict on ``params`` (defaults updated) and
+    ``seed``, as JSON (:func:`verify.registry.run_check`). Use with :func:`verdict_points`."""
+    return run_check(claim, params or {}, seed=seed).to_json()
+
+
+def verdict_points(claim: str, variants=({},)) -> Callable[[int], list[dict]]:
+    """``points(seed)`` for :func:`verdict_json`: one point per parameter variant (a mapping of
+    overrides), in order; the draw function receives the verdicts' JSON in the same order."""
+    frozen = [dict(v) for v in variants]
+    return lambda seed: [dict(claim=claim, seed=seed, params=dict(v)) for v in frozen]
 
 
 def _discover() -> None:

@@ -5,23 +5,17 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import run_check
 
 SLOW_MASKS = ("blockcausal", "full")
-
-
-def a1_case(seed: int, slow_mask: str) -> dict:
-    """A1's verdict (with its output-by-input dependence matrix) for one slow mask."""
-    return run_check("A1", {"slow_mask": slow_mask}, seed=seed).to_json()
 
 
 @figure(
     "A1",
     "a1_dependence",
-    compute=a1_case,
-    points=lambda seed: [dict(seed=seed, slow_mask=m) for m in SLOW_MASKS],
+    compute=verdict_json,
+    points=verdict_points("A1", [{"slow_mask": m} for m in SLOW_MASKS]),
 )
 def a1_dependence(data: list, seed: int):
     results = [Verdict.from_json(case) for case in data]

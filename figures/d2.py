@@ -9,9 +9,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import CLAIMS, run_check
+from verify.registry import CLAIMS
 
 CHECKS = (
     {},
@@ -29,16 +29,11 @@ RUNS = (
 """The curves: (index into CHECKS, path, label, style)."""
 
 
-def d2_case(seed: int, overrides: dict) -> dict:
-    """The D2 check (stack vs depth flow on the unit's ladder of depths) for one variant."""
-    return run_check("D2", overrides, seed=seed).to_json()
-
-
 @figure(
     "D2",
     "d2_convergence",
-    compute=d2_case,
-    points=lambda seed: [dict(seed=seed, overrides=ov) for ov in CHECKS],
+    compute=verdict_json,
+    points=verdict_points("D2", CHECKS),
 )
 def d2_convergence(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(6.0, 4.0), constrained_layout=True)

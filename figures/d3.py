@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import get_claim, run_check
+from verify.registry import get_claim
 
 PARAMS = dict(get_claim("D3").defaults(), L=8)
 """The D3 defaults, with a deeper stack."""
@@ -21,16 +21,11 @@ CASES = (
 """The curves: (label, overrides of PARAMS), one sweep point each."""
 
 
-def d3_case(seed: int, overrides: dict) -> dict:
-    """The D3 check (kernel deviation by layer) for one input case."""
-    return run_check("D3", dict(PARAMS, **overrides), seed=seed).to_json()
-
-
 @figure(
     "D3",
     "d3_frozen_kernel",
-    compute=d3_case,
-    points=lambda seed: [dict(seed=seed, overrides=ov) for _, ov in CASES],
+    compute=verdict_json,
+    points=verdict_points("D3", [dict(PARAMS, **ov) for _, ov in CASES]),
 )
 def d3_frozen_kernel(data: list, seed: int):
     fig, ax = plt.subplots(constrained_layout=True)

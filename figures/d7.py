@@ -5,27 +5,21 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import get_claim, run_check
+from verify.registry import get_claim
 
 DEFAULTS = get_claim("D7").defaults()
 SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))
 """The slow masks of the left panel and their line styles; the right panel is the default's (full)."""
 
 
-def d7_case(seed: int, slow_mask: str) -> dict:
-    """The D7 check for one slow mask: its verdict carries ρ(J + gG) on a gate grid and
-    σ_min(e^{iθ}I − J) on the circle in its series."""
-    return run_check("D7", {"slow_mask": slow_mask}, seed=seed).to_json()
-
-
-def d7_points(seed: int) -> list[dict]:
-    """The sweep: one D7 check per slow mask of :data:`SLOW_MASKS`."""
-    return [dict(seed=seed, slow_mask=m) for m, _ in SLOW_MASKS]
-
-
-@figure("D7", "d7_gate_spectral_radius", compute=d7_case, points=d7_points)
+@figure(
+    "D7",
+    "d7_gate_spectral_radius",
+    compute=verdict_json,
+    points=verdict_points("D7", [{"slow_mask": m} for m, _ in SLOW_MASKS]),
+)
 def d7_gate_spectral_radius(data: list, seed: int):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
     out = {}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import get_claim, run_check
+from verify.registry import get_claim
 
 FAMILIES = get_claim("D8").params["family"].choices
 """Every design of the check: the exponential families and the controls."""
@@ -16,16 +16,11 @@ SIZES = ("n_seq", "P", "N")
 """The sizes the figure records (the check's defaults, the same for every family)."""
 
 
-def d8_case(seed: int, family: str) -> dict:
-    """The D8 check for one emission family at the default sizes."""
-    return run_check("D8", {"family": family}, seed=seed).to_json()
-
-
 @figure(
     "D8",
     "d8_logloss_gap",
-    compute=d8_case,
-    points=lambda seed: [dict(seed=seed, family=fam) for fam in FAMILIES],
+    compute=verdict_json,
+    points=verdict_points("D8", [{"family": fam} for fam in FAMILIES]),
 )
 def d8_logloss_gap(data: list, seed: int):
     rows = [Verdict.from_json(case) for case in data]

@@ -7,9 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import run_check
 
 PARAMS = {"rhos": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)}
 RHO_CASES = ((0.0, "ρ = 0", "tab:blue"), (0.6, "ρ = 0.6", "tab:orange"))
@@ -17,16 +16,11 @@ RHO_CASES = ((0.0, "ρ = 0", "tab:blue"), (0.6, "ρ = 0.6", "tab:orange"))
 default) also gives the ρ sweep and the margin of the left panel."""
 
 
-def d9_case(seed: int, rho: float) -> dict:
-    """The D9 check (ρ sweep of the learned gate and its 1/√n decay) trained at correlation ρ."""
-    return run_check("D9", dict(PARAMS, rho=rho), seed=seed).to_json()
-
-
 @figure(
     "D9",
     "d9_gate_vs_rho",
-    compute=d9_case,
-    points=lambda seed: [dict(seed=seed, rho=rho) for rho, _, _ in RHO_CASES],
+    compute=verdict_json,
+    points=verdict_points("D9", [dict(PARAMS, rho=rho) for rho, _, _ in RHO_CASES]),
 )
 def d9_gate_vs_rho(data: list, seed: int):
     r0, r1 = (Verdict.from_json(case) for case in data)

@@ -6,18 +6,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import run_check
 
 
-def f2_check(seed: int) -> dict:
-    """The F2 check at its defaults: the tracking errors of both orders over its ε grid with
-    fitted slopes (figures), and a drawn trajectory with p_st(y) around it (series)."""
-    return run_check("F2", {}, seed=seed).to_json()
-
-
-@figure("F2", "f2_tracking_error", compute=f2_check)
+@figure("F2", "f2_tracking_error", compute=verdict_json, points=verdict_points("F2", [{}]))
 def f2_tracking_error(data: list, seed: int):
     res = Verdict.from_json(data[0])
     f = res.figures
@@ -47,7 +40,7 @@ def f2_tracking_error(data: list, seed: int):
     return fig, dict(res.params, seed=seed)
 
 
-@figure("F2", "f2_manifold_and_trajectory", compute=f2_check)
+@figure("F2", "f2_manifold_and_trajectory", compute=verdict_json, points=verdict_points("F2", [{}]))
 def f2_manifold_and_trajectory(data: list, seed: int):
     res = Verdict.from_json(data[0])
     s, p = res.series, res.params

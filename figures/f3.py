@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from verify.claim import Verdict
-from verify.registry import run_check
 
 PARAMS = {"widths": (1, 2, 4, 8, 16, 32), "steps": (0, 300, 1000, 3000), "n_seeds": 3}
 
 
-def f3_check(seed: int) -> dict:
-    """The F3 check over all widths, training steps and seeds of PARAMS."""
-    return run_check("F3", PARAMS, seed=seed).to_json()
-
-
-@figure("F3", "f3_error_vs_width", compute=f3_check)
+@figure("F3", "f3_error_vs_width", compute=verdict_json, points=verdict_points("F3", [PARAMS]))
 def f3_error_vs_width(data: list, seed: int):
     res = Verdict.from_json(data[0])
     table = res.figures["kl_width_table"]
