@@ -610,8 +610,7 @@ class D4(Claim):
     )
     key_figures = ("poly_vs_jvp_rel", "eigen_form_vs_poly_rel", "causal_eigvec_cond_exact_T64")
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         return homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E)

@@ -499,8 +499,7 @@ class D5(Claim):
     )
     key_figures = ("L_star", "L_star_brute_force", "bound_ratio_max", "kernel_constant")
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         r, _ = lin.mode_ratio(inst.N, inst.M, inst.lams)

@@ -881,8 +881,7 @@ class D6(Claim):
         if not lo < hi:
             raise ValueError(f"parameter gate_sweep={p['gate_sweep']!r}: expected g_lo < g_hi")
 
-    def build(self, p, seed):
-        return Instance(p, seed)
+    instance = Instance
 
     def diagnose(self, inst):
         spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
