@@ -40,6 +40,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+from verify.claim import jsonable
 from verify.provenance import provenance
 from verify.registry import get_claim, run_check
 from verify.sweep import Progress, sweep
@@ -108,7 +109,7 @@ def verdict_json(claim: str, seed: int, params: dict | None = None) -> dict:
 def verdict_points(claim: str, variants=({},)) -> Callable[[int], list[dict]]:
     """``points(seed)`` for :func:`verdict_json`: one point per parameter variant (a mapping of
     overrides), in order; the draw function receives the verdicts' JSON in the same order."""
-    frozen = [dict(v) for v in variants]
+    frozen = [json.loads(json.dumps(jsonable(dict(v)))) for v in variants]  # the cache's keys
     return lambda seed: [dict(claim=claim, seed=seed, params=dict(v)) for v in frozen]
 
 
