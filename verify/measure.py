@@ -123,7 +123,7 @@ def local_slopes(h, err) -> np.ndarray:
 
 
 def asymptotic_slope(
-    ladder: Sequence[float],
+    ladder: Sequence[float] | np.ndarray,
     error_of: Callable[[float], float],
     expected: float,
     tol: float,
@@ -142,7 +142,8 @@ def asymptotic_slope(
     """
     if window < 3:
         raise ValueError(f"window={window}: expected at least 3 points")
-    hs, errs = [], []
+    hs: list[float] = []
+    errs: list[float] = []
 
     def decided(wh, we):
         fit = slope_fit(wh, we)
@@ -244,7 +245,7 @@ def taylor_remainder_order(
     oracle,
     slope_tol: float,
     *,
-    ladder: Sequence[float] | None = None,
+    ladder: Sequence[float] | np.ndarray | None = None,
     finest: bool = True,
     resolution: float | None = TAYLOR_OUTPUT_RESOLUTION,
 ) -> dict:
@@ -265,8 +266,7 @@ def taylor_remainder_order(
     ``r(s_1)/(s_1‖o‖)`` at the coarsest step (the test of an oracle for a map affine along ``dX``).
     """
     base = f(X)
-    if ladder is None:
-        ladder = taylor_ladder(X, dX)
+    steps = taylor_ladder(X, dX) if ladder is None else ladder
     floor = None if resolution is None else resolution * UNIT_ROUNDOFF * float(np.linalg.norm(base))
     evaluated: dict = {}
 
@@ -285,11 +285,11 @@ def taylor_remainder_order(
             return float("nan")
         return r
 
-    res = asymptotic_slope(ladder, remainder, 2.0, slope_tol, window=TAYLOR_WINDOW, finest=finest)
+    res = asymptotic_slope(steps, remainder, 2.0, slope_tol, window=TAYLOR_WINDOW, finest=finest)
     # the derivative test without an order: r(s)/(s‖o‖) → 0 for the derivative, → ‖Δ‖/‖o‖ for an
     # oracle off by Δ; its smallest value above the rounding floor bounds ‖Δ‖/‖o‖
     no = float(np.linalg.norm(oracle))
-    coarsest = ratio(raw(ladder[0])[0], ladder[0] * no)
+    coarsest = ratio(raw(steps[0])[0], steps[0] * no)
     defects = [ratio(r, h * no) for h, r in zip(res["h"], res["err"])] or [coarsest]
     secant = float(min(defects))
     finest_slope = res["local_slopes"][-1] if res["local_slopes"] else None
