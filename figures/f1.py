@@ -1,7 +1,7 @@
 """F1 figures: reduction error against ε, the depth trajectory (fast collapse, slow drift), and
 integrator work against ε.
 
-The first two draw the F1 verdict's series (:func:`verify.registry.run_check`): the errors of both
+The first two draw the F1 verdict's series (:func:`figures.verdict_json`): the errors of both
 orders on the whole ε ladder with the window rule applied from its top (one check per mask and
 coarse map), and the full and reduced flows along depth at ε = 1e-2. The third is a measurement of
 the integrators, not a check result: right-hand-side evaluations and CPU times of each method on
@@ -14,9 +14,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
+from figures import figure, verdict_json, verdict_points
 from numerics.model.coupling import WORK_METHODS, integrator_work
-from verify.registry import get_claim, run_check
+from verify.claim import Verdict
+from verify.registry import get_claim
 
 ERROR_CASES = (
     ("block_bidirectional", "mean", "block_bidirectional, Y = BX"),
@@ -30,25 +31,21 @@ WORK_SIZE = {"T": 16, "P": 4, "d": 4, "L": 4}
 WORK_TOL = {"rtol": 1e-6, "atol": 1e-9}
 
 
-def f1_error_case(seed: int, mask: str, coarse: str) -> dict:
-    """The F1 verdict's error ladder (both orders, window rule from the top) for one mask and
-    coarse map."""
-    return run_check("F1", {"mask": mask, "coarse": coarse}, seed=seed).series["error_ladder"]
-
-
 @figure(
     "F1",
     "f1_error_vs_eps",
-    compute=f1_error_case,
-    points=lambda seed: [
-        dict(seed=seed, mask=mask, coarse=coarse) for mask, coarse, _ in ERROR_CASES
-    ],
+    compute=verdict_json,
+    points=verdict_points(
+        "F1", [{"mask": mask, "coarse": coarse} for mask, coarse, _ in ERROR_CASES]
+    ),
 )
 def f1_error_vs_eps(data: list, seed: int):
-    eps = np.asarray(data[0]["eps"])
+    """The verdicts' error ladders (both orders, window rule from the top of the ladder)."""
+    ladders = [Verdict.from_json(d).series["error_ladder"] for d in data]
+    eps = np.asarray(ladders[0]["eps"])
     p = get_claim("F1").defaults()
     fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.6), constrained_layout=True, sharey=True)
-    for ax, sw, (_mask, _coarse, title) in zip(axes, data, ERROR_CASES):
+    for ax, sw, (_mask, _coarse, title) in zip(axes, ladders, ERROR_CASES):
         for key, label, marker, fit in (
             ("err_leading", "leading", "o", sw["fit_leading"]),
             ("err_first", "first order", "s", sw["fit_first_order"]),
@@ -85,15 +82,11 @@ def f1_error_vs_eps(data: list, seed: int):
     }
 
 
-def f1_trajectory(seed: int) -> dict:
-    """The F1 verdict's depth trajectory: distance to the block-constant states, block means and
-    the reduced flow (feature 0 of the first three blocks) at ε = 1e-2."""
-    return run_check("F1", {}, seed=seed).series["depth_trajectory"]
-
-
-@figure("F1", "f1_depth_trajectory", compute=f1_trajectory)
+@figure("F1", "f1_depth_trajectory", compute=verdict_json, points=verdict_points("F1", [{}]))
 def f1_depth_trajectory(data: list, seed: int):
-    d = data[0]
+    """The verdict's depth trajectory: distance to the block-constant states, block means and the
+    reduced flow (feature 0 of the first three blocks) at ε = 1e-2."""
+    d = Verdict.from_json(data[0]).series["depth_trajectory"]
     eps = d["eps"]
     t, dev = np.asarray(d["t"]), np.asarray(d["dev"])
     fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6), constrained_layout=True)

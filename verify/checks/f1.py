@@ -1252,6 +1252,7 @@ class F1(Claim):
         "window_first_order",
         "attraction_rate_ratio",
     )
+    instance = Instance
 
     def validate(self, p):
         for floor in ("eps_floor_leading", "eps_floor_first"):
@@ -1262,9 +1263,6 @@ class F1(Claim):
                     f"= {p['eps_max'] * 10 ** (-(p['window'] - 1) / 4):g} (a ladder from "
                     f"eps_max={p['eps_max']:g} must hold window={p['window']} points)"
                 )
-
-    def build(self, p, seed):
-        return Instance(p, seed)
 
     def diagnose(self, inst):
         return {name: fn(inst) for name, (_, fn) in HYPOTHESIS_DIAGNOSTICS.items()}
