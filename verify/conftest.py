@@ -30,7 +30,7 @@ import pytest
 from verify import sweep as sw
 from verify.claim import Verdict
 from verify.provenance import provenance
-from verify.registry import CLAIMS
+from verify.registry import CLAIMS, run_check
 from verify.report import ClaimLedger, build_report, write_report
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
@@ -94,6 +94,13 @@ class ClaimRecorder:
     def main(self, result):
         """Record the check on an instance satisfying the hypotheses; return the result."""
         self._ledger.record(self.id, result, negative=False)
+        return result
+
+    def holds(self, params: dict | None = None, seed: int | None = None):
+        """Decide this claim on the instance ``params``/``seed``, record it as a main instance and
+        assert that it holds; return the verdict."""
+        result = self.main(run_check(self.id, params, seed))
+        assert result.outcome == "holds", result.summary()
         return result
 
     def negative(self, result):

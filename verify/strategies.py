@@ -29,7 +29,14 @@ from hypothesis import strategies as st
 
 from verify.systems import DepthFlow, GeneratorFamily, LinearLoop
 
-__all__ = ["block_local_masks", "depth_flows", "generator_families", "linear_loops"]
+__all__ = [
+    "block_local_masks",
+    "blocked_params",
+    "depth_flows",
+    "generator_families",
+    "in_blocks",
+    "linear_loops",
+]
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -106,3 +113,16 @@ def depth_flows(draw, T: int = 8, P: int = 4, d=st.integers(1, 3)) -> DepthFlow:
         seed=draw(st.integers(0, 1000)),
         name="random block-local flow",
     )
+
+
+def in_blocks(p: dict) -> dict:
+    """Drawn parameters with ``N`` blocks of ``P`` tokens written as ``T = N·P`` (``N`` dropped)."""
+    return {"T": p["N"] * p["P"], **{k: v for k, v in p.items() if k != "N"}}
+
+
+def blocked_params(**fields) -> st.SearchStrategy:
+    """Claim parameters drawn from ``fields`` (name → strategy), which include the number of
+    blocks ``N`` and the block size ``P``; the drawn dict has ``T = N·P`` instead of ``N``."""
+    if "N" not in fields or "P" not in fields:
+        raise ValueError("blocked_params needs strategies for N and P")
+    return st.fixed_dictionaries(fields).map(in_blocks)

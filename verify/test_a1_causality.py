@@ -9,25 +9,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verify.registry import run_check
+from verify.strategies import blocked_params
 
 pytestmark = pytest.mark.claim("A1")
 
 
 def test_blockcausal_model_is_autoregressive_and_slow_input_is_block_constant(claim):
-    result = claim.main(run_check("A1", {}, seed=7))
-    assert result.outcome == "holds", result.summary()
+    claim.holds({}, seed=7)
 
 
 @given(
-    T_blocks=st.integers(1, 4),
-    P=st.integers(1, 4),
-    d=st.integers(1, 4),
-    L=st.integers(1, 3),
-    gate=st.floats(0.05, 3.0),
-    mask=st.sampled_from(["causal", "block_causal"]),
+    params=blocked_params(
+        N=st.integers(1, 4),
+        P=st.integers(1, 4),
+        d=st.integers(1, 4),
+        L=st.integers(1, 3),
+        gate=st.floats(0.05, 3.0),
+        mask=st.sampled_from(["causal", "block_causal"]),
+    ),
     seed=st.integers(0, 2**16),
 )
-def test_autoregressive_for_random_sizes_weights_and_gates(T_blocks, P, d, L, gate, mask, seed):
-    params = {"T": T_blocks * P, "P": P, "d": d, "L": L, "gate": gate, "mask": mask}
+def test_autoregressive_for_random_sizes_weights_and_gates(params, seed):
     result = run_check("A1", params, seed=seed)
     assert result.outcome == "holds", result.summary()

@@ -14,6 +14,7 @@ from numerics.model.masks import NAMED_MASKS
 from numerics.model.weights import SIGMAS
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
+from verify.strategies import blocked_params
 
 pytestmark = pytest.mark.claim("D1")
 
@@ -21,8 +22,7 @@ CHAIN_PARTS = ("chain_rule_jvp_vjp", "chain_rule_fd")
 
 
 def test_depth_ordered_product_and_order_matters_with_untied_weights(claim, check_sweep):
-    result = claim.main(run_check("D1", {}, seed=0))
-    assert result.outcome == "holds", result.summary()
+    result = claim.holds({}, seed=0)
     others = [claim.main(r) for r in check_sweep([dict(claim="D1", seed=s) for s in range(1, 6)])]
     claim.figure(
         "untied_reversal_rel_difference_min_over_seeds_0_5",
@@ -33,8 +33,7 @@ def test_depth_ordered_product_and_order_matters_with_untied_weights(claim, chec
 
 
 def test_tied_weights_at_a_fixed_point_reversal_agrees(claim):
-    result = claim.main(run_check("D1", {"tied": True, "trajectory": "fixed_point"}, seed=0))
-    assert result.outcome == "holds", result.summary()
+    claim.holds({"tied": True, "trajectory": "fixed_point"}, seed=0)
 
 
 def test_tied_weights_at_a_homogeneous_fixed_point(claim):
@@ -48,14 +47,9 @@ def test_tied_weights_at_a_homogeneous_fixed_point(claim):
     assert result.outcome == "holds", result.summary()
 
 
-def in_blocks(p: dict) -> dict:
-    """The drawn parameters with ``N`` blocks of ``P`` tokens as ``T = N·P``."""
-    return {"T": p["N"] * p["P"], **{k: v for k, v in p.items() if k != "N"}}
-
-
 @given(
-    params=st.fixed_dictionaries(
-        {
+    params=blocked_params(
+        **{
             "N": st.integers(1, 3),
             "P": st.integers(1, 2),
             "d": st.integers(2, 4),
@@ -68,7 +62,7 @@ def in_blocks(p: dict) -> dict:
             "gamma": st.sampled_from([0.0, 1.0]),
             "gate": st.sampled_from([0.0, 0.5]),
         }
-    ).map(in_blocks),
+    ),
     seed=st.integers(0, 2**16),
 )
 def test_chain_rule_over_random_instances(params, seed):
@@ -81,8 +75,8 @@ def test_chain_rule_over_random_instances(params, seed):
 
 
 @given(
-    params=st.fixed_dictionaries(
-        {
+    params=blocked_params(
+        **{
             "N": st.integers(1, 3),
             "P": st.integers(1, 2),
             "d": st.integers(2, 3),
@@ -91,7 +85,7 @@ def test_chain_rule_over_random_instances(params, seed):
             "gamma": st.sampled_from([1.0, 2.0]),
             "h": st.sampled_from([1.0, 0.5]),
         },
-    ).map(in_blocks),
+    ),
     seed=st.integers(0, 2**16),
 )
 def test_tied_fixed_point_reversal_agrees_over_random_instances(params, seed):

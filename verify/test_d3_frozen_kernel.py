@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import numerics as nm
 from verify.portability import assert_portable
 from verify.registry import get_claim, run_check
+from verify.strategies import blocked_params
 
 pytestmark = pytest.mark.claim("D3")
 
@@ -48,30 +49,20 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
 
 
 @given(
-    N=st.integers(1, 4),
-    P=st.integers(1, 4),
-    d=st.integers(1, 5),
-    L=st.integers(1, 4),
-    mask=st.sampled_from(nm.NAMED_MASKS),
-    scale=st.floats(0.1, 2.0),
-    qk_scale=st.floats(0.1, 10.0),
-    beta=st.floats(1e-3, 1e2),
+    params=blocked_params(
+        N=st.integers(1, 4),
+        P=st.integers(1, 4),
+        d=st.integers(1, 5),
+        L=st.integers(1, 4),
+        mask=st.sampled_from(nm.NAMED_MASKS),
+        scale=st.floats(0.1, 2.0),
+        qk_scale=st.floats(0.1, 10.0),
+        temperatures=st.tuples(st.floats(1e-3, 1e2)),
+        n_draws=st.just(1),
+    ),
     seed=st.integers(0, 2**16),
 )
-def test_frozen_kernel_for_random_sizes_weights_and_temperatures(
-    N, P, d, L, mask, scale, qk_scale, beta, seed
-):
-    params = {
-        "T": N * P,
-        "P": P,
-        "d": d,
-        "L": L,
-        "mask": mask,
-        "scale": scale,
-        "qk_scale": qk_scale,
-        "temperatures": (beta,),
-        "n_draws": 1,
-    }
+def test_frozen_kernel_for_random_sizes_weights_and_temperatures(params, seed):
     result = run_check("D3", params, seed=seed)
     assert result.outcome == "holds", result.summary()
 

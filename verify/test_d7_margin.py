@@ -12,7 +12,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import numerics.lapack
 from numerics.analysis.stability import (
     critical_gate,
     gate_spectral_radii,
@@ -21,6 +20,7 @@ from numerics.analysis.stability import (
     stability_margin,
 )
 from theory.stability import normal_critical_gates, scalar_critical_gates
+from verify.portability import assert_same_decision, under_other_answers
 from verify.registry import CLAIMS, run_check
 from verify.strategies import linear_loops
 from verify.systems import LinearLoop
@@ -29,8 +29,7 @@ pytestmark = pytest.mark.claim("D7")
 
 
 def test_gate_inside_the_margin_keeps_the_looped_layer_contractive(claim):
-    result = claim.main(run_check("D7", {}, seed=0))
-    assert result.outcome == "holds", result.summary()
+    claim.holds({}, seed=0)
 
 
 @pytest.mark.parametrize(
@@ -39,8 +38,7 @@ def test_gate_inside_the_margin_keeps_the_looped_layer_contractive(claim):
     ids=["causal", "embedding_norm"],
 )
 def test_causal_fast_mask_and_embedding_reference(claim, params):
-    result = claim.main(run_check("D7", params, seed=1))
-    assert result.outcome == "holds", result.summary()
+    claim.holds(params, seed=1)
 
 
 @pytest.mark.parametrize("control", [None] + [c.name for c in CLAIMS["D7"].controls])
@@ -48,12 +46,9 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
     """Other valid eigenvalue orders and singular-vector bases (two seeds): same outcome, same
     decided parts, same key figures to relative 1e-9 (ρ is a maximum modulus, g_c a bisection to
     1e-12; ρ's variation over gates is compared only above rounding level, 1e-6)."""
-    ref = run_check("D7", control=control)
-    for lapack_seed in (1, 2):
-        with numerics.lapack.other_valid_answers(seed=lapack_seed):
-            other = run_check("D7", control=control)
-        assert other.outcome == ref.outcome, (ref.summary(), other.summary())
-        assert other.violated == ref.violated and other.failed_parts == ref.failed_parts
+    ref, others = under_other_answers("D7", control=control)
+    for other in others:
+        assert_same_decision(ref, other)
         for key in CLAIMS["D7"].key_figures + ("spectral_radius_J", "max_rho_inside_margin"):
             a, b = ref.figures[key], other.figures[key]
             if key == "rho_variation_over_wide_gates":
