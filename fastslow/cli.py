@@ -254,13 +254,14 @@ def _cmd_readme(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fastslow", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-
+def _add_claims(sub) -> None:
+    """The ``claims`` subcommand."""
     s = sub.add_parser("claims", help="list the claim IDs and their statements")
     s.set_defaults(func=_cmd_claims)
 
+
+def _add_check(sub) -> None:
+    """The ``check`` subcommand."""
     s = sub.add_parser(
         "check",
         help="decide one claim's verdict on an instance of your choice",
@@ -301,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=_cmd_check)
 
+
+def _add_figures(sub) -> None:
+    """The ``figures`` subcommand."""
     s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")
     s.add_argument("ids", nargs="*", help="claim IDs (default: all)")
     s.add_argument("--out", default=None, help="output folder (default figures/out)")
@@ -324,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=_cmd_figures)
 
+
+def _add_bench(sub) -> None:
+    """The ``bench`` subcommand."""
     s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")
     s.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     s.add_argument("--out", default=None, help="also write the results as JSON to this file")
@@ -332,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("sections", nargs="*", help="benchmark sections to run (default: all)")
     s.set_defaults(func=_cmd_bench)
+
+
+def _add_sweep(sub) -> None:
+    """The ``sweep`` subcommand."""
     s = sub.add_parser("sweep", help="run a claim's check over a parameter grid and many seeds")
     s.add_argument("id", help="claim ID, e.g. D5")
     s.add_argument(
@@ -359,11 +370,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--out", default=None, help="write every point and result as JSON")
     s.set_defaults(func=_cmd_sweep)
+
+
+def _add_readme(sub) -> None:
+    """The ``readme`` subcommand."""
     s = sub.add_parser("readme", help="regenerate the README's claim table from the last report")
     s.add_argument("--report", default="verify/report/report.json")
     s.add_argument("--readme", default="README.md")
     s.add_argument("--figure-dir", default="docs/figures")
     s.set_defaults(func=_cmd_readme)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fastslow", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    _add_claims(sub)
+    _add_check(sub)
+    _add_figures(sub)
+    _add_bench(sub)
+    _add_sweep(sub)
+    _add_readme(sub)
     return p
 
 
