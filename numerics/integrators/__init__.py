@@ -131,6 +131,51 @@ def _forward_difference_jacobian(fun, t: float, y: np.ndarray) -> np.ndarray:
     return J
 
 
+def _problem_functions(fun, jac, method: str, n: int, m: int, edges, fd_fevals: list):
+    """``(rhs, jac_fn, loop)`` in the loops' calling convention: a compiled problem as it is, a
+    Python one wrapped (left limits at segment ends; a forward-difference Jacobian when ``jac`` is
+    None, counting its calls in ``fd_fevals[0]``). Refuses a missing Jacobian that cannot be built."""
+    jac_fn: Any
+    compiled = _is_compiled(fun)
+    implicit = method != "dopri5"
+    if isinstance(jac, str) and jac != "zero":
+        raise ValueError(f"jac={jac!r}: expected a callable, None or 'zero'")
+    if implicit and jac is None and (compiled or m != n):
+        why = "a compiled rhs" if compiled else f"jac_size={m} < n={n}"
+        raise ValueError(
+            f"method={method!r} needs a Jacobian and none can be built by finite differences for "
+            f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
+            "numerics.model.coupling.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
+        )
+    if compiled:
+        if jac is None or jac == "zero":
+            return fun, _zero_jac, _LOOPS[method]
+        if _is_compiled(jac):
+            return fun, jac, _LOOPS[method]
+        raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
+    if not callable(fun):
+        raise TypeError(f"fun must be callable, got {type(fun).__name__}")
+    left = np.nextafter(edges[1:], -np.inf)  # left limit at each segment's right end
+
+    def rhs(t, y, p_, seg, out):
+        out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
+
+    if jac == "zero" or not implicit:
+        jac_fn = _zero_jac.py_func
+    elif jac is None:
+
+        def jac_fn(t, y, p_, seg, J):
+            J[:, :] = _forward_difference_jacobian(fun, min(t, left[seg]), y)
+            fd_fevals[0] += n + 1
+
+    else:
+
+        def jac_fn(t, y, p_, seg, J):
+            J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
+
+    return rhs, jac_fn, _LOOPS[method].py_func
+
+
 def integrate(
     fun,
     t_span,
@@ -209,53 +254,9 @@ def integrate(
     counters = np.zeros(5, dtype=np.int64)
     Yout = np.empty((stops.size, n))
 
-    rhs: Any
-    jac_fn: Any
-    loop: Any
     compiled = _is_compiled(fun)
-    implicit = method != "dopri5"
-    if isinstance(jac, str) and jac != "zero":
-        raise ValueError(f"jac={jac!r}: expected a callable, None or 'zero'")
-    if implicit and jac is None and (compiled or m != n):
-        why = "a compiled rhs" if compiled else f"jac_size={m} < n={n}"
-        raise ValueError(
-            f"method={method!r} needs a Jacobian and none can be built by finite differences for "
-            f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
-            "numerics.model.coupling.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
-        )
     fd_fevals = [0]
-    if compiled:
-        rhs = fun
-        if jac is None or jac == "zero":
-            jac_fn = _zero_jac
-        elif _is_compiled(jac):
-            jac_fn = jac
-        else:
-            raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
-        loop = _LOOPS[method]
-    else:
-        if not callable(fun):
-            raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-        left = np.nextafter(edges[1:], -np.inf)  # left limit at each segment's right end
-
-        def rhs(t, y, p_, seg, out):
-            out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
-
-        if jac == "zero" or not implicit:
-            jac_fn = _zero_jac.py_func
-        elif jac is None:
-
-            def jac_fn(t, y, p_, seg, J):
-                J[:, :] = _forward_difference_jacobian(fun, min(t, left[seg]), y)
-                fd_fevals[0] += n + 1
-
-        else:
-
-            def jac_fn(t, y, p_, seg, J):
-                J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
-
-        loop = _LOOPS[method].py_func
-
+    rhs, jac_fn, loop = _problem_functions(fun, jac, method, n, m, edges, fd_fevals)
     status = int(
         loop(
             rhs,
