@@ -244,6 +244,67 @@ def key_figures_text(c: dict) -> str:
     return "; ".join(f"{k} = {_fmt(v)}" for k, v in c["key_figures"].items() if v is not None)
 
 
+def _claim_section(c: dict) -> list[str]:
+    """The details of one claim in ``REPORT.md``: its verdicts, controls, notes and figures."""
+    lines: list[str] = []
+    lines += [
+        "",
+        f"## {c['id']}",
+        "",
+        f"**{c['title']}** — {c['status']}; negative control {c['negative_control']}.",
+        "",
+        f"> {c['abstract']}",
+        "",
+        c["statement"],
+        "",
+    ]
+    if c["reasons"]:
+        lines += ["Why this status: " + "; ".join(c["reasons"]), ""]
+    for v in c["verdicts"]:
+        lines += [
+            f"Instance seed {v['seed']}: **{v['verdict']}** — {v['reason']}",
+            "",
+            "| | name | holds | value | rule |",
+            "|---|---|---|---|---|",
+        ]
+        for kind in ("hypotheses", "conclusion"):
+            for k, d in v[kind].items():
+                lines.append(
+                    f"| {kind[:10]} | {k} | {d['holds']} | {_cell(_fmt(d['value']))} | "
+                    f"{_cell(d['rule'])} |"
+                )
+        lines.append("")
+    if c["controls"]:
+        lines += [
+            "| negative control | breaks | verdict | as predicted | reason |",
+            "|---|---|---|---|---|",
+        ]
+        for ctl in c["controls"]:
+            lines.append(
+                f"| {ctl['name']} | {ctl['breaks']} | {ctl['verdict']} | "
+                f"{ctl['fails_as_predicted']} | {_cell(ctl['reason'])} |"
+            )
+        lines.append("")
+    for n in c["notes"]:
+        lines.append(f"- {n}")
+    scalars = {k: v for k, v in c["figures"].items() if not isinstance(v, (dict, list))}
+    if scalars:
+        lines += [
+            "",
+            "Measured: "
+            + "; ".join(f"{k} = {_fmt(v)}" for k, v in scalars.items())
+            + " (arrays and nested results: report.json).",
+        ]
+    if c["tolerance"]:
+        lines += [
+            "",
+            "Tolerances: " + ", ".join(f"{k} = {v}" for k, v in c["tolerance"].items()),
+        ]
+    if c["provenance"]["seeds"]:
+        lines += ["", f"Seeds: {c['provenance']['seeds']}; {c['seconds']} s."]
+    return lines
+
+
 def render_markdown(report: dict) -> str:
     """``REPORT.md``: a one-screen summary, the qualified form of each claim, then the details."""
     prov = report["provenance"]
@@ -273,61 +334,7 @@ def render_markdown(report: dict) -> str:
         for r in c["reasons"]:
             lines.append(f"  - why {c['status']}: {r}")
     for c in report["claims"]:
-        lines += [
-            "",
-            f"## {c['id']}",
-            "",
-            f"**{c['title']}** — {c['status']}; negative control {c['negative_control']}.",
-            "",
-            f"> {c['abstract']}",
-            "",
-            c["statement"],
-            "",
-        ]
-        if c["reasons"]:
-            lines += ["Why this status: " + "; ".join(c["reasons"]), ""]
-        for v in c["verdicts"]:
-            lines += [
-                f"Instance seed {v['seed']}: **{v['verdict']}** — {v['reason']}",
-                "",
-                "| | name | holds | value | rule |",
-                "|---|---|---|---|---|",
-            ]
-            for kind in ("hypotheses", "conclusion"):
-                for k, d in v[kind].items():
-                    lines.append(
-                        f"| {kind[:10]} | {k} | {d['holds']} | {_cell(_fmt(d['value']))} | "
-                        f"{_cell(d['rule'])} |"
-                    )
-            lines.append("")
-        if c["controls"]:
-            lines += [
-                "| negative control | breaks | verdict | as predicted | reason |",
-                "|---|---|---|---|---|",
-            ]
-            for ctl in c["controls"]:
-                lines.append(
-                    f"| {ctl['name']} | {ctl['breaks']} | {ctl['verdict']} | "
-                    f"{ctl['fails_as_predicted']} | {_cell(ctl['reason'])} |"
-                )
-            lines.append("")
-        for n in c["notes"]:
-            lines.append(f"- {n}")
-        scalars = {k: v for k, v in c["figures"].items() if not isinstance(v, (dict, list))}
-        if scalars:
-            lines += [
-                "",
-                "Measured: "
-                + "; ".join(f"{k} = {_fmt(v)}" for k, v in scalars.items())
-                + " (arrays and nested results: report.json).",
-            ]
-        if c["tolerance"]:
-            lines += [
-                "",
-                "Tolerances: " + ", ".join(f"{k} = {v}" for k, v in c["tolerance"].items()),
-            ]
-        if c["provenance"]["seeds"]:
-            lines += ["", f"Seeds: {c['provenance']['seeds']}; {c['seconds']} s."]
+        lines += _claim_section(c)
     lines += ["", "## Provenance", "", "```json", json.dumps(prov, indent=1), "```", ""]
     return "\n".join(lines)
 
