@@ -310,6 +310,14 @@ class Control:
     seed: int | None = None
 
 
+def control_table(rows, seed: int | None = None) -> tuple[Control, ...]:
+    """Negative controls from rows ``(name, params, breaks, meaning)``, all with the same ``seed``."""
+    return tuple(
+        Control(name, params, breaks=breaks, meaning=meaning, seed=seed)
+        for name, params, breaks, meaning in rows
+    )
+
+
 # ----------------------------------------------------------------------------- the verdict
 
 

@@ -120,9 +120,11 @@ def in_blocks(p: dict) -> dict:
     return {"T": p["N"] * p["P"], **{k: v for k, v in p.items() if k != "N"}}
 
 
-def blocked_params(**fields) -> st.SearchStrategy:
-    """Claim parameters drawn from ``fields`` (name → strategy), which include the number of
-    blocks ``N`` and the block size ``P``; the drawn dict has ``T = N·P`` instead of ``N``."""
-    if "N" not in fields or "P" not in fields:
-        raise ValueError("blocked_params needs strategies for N and P")
-    return st.fixed_dictionaries(fields).map(in_blocks)
+def blocked_params(sizes: dict, **fields) -> st.SearchStrategy:
+    """Claim parameters with ``N`` blocks of ``P`` tokens: ``sizes`` maps ``N``, ``P`` and other
+    integer parameters to inclusive ranges ``(low, high)``, ``fields`` maps the rest to strategies;
+    the drawn dict has ``T = N·P`` instead of ``N``."""
+    if "N" not in sizes or "P" not in sizes:
+        raise ValueError("blocked_params needs ranges for N and P")
+    ints = {k: st.integers(lo, hi) for k, (lo, hi) in sizes.items()}
+    return st.fixed_dictionaries({**ints, **fields}).map(in_blocks)

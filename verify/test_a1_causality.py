@@ -20,10 +20,7 @@ def test_blockcausal_model_is_autoregressive_and_slow_input_is_block_constant(cl
 
 @given(
     params=blocked_params(
-        N=st.integers(1, 4),
-        P=st.integers(1, 4),
-        d=st.integers(1, 4),
-        L=st.integers(1, 3),
+        dict(N=(1, 4), P=(1, 4), d=(1, 4), L=(1, 3)),
         gate=st.floats(0.05, 3.0),
         mask=st.sampled_from(["causal", "block_causal"]),
     ),

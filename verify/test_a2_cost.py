@@ -26,10 +26,7 @@ def test_counted_flop_equal_the_model_and_attention_costs_one_over_P_squared(cla
 
 @given(
     params=blocked_params(
-        N=st.integers(1, 8),
-        P=st.integers(1, 8),
-        d=st.integers(1, 9),
-        m=st.integers(1, 20),
+        dict(N=(1, 8), P=(1, 8), d=(1, 9), m=(1, 20)),
         mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
     ),
     seed=st.integers(0, 2**16),

@@ -52,18 +52,13 @@ def capped(params: dict) -> dict:
 
 @given(
     params=blocked_params(
-        **{
-            "N": st.integers(2, 4),
-            "P": st.integers(1, 3),
-            "d": st.integers(1, 4),
-            "L": st.integers(1, 3),
-            "mask": st.sampled_from(NAMED_MASKS),
-            "slow_mask": st.sampled_from(SLOW_MASKS),
-            "norm": st.booleans(),
-            "sigma": st.sampled_from(SIGMAS),
-            "gamma": st.sampled_from([0.0, 0.5]),
-            "slow_scale": st.sampled_from([0.1, 1.0, 30.0, 1000.0]),
-        }
+        dict(N=(2, 4), P=(1, 3), d=(1, 4), L=(1, 3)),
+        mask=st.sampled_from(NAMED_MASKS),
+        slow_mask=st.sampled_from(SLOW_MASKS),
+        norm=st.booleans(),
+        sigma=st.sampled_from(SIGMAS),
+        gamma=st.sampled_from([0.0, 0.5]),
+        slow_scale=st.sampled_from([0.1, 1.0, 30.0, 1000.0]),
     ).map(capped),
     seed=st.integers(0, 2**16),
 )

@@ -49,19 +49,14 @@ def test_tied_weights_at_a_homogeneous_fixed_point(claim):
 
 @given(
     params=blocked_params(
-        **{
-            "N": st.integers(1, 3),
-            "P": st.integers(1, 2),
-            "d": st.integers(2, 4),
-            "L": st.integers(1, 3),
-            "mask": st.sampled_from(NAMED_MASKS),
-            "norm": st.booleans(),
-            "sigma": st.sampled_from(SIGMAS),
-            "tied": st.booleans(),
-            "h": st.sampled_from([1.0, 0.5, 0.25]),
-            "gamma": st.sampled_from([0.0, 1.0]),
-            "gate": st.sampled_from([0.0, 0.5]),
-        }
+        dict(N=(1, 3), P=(1, 2), d=(2, 4), L=(1, 3)),
+        mask=st.sampled_from(NAMED_MASKS),
+        norm=st.booleans(),
+        sigma=st.sampled_from(SIGMAS),
+        tied=st.booleans(),
+        h=st.sampled_from([1.0, 0.5, 0.25]),
+        gamma=st.sampled_from([0.0, 1.0]),
+        gate=st.sampled_from([0.0, 0.5]),
     ),
     seed=st.integers(0, 2**16),
 )
@@ -76,15 +71,10 @@ def test_chain_rule_over_random_instances(params, seed):
 
 @given(
     params=blocked_params(
-        **{
-            "N": st.integers(1, 3),
-            "P": st.integers(1, 2),
-            "d": st.integers(2, 3),
-            "L": st.integers(2, 4),
-            "gate": st.sampled_from([0.0, 0.5]),
-            "gamma": st.sampled_from([1.0, 2.0]),
-            "h": st.sampled_from([1.0, 0.5]),
-        },
+        dict(N=(1, 3), P=(1, 2), d=(2, 3), L=(2, 4)),
+        gate=st.sampled_from([0.0, 0.5]),
+        gamma=st.sampled_from([1.0, 2.0]),
+        h=st.sampled_from([1.0, 0.5]),
     ),
     seed=st.integers(0, 2**16),
 )

@@ -50,10 +50,7 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
 
 @given(
     params=blocked_params(
-        N=st.integers(1, 4),
-        P=st.integers(1, 4),
-        d=st.integers(1, 5),
-        L=st.integers(1, 4),
+        dict(N=(1, 4), P=(1, 4), d=(1, 5), L=(1, 4)),
         mask=st.sampled_from(nm.NAMED_MASKS),
         scale=st.floats(0.1, 2.0),
         qk_scale=st.floats(0.1, 10.0),

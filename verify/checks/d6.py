@@ -89,7 +89,7 @@ from numerics.model import kernels
 from numerics.model.masks import block_level_mask, coarse_maps
 from theory.stability import block_causal_gap_ratio
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
 from ..measure import (
     central_difference,
     local_slopes,
@@ -844,23 +844,24 @@ class D6(Claim):
         "vanishing columns relative to the largest singular value of the V or "
         "Vs block at the same gate",
     }
-    controls = (
-        Control(
-            "heterogeneous_reference",
-            {"reference": "heterogeneous"},
-            breaks="reference_token_homogeneous",
-            meaning="independent tokens: Q, K become visible in the block means and E_d "
-            "forcing moves them at first order",
-            seed=0,
+    controls = control_table(
+        (
+            (
+                "heterogeneous_reference",
+                {"reference": "heterogeneous"},
+                "reference_token_homogeneous",
+                "independent tokens: Q, K become visible in the block means and E_d "
+                "forcing moves them at first order",
+            ),
+            (
+                "heterogeneous_reference_block_causal",
+                {"reference": "heterogeneous", "mask": "block_causal"},
+                "reference_token_homogeneous",
+                "independent tokens with block_causal: the first tokens stay blind to Q, K "
+                "(that part holds, reported) but the state sees them",
+            ),
         ),
-        Control(
-            "heterogeneous_reference_block_causal",
-            {"reference": "heterogeneous", "mask": "block_causal"},
-            breaks="reference_token_homogeneous",
-            meaning="independent tokens with block_causal: the first tokens stay blind to Q, K "
-            "(that part holds, reported) but the state sees them",
-            seed=0,
-        ),
+        seed=0,
     )
     key_figures = (
         "qk_max_column_norm_rel",

@@ -71,7 +71,7 @@ from numerics.analysis.stability import (
 )
 from numerics.model import kernels
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
 from ..measure import UNIT_ROUNDOFF, ratio
 from ..model_params import model_params
 from ..systems import LinearLoop
@@ -494,38 +494,37 @@ class D7(Claim):
         "(g_c, above·g_c] on each side it does not, with ρ > 1 there (ρ(g) need "
         "not be monotone past g_c; reported only when X* moves with g)",
     }
-    controls = (
-        Control(
-            "additive_injection",
-            {"gamma": 0.0},
-            breaks="reference_contractive",
-            meaning="γ = 0: ρ(J) ≥ 1, so ρ(J + gG) < 1 fails at g = 0 inside the would-be "
-            "margin and the loop does not converge",
-            seed=0,
+    controls = control_table(
+        (
+            (
+                "additive_injection",
+                {"gamma": 0.0},
+                "reference_contractive",
+                "γ = 0: ρ(J) ≥ 1, so ρ(J + gG) < 1 fails at g = 0 inside the would-be "
+                "margin and the loop does not converge",
+            ),
+            (
+                "autoregressive_slow_path",
+                {"slow_mask": "blockcausal"},
+                "gate_moves_spectrum",
+                "finding: the block-causal slow path makes J + gG block-triangular with "
+                "g-independent diagonal blocks: ρ(J + gG) = ρ(J), g_c = ∞, the margin "
+                "bound holds only vacuously",
+            ),
+            (
+                "autoregressive_slow_path_causal",
+                {"slow_mask": "blockcausal", "mask": "causal"},
+                "gate_moves_spectrum",
+                "the same finding with the token-causal fast mask",
+            ),
+            (
+                "autoregressive_slow_path_embedding",
+                {"slow_mask": "blockcausal", "reference": "embedding", "norm": True},
+                "gate_moves_spectrum",
+                "the same finding at a fixed point of random embeddings with the RMS norm",
+            ),
         ),
-        Control(
-            "autoregressive_slow_path",
-            {"slow_mask": "blockcausal"},
-            breaks="gate_moves_spectrum",
-            meaning="finding: the block-causal slow path makes J + gG block-triangular with "
-            "g-independent diagonal blocks: ρ(J + gG) = ρ(J), g_c = ∞, the margin "
-            "bound holds only vacuously",
-            seed=0,
-        ),
-        Control(
-            "autoregressive_slow_path_causal",
-            {"slow_mask": "blockcausal", "mask": "causal"},
-            breaks="gate_moves_spectrum",
-            meaning="the same finding with the token-causal fast mask",
-            seed=0,
-        ),
-        Control(
-            "autoregressive_slow_path_embedding",
-            {"slow_mask": "blockcausal", "reference": "embedding", "norm": True},
-            breaks="gate_moves_spectrum",
-            meaning="the same finding at a fixed point of random embeddings with the RMS norm",
-            seed=0,
-        ),
+        seed=0,
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
     systems = (LinearLoop,)
