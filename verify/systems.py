@@ -133,6 +133,7 @@ class DepthFlow(System):
     d: int
     T: int | None = None
     L: int = 2
+    slow_mask: str = "blockcausal"
     sigma: str = "tanh"
     norm: bool = True
     gamma: float = 0.0
@@ -166,6 +167,7 @@ class DepthFlow(System):
             P=self.P,
             d=self.d,
             mask=self.mask,
+            slow_mask=self.slow_mask,
             sigma=self.sigma,
             norm=self.norm,
             gamma=self.gamma,
@@ -190,6 +192,7 @@ class DepthFlow(System):
             "P": self.P,
             "d": self.d,
             "L": self.L,
+            "slow_mask": self.slow_mask,
             "sigma": self.sigma,
             "norm": self.norm,
             "gamma": self.gamma,

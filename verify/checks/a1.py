@@ -28,6 +28,7 @@ from numerics.model.masks import block_level_mask
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..model_params import model_params
+from ..systems import DepthFlow
 
 # --------------------------------------------------------------------------- the instance
 
@@ -57,17 +58,23 @@ def slow_token_mask(cfg: nm.ModelConfig) -> np.ndarray:
 
 class Instance:
     """A random model with a different non-zero gate per layer, an input ``X0`` and the random
-    stream of the one-token perturbations."""
+    stream of the one-token perturbations. From a user :class:`~verify.systems.DepthFlow` the
+    config, weights and gate magnitude are the flow's; the gates, input and perturbations are
+    drawn from ``seed`` as for the built-in instance."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = nm.ModelConfig.from_params(p)
-        model = nm.init_model(
-            self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"]
-        )
+        if system is None:
+            self.cfg = nm.ModelConfig.from_params(p)
+            model = nm.init_model(
+                self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"]
+            )
+            gate, L = p["gate"], p["L"]
+        else:
+            self.cfg, model, gate, L = system.config, system.model(), system.gate, system.L
         # a different non-zero gate per layer, of magnitude ~ gate
-        gates = nm.spread_gates(p["gate"], 0.5, p["L"], np.random.default_rng(g_seed))
+        gates = nm.spread_gates(gate, 0.5, L, np.random.default_rng(g_seed))
         self.model = model.with_gates(gates)
         self.gates = gates
         self.X0 = np.random.default_rng(x_seed).standard_normal((self.cfg.T, self.cfg.d))
@@ -204,6 +211,10 @@ class A1(Claim):
     )
 
     instance = Instance
+    systems = (DepthFlow,)
+
+    def build_system(self, p, seed, system):
+        return Instance(p, seed, system)
 
     def diagnose(self, inst):
         fast_future = fast_future_entries(inst.cfg)
