@@ -181,6 +181,14 @@ def draw(name: str, data: list, outdir: Path, seed: int = 0) -> list[Path]:
     return save(fig, Path(outdir), name, meta)
 
 
+def draw_verdict(name: str, verdict, outdir: Path) -> list[Path]:
+    """Draw figure ``name`` from one verdict, e.g. a claim checked on your own system
+    (:func:`fastslow.check`), and write its PNG and PDF. Figures whose sweep has several variants
+    draw the first (the claim's default) from this verdict; the metadata records the verdict's
+    system."""
+    return draw(name, [verdict.to_json()], outdir, seed=verdict.seed)
+
+
 def compute(names: list[str], seed: int = 0, executor=None, cache_dir=None) -> dict[str, list]:
     """The data of figures ``names``: all their points in one sweep on ``executor``."""
 
