@@ -162,8 +162,11 @@ def figure_data(figure: str, point: dict):
     return _spec(figure).compute(**point)
 
 
-def draw(name: str, data: list, outdir: Path, seed: int = 0) -> list[Path]:
-    """Draw figure ``name`` from its computed ``data`` and write its PNG and PDF; return the paths."""
+def draw(
+    name: str, data: list, outdir: Path, seed: int = 0, system: dict | None = None
+) -> list[Path]:
+    """Draw figure ``name`` from its computed ``data`` and write its PNG and PDF; return the paths.
+    ``system`` (a user system's description) goes into the metadata when given."""
     spec = _spec(name)
     with plt.rc_context(cast(Any, STYLE)):  # the style keys are valid rcParams
         fig, params = spec.draw(data, seed)
@@ -178,6 +181,8 @@ def draw(name: str, data: list, outdir: Path, seed: int = 0) -> list[Path]:
         "packages": prov["packages"],
         "python": prov["python"],
     }
+    if system is not None:
+        meta["system"] = system
     return save(fig, Path(outdir), name, meta)
 
 
@@ -186,7 +191,7 @@ def draw_verdict(name: str, verdict, outdir: Path) -> list[Path]:
     (:func:`fastslow.check`), and write its PNG and PDF. Figures whose sweep has several variants
     draw the first (the claim's default) from this verdict; the metadata records the verdict's
     system."""
-    return draw(name, [verdict.to_json()], outdir, seed=verdict.seed)
+    return draw(name, [verdict.to_json()], outdir, seed=verdict.seed, system=verdict.system)
 
 
 def compute(names: list[str], seed: int = 0, executor=None, cache_dir=None) -> dict[str, list]:
