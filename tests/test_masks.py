@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.linalg import expm
 
 from numerics.model import masks as mk
+from theory import kernels as exact
 
 named = st.sampled_from(mk.NAMED_MASKS)
 
@@ -80,3 +82,93 @@ def test_custom_masks_are_accepted_and_checked():
 def test_bad_input_is_rejected_with_a_message_naming_it(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+# --------------------------------------------------------------------------- your own block-local mask
+
+
+@st.composite
+def block_local_masks(draw):
+    """``(mask, P)``: N blocks of P tokens, each with its own random pattern (rows non-empty;
+    diagonal not forced, so periodic and several-closed-class blocks occur)."""
+    P, N = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    mask = np.zeros((N * P, N * P), dtype=bool)
+    for b in range(N):
+        rows = [draw(st.lists(st.booleans(), min_size=P, max_size=P)) for _ in range(P)]
+        block = np.array(rows, dtype=bool)
+        block[~block.any(axis=1), draw(st.integers(0, P - 1))] = True
+        mask[b * P : (b + 1) * P, b * P : (b + 1) * P] = block
+    return mask, P
+
+
+@settings(max_examples=40, deadline=None)
+@given(block_local_masks())
+def test_stationary_weighting_of_a_custom_mask_is_the_theorys_exact_left_eigenvector(drawn):
+    """numerics (one linear solve per block) against theory (exact null space): the same weighting,
+    the same blocks refused (eigenvalue 1 not simple), and ``λ₂`` against the exact normal rate."""
+    mask, P = drawn
+    T = mask.shape[0]
+    blocks = [exact.frozen_kernel(mask[b : b + P, b : b + P]) for b in range(0, T, P)]
+    try:
+        expected = [exact.stationary_weighting(K) for K in blocks]
+    except ValueError:
+        with pytest.raises(ValueError, match="not simple"):
+            mk.stationary_weighting(mask, P)
+        return
+    R, L = mk.coarse_maps(mask, T, P)
+    K = mk.frozen_kernel(mask)
+    for b, Lb in enumerate(expected):
+        np.testing.assert_allclose(
+            L[b * P : (b + 1) * P, b], np.array(Lb, dtype=float).ravel(), atol=1e-14
+        )
+    np.testing.assert_allclose(L.T @ K, L.T, atol=1e-14)
+    np.testing.assert_allclose(L.T @ R, np.eye(T // P), atol=1e-14)
+    rate = min(float(exact.normal_rate(Kb)) for Kb in blocks)
+    assert abs((1.0 - mk.subdominant_eigenvalue(mask)) - rate) < 1e-6
+
+
+@settings(max_examples=25, deadline=None)
+@given(block_local_masks())
+def test_the_slowest_left_eigenvectors_decay_at_one_minus_lambda2(drawn):
+    """``‖Wᴴ e^{(K − I)τ} x‖ = e^{−(1 − λ₂)τ} ‖Wᴴ x‖`` for the slowest left eigenvectors ``W``,
+    defective kernels included (up to their √u eigenvalue accuracy)."""
+    mask, P = drawn
+    K = mk.frozen_kernel(mask)
+    W = mk.slowest_left_eigenvectors(mask)
+    if W.shape[1] == 0:
+        return
+    lam2 = mk.subdominant_eigenvalue(mask)
+    x = np.random.default_rng(0).standard_normal(K.shape[0])
+    tau = 3.0
+    E = expm((K - np.eye(K.shape[0])) * tau)
+    decay = np.linalg.norm(W.conj().T @ (E @ x)) / np.linalg.norm(W.conj().T @ x)
+    assert decay == pytest.approx(np.exp(-(1.0 - lam2) * tau), rel=1e-5)
+    U = np.kron(np.eye(K.shape[0] // P), np.ones((P, 1)))
+    assert np.allclose(W.conj().T @ U, 0)  # blind to the block-constant states
+
+
+def test_the_stationary_weighting_of_a_pattern_that_is_not_doubly_stochastic():
+    pattern = np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1]], dtype=bool)
+    mask = np.kron(np.eye(2, dtype=bool), pattern)
+    L = mk.stationary_weighting(mask, 3)
+    np.testing.assert_allclose(L[:3, 0], [0.4, 0.4, 0.2], rtol=1e-15)
+    np.testing.assert_allclose(
+        mk.spectral_projector(mask, P=3) @ mk.frozen_kernel(mask),
+        mk.spectral_projector(mask, P=3),
+        atol=1e-15,
+    )
+    assert mk.subdominant_eigenvalue(mask) == pytest.approx(1 / 6, abs=1e-14)
+    assert mk.is_block_local(mask, 3) and not mk.is_block_local(mask, 2)
+
+
+@pytest.mark.parametrize(
+    "mask, match",
+    [
+        (np.ones((4, 4), dtype=bool), "attends across blocks"),
+        (np.eye(4, dtype=bool), "not simple"),
+    ],
+    ids=["across_blocks", "two_closed_classes"],
+)
+def test_a_custom_mask_without_a_block_weighting_is_refused(mask, match):
+    with pytest.raises(ValueError, match=match):
+        mk.coarse_maps(mask, 4, 2)

@@ -106,8 +106,10 @@ SIZES = [(2, 1), (3, 2), (4, 1), (4, 3)]
 class _Numeric:
     """The numerical reduced fields of verify/checks/f1.py (Instance.R, H1, curvature, reduced)."""
 
-    def __init__(self, mask, P, d, norm, seed, N=2, L=2, m=None):
-        self.cfg = nm.ModelConfig(T=N * P, P=P, d=d, m=m, mask=mask, gamma=0.8, norm=norm)
+    def __init__(self, mask, P, d, norm, seed, N=2, L=2, m=None, sigma="tanh"):
+        self.cfg = nm.ModelConfig(
+            T=N * P, P=P, d=d, m=m, mask=mask, gamma=0.8, norm=norm, sigma=sigma
+        )
         rng = np.random.default_rng(seed)
         self.model = nm.init_model(self.cfg, L, rng.integers(2**32), scale=1.5, gate=0.7)
         T = self.cfg.T
@@ -161,7 +163,19 @@ class _Numeric:
             self.slow,
             norm_eps=c.norm_eps,
             m=c.m,
+            sigma=c.sigma,
         )
+
+    def assert_theory_matches(self, eps=0.3):
+        """``H₁``, ``f0`` (to 1e-10) and ``f1`` (to 1e-6: the central difference of the curvature)
+        of the theory's reduced flows against the numerical formulas on every layer; ``eps`` large
+        enough that ε·curvature is visible."""
+        f0, f1 = self.theory(0), self.theory(1)
+        for l in range(self.model.L):
+            Y = self.Y + 0.5 * l
+            assert _rel(f1.H1(l, Y), self.H1(l, Y)) < 1e-10
+            assert _rel(f0(l, Y), self.f(0, l, Y, 0.0)) < 1e-10
+            assert _rel(f1(l, Y, eps), self.f(1, l, Y, eps)) < 1e-6
 
 
 def _rel(a, b):
@@ -177,13 +191,9 @@ def test_reduced_rhs_matches_the_numerical_formulas(mask, P, d, norm):
     assert red.scores_row_constant and red.softmax_rows_annihilate_ones
     assert red.normal_jacobian == sp.kronecker_product(red.kernel - sp.eye(P), sp.eye(d))
     assert np.array_equal(np.array(red.kernel.tolist(), dtype=float), frozen_kernel(mask, P, P))
-    f0, f1 = num.theory(0), num.theory(1)
-    eps = 0.3  # large enough that ε·curvature is visible
+    num.assert_theory_matches()
     for l in range(num.model.L):
         Y = num.Y + 0.5 * l
-        assert _rel(f1.H1(l, Y), num.H1(l, Y)) < 1e-10
-        assert _rel(f0(l, Y), num.f(0, l, Y, 0.0)) < 1e-10
-        assert _rel(f1(l, Y, eps), num.f(1, l, Y, eps)) < 1e-6
         # the curvature term alone, block by block (it vanishes identically for block_causal)
         H = num.H1(l, Y)
         curv_num = num.Lt @ num.DA(l, num.U @ Y, H) @ H
@@ -241,3 +251,117 @@ def test_reduced_rhs_invalid_arguments():
         block_reduction("causal", 2, 1, False)
     with pytest.raises(ValueError, match="E must have shape"):
         reduced_rhs(0, "block_causal", 2, 1, False, [], np.zeros((3, 1)), 1.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# your own mask: a P×P within-block pattern (or a T×T block-local mask with one per block)
+
+from theory.kernels import eigenvalue_one_projector, normal_rate, stationary_weighting  # noqa: E402
+from theory.kernels import frozen_kernel as exact_kernel  # noqa: E402
+from theory.slow_manifold import (  # noqa: E402
+    block_patterns,
+    sigma_is_smooth,
+)
+
+MISSING_ENTRY = np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1]], dtype=bool)
+"""Token 0 does not attend to token 2: not doubly stochastic, weighting (2/5, 2/5, 1/5), λ₂ = 1/6."""
+CHAIN = np.array([[1, 0, 0], [1, 1, 0], [0, 1, 1]], dtype=bool)
+"""Each token attends to itself and its predecessor: a defective kernel (eigenvalue 1/2 twice, one
+eigenvector), weighting (1, 0, 0)."""
+LAST_PERSISTS = np.array([[1, 1], [0, 1]], dtype=bool)
+"""The reverse of block_causal for P = 2: the last token persists, weighting (0, 1)."""
+CYCLE = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]], dtype=bool)
+"""A circulant kernel: complex eigenvalues ``1/2 + e^{±2πi/3}/2``, rate ``1 − max Re λ = 3/4``."""
+
+
+def _block_diagonal(*patterns):
+    P = patterns[0].shape[0]
+    out = np.zeros((P * len(patterns),) * 2, dtype=bool)
+    for b, pat in enumerate(patterns):
+        out[b * P : (b + 1) * P, b * P : (b + 1) * P] = pat
+    return out
+
+
+@pytest.mark.parametrize(
+    "pattern, weighting, rate",
+    [
+        (
+            MISSING_ENTRY,
+            [sp.Rational(2, 5), sp.Rational(2, 5), sp.Rational(1, 5)],
+            sp.Rational(5, 6),
+        ),
+        (CHAIN, [1, 0, 0], sp.Rational(1, 2)),
+        (LAST_PERSISTS, [0, 1], sp.Rational(1, 2)),
+        (CYCLE, [sp.Rational(1, 3)] * 3, sp.Rational(3, 4)),
+    ],
+    ids=["missing_entry", "chain", "last_persists", "cycle"],
+)
+def test_a_pattern_has_its_stationary_weighting_projector_and_normal_rate(pattern, weighting, rate):
+    K = exact_kernel(pattern)
+    P = K.shape[0]
+    assert K == sp.Matrix(P, P, lambda i, j: sp.Rational(int(pattern[i, j]), int(pattern[i].sum())))
+    L = stationary_weighting(K)
+    assert L == sp.Matrix(weighting) and L.T * K == L.T
+    Pi = eigenvalue_one_projector(K)
+    assert Pi * Pi == Pi and K * Pi == Pi and Pi * K == Pi
+    assert sp.simplify(normal_rate(K) - rate) == 0
+
+
+@pytest.mark.parametrize("pattern", [MISSING_ENTRY, CHAIN], ids=["missing_entry", "chain"])
+def test_block_reduction_of_a_pattern_is_the_same_derivation_with_its_own_kernel(pattern):
+    """(a), (b) and H₁ = γ(I − K + Π)⁻¹(I − Π)E with the pattern's own K and Π = 1Lᵀ (not the block
+    mean); cached by the pattern whatever its container."""
+    red = block_reduction(pattern, 3, 2, True)
+    assert red is block_reduction(pattern.tolist(), 3, 2, True)
+    K, L = exact_kernel(pattern), stationary_weighting(exact_kernel(pattern))
+    assert red.kernel == K and red.coarse == L and red.normal_rate == normal_rate(K)
+    assert red.scores_row_constant and red.softmax_rows_annihilate_ones
+    assert red.normal_jacobian == sp.kronecker_product(K - sp.eye(3), sp.eye(2))
+    Pi = sp.ones(3, 1) * L.T
+    E, g = red.symbols["E"], red.symbols["gamma"]
+    expected = g * (sp.eye(3) - K + Pi).inv() * (sp.eye(3) - Pi) * E
+    assert (red.H1 - expected).applyfunc(sp.expand) == sp.zeros(3, 2)
+
+
+def test_the_exact_slow_manifold_of_a_pattern():
+    sm = slow_manifold(LAST_PERSISTS, 2, 2)
+    assert all(e == 0 for e in sm.critical_residual)
+    assert sm.normal_jacobian == sp.kronecker_product(
+        exact_kernel(LAST_PERSISTS) - sp.eye(2), sp.eye(2)
+    )
+    assert sm.normal_rate == sp.Rational(1, 2) and list(sm.coarse) == [0, 1]
+    assert (sm.coarse.T * sm.H1).applyfunc(sp.expand) == sp.zeros(1, 2)
+
+
+@pytest.mark.parametrize("sigma", ["tanh", "gelu"])
+@pytest.mark.parametrize("norm", [False, True], ids=["norm_off", "norm_on"])
+def test_reduced_rhs_with_a_pattern_per_block_matches_the_numerical_formulas(norm, sigma):
+    """Blocks with different patterns, each reduced through its own weighting; numerics computes
+    the weighting by its own linear solve (``coarse_maps`` of the mask)."""
+    mask = _block_diagonal(MISSING_ENTRY, CHAIN)
+    num = _Numeric(mask, 3, 2, norm, seed=11, sigma=sigma)
+    assert [r.coarse for r in num.theory(1).reds] == [
+        stationary_weighting(exact_kernel(MISSING_ENTRY)),
+        stationary_weighting(exact_kernel(CHAIN)),
+    ]
+    num.assert_theory_matches()
+
+
+def test_patterns_the_derivation_refuses():
+    across = _block_diagonal(MISSING_ENTRY, MISSING_ENTRY)
+    across[0, 3] = True
+    with pytest.raises(ValueError, match="not block-local: token 0 attends to token 3"):
+        block_patterns(across, 3, 6)
+    with pytest.raises(ValueError, match="closed classes"):
+        coarse_vector(np.eye(3, dtype=bool), 3)  # every token alone: three closed classes
+    with pytest.raises(ValueError, match="3×3"):
+        block_reduction(LAST_PERSISTS, 3, 2)
+    with pytest.raises(ValueError, match="rows \\[1\\] are empty"):
+        coarse_vector(np.array([[1, 0], [0, 0]], dtype=bool), 2)
+
+
+def test_smooth_nonlinearities_are_the_ones_the_derivation_differentiates():
+    assert all(sigma_is_smooth(s) for s in ("tanh", "identity", "gelu"))
+    assert not sigma_is_smooth("relu") and not sigma_is_smooth(np.tanh)
+    with pytest.raises(ValueError, match="relu.*not differentiable"):
+        block_reduction("block_causal", 2, 1, False, sigma="relu")

@@ -15,12 +15,22 @@ i.e. ``δX_L = Σ_λ P_λ δX_0 D_λ`` (row-major vectorisation). :func:`eigen_f
 this exactly. The kernel constant ``c_K = Σ_{λ≠1} ‖P_λ‖₂`` is returned exactly (as a SymPy number)
 for rank-one and symmetric projectors.
 
+**Your own mask.** :func:`frozen_kernel` also takes a boolean matrix (any pattern whose rows are
+non-empty). For a row-stochastic ``K`` whose eigenvalue 1 is simple (one closed class of the mask
+graph), :func:`stationary_weighting` is the left eigenvector ``L`` (``LᵀK = Lᵀ``, ``Lᵀ1 = 1``: the
+stationary law of the closed class, zero on transient tokens), :func:`eigenvalue_one_projector` the
+spectral projector ``Π = 1Lᵀ`` onto the eigenvalue 1 (it exists whether or not ``K`` is
+diagonalisable) and :func:`normal_rate` the rate ``1 − max Re λ`` (``λ`` over the other eigenvalues,
+exact roots of the characteristic polynomial) at which the fast flow ``dX/dτ = (K − I)X`` contracts
+onto the range of ``Π``.
+
 Caveat: exact arithmetic costs grow quickly; use T ≲ 12. No :mod:`numerics` import.
 """
 
 from __future__ import annotations
 
 import mpmath
+import numpy as np
 import sympy as sp
 
 from .linearisation import mask_matrix
@@ -33,13 +43,74 @@ __all__ = [
     "projector_norm",
     "kernel_constant",
     "causal_eigenvector_condition",
+    "pattern_matrix",
+    "stationary_weighting",
+    "eigenvalue_one_projector",
+    "normal_rate",
 ]
 
 
-def frozen_kernel(name: str, T: int, P: int | None = None) -> sp.Matrix:
-    """``K_mask`` as an exact rational T×T matrix."""
-    mk = mask_matrix(name, T, P)
-    return sp.Matrix(T, T, lambda t, s: sp.Rational(1, sum(mk[t])) if mk[t][s] else 0)
+def frozen_kernel(name, T: int | None = None, P: int | None = None) -> sp.Matrix:
+    """``K_mask`` as an exact rational T×T matrix: ``name`` a named mask (with ``T``, and ``P`` for
+    block masks) or a boolean matrix (:func:`pattern_matrix`; ``T``, ``P`` unused)."""
+    if not isinstance(name, str):
+        mk = pattern_matrix(name)
+    elif T is None:
+        raise ValueError(f"frozen_kernel({name!r}) needs T")
+    else:
+        mk = mask_matrix(name, T, P)
+    n = len(mk)
+    return sp.Matrix(n, n, lambda t, s: sp.Rational(1, sum(mk[t])) if mk[t][s] else 0)
+
+
+def pattern_matrix(pattern) -> list[list[bool]]:
+    """A square boolean matrix (nested sequences or an array of booleans) as nested lists, every
+    row non-empty; ``ValueError``/``TypeError`` naming what is wrong."""
+    rows = [list(r) for r in pattern]
+    n = len(rows)
+    if n == 0 or any(len(r) != n for r in rows):
+        raise ValueError(f"a mask pattern must be a non-empty square matrix, got {pattern!r}")
+    if not all(isinstance(x, (bool, np.bool_)) for r in rows for x in r):
+        raise TypeError(f"a mask pattern must hold booleans, got {pattern!r}")
+    out = [[bool(x) for x in r] for r in rows]
+    empty = [i for i, r in enumerate(out) if not any(r)]
+    if empty:
+        raise ValueError(f"every mask row must allow at least one token; rows {empty} are empty")
+    return out
+
+
+def stationary_weighting(K: sp.Matrix) -> sp.Matrix:
+    """``L`` (n×1) with ``LᵀK = Lᵀ`` and ``Lᵀ1 = 1``, exactly: the left eigenvector of the
+    eigenvalue 1 of a row-stochastic ``K`` (the coarse variable ``y = LᵀX``). ``ValueError`` if the
+    eigenvalue 1 is not simple (the mask graph has several closed classes: no unique weighting)."""
+    n = K.shape[0]
+    null = (K.T - sp.eye(n)).nullspace()
+    if len(null) != 1:
+        raise ValueError(
+            f"the eigenvalue 1 of the kernel has multiplicity {len(null)}, not 1: the mask graph "
+            "has several closed classes, so there is no unique stationary weighting"
+        )
+    v = null[0]
+    return v / sum(v)
+
+
+def eigenvalue_one_projector(K: sp.Matrix) -> sp.Matrix:
+    """``Π = 1Lᵀ``: the spectral projector of a row-stochastic ``K`` onto its simple eigenvalue 1
+    (:func:`stationary_weighting`); ``KΠ = ΠK = Π``, ``Π² = Π``."""
+    return sp.ones(K.shape[0], 1) * stationary_weighting(K).T
+
+
+def normal_rate(K: sp.Matrix) -> sp.Expr:
+    """``1 − max Re λ`` over the eigenvalues of ``K`` other than one eigenvalue 1 (with
+    multiplicity; 1 if there is none), exactly: the eigenvalues are the roots of the characteristic
+    polynomial (rational roots as rationals, the others as ``CRootOf``), compared numerically. 0 when
+    the eigenvalue 1 is not simple."""
+    roots = K.charpoly().all_roots()
+    roots.remove(sp.Integer(1))
+    if not roots:
+        return sp.Integer(1)
+    top = max(roots, key=lambda r: sp.re(r).evalf(30))
+    return 1 - sp.re(top)
 
 
 def spectral_projectors(K: sp.Matrix) -> dict:

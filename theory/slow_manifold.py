@@ -30,6 +30,24 @@ derivation restricted to what the reduced flows need, kept in generic entries an
 ``cse=True``; about a second per configuration) and :func:`reduced_rhs`, which assembles the
 order-0 and order-1 reduced right-hand sides of a whole model (N blocks, L piecewise-constant layers)
 from it; the slow path, which couples the blocks, is the one numeric input (a callable).
+
+**Your own mask.** Wherever a mask is asked for, a P×P boolean *within-block pattern* (the same in
+every block) may replace the names of :data:`MASKS`, and :func:`reduced_rhs` also takes a T×T
+block-local boolean mask, whose blocks may have different patterns (each distinct pattern is derived
+once; :func:`block_patterns` splits the mask). For a pattern the block kernel ``K``, the coarse
+vector ``L`` (the stationary weighting: the left eigenvector of the eigenvalue 1 with ``Lᵀ1 = 1``,
+which must be simple: one closed class of the pattern's graph), ``Π = 1Lᵀ`` and the normal rate
+``1 − max Re λ`` (``λ`` over the other eigenvalues) come exactly from :mod:`theory.kernels`; every
+step (a)–(d) is the same derivation, which never assumed ``K`` doubly stochastic or ``L`` a block
+mean. ``P, d`` stay small (the derivation is symbolic in every entry of one block); the rest of the
+model (the N blocks, the layers, the weights' values) is assembled numerically from the lambdified
+expressions.
+
+**The nonlinearity.** :data:`SIGMA_FUNCS` are the MLP nonlinearities the derivation differentiates
+symbolically: ``tanh``, ``identity`` and ``gelu`` (its tanh approximation
+``½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))``), all analytic. A non-smooth ``σ`` (``relu``: no derivative at 0, listed in :data:`NON_SMOOTH_SIGMAS`) has
+no first-order slow manifold in this sense (its expansion needs ``σ'`` and the O(ε²) error ``σ''``);
+:func:`sigma_is_smooth` says which is which.
 """
 
 from __future__ import annotations
@@ -41,27 +59,82 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from .kernels import frozen_kernel, normal_rate, pattern_matrix, stationary_weighting
+
 MASKS = ("block_bidirectional", "block_causal")
+"""The named block masks; a P×P boolean within-block pattern may replace them (:func:`block_pattern`)."""
 
-__all__ = ["MASKS", "SlowManifold", "slow_manifold", "frozen_kernel_matrix", "coarse_vector"]
+__all__ = [
+    "MASKS",
+    "SlowManifold",
+    "slow_manifold",
+    "frozen_kernel_matrix",
+    "coarse_vector",
+    "block_pattern",
+    "block_patterns",
+]
 
 
-def frozen_kernel_matrix(mask: str, P: int) -> sp.Matrix:
-    """``K_mask`` for one block (exact rationals)."""
+def block_pattern(mask, P: int):
+    """The canonical form of one block's mask: a name of :data:`MASKS` as it is, or a P×P boolean
+    within-block pattern as a tuple of tuples of bools (hashable: the derivations' cache key).
+    ``ValueError`` (naming what is wrong) for an unknown name or a pattern that is not P×P with
+    non-empty rows."""
+    if isinstance(mask, str):
+        if mask not in MASKS:
+            raise ValueError(
+                f"unknown mask {mask!r}; expected one of {list(MASKS)} or a P×P boolean pattern"
+            )
+        return mask
+    rows = pattern_matrix(mask)
+    if len(rows) != P:
+        raise ValueError(f"a within-block pattern must be {P}×{P} (P={P}), got {len(rows)} rows")
+    return tuple(tuple(r) for r in rows)
+
+
+def block_patterns(mask, P: int, T: int) -> list:
+    """One :func:`block_pattern` per block of ``P`` tokens of a T-token mask: a name or a P×P
+    pattern is the same in every block; a T×T boolean mask must be block-local (``ValueError``
+    naming the first entry that attends across blocks) and each diagonal block is its pattern."""
+    if isinstance(mask, str) or np.shape(mask) == (P, P):
+        return [block_pattern(mask, P)] * (T // P)
+    arr = np.asarray(mask)
+    if arr.shape != (T, T) or arr.dtype != bool:
+        raise ValueError(
+            f"mask must be a name, a {P}×{P} within-block pattern or a {T}×{T} boolean array, "
+            f"got shape {arr.shape} and dtype {arr.dtype}"
+        )
+    blocks = np.arange(T) // P
+    across = np.argwhere(arr & (blocks[:, None] != blocks[None, :]))
+    if across.size:
+        t, u = across[0]
+        raise ValueError(
+            f"the mask is not block-local: token {t} attends to token {u} in another block "
+            f"({len(across)} such entries)"
+        )
+    return [block_pattern(arr[b : b + P, b : b + P], P) for b in range(0, T, P)]
+
+
+def frozen_kernel_matrix(mask, P: int) -> sp.Matrix:
+    """``K_mask`` for one block (exact rationals); ``mask`` a name or a P×P pattern."""
+    mask = block_pattern(mask, P)
     if mask == "block_bidirectional":
         return sp.Matrix(P, P, lambda i, j: sp.Rational(1, P))
     if mask == "block_causal":
         return sp.Matrix(P, P, lambda i, j: sp.Rational(1, i + 1) if j <= i else 0)
-    raise ValueError(f"unknown mask {mask!r}; expected one of {list(MASKS)}")
+    return frozen_kernel(mask)
 
 
-def coarse_vector(mask: str, P: int) -> sp.Matrix:
-    """``L`` (P×1): the left eigenvector of ``K_mask`` for eigenvalue 1 with ``Lᵀ1 = 1``."""
+def coarse_vector(mask, P: int) -> sp.Matrix:
+    """``L`` (P×1): the left eigenvector of ``K_mask`` for eigenvalue 1 with ``Lᵀ1 = 1`` (closed
+    forms for the names; for a pattern :func:`theory.kernels.stationary_weighting`, ``ValueError``
+    if the eigenvalue 1 is not simple)."""
+    mask = block_pattern(mask, P)
     if mask == "block_bidirectional":
         return sp.Matrix([sp.Rational(1, P)] * P)
     if mask == "block_causal":
         return sp.Matrix([1] + [0] * (P - 1))
-    raise ValueError(f"unknown mask {mask!r}; expected one of {list(MASKS)}")
+    return stationary_weighting(frozen_kernel(mask))
 
 
 def _rms(row: sp.Matrix, norm_eps) -> sp.Matrix:
@@ -115,12 +188,6 @@ def _softmax_in_scores(P: int, allowed: list):
     return ssym, Asym, at0
 
 
-def _normal_rate(Kmask: sp.Matrix) -> sp.Expr:
-    """``1 − λ₂(K_mask)`` (``λ₂`` the second largest distinct eigenvalue, 0 if there is none)."""
-    lam = sorted(set(Kmask.eigenvals()), reverse=True)
-    return 1 - (lam[1] if len(lam) > 1 else 0)
-
-
 def _invariance_solution(eqs: list, unknowns: list, P: int, d: int, cancel: bool) -> sp.Matrix:
     """The unique solution of the consistent overdetermined linear system ``eqs`` (normal
     equations, exact), expanded; ``ArithmeticError`` if it is not unique. ``cancel`` simplifies the
@@ -142,7 +209,7 @@ class SlowManifold:
     gamma)`` as NumPy arrays and floats.
     """
 
-    mask: str
+    mask: str | tuple  # a name of MASKS or a P×P pattern (block_pattern)
     P: int
     d: int
     norm: bool
@@ -218,13 +285,16 @@ def _full_normal_jacobian(Sx, Xs, Xm, sm: _SoftmaxTaylor, d: int) -> sp.Matrix:
     return sp.Matrix.hstack(*cols).applyfunc(sp.cancel)
 
 
-@cache
 def slow_manifold(
-    mask: str = "block_bidirectional", P: int = 2, d: int = 2, norm: bool = False
+    mask="block_bidirectional", P: int = 2, d: int = 2, norm: bool = False
 ) -> SlowManifold:
-    """Derive (a)–(d) of the module docstring for one block of ``P`` tokens of width ``d``."""
-    if mask not in MASKS:
-        raise ValueError(f"unknown mask {mask!r}; expected one of {list(MASKS)}")
+    """Derive (a)–(d) of the module docstring for one block of ``P`` tokens of width ``d``
+    (``mask`` a name of :data:`MASKS` or a P×P boolean pattern; cached per canonical pattern)."""
+    return _slow_manifold(block_pattern(mask, P), P, d, norm)
+
+
+@cache
+def _slow_manifold(mask, P: int, d: int, norm: bool) -> SlowManifold:
     if not (isinstance(P, int) and 1 <= P <= 4 and isinstance(d, int) and 1 <= d <= 3):
         raise ValueError(f"need integers 1 ≤ P ≤ 4 and 1 ≤ d ≤ 3 (symbolic cost), got P={P}, d={d}")
     eps, beta, gamma = sp.symbols("epsilon beta gamma", positive=True)
@@ -250,7 +320,7 @@ def slow_manifold(
     Jn = _full_normal_jacobian(scores(Xs), Xs, Xm, sm, d)
     H1, red0, red1, curv = _first_order_reduction(sm, scores, R, Xm, Hs, Lv, eps, P, d)
     out = SlowManifold(
-        mask, P, d, norm, Kmat, Lv, crit, Jn, _normal_rate(Kmat), H1, red0, red1, curv, syms
+        mask, P, d, norm, Kmat, Lv, crit, Jn, normal_rate(Kmat), H1, red0, red1, curv, syms
     )
     args = [list(y), list(E), list(syms["Q"]), list(syms["K"]), list(syms["W1"]), list(syms["W2"])]
     args += [beta, gamma]
@@ -319,7 +389,30 @@ def _numeric(args, expr: sp.Matrix, shape):
 # nonlinear parts) and handing them to ``lambdify(..., cse=True)``. ``reduced_rhs`` assembles the
 # reduced right-hand sides of a whole model of N blocks and L layers from them.
 
-SIGMA_FUNCS = ("tanh", "identity")
+
+GELU_K = sp.Rational(44715, 10**6)
+"""The cubic coefficient of the tanh approximation of GELU."""
+
+
+def _gelu(z):
+    """``½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))``: the tanh approximation of GELU."""
+    return z * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (z + GELU_K * z**3))) / 2
+
+
+SIGMA_FUNCS = {"tanh": sp.tanh, "identity": lambda z: z, "gelu": _gelu}
+"""The MLP nonlinearities ``σ`` the derivation differentiates symbolically, by name: all analytic
+(``gelu`` is the tanh approximation ``½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))``, as in
+``numerics``, not the exact ``z·Φ(z)``)."""
+
+NON_SMOOTH_SIGMAS = ("relu",)
+"""Named nonlinearities that are not differentiable everywhere: no first-order slow manifold."""
+
+
+def sigma_is_smooth(sigma) -> bool:
+    """Whether ``σ`` is one the derivation differentiates symbolically (a name of
+    :data:`SIGMA_FUNCS`, analytic). False for :data:`NON_SMOOTH_SIGMAS` and for anything that is
+    not a name (a numerical function has no symbolic derivative to expand with)."""
+    return isinstance(sigma, str) and sigma in SIGMA_FUNCS
 
 
 @dataclass
@@ -339,7 +432,7 @@ class BlockReduction:
     ``slow_term`` at ``X = UY`` (order 0) or ``X = UY + εH₁`` (order 1) in :func:`reduced_rhs`.
     """
 
-    mask: str
+    mask: str | tuple  # a name of MASKS or a P×P pattern (block_pattern)
     P: int
     d: int
     m: int
@@ -394,9 +487,8 @@ def _flat_args(syms: dict) -> list:
     )
 
 
-@cache
 def block_reduction(
-    mask: str = "block_bidirectional",
+    mask="block_bidirectional",
     P: int = 3,
     d: int = 2,
     norm: bool = True,
@@ -422,9 +514,17 @@ def block_reduction(
         ``f1 = Lᵀ R_fast(1yᵀ + εH₁) + ε·curvature``.
 
     The results are lambdified with ``cse=True``; timings in ``derive_seconds`` and
-    ``lambdify_seconds``. Cached per ``(mask, P, d, norm, m, sigma)``.
+    ``lambdify_seconds``. Cached per ``(mask, P, d, norm, m, sigma)`` with ``mask`` in canonical form
+    (:func:`block_pattern`: a name of :data:`MASKS` or a P×P boolean within-block pattern, whose
+    kernel, coarse vector and normal rate come from :mod:`theory.kernels`).
     """
     m = _checked_block_args(mask, P, d, norm, m, sigma)
+    return _block_reduction(block_pattern(mask, P), P, d, norm, m, sigma)
+
+
+@cache
+def _block_reduction(mask, P: int, d: int, norm: bool, m: int, sigma: str) -> BlockReduction:
+    """The derivation of :func:`block_reduction` for canonical, validated arguments."""
     t0 = time.process_time()
     eps = sp.Symbol("epsilon", positive=True)
     beta, gamma = sp.symbols("beta gamma", real=True)
@@ -439,11 +539,7 @@ def block_reduction(
 
     def R_fast(X):
         Z = _normed_rows(X, norm, neps) * syms["W1"]
-        return (
-            gamma * syms["E"]
-            - gamma * X
-            + (Z.applyfunc(sp.tanh) if sigma == "tanh" else Z) * syms["W2"]
-        )
+        return gamma * syms["E"] - gamma * X + _sigma_of(Z, sigma) * syms["W2"]
 
     Xm = sp.ones(P, 1) * syms["y"]
     row_const = _scores_row_constant(_scores(Xm, syms, norm, neps), allowed)
@@ -458,7 +554,7 @@ def block_reduction(
     hsub = dict(zip(list(Hs), list(H1)))
     f1_small = Lv.T * R_fast(Xm + eps * Hs) + eps * curv_small
     t1 = time.process_time()
-    structure = (Kmask, Lv, row_const, annih, Jn, _normal_rate(Kmask))
+    structure = (Kmask, Lv, row_const, annih, Jn, normal_rate(Kmask))
     fields = (H1, f0, curv_small, f1_small, (nsub, hsub), syms)
     out = BlockReduction(mask, P, d, m, norm, sigma, *structure, *fields)
     # the order-1 fields are lambdified in the placeholder symbols, defined first in stages
@@ -472,12 +568,21 @@ def block_reduction(
     return out
 
 
+def _sigma_of(Z: sp.Matrix, sigma: str) -> sp.Matrix:
+    """``σ`` entrywise (``Z`` itself for the identity)."""
+    return Z if sigma == "identity" else Z.applyfunc(SIGMA_FUNCS[sigma])
+
+
 def _checked_block_args(mask, P, d, norm, m, sigma) -> int:
-    """Validate the arguments of :func:`block_reduction`; return ``m`` (``d`` when None)."""
-    if mask not in MASKS:
-        raise ValueError(f"unknown mask {mask!r}; expected one of {list(MASKS)}")
-    if sigma not in SIGMA_FUNCS:
-        raise ValueError(f"unknown sigma {sigma!r}; expected one of {list(SIGMA_FUNCS)}")
+    """Validate the arguments of :func:`block_reduction` (the mask by :func:`block_pattern`);
+    return ``m`` (``d`` when None)."""
+    if not sigma_is_smooth(sigma):
+        why = (
+            "is not differentiable everywhere (no first-order slow manifold)"
+            if sigma in NON_SMOOTH_SIGMAS
+            else "has no symbolic derivative here"
+        )
+        raise ValueError(f"sigma {sigma!r} {why}; expected one of {list(SIGMA_FUNCS)}")
     m = d if m is None else m
     for name, val, hi in (("P", P, 8), ("d", d, 6), ("m", m, 12)):
         if not (isinstance(val, int) and 1 <= val <= hi):
@@ -650,32 +755,41 @@ class ReducedRHS:
     """The reduced right-hand side of order 0 or 1 for a model of ``N`` blocks (see :func:`reduced_rhs`).
 
     ``f(seg, Y, eps)`` returns ``dY/dt`` (N×d) on layer segment ``seg``; ``H1(seg, Y)`` the
-    first-order slow-manifold correction (T×d), so that ``X ≈ UY + εH₁``.
+    first-order slow-manifold correction (T×d), so that ``X ≈ UY + εH₁``. ``red`` is one
+    :class:`BlockReduction` for every block, or a list of ``N`` (one per block: a mask whose blocks
+    have different patterns); ``reds`` is that list.
     """
 
-    def __init__(self, order, red: BlockReduction, layers, E, beta, gamma, slow_term, norm_eps):
-        self.order, self.red = order, red
-        self.P, self.d = red.P, red.d
+    def __init__(self, order, red, layers, E, beta, gamma, slow_term, norm_eps):
+        first = red[0] if isinstance(red, (list, tuple)) else red
+        self.order, self.red = order, first
+        self.P, self.d = first.P, first.d
         self.E = np.asarray(E, dtype=float)
         T = self.E.shape[0]
-        if self.E.ndim != 2 or self.E.shape[1] != red.d or T % red.P:
-            raise ValueError(f"E must have shape (N·{red.P}, {red.d}), got {self.E.shape}")
-        self.N = T // red.P
-        self.L = np.array([float(v) for v in red.coarse], dtype=float)  # (P,)
+        if self.E.ndim != 2 or self.E.shape[1] != first.d or T % first.P:
+            raise ValueError(f"E must have shape (N·{first.P}, {first.d}), got {self.E.shape}")
+        self.N = T // first.P
+        self.reds = list(red) if isinstance(red, (list, tuple)) else [red] * self.N
+        if len(self.reds) != self.N or any((r.P, r.d) != (first.P, first.d) for r in self.reds):
+            raise ValueError(f"need {self.N} block reductions of one P and d, got {len(self.reds)}")
+        self.uniform = all(r is first for r in self.reds)
+        self.L = np.array([float(v) for v in first.coarse], dtype=float)  # (P,) of block 0
+        self.L_blocks = np.array([[float(v) for v in r.coarse] for r in self.reds])  # (N, P)
         self.slow_term = slow_term
         tail = [float(beta), float(gamma), float(norm_eps)]
-        self._E_flat = [_weights_flat(self.E[b * red.P : (b + 1) * red.P]) for b in range(self.N)]
+        self._E_flat = [_weights_flat(self.E[b * self.P : (b + 1) * self.P]) for b in range(self.N)]
         self._w_flat = []
         for lw in layers:
             Q, K, W1, W2 = _unpack_layer(lw)
             self._w_flat.append(_weights_flat(Q, K, W1, W2) + tail)
 
     def _block_field(self, key, seg, Y, eps):
-        fn = self.red._flat[key]
         w = self._w_flat[seg]
         return np.array(
             [
-                fn(*(list(map(float, Y[b])) + self._E_flat[b] + w + [float(eps)]))
+                self.reds[b]._flat[key](
+                    *(list(map(float, Y[b])) + self._E_flat[b] + w + [float(eps)])
+                )
                 for b in range(self.N)
             ],
             dtype=float,
@@ -688,8 +802,11 @@ class ReducedRHS:
         return self._block_field("f1_H1_curv", seg, Y, 0.0)[:, d : d + P * d].reshape(self.N * P, d)
 
     def _coarse(self, S):
-        """``Lᵀ S`` block by block (S is T×d)."""
-        return S.reshape(self.N, self.P, self.d).transpose(0, 2, 1) @ self.L
+        """``Lᵀ S`` block by block (S is T×d), with each block's own ``L``."""
+        blocks = S.reshape(self.N, self.P, self.d)
+        if self.uniform:
+            return blocks.transpose(0, 2, 1) @ self.L
+        return np.einsum("npd,np->nd", blocks, self.L_blocks)
 
     def __call__(self, seg: int, Y, eps: float = 0.0):
         Y = np.asarray(Y, dtype=float).reshape(self.N, self.d)
@@ -719,7 +836,7 @@ def _unpack_layer(lw):
 
 def reduced_rhs(
     order: int,
-    mask: str,
+    mask,
     P: int,
     d: int,
     norm: bool,
@@ -737,7 +854,9 @@ def reduced_rhs(
 
     Args:
         order: 0 (``dY/dt = Lᵀ R(UY)``) or 1 (``dY/dt = Lᵀ R(UY + εH₁) + ε Lᵀ DA_{UY}[H₁]H₁``).
-        mask: ``"block_bidirectional"`` or ``"block_causal"``.
+        mask: ``"block_bidirectional"``, ``"block_causal"``, a P×P boolean within-block pattern
+            (every block), or a T×T block-local boolean mask (each block its own pattern,
+            :func:`block_patterns`; ``ValueError`` if it attends across blocks).
         P, d, norm: block size, width, RMS norm on/off (the derivation's cache key, with ``m``, ``sigma``).
         layer_weights: one entry per layer segment: a dict with keys ``Q, K, W1, W2``, a 4-tuple
             ``(Q, K, W1, W2)`` or any object with those attributes (plain NumPy arrays; Q, K d×d,
@@ -754,8 +873,21 @@ def reduced_rhs(
     """
     if order not in (0, 1):
         raise ValueError(f"order must be 0 or 1, got {order!r}")
-    red = block_reduction(mask, P, d, bool(norm), m, sigma)
+    if isinstance(mask, str) or np.shape(mask) == (P, P):
+        red = block_reduction(mask, P, d, bool(norm), m, sigma)
+    else:
+        keys = block_patterns(mask, P, np.shape(mask)[0])
+        reds = [block_reduction(k, P, d, bool(norm), m, sigma) for k in keys]
+        red = reds[0] if all(r is reds[0] for r in reds) else reds
     return ReducedRHS(order, red, list(layer_weights), E, beta, gamma, slow_term, norm_eps)
 
 
-__all__ += ["BlockReduction", "block_reduction", "ReducedRHS", "reduced_rhs", "SIGMA_FUNCS"]
+__all__ += [
+    "BlockReduction",
+    "block_reduction",
+    "ReducedRHS",
+    "reduced_rhs",
+    "SIGMA_FUNCS",
+    "NON_SMOOTH_SIGMAS",
+    "sigma_is_smooth",
+]

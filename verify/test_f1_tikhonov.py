@@ -5,15 +5,19 @@ attraction rate, the rates over their asymptotic windows, the theory reduced fie
 numerical formulas, the curvature term, the two stiff integrators are parts of it); these tests
 only read it. The seeds 101–112 of the default instance run in the thorough profile.
 The negative controls (the global causal mask; block_causal with the block mean as coarse variable)
-run in ``verify/test_negative_controls.py``.
+run in ``verify/test_negative_controls.py``. Your own system: a ``DepthFlow`` whose block pattern
+misses one entry (its kernel is not doubly stochastic, so the coarse variable is a weighted mean),
+the same mask with one entry across blocks, relu, no injection, and flows beyond F1's size limits.
 """
 
 import functools
 
+import numpy as np
 import pytest
 
 import numerics.lapack
 from verify.registry import CLAIMS, run_check
+from verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("F1")
 
@@ -108,3 +112,74 @@ def test_other_seeds_masks_and_norms_hold_or_are_diagnosed_outside_the_hypothese
             claim.main(v)
     bad = [(k, v.summary()) for k, v in zip(label, verdicts) if v.outcome in ("fails", "error")]
     assert not bad, bad
+
+
+# ----------------------------------------------------------------------------- your own system
+
+MISSING_ENTRY = np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1]], dtype=bool)
+"""Token 0 does not attend to token 2: the block kernel ``[[1/2, 1/2, 0], [1/3, 1/3, 1/3],
+[1/3, 1/3, 1/3]]`` is not doubly stochastic; its stationary weighting is ``(2/5, 2/5, 1/5)``, not the
+block mean, and ``λ₂ = 1/6``."""
+
+
+def block_local(pattern: np.ndarray, N: int = 2) -> np.ndarray:
+    """The T×T mask with ``pattern`` in each of ``N`` diagonal blocks."""
+    return np.kron(np.eye(N, dtype=bool), pattern)
+
+
+def flow(mask, name: str, **changes) -> DepthFlow:
+    """Your flow on ``mask``: three tokens per block, two features, two layers, injection, gate."""
+    kw = {**dict(P=3, d=2, L=2, gamma=1.0, gate=0.5, seed=0), **changes}
+    return DepthFlow(mask, name=name, **kw)
+
+
+def test_your_block_local_mask_reduces_through_its_stationary_weighting(claim):
+    """The theory derives the reduction for the pattern (coarse vector (2/5, 2/5, 1/5), normal rate
+    5/6) and numerics computes the stationary weighting on its own; they agree, and the rates are
+    1 and 2."""
+    result = claim.main(run_check("F1", system=flow(block_local(MISSING_ENTRY), "missing entry")))
+    assert result.outcome == "holds", result.summary()
+    assert result.system["kind"] == "DepthFlow"
+    assert result.figures["coarse_variable"] == "stationary"
+    assert result.figures["reduced_flow_source"] == "theory"
+    assert result.figures["lambda2"] == pytest.approx(1 / 6, abs=1e-12)
+    assert result.figures["theory"]["coarse_vs_numerics"] <= 1e-14
+
+
+def test_your_mask_attending_across_blocks_is_outside_the_hypotheses():
+    mask = block_local(MISSING_ENTRY)
+    mask[0, 3] = True  # token 0 of block 0 attends to token 0 of block 1
+    result = run_check("F1", system=flow(mask, "one entry across blocks"))
+    assert result.outcome == "outside-hypotheses", result.summary()
+    assert "fast_mask_block_local" in result.violated
+
+
+@pytest.mark.parametrize(
+    "changes, hypothesis",
+    [
+        (dict(sigma="relu"), "mlp_nonlinearity_smooth"),
+        (dict(gamma=0.0), "first_order_correction_nonzero"),
+    ],
+    ids=["relu", "no_injection"],
+)
+def test_your_flow_outside_one_hypothesis_is_reported_by_it(changes, hypothesis):
+    """relu has no σ'; without injection the block-constant states are exactly invariant (H₁ ≡ 0:
+    no rate to measure). Each breaks only its own hypothesis."""
+    result = run_check("F1", system=flow(block_local(MISSING_ENTRY), hypothesis, **changes))
+    assert result.outcome == "outside-hypotheses", result.summary()
+    assert result.violated == [hypothesis]
+
+
+@pytest.mark.parametrize(
+    "sizes, named",
+    [
+        (dict(T=10, P=5, d=2), "P=5"),
+        (dict(T=6, P=3, d=5), "d=5"),
+        (dict(T=6, P=3, d=2, L=17), "L=17"),
+    ],
+)
+def test_your_flow_beyond_the_size_limits_is_bad_input(sizes, named):
+    """Refused before any work, naming the value and F1's limits."""
+    system = DepthFlow("block_bidirectional", **sizes)
+    with pytest.raises(ValueError, match=f"{named}.*F1 applies the limits of its own parameters"):
+        run_check("F1", system=system)

@@ -15,7 +15,16 @@ for the named masks. The spectral projector onto eigenvalue 1 factors as ``Π = 
 
 * causal: ``R = 1_T``, ``L = e_1`` (the first token persists);
 * block_causal: ``R = U``, ``L = F`` (first token of each block);
-* block_bidirectional: ``R = U``, ``L = Bᵀ`` (the block mean).
+* block_bidirectional: ``R = U``, ``L = Bᵀ`` (the block mean);
+* your own block-local boolean mask: ``R = U``, ``L`` the *stationary weighting*
+  (:func:`stationary_weighting`): per block, the left eigenvector of the eigenvalue 1 of the block's
+  kernel with ``Lᵀ1 = 1``, computed numerically by one linear solve (it exists and is unique when the
+  block's mask graph has one closed class; it need not be the block mean when the block's kernel is
+  not doubly stochastic).
+
+:func:`subdominant_eigenvalue` is ``λ₂`` of any mask numerically: the largest real part among the
+eigenvalues of ``K`` other than 1, so ``1 − λ₂`` is the rate at which ``dX/dτ = (K − I)X`` contracts
+onto the eigenvalue-1 states.
 
 Caveat: the causal kernel is strongly non-normal; never rely on a numerical eigendecomposition of
 it beyond T ≈ 20 (see claim D4).
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numerics import lapack
 from numerics import validation as v
 
 NAMED_MASKS = ("causal", "block_causal", "block_bidirectional")
@@ -39,7 +49,21 @@ __all__ = [
     "spectral_projector",
     "kernel_eigenvalues",
     "block_level_mask",
+    "is_block_local",
+    "stationary_weighting",
+    "subdominant_eigenvalue",
+    "slowest_left_eigenvectors",
 ]
+
+EIGENVALUE_ONE_TOL = 1e-9
+"""An eigenvalue of a frozen kernel within this distance of 1 counts as the eigenvalue 1 in
+:func:`subdominant_eigenvalue` (the eigenvalue 1 of a row-stochastic matrix is semisimple, so it is
+computed to rounding)."""
+
+SLOW_MODE_TOL = 1e-6
+"""Eigenvalues within this distance are one eigenvalue, and singular values below this fraction of
+the largest span a null space, in :func:`slowest_left_eigenvectors` (an eigenvalue of a defective
+kernel is accurate only to about √(unit roundoff))."""
 
 
 def make_mask(name: str, T: int, P: int | None = None) -> np.ndarray:
@@ -102,12 +126,61 @@ def frozen_kernel(mask, T: int | None = None, P: int | None = None) -> np.ndarra
     return m / m.sum(axis=1, keepdims=True)
 
 
-def coarse_maps(name: str, T: int, P: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(R, L)`` with ``Π = R Lᵀ`` the spectral projector of ``K_name`` onto eigenvalue 1.
+def is_block_local(mask, P: int) -> bool:
+    """Whether the boolean mask only connects tokens of the same block of ``P`` (``P`` divides T)."""
+    m = np.asarray(mask, dtype=bool)
+    v.divides(P, m.shape[0])
+    blocks = np.arange(m.shape[0]) // P
+    return bool(not np.any(m & (blocks[:, None] != blocks[None, :])))
+
+
+def stationary_weighting(mask, P: int) -> np.ndarray:
+    """``L`` (T×N) of a block-local boolean mask: column ``b`` is the left eigenvector of the
+    eigenvalue 1 of block ``b``'s frozen kernel ``K_b`` with entries summing to 1, zero outside the
+    block (``LᵀK = Lᵀ``, ``LᵀU = I``).
+
+    Numerically, per block, the solution ``π`` of ``(K_bᵀ − I)π = 0`` with its last equation
+    replaced by ``1ᵀπ = 1`` (a nonsingular system exactly when the eigenvalue 1 of ``K_b`` is
+    simple). ``ValueError`` if the mask is not block-local or a block's eigenvalue 1 is not simple
+    (several closed classes: no unique weighting).
+    """
+    m = as_mask(mask, np.shape(mask)[0])
+    T = m.shape[0]
+    N = v.divides(P, T)
+    if not is_block_local(m, P):
+        raise ValueError(f"the mask attends across blocks of P={P}: no block stationary weighting")
+    K = frozen_kernel(m)
+    L = np.zeros((T, N))
+    for b in range(N):
+        Kb = K[b * P : (b + 1) * P, b * P : (b + 1) * P]
+        A = Kb.T - np.eye(P)
+        A[-1, :] = 1.0
+        rhs = np.zeros(P)
+        rhs[-1] = 1.0
+        s = lapack.svdvals(A)
+        if s[-1] <= P * np.finfo(float).eps * s[0]:
+            raise ValueError(
+                f"block {b}: the eigenvalue 1 of its kernel is not simple (its mask graph has "
+                "several closed classes): no unique stationary weighting"
+            )
+        L[b * P : (b + 1) * P, b] = np.linalg.solve(A, rhs)
+    return L
+
+
+def coarse_maps(mask, T: int | None = None, P: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, L)`` with ``Π = R Lᵀ`` the spectral projector of ``K_mask`` onto eigenvalue 1.
 
     ``R`` spans the right eigenvectors (persistent states), ``L`` the left ones (the coarse
-    variable is ``Y = Lᵀ X``), normalised so that ``LᵀR = I``. Named masks only.
+    variable is ``Y = Lᵀ X``), normalised so that ``LᵀR = I``. ``mask`` is a name (closed forms) or
+    a block-local boolean array with the block size ``P`` (``R = U``, ``L`` from
+    :func:`stationary_weighting`).
     """
+    if not isinstance(mask, str):
+        if P is None:
+            raise ValueError("coarse_maps of a custom mask needs the block size P")
+        L = stationary_weighting(mask, P)
+        return np.kron(np.eye(L.shape[1]), np.ones((P, 1))), L
+    name = mask
     v.choice("mask", name, NAMED_MASKS)
     T = v.positive_int("T", T)
     if name == "causal":
@@ -126,8 +199,9 @@ def coarse_maps(name: str, T: int, P: int | None = None) -> tuple[np.ndarray, np
     return U, U / P
 
 
-def spectral_projector(name: str, T: int, P: int | None = None) -> np.ndarray:
-    """Dense ``Π = R Lᵀ`` (T×T) for a named mask. For small sizes and checks."""
+def spectral_projector(name, T: int | None = None, P: int | None = None) -> np.ndarray:
+    """Dense ``Π = R Lᵀ`` (T×T) for a named or a block-local custom mask (:func:`coarse_maps`). For
+    small sizes and checks."""
     R, L = coarse_maps(name, T, P)
     return R @ L.T
 
@@ -151,3 +225,37 @@ def kernel_eigenvalues(name: str, T: int, P: int | None = None) -> dict[float, i
     if P > 1:
         out[0.0] = T - N
     return out
+
+
+def subdominant_eigenvalue(mask, T: int | None = None, P: int | None = None) -> float:
+    """``λ₂``: the largest real part among the eigenvalues of the frozen kernel other than the
+    eigenvalue 1 (those within :data:`EIGENVALUE_ONE_TOL` of 1), numerically (0 if there is none).
+
+    ``mask`` is a name (with ``T``, ``P``) or a boolean array. The eigenvalues are a multiset (no
+    LAPACK choice enters); an eigenvalue of a defective block is accurate only to about the square
+    root of the unit roundoff.
+    """
+    w = lapack.eigvals(frozen_kernel(mask, T, P))
+    rest = w[np.abs(w - 1.0) > EIGENVALUE_ONE_TOL]
+    return float(rest.real.max()) if rest.size else 0.0
+
+
+def slowest_left_eigenvectors(mask, T: int | None = None, P: int | None = None) -> np.ndarray:
+    """``W`` (T×k, complex): orthonormal bases, side by side, of the left eigenspaces of every
+    eigenvalue ``λ`` of the frozen kernel with ``Re λ = λ₂`` (:func:`subdominant_eigenvalue`; a
+    complex pair gives two), from the null spaces of ``(K − λI)ᴴ``. ``‖Wᴴx‖`` decays exactly like
+    ``e^{−(1 − λ₂)τ}`` under ``dx/dτ = (K − I)x``, even when ``K`` is defective (no LAPACK choice
+    enters it: the bases are orthonormal, the norm is basis-free). Empty when 1 is the only
+    eigenvalue."""
+    K = frozen_kernel(mask, T, P)
+    w = lapack.eigvals(K)
+    rest = w[np.abs(w - 1.0) > EIGENVALUE_ONE_TOL]
+    if not rest.size:
+        return np.zeros((K.shape[0], 0), dtype=complex)
+    slow = rest[np.abs(rest.real - rest.real.max()) <= SLOW_MODE_TOL]
+    reps: list = []
+    for lam in slow:
+        if all(abs(lam - r) > SLOW_MODE_TOL for r in reps):
+            reps.append(lam)
+    eye = np.eye(K.shape[0])
+    return np.hstack([lapack.null_space((K - lam * eye).conj().T, SLOW_MODE_TOL) for lam in reps])

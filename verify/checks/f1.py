@@ -26,8 +26,8 @@ How it is checked.
   ``DA_{UY}[H₁]H₁`` by a central difference of the attention kernel) are kept only as an
   independent cross-check, at points along the integrated reduced trajectory (a conclusion part).
 * Coarse variable ``Y = LᵀX`` (``coarse="auto"``: the first token of each block for
-  ``block_causal``, the block mean otherwise; ``"mean"``/``"first"`` override it, to show which one
-  is right). When the mask and coarse map are not ones the theory derives (the controls), the
+  ``block_causal``, the stationary weighting of your own block-local mask, the block mean
+  otherwise; ``"mean"``/``"first"`` override it, to show which one is right). When the mask and coarse map are not ones the theory derives (the controls), the
   reduced flows are the numerical block reduction with that coarse map — the reduction the controls
   show to be wrong.
 * (c) starts from a generic ``X₀`` (off the manifold); the reduced flow starts at the base point of
@@ -51,8 +51,9 @@ How it is checked.
   hypothesis.
 * The attraction rate: the decay of ``‖(I − UB)(X − εH₁)‖`` at ``ε = rate_eps``, within ``rate_tol``
   of ``(1 − λ₂)/ε + γ`` with ``λ₂`` from the closed-form spectrum
-  (:func:`numerics.model.masks.kernel_eigenvalues`); the rate is the slope of a semi-log fit
-  (:func:`exponential_decay_rate`).
+  (:func:`numerics.model.masks.kernel_eigenvalues`; for your own mask the numerical one); the rate
+  is the slope of a semi-log fit (:func:`exponential_decay_rate`). For your own mask the deviation
+  is measured along the left eigenvectors of the slowest eigenvalues (:func:`slow_deviation`).
 
 Hypotheses (:data:`HYPOTHESIS_DIAGNOSTICS`, one entry per hypothesis of Tikhonov's theorem,
 computed from the instance before the conclusion):
@@ -65,13 +66,24 @@ computed from the instance before the conclusion):
   the global ``causal`` mask breaks it (one closed class for ``N`` blocks), and that mask already
   breaks block-locality: no parameter breaks it alone;
 * ``initial_state_in_basin``: the pure fast flow from ``X₀`` reaches the critical manifold,
-  ``‖(I − ULᵀ)X_∞‖ ≤ 1e-10·‖X₀‖`` at ``τ = FAST_TAU``. With the norm on, the scores are bounded and
+  ``‖(I − ULᵀ)X_∞‖ ≤ 1e-10·‖X₀‖`` at ``τ = FAST_TAU`` (longer for your own mask when its gap
+  ``1 − λ₂`` is below 1/2: :func:`fast_tau`). With the norm on, the scores are bounded and
   every ``X₀`` is attracted; without it a very large ``scale``/``x_scale`` could make the softmax
   nearly hard and the collapse too slow, but no control is known to break it;
 * ``reduced_solution_exists``: the leading-order flow from ``Lᵀ X_∞`` and the first-order flow from
   ``Y₀`` (``ε = eps_max``) integrate to ``t = 1`` with finite values. ``R`` is bounded (normed,
   saturating MLP) or Lipschitz on the unit's parameter ranges, so no parameter is known to break it;
-  it is there so that a blow-up would be reported as outside the hypotheses, not as a wrong rate.
+  it is there so that a blow-up would be reported as outside the hypotheses, not as a wrong rate;
+* ``mlp_nonlinearity_smooth``: ``σ`` is one the derivation differentiates symbolically (tanh,
+  identity, gelu: analytic). The first-order slow manifold expands ``R`` in ε (``σ'``) and the
+  O(ε²) error needs ``σ''``; ``relu`` (no derivative at 0) is outside. The built-in instances use
+  tanh; a user flow can break it;
+* ``first_order_correction_nonzero``: ``R`` moves block-constant states off the manifold,
+  ``(I − ULᵀ)R(UY₀) ≠ 0`` (relative ``> 1e-8``). With ``γ = 0`` (or ``E`` block-constant) it does
+  not: the MLP acts row by row and the slow path is block-constant, so the block-constant states
+  are exactly invariant, ``H₁ ≡ 0``, the reduced flow is exact on them and the first-order error
+  sits at the integrator floor — the claim holds there trivially but has no rate to measure (the
+  check used to report ``fails``). The built-in instances have ``γ = 1``; ``gamma=0`` breaks it.
 
 Negative controls: the global ``causal`` mask (not block-local; its critical manifold is the
 constants, every token collapses onto the first one, so the block reduction — block mean,
@@ -102,6 +114,39 @@ Caveats.
 * ``P ≤ 4``, ``d ≤ 4`` (the symbolic derivation, about a second per configuration, grows quickly
   beyond); with the norm on and ``d = 1`` the curvature term nearly vanishes (``n(x) ≈ sign x``),
   so its non-vacuity part fails there.
+
+Your own system: a :class:`~verify.systems.DepthFlow` (``F1.systems``) is checked the same way on
+its own model (its mask, ``P``, ``d``, ``L``, σ, norm, γ, gate, scales and seed:
+:meth:`~verify.systems.DepthFlow.model`); the check's ``seed`` draws ``E`` and the start as for the
+built-in instance, and F1's other parameters (ε ladder, tolerances, method) apply. The theory
+follows your mask, block by block (a T×T block-local mask may give each block its own P×P pattern;
+each distinct pattern is one derivation). Symbolically, exact (``theory.kernels``,
+``theory.slow_manifold``): each block's kernel ``K`` (1/count on the pattern), its coarse vector
+``L`` (the stationary weighting: the left eigenvector of the eigenvalue 1 with ``Lᵀ1 = 1`` — not the
+block mean when ``K`` is not doubly stochastic), the projector ``Π = 1Lᵀ``, the normal rate
+``1 − max Re λ`` over the other eigenvalues, the normal Jacobian ``(K − I) ⊗ I_d``, ``H₁`` and the
+first-order reduced field with its attention-curvature term, all in generic entries of one block.
+Numerically: the model's weights, the N blocks and the layers assembled from the lambdified block
+fields, the slow path, and, independently in ``numerics``, the stationary weighting
+(:func:`numerics.model.masks.stationary_weighting`, one linear solve per block) and ``λ₂``
+(:func:`numerics.model.masks.subdominant_eigenvalue`, numerical eigenvalues); the check integrates
+with the numerical ``Lᵀ`` and compares it with the theory's (``coarse_vs_numerics`` ≤ 1e-14, and the
+reduced flows are the theory's only then) and the two normal rates (``normal_rate_vs_numerics`` ≤
+1e-6). Every hypothesis is decided on your flow: a mask that attends across blocks is outside
+``fast_mask_block_local``, a block with several closed classes outside ``normally_hyperbolic``,
+relu outside ``mlp_nonlinearity_smooth``, ``γ = 0`` (the DepthFlow default) outside
+``first_order_correction_nonzero``. Two measurements adapt to your spectrum: the pure fast flow
+runs longer when the gap ``1 − λ₂`` is below 1/2 (:func:`fast_tau`), and the attraction rate is
+read from the deviation's component along the left eigenvectors of the slowest eigenvalues
+(:func:`numerics.model.masks.slowest_left_eigenvectors`: it decays exactly at ``1 − λ₂``, complex
+or defective eigenvalues included), because a random pattern often has modes within a few percent
+of the slowest one, which a fit of the whole deviation mixes. The model parameters of the verdict
+(``T``, ``P``, ``mask``, …) are F1's defaults; the instance's are your flow's (the verdict's
+``system``). Size limits, checked before any work (bad input otherwise): those of F1's parameters,
+``2 ≤ T ≤ 64``, ``2 ≤ P ≤ 4``, ``d ≤ 4``, ``L ≤ 16``, ``0 ≤ γ ≤ 100``, ``|gate| ≤ 10``,
+``scale ≤ 10``, and a named σ (the compiled full flow evaluates no user activation). Where your
+first-order error is small (a few 1e-7 at the finest ε of its window) the two integrators disagree
+by more than 1e-3 relative at ``rtol = 1e-9``: pass ``rtol=1e-11, atol=1e-13``.
 """
 
 from __future__ import annotations
@@ -114,18 +159,39 @@ import sympy as sp
 
 import numerics as nm
 from numerics.integrators import integrate
-from numerics.model.coupling import coupling_problem, integrate_coupling, layer_breakpoints
-from numerics.model.masks import coarse_maps, frozen_kernel, kernel_eigenvalues
-from theory.slow_manifold import MASKS, block_reduction, coarse_vector, reduced_rhs
+from numerics.model.coupling import (
+    CouplingProblem,
+    coupling_problem,
+    integrate_coupling,
+    layer_breakpoints,
+)
+from numerics.model.masks import (
+    coarse_maps,
+    frozen_kernel,
+    kernel_eigenvalues,
+    slowest_left_eigenvectors,
+    subdominant_eigenvalue,
+)
+from theory.slow_manifold import (
+    MASKS,
+    SIGMA_FUNCS,
+    block_patterns,
+    block_reduction,
+    coarse_vector,
+    reduced_rhs,
+    sigma_is_smooth,
+)
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..measure import asymptotic_slope, central_difference, ratio, relative_error
 from ..model_params import model_params
+from ..systems import DepthFlow
 
 # ----------------------------------------------------------------------------- constants
 
 COARSE = ("auto", "mean", "first")
-"""Coarse maps: ``auto`` (the first token for ``block_causal``, the block mean otherwise)."""
+"""Coarse maps: ``auto`` (the first token for ``block_causal``, the stationary weighting of your own
+block-local mask, the block mean otherwise)."""
 METHODS = ("radau", "rosw")
 """Stiff integrators of the full flow."""
 OTHER_METHOD = {"radau": "rosw", "rosw": "radau"}
@@ -151,13 +217,30 @@ CURVATURE_ZERO = 1e-8
 """where the symbolic curvature is identically 0, the numerical one is at most this."""
 FAST_TAU = 60.0
 """length of the pure fast flow that defines ``X_∞``: near the manifold it contracts at
-``1 − λ₂ ≥ 1/2`` for every named mask, so ``e^{−(1 − λ₂)τ} ≤ e^{−30} ≈ 1e-13``."""
+``1 − λ₂ ≥ 1/2`` for every named mask, so ``e^{−(1 − λ₂)τ} ≤ e^{−30} ≈ 1e-13``. For your own mask
+with a smaller gap the flow runs ``FAST_TAU/(2(1 − λ₂))`` (the same ``e^{−30}``), at most
+``FAST_TAU_MAX`` (:func:`fast_tau`)."""
+FAST_TAU_MAX = 6000.0
+"""the longest pure fast flow (a gap ``1 − λ₂`` down to 0.005)."""
 FAST_TOL = {"rtol": 1e-11, "atol": 1e-13}
 """tolerances of the pure fast flow."""
 BASIN_TOL = 1e-10
-"""``‖(I − Π)X_∞‖ / ‖X₀‖`` at the end of the pure fast flow (τ = FAST_TAU)."""
+"""``‖(I − Π)X_∞‖ / ‖X₀‖`` at the end of the pure fast flow (τ = :func:`fast_tau`)."""
+INVARIANCE_TOL = 1e-8
+"""``‖(I − ULᵀ)R(UY₀)‖ / ‖R(UY₀)‖`` above this on some layer: the slow part moves block-constant
+states off the critical manifold (otherwise it is exactly invariant and ``H₁ ≡ 0``)."""
 INTEGRATOR_RTOL = 1e-3
 """errors from the two stiff integrators at the finest ε of each window agree to this relative tolerance."""
+COARSE_TOL = 1e-14
+"""your own mask: the numerical stationary weighting against the theory's exact coarse vector, max
+absolute deviation (one small linear solve per block: rounding)."""
+NORMAL_RATE_TOL = 1e-6
+"""your own mask: the theory's exact normal rate ``1 − max Re λ`` against ``1 − λ₂`` from the
+numerical eigenvalues, absolute (an eigenvalue of a defective block kernel is accurate only to
+about √(unit roundoff))."""
+USER_FLOW_LIMITS = ("T", "P", "d", "L", "gamma", "gate", "scale")
+"""the fields of your DepthFlow checked against the bounds of F1's parameters of the same name
+(the cost of the symbolic derivation and of the stiff full flows)."""
 
 LINEARITY_TOL = {"rtol": 1e-12, "atol": 1e-14}
 """DOPRI5 tolerances of the reduced flows in :func:`reduced_linearity`."""
@@ -207,13 +290,54 @@ TRAJECTORY_BLOCKS = 3
 # ----------------------------------------------------------------------------- reductions
 
 
-def theory_reduction_applies(mask, Lt: np.ndarray, T: int, P: int) -> bool:
-    """Whether ``theory.slow_manifold`` derives this reduction: a named block mask and ``Lᵀ`` the
-    derivation's coarse vector in every block (compared as matrices)."""
-    if not (isinstance(mask, str) and mask in MASKS):
-        return False
-    Lv = np.array([float(v) for v in coarse_vector(mask, P)])
-    return bool(np.array_equal(Lt, np.kron(np.eye(T // P), Lv[None, :])))
+def theory_derivation(cfg) -> tuple[list | None, str]:
+    """``(keys, why)``: the per-block masks the theory derives a reduction for (a name of
+    :data:`theory.slow_manifold.MASKS` or a P×P within-block pattern per block,
+    :func:`theory.slow_manifold.block_patterns`), or ``None`` and the reason there is none: the
+    mask attends across blocks, a block's eigenvalue 1 is not simple (no unique coarse vector), or
+    ``σ`` has no symbolic derivative (:func:`theory.slow_manifold.sigma_is_smooth`)."""
+    if isinstance(cfg.mask, str) and cfg.mask not in MASKS:
+        return None, "the mask is not a block mask"
+    try:
+        keys = block_patterns(cfg.mask, cfg.P, cfg.T)
+        for key in dict.fromkeys(keys):
+            coarse_vector(key, cfg.P)
+    except ValueError as exc:
+        return None, f"the mask has no block reduction ({exc})"
+    if not sigma_is_smooth(cfg.sigma):
+        return None, (
+            f"σ = {cfg.sigma!r} has no symbolic derivative (the derivation differentiates "
+            f"{', '.join(SIGMA_FUNCS)})"
+        )
+    return keys, ""
+
+
+def theory_coarse_map(cfg, keys: list) -> np.ndarray:
+    """``Lᵀ`` (N×T) from the theory's coarse vector of each block (exact rationals as floats)."""
+    P, N = cfg.P, cfg.N
+    if all(k == keys[0] for k in keys):
+        Lv = np.array([float(v) for v in coarse_vector(keys[0], P)])
+        return np.kron(np.eye(N), Lv[None, :])
+    Lt = np.zeros((N, cfg.T))
+    for b, key in enumerate(keys):
+        Lt[b, b * P : (b + 1) * P] = [float(v) for v in coarse_vector(key, P)]
+    return Lt
+
+
+def coarse_deviation(cfg, Lt: np.ndarray, keys: list | None) -> float:
+    """``max |Lᵀ − Lᵀ_theory|``: the coarse map that is integrated against the theory's (inf when
+    the theory derives none). For a named mask both are closed forms, compared exactly."""
+    if keys is None:
+        return float("inf")
+    return float(np.abs(Lt - theory_coarse_map(cfg, keys)).max())
+
+
+def theory_reduction_applies(cfg, Lt: np.ndarray, keys: list | None) -> bool:
+    """Whether ``theory.slow_manifold`` derives this reduction: the theory has a derivation
+    (:func:`theory_derivation`) and ``Lᵀ`` is its coarse vector in every block: exactly for a named
+    mask, to :data:`COARSE_TOL` for your own (the numerical stationary weighting)."""
+    dev = coarse_deviation(cfg, Lt, keys)
+    return bool(dev == 0.0 if isinstance(cfg.mask, str) else dev <= COARSE_TOL)
 
 
 class NumericReduction:
@@ -228,9 +352,13 @@ class NumericReduction:
         self.M = np.eye(T) - K + self.Pi  # invertible: I − K on E_d, I on the range of Π
 
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
-        """``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` (T×d) on layer segment ``l``."""
+        """``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` (T×d) on layer segment ``l`` (the least-squares
+        solution where ``I − K + Π`` is singular: a mask outside ``normally_hyperbolic``)."""
         R = self.inst.R(l, self.inst.U @ Y)
-        return np.linalg.solve(self.M, R - self.Pi @ R)
+        try:
+            return np.linalg.solve(self.M, R - self.Pi @ R)
+        except np.linalg.LinAlgError:
+            return np.linalg.lstsq(self.M, R - self.Pi @ R, rcond=None)[0]
 
     def curvature(self, l: int, Y: np.ndarray, H: np.ndarray) -> np.ndarray:
         """``DA_{UY}[H] H`` by a central difference of the attention kernel (T×d)."""
@@ -258,28 +386,67 @@ class NumericReduction:
 # ----------------------------------------------------------------------------- the instance
 
 
-class Instance:
-    """A seeded F1 instance: model, injection target, initial data, coarse map, reduced flows."""
+def user_problem(system: DepthFlow, seed: int, x_scale: float) -> CouplingProblem:
+    """Your flow's problem: its own seeded model (:meth:`~verify.systems.DepthFlow.model`: your
+    mask, sizes, σ, norm, γ, gate, scales and seed) and, from the check's ``seed``, the injection
+    target and the start drawn by the same streams as
+    :func:`numerics.model.coupling.coupling_problem`."""
+    _, e_seed, x_seed, spare = np.random.SeedSequence(seed).spawn(4)
+    model = system.model()
+    cfg = model.config
+    E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
+    rx = np.random.default_rng(x_seed)
+    Y0 = x_scale * rx.standard_normal((cfg.N, cfg.d))
+    Z0 = x_scale * rx.standard_normal((cfg.T, cfg.d))
+    return CouplingProblem(model, E, Y0, Z0, spare)
 
-    def __init__(self, p: dict, seed: int):
-        prob = coupling_problem(p, seed)
+
+def auto_coarse(cfg) -> str:
+    """The coarse variable of ``coarse="auto"``: the first token for ``block_causal``, the
+    stationary weighting of your own mask when it is block-local with a simple eigenvalue 1 in every
+    block, the block mean otherwise."""
+    if isinstance(cfg.mask, str):
+        return "first" if cfg.mask == "block_causal" else "mean"
+    try:
+        coarse_maps(cfg.mask_array, cfg.T, cfg.P)
+    except ValueError:
+        return "mean"
+    return "stationary"
+
+
+def coarse_map(cfg, coarse: str, B: np.ndarray) -> np.ndarray:
+    """``Lᵀ`` (N×T) of a coarse variable: the block mean ``B``, the first token of each block, or
+    the stationary weighting of the mask (:func:`numerics.model.masks.coarse_maps`)."""
+    if coarse == "mean":
+        return B
+    if coarse == "first":
+        return coarse_maps("block_causal", cfg.T, cfg.P)[1].T
+    return coarse_maps(cfg.mask_array, cfg.T, cfg.P)[1].T
+
+
+class Instance:
+    """A seeded F1 instance: model, injection target, initial data, coarse map, reduced flows
+    (``problem``: your flow's, :func:`user_problem`; the built-in one by default)."""
+
+    def __init__(self, p: dict, seed: int, problem: CouplingProblem | None = None):
+        prob = coupling_problem(p, seed) if problem is None else problem
         self.p, self.seed = p, seed
         self.model, self.cfg = prob.model, prob.model.config
         self.E, self.Y0, self.Z0 = prob.E, prob.Y0, prob.Z0
         self.check_rng_seed = prob.spare_seed
-        T, P = self.cfg.T, self.cfg.P
+        P = self.cfg.P
         self.U = prob.U
         self.B = self.U.T / P
-        coarse = p["coarse"]
-        if coarse == "auto":
-            coarse = "first" if p["mask"] == "block_causal" else "mean"
-        self.coarse = coarse
-        self.Lt = self.B if coarse == "mean" else coarse_maps("block_causal", T, P)[1].T
+        self.coarse = auto_coarse(self.cfg) if p["coarse"] == "auto" else p["coarse"]
+        self.Lt = coarse_map(self.cfg, self.coarse, self.B)
         # the frozen kernel of the instance's own mask matrix
         self.K = frozen_kernel(self.cfg.mask_array)
         self.breaks = layer_breakpoints(self.model.L)
+        self.theory_keys, self.no_theory_reason = theory_derivation(self.cfg)
         self.source = (
-            "theory" if theory_reduction_applies(self.cfg.mask, self.Lt, T, P) else "numerics"
+            "theory"
+            if theory_reduction_applies(self.cfg, self.Lt, self.theory_keys)
+            else "numerics"
         )
         self._errors: dict = {}
         self.work: list = []
@@ -396,13 +563,13 @@ class Instance:
 
     def fast_limit(self, X0: np.ndarray) -> np.ndarray:
         """End point ``X_∞`` of the pure fast flow ``dX/dτ = (A_0(X) − I)X`` (layer 0's Q, K) at
-        ``τ = FAST_TAU``."""
+        ``τ =`` :func:`fast_tau`."""
         cfg = self.cfg.replace(gamma=0.0, slow=False)
         lp = self.model.layers[0].copy()
         lp.W2 = np.zeros_like(lp.W2)
         fast = nm.Model(cfg, (lp,))
         res = integrate_coupling(
-            fast, X0, 1.0, t_span=(0.0, FAST_TAU), method=self.p["method"], **FAST_TOL
+            fast, X0, 1.0, t_span=(0.0, fast_tau(self)), method=self.p["method"], **FAST_TOL
         )
         if not res.success:
             raise RuntimeError(f"fast flow failed: {res.message}")
@@ -527,11 +694,21 @@ def closed_classes(mask: np.ndarray) -> list[dict]:
 
 
 def second_eigenvalue(inst: Instance) -> float:
-    """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form,
-    :func:`numerics.model.masks.kernel_eigenvalues`), 0 if 1 is the only one."""
-    eigs = kernel_eigenvalues(inst.p["mask"], inst.cfg.T, inst.cfg.P)
+    """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form for a named mask,
+    :func:`numerics.model.masks.kernel_eigenvalues`; for your own mask the largest real part of the
+    other eigenvalues, numerically, :func:`numerics.model.masks.subdominant_eigenvalue`), 0 if 1 is
+    the only one."""
+    cfg = inst.cfg
+    if not isinstance(cfg.mask, str):
+        return subdominant_eigenvalue(cfg.mask_array)
+    eigs = kernel_eigenvalues(cfg.mask, cfg.T, cfg.P)
     below = [lam for lam in eigs if lam < 1.0]
     return float(max(below)) if below else 0.0
+
+
+def spectrum_source(inst: Instance) -> str:
+    """Where :func:`second_eigenvalue` comes from, in words."""
+    return "closed form" if isinstance(inst.cfg.mask, str) else "numerical eigenvalues"
 
 
 def normally_hyperbolic(inst: Instance) -> Diagnostic:
@@ -551,7 +728,7 @@ def normally_hyperbolic(inst: Instance) -> Diagnostic:
         "the eigenvalue 1 of K has multiplicity exactly N (closed classes of the "
         "mask graph, counted exactly) and no other eigenvalue of modulus 1 (every "
         "closed class aperiodic), i.e. 1 − λ₂ > 0; the gap is reported from the "
-        "closed-form spectrum",
+        + ("closed-form spectrum" if isinstance(inst.cfg.mask, str) else "numerical spectrum"),
     )
 
 
@@ -563,7 +740,46 @@ def initial_state_in_basin(inst: Instance) -> Diagnostic:
         off,
         BASIN_TOL,
         f"‖(I − ULᵀ)X_∞‖ / ‖X₀‖ ≤ {BASIN_TOL:g} at the end of the pure "
-        f"fast flow from X₀ (τ = {FAST_TAU:g})",
+        f"fast flow from X₀ (τ = {fast_tau(inst):g})",
+    )
+
+
+def fast_tau(inst: Instance) -> float:
+    """The length of the pure fast flow: :data:`FAST_TAU` when ``1 − λ₂ ≥ 1/2`` (every named mask)
+    or when there is no gap (``normally_hyperbolic`` fails), else ``FAST_TAU/(2(1 − λ₂))`` up to
+    :data:`FAST_TAU_MAX`, so that ``e^{−(1 − λ₂)τ}`` is ``e^{−30}`` whatever your mask's gap."""
+    gap = 1.0 - second_eigenvalue(inst)
+    if gap >= 0.5 or gap <= 0.0:
+        return FAST_TAU
+    return min(FAST_TAU * 0.5 / gap, FAST_TAU_MAX)
+
+
+def first_order_correction_nonzero(inst: Instance) -> Diagnostic:
+    """``max_l ‖(I − ULᵀ)R_l(UY₀)‖ / ‖R_l(UY₀)‖``: whether the slow part moves block-constant states
+    off the critical manifold (the source of ``H₁``)."""
+    X = inst.U @ inst.Y0
+    Pi = inst.U @ inst.Lt
+    off = 0.0
+    for l in range(inst.model.L):
+        R = inst.R(l, X)
+        off = max(off, ratio(np.linalg.norm(R - Pi @ R), np.linalg.norm(R)))
+    return Diagnostic(
+        off > INVARIANCE_TOL,
+        off,
+        f"max over layers of ‖(I − ULᵀ)R(UY₀)‖ / ‖R(UY₀)‖ > {INVARIANCE_TOL:g}: R moves "
+        "block-constant states off the manifold (γ > 0 towards a non-block-constant E)",
+    )
+
+
+def mlp_nonlinearity_smooth(inst: Instance) -> Diagnostic:
+    """Whether ``σ`` is one the derivation differentiates symbolically (analytic): the first-order
+    slow manifold expands ``R`` in ``ε`` (``σ'``) and its O(ε²) error needs ``σ''``."""
+    sigma = inst.cfg.sigma
+    return Diagnostic(
+        sigma_is_smooth(sigma),
+        sigma if isinstance(sigma, str) else repr(sigma),
+        f"σ is one of {', '.join(SIGMA_FUNCS)} (analytic, differentiated symbolically); relu "
+        "(no derivative at 0) is not",
     )
 
 
@@ -614,6 +830,17 @@ HYPOTHESIS_DIAGNOSTICS: dict[str, tuple[str, Callable[[Instance], Diagnostic]]] 
     "reduced_solution_exists": (
         "the leading- and first-order reduced flows integrate to t = 1 with finite values",
         reduced_solution_exists,
+    ),
+    "mlp_nonlinearity_smooth": (
+        "the MLP nonlinearity σ is smooth (C²): the first-order slow manifold needs σ' and its "
+        "O(ε²) error σ''",
+        mlp_nonlinearity_smooth,
+    ),
+    "first_order_correction_nonzero": (
+        "the slow part R moves block-constant states off the critical manifold (injection γ > 0 "
+        "towards a non-block-constant E); otherwise the manifold is exactly invariant, H₁ ≡ 0, "
+        "the reduction is exact and its errors sit at the integrator floor: no rate to measure",
+        first_order_correction_nonzero,
     ),
 }
 """``{hypothesis: (meaning, diagnostic(inst))}``: adding a hypothesis of Tikhonov's theorem is one
@@ -707,8 +934,23 @@ def exponential_decay_rate(t: np.ndarray, dev: np.ndarray) -> float:
     return float(-np.polyfit(t, np.log(dev), 1)[0])
 
 
+def slow_deviation(inst: Instance):
+    """The deviation from the manifold whose decay gives the attraction rate, as a function of
+    ``X − εH₁``: ``(I − UB)·`` for a named mask (its modes are well separated); for your own mask
+    its component along the left eigenvectors of the slowest eigenvalues
+    (:func:`numerics.model.masks.slowest_left_eigenvectors`), which decays exactly at ``1 − λ₂``
+    where several of your kernel's modes lie within a few percent of the slowest rate (the whole
+    deviation mixes them in the fitted band)."""
+    if isinstance(inst.cfg.mask, str):
+        Pperp = np.eye(inst.cfg.T) - inst.U @ inst.B
+        return lambda D: np.linalg.norm(Pperp @ D)
+    W = slowest_left_eigenvectors(inst.cfg.mask_array)
+    return lambda D: np.linalg.norm(W.conj().T @ D)
+
+
 def attraction_rate(inst: Instance, eps: float) -> dict:
-    """Decay rate of ``‖(I − UB)(X(t) − εH₁)‖`` from a generic start, fitted where it is within
+    """Decay rate of the deviation :func:`slow_deviation` of ``X(t) − εH₁`` from a generic start
+    (``‖(I − UB)(X(t) − εH₁)‖`` for a named mask), fitted where it is within
     :data:`ATTRACTION_FIT_BAND` of its initial value (linear regime, above the O(ε²) floor),
     against ``(1 − λ₂)/ε + γ``."""
     lam2 = second_eigenvalue(inst)
@@ -720,14 +962,15 @@ def attraction_rate(inst: Instance, eps: float) -> dict:
         inst.model, X0, eps, E=inst.E, t_eval=t, method=inst.p["method"], **ATTRACTION_TOL
     )
     H = eps * inst.H1(0, inst.Y0)
-    Pperp = np.eye(inst.cfg.T) - inst.U @ inst.B
-    dev = np.array([np.linalg.norm(Pperp @ (X - H)) for X in res.extra["X"]])
+    deviation = slow_deviation(inst)
+    dev = np.array([deviation(X - H) for X in res.extra["X"]])
     rel = dev / dev[0]
     lo, hi = ATTRACTION_FIT_BAND
     sel = (rel < hi) & (rel > lo)
     out = {
         "predicted": float(predicted),
         "lambda2": lam2,
+        "lambda2_from": spectrum_source(inst),
         "eps": eps,
         "t": t,
         "deviation": dev,
@@ -803,13 +1046,14 @@ def theory_against_numerics(inst: Instance, points) -> dict | None:
     numerical formulas at ``points`` ``[(segment, Y, ε)]``: max relative deviations of ``H₁``,
     ``f0``, ``f1``, and the curvature size; with the symbolic normal structure of
     :func:`symbolic_normal_structure`. ``None`` when the theory has no derivation (a mask that is
-    not a block mask)."""
+    not a block mask, see :func:`theory_derivation`). For your own mask the coarse vectors are also
+    compared with the numerical stationary weighting (``coarse_vs_numerics``) and the normal rate
+    with the numerical spectrum (``normal_rate_vs_numerics``)."""
     cfg = inst.cfg
-    if not (isinstance(cfg.mask, str) and cfg.mask in MASKS):
+    if inst.theory_keys is None:
         return None
-    Lv = np.array([float(v) for v in coarse_vector(cfg.mask, cfg.P)])
-    Lt = np.kron(np.eye(cfg.N), Lv[None, :])
-    K = frozen_kernel(cfg.mask, cfg.T, cfg.P)
+    Lt = theory_coarse_map(cfg, inst.theory_keys)
+    K = frozen_kernel(cfg.mask, cfg.T, cfg.P) if isinstance(cfg.mask, str) else inst.K
     theory = inst.flows if inst.source == "theory" else {k: inst.theory_flow(k) for k in (0, 1)}
     num = {k: NumericReduction(k, inst, K, Lt) for k in (0, 1)}
     dev = {"H1": 0.0, "f0": 0.0, "f1": 0.0}
@@ -822,31 +1066,48 @@ def theory_against_numerics(inst: Instance, points) -> dict | None:
             dev["f1"], relative_error(theory[1](l, Y, eps), num[1](l, Y, eps), norm="max")
         )
         curv = max(curv, float(np.abs(Lt @ num[1].curvature(l, Y, H)).max()))
-    return {
+    out = {
         "max_rel": dev,
         "n_points": len(points),
         "curvature_max": curv,
-        **symbolic_normal_structure(cfg),
+        **symbolic_normal_structure(cfg, inst.theory_keys),
     }
+    if not isinstance(cfg.mask, str):
+        stationary = coarse_maps(cfg.mask_array, cfg.T, cfg.P)[1].T
+        out["coarse_vs_numerics"] = float(np.abs(Lt - stationary).max())
+        rate = 1.0 - second_eigenvalue(inst)
+        out["normal_rate_vs_numerics"] = abs(out["normal_rate_symbolic"] - rate)
+    return out
 
 
-def symbolic_normal_structure(cfg) -> dict:
-    """From :func:`theory.slow_manifold.block_reduction`: whether the curvature is identically 0,
-    the structural checks (a), (b), the kernel against numerics' ``K`` block, whether the normal
-    Jacobian is exactly ``(K − I) ⊗ I_d``, the normal rate and the derivation's timings."""
-    red = block_reduction(cfg.mask, cfg.P, cfg.d, cfg.norm, cfg.m, cfg.sigma)
-    kern = np.array(red.kernel.tolist(), dtype=float)
+def symbolic_normal_structure(cfg, keys: list) -> dict:
+    """From :func:`theory.slow_manifold.block_reduction` of each distinct block mask in ``keys``:
+    whether the curvature is identically 0, the structural checks (a), (b), the kernel against
+    numerics' ``K`` block, whether the normal Jacobian is exactly ``(K − I) ⊗ I_d``, the normal rate
+    (the smallest over the blocks) and the derivations' timings."""
     P, d = cfg.P, cfg.d
-    jac_exact = red.normal_jacobian == sp.kronecker_product(red.kernel - sp.eye(P), sp.eye(d))
+    reds = {k: block_reduction(k, P, d, cfg.norm, cfg.m, cfg.sigma) for k in dict.fromkeys(keys)}
+    Kn = frozen_kernel(cfg.mask_array)
+    kernel_dev = 0.0
+    for b, key in enumerate(keys):
+        kern = np.array(reds[key].kernel.tolist(), dtype=float)
+        block = Kn[b * P : (b + 1) * P, b * P : (b + 1) * P]
+        kernel_dev = max(kernel_dev, float(np.abs(kern - block).max()))
+    red_list = list(reds.values())
     return {
-        "curvature_identically_zero": bool(all(e == 0 for e in red.curvature_placeholders)),
-        "scores_row_constant": bool(red.scores_row_constant),
-        "softmax_rows_annihilate_ones": bool(red.softmax_rows_annihilate_ones),
-        "kernel_vs_numerics": float(np.abs(kern - frozen_kernel(cfg.mask, P, P)).max()),
-        "normal_jacobian_is_kron": bool(jac_exact),
-        "normal_rate_symbolic": float(red.normal_rate),
-        "derive_seconds": float(red.derive_seconds),
-        "lambdify_seconds": float(red.lambdify_seconds),
+        "curvature_identically_zero": all(
+            all(e == 0 for e in r.curvature_placeholders) for r in red_list
+        ),
+        "scores_row_constant": all(bool(r.scores_row_constant) for r in red_list),
+        "softmax_rows_annihilate_ones": all(bool(r.softmax_rows_annihilate_ones) for r in red_list),
+        "kernel_vs_numerics": kernel_dev,
+        "normal_jacobian_is_kron": all(
+            bool(r.normal_jacobian == sp.kronecker_product(r.kernel - sp.eye(P), sp.eye(d)))
+            for r in red_list
+        ),
+        "normal_rate_symbolic": min(float(r.normal_rate) for r in red_list),
+        "derive_seconds": float(sum(r.derive_seconds for r in red_list)),
+        "lambdify_seconds": float(sum(r.lambdify_seconds for r in red_list)),
     }
 
 
@@ -961,7 +1222,7 @@ def attraction_part(rate: dict, rate_tol: float) -> Diagnostic:
     return Diagnostic(
         bool(np.isfinite(r) and abs(r - 1.0) <= rate_tol),
         r,
-        f"|rate/predicted − 1| ≤ {rate_tol} (λ₂ = {rate['lambda2']:g}, closed form)",
+        f"|rate/predicted − 1| ≤ {rate_tol} (λ₂ = {rate['lambda2']:g}, {rate['lambda2_from']})",
     )
 
 
@@ -985,25 +1246,52 @@ def integrators_part(integ: dict, method: str) -> Diagnostic:
     )
 
 
-def symbolic_parts(th: dict | None, lambda2: float) -> dict:
+def normal_structure_part(th: dict, lambda2: float) -> Diagnostic:
+    """(b) from theory/: the structural checks, the kernel against numerics' ``K`` block, the normal
+    Jacobian and the normal rate against ``1 − λ₂`` (exactly for a named mask; for your own mask to
+    :data:`NORMAL_RATE_TOL`, with the coarse vector against the numerical stationary weighting to
+    :data:`COARSE_TOL`)."""
+    shown = ["kernel_vs_numerics", "normal_jacobian_is_kron", "normal_rate_symbolic"]
+    ok = (
+        th["scores_row_constant"]
+        and th["softmax_rows_annihilate_ones"]
+        and th["kernel_vs_numerics"] == 0.0
+        and th["normal_jacobian_is_kron"]
+    )
+    rule = (
+        "kernel = numerics' K block (float), normal Jacobian = (K − I) ⊗ I_d (exact, "
+        "rational), normal rate = 1 − λ₂ (closed form)"
+    )
+    if "coarse_vs_numerics" in th:  # your own mask: numerics computes L and λ₂ numerically
+        ok = (
+            ok
+            and th["normal_rate_vs_numerics"] <= NORMAL_RATE_TOL
+            and th["coarse_vs_numerics"] <= COARSE_TOL
+        )
+        shown += ["normal_rate_vs_numerics", "coarse_vs_numerics"]
+        rule = (
+            "kernel = numerics' K block (float), normal Jacobian = (K − I) ⊗ I_d (exact, "
+            f"rational), normal rate 1 − max Re λ (exact) = 1 − λ₂ (numerical eigenvalues) to "
+            f"{NORMAL_RATE_TOL:g}, coarse vector (exact) = numerics' stationary weighting to "
+            f"{COARSE_TOL:g}"
+        )
+    else:
+        ok = ok and th["normal_rate_symbolic"] == 1.0 - lambda2
+    return Diagnostic(ok, {k: th[k] for k in shown}, rule)
+
+
+def symbolic_parts(th: dict | None, lambda2: float, no_theory: str) -> dict:
     """The symbolic normal structure, the theory field against the numerical formulas and the
-    curvature term (all three fail, with the reason, where the theory has no derivation)."""
+    curvature term (all three fail, with the reason ``no_theory``, where the theory has no
+    derivation)."""
     names = (
         "symbolic_normal_structure",
         "theory_agrees_with_numerical_formulas",
         "curvature_term_as_derived",
     )
     if th is None:
-        why = "no symbolic derivation: the mask is not a block mask"
+        why = f"no symbolic derivation: {no_theory}"
         return {name: Diagnostic(False, None, why) for name in names}
-    sym_ok = (
-        th["scores_row_constant"]
-        and th["softmax_rows_annihilate_ones"]
-        and th["kernel_vs_numerics"] == 0.0
-        and th["normal_jacobian_is_kron"]
-        and th["normal_rate_symbolic"] == 1.0 - lambda2
-    )
-    shown = ("kernel_vs_numerics", "normal_jacobian_is_kron", "normal_rate_symbolic")
     m = th["max_rel"]
     if th["curvature_identically_zero"]:
         curvature = at_most(
@@ -1018,12 +1306,7 @@ def symbolic_parts(th: dict | None, lambda2: float) -> dict:
             f"symbolic curvature ≢ 0: numerical max |Lᵀ DA[H₁]H₁| > {CURVATURE_MIN}",
         )
     return {
-        "symbolic_normal_structure": Diagnostic(
-            sym_ok,
-            {k: th[k] for k in shown},
-            "kernel = numerics' K block (float), normal Jacobian = (K − I) ⊗ I_d (exact, "
-            "rational), normal rate = 1 − λ₂ (closed form)",
-        ),
+        "symbolic_normal_structure": normal_structure_part(th, lambda2),
         "theory_agrees_with_numerical_formulas": Diagnostic(
             all(m[k] <= THEORY_TOL[k] for k in THEORY_TOL),
             m,
@@ -1103,6 +1386,8 @@ def method_note(inst: Instance) -> str:
             "theory.slow_manifold.reduced_rhs (SymPy derivation of this configuration)"
             if inst.source == "theory"
             else "the numerical block reduction (no derivation exists for this mask/coarse map)"
+            if sigma_is_smooth(inst.cfg.sigma)
+            else f"the numerical block reduction (no derivation exists for σ = {inst.cfg.sigma!r})"
         )
         + "; errors relative Frobenius at t = 1"
     )
@@ -1140,8 +1425,8 @@ class F1(Claim):
         ),
         "coarse": Param(
             "auto",
-            "coarse map Lᵀ: auto (first token for block_causal, block mean "
-            "otherwise), mean or first",
+            "coarse map Lᵀ: auto (first token for block_causal, the stationary weighting of "
+            "your own block-local mask, block mean otherwise), mean or first",
             choices=COARSE,
         ),
         **model_params(
@@ -1253,6 +1538,32 @@ class F1(Claim):
         "attraction_rate_ratio",
     )
     instance = Instance
+    systems = (DepthFlow,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise)."""
+        super().accepts(system)
+        for key in USER_FLOW_LIMITS:
+            try:
+                self.params[key].validate(key, getattr(system, key))
+            except ValueError as exc:
+                raise ValueError(
+                    f"{system.name}: {exc}. F1 applies the limits of its own parameters to your "
+                    "DepthFlow (T ≤ 64, 2 ≤ P ≤ 4, d ≤ 4, L ≤ 16, 0 ≤ γ ≤ 100, |gate| ≤ 10, "
+                    "scale ≤ 10): the symbolic derivation of each block and the stiff full flows"
+                ) from None
+        if not isinstance(system.sigma, str):
+            raise ValueError(
+                f"{system.name}: sigma {system.sigma!r} is not a named activation; F1 integrates "
+                "the full flow with the compiled right-hand side, which evaluates only the named ones"
+            )
+
+    def build_system(self, p, seed, system):
+        """The F1 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)
+        with the injection target and the start of the check's ``seed`` (:func:`user_problem`)."""
+        fields = ("T", "P", "d", "L", "mask", "norm", "gamma", "gate", "scale", "sigma")
+        q = {**p, **{k: getattr(system, k) for k in fields}}
+        return Instance(q, seed, user_problem(system, seed, p["x_scale"]))
 
     def validate(self, p):
         for floor in ("eps_floor_leading", "eps_floor_first"):
@@ -1285,7 +1596,7 @@ class F1(Claim):
             "attraction_rate": attraction_part(rate, p["rate_tol"]),
             "first_order_better_at_every_eps": first_order_better_part(better),
             "integrators_agree": integrators_part(integ, p["method"]),
-            **symbolic_parts(th, rate["lambda2"]),
+            **symbolic_parts(th, rate["lambda2"], inst.no_theory_reason),
         }
         figures = verdict_figures(inst, linearity, rates, rate, crit, integ, th)
         # after the verdict's measurements: the series' extra full flows are not in its work
