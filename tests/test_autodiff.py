@@ -36,7 +36,13 @@ SWITCHES = [
     {"beta": 0.4, "h": 0.25},
     {"mask": "block_causal", "norm": False, "sigma": "identity"},
     {"mask": "block_bidirectional", "gamma": 1.3, "slow_mask": "full"},
+    {"sigma": "gelu"},
+    {"sigma": "gelu", "norm": False, "gamma": 0.7},
+    {"sigma": "relu"},
+    {"sigma": "relu", "norm": False, "mask": "block_causal"},
 ]
+"""Every switch; relu (not differentiable at 0) only on instances whose pre-activations stay away
+from 0 by far more than the finite-difference step (:func:`_assert_away_from_kinks`)."""
 
 
 def _rng(*key):
@@ -70,6 +76,14 @@ def _richardson(f, step=FD_STEP):
     return (4 * D(step / 2) - D(step)) / 3
 
 
+def _assert_away_from_kinks(cfg, p, X):
+    """For relu: no pre-activation ``n(X)W1`` within ``1e-3`` of the kink at 0, so a central
+    difference of step ``FD_STEP`` along an O(1) direction never crosses it."""
+    if cfg.sigma == "relu":
+        Z = kernels.normed(cfg, X) @ p.W1
+        assert np.abs(Z).min() > 1e-3, "the instance has a pre-activation at the relu kink"
+
+
 def _layer_fd(cfg, p, X, E, dX, dp):
     return _richardson(lambda t: kernels.layer(cfg, p.axpy(t, dp), X + t * dX, E))
 
@@ -93,6 +107,7 @@ def test_layer_jvp_matches_central_differences_and_forward(switches):
     model, X, E, rng = _setup(cfg)
     p = model.layers[1]
     dX, dp = rng.standard_normal(X.shape), _random_tangent(cfg, rng)
+    _assert_away_from_kinks(cfg, p, X)
     Y, dY = layer_jvp(cfg, p, X, dX, dp, E=E)
     assert np.array_equal(Y, nm.layer(cfg, p, X, E))  # same arithmetic as the forward
     assert _rel(dY, _layer_fd(cfg, p, X, E, dX, dp)) < FD_RTOL
@@ -128,11 +143,15 @@ def test_vjp_is_the_adjoint_of_the_jvp(switches):
 
 
 @pytest.mark.parametrize(
-    "switches", SWITCHES[:6], ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
+    "switches",
+    SWITCHES[:6] + SWITCHES[-4:],
+    ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default",
 )
 def test_stack_jvp_matches_central_differences(switches):
     cfg = nm.ModelConfig(T=8, P=4, d=2, **switches)
     model, X, E, rng = _setup(cfg, L=4, seed=5)
+    for p, Xl in zip(model.layers, nm.stack_trajectory(model, X, E)):
+        _assert_away_from_kinks(cfg, p, Xl)
     dX = rng.standard_normal(X.shape)
     dps = [_random_tangent(cfg, rng) for _ in range(model.L)]
     _, dXL = stack_jvp(model, X, dX, dps, E=E)
@@ -254,7 +273,8 @@ def instances(draw):
         mask=mask,
         slow_mask=draw(st.sampled_from(["blockcausal", "full"])),
         norm=draw(st.booleans()),
-        sigma=draw(st.sampled_from(["tanh", "identity"])),
+        # the smooth activations: random instances may put a relu kink inside a difference step
+        sigma=draw(st.sampled_from(["tanh", "gelu", "identity"])),
         slow=draw(st.booleans()),
         h=draw(st.sampled_from([1.0, 0.5, 0.125])),
         gamma=draw(st.sampled_from([0.0, 0.3, 1.0])),

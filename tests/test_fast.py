@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 import numerics as nm
 from numerics.model import kernels
+from numerics.model.activations import COMPILED_CODES, NAMED, SIGMAS, Activation
 from numerics.model.compiled import (
+    activation_rows,
     exp_into,
     fast_attention,
     fast_layer,
@@ -48,6 +50,10 @@ SWITCHES = [
     {"mask": "block_bidirectional", "slow_mask": "full"},
     {"norm": False},
     {"sigma": "identity"},
+    {"sigma": "relu"},
+    {"sigma": "gelu"},
+    {"sigma": "relu", "mask": "block_bidirectional", "norm": False, "gamma": 0.5},
+    {"sigma": "gelu", "mask": "block_causal", "slow_mask": "full", "h": 0.25},
     {"slow": False},
     {"gamma": 0.3, "h": 0.25},
     {"beta": 0.9},
@@ -65,7 +71,7 @@ def test_stack_matches_reference_for_every_switch(kw):
     assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
 
 
-@pytest.mark.parametrize("kw", SWITCHES[:3] + SWITCHES[-1:])
+@pytest.mark.parametrize("kw", SWITCHES[:3] + SWITCHES[4:9] + SWITCHES[-1:])
 def test_single_layer_matches_reference(kw):
     cfg, model, X0, E = instance(m=7, **kw)
     p = model.layers[0]
@@ -126,7 +132,7 @@ def test_tied_weights_and_zero_gate():
     mask=st.sampled_from(["causal", "block_causal", "block_bidirectional"]),
     slow_mask=st.sampled_from(["blockcausal", "full"]),
     norm=st.booleans(),
-    sigma=st.sampled_from(["tanh", "identity"]),
+    sigma=st.sampled_from(SIGMAS),
     slow=st.booleans(),
     gamma=st.sampled_from([0.0, 0.5]),
     h=st.sampled_from([1.0, 0.25]),
@@ -212,6 +218,43 @@ def test_vectorised_tanh_within_two_ulp_of_numpy():
     assert np.isnan(z[0])
 
 
+ROW_POINTS = np.concatenate(
+    [
+        np.linspace(-30.0, 30.0, 200_001),
+        np.logspace(-300, 1.5, 4001),
+        -np.logspace(-300, 1.5, 4001),
+        [0.625, -0.625, 0.0, -0.0, 800.0, -800.0],
+    ]
+)
+"""Points for the compiled activations: a grid, tiny and large magnitudes, the tanh branch edge."""
+
+
+def _compiled_activation(name: str, x: np.ndarray) -> np.ndarray:
+    """The compiled activation of ``x`` as one row."""
+    y = x.copy()[None]
+    activation_rows(COMPILED_CODES[name], y, *(np.empty(x.size) for _ in range(4)))
+    return y[0]
+
+
+@pytest.mark.parametrize("name", SIGMAS)
+def test_compiled_activation_rows_match_the_numpy_definitions(name):
+    """relu and identity bitwise; tanh within 2 ulp; gelu (the tanh approximation, same operation
+    order) within a few ulp away from its zeros: 2 ulp of tanh in ``1 + tanh u`` (≈ 2 u of the
+    result where ``tanh u`` ≈ +1) and NaN propagation."""
+    y = _compiled_activation(name, ROW_POINTS)
+    ref = NAMED[name].f(ROW_POINTS)
+    if name in ("relu", "identity"):
+        assert np.array_equal(y, ref) and np.array_equal(np.signbit(y), np.signbit(ref))
+    else:
+        big = np.abs(ref) > 1e-300
+        tol = 2.0 if name == "tanh" else 4.0
+        if name == "gelu":  # 1 + tanh u cancels for u ≲ −1: compare relative to z/2 instead
+            assert np.all(np.abs(y - ref) <= 4e-16 * np.abs(ROW_POINTS) + 1e-300)
+            big &= ROW_POINTS > -1.0
+        assert ulps(y[big], ref[big]).max() <= tol
+    assert np.isnan(_compiled_activation(name, np.array([np.nan, 1.0]))[0])
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -241,6 +284,21 @@ def test_bad_inputs_raise_like_the_reference():
     bad.W1 = bad.W1[:, :2]
     with pytest.raises(ValueError, match="W1 must have shape"):
         fast_layer(cfg, bad, X0)
+
+
+def test_user_activation_is_refused_with_the_numpy_path_named():
+    mine = Activation("softsign", lambda z: z / (1 + np.abs(z)), lambda z: 1 / (1 + np.abs(z)) ** 2)
+    cfg, model, X0, E = instance(sigma=mine)
+    ref = stack(model, X0, E)  # the NumPy reference evaluates it
+    assert np.all(np.isfinite(ref))
+    for call in (lambda: fast_stack(model, X0, E), lambda: fast_layer(cfg, model.layers[0], X0)):
+        with pytest.raises(ValueError, match=r"user activation 'softsign'.*numerics\.stack"):
+            call()
+    # the pieces without σ still run
+    assert (
+        rel_err(fast_attention(cfg, model.layers[0], X0), nm.attention(cfg, model.layers[0], X0))
+        <= RTOL
+    )
 
 
 def test_non_finite_output_raises_floating_point_error():

@@ -9,10 +9,12 @@ from scipy import stats
 import numerics as nm
 from numerics.integrators import JAC_SIG, ORDERS, RHS_SIG, integrate
 from numerics.integrators import tableaux as tb
+from numerics.model.activations import SIGMAS, Activation
 from numerics.model.coupling import (
     coupling_rhs_nb,
     frozen_kernel_jac_nb,
     integrate_coupling,
+    integrate_coupling_scipy,
     pack_coupling,
 )
 
@@ -188,9 +190,10 @@ def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
     assert bad.nreject > 0 or abs(bad.y[0, -1] - (jump - 2 * (1 - jump))) > 1e-13
 
 
-def test_coupling_rhs_compiled_equals_numpy_reference():
+@pytest.mark.parametrize("sigma", SIGMAS)
+def test_coupling_rhs_compiled_equals_numpy_reference(sigma):
     for mask in nm.NAMED_MASKS:
-        cfg = nm.ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7)
+        cfg = nm.ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7, sigma=sigma)
         model = nm.init_model(cfg, 3, 5, gate=0.9)
         rng = np.random.default_rng(1)
         X, E = rng.standard_normal((8, 3)), rng.standard_normal((8, 3))
@@ -205,6 +208,27 @@ def test_coupling_rhs_compiled_equals_numpy_reference():
             frozen_kernel_jac_nb(t, X.ravel(), p, seg, J)
             A = nm.attention_kernel(cfg, model.layers[seg], X)
             assert np.allclose(J, (A - np.eye(8)) / 0.01 - 0.7 * np.eye(8), rtol=1e-13, atol=1e-10)
+
+
+def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_one():
+    softsign = Activation(
+        "softsign", lambda z: z / (1 + np.abs(z)), lambda z: (1 + np.abs(z)) ** -2
+    )
+    cfg = nm.ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma=softsign)
+    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    X0 = np.random.default_rng(4).standard_normal((4, 2))
+    for call in (
+        lambda: pack_coupling(cfg, model, 0.1),
+        lambda: integrate_coupling(model, X0, 0.1),
+        lambda: integrate_coupling_scipy(model, X0, 0.1, rhs="compiled"),
+    ):
+        with pytest.raises(ValueError, match=r"user activation 'softsign'.*rhs='numpy'"):
+            call()
+    r = integrate_coupling_scipy(model, X0, 0.1, rhs="numpy", rtol=1e-8, atol=1e-10)
+    same = nm.ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma="identity")
+    other = integrate_coupling_scipy(nm.Model(same, model.layers), X0, 0.1, rhs="numpy")
+    assert r.success and np.all(np.isfinite(r.y))
+    assert np.abs(r.y - other.y).max() > 1e-6  # σ is applied: not the identity's flow
 
 
 def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import numerics as nm
 from numerics.model import pooling as pl
+from numerics.model.weights import SIGMAS
 
 
 def _softmax_rows(S, mask):
@@ -27,12 +28,26 @@ def _norm(X, cfg):
     return np.array([x / math.sqrt(sum(xi * xi for xi in x) / len(x) + cfg.norm_eps) for x in X])
 
 
+def _gelu_scalar(z: float) -> float:
+    """The tanh approximation of GELU, transcribed from its definition."""
+    return 0.5 * z * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z**3)))
+
+
+ACTIVATIONS = {
+    "tanh": np.tanh,
+    "relu": np.vectorize(lambda z: z if z > 0.0 else 0.0, otypes=[float]),
+    "gelu": np.vectorize(_gelu_scalar, otypes=[float]),
+    "identity": lambda z: z,
+}
+"""σ written out independently of numerics.model.activations."""
+
+
 def dense_layer(cfg, p, X, E):
     """The layer map written out with dense B and U_c matrices."""
     beta = cfg.score_scale
     Xn = _norm(X, cfg)
     A = _softmax_rows(beta * (Xn @ p.Q) @ (Xn @ p.K).T, cfg.mask_array)
-    act = np.tanh if cfg.sigma == "tanh" else (lambda z: z)
+    act = ACTIVATIONS[cfg.sigma]
     F = A @ Xn @ p.V + act(Xn @ p.W1) @ p.W2
     if cfg.slow:
         B = pl.pooling_matrix(cfg.T, cfg.P)
@@ -70,7 +85,7 @@ configs = st.builds(
     mask=st.sampled_from(nm.NAMED_MASKS),
     slow_mask=st.sampled_from(["blockcausal", "full"]),
     norm=st.booleans(),
-    sigma=st.sampled_from(["tanh", "identity"]),
+    sigma=st.sampled_from(SIGMAS),
     h=st.sampled_from([1.0, 0.25]),
     gamma=st.sampled_from([0.0, 0.5]),
     slow=st.booleans(),
@@ -170,7 +185,12 @@ def _cfg():
             ValueError,
             "unknown slow_mask",
         ),
-        (lambda: nm.ModelConfig(T=4, P=2, d=2, sigma="relu"), ValueError, "unknown sigma"),
+        (
+            lambda: nm.ModelConfig(T=4, P=2, d=2, sigma="swish"),
+            ValueError,
+            r"unknown sigma 'swish'; expected one of \['tanh', 'relu', 'gelu', 'identity'\]",
+        ),
+        (lambda: nm.ModelConfig(T=4, P=2, d=2, sigma=np.tanh), TypeError, "sigma must be one of"),
         (lambda: nm.ModelConfig(T=4, P=2, d=2, h=0.0), ValueError, "h must be > 0"),
         (lambda: nm.ModelConfig(T=4, P=2, d=2, gamma=-1.0), ValueError, "gamma must be ≥ 0"),
         (

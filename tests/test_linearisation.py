@@ -54,6 +54,41 @@ def test_jacobian_identity_for_a_tiny_case():
     assert tl.homogeneous_jacobian_residual(2, 1, "causal").is_zero_matrix
 
 
+@pytest.mark.parametrize("sigma", ["relu", "gelu", sp.sin(sp.Symbol("u"))])
+def test_jacobian_identity_for_other_activations(sigma):
+    """relu (Max(z, 0), derivative Heaviside), gelu and a user expression in one symbol."""
+    assert tl.homogeneous_jacobian_residual(2, 1, "causal", sigma=sigma).is_zero_matrix
+
+
+def test_activations_and_their_derivatives():
+    z = sp.Symbol("z", real=True)
+    assert tl.activation("relu")(z) == sp.Max(z, 0)
+    assert tl.activation_derivative("relu")(z) == sp.Heaviside(z)
+    assert tl.activation_derivative("tanh")(z) == 1 - sp.tanh(z) ** 2
+    assert tl.activation_derivative("identity")(z) == 1
+    c = sp.sqrt(2 / sp.pi)
+    gelu = z / 2 * (1 + sp.tanh(c * (z + sp.Rational(44715, 10**6) * z**3)))
+    assert sp.simplify(tl.activation("gelu")(z) - gelu) == 0
+    w = sp.Symbol("w")
+    lam = sp.Lambda(w, w**3 + w)
+    assert tl.activation(lam)(z) == z**3 + z == tl.activation(w**3 + w)(z)
+    assert tl.activation_derivative(lam)(z) == 3 * z**2 + 1
+
+
+def test_bad_activations_are_rejected_naming_the_choices():
+    a, b = sp.symbols("a b")
+    with pytest.raises(
+        ValueError, match=r"unknown sigma 'swish'; expected one of \['tanh', 'relu'"
+    ):
+        tl.factor_matrices(2, sigma="swish")
+    with pytest.raises(ValueError, match="exactly one symbol"):
+        tl.activation(a * b)
+    with pytest.raises(ValueError, match="one variable"):
+        tl.activation(sp.Lambda((a, b), a * b))
+    with pytest.raises(TypeError, match="NumPy counterpart"):
+        tl.activation(np.tanh)
+
+
 def test_frozen_kernels_are_row_stochastic_and_diagonalisable():
     for name, T, P in [("causal", 5, None), ("block_causal", 6, 3), ("block_bidirectional", 4, 2)]:
         K = tk.frozen_kernel(name, T, P)

@@ -28,7 +28,16 @@ def test_norm_jacobian_matches_finite_differences():
 
 
 @pytest.mark.parametrize(
-    "norm,sigma,gamma", [(True, "tanh", 0.0), (False, "identity", 0.5), (True, "tanh", 0.3)]
+    "norm,sigma,gamma",
+    [
+        (True, "tanh", 0.0),
+        (False, "identity", 0.5),
+        (True, "tanh", 0.3),
+        (True, "gelu", 0.3),
+        (False, "gelu", 0.0),
+        (True, "relu", 0.0),  # the pre-activations here are ≥ 0.16 away from the kink at 0
+        (False, "relu", 0.5),
+    ],
 )
 def test_single_token_linearisation_is_N_plus_M(norm, sigma, gamma):
     """For T = 1 the kernel is [1], so the layer's derivative is δx (N + M)."""

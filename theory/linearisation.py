@@ -19,8 +19,13 @@ closed form of ``J_n``, and proves the Kronecker identity for small symbolic ``T
 building the whole T×d layer with fully symbolic weights, differentiating, substituting the
 homogeneous state and simplifying the difference to the zero matrix.
 
+``σ`` is a named activation (tanh, relu = ``Max(z, 0)``, gelu (tanh approximation), identity) or
+a user SymPy expression (:func:`activation`). The statement is first order in ``σ``: for relu it
+holds wherever no pre-activation is 0 (``σ'`` is ``Heaviside``).
+
 Nothing here imports :mod:`numerics` (independent oracle); :func:`factors_function` is the numeric
-function generated with ``lambdify(..., cse=True)``.
+function generated with ``lambdify(..., cse=True)``. A user activation is a SymPy expression here
+and a NumPy pair in numerics; a check that needs both passes both.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ import numpy as np
 import sympy as sp
 
 __all__ = [
+    "SIGMA_NAMES",
+    "activation",
+    "activation_derivative",
     "rms_norm",
     "norm_jacobian_closed_form",
     "factor_matrices",
@@ -53,17 +61,90 @@ def norm_jacobian_closed_form(x: sp.Matrix, eps) -> sp.Matrix:
     return (sp.eye(d) - x * x.T / (d * r**2)) / r
 
 
-def _sigma(name: str):
-    if name == "tanh":
-        return sp.tanh
-    if name == "identity":
-        return lambda z: z
-    raise ValueError(f"unknown sigma {name!r}; expected 'tanh' or 'identity'")
+SIGMA_NAMES = ("tanh", "relu", "gelu", "identity")
+"""The named activations; ``numerics`` has the same names (its NumPy and Numba counterparts)."""
+
+GELU_K = sp.Rational(44715, 1000000)
+"""The cubic coefficient 0.044715 of the tanh approximation of GELU, exact."""
+
+
+def _gelu(z):
+    """The tanh approximation of GELU, ``½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))``."""
+    return z / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (z + GELU_K * z**3)))
+
+
+_NAMED = {
+    "tanh": sp.tanh,
+    "relu": lambda z: sp.Max(z, 0),
+    "gelu": _gelu,
+    "identity": lambda z: z,
+}
+
+
+def _sigma(sigma):
+    """The function ``expr ↦ σ(expr)`` that builds the activation of ``sigma`` on SymPy
+    expressions (see :func:`activation`)."""
+    if isinstance(sigma, str):
+        if sigma not in _NAMED:
+            raise ValueError(
+                f"unknown sigma {sigma!r}; expected one of {list(SIGMA_NAMES)}, a sympy.Lambda of "
+                "one variable or a SymPy expression in one symbol"
+            )
+        return _NAMED[sigma]
+    lam = _user_lambda(sigma)
+    return lambda z: lam(z)
+
+
+def _user_lambda(sigma) -> sp.Lambda:
+    """A user activation as a one-variable :class:`sympy.Lambda`."""
+    if isinstance(sigma, sp.Lambda):
+        if len(sigma.variables) != 1:
+            raise ValueError(f"a sigma Lambda must take one variable, got {sigma}")
+        return sigma
+    if isinstance(sigma, sp.Expr):
+        free = sorted(sigma.free_symbols, key=str)
+        if len(free) != 1:
+            raise ValueError(
+                f"a sigma expression must contain exactly one symbol (the pre-activation), got "
+                f"{sigma} with symbols {free}"
+            )
+        return sp.Lambda(free[0], sigma)
+    raise TypeError(
+        f"sigma must be one of {list(SIGMA_NAMES)}, a sympy.Lambda or a SymPy expression in one "
+        f"symbol, got {sigma!r} of type {type(sigma).__name__} (a numerics Activation is the "
+        "NumPy counterpart: pass its SymPy expression here)"
+    )
+
+
+def activation(sigma) -> sp.Lambda:
+    """``σ`` as a one-variable :class:`sympy.Lambda`: a name of :data:`SIGMA_NAMES`, a
+    ``sympy.Lambda`` of one variable, or an expression in exactly one symbol (that symbol is the
+    pre-activation).
+
+    relu is ``Max(z, 0)``; its derivative (:func:`activation_derivative`) is SymPy's
+    ``Heaviside(z)``, with ``Heaviside(0) = 1/2`` (numerics uses ``σ'(0) = 0``: compare the two away
+    from 0). gelu is the tanh approximation ``½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))`` with the
+    exact rational 0.044715. relu is not differentiable at 0, so a derivation that needs second
+    derivatives of ``σ`` does not apply to it there.
+    """
+    z = sp.Symbol("z", real=True)
+    return sp.Lambda(z, _sigma(sigma)(z))
+
+
+def activation_derivative(sigma) -> sp.Lambda:
+    """``σ'`` as a one-variable :class:`sympy.Lambda` (differentiated by SymPy; see
+    :func:`activation` for ``sigma`` and relu's value at 0)."""
+    lam = activation(sigma)
+    z = lam.variables[0]
+    return sp.Lambda(z, sp.diff(lam.expr, z))
 
 
 @cache
-def factor_matrices(d: int, m: int | None = None, norm: bool = True, sigma: str = "tanh"):
+def factor_matrices(d: int, m: int | None = None, norm: bool = True, sigma="tanh"):
     """Symbols and the d×d matrices ``(N, M)`` of the linearised homogeneous layer.
+
+    ``sigma`` is a name of :data:`SIGMA_NAMES`, a ``sympy.Lambda`` of one variable or an
+    expression in one symbol (:func:`activation`).
 
     Returns ``(symbols, N, M, J_n)`` with ``symbols = dict(x, V, W1, W2, h, gamma, eps)``. ``N`` and
     ``M`` are obtained by differentiating the single-token increment
@@ -90,7 +171,7 @@ def factor_matrices(d: int, m: int | None = None, norm: bool = True, sigma: str 
 
 
 @cache
-def _factors_lambda(d: int, m: int, norm: bool, sigma: str):
+def _factors_lambda(d: int, m: int, norm: bool, sigma):
     syms, N, M, _ = factor_matrices(d, m, norm, sigma)
     args = [
         list(syms["x"]),
@@ -104,9 +185,10 @@ def _factors_lambda(d: int, m: int, norm: bool, sigma: str):
     return sp.lambdify(args, [N, M], modules="numpy", cse=True)
 
 
-def factors_function(d: int, m: int | None = None, norm: bool = True, sigma: str = "tanh"):
+def factors_function(d: int, m: int | None = None, norm: bool = True, sigma="tanh"):
     """A numeric ``f(x, V, W1, W2, h, gamma, eps) -> (N, M)`` (float64 arrays) generated with
-    ``lambdify(..., cse=True)`` from :func:`factor_matrices`."""
+    ``lambdify(..., cse=True)`` from :func:`factor_matrices` (``sigma`` as there; relu's
+    ``Heaviside(0)`` is 1/2)."""
     m = d if m is None else m
     fn = _factors_lambda(d, m, bool(norm), sigma)
 
@@ -148,7 +230,7 @@ def homogeneous_jacobian_residual(
     mask: str = "causal",
     P: int | None = None,
     norm: bool = True,
-    sigma: str = "tanh",
+    sigma="tanh",
 ) -> sp.Matrix:
     """``∂vec Φ/∂vec X |_{X = 1xᵀ} − (I_T ⊗ Nᵀ + K ⊗ Mᵀ)``, simplified (Td×Td; zero if the
     identity holds).

@@ -29,6 +29,11 @@ projectors from the closed-form eigenvectors (never from ``numpy.linalg.eig``) a
 small ``T``; the mode products ``D_λ``, the mode ratio ``r(L)``, the saturation depth ``L*(τ)`` and the
 kernel constant ``c_K`` need only d×d work and the eigenvalues, and are safe at any ``T``.
 
+``σ`` is the config's activation (:mod:`numerics.model.activations`: tanh, relu, gelu, identity
+or a user pair ``(f, df)``); only ``σ`` and ``σ'`` enter, so every statement here is first order.
+For relu (``smooth=False``) ``σ'`` jumps at 0 (``σ'(0) := 0``): the factors are the derivative
+wherever no pre-activation ``z_l`` is exactly 0.
+
 Caveats: the RMS norm's Jacobian annihilates the radial direction ``x_l``; a perturbation of a
 token along its own state passes every layer through the residual stream unchanged, for every λ,
 so with the norm on ``r(L)`` does not fall below ≈ 1 (``r(1) ≥ 1`` exactly when ``ε_norm → 0``):
@@ -123,11 +128,13 @@ def _normed_rows(cfg: ModelConfig, x: np.ndarray) -> np.ndarray:
 
 
 def _act(cfg: ModelConfig, z: np.ndarray) -> np.ndarray:
-    return np.tanh(z) if cfg.sigma == "tanh" else z
+    """``σ(z)`` with the config's activation (:mod:`numerics.model.activations`)."""
+    return cfg.activation.f(z)
 
 
 def _act_prime(cfg: ModelConfig, z: np.ndarray) -> np.ndarray:
-    return 1.0 - np.tanh(z) ** 2 if cfg.sigma == "tanh" else np.ones_like(z)
+    """``σ'(z)`` with the config's activation (relu: ``σ'(0) = 0``)."""
+    return cfg.activation.df(z)
 
 
 def _single_token_increment(cfg, p, x, e):

@@ -16,7 +16,9 @@ The pieces (row-wise, ``r = √(mean(x²) + ε_n)``, ``n = x/r``, ``A = softmax_
 * RMS norm: ``dn = (dx − n·mean(n·dx))/r``; its Jacobian is symmetric, so the VJP is the same map.
 * Softmax: ``dA = A ⊙ (dS − rowsum(A ⊙ dS))``, VJP ``G_S = A ⊙ (G_A − rowsum(A ⊙ G_A))``.
   Masked entries have ``A = 0`` exactly, so they never contribute.
-* Scores ``S = β (X_n Q)(X_n K)ᵀ``, the MLP ``σ(X_n W1) W2`` (``σ' = 1 − tanh²`` or 1), and the
+* Scores ``S = β (X_n Q)(X_n K)ᵀ``, the MLP ``σ(X_n W1) W2`` (``σ'`` the derivative ``df`` of the
+  config's :class:`~numerics.model.activations.Activation`: ``1 − tanh²`` for tanh, the Heaviside
+  step with ``σ'(0) = 0`` for relu, 1 for identity), and the
   slow path ``U_c · softmax(β Ŷ Qs (Ŷ Ks)ᵀ) Ŷ Vs`` with ``Ŷ = n(B X)``; ``B`` and ``U_c`` are linear
   (``Bᵀ G = U G / P`` and ``U_cᵀ``) and are applied by reshaping.
 
@@ -38,6 +40,9 @@ Conventions and caveats:
   ``slow = True`` the slow path's reverse sweep starts from ``g·h·G``; at ``g = 0`` every slow-weight
   gradient is exactly ``0.0`` (zeros propagate exactly through the linear reverse sweep, claim A3),
   and the gate gradient is computed as ``∂⟨G, Φ⟩/∂g = h·⟨G, Slow(X)⟩`` in exactly that arithmetic.
+* **Non-smooth activations.** For relu (``config.activation.smooth`` False) the JVP and VJP are
+  the derivative wherever no pre-activation ``n(X)W1`` is exactly 0, and a one-sided derivative
+  (``σ'(0) = 0``) there; finite-difference comparisons must stay away from those kinks.
 * Every public function validates its arguments (shapes, finiteness, types); tangents and
   cotangents must be finite. The underscored functions skip validation.
 """

@@ -15,10 +15,17 @@ How it is computed:
   mixed; everything outside that range is an exact zero of the softmax, so skipping it changes
   nothing but the order of floating-point summation. For a causal mask this removes about half of
   the 4T²d FLOP, for block masks all but the diagonal blocks; for a dense mask it removes nothing.
+* **The activation** ``σ`` is one of the built-in ones of :mod:`numerics.model.activations`,
+  selected at run time by its integer code (:func:`activation_rows`: tanh, relu, gelu (tanh
+  approximation), identity); same formulas and operation order as the NumPy definitions there.
+  A user :class:`~numerics.model.activations.Activation` (NumPy functions) is refused with a
+  ``ValueError`` naming the NumPy reference path (:func:`numerics.model.layer.layer`,
+  :func:`numerics.model.layer.stack`), which evaluates any activation.
 * ``cache=True``, no ``fastmath``. ``exp`` and ``tanh`` are this module's vectorisable versions
-  (≤ 1 and ≤ 2 ulp from NumPy's), and sums run in a different order, so results agree with the
-  reference to rounding (measured relative Frobenius difference 2e-16 to 5e-16 for stacks of up to
-  4 layers, T ≤ 1024; tests assert 1e-12), not bitwise. Masked entries are exact zeros, as in the
+  (≤ 1 and ≤ 2 ulp from NumPy's; gelu goes through the same ``tanh``, relu is exact), and sums run
+  in a different order, so results agree with the reference to rounding (measured relative
+  Frobenius difference 2e-16 to 5e-16 for stacks of up to 4 layers, T ≤ 1024, and at most 6e-16
+  for each built-in activation at T ≤ 256; tests assert 1e-12), not bitwise. Masked entries are exact zeros, as in the
   reference, so causality (claim A1) holds bitwise on this path too.
 
 Why these choices (BLAS from ``@njit`` costs what it costs from NumPy; one compiled function per
@@ -39,6 +46,7 @@ import weakref
 import numpy as np
 from numba import njit
 
+from numerics.model.activations import COMPILED_CODES, GELU_C, GELU_K, compiled_code, is_builtin
 from numerics.model.layer import check_embeddings, check_layer_params, check_model, check_state
 from numerics.model.masks import block_level_mask
 from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
@@ -152,6 +160,50 @@ def tanh_row(row, vbuf, pbuf, tbuf):
         z = x * x
         small = x + x * z * (((_TP0 * z + _TP1) * z + _TP2) / (((z + _TQ0) * z + _TQ1) * z + _TQ2))
         row[b] = small if abs(x) < 0.625 else big
+
+
+@njit(cache=True)
+def relu_row(row):
+    """``row ← max(row, 0)`` in place, bit for bit ``np.maximum(row, 0.0)`` (NaN stays NaN, −0
+    becomes +0)."""
+    for b in range(row.shape[0]):
+        x = row[b]
+        row[b] = 0.0 if x <= 0.0 else x
+
+
+@njit(cache=True)
+def gelu_row(row, vbuf, pbuf, tbuf, zbuf):
+    """``row ← ½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))`` in place (the tanh approximation of GELU,
+    in the operation order of :data:`numerics.model.activations.GELU`, with :func:`tanh_row`)."""
+    n = row.shape[0]
+    z = zbuf[:n]
+    for b in range(n):
+        x = row[b]
+        z[b] = x
+        row[b] = GELU_C * (x + GELU_K * (x * x * x))
+    tanh_row(row, vbuf, pbuf, tbuf)
+    for b in range(n):
+        row[b] = 0.5 * z[b] * (1.0 + row[b])
+
+
+@njit(cache=True)
+def activation_rows(code, H, vbuf, pbuf, tbuf, zbuf):
+    """``H ← σ(H)`` in place, row by row (2-D, C-contiguous rows), for the built-in activation of
+    :data:`numerics.model.activations.COMPILED_CODES` ``code`` (0 identity: nothing to do). The
+    buffers are scratch space at least as long as a row. The code is tested once, outside the loop
+    over rows (a test per row costs ≈ 5% of a T = 256 layer)."""
+    T = H.shape[0]
+    if code == 1:
+        for i in range(T):
+            tanh_row(H[i], vbuf, pbuf, tbuf)
+    elif code == 2:
+        for i in range(T):
+            relu_row(H[i])
+    elif code == 3:
+        for i in range(T):
+            gelu_row(H[i], vbuf, pbuf, tbuf, zbuf)
+    elif code != 0:
+        raise ValueError("unknown activation code: the compiled paths evaluate built-in ones only")
 
 
 @njit(cache=True)
@@ -292,7 +344,7 @@ def _layer_into(
     gamma,
     eps,
     norm,
-    tanh,
+    act,
     slow,
     tile,
     sbuf,
@@ -307,12 +359,8 @@ def _layer_into(
     _attention_of(Xn, Q, K, V, mask, lo, hi, beta, tile, sbuf, att)
     H = np.empty((T, m))
     np.dot(Xn, W1, H)
-    if tanh:
-        vbuf = np.empty(m)
-        pbuf = np.empty(m)
-        tbuf = np.empty(m)
-        for i in range(T):
-            tanh_row(H[i], vbuf, pbuf, tbuf)
+    if act != 0:
+        activation_rows(act, H, np.empty(m), np.empty(m), np.empty(m), np.empty(m))
     M = np.empty((T, d))
     np.dot(H, W2, M)
     up = np.zeros((T // P, d))  # slow output per block, before the causal shift
@@ -376,6 +424,16 @@ def _static(cfg: ModelConfig) -> tuple:
     return hit
 
 
+def _check_sigma_compiles(cfg: ModelConfig) -> None:
+    """``ValueError`` naming the NumPy path if the config's activation is a user one (the
+    attention and slow-path pieces do not need ``σ`` and run for any activation)."""
+    compiled_code(
+        cfg.activation,
+        "the compiled layer (numerics.model.compiled)",
+        "numerics.layer / numerics.stack (numerics.model.layer) evaluate any activation",
+    )
+
+
 def _static_uncached(cfg: ModelConfig) -> tuple:
     mask = np.ascontiguousarray(cfg.mask_array, dtype=np.bool_)
     lo, hi = _row_ranges(mask)
@@ -394,7 +452,7 @@ def _static_uncached(cfg: ModelConfig) -> tuple:
         float(cfg.gamma),
         float(cfg.norm_eps),
         bool(cfg.norm),
-        cfg.sigma == "tanh",
+        np.int64(COMPILED_CODES[cfg.activation.name] if is_builtin(cfg.activation) else -1),
         bool(cfg.slow),
         np.int64(TILE),
     )
@@ -411,8 +469,10 @@ def fast_trajectory_unchecked(
 ) -> np.ndarray:
     """Unvalidated: all states ``(L+1, T, d)``. Hot path for benchmarks and integrators.
 
-    The loop over layers is in Python, one kernel call per layer.
+    The loop over layers is in Python, one kernel call per layer. A user activation is refused
+    (``ValueError``).
     """
+    _check_sigma_compiles(cfg)
     st = _static(cfg)
     out = np.empty((len(layers) + 1, cfg.T, cfg.d))
     out[0] = X0
@@ -460,7 +520,7 @@ def fast_stack(model: Model, X0, E=None) -> np.ndarray:
 
 def compiled_pieces(cfg: ModelConfig):
     st = _static(cfg)
-    mask, lo, hi, smask, slo, shi, P, beta, h, gamma, eps, norm, tanh, slow, tile = st
+    mask, lo, hi, smask, slo, shi, P, beta, h, gamma, eps, norm, act, slow, tile = st
     return mask, lo, hi, smask, slo, shi, P, beta, eps, norm, tile
 
 

@@ -6,13 +6,18 @@
 What it computes:
 
 * :func:`coupling_rhs_nb`: the right-hand side, a Numba transcription of
-  :func:`numerics.model.flow.make_rhs` with ``form="coupling"`` (same RMS norm, masked softmax, tanh
-  MLP, block-causal slow path with ``U_c``). For block-local masks the kernel and its product with
+  :func:`numerics.model.flow.make_rhs` with ``form="coupling"`` (same RMS norm, masked softmax,
+  MLP with a built-in activation (tanh, relu, gelu or identity, packed as its integer code of
+  :data:`numerics.model.activations.COMPILED_CODES`), block-causal slow path with ``U_c``). For block-local masks the kernel and its product with
   ``X`` are computed block by block (``O(T·P·d)``, not ``O(T²d)``). The packed vector also holds,
   per layer, ``G = [β·Q Kᵀ | W1]`` and ``Gs = [β·Qs Ksᵀ | Vs]``, so that one product ``n(X)·G``
   gives the bilinear score factor and the MLP pre-activation; weights and mask are read as views
-  of the packed vector; the softmax exponentials and the MLP ``tanh`` go through the vectorisable
-  ``exp``/``tanh`` of :mod:`numerics.model.compiled` (≤ 1 and ≤ 2 ulp).
+  of the packed vector; the softmax exponentials and the MLP activation go through the
+  vectorisable ``exp`` and :func:`numerics.model.compiled.activation_rows` (≤ 1 and ≤ 2 ulp). A
+  user :class:`~numerics.model.activations.Activation` (NumPy functions) is not compiled:
+  :func:`pack_coupling`, :func:`integrate_coupling` and ``integrate_coupling_scipy(rhs="compiled")``
+  refuse it with a ``ValueError`` naming the NumPy right-hand side
+  (``integrate_coupling_scipy(rhs="numpy")``, :func:`numerics.model.flow.make_rhs`).
 * :func:`frozen_kernel_jac_nb`: the stiff part ``J = (A_t(X) − I)/ε − γI`` of the Jacobian (T×T,
   acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``.
 * :func:`integrate_coupling`: the flow by :func:`numerics.integrators.integrate` (Numba loops),
@@ -50,12 +55,13 @@ from numerics import validation as v
 from numerics.integrators import IntegratorResult, integrate
 from numerics.integrators.loops import JAC_SIG, RHS_SIG
 from numerics.model import kernels
-from numerics.model.compiled import EXP_CUT, exp_into, tanh_row
+from numerics.model.activations import compiled_code, is_builtin
+from numerics.model.compiled import EXP_CUT, activation_rows, exp_into
 from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
-_T, _P, _D, _M, _L, _NORM, _TANH, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL = range(
-    14
+_T, _P, _D, _M, _L, _NORM, _SIGMA, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL = (
+    range(14)
 )
 
 __all__ = [
@@ -73,11 +79,46 @@ __all__ = [
 ]
 
 
-def pack_coupling(config: ModelConfig, layers, eps: float, E=None) -> np.ndarray:
+SIGMA_NOT_COMPILED = -1.0
+"""The activation code packed for a user activation by ``pack_coupling(..., jacobian_only=True)``:
+:func:`frozen_kernel_jac_nb` does not need ``σ``, :func:`coupling_rhs_nb` refuses it."""
+
+NUMPY_ALTERNATIVE = (
+    "integrate_coupling_scipy(model, X0, eps, rhs='numpy') or "
+    "numerics.make_rhs(model, form='coupling', eps=eps) (the NumPy right-hand side "
+    "numerics.model.kernels.coupling) evaluate any activation"
+)
+"""The NumPy path named when the compiled right-hand side refuses a user activation."""
+
+
+def _sigma_code(config: ModelConfig, jacobian_only: bool) -> float:
+    """The packed activation code (:data:`numerics.model.activations.COMPILED_CODES`); a user
+    activation is refused unless only the frozen-kernel Jacobian will read the vector."""
+    if jacobian_only and not is_builtin(config.activation):
+        return SIGMA_NOT_COMPILED
+    return float(
+        compiled_code(
+            config.activation,
+            "the compiled coupling right-hand side (numerics.model.coupling)",
+            NUMPY_ALTERNATIVE,
+        )
+    )
+
+
+def pack_coupling(
+    config: ModelConfig, layers, eps: float, E=None, *, jacobian_only: bool = False
+) -> np.ndarray:
     """Pack ``config``, the per-interval parameters ``layers`` (a :class:`Model` or a sequence of
-    :class:`LayerParams`), ``ε`` and the injection target ``E`` into one flat vector."""
+    :class:`LayerParams`), ``ε`` and the injection target ``E`` into one flat vector.
+
+    The config's activation must be a built-in one (``ValueError`` for a user
+    :class:`~numerics.model.activations.Activation`, naming the NumPy alternative), unless
+    ``jacobian_only``: then a user activation is packed as :data:`SIGMA_NOT_COMPILED`, which
+    :func:`frozen_kernel_jac_nb` ignores and :func:`coupling_rhs_nb` refuses.
+    """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+    sigma_code = _sigma_code(config, jacobian_only)
     if isinstance(layers, Model):
         layers = layers.layers
     layers = list(layers)
@@ -104,7 +145,7 @@ def pack_coupling(config: ModelConfig, layers, eps: float, E=None) -> np.ndarray
         config.m,
         len(layers),
         float(config.norm),
-        float(config.sigma == "tanh"),
+        sigma_code,
         float(config.slow),
         float(config.slow_mask == "full"),
         config.gamma,
@@ -278,14 +319,16 @@ def _dense_kernel(Xn, p, seg):
 # the two pieces of the right-hand side below are inlined into it (Numba IR): no call overhead in
 # the integrators' hot loop, the same arithmetic
 @njit(cache=True, inline="always")
-def _add_mlp_output(Z, W2, tanh, out):
-    """``out += vec(σ(Z)·W2)`` for the pre-activation ``Z = n(X)·W1`` (T×m; ``σ = tanh`` in place
-    when ``tanh``, through the vectorisable :func:`numerics.model.compiled.tanh_row`)."""
+def _add_mlp_output(Z, W2, act, out):
+    """``out += vec(σ(Z)·W2)`` for the pre-activation ``Z = n(X)·W1`` (T×m; ``σ`` applied in place
+    by :func:`numerics.model.compiled.activation_rows` with the activation code ``act``, nothing
+    for identity (0))."""
     T, m = Z.shape
     d = W2.shape[1]
-    if tanh:
-        zf = Z.reshape(T * m)
-        tanh_row(zf, np.empty(T * m), np.empty(T * m), np.empty(T * m))
+    if act != 0:  # as one row of T·m entries: the rows of Z (m = d) are too short to vectorise
+        n = T * m
+        zf = Z.reshape((1, n))
+        activation_rows(act, zf, np.empty(n), np.empty(n), np.empty(n), np.empty(n))
     acc = np.empty(d)
     for i in range(T):
         acc[:] = 0.0
@@ -378,7 +421,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
         A = _dense_kernel(Xn, p, seg)
         out[:] = ((np.dot(A, X) - X) / p[_EPS]).reshape(T * d)
         Z = np.dot(Xn, _mat(p, off, d, m))
-    _add_mlp_output(Z, W2, p[_TANH] > 0.0, out)
+    _add_mlp_output(Z, W2, int(p[_SIGMA]), out)
     g = p[off + 2 * d * m + 3 * d * d]
     if p[_SLOW] > 0.0 and g != 0.0:
         Zs = _pooled_slow_attention(X, p, seg)
@@ -421,16 +464,16 @@ def layer_breakpoints(L: int) -> np.ndarray:
     return np.arange(1, L) / L
 
 
-def _checked_problem(model: Model, X0, eps: float, E):
+def _checked_problem(model: Model, X0, eps: float, E, jacobian_only: bool = False):
     """``(config, X0, E, packed vector)`` after checking the arguments; ``E`` defaults to ``X0``
-    when ``γ > 0``."""
+    when ``γ > 0``; ``jacobian_only`` as in :func:`pack_coupling`."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
     cfg = model.config
     X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
     if cfg.gamma and E is None:
         E = X0
-    return cfg, X0, E, pack_coupling(cfg, model.layers, eps, E)
+    return cfg, X0, E, pack_coupling(cfg, model.layers, eps, E, jacobian_only=jacobian_only)
 
 
 def integrate_coupling(
@@ -564,7 +607,7 @@ def integrate_coupling_scipy(
         raise ValueError(f"jac={jac!r}: expected one of {SCIPY_JACOBIANS}")
     if rhs not in ("compiled", "numpy"):
         raise ValueError(f"rhs={rhs!r}: expected 'compiled' or 'numpy'")
-    cfg, X0, E, p = _checked_problem(model, X0, eps, E)
+    cfg, X0, E, p = _checked_problem(model, X0, eps, E, jacobian_only=rhs == "numpy")
     edges = np.concatenate([[0.0], layer_breakpoints(model.L), [1.0]])
     y = X0.ravel().copy()
     counts = {"nfev": 0, "njev": 0, "nlu": 0, "nsteps": 0}

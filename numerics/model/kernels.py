@@ -28,7 +28,8 @@ def kernel(cfg: ModelConfig, Xn: np.ndarray, Q: np.ndarray, K: np.ndarray, mask)
 
 
 def sigma(cfg: ModelConfig, Z: np.ndarray) -> np.ndarray:
-    return np.tanh(Z) if cfg.sigma == "tanh" else Z
+    """``σ(Z)`` element-wise with the config's activation (:mod:`numerics.model.activations`)."""
+    return cfg.activation.f(Z)
 
 
 def slow(cfg: ModelConfig, p: LayerParams, X: np.ndarray) -> np.ndarray:

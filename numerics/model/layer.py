@@ -8,8 +8,10 @@
     F_l(X)    = Attn_l(X) + MLP_l(X) + g_l·Slow_l(X) + γ(E − X)
     Φ_l(X)    = X + h·F_l(X)
 
-``β = 1/√d`` unless the config says otherwise. The T×T×d products go through BLAS (``@``).
-The public functions validate their inputs; the underscored ones are the unvalidated kernels that
+``β = 1/√d`` unless the config says otherwise; ``σ`` is the config's activation
+(:mod:`numerics.model.activations`: ``"tanh"``, ``"relu"``, ``"gelu"``, ``"identity"`` or a user
+:class:`~numerics.model.activations.Activation`; this path evaluates any of them). The T×T×d
+products go through BLAS (``@``). The public functions validate their inputs; the underscored ones are the unvalidated kernels that
 the JVPs, gradients and integrators call in their inner loops.
 """
 

@@ -66,14 +66,17 @@ def attn_vjp(beta, c, Q, K, V, G):
 
 
 def layer_fwd(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E: np.ndarray | None) -> dict:
-    """All intermediates of ``Φ(X)``; ``c["Y"]`` is bit-identical to :func:`numerics.model.layer._layer`."""
+    """All intermediates of ``Φ(X)``; ``c["Y"]`` is bit-identical to :func:`numerics.model.kernels.layer`.
+
+    ``c["Z"]``, ``c["H"] = σ(Z)`` and ``c["dH"] = σ'(Z)`` are the MLP's pre-activation, activation
+    and derivative (the config's :class:`~numerics.model.activations.Activation`)."""
     beta = cfg.score_scale
     Xn, r = norm_fwd(cfg, X)
     c = {"X": X, "r": r, "E": E}
     c["attn"] = att = attn_fwd(beta, Xn, p.Q, p.K, p.V, cfg.mask_array)
     Z = Xn @ p.W1
-    H = np.tanh(Z) if cfg.sigma == "tanh" else Z
-    c["Z"], c["H"] = Z, H
+    H = cfg.activation.f(Z)
+    c["Z"], c["H"], c["dH"] = Z, H, cfg.activation.df(Z)
     F = att["out"] + H @ p.W2
     if cfg.slow:
         Yb = kernels.block_mean(X, cfg.P)
@@ -90,8 +93,10 @@ def layer_fwd(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E: np.ndarray | N
     return c
 
 
-def sigma_prime(cfg: ModelConfig, c: dict) -> np.ndarray | float:
-    return 1.0 - c["H"] * c["H"] if cfg.sigma == "tanh" else 1.0
+def sigma_prime(cfg: ModelConfig, c: dict) -> np.ndarray:
+    """``σ'(Z)`` at the cached pre-activation ``Z = n(X)W1`` (computed once by :func:`layer_fwd`
+    with the config's activation; for relu ``σ'(0) = 0``, see :mod:`numerics.model.activations`)."""
+    return c["dH"]
 
 
 def layer_jvp_cached(cfg: ModelConfig, p: LayerParams, c: dict, dX, dp) -> np.ndarray:

@@ -13,10 +13,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numerics import validation as v
+from numerics.model.activations import SIGMAS, Activation, resolve
 from numerics.model.masks import NAMED_MASKS, as_mask
 
-SIGMAS = ("tanh", "identity")
-"""Row-wise nonlinearities of the MLP."""
+__all__ = [
+    "SIGMAS",
+    "SLOW_MASKS",
+    "WEIGHT_NAMES",
+    "FAST_WEIGHTS",
+    "SLOW_WEIGHTS",
+    "ModelConfig",
+    "LayerParams",
+    "Model",
+    "init_layer",
+    "spread_gates",
+    "init_model",
+]
 
 SLOW_MASKS = ("blockcausal", "full")
 """Masks of the slow attention over pooled tokens. ``"full"`` is v1's leaking variant (claim A1)."""
@@ -41,7 +53,14 @@ class ModelConfig:
             T×T array with non-empty rows.
         slow_mask: ``"blockcausal"`` (autoregressive) or ``"full"`` (v1's variant; leaks).
         norm: apply RMS normalisation ``n(·)`` before attention, MLP and slow path.
-        sigma: MLP nonlinearity, ``"tanh"`` or ``"identity"``.
+        sigma: MLP nonlinearity: a name of :data:`SIGMAS` (``"tanh"``, ``"relu"``, ``"gelu"`` (tanh
+            approximation), ``"identity"``) or a user
+            :class:`~numerics.model.activations.Activation` ``(name, f, df, smooth)`` of NumPy
+            functions. A built-in :class:`Activation` object is stored as its name. The NumPy
+            reference path (layer, JVP/VJP, linearisation) accepts any; the compiled paths
+            (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling`) only the named ones.
+            :attr:`activation` is the resolved object; ``activation.smooth`` is False for relu, and
+            a claim needing second derivatives of ``σ`` must treat that as a hypothesis.
         h: depth step (1 for a plain stack, ``1/L`` for the continuum scaling).
         gamma: input-injection strength ``γ ≥ 0`` towards the embeddings ``E``.
         beta: attention score scale; ``None`` means ``1/√d``.
@@ -56,13 +75,14 @@ class ModelConfig:
     mask: object = "causal"
     slow_mask: str = "blockcausal"
     norm: bool = True
-    sigma: str = "tanh"
+    sigma: str | Activation = "tanh"
     h: float = 1.0
     gamma: float = 0.0
     beta: float | None = None
     slow: bool = True
     norm_eps: float = 1e-6
     _mask_array: np.ndarray = field(init=False, repr=False)
+    _activation: Activation = field(init=False, repr=False)
 
     @classmethod
     def from_params(cls, params, **overrides) -> ModelConfig:
@@ -86,7 +106,10 @@ class ModelConfig:
             v.choice("mask", self.mask, NAMED_MASKS)
         object.__setattr__(self, "_mask_array", as_mask(self.mask, T, self.P))
         v.choice("slow_mask", self.slow_mask, SLOW_MASKS)
-        v.choice("sigma", self.sigma, SIGMAS)
+        act = resolve(self.sigma)
+        object.__setattr__(self, "_activation", act)
+        if act.name in SIGMAS:
+            object.__setattr__(self, "sigma", act.name)
         for flag in ("norm", "slow"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
@@ -105,6 +128,12 @@ class ModelConfig:
     def mask_array(self) -> np.ndarray:
         """The fast mask as a boolean T×T array."""
         return self._mask_array
+
+    @property
+    def activation(self) -> Activation:
+        """The MLP nonlinearity ``σ`` as an :class:`~numerics.model.activations.Activation`
+        (value ``f``, derivative ``df``, ``smooth``)."""
+        return self._activation
 
     @property
     def mask_name(self) -> str | None:
