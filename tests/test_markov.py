@@ -1,5 +1,6 @@
 """Unit and property tests of numerics.toy.markov and theory.markov (claims F2, F3)."""
 
+import mpmath
 import numpy as np
 import pytest
 import sympy as sp
@@ -18,6 +19,11 @@ def _random_generator(rng, n, density=1.0):
         R[(i + 1) % n, i] = rng.uniform(0.1, 2.0)
     np.fill_diagonal(R, 0.0)
     return R - np.diag(R.sum(axis=0))
+
+
+def _example_functions(n: int) -> tuple:
+    """``Q(y)`` and ``∂Q/∂y`` of the example chain with ``n`` states, as functions of ``y``."""
+    return (lambda y: mk.example_generator(n, y)), (lambda y: mk.example_generator_dy(n, y))
 
 
 # --------------------------------------------------------------------------- validation
@@ -110,14 +116,7 @@ def test_example_chains_agree_with_theory():
 
 
 def test_integrate_coupled_stays_on_simplex_and_validates():
-    n = 3
-
-    def gen(y):
-        return mk.example_generator(n, y)
-
-    def gdy(y):
-        return mk.example_generator_dy(n, y)
-
+    gen, gdy = _example_functions(3)
     run = mk.integrate_coupled(gen, gdy, 1e-2, [1, 0, 0], 0.2, np.arange(3.0), [0, 0.5, 1.0])
     assert run.success and np.abs(run.x.sum(axis=1) - 1).max() <= 1e-10 and run.x.min() >= -1e-12
     with pytest.raises(ValueError, match="method"):
@@ -197,14 +196,7 @@ def test_theory_within_block_stationary(P):
 
 
 def test_stiff_methods_agree_on_the_coupled_system():
-    n = 3
-
-    def gen(y):
-        return mk.example_generator(n, y)
-
-    def gdy(y):
-        return mk.example_generator_dy(n, y)
-
+    gen, gdy = _example_functions(3)
     t = np.linspace(0.0, 2.0, 5)
     runs = [
         mk.integrate_coupled(gen, gdy, 1e-3, [0.2, 0.3, 0.5], 0.5, np.arange(3.0), t, method=m)
@@ -212,3 +204,132 @@ def test_stiff_methods_agree_on_the_coupled_system():
     ]
     for r in runs[1:]:
         assert np.abs(r.x - runs[0].x).max() <= 1e-8 and np.abs(r.y - runs[0].y).max() <= 1e-8
+
+
+# --------------------------------------------------------------------------- user families
+
+Y, T = sp.symbols("y t", real=True)
+X3 = sp.symbols("x0:3")
+
+
+def _family_generator(rates: dict, n: int) -> sp.Matrix:
+    """``Q`` with the jump rates ``{(i, j): rate of j → i}`` and zero column sums."""
+    Q = sp.zeros(n, n)
+    for (i, j), rate in rates.items():
+        Q[i, j] = rate
+    for j in range(n):
+        Q[j, j] = -sum(Q[i, j] for i in range(n) if i != j)
+    return Q
+
+
+FAMILY_Q = _family_generator(
+    {
+        (1, 0): sp.Rational(7, 10) * sp.exp(sp.Rational(3, 10) * Y),
+        (0, 1): 1 + 2 / (1 + Y**2),
+        (2, 1): sp.Rational(3, 2) + sp.sin(Y) / 2,
+        (1, 2): sp.sqrt(1 + Y**2),
+        (0, 2): sp.Float(1.3) * sp.exp(-Y / 2),
+        (2, 0): sp.Rational(1, 2),
+    },
+    3,
+)
+"""A 3-state family with fractional exponential rates, a float, a root and a sine."""
+FAMILY_SLOW = -Y + 4 * X3[0] * X3[1] - X3[2] * Y / 2 + sp.cos(2 * T) / 2
+"""A slow field nonlinear in the fast state."""
+
+
+def test_family_algebra_reads_exponentials_roots_floats_and_functions():
+    alg = tm.family_algebra([sp.exp(sp.Rational(3, 10) * Y), 2 * sp.exp(-Y / 2)], Y)
+    assert alg.atoms == (sp.exp(Y / 10),)  # one base: exp(3y/10) = u³, exp(−y/2) = u⁻⁵
+    assert alg.convert(sp.exp(Y / 2) * sp.exp(-Y / 2)) == 1
+    alg = tm.family_algebra([sp.exp(Y / 97) + sp.exp(Y / 89)], Y)  # lcm 8633 > 60: two atoms
+    assert set(alg.atoms) == {sp.exp(Y / 97), sp.exp(Y / 89)}
+    alg = tm.family_algebra([sp.Float(0.3) * sp.sqrt(1 + Y**2) + sp.sin(Y) + T], Y)
+    assert alg.convert(sp.Float(0.3)) == alg.convert(sp.Rational(3, 10))  # floats as decimals
+    assert sp.cos(Y) in alg.atoms  # the derivative of sin(y) is a generator too
+    for atom, d in zip(alg.atoms, alg.derivs[1:]):  # derivs[0] is dy/dy
+        if d is not None:
+            assert sp.simplify(alg.to_sympy(d) - sp.diff(atom, Y)) == 0, atom
+
+
+def test_family_stationary_distribution_is_a_probability_in_the_kernel_of_q():
+    st_ = tm.stationary_distribution(FAMILY_Q, Y)
+    assert all(r == 0 for r in st_.residual)
+    fQ = sp.lambdify(Y, FAMILY_Q, modules="numpy")
+    for yv in (-1.7, 0.0, 0.9):
+        p = np.array(st_.numeric(yv), dtype=float)
+        Q = np.array(fQ(yv), dtype=float)
+        assert abs(p.sum() - 1) <= 1e-15 and p.min() > 0
+        assert np.abs(Q @ p).max() <= 1e-15 * np.abs(Q).max() * 4
+        assert np.abs(p - mk.stationary_distribution(Q)).max() <= 1e-14
+
+
+def test_family_h1_solves_its_defining_equations_exactly():
+    sm = tm.family_slow_manifold(FAMILY_Q, FAMILY_SLOW, Y, X3, T)
+    assert all(r == 0 for r in sm.residual_invariance) and sm.residual_sum == 0
+    assert sm.c is None and sm.slow == FAMILY_SLOW
+    # the same equations with SymPy's own derivative, evaluated at 40 digits (independent of the
+    # field in which they were derived): Q p = 0, 1ᵀp = 1, Q h_1 = ∂_y p · g(p), 1ᵀh_1 = 0 (for
+    # Q with its float 1.3 read as the decimal 13/10, as the derivation reads it)
+    Q = sp.nsimplify(FAMILY_Q, rational=True)
+    g0 = FAMILY_SLOW.xreplace(dict(zip(X3, sm.p)))
+    residuals = [
+        *(Q * sm.p),
+        sum(sm.p) - 1,
+        *(Q * sm.h1 - sp.diff(sm.p, Y) * g0),
+        sum(sm.h1),
+    ]
+    at_40_digits = sp.lambdify((Y, T), residuals, modules="mpmath")
+    with mpmath.workdps(40):
+        for yv, tv in ((-1.5, 0.3), (0.4, 2.0), (1.9, -1.0)):
+            assert max(abs(r) for r in at_40_digits(mpmath.mpf(yv), mpmath.mpf(tv))) < 1e-30
+
+
+def test_family_functions_and_h1_agree_with_the_numerics():
+    sm = tm.family_slow_manifold(FAMILY_Q, FAMILY_SLOW, Y, X3, T)
+    fn = tm.family_functions(FAMILY_Q, FAMILY_SLOW, Y, X3, T)
+    slow = mk.SlowField(fn.slow, fn.slow_gradient)
+    x, h = np.array([0.2, 0.3, 0.5]), 1e-6
+    for yv, tv in ((-1.2, 0.4), (0.7, 2.0)):
+        fd = (fn.generator(yv + h) - fn.generator(yv - h)) / (2 * h)
+        assert np.abs(fd - fn.generator_dy(yv)).max() <= 1e-8
+        gx, gy = fn.slow_gradient(yv, x, tv)
+        assert abs((fn.slow(yv + h, x, tv) - fn.slow(yv - h, x, tv)) / (2 * h) - gy) <= 1e-8
+        e0 = np.eye(3)[0] * h
+        assert abs((fn.slow(yv, x + e0, tv) - fn.slow(yv, x - e0, tv)) / (2 * h) - gx[0]) <= 1e-8
+        Q, dQ = fn.generator(yv), fn.generator_dy(yv)
+        h1 = mk.first_order_correction(Q, dQ, slow, yv, tv)
+        assert np.abs(np.array(sm.h1_numeric(yv, tv)) - h1).max() <= 1e-12
+        assert np.abs(np.array(sm.Q_numeric(yv), dtype=float) - Q).max() <= 1e-14
+
+
+def test_family_slow_manifold_of_the_example_chain_matches_the_example():
+    x = sp.symbols("x0:3")
+    slow = -tm.y + x[1] + 2 * x[2] + sp.sin(tm.t)
+    fam = tm.family_slow_manifold(tm.example_generator(3), slow, tm.y, x, tm.t)
+    ex = tm.slow_manifold(3)
+    ys, ts = np.linspace(-2, 2, 9), np.linspace(0, 3, 9)
+    assert np.abs(np.array(fam.p_numeric(ys)) - np.array(ex.p_numeric(ys))).max() <= 1e-14
+    assert np.abs(np.array(fam.h1_numeric(ys, ts)) - np.array(ex.h1_numeric(ys, ts))).max() <= 1e-13
+    assert sp.simplify(fam.g0 - ex.g0) == 0
+
+
+def test_family_slow_manifold_rejects_several_closed_classes_and_non_generators():
+    blocks = _family_generator({(1, 0): sp.exp(Y), (0, 1): 1, (3, 2): 2, (2, 3): 1 + Y**2}, 4)
+    x4 = sp.symbols("x0:4")
+    with pytest.raises(ValueError, match="closed"):
+        tm.family_slow_manifold(blocks, -Y + x4[0], Y, x4, T)
+    leaky = FAMILY_Q - sp.eye(3) / 2  # columns sum to −1/2: mass decays, Q p_st ≠ 0
+    with pytest.raises(ArithmeticError, match="Q p = 0"):
+        tm.family_slow_manifold(leaky, FAMILY_SLOW, Y, X3, T)
+
+
+def test_a_slow_field_reproduces_the_coupling_vector_exactly():
+    """``integrate_coupled`` with the example field as a SlowField is the run with ``c``."""
+    gen, gdy = _example_functions(3)
+    c, t = np.arange(3.0), np.linspace(0.0, 1.0, 5)
+    a = mk.integrate_coupled(gen, gdy, 1e-2, [0.2, 0.3, 0.5], 0.4, c, t)
+    b = mk.integrate_coupled(gen, gdy, 1e-2, [0.2, 0.3, 0.5], 0.4, mk.linear_slow_field(c), t)
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
+    with pytest.raises(ValueError, match="c must have shape"):
+        mk.integrate_coupled(gen, gdy, 1e-2, [0.2, 0.3, 0.5], 0.4, c[:2], t)

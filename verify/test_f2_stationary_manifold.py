@@ -4,12 +4,14 @@ manifold is p_st(y), attracting at the spectral gap, and the coupled system trac
 
 The verdict is decided by :data:`verify.checks.f2.CLAIM` (including the attention-link parts);
 these tests only read it. The negative controls run in ``verify/test_negative_controls.py``.
+Your own system: a :class:`~verify.systems.GeneratorFamily` is checked against the ``p_st`` and
+``h_1`` derived for its own ``Q`` and slow field.
 """
 
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numerics import lapack
@@ -17,6 +19,8 @@ from numerics.toy import markov as mk
 from theory import markov as tm
 from verify.measure import symbolic_agrees
 from verify.registry import CLAIMS, run_check
+from verify.strategies import generator_families
+from verify.systems import GeneratorFamily
 
 pytestmark = pytest.mark.claim("F2")
 
@@ -78,3 +82,76 @@ def test_tree_theorem_matches_numeric_null_vector_for_random_rational_generators
     agree = symbolic_agrees([float(x) for x in exact.expr], p, tol=1e-12, scale=1.0)
     assert agree.holds, agree
     assert all(r == 0 for r in exact.residual)
+
+
+# --------------------------------------------------------------------------- your own system
+
+Y, T = sp.symbols("y t", real=True)
+
+
+def make_family(rates: dict, slow, n: int, name: str) -> GeneratorFamily:
+    """The family with the jump rates ``{(i, j): rate of j → i}``, the diagonal making the columns
+    sum to zero, and the slow field ``slow(x)`` (a function of the state symbols)."""
+    x = sp.symbols(f"x0:{n}")
+    Q = sp.zeros(n, n)
+    for (i, j), rate in rates.items():
+        Q[i, j] = rate
+    for j in range(n):
+        Q[j, j] = -sum(Q[i, j] for i in range(n) if i != j)
+    return GeneratorFamily(Q, slow(x), y=Y, x=x, t=T, name=name)
+
+
+OWN_RATES = {
+    (1, 0): 1 + sp.exp(Y / 2),
+    (0, 1): 1 + 2 / (1 + Y**2),
+    (2, 1): sp.Rational(3, 2) + sp.sin(Y) / 2,
+    (1, 2): sp.sqrt(1 + Y**2),
+    (0, 2): sp.exp(-Y / 2),
+    (2, 0): sp.Rational(1, 2),
+}
+"""Three states, rates with ``exp(±y/2)``, a root and a sine: not the example chain."""
+
+
+def own_slow(x):
+    """A slow field that is nonlinear in the fast state and in y (not ``−y + cᵀx + sin t``)."""
+    return -Y + 4 * x[0] * x[1] - x[2] * Y / 2 + 3 * sp.cos(2 * T) / 2
+
+
+def test_a_user_family_with_its_own_slow_field_tracks_its_own_p_st(claim):
+    v = claim.main(
+        run_check("F2", system=make_family(OWN_RATES, own_slow, 3, "own 3-state family"))
+    )
+    assert v.outcome == "holds", v.summary()
+    assert v.system["kind"] == "GeneratorFamily"
+    assert v.conclusion["first_order_correction"].value["exact_residuals_zero"]
+    assert any(note.startswith("your system") for note in v.notes)
+
+
+def test_a_family_with_two_closed_classes_is_outside_the_hypotheses():
+    """Two disjoint two-state chains: two closed classes, no unique p_st (theory says so too)."""
+    rates = {(1, 0): sp.exp(Y), (0, 1): 1 + Y**2, (3, 2): 2 + sp.sin(Y), (2, 3): sp.exp(-Y)}
+    v = run_check("F2", system=make_family(rates, lambda x: -Y + x[1] + sp.sin(T), 4, "two blocks"))
+    assert v.outcome == "outside-hypotheses"
+    assert "one_closed_class_on_grid" in v.violated, v.summary()
+    assert "not computed" in v.conclusion["manifold_is_p_st"].rule
+
+
+def test_a_family_with_a_negative_rate_is_outside_the_hypotheses():
+    """One negative jump rate (columns still sum to zero): not a generator."""
+    rates = {**OWN_RATES, (2, 0): -sp.Rational(1, 2)}
+    v = run_check("F2", system=make_family(rates, own_slow, 3, "negative rate"))
+    assert v.outcome == "outside-hypotheses"
+    assert "generator_on_grid" in v.violated, v.summary()
+
+
+RANDOM_FAMILY_SWEEP = {"gap_min": 0.05, "eps_min": 2e-4, "eps_max": 2e-3, "n_eps": 5}
+"""A sweep inside the hypotheses for every family :func:`generator_families` draws: its rates
+``a·exp(b·y)`` (a ≥ 0.2, |b| ≤ 1) keep the spectral gap on [−2, 2] above 2·0.2·e^{−2} ≈ 0.054, so
+``exp(−gap·t0/ε) ≤ 1e-3·ε²`` needs ε ≤ 2e-3 (at t0 = 1)."""
+
+
+@settings(max_examples=3, deadline=None)
+@given(generator_families())
+def test_f2_holds_on_random_irreducible_families(family):
+    v = run_check("F2", RANDOM_FAMILY_SWEEP, system=family)
+    assert v.outcome == "holds", v.summary()

@@ -15,7 +15,10 @@ negative real part and ``x(t) → p_st`` at the spectral gap ``−max{Re λ : λ
 
 The fast–slow system of F2 (column convention)::
 
-    ε dx/dt = Q(y) x,        dy/dt = g(x, y, t) = −y + cᵀx + sin t.
+    ε dx/dt = Q(y) x,        dy/dt = g(x, y, t),
+
+with the example slow field ``g = −y + cᵀx + sin t`` or any :class:`SlowField` (callables, e.g.
+lambdified from a user family's SymPy expressions by ``verify``).
 
 After an initial layer of duration O(ε log 1/ε), ``x(t) = p_st(y(t)) + ε h_1(y(t), t) + O(ε²)``
 with ``Q h_1 = ∂_y p_st · g(p_st, y, t)``, ``1ᵀh_1 = 0``; and ``∂_y p_st = Q^#(−∂_y Q · p_st)``
@@ -62,6 +65,9 @@ __all__ = [
     "switch_generator",
     "stationary_derivative",
     "first_order_correction",
+    "SlowField",
+    "linear_slow_field",
+    "as_slow_field",
     "CoupledRun",
     "integrate_coupled",
     "attention_mixing_operator",
@@ -308,20 +314,58 @@ def example_generator_dy(n: int, y: float) -> np.ndarray:
     return _assemble(n, _example_rates(n, y)[1])
 
 
-def stationary_derivative(Q, dQ) -> np.ndarray:
-    """``∂_y p_st = Q^#(−∂_y Q · p_st)`` (from differentiating ``Q p_st = 0``, ``1ᵀ p_st = 1``)."""
-    p = stationary_distribution(Q)
+def _equilibrium(Q, require_generator: bool) -> np.ndarray:
+    """``p_st`` of the generator ``Q``, or (``require_generator=False``) the normalised null
+    vector of any ``Q`` with a one-dimensional null space (``ValueError`` otherwise)."""
+    if require_generator:
+        return stationary_distribution(Q)
+    p = unique_null_vector(Q)
+    if p is None:
+        raise ValueError("the null space of Q is not one-dimensional: no unique equilibrium")
+    return p
+
+
+def stationary_derivative(Q, dQ, require_generator: bool = True) -> np.ndarray:
+    """``∂_y p_st = Q^#(−∂_y Q · p_st)`` (from differentiating ``Q p_st = 0``, ``1ᵀ p_st = 1``).
+    ``require_generator=False`` accepts any ``Q`` with a one-dimensional null space whose
+    ``∂_y Q`` has zero column sums (the formula holds for such ``Q``; a negative control)."""
+    p = _equilibrium(Q, require_generator)
     dQ = v.finite_array("dQ", dQ, shape=np.shape(Q))
     return zero_sum_solve(Q, -dQ @ p)
 
 
-def first_order_correction(Q, dQ, c, y: float, t: float) -> np.ndarray:
-    """``h_1 = Q^#(∂_y p_st · g(p_st, y, t))`` with ``g = −y + cᵀx + sin t``: the O(ε) term of the
-    slow manifold ``x = p_st(y) + ε h_1(y, t) + O(ε²)`` (zero-sum, ``1ᵀh_1 = 0``)."""
-    p = stationary_distribution(Q)
-    c = v.finite_array("c", c, shape=(p.size,))
-    g0 = -v.real("y", y) + c @ p + np.sin(v.real("t", t))
-    return zero_sum_solve(Q, stationary_derivative(Q, dQ) * g0)
+class SlowField(NamedTuple):
+    """The slow equation ``dy/dt = value(y, x, t)`` with ``gradient(y, x, t) = (∂g/∂x, ∂g/∂y)``
+    (an ``(n,)`` array and a float), for the analytic Jacobian of the coupled system."""
+
+    value: Callable
+    gradient: Callable
+
+
+def linear_slow_field(c) -> SlowField:
+    """The example slow field ``g = −y + cᵀx + sin t`` (gradient ``(c, −1)``)."""
+    c = v.finite_array("c", c, ndim=1)
+    return SlowField(lambda y, x, t: -y + c @ x + np.sin(t), lambda y, x, t: (c, -1.0))
+
+
+def as_slow_field(slow, n: int) -> SlowField:
+    """``slow`` as a :class:`SlowField`: itself, or the coupling ``c`` (n,) of the example field
+    ``−y + cᵀx + sin t``."""
+    if isinstance(slow, SlowField):
+        return slow
+    return linear_slow_field(v.finite_array("c", slow, shape=(n,)))
+
+
+def first_order_correction(
+    Q, dQ, slow, y: float, t: float, require_generator: bool = True
+) -> np.ndarray:
+    """``h_1 = Q^#(∂_y p_st · g(p_st, y, t))``: the O(ε) term of the slow manifold
+    ``x = p_st(y) + ε h_1(y, t) + O(ε²)`` (zero-sum, ``1ᵀh_1 = 0``). ``slow`` is a
+    :class:`SlowField` or the coupling ``c`` of ``g = −y + cᵀx + sin t``;
+    ``require_generator`` as in :func:`stationary_derivative`."""
+    p = _equilibrium(Q, require_generator)
+    g0 = as_slow_field(slow, p.size).value(v.real("y", y), p, v.real("t", t))
+    return zero_sum_solve(Q, stationary_derivative(Q, dQ, require_generator) * g0)
 
 
 CHAIN_KINDS = ("irreducible", "reducible", "not_generator_mass", "not_generator_sign")
@@ -433,7 +477,7 @@ def switch_generator(n: int, y: float) -> np.ndarray:
 
 @dataclass
 class CoupledRun:
-    """A trajectory of ``ε x' = Q(y) x``, ``y' = −y + cᵀx + sin t``: times ``t`` (k,), ``x`` (k, n),
+    """A trajectory of ``ε x' = Q(y) x``, ``y' = g(y, x, t)``: times ``t`` (k,), ``x`` (k, n),
     ``y`` (k,), and the solver counters ``nfev``, ``njev``, ``nlu``, ``method``, ``success``."""
 
     t: np.ndarray
@@ -452,7 +496,7 @@ def integrate_coupled(
     eps: float,
     x0,
     y0: float,
-    c,
+    slow,
     t_eval,
     method: str = "Radau",
     rtol: float = 1e-10,
@@ -463,10 +507,12 @@ def integrate_coupled(
 
     ::
 
-        d/dt (x, y) = (Q(y) x / ε,  −y + cᵀx + sin t),
-        J = [[Q(y)/ε, ∂_yQ(y) x / ε], [cᵀ, −1]].
+        d/dt (x, y) = (Q(y) x / ε,  g(y, x, t)),
+        J = [[Q(y)/ε, ∂_yQ(y) x / ε], [∂g/∂x, ∂g/∂y]].
 
-    ``generator(y)`` and ``generator_dy(y)`` return ``Q(y)`` and ``∂Q/∂y``. ``t_eval`` is increasing
+    ``generator(y)`` and ``generator_dy(y)`` return ``Q(y)`` and ``∂Q/∂y``; ``slow`` is a
+    :class:`SlowField` or the coupling ``c`` of the example field ``g = −y + cᵀx + sin t``
+    (then ``J``'s last row is ``[cᵀ, −1]``). ``t_eval`` is increasing
     and starts at the initial time. With ``require_generator`` (default) ``Q(y0)`` must be a
     generator; the negative controls switch it off. Stiff methods only (``Radau``, ``BDF``,
     ``LSODA``): the fast rate is ``gap/ε``.
@@ -476,7 +522,7 @@ def integrate_coupled(
     x0 = v.finite_array("x0", x0, ndim=1)
     y0 = v.real("y0", y0)
     n = x0.size
-    c = v.finite_array("c", c, shape=(n,))
+    slow = as_slow_field(slow, n)
     t_eval = v.finite_array("t_eval", t_eval, ndim=1)
     if t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
         raise ValueError("t_eval must be strictly increasing with at least 2 points")
@@ -486,15 +532,14 @@ def integrate_coupled(
 
     def rhs(t, z):
         x, yy = z[:n], z[n]
-        return np.concatenate([generator(yy) @ x / eps, [-yy + c @ x + np.sin(t)]])
+        return np.concatenate([generator(yy) @ x / eps, [slow.value(yy, x, t)]])
 
     def jac(t, z):
         x, yy = z[:n], z[n]
         J = np.empty((n + 1, n + 1))
         J[:n, :n] = generator(yy) / eps
         J[:n, n] = generator_dy(yy) @ x / eps
-        J[n, :n] = c
-        J[n, n] = -1.0
+        J[n, :n], J[n, n] = slow.gradient(yy, x, t)
         return J
 
     sol = solve_ivp(

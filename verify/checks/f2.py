@@ -46,6 +46,21 @@ The check also carries the figure's trajectory (``series``): one run of the coup
 Portability: eigenvalues are consumed as a sorted multiset, null vectors only when the numerical
 null space is one-dimensional, normalised by their sum (sign- and basis-free).
 
+Your own system: a :class:`~verify.systems.GeneratorFamily` ``(Q, slow, y, x, t)`` is checked the
+same way on its own chain and slow field ``y' = slow(y, x, t)``. Derived symbolically
+(``theory.markov.family_slow_manifold``): ``p_st`` by the tree theorem and ``h_1`` for that ``Q``
+and that slow field, exactly, in the field of rational functions over ℚ of ``y`` and the
+expressions' atoms (``exp(r·y)`` as powers of one ``exp(y/L)``, roots, trigonometric or any
+other functions, constants — free generators; floats read as decimals), so both residuals are
+exact zero tests; the verdict's notes list the atoms. Numerical, with the built-in tolerances:
+hypotheses and spectrum from ``Q(y)`` on the grid; the null vectors against ``p_st``
+(``manifold_tol``); the group-inverse ``h_1`` (1e3·``manifold_tol``); the coupled system with
+``Q``, ``∂Q/∂y``, the slow field and its gradient lambdified from the SymPy expressions
+(``theory.markov.family_functions``); tracking against the derived ``p_st`` and ``h_1``. Where
+theory cannot derive ``p_st`` (several closed classes; columns not summing to 0 identically) the
+parts against it are not computed and the notes say why: there is no numerical fallback.
+``n_states``, ``chain`` and ``defect`` do not apply.
+
 Negative controls (``chain=``): ``reducible`` (two disjoint copies of the chain: two closed
 classes, a two-dimensional set of equilibria, the long-time x remembers the initial condition);
 ``not_generator_mass`` (``Q − defect·I``: ``1ᵀQ ≠ 0``, mass decays, the only equilibrium is 0);
@@ -63,6 +78,7 @@ from theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
 from ..measure import ratio, slope_fit, symbolic_agrees
+from ..systems import GeneratorFamily
 
 CHAINS = mk.CHAIN_KINDS
 """The fast generator: the example chain or one of its negative controls."""
@@ -104,27 +120,33 @@ it visits widened by the margin on both sides."""
 # --------------------------------------------------------------------------- the instance
 
 
-class Instance:
-    """The chain on the checked y-grid, two initial conditions with the same ``y0`` (for a
-    reducible chain: all mass in one copy vs in the other), the ε sweep and the theory's
-    slow manifold of the example chain."""
+def initial_conditions(seed: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two random probability vectors on ``m`` states, from the two children of the seed."""
+    x_seed, x2_seed = np.random.SeedSequence(seed).spawn(2)
+    x0 = np.random.default_rng(x_seed).dirichlet(np.ones(m))
+    return x0, np.random.default_rng(x2_seed).dirichlet(np.ones(m))
 
-    def __init__(self, p: dict, seed: int):
+
+class CoupledChain:
+    """What both kinds of instance share: the chain ``gen(y)`` (with ``gen_dy``) and the slow field
+    on the checked y-grid, two initial conditions with the same ``y0``, the ε sweep, the theory's
+    slow manifold ``sm`` (``None`` if it could not be derived, ``why_not`` says why) and the
+    notes on what was derived how."""
+
+    sm: tm.SlowManifold | None
+    why_not: str = NOT_THEORY_CHAIN
+    notes: tuple = ()
+
+    def setup(self, p: dict, seed: int, chain: tuple, x0, x0b) -> None:
+        """Store the parameters, ``chain = (gen, gen_dy, slow)`` and the initial conditions, and
+        sample the chain on the y-grid."""
         self.p, self.seed = p, seed
-        self.gen, self.gen_dy, self.c = mk.example_chain(p["n_states"], p["chain"], p["defect"])
-        n, m = p["n_states"], self.c.size
-        x_seed, x2_seed = np.random.SeedSequence(seed).spawn(2)
-        x0 = np.random.default_rng(x_seed).dirichlet(np.ones(m))
-        x0b = np.random.default_rng(x2_seed).dirichlet(np.ones(m))
-        if m == 2 * n:  # two blocks of states: all mass in one vs all in the other
-            x0 = np.r_[x0[:n] / x0[:n].sum(), np.zeros(n)]
-            x0b = np.r_[np.zeros(n), x0b[n:] / x0b[n:].sum()]
+        self.gen, self.gen_dy, self.slow = chain
         self.x0, self.x0b = x0, x0b
         self.ys = np.linspace(p["y_min"], p["y_max"], p["n_grid"])
         self.Qs = [self.gen(y) for y in self.ys]
         self.zero_tol = 1e-10 * max(1.0, max(float(np.abs(Q).max()) for Q in self.Qs))
         self.eps = np.geomspace(p["eps_min"], p["eps_max"], p["n_eps"])
-        self.sm = tm.slow_manifold(n)
 
     def run(self, eps: float, x0, t_eval=None, method=None) -> mk.CoupledRun:
         """The coupled system from ``(x0, y0)``, by default at the times ``0, [t0, t1]`` with the
@@ -138,7 +160,7 @@ class Instance:
             eps,
             x0,
             p["y0"],
-            self.c,
+            self.slow,
             t_eval,
             method=method or p["method"],
             rtol=p["rtol"],
@@ -147,7 +169,56 @@ class Instance:
         )
 
 
-def spectrum_on_grid(inst: Instance) -> dict:
+class Instance(CoupledChain):
+    """The example chain (or a control) with the slow field ``−y + cᵀx + sin t``; for a reducible
+    chain the two initial conditions put all mass in one copy vs in the other; the theory's slow
+    manifold of the example chain."""
+
+    def __init__(self, p: dict, seed: int):
+        gen, gen_dy, c = mk.example_chain(p["n_states"], p["chain"], p["defect"])
+        n, m = p["n_states"], c.size
+        x0, x0b = initial_conditions(seed, m)
+        if m == 2 * n:  # two blocks of states: all mass in one vs all in the other
+            x0 = np.r_[x0[:n] / x0[:n].sum(), np.zeros(n)]
+            x0b = np.r_[np.zeros(n), x0b[n:] / x0b[n:].sum()]
+        self.setup(p, seed, (gen, gen_dy, mk.linear_slow_field(c)), x0, x0b)
+        self.sm = tm.slow_manifold(n)
+
+
+class FamilyInstance(CoupledChain):
+    """A user :class:`~verify.systems.GeneratorFamily`: its ``Q(y)``, ``∂Q/∂y`` and slow field
+    lambdified from its SymPy expressions, and ``p_st``, ``h_1`` derived by theory for them."""
+
+    def __init__(self, p: dict, seed: int, system: GeneratorFamily):
+        args = (system.Q, system.slow, system.y, system.x, system.t)
+        fn = tm.family_functions(*args)
+        chain = (fn.generator, fn.generator_dy, mk.SlowField(fn.slow, fn.slow_gradient))
+        self.setup(p, seed, chain, *initial_conditions(seed, system.n))
+        try:
+            self.sm = tm.family_slow_manifold(*args)
+        except (ValueError, ArithmeticError) as exc:  # several closed classes, 1ᵀQ ≠ 0, …
+            self.sm = None
+            self.why_not = f"theory could not derive p_st and h_1 for this Q: {exc}"
+            self.notes = (self.why_not,)
+            return
+        self.notes = (family_note(self.sm, p),)
+
+
+def family_note(sm: tm.SlowManifold, p: dict) -> str:
+    """What was derived how for a user family."""
+    atoms = ", ".join(map(str, sm.atoms)) or "none"
+    return (
+        "your system: p_st(y) (Markov chain tree theorem) and h_1(y, t) (Q h_1 = ∂_y p_st · "
+        "g(p_st, y, t), 1ᵀh_1 = 0) derived exactly for your Q and slow field g, in the field "
+        f"of rational functions over ℚ of y and the atoms [{atoms}] (free generators, floats "
+        "read as decimals): their residuals are exact zeros. Numerical: the null vectors of "
+        f"Q(y) (SVD; against p_st ≤ {p['manifold_tol']:g}), the group-inverse h_1 (≤ "
+        f"{H1_TOL_FACTOR * p['manifold_tol']:g}) and the coupled system with your g "
+        f"({p['method']}, rtol {p['rtol']:g}, atol {p['atol']:g})"
+    )
+
+
+def spectrum_on_grid(inst: CoupledChain) -> dict:
     """Zero-eigenvalue counts and the spectral gap on the grid (eigenvalues as sorted multisets)."""
     lams = [mk.sorted_eigenvalues(Q) for Q in inst.Qs]
     n_zero = [int(np.sum(np.abs(lam) <= inst.zero_tol)) for lam in lams]
@@ -168,14 +239,14 @@ def _not_computed(reason: str) -> Diagnostic:
 # --------------------------------------------------------------------------- 1. the spectrum
 
 
-def null_vectors(inst: Instance) -> list | None:
+def null_vectors(inst: CoupledChain) -> list | None:
     """The normalised null vector of every ``Q(y)`` on the grid, or ``None`` unless the numerical
     null space is one-dimensional on the whole grid."""
     null = [mk.unique_null_vector(Q) for Q in inst.Qs]
     return null if all(q is not None for q in null) else None
 
 
-def spectrum_parts(inst: Instance, null: list | None) -> tuple[dict, dict]:
+def spectrum_parts(inst: CoupledChain, null: list | None) -> tuple[dict, dict]:
     """Part 1: one zero eigenvalue, the others attracting at a gap ≥ ``gap_min``, and the null
     vector a probability vector; with the spectrum's figures and the irreducibility found."""
     spec = spectrum_on_grid(inst)
@@ -217,10 +288,12 @@ def spectrum_parts(inst: Instance, null: list | None) -> tuple[dict, dict]:
 # --------------------------------------------------------------------------- 2. the manifold
 
 
-def same_generator(inst: Instance) -> Diagnostic:
-    """Part 2a: the numerics' ``Q(y)`` against the theory's on the grid (rates of size ~1: scale
-    1); a chain of another size is not the theory chain (``inf``)."""
-    n, tol = inst.p["n_states"], inst.p["manifold_tol"]
+def same_generator(inst: CoupledChain) -> Diagnostic:
+    """Part 2a: the numerics' ``Q(y)`` against the one the theory derived from, on the grid (rates
+    of size ~1: scale 1); a chain of another size is not the theory chain (``inf``)."""
+    if inst.sm is None:
+        return _not_computed(inst.why_not)
+    n, tol = inst.sm.Q.shape[0], inst.p["manifold_tol"]
     what = "Q(y) on the grid (scale 1)"
     if inst.Qs[0].shape != (n, n):
         return Diagnostic(
@@ -230,7 +303,7 @@ def same_generator(inst: Instance) -> Diagnostic:
     return symbolic_agrees(Q_th, inst.Qs, tol=tol, scale=1.0, what=what)
 
 
-def manifold_parts(inst: Instance, same: Diagnostic, null: list | None) -> tuple[dict, dict]:
+def manifold_parts(inst: CoupledChain, same: Diagnostic, null: list | None) -> tuple[dict, dict]:
     """Part 2: the same generator in theory and numerics; the normalised null vector against the
     exact ``p_st(y)`` (tree theorem); ``h_1`` of theory (exact residuals) against the numerical
     group-inverse formula. The last two only for the theory chain with a unique null vector."""
@@ -238,8 +311,8 @@ def manifold_parts(inst: Instance, same: Diagnostic, null: list | None) -> tuple
     figures = {"generator_definition_mismatch": same.value}
     parts = {"same_generator_as_theory": same}
     if not (same.holds and null is not None):
-        parts["manifold_is_p_st"] = _not_computed(NOT_THEORY_CHAIN)
-        parts["first_order_correction"] = _not_computed(NOT_THEORY_CHAIN)
+        parts["manifold_is_p_st"] = _not_computed(inst.why_not)
+        parts["first_order_correction"] = _not_computed(inst.why_not)
         return parts, figures
     p_th = np.array(sm.p_numeric(inst.ys)).T
     manifold = symbolic_agrees(
@@ -249,7 +322,9 @@ def manifold_parts(inst: Instance, same: Diagnostic, null: list | None) -> tuple
     parts["manifold_is_p_st"] = manifold
     h_num = np.array(
         [
-            mk.first_order_correction(Q, inst.gen_dy(y), inst.c, y, H1_TIME)
+            mk.first_order_correction(
+                Q, inst.gen_dy(y), inst.slow, y, H1_TIME, require_generator=False
+            )
             for y, Q in zip(inst.ys, inst.Qs)
         ]
     )
@@ -268,7 +343,7 @@ def manifold_parts(inst: Instance, same: Diagnostic, null: list | None) -> tuple
 # --------------------------------------------------------------------------- 3. the trajectories
 
 
-def memory_and_simplex_parts(inst: Instance, ra, rb) -> tuple[dict, dict]:
+def memory_and_simplex_parts(inst: CoupledChain, ra, rb) -> tuple[dict, dict]:
     """Part 3 without the theory, at ``eps_min``: the runs from two initial conditions end
     ≤ ``eps_min`` apart, and the first stays on the simplex after the layer."""
     eps_lo = float(inst.eps[0])
@@ -290,13 +365,13 @@ def memory_and_simplex_parts(inst: Instance, ra, rb) -> tuple[dict, dict]:
     return parts, figures
 
 
-def tracking_runs(inst: Instance, first) -> list:
+def tracking_runs(inst: CoupledChain, first) -> list:
     """The runs from ``x0`` at every ε of the sweep (the run ``first`` at ``eps_min`` reused)."""
     eps_lo = float(inst.eps[0])
     return [first if e == eps_lo else inst.run(float(e), inst.x0) for e in inst.eps]
 
 
-def tracking_errors(inst: Instance, run, eps: float) -> tuple[float, float]:
+def tracking_errors(inst: CoupledChain, run, eps: float) -> tuple[float, float]:
     """Max over ``[t0, t1]`` of ``|x − p_st(y)|`` and of ``|x − p_st(y) − ε h_1(y, t)|``."""
     yy, ts, xx = run.y[1:], run.t[1:], run.x[1:]
     P_ = np.array(inst.sm.p_numeric(yy)).T
@@ -314,7 +389,7 @@ def slope_within(fit: dict, centre: float, half: float, what: str) -> Diagnostic
     )
 
 
-def tracking_parts(inst: Instance, runs: list, gap: float) -> tuple[dict, dict]:
+def tracking_parts(inst: CoupledChain, runs: list, gap: float) -> tuple[dict, dict]:
     """Part 3 against the theory: the log–log slopes of both tracking errors over the ε sweep
     and the correction lowering the error at every ε."""
     p = inst.p
@@ -341,7 +416,7 @@ def tracking_parts(inst: Instance, runs: list, gap: float) -> tuple[dict, dict]:
     return parts, figures
 
 
-def inside_grid_part(inst: Instance, runs: list) -> tuple[dict, dict]:
+def inside_grid_part(inst: CoupledChain, runs: list) -> tuple[dict, dict]:
     """Part 3: the y visited by every run lies in the checked grid ``[y_min, y_max]``."""
     p = inst.p
     y_range = [float(min(r.y.min() for r in runs)), float(max(r.y.max() for r in runs))]
@@ -353,11 +428,11 @@ def inside_grid_part(inst: Instance, runs: list) -> tuple[dict, dict]:
     return {"trajectory_inside_grid": part}, {"y_range_visited": y_range}
 
 
-def drawn_trajectory(inst: Instance) -> dict:
+def drawn_trajectory(inst: CoupledChain) -> dict:
     """The figure's series: a run at ``TRAJECTORY_EPS`` over ``[0, t1]`` from ``x0`` drawn from
     the root seed (off the manifold), and ``p_st(y)`` on a grid around the y it visits."""
     p = inst.p
-    x0 = np.random.default_rng(np.random.SeedSequence(inst.seed)).dirichlet(np.ones(inst.c.size))
+    x0 = np.random.default_rng(np.random.SeedSequence(inst.seed)).dirichlet(np.ones(inst.x0.size))
     t = np.linspace(0.0, p["t1"], TRAJECTORY_POINTS)
     run = inst.run(TRAJECTORY_EPS, x0, t_eval=t, method=TRAJECTORY_METHOD)
     ys = np.linspace(
@@ -586,6 +661,10 @@ class F2(Claim):
             raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
 
     instance = Instance
+    systems = (GeneratorFamily,)
+
+    def build_system(self, p, seed, system):
+        return FamilyInstance(p, seed, system)
 
     def diagnose(self, inst):
         viol = [mk.generator_violation(Q) for Q in inst.Qs]
@@ -628,7 +707,7 @@ class F2(Claim):
             runs += tracked
             series = drawn_trajectory(inst)
         else:
-            sections.append(({k: _not_computed(NOT_THEORY_CHAIN) for k in TRACKING_PARTS}, {}))
+            sections.append(({k: _not_computed(inst.why_not) for k in TRACKING_PARTS}, {}))
         sections.append(inside_grid_part(inst, runs))
         sections.append(attention_link_parts(p["P_max"], tol))
         parts, figures = {}, {}
@@ -639,7 +718,8 @@ class F2(Claim):
             "within-block block_causal chain: not irreducible (token 1 absorbing, others "
             "transient) but exactly one closed class, so p_st = e_1 is unique; the "
             "hypothesis used is 'one closed class', of which irreducibility is the special "
-            "case"
+            "case",
+            *inst.notes,
         ]
         tolerance = {
             "manifold_abs": tol,
