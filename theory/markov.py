@@ -28,6 +28,16 @@ zero-sum subspace, ``h_1 = Q(y)^# ∂_y p_st · g`` with ``Q^#`` the group inver
 rank-``n − 1`` generator are independent, and the dropped equation holds automatically) and checks
 the full equation symbolically.
 
+Your own family (:func:`family_slow_manifold`, :func:`family_functions`): the same derivation for
+any ``Q(y)`` and slow field ``g(y, x, t)`` given as SymPy expressions. The algebra is the field of
+rational functions over ℚ of ``y`` and the expressions' *atoms* (:func:`family_algebra`:
+``exp(r·y)`` as powers of one ``exp(y/L)``, roots, trigonometric or any other functions of ``y``
+and ``t``, irrational constants; floats read as decimals), the atoms being free generators whose
+y-derivatives SymPy supplies. An identity in this field holds for the actual functions, so the
+residuals stay exact zero tests. The tree theorem and the bordered solve run fraction-free over
+the polynomial ring (``h_1 = g(p_st)·w`` with ``Q w = ∂_y p_st``, ``1ᵀw = 0``), so that verifying
+them is a polynomial identity, not a chain of gcds.
+
 Attention link (:func:`within_block_stationary`): the frozen within-block kernels ``K`` are
 row-stochastic, so ``K − I`` is a generator in the row convention and ``(K − I)ᵀ`` in the column
 convention. Its stationary distribution is uniform for ``block_bidirectional`` (the block mean is
