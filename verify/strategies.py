@@ -15,7 +15,7 @@ says about every such system::
 * :func:`linear_loops` — ``LinearLoop(J, G)`` with a non-normal ``J`` of spectral radius
   ``spectral_radius`` (below one: inside D7's hypotheses; at or above: outside) and a random ``G``.
 * :func:`generator_families` — ``GeneratorFamily`` whose off-diagonal rates are positive on every
-  ``y`` (irreducible), or with one state made unreachable (``reducible=True``).
+  ``y`` (irreducible), or split into two closed classes (``reducible=True``).
 * :func:`block_local_masks` — boolean T×T masks that never attend across blocks of ``P`` tokens
   and keep the diagonal (every row has a key).
 * :func:`depth_flows` — ``DepthFlow`` systems on such masks.
@@ -62,9 +62,9 @@ def generator_families(
 ) -> GeneratorFamily:
     """Rates ``Q[i, j](y) = a_ij·exp(b_ij·y)`` (``a_ij ∈ [0.2, 2]``, ``b_ij ∈ [−1, 1]``) for the
     jump ``j → i``, diagonal making the columns sum to zero, and the slow field
-    ``dy/dt = −y + Σ_i c_i x_i + sin t``. With ``reducible=True`` no state jumps into the last
-    one (it is transient-free but unreachable: the stationary law is not unique where it matters
-    for F2's irreducibility hypothesis)."""
+    ``dy/dt = −y + Σ_i c_i x_i + sin t``: irreducible for every ``y``. With ``reducible=True`` the
+    states split into two groups with no jump between them: two closed classes, so the stationary
+    law is not unique (outside F2's hypothesis ``one_closed_class_on_grid``)."""
     n = draw(n_states) if isinstance(n_states, st.SearchStrategy) else int(n_states)
     rng = _rng(draw(st.integers(0, 2**32 - 1)))
     y, t = sp.symbols("y t")
@@ -72,7 +72,7 @@ def generator_families(
     Q = sp.zeros(n, n)
     for i in range(n):
         for j in range(n):
-            if i != j and not (reducible and i == n - 1):
+            if i != j and not (reducible and (i < n // 2) != (j < n // 2)):
                 a = sp.Rational(int(rng.integers(2, 21)), 10)
                 b = sp.Rational(int(rng.integers(-10, 11)), 10)
                 Q[i, j] = a * sp.exp(b * y)

@@ -155,3 +155,11 @@ RANDOM_FAMILY_SWEEP = {"gap_min": 0.05, "eps_min": 2e-4, "eps_max": 2e-3, "n_eps
 def test_f2_holds_on_random_irreducible_families(family):
     v = run_check("F2", RANDOM_FAMILY_SWEEP, system=family)
     assert v.outcome == "holds", v.summary()
+
+
+@settings(max_examples=3, deadline=None)
+@given(generator_families(reducible=True))
+def test_reducible_user_families_are_outside_the_hypotheses(family):
+    v = run_check("F2", system=family)
+    assert v.outcome == "outside-hypotheses", v.summary()
+    assert "one_closed_class_on_grid" in v.violated
