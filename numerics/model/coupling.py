@@ -661,17 +661,21 @@ class CouplingProblem:
         return self.U @ self.Y0 + self.Z0
 
 
-def coupling_problem(params: Mapping, seed: int) -> CouplingProblem:
+def coupling_problem(params: Mapping, seed: int, model: Model | None = None) -> CouplingProblem:
     """The problem of ``seed`` for the parameters ``params`` (a mapping with the
     :class:`ModelConfig` fields it sets, ``L``, ``scale``, ``gate`` and ``x_scale``).
 
     ``seed`` spawns four independent streams: the weights (:func:`init_model` with ``scale`` and
     ``gate``), ``E`` (standard normal), the start (``Y0`` then ``Z0``, standard normal times
-    ``x_scale``) and the spare seed.
+    ``x_scale``) and the spare seed. With ``model`` given (a user's own seeded model), the
+    weight stream is unused and ``params`` needs only ``x_scale``: ``E`` and the start are drawn
+    for ``model.config`` by the same streams.
     """
     w_seed, e_seed, x_seed, spare = np.random.SeedSequence(seed).spawn(4)
-    cfg = ModelConfig.from_params(params)
-    model = init_model(cfg, params["L"], w_seed, scale=params["scale"], gate=params["gate"])
+    if model is None:
+        cfg = ModelConfig.from_params(params)
+        model = init_model(cfg, params["L"], w_seed, scale=params["scale"], gate=params["gate"])
+    cfg = model.config
     E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
     rx = np.random.default_rng(x_seed)
     Y0 = params["x_scale"] * rx.standard_normal((cfg.N, cfg.d))

@@ -386,21 +386,6 @@ class NumericReduction:
 # ----------------------------------------------------------------------------- the instance
 
 
-def user_problem(system: DepthFlow, seed: int, x_scale: float) -> CouplingProblem:
-    """Your flow's problem: its own seeded model (:meth:`~verify.systems.DepthFlow.model`: your
-    mask, sizes, σ, norm, γ, gate, scales and seed) and, from the check's ``seed``, the injection
-    target and the start drawn by the same streams as
-    :func:`numerics.model.coupling.coupling_problem`."""
-    _, e_seed, x_seed, spare = np.random.SeedSequence(seed).spawn(4)
-    model = system.model()
-    cfg = model.config
-    E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
-    rx = np.random.default_rng(x_seed)
-    Y0 = x_scale * rx.standard_normal((cfg.N, cfg.d))
-    Z0 = x_scale * rx.standard_normal((cfg.T, cfg.d))
-    return CouplingProblem(model, E, Y0, Z0, spare)
-
-
 def auto_coarse(cfg) -> str:
     """The coarse variable of ``coarse="auto"``: the first token for ``block_causal``, the
     stationary weighting of your own mask when it is block-local with a simple eigenvalue 1 in every
@@ -426,7 +411,8 @@ def coarse_map(cfg, coarse: str, B: np.ndarray) -> np.ndarray:
 
 class Instance:
     """A seeded F1 instance: model, injection target, initial data, coarse map, reduced flows
-    (``problem``: your flow's, :func:`user_problem`; the built-in one by default)."""
+    (``problem``: your flow's, ``coupling_problem(q, seed, model=system.model())``; the built-in
+    one by default)."""
 
     def __init__(self, p: dict, seed: int, problem: CouplingProblem | None = None):
         prob = coupling_problem(p, seed) if problem is None else problem
@@ -1560,10 +1546,11 @@ class F1(Claim):
 
     def build_system(self, p, seed, system):
         """The F1 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)
-        with the injection target and the start of the check's ``seed`` (:func:`user_problem`)."""
+        with the injection target and the start of the check's ``seed``
+        (:func:`~numerics.model.coupling.coupling_problem` given your model)."""
         fields = ("T", "P", "d", "L", "mask", "norm", "gamma", "gate", "scale", "sigma")
         q = {**p, **{k: getattr(system, k) for k in fields}}
-        return Instance(q, seed, user_problem(system, seed, p["x_scale"]))
+        return Instance(q, seed, coupling_problem(p, seed, model=system.model()))
 
     def validate(self, p):
         for floor in ("eps_floor_leading", "eps_floor_first"):
