@@ -24,6 +24,7 @@ from numerics import jit_cache as _jit_cache
 
 _jit_cache.configure()
 
+from numerics.model.activations import SIGMAS, Activation  # noqa: E402
 from numerics.model.flow import FORMS, coupling_rhs, depth_rhs, make_rhs  # noqa: E402
 from numerics.model.layer import (  # noqa: E402
     attention,
@@ -32,6 +33,7 @@ from numerics.model.layer import (  # noqa: E402
     layer_increment,
     masked_softmax,
     mlp,
+    mlp_preactivations,
     rms_norm,
     slow_path,
     stack,
@@ -42,9 +44,11 @@ from numerics.model.masks import (  # noqa: E402
     as_mask,
     coarse_maps,
     frozen_kernel,
+    is_block_local,
     kernel_eigenvalues,
     make_mask,
     spectral_projector,
+    stationary_weighting,
 )
 from numerics.model.pooling import (  # noqa: E402
     block_constant_part,
@@ -66,6 +70,8 @@ from numerics.model.weights import (  # noqa: E402
 )
 
 __all__ = [
+    "SIGMAS",
+    "Activation",
     "FORMS",
     "coupling_rhs",
     "depth_rhs",
@@ -80,13 +86,16 @@ __all__ = [
     "slow_path",
     "stack",
     "stack_trajectory",
+    "mlp_preactivations",
     "NAMED_MASKS",
     "as_mask",
     "coarse_maps",
     "frozen_kernel",
+    "is_block_local",
     "kernel_eigenvalues",
     "make_mask",
     "spectral_projector",
+    "stationary_weighting",
     "block_constant_part",
     "block_mean",
     "causal_upsample",

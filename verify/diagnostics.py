@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import numerics as nm
+
 from .claim import Diagnostic
 
 
@@ -30,3 +32,41 @@ def homogeneous_reference(cfg, layers, X0, E=None) -> dict:
             open_gate == 0.0, open_gate, "max_l |g_l| over layers with a slow path = 0"
         ),
     }
+
+
+SIGMA_SMOOTH_RULE = (
+    "σ is smooth where the oracle differences it: tanh, gelu and identity everywhere; relu when no "
+    "MLP pre-activation n(X_l)W1_l is 0 or changes sign between the points of the difference "
+    "stencil"
+)
+"""The statement of the hypothesis :func:`sigma_smooth_where_differenced` decides."""
+
+
+def sigma_smooth_where_differenced(model, X0, stencil, E=None, *, what: str) -> Diagnostic:
+    """The hypothesis of a claim whose oracle differentiates ``σ`` (a finite difference, a
+    Taylor test): ``σ`` is smooth where it is differenced.
+
+    A smooth ``σ`` (tanh, gelu, identity: ``config.activation.smooth``) holds everywhere. For a
+    non-smooth one (relu, C⁰ with a kink at 0) it holds when no MLP pre-activation ``n(X_l)W1_l``
+    is 0 at the instance (``model``, ``X0``) or has another sign at any of the ``stencil`` points
+    (``(model, X0)`` pairs: the outermost points of the differences; ``what`` says which), so the
+    stack is smooth on the segments the differences span. The value is the number of such
+    (point, entry) pairs. Caveat: an entry that crosses 0 and back between two stencil points is
+    not seen (it needs a curvature of order 1/step²).
+    """
+    act = model.config.activation
+    if act.smooth:
+        return Diagnostic(True, 0, f"σ = {act.name} is smooth: every difference is of a smooth map")
+    base = nm.mlp_preactivations(model, X0, E)
+    signs = np.sign(base)
+    kinks = int(np.count_nonzero(base == 0.0))
+    n = 0
+    for m, X in stencil:
+        kinks += int(np.count_nonzero(np.sign(nm.mlp_preactivations(m, X, E)) != signs))
+        n += 1
+    return Diagnostic(
+        kinks == 0,
+        kinks,
+        f"σ = {act.name} has a kink at 0: no MLP pre-activation n(X_l)W1_l is 0 or changes sign "
+        f"between the instance and the {n} outermost points of {what}",
+    )

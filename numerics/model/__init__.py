@@ -9,5 +9,7 @@ derivatives without argument checks, for inner loops), :mod:`~numerics.model.aut
 JVPs and VJPs), :mod:`~numerics.model.compiled` (the Numba layer), :mod:`~numerics.model.flow`
 (the depth flow's right-hand sides), :mod:`~numerics.model.coupling` (the coupling form's compiled
 right-hand side and Jacobian for :mod:`numerics.integrators`), :mod:`~numerics.model.depth_path`
-(smooth weight paths θ(t)) and :mod:`~numerics.model.cost` (exact operation counts).
+(smooth weight paths θ(t)), :mod:`~numerics.model.cost` (exact operation counts) and
+:mod:`~numerics.model.activations` (the MLP nonlinearity σ: the named ones and your own
+:class:`~numerics.model.activations.Activation`).
 """

@@ -34,6 +34,7 @@ __all__ = [
     "layer",
     "stack",
     "stack_trajectory",
+    "mlp_preactivations",
 ]
 
 
@@ -171,3 +172,16 @@ def stack_trajectory(model: Model, X0, E=None) -> np.ndarray:
                 )
             out[l + 1] = X
     return out
+
+
+def mlp_preactivations(model: Model, X0, E=None) -> np.ndarray:
+    """The MLP pre-activations ``Z_l = n(X_l) W1_l`` of every layer along the stack from ``X0``,
+    shape ``(L, T, m)``: where ``σ`` is evaluated. For a non-smooth ``σ`` (relu) the stack is
+    smooth in its inputs and weights exactly as long as no entry of any ``Z_l`` is 0 or changes
+    sign; comparing sign patterns at two points tells whether a straight segment between them
+    crosses a kink (up to an even number of crossings of one entry within the segment)."""
+    traj = stack_trajectory(model, X0, E)
+    cfg = model.config
+    return np.stack(
+        [kernels.normed(cfg, X) @ p.W1 for X, p in zip(traj[:-1], model.layers, strict=True)]
+    )

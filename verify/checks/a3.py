@@ -59,6 +59,7 @@ import numerics as nm
 from numerics.model.autodiff import stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import elementwise_relative_error, relative_error, richardson_difference
 from ..model_params import model_params
 
@@ -156,20 +157,49 @@ def gate_gradient_identity(model: nm.Model, traj: np.ndarray, G_L: np.ndarray, E
     return out
 
 
+def gate_fd_steps(inst: Instance, traj: np.ndarray) -> np.ndarray:
+    """The step of each gate's finite difference, ``δ_l = fd_step / max(1, max|Slow_l(X_l)|)``:
+    the perturbation ``δ_l·Slow_l`` has size ``fd_step`` whatever ``slow_scale``."""
+    cfg, layers = inst.cfg, inst.model.layers
+    return np.array(
+        [
+            inst.p["fd_step"] / max(1.0, float(np.abs(nm.slow_path(cfg, layers[l], traj[l])).max()))
+            for l in range(inst.p["L"])
+        ]
+    )
+
+
 def gate_gradient_fd(inst: Instance, traj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Richardson-extrapolated central differences of the loss in each gate ``g_l``, with step
-    ``δ_l = fd_step / max(1, max|Slow_l(X_l)|)``; returns the differences and the steps."""
-    cfg, model, L = inst.cfg, inst.model, inst.p["L"]
-    fd, steps = np.empty(L), np.empty(L)
+    """Richardson-extrapolated central differences of the loss in each gate ``g_l`` with the steps
+    of :func:`gate_fd_steps`; returns the differences and the steps."""
+    L = inst.p["L"]
+    steps = gate_fd_steps(inst, traj)
 
     def loss_at(gates):
-        return inst.loss(model.with_gates(gates))
+        return inst.loss(inst.model.with_gates(gates))
 
-    for l in range(L):
-        S = nm.slow_path(cfg, model.layers[l], traj[l])
-        steps[l] = step = inst.p["fd_step"] / max(1.0, float(np.abs(S).max()))
-        fd[l] = float(richardson_difference(loss_at, inst.gates, np.eye(L)[l], step))
+    fd = np.array(
+        [
+            float(richardson_difference(loss_at, inst.gates, np.eye(L)[l], steps[l]))
+            for l in range(L)
+        ]
+    )
     return fd, steps
+
+
+def gate_stencil_smooth(inst: Instance) -> Diagnostic:
+    """σ is smooth on the gate finite differences' stencil: for relu, no MLP pre-activation
+    changes sign when gate ``g_l`` moves by ``±δ_l`` (:func:`gate_fd_steps`)."""
+    L = inst.p["L"]
+    steps = gate_fd_steps(inst, nm.stack_trajectory(inst.model, inst.X0, inst.E))
+    stencil = [
+        (inst.model.with_gates(inst.gates + s * steps[l] * np.eye(L)[l]), inst.X0)
+        for l in range(L)
+        for s in (1.0, -1.0)
+    ]
+    return sigma_smooth_where_differenced(
+        inst.model, inst.X0, stencil, inst.E, what="the gate-gradient finite differences"
+    )
 
 
 def fd_rounding_floor(inst: Instance, traj: np.ndarray, G_L: np.ndarray, steps) -> np.ndarray:
@@ -318,6 +348,7 @@ class A3(Claim):
     }
     hypotheses = {
         "gates_zero": "every layer's gate g_l of the model is exactly 0.0",
+        "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
     conclusion = {
         "output_equal_to_fast_only": "X_L of the coupled model == X_L of the fast-only model (bitwise)",
@@ -355,7 +386,8 @@ class A3(Claim):
                 nonzero == 0,
                 {"nonzero_gates": nonzero, "max_abs_gate": float(np.abs(g).max())},
                 "number of layers with g_l ≠ 0.0; 0 required",
-            )
+            ),
+            "sigma_smooth_where_differenced": gate_stencil_smooth(inst),
         }
 
     def conclude(self, inst):

@@ -82,6 +82,7 @@ from numerics.lapack import svdvals
 from numerics.model.autodiff import stack_jvp, stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import ratio, relative_error, richardson_difference
 from ..model_params import STANDARD, model_params
 
@@ -318,6 +319,18 @@ def chain_rule_modes(inst: Instance, ordered: np.ndarray, scale: float) -> tuple
     return figures, ratio(worst, scale)
 
 
+def fd_stencil_smooth(inst: Instance) -> Diagnostic:
+    """σ is smooth on the finite-difference stencil of the chain-rule check: for relu, no MLP
+    pre-activation changes sign at ``X_0 ± fd_step·e_k`` for any basis direction (the step used is
+    ``fd_step`` or less)."""
+    cfg, step = inst.cfg, inst.p["fd_step"]
+    basis = np.eye(cfg.T * cfg.d).reshape(-1, cfg.T, cfg.d)
+    stencil = [(inst.model, inst.X0 + s * e) for e in basis for s in (step, -step)]
+    return sigma_smooth_where_differenced(
+        inst.model, inst.X0, stencil, inst.E, what="the chain-rule finite differences"
+    )
+
+
 def chain_rule_fd(inst: Instance, ordered: np.ndarray) -> tuple[dict, Diagnostic]:
     """The product against finite differences of the stack, with the step scaled so that the
     output moves by about ``fd_step`` (a strongly expanding stack would otherwise leave the linear
@@ -458,6 +471,7 @@ class D1(Claim):
         f"the trajectory: max_l ‖J_l − J_0‖_F/‖J_0‖_F ≤ {SPREAD_TOL}",
         "fixed_point_as_constructed": f"a constructed fixed point has residual max|Φ(X*) − X*| ≤ {FIXED_POINT_RESIDUAL}, and is "
         f"token-homogeneous (≤ {HOMOGENEITY_TOL}) when E is and every gate is 0",
+        "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
     conclusion = {
         "chain_rule_jvp_vjp": f"‖J_{{L−1}}⋯J_0 − ∂X_L/∂X_0‖_F (forward and reverse mode) ≤ "
@@ -530,6 +544,7 @@ class D1(Claim):
                 f"weights untied, or max_l ‖J_l − J_0‖_F/‖J_0‖_F ≤ {SPREAD_TOL}",
             ),
             "fixed_point_as_constructed": fixed_point_diagnostic(inst),
+            "sigma_smooth_where_differenced": fd_stencil_smooth(inst),
         }
 
     def conclude(self, inst):

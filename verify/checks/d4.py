@@ -95,7 +95,11 @@ from numerics.model.autodiff import stack_jvp
 from theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
-from ..diagnostics import homogeneous_reference
+from ..diagnostics import (
+    SIGMA_SMOOTH_RULE,
+    homogeneous_reference,
+    sigma_smooth_where_differenced,
+)
 from ..measure import (
     UNIT_ROUNDOFF,
     ratio,
@@ -126,6 +130,9 @@ TAYLOR_REPORTED = (
     "holds",
 )
 """The numbers of a Taylor-remainder test that D4 reports (figures ``*_taylor_remainder``)."""
+TAYLOR_KINK_RADIUS = 1e-3
+"""Relative radius (in units of ``‖X_0‖/‖δX_0‖``) of the segment along ``δX_0`` on which a
+non-smooth σ must have no kink for the derivative tests to difference a smooth map."""
 TAYLOR_RULE = "Taylor remainder order 2 ± slope_tol, or min secant defect ≤ 1e-6"
 
 
@@ -321,6 +328,26 @@ def softmax_derivative_parts(inst: Instance, tol: float) -> tuple[dict, dict]:
             "do not move (δS = 0 on the mask)",
         )
     return parts, figures
+
+
+def taylor_stencil_smooth(inst: Instance) -> Diagnostic:
+    """σ is smooth where the derivative tests difference the stack: for relu, no MLP
+    pre-activation changes sign at ``X_0 ± TAYLOR_KINK_RADIUS·‖X_0‖/‖δX_0‖·δX_0``, a segment that
+    holds the report-only Richardson stencil (``± fd_step``, ``fd_step`` below the radius) and the
+    Taylor test's deciding window (its finest converged window: a remainder of order ``s²`` reaches
+    the rounding floor ``1e3·u·‖X_L‖`` by ``s ≈ 1e-6·‖X_0‖/‖δX_0‖``)."""
+    X0, dX0 = inst.X0, inst.dX0
+    radius = max(
+        TAYLOR_KINK_RADIUS * float(np.linalg.norm(X0)) / float(np.linalg.norm(dX0)),
+        inst.p["fd_step"],
+    )
+    return sigma_smooth_where_differenced(
+        inst.gated,
+        X0,
+        [(inst.gated, X0 + s * radius * dX0) for s in (1.0, -1.0)],
+        inst.E,
+        what="the Taylor and finite-difference steps along δX_0",
+    )
 
 
 def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
@@ -569,6 +596,7 @@ class D4(Claim):
         "state_token_homogeneous": "the input state is 1 x_0ᵀ: max_t max|X_t − X_1| = 0 (bitwise)",
         "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
+        "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
     conclusion = {
         "poly_form_equals_jvp": "‖Σ_j K^j δX_0 C_j − JVP‖ / max(‖JVP‖, poly_scale, jvp_scale) ≤ tol "
@@ -613,7 +641,10 @@ class D4(Claim):
     instance = Instance
 
     def diagnose(self, inst):
-        return homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E)
+        return {
+            **homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E),
+            "sigma_smooth_where_differenced": taylor_stencil_smooth(inst),
+        }
 
     def conclude(self, inst):
         p = inst.p

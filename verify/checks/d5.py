@@ -52,6 +52,7 @@ from numerics.analysis.stability import layer_jacobian
 from theory.kernels import kernel_constant as exact_kernel_constant
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import (
     central_difference,
     elementwise_relative_error,
@@ -454,6 +455,7 @@ class D5(Claim):
 
     hypotheses = {
         "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the d×d mode products",
+        "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
     conclusion = {
         "bound_holds_at_every_depth": "‖δX_l − ΠδX_0D_1‖ ≤ c_K r(l) σ_min(D_1) ‖δX_0‖ + tol‖ΠδX_0D_1‖, l = 1…L",
@@ -509,7 +511,14 @@ class D5(Claim):
                 bool(np.isfinite(Lstar)),
                 Lstar,
                 f"L*(τ={inst.p['tau']}) ≤ L={inst.model.L}; r(1)={r[0]:.3g}, min r={r.min():.3g}",
-            )
+            ),
+            "sigma_smooth_where_differenced": sigma_smooth_where_differenced(
+                inst.model,
+                inst.X0,
+                [(inst.model, inst.X0 + s * inst.p["eta"] * inst.dX0) for s in (1.0, -1.0)],
+                inst.X0 if inst.cfg.gamma else None,
+                what="the central difference of the nonlinear stack",
+            ),
         }
 
     def conclude(self, inst):
