@@ -2,7 +2,7 @@
 
 A system is a plain description, validated when it is made (shapes, finiteness, types: a bad
 system is bad input, exit 2); whether it satisfies a claim's *hypotheses* (a spectral radius below
-one, an irreducible generator, a block-local mask) is decided by the claim and reported as
+one, a generator with one closed class, a block-local mask) is decided by the claim and reported as
 ``outside-hypotheses``, never refused. ``fastslow.check(ID, system=...)`` and
 ``fastslow check ID --system FILE.py:NAME`` take one; each claim lists the kinds it accepts
 (``Claim.systems``).
@@ -72,7 +72,10 @@ class GeneratorFamily(System):
     ``Q`` is an n×n SymPy matrix in ``y`` with ``Q[i, j] ≥ 0`` for ``i ≠ j`` (the rate of the
     jump ``j → i``) and zero column sums; ``slow`` is a SymPy expression in ``y``, the fast state
     ``x`` (n symbols) and time ``t``. The fast subsystem is ``ε dx/dt = Q(y) x``. The generator
-    conditions and irreducibility are hypotheses of F2, decided by the claim on ``[y_min, y_max]``.
+    conditions and one closed class (a unique stationary law; transient states are allowed, so
+    the chain need not be irreducible) are hypotheses of F2, decided by the claim on the grid
+    ``[y_min, y_max]``. ``p_st(y)`` and ``h₁`` are derived for your ``Q`` and slow field
+    (:func:`theory.markov.family_slow_manifold`).
     """
 
     Q: Any
@@ -126,6 +129,11 @@ class DepthFlow(System):
     ``mask`` is a named mask (:data:`numerics.NAMED_MASKS`) or a boolean T×T array; the rest are
     the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model`. Claims that
     need more of the flow (a block-local mask, a smooth ``sigma``) decide that as a hypothesis.
+
+    Caveat for F1 (Tikhonov along depth): its first-order statement needs a nonzero first-order
+    correction, which the injection ``γ(E − X)`` supplies; with the default ``gamma = 0`` the flow
+    is outside F1's hypothesis ``first_order_correction_nonzero``. Pass ``gamma > 0`` (e.g. 1.0)
+    to check F1 on your flow.
     """
 
     mask: Any
