@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from numerics import lapack
 from numerics.toy import markov as mk
 from theory import markov as tm
+from verify.checks.f2 import attention_link_parts
 from verify.measure import symbolic_agrees
 from verify.registry import CLAIMS, run_check
 from verify.strategies import generator_families
@@ -163,3 +164,13 @@ def test_reducible_user_families_are_outside_the_hypotheses(family):
     v = run_check("F2", system=family)
     assert v.outcome == "outside-hypotheses", v.summary()
     assert "one_closed_class_on_grid" in v.violated
+
+
+def test_the_causal_block_mean_is_not_conserved_at_every_block_size_up_to_64():
+    """The rule scales with P: the exact defect max_j |H_P − H_j − 1|/P falls like log P/P (0.0956
+    at P = 32, 0.0556 at P = 64), always far above the conservation tolerance."""
+    parts, figures = attention_link_parts(64, 1e-10)
+    assert parts["attention_link_causal_first_token"].holds
+    defect = figures["attention_link"]["summary"]["causal_min_block_mean_defect"]
+    H = np.cumsum(1.0 / np.arange(1, 65))
+    assert defect == pytest.approx((H[-1] - 1.0) / 64, rel=1e-12)
