@@ -5,6 +5,7 @@ The verdict is decided by :data:`verify.checks.a3.CLAIM`; these tests only read 
 control (a non-zero gate) runs in ``verify/test_negative_controls.py``.
 """
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from numerics.model.weights import SIGMAS, SLOW_MASKS
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
 from verify.strategies import blocked_params
+from verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("A3")
 
@@ -91,3 +93,23 @@ def test_bad_parameters_are_rejected():
         run_check("A3", {"gate_spread": 1.5}, seed=0)
     with pytest.raises(ValueError, match="P=3 must divide"):
         run_check("A3", {"P": 3}, seed=0)
+
+
+# --------------------------------------------------------------------------- your own flow
+
+HOLEY_BLOCKS = np.kron(np.eye(2, dtype=bool), np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1]], bool))
+"""Block-local, not doubly stochastic: token 0 of each block does not see token 2."""
+
+
+@given(st.sampled_from(SIGMAS), st.integers(0, 2**16))
+def test_a_user_flow_with_a_closed_gate_hides_its_slow_path(sigma, seed):
+    flow = DepthFlow(mask=HOLEY_BLOCKS, P=3, d=3, L=3, sigma=sigma, seed=seed)
+    v = run_check("A3", seed=seed, system=flow)
+    assert v.outcome == "holds", v.summary()
+    assert v.figures["max_abs_output_difference"] == 0.0
+
+
+def test_a_user_flow_with_an_open_gate_is_outside_the_hypotheses_and_sees_its_slow_path():
+    v = run_check("A3", system=DepthFlow(mask=HOLEY_BLOCKS, P=3, d=3, L=3, gate=0.3))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["gates_zero"]
+    assert v.figures["max_abs_output_difference"] > 0.1

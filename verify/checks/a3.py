@@ -62,6 +62,7 @@ from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import elementwise_relative_error, relative_error, richardson_difference
 from ..model_params import model_params
+from ..systems import DepthFlow
 
 FD_RTOL = 1e-6
 """Relative part of the finite-difference criterion ``|fd − an| ≤ 1e-6·|an| + floor``."""
@@ -94,14 +95,22 @@ def layer_gates(p: dict, rng: np.random.Generator) -> np.ndarray:
 class Instance:
     """The coupled model with its gates, the fast-only model on the same layers, the input
     ``X0`` (and ``E = X0`` when ``γ > 0``), the loss matrix ``C`` and the stream of the slow-weight
-    moves."""
+    moves. From a user :class:`~verify.systems.DepthFlow` the config, weights and gates are the
+    flow's (its ``gate`` in every layer, so the claim's hypothesis is decided on it); the input, the
+    loss matrix and the slow-weight moves are drawn from ``seed`` as for the built-in instance."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, c_seed, g_seed, s_seed = np.random.SeedSequence(seed).spawn(5)
-        self.p = p
-        self.cfg = cfg = nm.ModelConfig.from_params(p, slow=True)
-        model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
-        self.gates = layer_gates(p, np.random.default_rng(g_seed))
+        if system is None:
+            cfg = nm.ModelConfig.from_params(p, slow=True)
+            model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
+            self.gates = layer_gates(p, np.random.default_rng(g_seed))
+        else:
+            model = system.model()
+            cfg = model.config
+            p = {**p, "L": model.L, "slow_scale": system.slow_scale}
+            self.gates = np.array([lp.g for lp in model.layers], dtype=float)
+        self.p, self.cfg = p, cfg
         self.model = model.with_gates(self.gates)
         self.fast = nm.Model(cfg.replace(slow=False), self.model.layers)
         self.X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
@@ -377,6 +386,12 @@ class A3(Claim):
     )
 
     instance = Instance
+    systems = (DepthFlow,)
+
+    def build_system(self, p, seed, system):
+        """The A3 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)
+        with the input and loss drawn from the check's ``seed``."""
+        return Instance(p, seed, system)
 
     def diagnose(self, inst):
         g = np.array([lp.g for lp in inst.model.layers], dtype=float)
