@@ -6,6 +6,7 @@ The verdict is decided by :data:`verify.checks.d1.CLAIM`; these tests only read 
 controls run in ``verify/test_negative_controls.py``.
 """
 
+import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from numerics.model.weights import SIGMAS
 from verify.portability import assert_portable
 from verify.registry import CLAIMS, run_check
 from verify.strategies import blocked_params
+from verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("D1")
 
@@ -138,3 +140,22 @@ def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="order_tol"):
         run_check("D1", {"order_tol": -1.0}, seed=0)
     assert run_check("D1", {"L": 1}, seed=0).outcome == "outside-hypotheses"
+
+
+# --------------------------------------------------------------------------- your own flow
+
+HOLEY_BLOCKS = np.kron(np.eye(2, dtype=bool), np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1]], bool))
+"""Block-local, not doubly stochastic: token 0 of each block does not see token 2."""
+
+
+@pytest.mark.parametrize("sigma", ["tanh", "relu", "gelu"])
+def test_a_user_flow_linearises_to_its_depth_ordered_product(sigma):
+    flow = DepthFlow(mask=HOLEY_BLOCKS, P=3, d=3, L=3, sigma=sigma, gate=0.3, seed=2)
+    v = run_check("D1", system=flow)
+    assert v.outcome == "holds", v.summary()
+    assert v.figures["reversal_rel_difference"] > 0.1  # untied: the order matters
+
+
+def test_a_user_flow_too_large_for_dense_jacobians_is_bad_input():
+    with pytest.raises(ValueError, match="T·d must be ≤ 64"):
+        run_check("D1", system=DepthFlow(mask="causal", T=8, P=2, d=9))

@@ -85,6 +85,7 @@ from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import ratio, relative_error, richardson_difference
 from ..model_params import STANDARD, model_params
+from ..systems import DepthFlow
 
 TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
 """Where ``X_0`` lies: a random state, or a fixed point of the tied map (random or
@@ -200,16 +201,23 @@ def direction(seed: int, shape) -> np.ndarray:
 
 class Instance:
     """The model, ``X_0`` (random, a fixed point of the tied map, or a point at ``distance`` from
-    it), the injection target ``E``, the trajectory and its layer Jacobians."""
+    it), the injection target ``E``, the trajectory and its layer Jacobians. From a user
+    :class:`~verify.systems.DepthFlow` the model (config, untied weights, gate) is the flow's and
+    ``X_0`` (and ``E``) are drawn from ``seed`` as for the built-in instance."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, e_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
-        self.p = p
-        self.cfg = cfg = nm.ModelConfig.from_params(p)
-        model = nm.init_model(
-            cfg, p["L"], w_seed, tied=p["tied"], scale=p["scale"], slow_scale=p["slow_scale"]
-        )
-        self.model = model = model.with_gates(layer_gates(p, np.random.default_rng(g_seed)))
+        if system is None:
+            cfg = nm.ModelConfig.from_params(p)
+            model = nm.init_model(
+                cfg, p["L"], w_seed, tied=p["tied"], scale=p["scale"], slow_scale=p["slow_scale"]
+            )
+            model = model.with_gates(layer_gates(p, np.random.default_rng(g_seed)))
+        else:
+            model = system.model()
+            cfg = model.config
+            p = {**p, "T": cfg.T, "P": cfg.P, "d": cfg.d, "L": model.L, "tied": False}
+        self.p, self.cfg, self.model = p, cfg, model
         X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
         E = X0.copy()
         self.fixed_point, self.fixed_residual = None, None
@@ -498,6 +506,28 @@ class D1(Claim):
         ),
     )
     key_figures = ("chain_rule_rel_fd", "reversal_rel_difference", "layer_jacobian_spread")
+
+    systems = (DepthFlow,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` small enough for dense Jacobians (bad input
+        otherwise)."""
+        super().accepts(system)
+        if system.T * system.d > MAX_DENSE:
+            raise ValueError(
+                f"{system.name}: T={system.T}, d={system.d}: D1 builds dense Jacobians, T·d must "
+                f"be ≤ {MAX_DENSE}, got T·d = {system.T * system.d}"
+            )
+
+    def build_system(self, p, seed, system):
+        """The D1 instance of your flow (its untied weights: ``trajectory`` must be
+        ``"generic"``)."""
+        if p["trajectory"] != "generic":
+            raise ValueError(
+                f"parameter trajectory={p['trajectory']!r} needs tied weights; a DepthFlow's are "
+                "untied: use trajectory='generic'"
+            )
+        return Instance(p, seed, system)
 
     def validate(self, p):
         if p["T"] * p["d"] > MAX_DENSE:
