@@ -27,6 +27,7 @@ NUMERICS_LAYERS = {
     "model": 2,
     "analysis": 3,
     "toy": 3,
+    "lm": 3,
 }
 
 
