@@ -16,14 +16,30 @@ import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
 PY
 
 VENV=${FASTSLOW_VENV:-.venv}
-if [ ! -x "$VENV/bin/python" ]; then
-  "$PYTHON" -m venv "$VENV"
-fi
 stamp="$VENV/.fastslow-installed"
+# An interrupted first set-up leaves a venv without pip (or without python): detect and rebuild it.
+# Only a venv this script made (marker file) or the default .venv is ever deleted.
+venv_ok() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import pip' >/dev/null 2>&1; }
+trap 'echo "run.sh: set-up interrupted; the next run detects and rebuilds $VENV" >&2; exit 130' INT TERM
+if ! venv_ok; then
+  if [ -e "$VENV" ]; then
+    if [ -f "$VENV/.fastslow-venv" ] || [ "$VENV" = ".venv" ]; then
+      echo "run.sh: $VENV is broken (no working python or pip; an interrupted set-up?): rebuilding it" >&2
+      rm -rf "$VENV"
+    else
+      echo "run.sh: $VENV has no working python or pip; delete it or set FASTSLOW_VENV" >&2
+      exit 2
+    fi
+  fi
+  "$PYTHON" -m venv "$VENV" || { echo "run.sh: could not create the virtual environment $VENV" >&2; exit 2; }
+  touch "$VENV/.fastslow-venv"
+fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]' \
+    || { echo "run.sh: installing fastslow into $VENV failed (see above); rerun to retry" >&2; exit 2; }
   touch "$stamp"
 fi
+trap - INT TERM
 
 # Single-threaded BLAS and Numba for stable test timings; a project-local Numba cache.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fastslow.benchmarks import discover
 from verify.provenance import provenance, short
+from verify.report import writable_file, write_atomic_many
 
 
 def to_markdown(table: dict) -> str:
@@ -36,17 +37,29 @@ def main(
     only: list[str] | None = None,
     markdown: str | None = None,
 ) -> int:
-    """Run the sections ``only`` (all by default); print Markdown; optionally save JSON/Markdown."""
+    """Run the sections ``only`` (all by default); print Markdown; optionally save JSON/Markdown.
+
+    Unknown sections and outputs that cannot be written are refused (exit 2, one line) before any
+    section runs; both files are written atomically at the end."""
     sections = discover()
     names = only or list(sections)
+    try:
+        unknown = [n for n in names if n not in sections]
+        if unknown:
+            raise ValueError(
+                f"unknown benchmark section {unknown[0]!r}; known: {', '.join(sorted(sections))}"
+            )
+        for path, option in ((out, "--out"), (markdown, "--markdown")):
+            if path:
+                writable_file(path, option)
+    except ValueError as exc:
+        print(f"fastslow bench: bad input: {exc}", file=sys.stderr)
+        return 2
     results = {"provenance": provenance(), "sections": {}}
     header = f"<!-- {short(results['provenance'])}; {'quick' if quick else 'full'} run -->"
     print(header)
     md = [header]
     for name in names:
-        if name not in sections:
-            print(f"unknown benchmark section {name!r}; known: {sorted(sections)}", file=sys.stderr)
-            return 2
         print(
             f"[{names.index(name) + 1}/{len(names)}] running benchmark section {name} ...",
             file=sys.stderr,
@@ -56,8 +69,10 @@ def main(
         results["sections"][name] = table
         md.append(to_markdown(table))
         print(md[-1], "\n", flush=True)
+    files = {}
     if out:
-        Path(out).write_text(json.dumps(results, indent=1, default=str))
+        files[Path(out)] = json.dumps(results, indent=1, default=str)
     if markdown:
-        Path(markdown).write_text("\n\n".join(md) + "\n")
+        files[Path(markdown)] = "\n\n".join(md) + "\n"
+    write_atomic_many(files)
     return 0

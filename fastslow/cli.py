@@ -16,6 +16,13 @@
 one-line reason on stderr naming the value), including a claim that is still pending. ``sweep``
 exits with the code of the worst verdict among its points. ``readme`` exits 1 when it refuses a
 report (partial, pending or from a dirty tree) and then writes nothing.
+
+Every command checks its inputs and outputs before the work starts and ends a fault in one line:
+a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
+whose estimated memory exceeds the budget (``--memory-budget`` or ``FASTSLOW_MEMORY_BUDGET``,
+default half the machine's memory), an output or cache that cannot be written, an unreachable
+``--scheduler``: exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
+after keeping every finished sweep point in the cache; a full standard output exits 2.
 """
 
 from __future__ import annotations
@@ -24,28 +31,46 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
 import fastslow
 from fastslow.readme import update_readme
 from verify import sweep as sw
-from verify.claim import BAD_INPUT_EXIT, EXIT_CODES, PendingClaim
+from verify.claim import (
+    BAD_INPUT_EXIT,
+    BASE_BYTES,
+    EXIT_CODES,
+    MEMORY_BUDGET_ENV,
+    PendingClaim,
+    budget_hint,
+    format_bytes,
+    memory_budget,
+    parse_bytes,
+)
 from verify.registry import CLAIMS, get_claim
-from verify.report import write_atomic
+from verify.report import writable_dir, writable_file, write_atomic
 from verify.systems import KINDS, System
 
 
-def _parse_kv(items) -> dict:
+def _parse_kv(items, option: str = "--param") -> dict:
     out = {}
     for item in items or []:
-        if "=" not in item:
-            raise ValueError(f"--param expects KEY=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        if not key:
-            raise ValueError(f"--param expects KEY=VALUE, got {item!r}")
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{option} expects KEY=VALUE, got {item!r}")
+        if key.strip() in out:
+            raise ValueError(f"{option} {key.strip()} is given twice; give each parameter once")
         out[key.strip()] = value
     return out
+
+
+def _set_budget(args) -> None:
+    """``--memory-budget`` (validated) as :data:`MEMORY_BUDGET_ENV`, so sweep workers see it."""
+    if getattr(args, "memory_budget", None):
+        parse_bytes(args.memory_budget, "--memory-budget")
+        os.environ[MEMORY_BUDGET_ENV] = args.memory_budget
 
 
 def _cmd_claims(args) -> int:
@@ -107,6 +132,7 @@ def load_system(spec: str):
 
 def _cmd_check(args) -> int:
     try:
+        _set_budget(args)
         unit = get_claim(args.id)
         if args.describe:
             print(unit.describe())
@@ -134,10 +160,16 @@ def _cmd_figures(args) -> int:
     import figures  # deferred: matplotlib adds 0.5 s to every other command
 
     try:
+        _set_budget(args)
+        sw.max_workers(args.workers)
+        ids = [get_claim(c).id for c in args.ids]
+        outdir = writable_dir(args.out or figures.default_outdir(), "--out")
+        if args.cache is not None:
+            sw.prepare_cache(args.cache, "--cache")
         with sw.executor_for(args.workers, args.scheduler) as executor:
             paths = figures.render(
-                args.ids or None,
-                outdir=args.out,
+                ids or None,
+                outdir=outdir,
                 seed=args.seed,
                 executor=executor,
                 cache_dir=args.cache,
@@ -145,6 +177,9 @@ def _cmd_figures(args) -> int:
     except (ValueError, TypeError) as exc:
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
+    except figures.FigureError as exc:
+        print(f"fastslow figures: {exc}", file=sys.stderr)
+        return EXIT_CODES["error"]
     for p in paths:
         print(p)
     if not paths:
@@ -160,58 +195,108 @@ def _cmd_bench(args) -> int:
     )
 
 
-def _parse_seeds(text: str) -> list[int]:
+def _parse_seeds(text: str) -> range | list[int]:
+    """``A:B`` as a ``range`` (never expanded here) or ``a,b,c`` as a list of distinct seeds."""
     try:
         if ":" in text:
-            a, b = text.split(":", 1)
-            seeds = list(range(int(a), int(b)))
+            a, b = (_integer(x) for x in text.split(":", 1))
+            seeds: range | list[int] = range(a, b)
         else:
-            seeds = [int(x) for x in text.split(",") if x.strip()]
+            seeds = [_integer(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ValueError(f"--seeds expects A:B (a range) or a comma list, got {text!r}") from None
-    if not seeds or min(seeds) < 0:
+    lowest = seeds.start if isinstance(seeds, range) else min(seeds, default=0)
+    if len(seeds) == 0 or lowest < 0:
         raise ValueError(f"--seeds must give at least one non-negative seed, got {text!r}")
+    if not isinstance(seeds, range) and len(set(seeds)) != len(seeds):  # a range never repeats
+        raise ValueError(f"--seeds {text!r} repeats a seed; give each seed once")
     return seeds
+
+
+def _integer(text: str) -> int:
+    s = text.strip()
+    if not s.isascii() or "_" in s:  # int("1_6") == 16: never what was meant
+        raise ValueError(text)
+    return int(s)
+
+
+def _grid_axes(unit, items) -> dict:
+    """The ``--grid`` axes of ``unit``, every value parsed and validated; an axis given twice is
+    bad input."""
+    axes: dict = {}
+    for item in items or []:
+        key, _, values = item.partition("=")
+        key = key.strip()
+        if not key or not values:
+            raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
+        if key not in unit.params:
+            raise ValueError(
+                f"--grid {key}: unknown parameter of {unit.id}; expected one of "
+                f"{', '.join(unit.params)}"
+            )
+        if key in axes:
+            raise ValueError(f"--grid {key} is given twice; give each axis once")
+        sep = ";" if unit.params[key].kind.startswith("tuple") else ","  # commas inside tuples
+        axes[key] = [unit.params[key].parse(key, v) for v in values.split(sep)]
+    return axes
+
+
+def _plan_sweep(args):
+    """Validate a sweep before anything is built: workers, outputs, axes, the size of the grid and
+    its memory; return ``(claim id, axes, number of points, workers)``."""
+    _set_budget(args)
+    sw.max_workers(args.workers)
+    unit = get_claim(args.id)
+    if args.out:
+        writable_file(args.out, "--out")
+    if args.cache is not None:
+        sw.prepare_cache(args.cache, "--cache")
+    axes = _grid_axes(unit, args.grid)
+    sizes = {k: len(v) for k, v in axes.items()}
+    axes["seed"] = _parse_seeds(args.seeds)
+    total = sw.grid_size(**axes)
+    held = BASE_BYTES + total * sw.RESULT_BYTES
+    if held > memory_budget():
+        raise ValueError(
+            f"a sweep of {total} points ({' × '.join(f'{k} {n}' for k, n in sizes.items())}"
+            f"{' × ' if sizes else ''}{len(axes['seed'])} seeds) would hold about "
+            f"{format_bytes(held)} of results, beyond the memory budget of {budget_hint()}"
+        )
+    no_seed = {k: v for k, v in axes.items() if k != "seed"}
+    need = max(unit.within_budget(unit.resolve(p)) for p in sw.iter_grid(**no_seed))
+    workers = sw.max_workers(args.workers, total)
+    fits = max(1, memory_budget() // need)
+    if workers > fits:
+        print(
+            f"fastslow sweep: {workers} workers would need {format_bytes(workers * need)}; "
+            f"using {fits} to stay within the memory budget",
+            file=sys.stderr,
+        )
+        workers = fits
+    return unit.id, axes, total, workers
 
 
 def _cmd_sweep(args) -> int:
 
     try:
-        unit = get_claim(args.id)
-        cid = unit.id
-        axes = {}
-        for item in args.grid or []:
-            key, _, values = item.partition("=")
-            if not key or not values:
-                raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
-            if key not in unit.params:
-                raise ValueError(
-                    f"--grid {key}: unknown parameter of {cid}; expected one of "
-                    f"{', '.join(unit.params)}"
-                )
-            sep = (
-                ";" if unit.params[key].kind.startswith("tuple") else ","
-            )  # tuples use commas inside
-            axes[key] = [unit.params[key].parse(key, v) for v in values.split(sep)]
-        axes["seed"] = _parse_seeds(args.seeds)
-        points = [dict(p, claim=cid) for p in sw.grid(**axes)]
-        for p in points:  # every point is valid input before any work starts
-            unit.resolve({k: v for k, v in p.items() if k not in ("claim", "seed")})
-    except (PendingClaim, ValueError) as exc:
-        print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
-        return BAD_INPUT_EXIT
-    try:
-        with sw.executor_for(args.workers, args.scheduler) as executor:
+        cid, axes, total, workers = _plan_sweep(args)
+        points = [dict(p, claim=cid) for p in sw.iter_grid(**axes)]
+        with sw.executor_for(workers, args.scheduler, tasks=total) as executor:
             results = sw.sweep(
                 sw.check_point,
                 points,
                 executor=executor,
                 cache_dir=args.cache,
                 label=f"sweep {cid}",
+                on_error=sw.check_point_error,
             )
-    except ValueError as exc:
+    except (PendingClaim, ValueError) as exc:
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
+    except sw.SweepInterrupted as exc:
+        hint = "" if exc.cache else "; rerun with --cache DIR to keep finished points"
+        print(f"fastslow sweep: {exc}{hint}", file=sys.stderr)
+        return 128 + _SIGNALLED.get("signum", signal.SIGINT)
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -224,7 +309,7 @@ def _cmd_sweep(args) -> int:
         if r["verdict"] != "holds":
             shown = {k: v for k, v in p.items() if k != "claim"}
             print(f"  {r['verdict']} at {shown}: {r['reason']}")
-    if args.out:
+    if args.out:  # checked writable before the sweep
         write_atomic(
             Path(args.out),
             json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1),
@@ -252,6 +337,16 @@ def _cmd_readme(args) -> int:
         return 1
     print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")
     return 0
+
+
+def _add_budget(s) -> None:
+    s.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="SIZE",
+        help=f"refuse parameters whose estimated memory exceeds SIZE (8G, 512M, 25%%; default "
+        f"${MEMORY_BUDGET_ENV} or half this machine's memory)",
+    )
 
 
 def _add_claims(sub) -> None:
@@ -294,6 +389,7 @@ def _add_check(sub) -> None:
         metavar="FILE.py:NAME",
         help="check your own toy system NAME defined in FILE.py (a fastslow.toy system)",
     )
+    _add_budget(s)
     s.add_argument("--json", action="store_true", help="print the verdict as JSON")
     s.add_argument(
         "--describe",
@@ -307,7 +403,11 @@ def _add_figures(sub) -> None:
     """The ``figures`` subcommand."""
     s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")
     s.add_argument("ids", nargs="*", help="claim IDs (default: all)")
-    s.add_argument("--out", default=None, help="output folder (default figures/out)")
+    s.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default figures/out of the source checkout, else ./fastslow-figures)",
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument(
         "--workers",
@@ -326,6 +426,7 @@ def _add_figures(sub) -> None:
         default=None,
         help="cache folder for the computed points; an interrupted run resumes from it",
     )
+    _add_budget(s)
     s.set_defaults(func=_cmd_figures)
 
 
@@ -369,6 +470,7 @@ def _add_sweep(sub) -> None:
         "--cache", default=None, help="cache folder; an interrupted sweep resumes from it"
     )
     s.add_argument("--out", default=None, help="write every point and result as JSON")
+    _add_budget(s)
     s.set_defaults(func=_cmd_sweep)
 
 
@@ -394,6 +496,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_SIGNALLED: dict = {}
+
+
+def _terminate(signum, frame) -> None:
+    """SIGTERM: stop like Ctrl-C (finished sweep points are kept), exit 143."""
+    _SIGNALLED["signum"] = signum
+    raise KeyboardInterrupt
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     try:
@@ -401,10 +517,29 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # argparse exits 2 on bad usage already
         return int(exc.code or 0)
     try:
-        return args.func(args)
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        previous = None
+    try:
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:  # e.g. `fastslow claims | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 0
+    except KeyboardInterrupt:
+        signum = _SIGNALLED.get("signum", signal.SIGINT)
+        print(f"fastslow {args.command}: interrupted", file=sys.stderr)
+        return 128 + signum
+    except OSError as exc:  # a full disk or a failing device under stdout or an output
+        where = exc.filename or "standard output"
+        print(f"fastslow {args.command}: cannot write {where}: {exc.strerror}", file=sys.stderr)
+        if exc.filename is None:
+            _quiet_stdout()
+        return BAD_INPUT_EXIT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,12 @@ metadata: no timestamps, and the provenance (commit, versions, seed, parameters)
 ``Description`` and PDF ``Subject`` fields. The data are the same whatever the executor (every
 point carries its seed; results pass through JSON), so the files are too. ``fastslow figures``
 calls :func:`render`.
+
+The output folder (default: ``figures/out`` of the source checkout, or ``fastslow-figures`` in the
+working directory when the package is installed, never inside the installed package) and the cache
+are checked for writability before anything is computed, and every file is written to a temporary
+name and renamed. A point whose computation raised does not stop the others: the figures that do
+not need it are drawn, then :class:`FigureError` names the ones that could not be.
 """
 
 from __future__ import annotations
@@ -41,11 +47,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from verify.claim import jsonable
-from verify.provenance import provenance
+from verify.provenance import project_root, provenance
 from verify.registry import get_claim, run_check
-from verify.sweep import Progress, sweep
+from verify.report import writable_dir
+from verify.sweep import Progress, prepare_cache, sweep
 
-DEFAULT_OUTDIR = Path(__file__).resolve().parent / "out"
+
+def default_outdir() -> Path:
+    """``figures/out`` of the source checkout, else ``fastslow-figures`` in the working directory
+    (never a folder inside an installed package)."""
+    root = project_root()
+    return root / "figures" / "out" if root is not None else Path.cwd() / "fastslow-figures"
+
+
+class FigureError(RuntimeError):
+    """Some figures could not be drawn because a point of their sweep raised (valid input)."""
+
 
 STYLE = {
     "figure.figsize": (6.0, 3.8),
@@ -125,18 +142,23 @@ def save(fig, outdir: Path, name: str, meta: dict) -> list[Path]:
     outdir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(meta, sort_keys=True, default=str)
     png, pdf = outdir / f"{name}.png", outdir / f"{name}.pdf"
-    fig.savefig(png, metadata={"Software": None, "Description": text})
-    fig.savefig(
-        pdf,
-        metadata={
-            "Creator": None,
-            "Producer": None,
-            "CreationDate": None,
-            "Subject": text,
-            "Keywords": name,
-        },
-    )
-    plt.close(fig)
+    pdf_meta = {
+        "Creator": None,
+        "Producer": None,
+        "CreationDate": None,
+        "Subject": text,
+        "Keywords": name,
+    }
+    try:
+        for path, meta_ in ((png, {"Software": None, "Description": text}), (pdf, pdf_meta)):
+            tmp = path.with_name(f".{path.name}.tmp")
+            try:
+                fig.savefig(tmp, format=path.suffix[1:], metadata=meta_)
+                tmp.replace(path)  # a reader never sees half a file
+            finally:
+                tmp.unlink(missing_ok=True)
+    finally:
+        plt.close(fig)
     return [png, pdf]
 
 
@@ -214,12 +236,22 @@ def render(
 
     _discover()
     ids = list(FIGURES) if claim_ids is None else [get_claim(c).id for c in claim_ids]
-    outdir = DEFAULT_OUTDIR if outdir is None else Path(outdir)
+    outdir = writable_dir(default_outdir() if outdir is None else outdir, "output folder")
+    if cache_dir is not None:
+        prepare_cache(cache_dir, "cache folder")
     names = [spec.name for cid in ids for spec in FIGURES.get(cid, [])]
     data = compute(names, seed=seed, executor=executor, cache_dir=cache_dir)
     bar = Progress(len(names), "drawing")
-    paths = []
+    paths, failed = [], []
     for n in names:
+        errors = [d["error"] for d in data[n] if isinstance(d, dict) and set(d) == {"error"}]
+        if errors:
+            failed.append(f"{n} ({errors[0]['type']}: {errors[0]['message']})")
+            continue
         paths += draw(n, data[n], outdir, seed=seed)
         bar.update()
+    if failed:
+        raise FigureError(
+            f"{len(failed)} figure(s) not drawn, a point raised: " + "; ".join(failed)
+        )
     return paths

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -52,6 +53,80 @@ BAD_INPUT_EXIT = 2
 
 class PendingClaim(LookupError):
     """The claim is declared but has no check implemented yet."""
+
+
+# ----------------------------------------------------------------------------- memory budget
+
+MEMORY_BUDGET_ENV = "FASTSLOW_MEMORY_BUDGET"
+"""Environment variable overriding the memory budget: bytes (``8G``, ``512M``, ``1.5GiB``,
+``2000000000``) or a share of this machine's memory (``25%``)."""
+
+DEFAULT_BUDGET_SHARE = 0.5
+"""The default budget: this share of the machine's physical memory."""
+
+BASE_BYTES = 400 << 20
+"""The memory of a check before it allocates anything of its own: the interpreter, NumPy, SciPy,
+SymPy, Numba and the compiled kernels (about 300 MiB measured, rounded up)."""
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def machine_memory() -> int:
+    """Physical memory of this machine in bytes (0 when the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def parse_bytes(text: str, what: str = MEMORY_BUDGET_ENV) -> int:
+    """``text`` (``8G``, ``512MiB``, ``123456``, ``25%`` of the machine's memory) in bytes;
+    ``ValueError`` naming ``what`` and the value."""
+    s = str(text).strip().lower().replace("ib", "").replace("b", "")
+    try:
+        if s.endswith("%"):
+            share = float(s[:-1]) / 100
+            if not 0 < share <= 1:
+                raise ValueError
+            value = share * machine_memory()
+        else:
+            value = float(s[:-1]) * _UNITS[s[-1]] if s and s[-1] in _UNITS else float(s)
+        if not (math.isfinite(value) and value > 0) or "_" in s:
+            raise ValueError
+    except (ValueError, KeyError, IndexError):
+        raise ValueError(
+            f"{what}={text!r}: expected a positive size like 8G, 512M, 2000000000 or a share "
+            "of this machine's memory like 25%"
+        ) from None
+    return int(value)
+
+
+def memory_budget() -> int:
+    """The memory one check (or one sweep) may use: :data:`MEMORY_BUDGET_ENV` if set, else
+    :data:`DEFAULT_BUDGET_SHARE` of the machine's memory (16 GiB when the machine does not say)."""
+    env = os.environ.get(MEMORY_BUDGET_ENV)
+    if env:
+        return parse_bytes(env)
+    total = machine_memory()
+    return int(DEFAULT_BUDGET_SHARE * total) if total else 16 << 30
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as ``1.5 GiB`` / ``300 MiB``."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n / 1024:.3g} KiB"
+
+
+def budget_hint() -> str:
+    """Where the budget comes from and how to change it, for messages."""
+    source = (
+        f"{MEMORY_BUDGET_ENV}={os.environ[MEMORY_BUDGET_ENV]}"
+        if os.environ.get(MEMORY_BUDGET_ENV)
+        else f"{DEFAULT_BUDGET_SHARE:.0%} of this machine's memory"
+    )
+    return f"{format_bytes(memory_budget())} ({source}; set {MEMORY_BUDGET_ENV} or --memory-budget)"
 
 
 # ----------------------------------------------------------------------------- JSON helpers
@@ -169,6 +244,8 @@ class Param:
     def _from_text(self, name: str, text: str):
         s = text.strip()
         try:
+            if self.kind != "bool" and (not s.isascii() or "_" in s):
+                raise ValueError  # int("1_6") == 16 and int("١٦") == 16: never what was meant
             if self.kind == "bool":
                 low = s.lower()
                 if low in ("1", "true", "yes", "on"):
@@ -520,6 +597,33 @@ class Claim:
         """Conditions between parameters; ``ValueError`` naming the value if violated. (That the
         block size ``P`` divides ``T`` is checked for every claim with both parameters.)"""
 
+    def memory_bytes(self, p: dict) -> int:
+        """Estimated peak memory in bytes of one check on the resolved parameters ``p``, beyond
+        :data:`BASE_BYTES`; computed from the parameters alone, before anything is allocated.
+
+        The generic estimate counts 16 float64 arrays of ``T × T × d`` (attention weights and their
+        tangents) when the claim has ``T`` and ``d``, else nothing. A claim whose memory grows with
+        other parameters (samples, grids, sequences) overrides it; the estimate should be an upper
+        bound within a factor of about 2 (tests measure it)."""
+        if "T" in p and "d" in p:
+            return 16 * 8 * int(p["T"]) ** 2 * int(p["d"])
+        return 0
+
+    def within_budget(self, p: dict) -> int:
+        """The estimated peak memory of ``p`` (:meth:`memory_bytes` + :data:`BASE_BYTES`);
+        ``ValueError`` naming the parameters when it exceeds :func:`memory_budget`."""
+        need = BASE_BYTES + int(self.memory_bytes(p))
+        if need > memory_budget():
+            changed = ", ".join(
+                f"{k}={_short(v)}" for k, v in p.items() if v != self.params[k].default
+            )
+            raise ValueError(
+                f"{self.id} with {changed or 'its default parameters'} needs about "
+                f"{format_bytes(need)} of memory (estimated from the parameters), beyond the "
+                f"memory budget of {budget_hint()}"
+            )
+        return need
+
     # -- provided -----------------------------------------------------------------------------
     def defaults(self) -> dict:
         return {k: spec.default for k, spec in self.params.items()}
@@ -548,6 +652,7 @@ class Claim:
         if "T" in p and "P" in p and p["T"] % p["P"]:  # T tokens in blocks of P
             raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         self.validate(p)
+        self.within_budget(p)
         return p
 
     def accepts(self, system) -> None:
@@ -592,6 +697,11 @@ class Claim:
                 raise ValueError(
                     "a negative control is a built-in instance: give control or system"
                 )
+        return self.decide(p, seed, control, system)
+
+    def decide(self, p: dict, seed: int, control: str | None = None, system=None) -> Verdict:
+        """The verdict on the resolved, validated parameters ``p`` (the work of :meth:`check`,
+        after its input checks): build, diagnose, conclude; an exception is outcome ``error``."""
         described = None if system is None else jsonable(system.describe())
         hyps: dict = {}
         try:

@@ -17,6 +17,16 @@ as points of :func:`verify.sweep.sweep` on the session's executor (``--workers``
 ``--scheduler``, ``--sweep-cache``; see the root ``conftest.py``)::
 
     results = check_sweep([dict(claim="D7", seed=s, mask=m) for s in seeds for m in masks])
+
+The options are checked before anything runs: ``--workers`` must be a positive integer (it is
+bounded by the CPUs), ``--sweep-cache`` and ``--report-dir`` must be writable folders and a
+``--scheduler`` must answer; otherwise pytest stops with a usage error naming the option, instead
+of marking claims failed. A failing sweep point becomes a verdict of outcome ``error``.
+
+The report goes to ``--report-dir`` (default ``verify/report`` of the source checkout, or
+``fastslow-report`` in the working directory when the package is installed). A partial session
+(``-k``, ``-x``, an interruption) never replaces a complete report: it is written beside it as
+``report.partial.json`` and ``REPORT.partial.md``, marked partial.
 """
 
 from __future__ import annotations
@@ -29,9 +39,9 @@ import pytest
 
 from verify import sweep as sw
 from verify.claim import Verdict
-from verify.provenance import provenance
+from verify.provenance import project_root, provenance
 from verify.registry import CLAIMS, run_check
-from verify.report import ClaimLedger, build_report, write_report
+from verify.report import ClaimLedger, build_report, writable_dir, write_report
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()
@@ -46,6 +56,37 @@ def pytest_configure(config):
     config.stash[_CLAIM_OF] = {}
     config.stash[_DESELECTED] = []
     config.stash[_REPORTED] = set()
+    _check_options(config)
+
+
+def report_dir(config) -> Path:
+    """Where the report goes: ``--report-dir``, else ``verify/report`` of the source checkout, else
+    ``fastslow-report`` in the working directory (never into an installed package)."""
+    given = config.getoption("--report-dir")
+    if given:
+        return Path(given)
+    return _HERE / "report" if project_root() is not None else Path.cwd() / "fastslow-report"
+
+
+def _check_options(config) -> None:
+    """``pytest.UsageError`` naming the option when ``--workers``, ``--sweep-cache``,
+    ``--report-dir`` or ``--scheduler`` cannot work, before any test runs."""
+    if config.option.collectonly:
+        return
+    try:
+        workers = config.getoption("--workers")
+        if workers is not None:
+            sw.max_workers(workers)
+        cache = config.getoption("--sweep-cache")
+        if cache:
+            sw.prepare_cache(cache, "--sweep-cache")
+        if config.getoption("--report-dir"):
+            writable_dir(config.getoption("--report-dir"), "--report-dir")
+        scheduler = config.getoption("--scheduler")
+        if scheduler:
+            sw.probe_scheduler(scheduler)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc).replace("workers must", "--workers must")) from None
 
 
 def _in_verify(item) -> bool:
@@ -156,6 +197,7 @@ def check_sweep(request, sweep_executor):
             executor=sweep_executor,
             cache_dir=cache,
             label=label or request.node.name,
+            on_error=sw.check_point_error,
         )
         return [Verdict.from_json(r) for r in results]
 
@@ -188,17 +230,31 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if not config.stash[_CLAIM_OF] or config.option.collectonly:
         return
-    outdir = config.getoption("--report-dir") or (_HERE / "report")
+    outdir = report_dir(config)
     prov = provenance()
     prov["profile"] = "thorough" if config.thorough else "default"
     why = _incomplete_reasons(session, exitstatus)
     report = build_report(config.stash[_LEDGER], prov, complete=not why, incomplete_reasons=why)
-    config.stash[_REPORT_PATHS] = write_report(report, Path(outdir))
+    stem = "report.partial" if why and _complete_report_in(outdir) else "report"
+    try:
+        config.stash[_REPORT_PATHS] = write_report(report, outdir, stem)
+    except OSError as exc:
+        config.stash[_REPORT_PATHS] = (f"not written to {outdir}: {exc.strerror or exc}",)
+
+
+def _complete_report_in(outdir: Path) -> bool:
+    """There is a complete report in ``outdir`` (which a partial session must not replace)."""
+    try:
+        return json.loads((outdir / "report.json").read_text(encoding="utf-8"))["complete"] is True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def pytest_terminal_summary(terminalreporter, config):
     paths = config.stash.get(_REPORT_PATHS, None)
-    if paths:
+    if paths and isinstance(paths[0], str):
+        terminalreporter.write_sep("=", "fastslow claim report " + paths[0])
+    elif paths:
         rep = json.loads(paths[0].read_text())
         terminalreporter.write_sep(
             "=", "fastslow claim report" + ("" if rep["complete"] else " (PARTIAL)")
@@ -212,5 +268,9 @@ def pytest_terminal_summary(terminalreporter, config):
                 terminalreporter.write_line(f"       {r}")
         for r in rep["incomplete_reasons"]:
             terminalreporter.write_line(f"partial: {r}")
+        if paths[0].name == "report.partial.json":
+            terminalreporter.write_line(
+                "partial session: the complete report.json beside it is kept unchanged"
+            )
         terminalreporter.write_line(f"report: {paths[0]}")
         terminalreporter.write_line(f"        {paths[1]}")

@@ -44,14 +44,29 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, cwd: Path = REPO_ROOT) -> str | None:
     try:
         out = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
+
+
+@functools.lru_cache(maxsize=1)
+def project_root() -> Path | None:
+    """The root of this project's own git checkout: the folder holding the package sources, if it
+    is the top of a git work tree with this project's ``pyproject.toml``; ``None`` otherwise (an
+    installed copy, perhaps inside some other repository, is "not a git checkout")."""
+    top = _git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != REPO_ROOT:
+        return None
+    try:
+        meta = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return REPO_ROOT if 'name = "fastslow"' in meta else None
 
 
 SOURCE_PACKAGES = ("numerics", "theory", "verify", "figures", "fastslow")
@@ -108,7 +123,11 @@ def blas_state() -> dict:
 
 @functools.lru_cache(maxsize=1)
 def git_state() -> dict:
-    """``{"commit": sha or None, "dirty": bool or None}`` of the working tree holding this package."""
+    """``{"commit": sha or None, "dirty": bool or None}`` of this project's checkout
+    (:func:`project_root`); outside one, both are ``None`` and ``"note"`` says "not a git
+    checkout" (never the commit of some other repository around an installed copy)."""
+    if project_root() is None:
+        return {"commit": None, "dirty": None, "note": "not a git checkout"}
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
@@ -140,7 +159,9 @@ def short(rec: dict | None = None) -> str:
     """A one-line summary for figure metadata and console output."""
     rec = rec or provenance()
     git = rec["git"]
-    commit = (git["commit"] or "unknown")[:12] + ("+dirty" if git["dirty"] else "")
+    commit = (git["commit"] or git.get("note") or "unknown")[:20] + (
+        "+dirty" if git["dirty"] else ""
+    )
     pk = rec["packages"]
     return (
         f"fastslow {rec['fastslow']} @ {commit}; python {rec['python']}; numpy {pk['numpy']}; "

@@ -342,25 +342,76 @@ def render_markdown(report: dict) -> str:
 # ----------------------------------------------------------------------------- writing
 
 
+def writable_file(path, what: str) -> Path:
+    """``path`` if a file can be written there (its folder exists and takes a new file; it is not
+    itself a folder), else ``ValueError`` naming ``what`` and the path. Checked before the work
+    starts, so that a computation is never lost to an unwritable output."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder, expected a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        state = "is not a folder" if parent.exists() else "does not exist"
+        raise ValueError(f"{what} {str(path)!r}: the folder {str(parent)!r} {state}")
+    _probe(parent, what, path)
+    return path
+
+
+def writable_dir(path, what: str) -> Path:
+    """``path`` as a folder that takes new files (created with its parents if missing), else
+    ``ValueError`` naming ``what`` and the path."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a file, expected a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{what} {str(path)!r} cannot be created: {exc.strerror or exc}") from None
+    _probe(path, what, path)
+    return path
+
+
+def _probe(folder: Path, what: str, path: Path) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".probe.", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise ValueError(f"{what} {str(path)!r} is not writable: {exc.strerror or exc}") from None
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so that
     a reader never sees a half-written file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    write_atomic_many({Path(path): text})
+
+
+def write_atomic_many(files: dict) -> None:
+    """Write every ``{path: text}`` to a temporary file beside it first, then rename them all:
+    nothing is replaced unless every file was written (a full disk leaves the old files whole)."""
+    temps: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        for path, text in files.items():
+            path = Path(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            temps.append((tmp, path))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
 
 
-def write_report(report: dict, outdir: Path) -> tuple[Path, Path]:
-    """Write ``report.json`` and ``REPORT.md`` into ``outdir`` (atomically); return both paths."""
+def write_report(report: dict, outdir: Path, stem: str = "report") -> tuple[Path, Path]:
+    """Write ``report.json`` and ``REPORT.md`` into ``outdir`` together (both written to temporary
+    files, then renamed); return both paths. ``stem="report.partial"`` gives
+    ``report.partial.json`` and ``REPORT.partial.md``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    js, md = outdir / "report.json", outdir / "REPORT.md"
-    write_atomic(js, json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-    write_atomic(md, render_markdown(report))
+    js = outdir / f"{stem}.json"
+    md = outdir / f"{stem.upper().replace('.PARTIAL', '.partial')}.md"
+    text = json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    write_atomic_many({js: text, md: render_markdown(report)})
     return js, md

@@ -15,6 +15,21 @@ arrives, so an interrupted sweep rerun with the same ``cache_dir`` only computes
 points. The source fingerprint (:func:`verify.provenance.source_fingerprint`) changes with any
 edit of the code, so a cache never serves results of other code.
 
+Faults never lose finished work:
+
+* a point whose function raises is recorded as an error result (``on_error(point, exc)``, by
+  default ``{"error": {"type", "message"}}``; :func:`check_point_error` gives a verdict of outcome
+  ``error``) and the other points finish; error results are not cached, so a rerun retries them;
+* every cache entry carries a SHA-256 of its point and result; an entry that cannot be read, is
+  not an entry, belongs to another point or fails its checksum is named on stderr, moved aside
+  (``<name>.corrupt``) and recomputed;
+* Ctrl-C (or SIGTERM) stores every point that has finished, kills the workers and raises
+  :class:`SweepInterrupted` (a ``KeyboardInterrupt``) saying how many points are cached; pool
+  workers ignore SIGINT (their parent decides) and die with their parent (``PR_SET_PDEATHSIG``
+  on Linux, a parent-watch thread elsewhere);
+* :func:`executor_for` bounds ``workers`` by the CPUs and the number of points, and fails fast,
+  on one line, on an unreachable Dask scheduler.
+
 Results do not depend on the executor or on the cache: each point carries its own seed, and every
 result is passed through JSON (as the cache and the workers would), so a serial run, a process
 pool, a Dask cluster and a cache hit all return the same lists, dicts and floats, bit for bit.
@@ -24,27 +39,79 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import ctypes
 import hashlib
 import itertools
 import json
+import math
 import os
+import signal
+import socket
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from verify import provenance
+from verify.claim import Verdict
 from verify.registry import run_check
+
+RESULT_BYTES = 64 << 10
+"""Memory held per finished point of a sweep (a verdict's JSON with its series), for budgets."""
+
+DASK_TIMEOUT = 5.0
+"""Seconds to wait for a Dask scheduler before giving up."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C or SIGTERM after storing every finished point."""
+
+    def __init__(self, done: int, total: int, cache: Path | None):
+        self.done, self.total, self.cache = done, total, cache
+        where = f"cached in {cache}" if cache else "not cached (no cache folder given)"
+        super().__init__(f"interrupted: {done} of {total} points finished, {where}")
+
+
+# --------------------------------------------------------------------------- grids
+
+
+def _axes(axes: dict) -> dict[str, Sequence]:
+    """Every axis as a list, validated: non-empty, no repeated value."""
+    out: dict[str, Sequence] = {}
+    for n, given in axes.items():
+        vals: Sequence = given if isinstance(given, range) else list(given)
+        if len(vals) == 0:
+            raise ValueError(f"sweep axis {n!r} is empty")
+        if not isinstance(vals, range):  # a range never repeats
+            seen: set[str] = set()
+            for v in vals:
+                key = json.dumps(v, sort_keys=True, default=str)
+                if key in seen:
+                    raise ValueError(f"sweep axis {n!r} repeats the value {v!r}")
+                seen.add(key)
+        out[n] = vals
+    return out
+
+
+def grid_size(**axes: Iterable) -> int:
+    """The number of points of :func:`grid` with these axes (validated), without building it."""
+    return math.prod(len(v) for v in _axes(axes).values())
+
+
+def iter_grid(**axes: Iterable) -> Iterator[dict]:
+    """The points of :func:`grid`, one at a time (axes validated first)."""
+    checked = _axes(axes)
+    names = list(checked)
+    for combo in itertools.product(*checked.values()):
+        yield dict(zip(names, combo))
 
 
 def grid(**axes: Iterable) -> list[dict]:
-    """The Cartesian product of named axes as a list of dicts, first axis slowest."""
-    names = list(axes)
-    values = [list(axes[n]) for n in names]
-    for n, vals in zip(names, values):
-        if not vals:
-            raise ValueError(f"sweep axis {n!r} is empty")
-    return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    """The Cartesian product of named axes as a list of dicts, first axis slowest.
+    ``ValueError`` on an empty axis or a repeated value (a degenerate grid)."""
+    return list(iter_grid(**axes))
 
 
 def point_key(fn: Callable, point: dict) -> str:
@@ -75,14 +142,90 @@ class Progress:
             sys.stderr.flush()
 
 
+# --------------------------------------------------------------------------- the cache
+
+
+def prepare_cache(cache_dir: str | Path, what: str = "cache folder") -> Path:
+    """``cache_dir`` created if needed and proven writable (a probe file is written and removed);
+    ``ValueError`` naming it otherwise. Call it before any work starts."""
+    path = Path(cache_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a file, expected a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(f"{what} {str(path)!r} is not writable: {exc.strerror or exc}") from None
+    return path
+
+
+def _checksum(point: dict, result) -> str:
+    text = json.dumps({"point": point, "result": result}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read_entry(f: Path, point: dict):
+    """``(True, result)`` for a sound cache entry of ``point``, else ``(False, why)``."""
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return False, f"unreadable ({type(exc).__name__}: {exc})"
+    if not isinstance(data, dict) or not {"point", "result", "sha256"} <= set(data):
+        return False, "not a cache entry (expected the keys point, result, sha256)"
+    if data["sha256"] != _checksum(data["point"], data["result"]):
+        return False, "checksum mismatch (edited or damaged)"
+    if data["point"] != as_json(point, "a sweep point"):
+        return False, "the entry belongs to another point"
+    return True, data["result"]
+
+
+def _set_aside(f: Path, why: str) -> None:
+    """Move a corrupt cache entry out of the way (``<name>.corrupt[.N]``) and say so on stderr."""
+    target = f.with_name(f.name + ".corrupt")
+    n = 1
+    while target.exists():
+        target, n = f.with_name(f"{f.name}.corrupt.{n}"), n + 1
+    try:
+        os.replace(f, target)
+        moved = f"moved to {target.name}"
+    except OSError as exc:
+        moved = f"could not be moved ({exc.strerror}); ignored"
+    print(f"sweep cache: {f}: {why}; {moved}, recomputing the point", file=sys.stderr)
+
+
+def _write_entry(f: Path, point: dict, value) -> None:
+    text = json.dumps(
+        {"point": point, "result": value, "sha256": _checksum(point, value)}, sort_keys=True
+    )
+    fd, tmp = tempfile.mkstemp(prefix=f".{f.stem}.", suffix=".tmp", dir=f.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, f)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+def error_result(point: dict, exc: BaseException) -> dict:
+    """The default result of a point whose function raised: its exception."""
+    return {"error": {"type": type(exc).__name__, "message": str(exc) or repr(exc)}}
+
+
 def sweep(
     fn: Callable,
-    points: list[dict],
+    points: Iterable[dict],
     *,
     executor: cf.Executor | None = None,
     cache_dir: str | Path | None = None,
     progress: bool | None = None,
     label: str | None = None,
+    on_error: Callable[[dict, BaseException], object] | None = error_result,
 ) -> list:
     """``[fn(**p) for p in points]``, computed on ``executor`` and cached in ``cache_dir``.
 
@@ -93,6 +236,11 @@ def sweep(
             ``None`` evaluates serially in this process.
         cache_dir: where finished points are stored; rerunning resumes from them.
         progress: show a progress line (default: only on an interactive terminal outside CI).
+        on_error: the result recorded for a point whose ``fn`` raised (not cached); ``None``
+            re-raises the exception instead.
+
+    Raises:
+        SweepInterrupted: on Ctrl-C, after storing every finished point and stopping the workers.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -105,40 +253,80 @@ def sweep(
         )
     cache = None
     if cache_dir is not None:
-        cache = (
-            Path(cache_dir) / provenance.source_fingerprint() / f"{fn.__module__}.{fn.__qualname__}"
-        )
-        cache.mkdir(parents=True, exist_ok=True)
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        cache = prepare_cache(Path(cache_dir) / provenance.source_fingerprint() / name)
+
+    def entry(i: int) -> Path | None:
+        return cache / f"{point_key(fn, points[i])}.json" if cache else None
 
     results: list = [None] * len(points)
     todo = []
     for i, p in enumerate(points):
-        f = cache / f"{point_key(fn, p)}.json" if cache else None
-        if f is not None and f.exists():
-            results[i] = json.loads(f.read_text())["result"]
-        else:
-            todo.append(i)
+        f = entry(i)
+        if f is not None and (f.exists() or f.is_symlink()):
+            ok, value = _read_entry(f, p)
+            if ok:
+                results[i] = value
+                continue
+            _set_aside(f, value)
+        todo.append(i)
     bar = Progress(len(points), label or fn.__qualname__, progress)
     bar.update(len(points) - len(todo))
+    stored: set[int] = set()
 
-    def store(i, value):
+    def store(i: int, value) -> None:
         value = as_json(value, f"{fn.__qualname__}({points[i]})")
         results[i] = value
-        if cache is not None:
-            f = cache / f"{point_key(fn, points[i])}.json"
-            tmp = f.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"point": points[i], "result": value}, sort_keys=True))
-            tmp.replace(f)
+        stored.add(i)
+        f = entry(i)
+        if f is not None:
+            _write_entry(f, points[i], value)
         bar.update()
 
-    if executor is None:
-        for i in todo:
-            store(i, fn(**points[i]))
-    else:
-        futures = {executor.submit(fn, **points[i]): i for i in todo}
-        for fut in cf.as_completed(futures):
-            store(futures[fut], fut.result())
+    def failed(i: int, exc: BaseException) -> None:
+        if on_error is None:
+            raise exc
+        results[i] = as_json(on_error(points[i], exc), "an error result")
+        stored.add(i)
+        bar.update()
+
+    try:
+        if executor is None:
+            for i in todo:
+                try:
+                    value = fn(**points[i])
+                except Exception as exc:  # recorded as the point's error result
+                    failed(i, exc)
+                    continue
+                store(i, value)
+        else:
+            futures = {executor.submit(fn, **points[i]): i for i in todo}
+            try:
+                for fut in cf.as_completed(futures):
+                    _collect(fut, futures[fut], store, failed)
+            except KeyboardInterrupt:
+                for fut, i in futures.items():  # finished while we were told to stop
+                    if i not in stored and fut.done() and not fut.cancelled():
+                        _collect(fut, i, store, failed)
+                stop_executor(executor)
+                raise
+    except KeyboardInterrupt:
+        cached = sum(1 for i in stored if i in todo) + len(points) - len(todo)
+        given = Path(cache_dir) if cache_dir is not None else None
+        raise SweepInterrupted(cached if cache else len(stored), len(points), given) from None
     return results
+
+
+def _collect(fut, i: int, store, failed) -> None:
+    try:
+        value = fut.result()
+    except cf.CancelledError as exc:
+        failed(i, exc)
+        return
+    except Exception as exc:  # the point's own exception, or its worker died
+        failed(i, exc)
+        return
+    store(i, value)
 
 
 def as_json(value, what: str = "a sweep result"):
@@ -151,39 +339,125 @@ def as_json(value, what: str = "a sweep result"):
         ) from None
 
 
+# --------------------------------------------------------------------------- executors
+
+
+def max_workers(workers: int, tasks: int | None = None) -> int:
+    """``workers`` bounded by the CPUs of this machine and by the number of ``tasks``;
+    ``ValueError`` unless ``workers`` is a positive integer."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    bound = min(workers, os.cpu_count() or 1)
+    return max(1, min(bound, tasks)) if tasks is not None else bound
+
+
 @contextlib.contextmanager
-def executor_for(workers: int | None = 1, scheduler: str | None = None):
+def executor_for(workers: int | None = 1, scheduler: str | None = None, tasks: int | None = None):
     """The executor a command or test session asked for, shut down on exit.
 
     ``scheduler`` (a Dask scheduler address) wins; otherwise ``workers > 1`` gives a local process
-    pool and ``workers`` of 1 or ``None`` gives ``None`` (serial, in this process).
+    pool of at most the CPUs (and ``tasks``, the number of points, when given) and ``workers`` of
+    1 or ``None`` gives ``None`` (serial, in this process). On an exception (Ctrl-C) the workers
+    are killed instead of awaited.
     """
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    n = 1 if workers is None else max_workers(workers, tasks)
     if scheduler:
         executor, client = dask_executor(scheduler)
         try:
             yield executor
-        finally:
-            executor.shutdown(wait=True)
-            client.close()
-    elif workers and workers > 1:
-        with local_executor(workers) as executor:
+        except BaseException:
+            executor.shutdown(wait=False)
+            client.close(timeout=2)
+            raise
+        executor.shutdown(wait=True)
+        client.close()
+    elif n > 1:
+        executor = local_executor(n)
+        try:
             yield executor
+        except BaseException:
+            stop_executor(executor)
+            raise
+        executor.shutdown(wait=True)
     else:
         yield None
 
 
+def stop_executor(executor: cf.Executor) -> None:
+    """Cancel what has not started and stop what runs now: a process pool's workers are killed."""
+    if isinstance(executor, cf.ProcessPoolExecutor):
+        # the pool has no public way to stop running work; its process table is the only handle
+        procs = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            with contextlib.suppress(OSError, ValueError):
+                proc.kill()
+        for proc in procs:
+            with contextlib.suppress(OSError, ValueError, AssertionError):
+                proc.join(timeout=2)
+    else:
+        executor.shutdown(wait=False)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool worker initialiser: ignore SIGINT (the parent decides on Ctrl-C), take the default
+    SIGTERM, and die when ``parent`` dies (``PR_SET_PDEATHSIG`` on Linux, else a watch thread)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        ok = False
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    if not ok:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
 def local_executor(workers: int | None = None) -> cf.Executor:
-    """A process pool with ``workers`` processes (default: the number of CPUs)."""
-    return cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+    """A process pool with ``workers`` processes (default: the number of CPUs) whose workers
+    ignore Ctrl-C and die with this process."""
+    return cf.ProcessPoolExecutor(
+        max_workers=workers or os.cpu_count() or 1,
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    )
 
 
-def dask_executor(address: str):
+def probe_scheduler(address: str, timeout: float = DASK_TIMEOUT) -> None:
+    """``ValueError`` naming ``address`` unless it is ``[tcp://]HOST:PORT`` and something there
+    accepts a connection within ``timeout`` seconds (checked before any work starts)."""
+    rest = address.split("://", 1)[1] if "://" in address else address
+    scheme = address.split("://", 1)[0] if "://" in address else "tcp"
+    host, _, port = rest.rpartition(":")
+    if scheme not in ("tcp", "tls") or not host or not port.isdigit() or "/" in rest:
+        raise ValueError(
+            f"--scheduler {address!r}: expected a Dask scheduler address tcp://HOST:PORT"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ValueError(
+            f"--scheduler {address}: no Dask scheduler reachable ({exc.strerror or exc})"
+        ) from None
+
+
+def dask_executor(address: str, timeout: float = DASK_TIMEOUT):
     """The ``concurrent.futures`` executor of a Dask distributed client at ``address``.
 
     Returns ``(executor, client)``; close the client when done. Needs the optional extra
-    ``fastslow[dask]``.
+    ``fastslow[dask]``. ``ValueError`` naming the address when no scheduler answers within
+    ``timeout`` seconds; ``ImportError`` without the extra.
     """
     try:
         from distributed import Client  # optional dependency: fastslow[dask]
@@ -191,8 +465,18 @@ def dask_executor(address: str):
         raise ImportError(
             "a Dask scheduler needs the optional extra: pip install 'fastslow[dask]'"
         ) from None
-    client = Client(address)
+    probe_scheduler(address, timeout)
+    try:
+        client = Client(address, timeout=timeout)
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(
+            f"--scheduler {address}: no Dask scheduler answered within {timeout:g} s ({why})"
+        ) from None
     return client.get_executor(), client
+
+
+# --------------------------------------------------------------------------- claim points
 
 
 def check_point(claim: str, seed: int, control: str | None = None, **params) -> dict:
@@ -200,3 +484,21 @@ def check_point(claim: str, seed: int, control: str | None = None, **params) -> 
     :func:`verify.registry.run_check` (``control`` names a negative control)."""
 
     return run_check(claim, params, seed=seed, control=control).to_json()
+
+
+def check_point_error(point: dict, exc: BaseException) -> dict:
+    """The result of a :func:`check_point` that raised (or whose worker died): a verdict of
+    outcome ``error`` with the exception, in :class:`verify.claim.Verdict`'s JSON form."""
+    params = {k: v for k, v in point.items() if k not in ("claim", "seed", "control")}
+    v = Verdict(
+        str(point.get("claim")),
+        "error",
+        {},
+        {},
+        {},
+        params,
+        int(point.get("seed", 0)),
+        point.get("control"),
+        error={"type": type(exc).__name__, "message": str(exc) or repr(exc)},
+    )
+    return v.to_json()

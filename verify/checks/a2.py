@@ -416,6 +416,13 @@ class A2(Claim):
         "grid_configurations",
     )
 
+    def memory_bytes(self, p):
+        """The reference forward on counting arrays: a few ``T × T`` score and weight arrays,
+        ``T × m`` MLP activations and ``T × d`` states (counted 8, 6 and 6 float64 arrays), and
+        the weights; not the generic ``T × T × d`` count (the reference never builds one)."""
+        T, d, m = p["T"], p["d"], p["m"]
+        return 8 * (8 * T * T + 6 * T * (m + d) + 16 * d * (d + m))
+
     instance = Instance
 
     def diagnose(self, inst):

@@ -424,6 +424,18 @@ class D8(Claim):
 
     instance = Instance
 
+    def memory_bytes(self, p):
+        """Float64 arrays of ``n_seq × T`` (× ``K`` states for the chain families: token and
+        pooled filters, predictives) and the future predictives of ``n_future × T × T`` (× ``K``).
+        Measured above the interpreter: poisson K = 8, n_seq = 20000, T = 256: 3.1 GiB (counted
+        3.9); mixture K = 8 / 2, n_seq = 5000, T = 256: 1.8 / 0.5 GiB (counted 2.6 / 1.1);
+        gaussian_ar1 n_seq = 20000, T = 256: 0.39 GiB (counted 0.49); n_future = 2, T = 2048:
+        0.26 GiB (counted 0.4)."""
+        n, T, m = p["n_seq"], p["P"] * p["N"], min(p["n_future"], p["n_seq"])
+        K = 1 if p["family"] in ("gaussian_ar1",) else p["K"]
+        per_token = 24 * K + 60 if p["family"] == "mixture" else 12 * K
+        return 8 * n * T * per_token + 3 * 8 * m * T * T * K
+
     def diagnose(self, inst):
         xs = inst.token_values()
         res = affine_residual(xs, inst.loglik(xs))

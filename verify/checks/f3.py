@@ -524,7 +524,7 @@ class F3(Claim):
                     "state": "homogeneous",
                     "value_map": "identity",
                     "norm": False,
-                    "widths": (2,),
+                    "widths": (1, 2),
                     "steps": (0, 10),
                 },
                 "state_heterogeneous",
@@ -538,6 +538,7 @@ class F3(Claim):
     def validate(self, p):
         if list(p["steps"]) != sorted(set(p["steps"])):
             raise ValueError(f"parameter steps={p['steps']}: expected strictly increasing values")
+        self._trend_grids(p)
         if not p["y_min"] < p["y_max"]:
             raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
         if p["T"] * p["d"] > 256:
@@ -550,6 +551,34 @@ class F3(Claim):
                 f"parameter violation_tol={p['violation_tol']:g}: expected > T·d·eps = "
                 f"{rounding:.3g} (the rounding level of a relative row sum)"
             )
+
+    @staticmethod
+    def _trend_grids(p):
+        """The conclusion says the error falls with the width and with the steps: a grid on which
+        no trend can be seen is bad input, not a counterexample. A single width below 2 or a
+        single step count of 0 stays accepted: those instances break a hypothesis
+        (``model_has_hidden_width``, ``model_is_trained``) and are negative controls."""
+        widths, steps = p["widths"], p["steps"]
+        if max(widths) >= 2 and max(steps) >= 1:
+            if len(set(widths)) < 2 or len(set(widths)) * p["n_seeds"] < 3:
+                raise ValueError(
+                    f"parameters widths={','.join(map(str, widths))}, n_seeds={p['n_seeds']}: "
+                    "expected at least 2 distinct widths and 3 (width, seed) pairs (the error "
+                    "must be seen to fall with the width)"
+                )
+            if len(steps) < 2:
+                raise ValueError(
+                    f"parameter steps={','.join(map(str, steps))}: expected at least 2 recorded "
+                    "steps (the error must be seen to fall with the steps)"
+                )
+
+    def memory_bytes(self, p):
+        """Small: the dense ``Td × Td`` operators (T·d ≤ 256) and the MLPs' snapshots at the
+        recorded steps; counted as 64 operators and ``n_test × n_states`` predictions per
+        snapshot."""
+        td = p["T"] * p["d"]
+        snaps = len(p["widths"]) * p["n_seeds"] * len(p["steps"])
+        return 8 * (64 * td * td + snaps * p["n_test"] * p["n_states"] * 4)
 
     instance = Instance
 

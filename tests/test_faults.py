@@ -1,0 +1,585 @@
+"""Fault injection: every bad input and fault of the command line, the sweeps, the cache, the
+report and the set-up script ends in one line naming what was wrong, with the documented exit
+code, no traceback, and nothing already computed lost; plus Hypothesis-generated command lines.
+
+Heavy checks are never run: the claims' work (:meth:`verify.claim.Claim.decide`) is stubbed where
+only the surface is under test, sweeps use tiny A1 instances or toy functions, and signals go to
+subprocesses this file starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastslow import bench
+from fastslow.cli import main
+from verify import provenance
+from verify import sweep as sw
+from verify.claim import MEMORY_BUDGET_ENV, Claim, Verdict
+from verify.registry import CLAIMS, IDS
+from verify.report import write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def one_line(err: str) -> str:
+    """The single line of ``err``; fails on a traceback or on more than one line."""
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def unwritable_dir() -> Path:
+    """A folder no one can create files in (``/proc`` refuses even root)."""
+    for d in (Path("/proc"), Path("/sys")):
+        try:
+            (d / ".fastslow-probe").write_text("x")
+        except OSError:
+            return d
+    pytest.skip("no unwritable folder on this system")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stub_decide(self, p, seed, control=None, system=None):
+    """A check that does no work: outcome ``error`` at once (the surface is under test)."""
+    return Verdict(
+        self.id, "error", {}, {}, {}, p, seed, control, error={"type": "Stub", "message": "stub"}
+    )
+
+
+A1 = ["--grid", "T=4", "--grid", "P=2", "--workers", "1"]
+
+# --------------------------------------------------------------------------- bad input: exit 2
+
+
+BAD = [
+    (["check", "A1", "--param", "T=1_6"], "parameter T='1_6'"),
+    (["check", "A1", "--param", "T=8", "--param", "T=16"], "--param T is given twice"),
+    (["check", "A1", "--param", " T=8", "--param", "T=16"], "--param T is given twice"),
+    (
+        ["check", "F3", "--param", "widths=16", "--param", "steps=3000"],
+        "at least 2 distinct widths",
+    ),
+    (["check", "F3", "--param", "steps=3000"], "at least 2 recorded steps"),
+    (
+        ["check", "D9", "--param", "n_grad=1048576", "--param", "P=64", "--param", "N=64"],
+        "beyond the memory budget",
+    ),
+    (
+        ["check", "D8", "--param", "n_seq=200000", "--param", "P=64", "--param", "N=64"],
+        "beyond the memory budget",
+    ),
+    (["check", "A1", "--memory-budget", "1_0G"], "--memory-budget='1_0G'"),
+    (["check", "A1", "--memory-budget", "1M"], "beyond the memory budget of 1 MiB"),
+    (
+        ["sweep", "A1", "--seeds", "0:10000000", "--grid", "P=1,2,4,8", "--workers", "0"],
+        "workers must be a positive integer, got 0",
+    ),
+    (["sweep", "A1", "--seeds", "0:100000000", "--workers", "1"], "would hold about"),
+    (["sweep", "A1", "--workers", "-3"], "workers must be a positive integer, got -3"),
+    (["sweep", "A1", "--grid", "T=8", "--grid", "T=16"], "--grid T is given twice"),
+    (["sweep", "A1", "--grid", "P=2,2"], "sweep axis 'P' repeats the value 2"),
+    (["sweep", "A1", "--grid", "T=1_6"], "parameter T='1_6'"),
+    (["sweep", "A1", "--seeds", "0,0"], "repeats a seed"),
+    (["sweep", "A1", "--seeds", "3:3"], "at least one non-negative seed"),
+    (["sweep", "A1", "--seeds", "1_0:12"], "--seeds expects A:B"),
+    (["sweep", "F3", "--grid", "widths=16", "--workers", "1"], "at least 2 distinct widths"),
+    (["figures", "A1", "--workers", "0"], "workers must be a positive integer, got 0"),
+    (["figures", "Q7"], "unknown claim ID 'Q7'"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD, ids=[" ".join(a)[:60] for a, _ in BAD])
+def test_bad_input_is_one_line_and_exit_2_before_any_work(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr(Claim, "decide", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "50%")  # restored afterwards, whatever main sets
+    assert main(argv) == 2
+    assert message in one_line(capsys.readouterr().err)
+
+
+def test_unwritable_outputs_and_caches_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(Claim, "decide", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(sw, "sweep", lambda *a, **k: pytest.fail("work started"))
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("keep me")
+    ro = unwritable_dir()
+    cases = [
+        (["sweep", "A1", *A1, "--out", str(tmp_path / "missing" / "x.json")], "does not exist"),
+        (["sweep", "A1", *A1, "--out", str(tmp_path)], "is a folder, expected a file"),
+        (["sweep", "A1", *A1, "--out", str(ro / "x.json")], "is not writable"),
+        (["sweep", "A1", *A1, "--cache", str(a_file)], "is a file, expected a folder"),
+        (["sweep", "A1", *A1, "--cache", str(ro / "c")], "is not writable"),
+        (["figures", "A1", "--workers", "1", "--out", str(a_file)], "is a file"),
+        (["figures", "A1", "--workers", "1", "--out", str(ro / "f")], "cannot be created"),
+        (
+            [
+                "figures",
+                "A1",
+                "--workers",
+                "1",
+                "--cache",
+                str(a_file),
+                "--out",
+                str(tmp_path / "o"),
+            ],
+            "is a file",
+        ),
+        (
+            ["sweep", "A1", *A1, "--scheduler", f"tcp://127.0.0.1:{free_port()}"],
+            "no Dask scheduler reachable",
+        ),
+        (["sweep", "A1", *A1, "--scheduler", "nonsense://x"], "expected a Dask scheduler address"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        assert message in one_line(capsys.readouterr().err), argv
+    assert a_file.read_text() == "keep me"
+    assert not (tmp_path / "missing").exists()
+
+
+def test_bench_refuses_its_outputs_before_running_a_section(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "discover", lambda: {"s": lambda quick: pytest.fail("ran")})
+    assert bench.main(quick=True, out=str(tmp_path / "missing" / "x.json"), only=["s"]) == 2
+    assert "does not exist" in one_line(capsys.readouterr().err)
+    assert bench.main(quick=True, markdown=str(tmp_path), only=["s"]) == 2
+    assert "is a folder" in one_line(capsys.readouterr().err)
+    assert bench.main(quick=True, only=["nope"]) == 2
+    assert "unknown benchmark section 'nope'" in one_line(capsys.readouterr().err)
+
+
+def test_stdout_on_a_full_device_is_one_line_not_a_traceback():
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        res = subprocess.run(
+            [sys.executable, "-m", "fastslow", "claims"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            timeout=120,
+        )
+    assert res.returncode == 2
+    assert "No space left on device" in one_line(res.stderr)
+
+
+# --------------------------------------------------------------------------- failing points
+
+
+def test_a_failing_point_is_an_error_result_and_the_others_finish(tmp_path, capsys, monkeypatch):
+    real = sw.check_point
+
+    def flaky(claim, seed, control=None, **params):
+        if seed == 1:
+            raise FloatingPointError("overflow at seed 1")
+        return real(claim, seed, control, **params)
+
+    monkeypatch.setattr(sw, "check_point", flaky)
+    out, cache = tmp_path / "o.json", tmp_path / "c"
+    assert (
+        main(["sweep", "A1", *A1, "--seeds", "0:3", "--out", str(out), "--cache", str(cache)]) == 3
+    )
+    rows = json.loads(out.read_text())
+    assert [r["result"]["verdict"] for r in rows] == ["holds", "error", "holds"]
+    assert rows[1]["result"]["error"] == {
+        "type": "FloatingPointError",
+        "message": "overflow at seed 1",
+    }
+    assert len(list(cache.rglob("*.json"))) == 2  # errors are not cached: a rerun retries them
+    assert "error at {" in capsys.readouterr().out
+
+
+def _square_or_die(x):
+    if x == 2:
+        os._exit(7)  # a worker killed (e.g. by the OOM killer)
+    return x * x
+
+
+def test_a_dead_worker_is_an_error_result_not_a_lost_sweep():
+    with sw.local_executor(2) as ex:
+        res = sw.sweep(_square_or_die, [dict(x=i) for i in range(4)], executor=ex)
+    errors = [r["error"]["type"] for r in res if isinstance(r, dict)]
+    assert "BrokenProcessPool" in errors
+    assert all(r in (0, 1, 9) or "error" in r for r in res)
+
+
+def test_workers_are_bounded_by_the_cpus_and_the_points():
+    assert sw.max_workers(200) == (os.cpu_count() or 1)
+    assert sw.max_workers(200, tasks=1) == 1
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="workers must be a positive integer"):
+            sw.max_workers(bad)
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+def _count(x, log):
+    with open(log, "a") as f:
+        f.write(f"{x}\n")
+    return {"x": x, "holds": True}
+
+
+def _truncate(f):
+    f.write_text(f.read_text()[:20])
+
+
+def _tamper(f):
+    data = json.loads(f.read_text())
+    data["result"]["holds"] = False
+    f.write_text(json.dumps(data))
+
+
+def _to_dir(f):
+    f.unlink()
+    f.mkdir()
+
+
+def _other_point(f):
+    data = json.loads(f.read_text())
+    data["point"]["x"] = 99
+    data["sha256"] = sw._checksum(data["point"], data["result"])
+    f.write_text(json.dumps(data))
+
+
+CORRUPT = {
+    "truncated": _truncate,
+    "empty": lambda f: f.write_text(""),
+    "garbage": lambda f: f.write_bytes(b"\x00\xffgarbage"),
+    "{}": lambda f: f.write_text("{}"),
+    '{"result": 5}': lambda f: f.write_text('{"result": 5}'),
+    "a directory": _to_dir,
+    "tampered holds": _tamper,
+    "another point": _other_point,
+}
+
+
+@pytest.mark.parametrize("how", list(CORRUPT))
+def test_a_corrupt_cache_entry_is_named_set_aside_and_recomputed(how, tmp_path, capsys):
+    log, cache = tmp_path / "log", tmp_path / "c"
+    pts = [dict(x=i, log=str(log)) for i in range(2)]
+    first = sw.sweep(_count, pts, cache_dir=cache)
+    entry = sorted(cache.rglob("*.json"))[0]
+    CORRUPT[how](entry)
+    capsys.readouterr()
+    assert sw.sweep(_count, pts, cache_dir=cache) == first
+    line = one_line(capsys.readouterr().err)
+    assert str(entry) in line and "recomputing" in line
+    assert entry.with_name(entry.name + ".corrupt").exists()
+    assert len(log.read_text().split()) == 3  # exactly the corrupt point was recomputed
+    assert sw.sweep(_count, pts, cache_dir=cache) == first  # and the new entry is sound
+    assert capsys.readouterr().err == ""
+
+
+# --------------------------------------------------------------------------- interrupts
+
+SLOW_SWEEP = """
+import sys, time
+from verify import sweep as sw
+from fastslow.cli import main
+real = sw.check_point
+def slow(claim, seed, control=None, **params):
+    if seed >= 2:
+        time.sleep(120)
+    return real(claim, seed, control, **params)
+slow.__module__, slow.__qualname__ = "verify.sweep", "check_point"
+sw.check_point = slow
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _start_slow_sweep(cache: Path):
+    argv = ["sweep", "A1", "--grid", "T=4", "--grid", "P=2", "--seeds", "0:6", "--workers", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SWEEP, *argv, "--cache", str(cache)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while len(list(cache.rglob("*.json"))) < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the two quick points never finished"
+        time.sleep(0.1)
+    time.sleep(0.3)  # the slow points are running now
+    workers = subprocess.run(
+        ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+    ).stdout.split()
+    return proc, [int(w) for w in workers]
+
+
+def _gone(pids, wait=10.0) -> bool:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except OSError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.1)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    return False
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_pooled_sweep_keeps_finished_points_and_kills_its_workers(
+    sig, code, tmp_path
+):
+    proc, workers = _start_slow_sweep(tmp_path / "c")
+    assert workers, "no pool workers found"
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # Ctrl-C reaches the whole foreground group
+    else:
+        proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)  # a hang guard, not a timing assertion
+    assert proc.returncode == code
+    assert "interrupted: 2 of 6 points finished, cached in" in one_line(err)
+    assert len(list((tmp_path / "c").rglob("*.json"))) == 2
+    assert _gone(workers)
+
+
+def test_pool_workers_die_with_their_parent(tmp_path):
+    proc, workers = _start_slow_sweep(tmp_path / "c")
+    assert workers
+    proc.kill()
+    proc.communicate()
+    assert _gone(workers)
+
+
+# --------------------------------------------------------------------------- pytest options
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--thorough", "--workers", "0", "-k", "seed_sweep or A1"],
+            "--workers must be a positive integer",
+        ),
+        (["--sweep-cache", "{file}", "-k", "A1"], "--sweep-cache"),
+        (["--report-dir", "{file}", "-k", "A1"], "--report-dir"),
+        (["--scheduler", "tcp://127.0.0.1:{port}", "-k", "A1"], "no Dask scheduler reachable"),
+    ],
+)
+def test_options_that_would_poison_the_report_are_usage_errors(extra, message, tmp_path):
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    args = [x.format(file=a_file, port=free_port()) for x in extra]
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "verify", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        timeout=300,
+    )
+    assert res.returncode == pytest.ExitCode.USAGE_ERROR, res.stdout + res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
+    from verify import conftest as vc
+
+    def report(complete, why=()):  # the shape of build_report's output, without the claims
+        prov = {"git": {"commit": None, "dirty": None}}
+        return dict(
+            complete=complete, incomplete_reasons=list(why), provenance=prov, summary={}, claims=[]
+        )
+
+    write_report(report(True), tmp_path)
+    before = (tmp_path / "report.json").read_text()
+    assert vc._complete_report_in(tmp_path)  # so the session hook picks the partial names
+    partial = report(False, ["-k A1"])
+    js, md = write_report(partial, tmp_path, "report.partial")
+    assert (js.name, md.name) == ("report.partial.json", "REPORT.partial.md")
+    assert md.read_text().count("PARTIAL REPORT") == 1
+    assert (tmp_path / "report.json").read_text() == before
+    (tmp_path / "report.json").write_text("{broken")
+    assert not vc._complete_report_in(tmp_path)  # nothing complete to protect
+
+
+def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, monkeypatch):
+    from verify import report as rp
+
+    (tmp_path / "report.json").write_text("old json")
+    (tmp_path / "REPORT.md").write_text("old md")
+    real_fdopen = os.fdopen
+    calls = []
+
+    def full_disk(fd, *a, **k):
+        calls.append(fd)
+        if len(calls) == 2:
+            os.close(fd)
+            raise OSError(28, "No space left on device")
+        return real_fdopen(fd, *a, **k)
+
+    monkeypatch.setattr(rp.os, "fdopen", full_disk)
+    with pytest.raises(OSError):
+        rp.write_atomic_many({tmp_path / "report.json": "new", tmp_path / "REPORT.md": "new"})
+    assert (tmp_path / "report.json").read_text() == "old json"
+    assert (tmp_path / "REPORT.md").read_text() == "old md"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["REPORT.md", "report.json"]
+
+
+# --------------------------------------------------------------------------- provenance, defaults
+
+
+def test_outside_its_own_checkout_provenance_says_not_a_git_checkout(tmp_path, monkeypatch):
+    import figures
+
+    monkeypatch.setattr(provenance, "_git", lambda *a, **k: str(tmp_path))  # another repository
+    provenance.project_root.cache_clear()
+    provenance.git_state.cache_clear()
+    try:
+        assert provenance.project_root() is None
+        assert provenance.git_state() == {
+            "commit": None,
+            "dirty": None,
+            "note": "not a git checkout",
+        }
+        monkeypatch.chdir(tmp_path)
+        assert figures.default_outdir() == tmp_path / "fastslow-figures"
+    finally:
+        monkeypatch.undo()
+        provenance.project_root.cache_clear()
+        provenance.git_state.cache_clear()
+    assert provenance.project_root() == ROOT  # this checkout is one
+
+
+# --------------------------------------------------------------------------- run.sh
+
+STUB_PYTHON = """#!/bin/sh
+# a stand-in interpreter: "-m venv DIR" makes a venv whose python has pip; the rest is real python
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin"
+  printf '#!/bin/sh\\necho "$@" >> "%s/calls"\\nexit 0\\n' "$3" > "$3/bin/python"
+  chmod +x "$3/bin/python"
+  exit 0
+fi
+exec {python} "$@"
+"""
+
+
+def test_run_sh_rebuilds_a_venv_left_broken_by_an_interrupted_set_up(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\necho 'No module named pip' >&2\nexit 1\n")
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / ".fastslow-venv").write_text("")
+    stub = tmp_path / "python3"
+    stub.write_text(STUB_PYTHON.format(python=sys.executable))
+    stub.chmod(0o755)
+    env = dict(ENV, PYTHON=str(stub), FASTSLOW_VENV=str(venv))
+    res = subprocess.run(
+        ["bash", str(ROOT / "run.sh"), "no-such-job"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert "is broken" in res.stderr and "rebuilding it" in res.stderr
+    assert "pip install" in (venv / "calls").read_text()  # reinstalled into the new venv
+    assert (venv / ".fastslow-installed").exists()
+    assert res.returncode == 2 and "usage: bash run.sh" in res.stderr
+
+
+# --------------------------------------------------------------------------- generated command lines
+
+JUNK = ["", "1_6", "nan", "inf", "-1", "1e400", "x", "٣", "0", "2", "4", "1,2", "true", "causal"]
+
+
+@st.composite
+def check_argv(draw):
+    cid = draw(st.sampled_from(list(IDS) + ["a1", "Z9", ""]))
+    argv = ["check", cid]
+    names = list(CLAIMS[cid.upper()].params) if cid.upper() in IDS else ["T"]
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(st.sampled_from(names + ["colour", ""]))
+        value = draw(st.sampled_from(JUNK) | st.integers(-3, 10**7).map(str))
+        argv += ["--param", f"{key}={value}"]
+    if draw(st.booleans()):
+        argv += ["--seed", draw(st.sampled_from(["0", "3", "-1"]))]
+    if draw(st.booleans()):
+        argv += ["--memory-budget", draw(st.sampled_from(["4G", "1K", "50%", "0", "x"]))]
+    return argv
+
+
+@st.composite
+def sweep_argv(draw):
+    cid = draw(st.sampled_from(["A1", "D7", "F3", "E1", "Z9"]))
+    argv = ["sweep", cid]
+    names = list(CLAIMS[cid].params) if cid in IDS else ["T"]
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(st.sampled_from(names + ["seed", ""]))
+        values = draw(st.lists(st.sampled_from(JUNK), min_size=0, max_size=3))
+        argv += ["--grid", f"{key}={','.join(values)}"]
+    argv += ["--seeds", draw(st.sampled_from(["0:2", "0", "0,0", "3:3", "x", "0:100000000"]))]
+    argv += ["--workers", draw(st.sampled_from(["1", "1", "0", "-2"]))]
+    return argv
+
+
+def _assert_clean(code: int, err: str, out: str) -> None:
+    assert code in (0, 1, 2, 3, 4), code
+    assert "Traceback" not in err + out
+    if code == 2:
+        assert "bad input" in one_line(err) or "usage:" in err
+    if code == 3:  # the stubbed check's error, said on stderr (check) or per point (sweep)
+        assert "Stub: stub" in err + out
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(argv=check_argv())
+def test_generated_check_command_lines_end_cleanly(argv, capsys, monkeypatch):
+    monkeypatch.setattr(Claim, "decide", stub_decide)
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "50%")  # reset per example; restored after the test
+    capsys.readouterr()
+    code = main(argv)
+    captured = capsys.readouterr()
+    _assert_clean(code, captured.err, captured.out)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(argv=sweep_argv())
+def test_generated_sweep_command_lines_end_cleanly(argv, capsys, monkeypatch):
+    monkeypatch.setattr(Claim, "decide", stub_decide)
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "50%")
+    capsys.readouterr()
+    code = main(argv)
+    captured = capsys.readouterr()
+    _assert_clean(code, captured.err, captured.out)
