@@ -7,7 +7,7 @@ function was compiled.
 
 **Why.** Numba invalidates a cache entry only by the timestamp and size of the *one* file that
 defines the function. A compiled function that reads a global array from another module (the
-Butcher tableaux of ``integrators/tableaux.py`` baked into the loops of ``integrators/loops.py``)
+Butcher tableaux of ``integrators/tableaux.py`` baked into the steps of ``integrators/radau.py``)
 or calls an ``@njit`` function of another module is not recompiled when that other module changes,
 so stale machine code would run.
 
@@ -46,7 +46,7 @@ Errors (races, permissions) are ignored.
 * A setting of ``numba.config.CACHE_DIR`` made *after* ``import numerics`` overrides this one
   for the functions decorated afterwards.
 * Conservative: *any* edit of the package (a comment, a module no compiled function uses)
-  recompiles every cached function once (tens of seconds for the integrator loops).
+  recompiles every cached function once (seconds per integrator method, compiled on first use).
 * Cost when nothing changed: one read and hash of every ``.py`` file of the package per process,
   a small fraction of the import time; ``import numerics`` does not import Numba.
 """

@@ -7,7 +7,7 @@ from numba import njit
 from scipy import stats
 
 import numerics as nm
-from numerics.integrators import JAC_SIG, ORDERS, RHS_SIG, integrate
+from numerics.integrators import DENSE_ORDERS, JAC_SIG, ORDERS, RHS_SIG, integrate
 from numerics.integrators import tableaux as tb
 from numerics.model.activations import SIGMAS, Activation
 from numerics.model.coupling import (
@@ -88,6 +88,73 @@ def test_fixed_step_order_matches_the_method(method):
     ks = {"dopri5": range(4, 9), "rosw": range(3, 9), "radau": range(1, 6)}[method]
     order = fitted_order(method, jac, ks=ks)
     assert abs(order - ORDERS[method]) < 0.3, order
+
+
+@njit(RHS_SIG, cache=True)
+def linear_rhs(t, y, p, seg, out):
+    """``y' = M y`` with ``M = p`` read as n×n (the compiled path of the order tests)."""
+    n = y.size
+    out[:] = np.dot(p.reshape((n, n)), y)
+
+
+@njit(JAC_SIG, cache=True)
+def linear_jac(t, y, p, seg, J):
+    n = y.size
+    J[:, :] = p.reshape((n, n))
+
+
+def fitted_slope(errs, hs):
+    """Slope of log error against log step and its 95 % interval half-width."""
+    fit = stats.linregress(np.log2(hs), np.log2(errs))
+    return fit.slope, stats.t.ppf(0.975, len(hs) - 2) * fit.stderr
+
+
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
+def test_compiled_fixed_step_order_matches_the_method_within_the_fitted_interval(method):
+    """The compiled driver and step: the order of each method is inside the 95 % interval of the
+    fitted slope widened by 0.3 (pre-asymptotic curvature)."""
+    M, y0, exact = linear_problem()
+    ks = {"dopri5": range(4, 9), "rosw": range(3, 9), "radau": range(1, 6)}[method]
+    errs, hs = [], []
+    for k in ks:
+        h = 2.0**-k
+        r = integrate(
+            linear_rhs, (0.0, 1.0), y0, method=method, jac=linear_jac, p=M.ravel(), h_fixed=h
+        )
+        assert r.compiled
+        errs.append(np.abs(r.y[:, -1] - exact(1.0)).max())
+        hs.append(h)
+    slope, half = fitted_slope(errs, hs)
+    assert abs(slope - ORDERS[method]) < half + 0.3, (slope, half)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "radau"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_dense_output_has_the_order_of_the_continuous_extension(method, compiled):
+    """Dense output at the midpoints of fixed steps: error ``O(h^(q+1))`` for the continuous
+    extension of order ``q`` (DOPRI5: 4, Radau's collocation polynomial: 3), fitted slope with
+    interval; the step ends are the steps' values exactly."""
+    M, y0, exact = linear_problem()
+    errs, hs = [], []
+    for k in range(2, 7):
+        h = 2.0**-k
+        te = np.concatenate([[0.0], np.arange(0.5, 2**k) * h, [1.0]])
+        fun, jac = (linear_rhs, linear_jac) if compiled else (lambda t, y: M @ y, lambda t, y: M)
+        kw = dict(method=method, jac=jac, h_fixed=h, p=M.ravel())
+        r = integrate(fun, (0.0, 1.0), y0, t_eval=te, dense_output=True, **kw)
+        plain = integrate(fun, (0.0, 1.0), y0, **kw)
+        assert r.success and np.array_equal(r.t, te) and r.nsteps == 2**k
+        assert np.array_equal(r.y[:, -1], plain.y[:, -1]) and np.array_equal(r.y[:, 0], y0)
+        ex = np.array([exact(t) for t in te[1:-1]]).T
+        errs.append(np.abs(r.y[:, 1:-1] - ex).max())
+        hs.append(h)
+    slope, half = fitted_slope(errs, hs)
+    assert abs(slope - (DENSE_ORDERS[method] + 1)) < half + 0.35, (slope, half)
+
+
+def test_dense_output_is_refused_for_the_rosenbrock_method():
+    with pytest.raises(ValueError, match="continuous extension"):
+        integrate(lambda t, y: -y, (0.0, 1.0), [1.0], method="rosw", dense_output=True)
 
 
 def test_rosenbrock_w_keeps_order_three_with_a_wrong_jacobian():
@@ -278,35 +345,52 @@ def test_invalid_arguments_raise_clear_errors():
         )
 
 
-def test_block_inverse_and_products_by_loops_match_lapack_and_kron():
-    """The Radau loop's block-diagonal helpers: Gauss–Jordan with partial pivoting per block (real
-    and complex; blocks with a zero leading entry need the pivoting) and ``(M ⊗ I_k) v`` by loops,
-    against ``np.linalg.inv`` per block and the dense Kronecker product."""
-    from numerics.integrators.loops import apply_complex_into, apply_into, invert_into
+def _shifted_solve(J, shift, mb, v, k):
+    """``((shift·I − J) ⊗ I_k)⁻¹ v`` by numerics.integrators.linalg (real or complex shift)."""
+    from numerics.integrators import linalg
+
+    m = J.shape[0]
+    kind = linalg.structure(J, m, mb)
+    Jst = J if mb == m else np.concatenate([J[b : b + mb, b : b + mb] for b in range(0, m, mb)])
+    Jst = np.ascontiguousarray(Jst)
+    piv = np.zeros(m, dtype=np.int64)
+    if np.iscomplexobj(shift):
+        Fc = np.empty(Jst.shape, complex)
+        Fre, Fim = np.empty(Jst.shape), np.empty(Jst.shape)
+        linalg.factor_complex(Jst, shift, m, mb, kind, Fc, Fre, Fim, piv)
+        o, o2 = np.empty_like(v.real), np.empty_like(v.real)
+        linalg.solve_complex(Fc, Fre, Fim, piv, v.real.copy(), v.imag.copy(), o, o2, m, mb, k, kind)
+        return kind, o + 1j * o2
+    F = np.empty(Jst.shape)
+    linalg.factor_real(Jst, shift, m, mb, kind, F, piv)
+    out = np.empty_like(v)
+    linalg.solve_real(F, piv, v, out, m, mb, k, kind)
+    return kind, out
+
+
+@pytest.mark.parametrize("shape", ["block", "lower", "dense"])
+def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
+    """``(σI − J) ⊗ I_k`` solved from the (T/P, P, P) block LU (pivoting needed: a zero leading
+    entry), by substitution for a lower-triangular ``J``, and densely, against ``np.linalg.solve``
+    of the Kronecker product, for a real and a complex shift."""
+    from numerics.integrators import linalg
 
     rng = np.random.default_rng(3)
-    m, mb, kk = 12, 4, 3
-    for dtype in (np.float64, np.complex128):
-        M = rng.standard_normal((m, m)).astype(dtype)
-        if dtype is np.complex128:
-            M = M + 1j * rng.standard_normal((m, m))
-        M[0, 0] = 0.0  # first block: pivoting needed
-        out = np.empty((m, m), dtype=dtype)
-        invert_into(M, m, mb, out, np.empty((mb, mb), dtype=dtype))
-        want = np.zeros((m, m), dtype=dtype)
-        for b0 in range(0, m, mb):
-            want[b0 : b0 + mb, b0 : b0 + mb] = np.linalg.inv(M[b0 : b0 + mb, b0 : b0 + mb])
-        assert np.allclose(out, want, rtol=1e-12, atol=1e-12)
-        invert_into(M, m, m, out, np.empty((m, m), dtype=dtype))  # dense: LAPACK
-        assert np.allclose(out, np.linalg.inv(M), rtol=1e-12, atol=1e-12)
-    Mr, Mi = want.real.copy(), want.imag.copy()
-    vr, vi = rng.standard_normal(m * kk), rng.standard_normal(m * kk)
-    o, o2 = np.empty(m * kk), np.empty(m * kk)
-    apply_into(Mr, vr, o, m, mb, kk)
-    assert np.allclose(o, np.kron(Mr, np.eye(kk)) @ vr, rtol=1e-13, atol=1e-13)
-    apply_complex_into(Mr, Mi, vr, vi, o, o2, m, mb, kk)
-    full = np.kron(Mr + 1j * Mi, np.eye(kk)) @ (vr + 1j * vi)
-    assert np.allclose(o + 1j * o2, full, rtol=1e-13, atol=1e-13)
+    m, mb, k = 12, 4, 3
+    J = rng.standard_normal((m, m))
+    if shape == "block":
+        J = J * np.kron(np.eye(m // mb), np.ones((mb, mb)))
+        for b in range(0, m, mb):
+            J[b, b] = 2.0  # σ − J[b, b] = 0 for σ = 2: the first pivot must be swapped
+    if shape == "lower":
+        J = np.tril(J)
+    want_kind = {"block": linalg.BLOCK, "lower": linalg.LOWER, "dense": linalg.DENSE}[shape]
+    for shift in (2.0, 2.0 + 0.7j):
+        v = rng.standard_normal(m * k) + (1j * rng.standard_normal(m * k) if shift.imag else 0)
+        kind, x = _shifted_solve(J, shift, mb if shape == "block" else m, v, k)
+        full = np.kron(shift * np.eye(m) - J, np.eye(k))
+        assert kind == want_kind
+        assert np.allclose(full @ x, v, rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------ the Jacobian is never dropped
@@ -369,3 +453,59 @@ def test_the_depth_flow_with_jac_none_stays_within_three_times_the_frozen_kernel
     assert fd.nsteps <= 3 * ref.nsteps  # work, not wall time: steps and factorisations
     assert fd.nlu <= 3 * ref.nlu
     print(f"depth flow radau: frozen-kernel J {t_ref:.3f} s, finite-difference J {t_fd:.3f} s")
+
+
+# ------------------------------------------------------------------ no allocation in the hot loop
+def _nrt_allocations(fn) -> int:
+    """Numba runtime allocations made by ``fn()`` (NRT statistics switched on for the process)."""
+    from numba.core.runtime import _nrt_python, rtsys  # deferred: test-only Numba internals
+
+    _nrt_python.memsys_enable_stats()
+    before = rtsys.get_allocation_stats().alloc
+    fn()
+    return rtsys.get_allocation_stats().alloc - before
+
+
+@njit(cache=True)
+def _repeat_rhs_and_jac(y, p, out, J, n):
+    for _ in range(n):
+        coupling_rhs_nb(0.2, y, p, 1, out)
+        frozen_kernel_jac_nb(0.2, y, p, 1, J)
+
+
+@pytest.mark.parametrize("mask", ["block_bidirectional", "block_causal"])
+def test_coupling_rhs_and_jacobian_allocate_nothing_for_block_local_masks(mask):
+    """The compiled right-hand side and frozen-kernel Jacobian of a block-local mask (norm, MLP,
+    slow path, injection all on) make no heap allocation: their work arrays are the scratch tail
+    of the packed vector (1 or 41 calls from compiled code allocate alike). A dense mask's kernel
+    allocates (the control)."""
+    cfg = nm.ModelConfig(T=16, P=4, d=3, mask=mask, gamma=0.7, sigma="tanh")
+    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    rng = np.random.default_rng(1)
+    y, E = rng.standard_normal(48), rng.standard_normal((16, 3))
+    p = pack_coupling(cfg, model, 0.01, E)
+    out, J = np.empty(48), np.empty((16, 4))
+    _repeat_rhs_and_jac(y, p, out, J, 1)
+    one = _nrt_allocations(lambda: _repeat_rhs_and_jac(y, p, out, J, 1))
+    assert _nrt_allocations(lambda: _repeat_rhs_and_jac(y, p, out, J, 41)) == one
+    dense = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
+    pd = pack_coupling(dense, nm.init_model(dense, 2, 5, gate=0.9), 0.01, E)
+    Jd = np.empty((16, 16))
+    _repeat_rhs_and_jac(y, pd, out, Jd, 1)
+    one = _nrt_allocations(lambda: _repeat_rhs_and_jac(y, pd, out, Jd, 1))
+    assert _nrt_allocations(lambda: _repeat_rhs_and_jac(y, pd, out, Jd, 41)) > one
+
+
+def test_the_step_loop_allocates_nothing_per_step():
+    """A whole compiled Radau run (block-diagonal ``W``) allocates the same number of arrays for
+    short and long spans: the driver, the steps and the right-hand side allocate nothing per
+    step (the workspaces are allocated once)."""
+    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
+    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    X0 = np.random.default_rng(1).standard_normal((16, 3))
+    kw = dict(E=X0, method="radau", rtol=1e-7, atol=1e-9)
+    integrate_coupling(model, X0, 0.01, **kw)
+    short = _nrt_allocations(lambda: integrate_coupling(model, X0, 0.01, t_span=(0, 0.1), **kw))
+    r = integrate_coupling(model, X0, 0.01, **kw)
+    long = _nrt_allocations(lambda: integrate_coupling(model, X0, 0.01, **kw))
+    assert r.nsteps > 20 and long == short

@@ -1,6 +1,7 @@
 """Integrators for the depth flow ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)`` and for small test ODEs.
 
-Three methods, all compiled with Numba and both landing exactly on breakpoints and output times:
+Three methods, compiled with Numba on first use (nothing compiles at import), all landing exactly on
+breakpoints (and on output times, unless ``dense_output=True``):
 
 * ``method="rosw"``: ROS34PW2, a Rosenbrock-W method of order 3 (embedded order 2), L-stable and
   stiffly accurate. Each step needs one matrix ``J`` (``m×m``) and one inverse of
@@ -19,8 +20,17 @@ Three methods, all compiled with Numba and both landing exactly on breakpoints a
 
 :func:`integrate` takes either compiled problem functions (``rhs(t, y, p, seg, out)`` and
 ``jac(t, y, p, seg, J)`` with the signatures :data:`RHS_SIG`, :data:`JAC_SIG`; the fast path) or
-plain Python callables ``f(t, y) -> dy/dt`` and ``jac(t, y) -> J`` (the same step loop runs
-uncompiled). It returns an :class:`IntegratorResult` with SciPy's field names and work counters.
+plain Python callables ``f(t, y) -> dy/dt`` and ``jac(t, y) -> J`` (the same driver and steps
+run uncompiled). It returns an :class:`IntegratorResult` with SciPy's field names and work counters.
+
+Structure (as SciPy's ``OdeSolver._step_impl`` and diffrax's solver/controller split): one driver
+(:mod:`~numerics.integrators.driver`: segments, breakpoints, accept/reject, counters, dense
+output), one module per method with its step, commit and continuous extension
+(:mod:`~numerics.integrators.dopri5`, :mod:`~numerics.integrators.rosw`,
+:mod:`~numerics.integrators.radau`), the step-size controllers
+(:mod:`~numerics.integrators.controllers`) and the shifted linear systems by the structure of
+``J`` (:mod:`~numerics.integrators.linalg`: ``(T/P, P, P)`` block LU, triangular substitution,
+dense inverse). The contract between them is :mod:`~numerics.integrators.base`.
 
 Which one: Radau IIA is the fastest on the coupling flow at matched error, ROS34PW2 has no Newton
 iteration to fail, and both keep their order with the frozen-kernel ``W`` (tests: order 3 with a
@@ -28,8 +38,8 @@ wrong ``J``; Radau converges to the collocation solution). The block-diagonal ``
 masks makes the linear algebra ``O(T·P²)`` per factorisation. The measurements and the variants
 tried are in ``docs/benchmarks.md`` ("Design measurements").
 
-Caveats: no dense output (ask for output times with ``t_eval``; the steps land on them); the error
-estimate is local (tolerances control the local error per unit step, as in SciPy).
+Caveats: ROS34PW2 has no continuous extension (its output times are landed on); the error estimate
+is local (tolerances control the local error per unit step, as in SciPy).
 """
 
 from __future__ import annotations
@@ -40,31 +50,47 @@ from typing import Any
 import numpy as np
 
 from numerics import validation as v
-from numerics.integrators.loops import (
+from numerics.integrators import driver
+from numerics.integrators.base import (
     JAC_SIG,
     MAX_STEPS,
     N_ACCEPT,
     N_FEV,
     N_JEV,
     N_LU,
+    N_OPT,
     N_REJECT,
     NOT_FINITE,
+    O_ATOL,
+    O_CONTROLLER,
+    O_EXPONENT,
+    O_HFIXED,
+    O_M,
+    O_MB,
+    O_RTOL,
     RHS_SIG,
     STEP_TOO_SMALL,
     SUCCESS,
-    dopri5_loop,
-    radau_loop,
-    rosw_loop,
 )
 from numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
 
 METHODS = ("rosw", "radau", "dopri5")
 ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
 """Classical order of each method (the slope a fixed-step convergence test must show)."""
+DENSE_ORDERS = {"radau": 3, "dopri5": 4}
+"""Order of the continuous extension (dense output) of the methods that have one."""
 
-__all__ = ["METHODS", "ORDERS", "IntegratorResult", "integrate", "RHS_SIG", "JAC_SIG"]
+__all__ = [
+    "METHODS",
+    "ORDERS",
+    "DENSE_ORDERS",
+    "IntegratorResult",
+    "integrate",
+    "RHS_SIG",
+    "JAC_SIG",
+    "ensure_compiled",
+]
 
-_LOOPS = {"rosw": rosw_loop, "radau": radau_loop, "dopri5": dopri5_loop}
 _MESSAGES = {
     SUCCESS: "The solver successfully reached the end of the integration interval.",
     MAX_STEPS: "Maximum number of steps reached.",
@@ -84,7 +110,7 @@ class IntegratorResult:
         message, success: as in SciPy.
         nfev, njev, nlu: right-hand-side and Jacobian evaluations, matrix factorisations (inverses).
         nsteps, nreject: accepted and rejected steps.
-        method: the method name; ``compiled``: whether the compiled loop ran.
+        method: the method name; ``compiled``: whether the compiled driver ran.
     """
 
     t: np.ndarray
@@ -131,10 +157,27 @@ def _forward_difference_jacobian(fun, t: float, y: np.ndarray) -> np.ndarray:
     return J
 
 
-def _problem_functions(fun, jac, method: str, n: int, m: int, edges, fd_fevals: list):
-    """``(rhs, jac_fn, loop)`` in the loops' calling convention: a compiled problem as it is, a
-    Python one wrapped (left limits at segment ends; a forward-difference Jacobian when ``jac`` is
-    None, counting its calls in ``fd_fevals[0]``). Refuses a missing Jacobian that cannot be built."""
+def ensure_compiled(fn, sig):
+    """Compile the dispatcher ``fn`` for ``sig`` if it has no such overload yet (a no-op when it
+    was declared with that signature or already compiled/loaded); returns ``fn``."""
+    if sig.args not in fn.overloads:
+        fn.compile(sig.args)
+    return fn
+
+
+def _block_rows(J: np.ndarray, mb: int) -> np.ndarray:
+    """The ``m×mb`` rows of the diagonal blocks of the ``m×m`` matrix ``J``."""
+    m = J.shape[0]
+    return J.reshape(m // mb, mb, m // mb, mb)[
+        np.arange(m // mb), :, np.arange(m // mb), :
+    ].reshape(m, mb)
+
+
+def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd_fevals: list):
+    """``(rhs, jac_fn)`` in the driver's calling convention: a compiled problem as it is, a Python
+    one wrapped (left limits at segment ends; a forward-difference Jacobian when ``jac`` is None,
+    counting its calls in ``fd_fevals[0]``; the blocks' rows when ``mb < m``). Refuses a missing
+    Jacobian that cannot be built."""
     jac_fn: Any
     compiled = _is_compiled(fun)
     implicit = method != "dopri5"
@@ -148,10 +191,11 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, edges, fd_fevals: 
             "numerics.model.coupling.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
         )
     if compiled:
+        ensure_compiled(fun, RHS_SIG)
         if jac is None or jac == "zero":
-            return fun, _zero_jac, _LOOPS[method]
+            return fun, ensure_compiled(zero_jac, JAC_SIG)
         if _is_compiled(jac):
-            return fun, jac, _LOOPS[method]
+            return fun, ensure_compiled(jac, JAC_SIG)
         raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -160,20 +204,21 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, edges, fd_fevals: 
     def rhs(t, y, p_, seg, out):
         out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
 
-    if jac == "zero" or not implicit:
-        jac_fn = _zero_jac.py_func
-    elif jac is None:
-
-        def jac_fn(t, y, p_, seg, J):
-            J[:, :] = _forward_difference_jacobian(fun, min(t, left[seg]), y)
+    def full_jac(t, y):
+        if jac is None:
             fd_fevals[0] += n + 1
+            return _forward_difference_jacobian(fun, t, y)
+        return np.asarray(jac(t, y), dtype=np.float64).reshape(m, m)
 
+    if jac == "zero" or not implicit:
+        jac_fn = zero_jac.py_func
     else:
 
         def jac_fn(t, y, p_, seg, J):
-            J[:, :] = np.asarray(jac(min(t, left[seg]), y), dtype=np.float64).reshape(m, m)
+            Jf = full_jac(min(t, left[seg]), y)
+            J[:, :] = Jf if mb == m else _block_rows(Jf, mb)
 
-    return rhs, jac_fn, _LOOPS[method].py_func
+    return rhs, jac_fn
 
 
 def integrate(
@@ -189,6 +234,7 @@ def integrate(
     rtol: float = 1e-6,
     atol: float = 1e-9,
     t_eval=None,
+    dense_output: bool = False,
     breakpoints=(),
     first_step: float | None = None,
     h_fixed: float | None = None,
@@ -202,8 +248,9 @@ def integrate(
         y0: initial state (flattened to 1-D; the result keeps the flat shape).
         method: ``"rosw"`` (stiff, Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5)
             or ``"dopri5"`` (explicit).
-        jac: for ``"rosw"`` and ``"radau"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J`` (``m×m``), or a
-            Python callable ``jac(t, y) -> J``. The method uses ``J ⊗ I_k`` with ``k = n/m``.
+        jac: for ``"rosw"`` and ``"radau"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J``
+            (``m×m``, or its blocks' rows ``m×mb`` with ``jac_block=mb``), or a Python callable
+            ``jac(t, y) -> J`` (``m×m``). The method uses ``J ⊗ I_k`` with ``k = n/m``.
             ``None`` (the default) never silently drops the Jacobian: with a Python ``fun`` it is a
             forward-difference Jacobian of ``fun`` (``n×n``, ``n`` extra calls per Jacobian, step
             ``√u·max(|y_j|, 1)``; counted in ``extra["fd_fevals"]``); with a compiled ``fun``, or
@@ -211,11 +258,15 @@ def integrate(
             for ``J = 0`` on purpose (a valid W-method for non-stiff problems, order kept, but
             the step size is then limited by stability). Ignored by ``"dopri5"``.
         jac_size: ``m`` (default ``n``); must divide ``n``.
-        jac_block: if ``J`` is block diagonal with blocks of this size (dividing ``m``), the
-            linear algebra is done block by block (entries outside the blocks are ignored).
+        jac_block: if ``J`` is block diagonal with blocks of this size (dividing ``m``), it is
+            stored as its blocks' rows and factorised block by block (``O(m·mb)`` memory,
+            ``O(m·mb²)`` per factorisation); a compiled ``jac`` then writes the ``m×mb`` rows. A
+            lower-triangular ``J`` (causal masks) is detected and solved by substitution.
         p: flat float64 parameter vector passed to compiled problem functions.
         rtol, atol: local error tolerances (RMS norm, as SciPy).
-        t_eval: output times inside ``t_span`` (the steps land on them exactly).
+        t_eval: output times inside ``t_span``: the steps land on them exactly, or, with
+            ``dense_output=True`` (``"radau"``, ``"dopri5"``), they are read from the continuous
+            extension of the step covering them (no step is shortened for them).
         breakpoints: times where the right-hand side may jump (piecewise-constant weights): the
             integration restarts there, and stages at the right end of a segment see the left limit
             (compiled problems get the segment index ``seg``; Python callables are evaluated at the
@@ -246,40 +297,64 @@ def integrate(
         t_eval = v.finite_array("t_eval", t_eval, ndim=1)
         if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
             raise ValueError(f"t_eval must be sorted and inside [{t0}, {t1}]")
+    if dense_output and method not in DENSE_ORDERS:
+        raise ValueError(
+            f"dense_output: {method!r} has no continuous extension (use {DENSE_ORDERS})"
+        )
     h0 = 0.0 if first_step is None else v.real("first_step", first_step, low=0.0, low_open=True)
     hf = 0.0 if h_fixed is None else v.real("h_fixed", h_fixed, low=0.0, low_open=True)
     max_steps = v.positive_int("max_steps", max_steps)
-    stops, segs, out_index, edges = _stops(t0, t1, t_eval, breakpoints)
+    if dense_output:
+        stops, segs, _, edges = _stops(t0, t1, None, breakpoints)
+        t_dense = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
+    else:
+        stops, segs, out_index, edges = _stops(t0, t1, t_eval, breakpoints)
+        t_dense = np.empty(0)
     pvec = np.zeros(1) if p is None else np.ascontiguousarray(p, dtype=np.float64).ravel()
     counters = np.zeros(5, dtype=np.int64)
     Yout = np.empty((stops.size, n))
-
-    compiled = _is_compiled(fun)
+    Ydense = np.full((t_dense.size, n), np.nan)
     fd_fevals = [0]
-    rhs, jac_fn, loop = _problem_functions(fun, jac, method, n, m, edges, fd_fevals)
+    rhs, jac_fn = _problem_functions(fun, jac, method, n, m, mb, edges, fd_fevals)
+    compiled = _is_compiled(fun)
+    mod, controller, exponent, _ = driver.METHODS[method]
+    fns = driver.compiled(method) if compiled else driver.python_functions(method)
+    opt = np.zeros(N_OPT)
+    opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT]] = [
+        rtol, atol, hf, m, mb, controller, exponent
+    ]  # fmt: skip
+    nws, nwc, niw = mod.workspace(n, m, mb)
+    ws, wc, iw = np.zeros(nws), np.zeros(nwc, dtype=np.complex128), np.zeros(niw, dtype=np.int64)
     status = int(
-        loop(
+        fns[0](
+            *fns[1:],
             rhs,
             jac_fn,
             y0,
             pvec,
             stops,
             segs,
-            np.int64(m),
-            np.int64(mb),
-            rtol,
-            atol,
-            h0,
-            hf,
-            np.int64(max_steps),
+            opt,
+            ws,
+            wc,
+            iw,
             Yout,
+            t_dense,
+            Ydense,
+            h0,
+            np.int64(max_steps),
             counters,
-        )
+        )  # fmt: skip
     )
-    keep = out_index if status == SUCCESS else out_index[out_index < 1]
+    if dense_output:
+        ok = np.ones(t_dense.size, bool) if status == SUCCESS else t_dense <= t0
+        t_out, y_out = t_dense[ok], Ydense[ok]
+    else:
+        keep = out_index if status == SUCCESS else out_index[out_index < 1]
+        t_out, y_out = stops[keep], Yout[keep]
     return IntegratorResult(
-        t=stops[keep],
-        y=Yout[keep].T.copy(),
+        t=t_out,
+        y=y_out.T.copy(),
         status=status,
         message=_MESSAGES[status],
         success=status == SUCCESS,
@@ -297,6 +372,7 @@ def integrate(
 from numba import njit  # noqa: E402
 
 
-@njit(JAC_SIG, cache=True)
-def _zero_jac(t, y, p, seg, J):
+@njit(cache=True)
+def zero_jac(t, y, p, seg, J):
+    """``J = 0`` (compiled for :data:`JAC_SIG` on first use)."""
     J[:, :] = 0.0

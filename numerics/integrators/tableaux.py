@@ -107,3 +107,15 @@ def _radau_transform():
 RADAU_MU_REAL, RADAU_MU_COMPLEX, RADAU_T, RADAU_TI = _radau_transform()
 # dense output: u(t + xh) = y + Σ_j q_j x^j with Σ_j q_j c_i^j = z_i  →  q = V⁻¹ z, V_ij = c_i^j
 RADAU_VINV = np.linalg.inv(np.array([[c, c * c, c * c * c] for c in RADAU_C]))
+# continuous extension (Hairer's CONTD5, order 4): the coefficient vector of the last term
+DP_DENSE = np.array(
+    [
+        -12715105075 / 11282082432,
+        0.0,
+        87487479700 / 32700410799,
+        -10690763975 / 1880347072,
+        701980252875 / 199316789632,
+        -1453857185 / 822651844,
+        69997945 / 29380423,
+    ]
+)

@@ -53,16 +53,14 @@ from scipy.integrate import solve_ivp
 
 from numerics import validation as v
 from numerics.integrators import IntegratorResult, integrate
-from numerics.integrators.loops import JAC_SIG, RHS_SIG
 from numerics.model import kernels
 from numerics.model.activations import compiled_code, is_builtin
 from numerics.model.compiled import EXP_CUT, activation_rows, exp_into
 from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
-_T, _P, _D, _M, _L, _NORM, _SIGMA, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL = (
-    range(14)
-)
+(_T, _P, _D, _M, _L, _NORM, _SIGMA, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL,
+ _SCRATCH, _MASKW) = range(16)  # fmt: skip
 
 __all__ = [
     "pack_coupling",
@@ -137,7 +135,9 @@ def pack_coupling(
     else:
         E = np.zeros((T, d))
     head = np.zeros(HEADER)
-    head[13] = float(is_block_local(config.mask_array, config.P))
+    local = is_block_local(config.mask_array, config.P)
+    head[_BLOCKLOCAL] = float(local)
+    head[_MASKW] = config.P if local else T
     head[:13] = [
         T,
         config.P,
@@ -153,7 +153,11 @@ def pack_coupling(
         config.norm_eps,
         eps,
     ]
-    parts = [head, config.mask_array.astype(np.float64).ravel(), E.ravel()]
+    mask = config.mask_array.astype(np.float64)
+    if local:  # the rows of the diagonal blocks only (T×P)
+        P = config.P
+        mask = mask.reshape(T // P, P, T // P, P)[np.arange(T // P), :, np.arange(T // P), :]
+    parts = [head, mask.ravel(), E.ravel()]
     for lp in layers:
         parts += [
             lp.Q.ravel(),
@@ -174,7 +178,16 @@ def pack_coupling(
             np.hstack([beta * (lp.Q @ lp.K.T), lp.W1]).ravel(),
             np.hstack([beta * (lp.Qs @ lp.Ks.T), lp.Vs]).ravel(),
         ]
+    head[_SCRATCH] = sum(part.size for part in parts)
+    parts.append(np.zeros(scratch_size(T, config.P, d, config.m)))
     return np.ascontiguousarray(np.concatenate(parts))
+
+
+def scratch_size(T: int, P: int, d: int, m: int) -> int:
+    """Length of the scratch tail of the packed vector: the right-hand side's and the Jacobian's
+    work arrays (``O(T·(d + m + P) + (T/P)²)``), so that neither allocates."""
+    N = T // P
+    return T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
 
 
 def is_block_local(mask: np.ndarray, P: int) -> bool:
@@ -192,10 +205,11 @@ def _mat(p, off, r, c):
 
 
 @njit(cache=True)
-def _small_mm(A, B):
+def _small_mm_into(A, B, C):
+    """``C = A·B`` by loops (matrices too small for BLAS)."""
     n, k = A.shape
     m = B.shape[1]
-    C = np.zeros((n, m))
+    C[:, :] = 0.0
     for i in range(n):
         for l in range(k):
             a = A[i, l]
@@ -205,8 +219,8 @@ def _small_mm(A, B):
 
 
 @njit(cache=True)
-def _rms(X, ne):
-    out = np.empty_like(X)
+def _rms_into(X, ne, out):
+    """``out`` ← the row-wise RMS norm of ``X``; returns ``out``."""
     for i in range(X.shape[0]):
         s = 0.0
         for j in range(X.shape[1]):
@@ -246,7 +260,41 @@ def _packed_layout(p, seg):
     d = int(p[_D])
     m = int(p[_M])
     L = int(p[_L])
-    return HEADER + T * T + T * d, 5 * d * d + 2 * d * m + 1, d, m, min(max(seg, 0), L - 1), L
+    start = HEADER + T * int(p[_MASKW]) + T * d
+    return start, 5 * d * d + 2 * d * m + 1, d, m, min(max(seg, 0), L - 1), L
+
+
+@njit(cache=True)
+def _scratch(p):
+    """The work arrays in the scratch tail of ``p`` (:func:`scratch_size`): ``Xn`` (T×d), ``XG``
+    (T×(d+m)), ``S`` (T×P), ``Z`` (T×m), the flat buffers ``v, pb, tb`` (T·max(P, m)) and ``zb``
+    (T·m), ``acc`` (d), and for the slow path ``Yb, Yh, Zs`` (N×d), ``YG`` (N×2d) and ``sv, sp, st``
+    (N²)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    o = int(p[_SCRATCH])
+    w = max(P, m)
+    Xn = _mat(p, o, T, d)
+    o += T * d
+    XG = _mat(p, o, T, d + m)
+    o += T * (d + m)
+    S = _mat(p, o, T, P)
+    o += T * P
+    Z = _mat(p, o, T, m)
+    o += T * m
+    v, pb, tb = p[o : o + T * w], p[o + T * w : o + 2 * T * w], p[o + 2 * T * w : o + 3 * T * w]
+    o += 3 * T * w
+    zb = p[o : o + T * m]
+    acc = p[o + T * m : o + T * m + d]
+    o += T * m + d
+    Yb, Yh, Zs = _mat(p, o, N, d), _mat(p, o + N * d, N, d), _mat(p, o + 2 * N * d, N, d)
+    YG = _mat(p, o + 3 * N * d, N, 2 * d)
+    o += 5 * N * d
+    sv, sp, st = p[o : o + N * N], p[o + N * N : o + 2 * N * N], p[o + 2 * N * N : o + 3 * N * N]
+    return Xn, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st
 
 
 @njit(cache=True)
@@ -263,24 +311,25 @@ def _fused_offset(p, seg):
 
 
 @njit(cache=True)
-def _normed(X, p):
-    return _rms(X, p[_NEPS]) if p[_NORM] > 0.0 else X
+def _normed(X, p, out):
+    """``n(X)`` in ``out``, or ``X`` itself without the norm."""
+    return _rms_into(X, p[_NEPS], out) if p[_NORM] > 0.0 else X
 
 
 @njit(cache=True)
-def _block_weights(Xn, XG, p):
+def _block_weights(Xn, XG, p, S, v, pb, tb):
     """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
     token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
     ``XG[i, :d]·n(X)[j]`` (``P×P×d`` per block, explicit loops); all exponentials go through one
-    vectorisable pass (:func:`numerics.model.compiled.exp_into`, ≤ 1 ulp from ``np.exp``)."""
+    vectorisable pass (:func:`numerics.model.compiled.exp_into`, ≤ 1 ulp from ``np.exp``). The
+    mask is read as its blocks' rows (T×P); ``v, pb, tb`` are scratch of length ``T·P``."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
-    mask = _mat(p, HEADER, T, T)
-    S = np.empty((T, P))
-    v = np.empty(T * P)
-    pb = np.empty(T * P)
-    tb = np.empty(T * P)
+    mask = _mat(p, HEADER, T, P)
+    v = v[: T * P]
+    pb = pb[: T * P]
+    tb = tb[: T * P]
     for i in range(T):
         b0 = (i // P) * P
         mx = -np.inf
@@ -289,10 +338,10 @@ def _block_weights(Xn, XG, p):
             for k in range(d):
                 s += XG[i, k] * Xn[b0 + j, k]
             S[i, j] = s
-            if mask[i, b0 + j] > 0.0 and s > mx:
+            if mask[i, j] > 0.0 and s > mx:
                 mx = s
         for j in range(P):
-            v[i * P + j] = S[i, j] - mx if mask[i, b0 + j] > 0.0 else -1000.0
+            v[i * P + j] = S[i, j] - mx if mask[i, j] > 0.0 else -1000.0
     exp_into(v, pb, tb)
     for i in range(T):
         z = 0.0
@@ -319,17 +368,16 @@ def _dense_kernel(Xn, p, seg):
 # the two pieces of the right-hand side below are inlined into it (Numba IR): no call overhead in
 # the integrators' hot loop, the same arithmetic
 @njit(cache=True, inline="always")
-def _add_mlp_output(Z, W2, act, out):
+def _add_mlp_output(Z, W2, act, out, v, pb, tb, zb, acc):
     """``out += vec(σ(Z)·W2)`` for the pre-activation ``Z = n(X)·W1`` (T×m; ``σ`` applied in place
     by :func:`numerics.model.compiled.activation_rows` with the activation code ``act``, nothing
-    for identity (0))."""
+    for identity (0); ``v, pb, tb, zb`` scratch of length ``T·m``, ``acc`` of length ``d``)."""
     T, m = Z.shape
     d = W2.shape[1]
     if act != 0:  # as one row of T·m entries: the rows of Z (m = d) are too short to vectorise
         n = T * m
         zf = Z.reshape((1, n))
-        activation_rows(act, zf, np.empty(n), np.empty(n), np.empty(n), np.empty(n))
-    acc = np.empty(d)
+        activation_rows(act, zf, v, pb, tb, zb)
     for i in range(T):
         acc[:] = 0.0
         for l in range(m):
@@ -341,7 +389,7 @@ def _add_mlp_output(Z, W2, act, out):
 
 
 @njit(cache=True, inline="always")
-def _pooled_slow_attention(X, p, seg):
+def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
     """The slow attention over the pooled tokens of interval ``seg`` (N×d; row ``a`` is pooled
     query ``a``'s output, which ``U_c`` up-samples to block ``a + 1``): block means ``Y``,
     ``n(Y)·[β·Qs Ksᵀ | Vs]``, and the softmax over the pooled keys ``b ≤ a`` (all ``b`` with the
@@ -353,19 +401,16 @@ def _pooled_slow_attention(X, p, seg):
     d = int(p[_D])
     m = int(p[_M])
     N = T // P
-    Yb = np.zeros((N, d))
+    Yb[:, :] = 0.0
     for b in range(N):
         for i in range(P):
             for k in range(d):
                 Yb[b, k] += X[b * P + i, k]
     Yb /= P
-    Yh = _normed(Yb, p)
-    YG = _small_mm(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d))
+    Yh = _normed(Yb, p, Yh)
+    _small_mm_into(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d), YG)
     full = p[_SLOWFULL] > 0.0
-    Zs = np.zeros((N, d))
-    v = np.empty(N * N)
-    pb = np.empty(N * N)
-    tb = np.empty(N * N)
+    Zs[:, :] = 0.0
     for a in range(N - 1):
         top = N if full else a + 1
         mx = -np.inf
@@ -378,7 +423,7 @@ def _pooled_slow_attention(X, p, seg):
                 mx = sc
         for b in range(N):
             v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
-    exp_into(v[: (N - 1) * N], pb, tb)
+    exp_into(v[: (N - 1) * N], pb[: (N - 1) * N], tb[: (N - 1) * N])
     for a in range(N - 1):
         top = N if full else a + 1
         z = 0.0
@@ -393,22 +438,26 @@ def _pooled_slow_attention(X, p, seg):
     return Zs
 
 
-@njit(RHS_SIG, cache=True)
+@njit(cache=True)
 def coupling_rhs_nb(t, y, p, seg, out):
-    """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg``."""
+    """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg`` (signature
+    :data:`numerics.integrators.RHS_SIG`, compiled on first use). No allocation for block-local
+    masks: the work arrays are the scratch tail of ``p`` (so one ``p`` must not be shared by
+    concurrent calls)."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
     m = int(p[_M])
     N = T // P
+    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
     X = y.reshape((T, d))
-    Xn = _normed(X, p)
+    Xn = _normed(X, p, Xw)
     inv_eps = 1.0 / p[_EPS]
     off = _layer_offset(p, seg) + 2 * d * d
     W2 = _mat(p, off + d * m, m, d)
     if p[_BLOCKLOCAL] > 0.0:
-        XG = np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m))  # one BLAS call
-        S = _block_weights(Xn, XG, p)
+        np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)  # one BLAS call
+        _block_weights(Xn, XG, p, S, v, pb, tb)
         for i in range(T):
             b0 = (i // P) * P
             for k in range(d):
@@ -416,46 +465,56 @@ def coupling_rhs_nb(t, y, p, seg, out):
                 for j in range(P):
                     s += S[i, j] * X[b0 + j, k]
                 out[i * d + k] = s * inv_eps
-        Z = np.ascontiguousarray(XG[:, d:])
+            for k in range(m):
+                Z[i, k] = XG[i, d + k]
     else:
         A = _dense_kernel(Xn, p, seg)
         out[:] = ((np.dot(A, X) - X) / p[_EPS]).reshape(T * d)
-        Z = np.dot(Xn, _mat(p, off, d, m))
-    _add_mlp_output(Z, W2, int(p[_SIGMA]), out)
+        np.dot(Xn, _mat(p, off, d, m), Z)
+    _add_mlp_output(Z, W2, int(p[_SIGMA]), out, v, pb, tb, zb, acc)
     g = p[off + 2 * d * m + 3 * d * d]
     if p[_SLOW] > 0.0 and g != 0.0:
-        Zs = _pooled_slow_attention(X, p, seg)
+        Zs = _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, sv, sp, st)
         for b in range(1, N):
             for i in range(P):
                 for k in range(d):
                     out[(b * P + i) * d + k] += g * Zs[b - 1, k]
     gam = p[_GAMMA]
     if gam != 0.0:
-        e0 = HEADER + T * T
+        e0 = HEADER + T * int(p[_MASKW])
         for i in range(T * d):
             out[i] += gam * (p[e0 + i] - y[i])
 
 
-@njit(JAC_SIG, cache=True)
+@njit(cache=True)
 def frozen_kernel_jac_nb(t, y, p, seg, J):
-    """``J = (A(X) − I)/ε − γI`` (T×T): the stiff part of the coupling Jacobian, as ``J ⊗ I_d``."""
+    """``J = (A(X) − I)/ε − γI`` (T×T), the stiff part of the coupling Jacobian, as ``J ⊗ I_d``
+    (signature :data:`numerics.integrators.JAC_SIG`, compiled on first use). ``J`` may be the
+    T×P rows of the diagonal blocks (block-local masks, ``jac_block=P``) or the whole T×T."""
     T = int(p[_T])
     d = int(p[_D])
     P = int(p[_P])
-    Xn = _normed(y.reshape((T, d)), p)
+    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
+    Xn = _normed(y.reshape((T, d)), p, Xw)
     inv_eps = 1.0 / p[_EPS]
     if p[_BLOCKLOCAL] > 0.0:
         m = int(p[_M])
-        S = _block_weights(Xn, np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m)), p)
-        J[:, :] = 0.0
-        for i in range(T):
-            b0 = (i // P) * P
-            for j in range(P):
-                J[i, b0 + j] = S[i, j] / p[_EPS]
+        np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)
+        _block_weights(Xn, XG, p, S, v, pb, tb)
+        if J.shape[1] == P:  # the blocks' rows
+            for i in range(T):
+                for j in range(P):
+                    J[i, j] = S[i, j] / p[_EPS]
+        else:
+            J[:, :] = 0.0
+            for i in range(T):
+                b0 = (i // P) * P
+                for j in range(P):
+                    J[i, b0 + j] = S[i, j] / p[_EPS]
     else:
         J[:, :] = _dense_kernel(Xn, p, seg) / p[_EPS]
     for i in range(T):
-        J[i, i] -= inv_eps + p[_GAMMA]
+        J[i, i % J.shape[1]] -= inv_eps + p[_GAMMA]
 
 
 def layer_breakpoints(L: int) -> np.ndarray:

@@ -1,0 +1,160 @@
+"""The contract between the driver, the method steps and the problem functions.
+
+**Problem functions** are first-class Numba functions with fixed signatures, so the driver and the
+steps are compiled once and cached on disk whatever the problem (a dispatcher argument would
+recompile per problem):
+
+* ``rhs(t, y, p, seg, out)`` (:data:`RHS_SIG`) writes ``f(t, y)`` into ``out`` (``y, p, out``
+  flat float64; ``seg`` is the index of the segment between breakpoints the step lies in);
+* ``jac(t, y, p, seg, J)`` (:data:`JAC_SIG`) writes the ``m×m`` matrix ``J`` (``W = J ⊗ I_k``
+  replaces the Jacobian, ``n = m·k``, ``y`` read as an ``m×k`` row-major array) or, when the
+  problem declares diagonal blocks of size ``mb < m``, the ``m×mb`` array of the blocks' rows
+  (``J[i, j]`` is the entry in row ``i`` and column ``b(i) + j``, ``b(i)`` the first index of
+  ``i``'s block): block-diagonal Jacobians are stored in ``O(m·mb)``.
+
+**A method** is four functions with the uniform signatures :data:`START_SIG`, :data:`STEP_SIG`,
+:data:`ACCEPT_SIG` and :data:`INTERP_SIG` (as SciPy's ``OdeSolver._step_impl`` and diffrax's
+``AbstractSolver.step``: the step never decides acceptance):
+
+* ``start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters) -> h``: at the start of a
+  segment of length ``span``; returns ``h``, or the initial step size if ``h ≤ 0``;
+* ``step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters) -> err``: one trial step
+  of size ``hs`` from ``(t, y)`` to ``t1`` (``t + hs``, or exactly the segment end), writing
+  ``ynew``; returns the error norm (≤ 1 acceptable), or :data:`NEWTON_RETRY` /
+  :data:`NEWTON_SHRINK` when an implicit method's iteration failed (retry with the same step after
+  refreshing ``J`` / with half the step);
+* ``accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters)``: commit an accepted
+  step (FSAL, Jacobian reuse, the previous step's polynomial) before ``y ← ynew``;
+* ``interp(theta, hs, y, ynew, ws, out)``: the continuous extension at ``t + θ·hs`` of the step
+  just accepted (dense output).
+
+Each method owns a slice of the workspaces ``ws`` (float64), ``wc`` (complex128) and ``iw``
+(int64), allocated once per run by :func:`numerics.integrators.integrate` from the method's
+``workspace(n, m, mb)``. ``iw[IW_NITER]``, ``iw[IW_RECOMPUTE]`` and ``iw[IW_REJECTED]`` carry
+what a step tells the step-size controller and what the driver tells the step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+
+RHS_SIG = types.void(
+    types.float64, types.float64[::1], types.float64[::1], types.int64, types.float64[::1]
+)
+JAC_SIG = types.void(
+    types.float64, types.float64[::1], types.float64[::1], types.int64, types.float64[:, ::1]
+)
+RHS_TYPE = types.FunctionType(RHS_SIG)
+JAC_TYPE = types.FunctionType(JAC_SIG)
+F64 = types.float64[::1]
+C128 = types.complex128[::1]
+I64 = types.int64[::1]
+
+START_SIG = types.float64(
+    RHS_TYPE,
+    JAC_TYPE,
+    types.float64,
+    types.float64,
+    F64,
+    F64,
+    types.int64,
+    types.float64,
+    F64,
+    F64,
+    C128,
+    I64,
+    I64,
+)
+STEP_SIG = types.float64(
+    RHS_TYPE,
+    JAC_TYPE,
+    types.float64,
+    types.float64,
+    types.float64,
+    F64,
+    F64,
+    F64,
+    types.int64,
+    F64,
+    F64,
+    C128,
+    I64,
+    I64,
+)
+ACCEPT_SIG = types.void(
+    RHS_TYPE,
+    JAC_TYPE,
+    types.float64,
+    types.float64,
+    F64,
+    F64,
+    F64,
+    types.int64,
+    F64,
+    F64,
+    C128,
+    I64,
+    I64,
+)
+INTERP_SIG = types.void(types.float64, types.float64, F64, F64, F64, F64)
+START_TYPE = types.FunctionType(START_SIG)
+STEP_TYPE = types.FunctionType(STEP_SIG)
+ACCEPT_TYPE = types.FunctionType(ACCEPT_SIG)
+INTERP_TYPE = types.FunctionType(INTERP_SIG)
+
+# status codes (as SciPy's)
+SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3
+# what a step returns instead of an error norm when its Newton iteration failed
+NEWTON_RETRY, NEWTON_SHRINK = -1.0, -2.0
+# counters layout
+N_ACCEPT, N_REJECT, N_FEV, N_JEV, N_LU = 0, 1, 2, 3, 4
+# options vector layout
+O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT = range(7)
+N_OPT = 7
+# integer slots shared by driver, steps and controllers; methods use the rest from IW_METHOD on
+IW_NITER, IW_RECOMPUTE, IW_REJECTED, IW_METHOD = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def step_length(t, t_end, h, h_fixed):
+    """The step to try from ``t``: ``(h, hs, last)``.
+
+    With a fixed step, ``h`` is ``h_fixed`` shrunk so that a whole number of steps ends at
+    ``t_end``. ``hs`` is the step actually taken: ``h``, or the rest of the segment when the step
+    would reach (within 1e-10 relative) or pass ``t_end``, so segments end exactly on breakpoints.
+    """
+    if h_fixed > 0.0:
+        nsub = np.ceil((t_end - t) / h_fixed - 1e-9)
+        h = (t_end - t) / max(nsub, 1.0)
+    last = t + h * (1.0 + 1e-10) >= t_end
+    hs = t_end - t if last else h
+    return h, hs, last
+
+
+@njit(cache=True)
+def error_norm(err, y, ynew, rtol, atol):
+    """RMS of ``err / (atol + rtol·max(|y|, |ynew|))`` (SciPy's norm)."""
+    s = 0.0
+    for i in range(err.size):
+        sc = atol + rtol * max(abs(y[i]), abs(ynew[i]))
+        s += (err[i] / sc) ** 2
+    return np.sqrt(s / err.size)
+
+
+@njit(cache=True)
+def initial_step(y, f0, rtol, atol, span):
+    """Hairer–Wanner's first guess ``0.01·‖y‖/‖f‖`` (scaled norms), at most ``span``."""
+    d0 = 0.0
+    d1 = 0.0
+    for i in range(y.size):
+        sc = atol + rtol * abs(y[i])
+        d0 += (y[i] / sc) ** 2
+        d1 += (f0[i] / sc) ** 2
+    d0 = np.sqrt(d0 / y.size)
+    d1 = np.sqrt(d1 / y.size)
+    if d0 < 1e-5 or d1 < 1e-5:
+        h = 1e-6
+    else:
+        h = 0.01 * d0 / d1
+    return min(h, span)

@@ -1,0 +1,191 @@
+"""The one driver: segments, breakpoints, accept/reject, counters and dense output for every method.
+
+:func:`drive` integrates from ``stops[0]`` through ``stops[1], stops[2], …`` and lands *exactly*
+on every stop (the step is clipped, never interpolated): stops are the breakpoints of
+piecewise-constant parameters and, without dense output, the output times. On the way from
+``stops[k-1]`` to ``stops[k]`` the problem functions get segment index ``segs[k]``, so a stage
+evaluated at the right end of a segment still sees that segment's parameters (the left limit),
+never the next layer's. With dense output, the times ``t_dense`` are filled from the continuous
+extension of the accepted step that covers them (exactly ``y`` at a step end).
+
+A method is its four functions (:mod:`numerics.integrators.base`); the driver calls the step,
+decides acceptance (error norm ≤ 1, or every step with a fixed step size), asks the controller
+(:mod:`numerics.integrators.controllers`) for the next step size and counts. Adding a method means
+writing its four functions and one line of :data:`METHODS`, not a loop.
+
+**Compilation is lazy**: nothing is compiled at import; :func:`compiled` compiles (or loads from
+Numba's on-disk cache) a method's functions and the driver the first time the method is used
+with compiled problem functions. Python callables run the same source uncompiled
+(:func:`python_functions`).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+from numba import njit, types
+
+from numerics.integrators import dopri5, radau, rosw
+from numerics.integrators.base import (
+    ACCEPT_SIG,
+    ACCEPT_TYPE,
+    C128,
+    F64,
+    I64,
+    INTERP_SIG,
+    INTERP_TYPE,
+    IW_REJECTED,
+    JAC_TYPE,
+    MAX_STEPS,
+    N_ACCEPT,
+    N_REJECT,
+    NEWTON_RETRY,
+    NEWTON_SHRINK,
+    NOT_FINITE,
+    O_CONTROLLER,
+    O_EXPONENT,
+    O_HFIXED,
+    RHS_TYPE,
+    START_SIG,
+    START_TYPE,
+    STEP_SIG,
+    STEP_TOO_SMALL,
+    STEP_TYPE,
+    SUCCESS,
+    step_length,
+)
+from numerics.integrators.controllers import INTEGRAL, PREDICTIVE, after_accept, after_reject
+
+DRIVE_SIG = types.int64(
+    START_TYPE,
+    STEP_TYPE,
+    ACCEPT_TYPE,
+    INTERP_TYPE,
+    RHS_TYPE,
+    JAC_TYPE,
+    F64,
+    F64,
+    F64,
+    I64,
+    F64,
+    F64,
+    C128,
+    I64,
+    types.float64[:, ::1],
+    F64,
+    types.float64[:, ::1],
+    types.float64,
+    types.int64,
+    I64,
+)
+
+
+def no_interp(theta, hs, y, ynew, ws, out):
+    """The continuous extension of a method that has none (never called: refused upfront)."""
+    out[:] = np.nan
+
+
+def drive(
+    start, step, accept, interp, rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense,
+    Ydense, h0, max_steps, counters,
+):  # fmt: skip
+    """Integrate through ``stops`` with the method ``(start, step, accept, interp)``; the status."""
+    y = y0.copy()
+    ynew = np.empty(y0.size)
+    cs = np.empty(2)  # the controller's memory
+    h_fixed = opt[O_HFIXED]
+    kind = int(opt[O_CONTROLLER])
+    expo = opt[O_EXPONENT]
+    Yout[0, :] = y
+    jd = 0
+    while jd < t_dense.size and t_dense[jd] <= stops[0]:
+        Ydense[jd, :] = y
+        jd += 1
+    h = h0
+    for s in range(1, stops.size):
+        t = stops[s - 1]
+        t_end = stops[s]
+        seg = segs[s]
+        if t_end <= t:
+            Yout[s, :] = y
+            continue
+        h = start(rhs, jac, t, t_end - t, y, p, seg, h, opt, ws, wc, iw, counters)
+        cs[0] = -1.0
+        cs[1] = -1.0
+        rejected = False
+        while t < t_end:
+            if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
+                return MAX_STEPS
+            h, hs, last = step_length(t, t_end, h, h_fixed)
+            if hs <= 1e-14 * max(1.0, abs(t)):
+                return STEP_TOO_SMALL
+            t1 = t_end if last else t + hs
+            iw[IW_REJECTED] = 1 if rejected else 0
+            en = step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters)
+            if en == NEWTON_RETRY or en == NEWTON_SHRINK:
+                if h_fixed > 0.0:
+                    return NOT_FINITE
+                counters[N_REJECT] += 1
+                rejected = True
+                if en == NEWTON_SHRINK:
+                    h = hs * 0.5
+                continue
+            if not np.isfinite(en):
+                if h_fixed > 0.0:
+                    return NOT_FINITE
+                en = 1e10
+            if en <= 1.0 or h_fixed > 0.0:
+                counters[N_ACCEPT] += 1
+                h = after_accept(kind, h, hs, en, expo, rejected, last, h_fixed, cs, iw)
+                while jd < t_dense.size and t_dense[jd] <= t1:  # dense outputs in (t, t1]
+                    if t_dense[jd] >= t1:
+                        Ydense[jd, :] = ynew
+                    else:
+                        interp((t_dense[jd] - t) / hs, hs, y, ynew, ws, Ydense[jd])
+                    jd += 1
+                accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters)
+                t = t1
+                y[:] = ynew
+                rejected = False
+            else:
+                counters[N_REJECT] += 1
+                rejected = True
+                h = after_reject(kind, hs, en, expo, cs, iw)
+        Yout[s, :] = y
+    return SUCCESS
+
+
+METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
+    "rosw": (rosw, INTEGRAL, rosw.ERROR_EXPONENT, False),
+    "radau": (radau, PREDICTIVE, 0.25, True),
+    "dopri5": (dopri5, INTEGRAL, dopri5.ERROR_EXPONENT, True),
+}
+"""Per method: its module (``workspace``, ``start``, ``step``, ``accept`` and, if it has a
+continuous extension, ``interp``), its controller, the controller's exponent, dense output."""
+
+_COMPILED: dict[str, tuple] = {}
+_DRIVER: list = []
+
+
+def _interp_of(module: ModuleType):
+    return getattr(module, "interp", no_interp)
+
+
+def python_functions(method: str) -> tuple:
+    """``(driver, start, step, accept, interp)`` of ``method`` as plain Python (uncompiled)."""
+    mod = METHODS[method][0]
+    return drive, mod.start, mod.step, mod.accept, _interp_of(mod)
+
+
+def compiled(method: str) -> tuple:
+    """``(driver, start, step, accept, interp)`` of ``method`` compiled (first use) or loaded from
+    the on-disk cache; kept for the life of the process."""
+    if method not in _COMPILED:
+        mod = METHODS[method][0]
+        sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
+        fns = (mod.start, mod.step, mod.accept, _interp_of(mod))
+        _COMPILED[method] = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
+    if not _DRIVER:
+        _DRIVER.append(njit(DRIVE_SIG, cache=True)(drive))
+    return (_DRIVER[0], *_COMPILED[method])

@@ -1,0 +1,210 @@
+"""Shifted linear systems ``(σI − J) ⊗ I_k · x = v`` for the implicit steps, by the structure of ``J``.
+
+Three storage forms of ``J`` (``m×m`` acting on the first index of ``y`` read as ``m×k``):
+
+* :data:`BLOCK` (``mb < m``, block-local masks): ``J`` is the ``m×mb`` array of its diagonal
+  blocks' rows (:mod:`numerics.integrators.base`); the factorisation is one LU with partial
+  pivoting per ``mb×mb`` block, stored in place as ``(m/mb, mb, mb)`` in an ``m×mb`` array with
+  the pivots: ``O(m·mb²)`` to factor, ``O(m·mb·k)`` to solve, ``O(m·mb)`` memory.
+* :data:`LOWER` (``J`` lower triangular, e.g. a causal mask; detected from the zeros of ``J``):
+  no factorisation, forward substitution on ``σI − J`` itself, ``O(m²k)`` per solve.
+* :data:`DENSE`: the inverse of ``σI − J`` by LAPACK and BLAS products (``O(m³)`` per
+  factorisation, ``O(m²k)`` per solve).
+
+Real shifts (Rosenbrock, Radau's real eigenvalue) and complex ones (Radau's complex pair, solved in
+complex arithmetic on real and imaginary parts held separately) share the code. A singular block
+gives non-finite entries (no exception), which the step then rejects.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+DENSE, BLOCK, LOWER = 0, 1, 2
+
+
+@njit(cache=True)
+def structure(J, m, mb):
+    """:data:`BLOCK` if ``mb < m``, else :data:`LOWER` if ``J`` has no entry above its diagonal,
+    else :data:`DENSE`."""
+    if mb < m:
+        return BLOCK
+    for i in range(m):
+        for j in range(i + 1, m):
+            if J[i, j] != 0.0:
+                return DENSE
+    return LOWER
+
+
+@njit(cache=True)
+def _lu_blocks(F, piv, m, mb):
+    """In-place LU with partial pivoting of each ``mb×mb`` block held in the rows of ``F`` (m×mb)."""
+    for b0 in range(0, m, mb):
+        for c in range(mb):
+            p = c
+            big = abs(F[b0 + c, c])
+            for r in range(c + 1, mb):
+                if abs(F[b0 + r, c]) > big:
+                    big = abs(F[b0 + r, c])
+                    p = r
+            piv[b0 + c] = p
+            if p != c:
+                for j in range(mb):
+                    tmp = F[b0 + c, j]
+                    F[b0 + c, j] = F[b0 + p, j]
+                    F[b0 + p, j] = tmp
+            inv = 1.0 / F[b0 + c, c]
+            for r in range(c + 1, mb):
+                f = F[b0 + r, c] * inv
+                F[b0 + r, c] = f
+                if f != 0.0:
+                    for j in range(c + 1, mb):
+                        F[b0 + r, j] -= f * F[b0 + c, j]
+
+
+@njit(cache=True)
+def factor_real(J, shift, m, mb, kind, F, piv):
+    """Factorise ``shift·I − J`` into ``F`` in the form of ``kind`` (see the module docstring)."""
+    if kind == BLOCK:
+        for i in range(m):
+            for j in range(mb):
+                F[i, j] = -J[i, j]
+            F[i, i % mb] += shift
+        _lu_blocks(F, piv, m, mb)
+        return
+    for i in range(m):
+        for j in range(m):
+            F[i, j] = -J[i, j]
+        F[i, i] += shift
+    if kind == DENSE:
+        F[:, :] = np.linalg.inv(F)
+
+
+@njit(cache=True)
+def factor_complex(J, shift, m, mb, kind, Fc, Fre, Fim, piv):
+    """Factorise ``shift·I − J`` (complex ``shift``) into ``Fc``; for :data:`DENSE` the inverse's
+    real and imaginary parts also go to ``Fre`` and ``Fim`` (for real BLAS products)."""
+    if kind == BLOCK:
+        for i in range(m):
+            for j in range(mb):
+                Fc[i, j] = -J[i, j]
+            Fc[i, i % mb] += shift
+        _lu_blocks(Fc, piv, m, mb)
+        return
+    for i in range(m):
+        for j in range(m):
+            Fc[i, j] = -J[i, j]
+        Fc[i, i] += shift
+    if kind == DENSE:
+        Fc[:, :] = np.linalg.inv(Fc)
+        for i in range(m):
+            for j in range(m):
+                Fre[i, j] = Fc[i, j].real
+                Fim[i, j] = Fc[i, j].imag
+
+
+@njit(cache=True)
+def _swap_rows(x, a, b, k):
+    for q in range(k):
+        tmp = x[a * k + q]
+        x[a * k + q] = x[b * k + q]
+        x[b * k + q] = tmp
+
+
+@njit(cache=True)
+def solve_real(F, piv, v, out, m, mb, k, kind):
+    """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from the factorisation of :func:`factor_real`."""
+    if kind == DENSE:
+        out[:] = np.dot(F, v.reshape((m, k))).reshape(m * k)
+        return
+    out[:] = v
+    if kind == LOWER:
+        for i in range(m):
+            for j in range(i):
+                a = F[i, j]
+                if a != 0.0:
+                    for q in range(k):
+                        out[i * k + q] -= a * out[j * k + q]
+            inv = 1.0 / F[i, i]
+            for q in range(k):
+                out[i * k + q] *= inv
+        return
+    for b0 in range(0, m, mb):
+        for c in range(mb):
+            if piv[b0 + c] != c:
+                _swap_rows(out, b0 + c, b0 + piv[b0 + c], k)
+        for i in range(1, mb):
+            for j in range(i):
+                a = F[b0 + i, j]
+                if a != 0.0:
+                    for q in range(k):
+                        out[(b0 + i) * k + q] -= a * out[(b0 + j) * k + q]
+        for i in range(mb - 1, -1, -1):
+            for j in range(i + 1, mb):
+                a = F[b0 + i, j]
+                if a != 0.0:
+                    for q in range(k):
+                        out[(b0 + i) * k + q] -= a * out[(b0 + j) * k + q]
+            inv = 1.0 / F[b0 + i, i]
+            for q in range(k):
+                out[(b0 + i) * k + q] *= inv
+
+
+@njit(cache=True)
+def _sub_complex(ore, oim, i, j, a, k):
+    """Row ``i`` −= ``a``·row ``j`` (complex ``a``; rows of ``k`` entries in real/imag parts)."""
+    ar = a.real
+    ai = a.imag
+    for q in range(k):
+        xr = ore[j * k + q]
+        xi = oim[j * k + q]
+        ore[i * k + q] -= ar * xr - ai * xi
+        oim[i * k + q] -= ar * xi + ai * xr
+
+
+@njit(cache=True)
+def _div_complex(ore, oim, i, a, k):
+    inv = 1.0 / a
+    ar = inv.real
+    ai = inv.imag
+    for q in range(k):
+        xr = ore[i * k + q]
+        xi = oim[i * k + q]
+        ore[i * k + q] = ar * xr - ai * xi
+        oim[i * k + q] = ar * xi + ai * xr
+
+
+@njit(cache=True)
+def solve_complex(Fc, Fre, Fim, piv, vre, vim, ore, oim, m, mb, k, kind):
+    """``o = ((shift·I − J) ⊗ I_k)⁻¹ v`` (complex ``shift``; ``v = vre + i·vim``, ``o`` likewise)
+    from the factorisation of :func:`factor_complex`."""
+    if kind == DENSE:
+        Vr = vre.reshape((m, k))
+        Vi = vim.reshape((m, k))
+        ore[:] = (np.dot(Fre, Vr) - np.dot(Fim, Vi)).reshape(m * k)
+        oim[:] = (np.dot(Fre, Vi) + np.dot(Fim, Vr)).reshape(m * k)
+        return
+    ore[:] = vre
+    oim[:] = vim
+    if kind == LOWER:
+        for i in range(m):
+            for j in range(i):
+                if Fc[i, j] != 0.0:
+                    _sub_complex(ore, oim, i, j, Fc[i, j], k)
+            _div_complex(ore, oim, i, Fc[i, i], k)
+        return
+    for b0 in range(0, m, mb):
+        for c in range(mb):
+            if piv[b0 + c] != c:
+                _swap_rows(ore, b0 + c, b0 + piv[b0 + c], k)
+                _swap_rows(oim, b0 + c, b0 + piv[b0 + c], k)
+        for i in range(1, mb):
+            for j in range(i):
+                if Fc[b0 + i, j] != 0.0:
+                    _sub_complex(ore, oim, b0 + i, b0 + j, Fc[b0 + i, j], k)
+        for i in range(mb - 1, -1, -1):
+            for j in range(i + 1, mb):
+                if Fc[b0 + i, j] != 0.0:
+                    _sub_complex(ore, oim, b0 + i, b0 + j, Fc[b0 + i, j], k)
+            _div_complex(ore, oim, b0 + i, Fc[b0 + i, i], k)

@@ -1,0 +1,330 @@
+"""Radau IIA of order 5: the step (simplified Newton on the collocation system), its commit and its
+continuous extension.
+
+After SciPy's ``Radau`` and Hairer & Wanner's RADAU5 (*Solving ODEs II*, IV.8): three-stage
+collocation at the Radau points, the Newton matrix ``W = J ⊗ I_k`` transformed so that one real
+and one complex system are solved per iteration (:mod:`numerics.integrators.linalg`); ``J`` and
+the factorisations are reused while Newton converges fast; the starting guess extrapolates the
+previous step's collocation polynomial; the error estimate is Hairer–Wanner's (IV.8, eq. 8.20),
+refined by one more right-hand-side call after a rejection. With an inexact ``J`` (the frozen
+kernel of the depth flow) Newton converges more slowly but to the collocation solution (order 5).
+The continuous extension is the collocation polynomial (order 3 uniformly, exact at the step
+ends). The step-size controller is the predictive one
+(:func:`numerics.integrators.controllers.after_accept`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from numerics.integrators import linalg
+from numerics.integrators.base import (
+    IW_METHOD,
+    IW_NITER,
+    IW_RECOMPUTE,
+    IW_REJECTED,
+    N_FEV,
+    N_JEV,
+    N_LU,
+    NEWTON_RETRY,
+    NEWTON_SHRINK,
+    O_ATOL,
+    O_M,
+    O_MB,
+    O_RTOL,
+    initial_step,
+)
+from numerics.integrators.controllers import NEWTON_MAXITER
+from numerics.integrators.tableaux import (
+    RADAU_C,
+    RADAU_E,
+    RADAU_MU_COMPLEX,
+    RADAU_MU_REAL,
+    RADAU_T,
+    RADAU_TI,
+    RADAU_VINV,
+)
+
+FRESH, HAVE_LU, HAVE_POLY, KIND = IW_METHOD, IW_METHOD + 1, IW_METHOD + 2, IW_METHOD + 3
+PIVOTS = IW_METHOD + 4
+N_VEC = 30  # float work vectors of size n (see _vectors)
+H_LU, H_OLD, RATE = 0, 1, 2  # scalar slots at the end of the vectors
+
+
+def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
+    """Sizes of ``(ws, wc, iw)``: ``J``, the real factorisation and (dense only) the complex
+    inverse's real and imaginary parts take ``m·mb`` each, the complex factorisation ``m·mb``."""
+    return N_VEC * n + 3 + 4 * m * mb, m * mb, PIVOTS + 2 * m
+
+
+@njit(cache=True)
+def _vectors(ws, n):
+    """Views of ``ws``: the vectors ``(f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze,
+    err, Zlast)``, the stage arrays ``(F, Z, Z0, W, Qp)`` (3×n) and the scalars."""
+    one = (
+        ws[:n],
+        ws[n : 2 * n],
+        ws[2 * n : 3 * n],
+        ws[3 * n : 4 * n],
+        ws[4 * n : 5 * n],
+        ws[5 * n : 6 * n],
+        ws[6 * n : 7 * n],
+        ws[7 * n : 8 * n],
+        ws[8 * n : 9 * n],
+        ws[9 * n : 10 * n],
+        ws[10 * n : 11 * n],
+        ws[11 * n : 12 * n],
+        ws[12 * n : 13 * n],
+        ws[13 * n : 14 * n],
+    )
+    three = (
+        ws[15 * n : 18 * n].reshape((3, n)),
+        ws[18 * n : 21 * n].reshape((3, n)),
+        ws[21 * n : 24 * n].reshape((3, n)),
+        ws[24 * n : 27 * n].reshape((3, n)),
+        ws[27 * n : 30 * n].reshape((3, n)),
+    )
+    return one, three, ws[N_VEC * n : N_VEC * n + 3]
+
+
+@njit(cache=True)
+def _matrices(ws, wc, n, m, mb):
+    o = N_VEC * n + 3
+    q = m * mb
+    J = ws[o : o + q].reshape((m, mb))
+    Fr = ws[o + q : o + 2 * q].reshape((m, mb))
+    Fre = ws[o + 2 * q : o + 3 * q].reshape((m, mb))
+    Fim = ws[o + 3 * q : o + 4 * q].reshape((m, mb))
+    return J, Fr, Fre, Fim, wc[:q].reshape((m, mb))
+
+
+@njit(cache=True)
+def _mix3(M, src, out):
+    """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows (no temporaries)."""
+    for i in range(src.shape[1]):
+        a = src[0, i]
+        b = src[1, i]
+        c = src[2, i]
+        for r in range(3):
+            out[r, i] = M[r, 0] * a + M[r, 1] * b + M[r, 2] * c
+
+
+@njit(cache=True)
+def _extrapolate(Qp, Zlast, hs, h_old, Z0):
+    """Starting guess ``Z0_i = u(1 + c_i·h/h_old) − u(1)`` from the last collocation polynomial
+    ``u(x) − y_old = Σ_j q_j x^j`` (``Zlast = u(1) − y_old``)."""
+    for r in range(3):
+        x = 1.0 + RADAU_C[r] * hs / h_old
+        x2 = x * x
+        x3 = x2 * x
+        for i in range(Zlast.size):
+            Z0[r, i] = x * Qp[0, i] + x2 * Qp[1, i] + x3 * Qp[2, i] - Zlast[i]
+
+
+@njit(cache=True)
+def _newton_residual(F, W, hs, fr, fcr, fci):
+    """Transformed residuals: ``fr = (T⁻¹F)_0 − (μ_r/h)W_0`` and the complex pair
+    ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``. Returns whether all of ``F`` is finite
+    (checked first, without a temporary array; nothing is written otherwise)."""
+    for r in range(3):
+        for i in range(F.shape[1]):
+            if not np.isfinite(F[r, i]):
+                return False
+    mr = RADAU_MU_REAL / hs
+    mcr = RADAU_MU_COMPLEX.real / hs
+    mci = RADAU_MU_COMPLEX.imag / hs
+    for i in range(F.shape[1]):
+        f0 = F[0, i]
+        f1 = F[1, i]
+        f2 = F[2, i]
+        fr[i] = RADAU_TI[0, 0] * f0 + RADAU_TI[0, 1] * f1 + RADAU_TI[0, 2] * f2 - mr * W[0, i]
+        a = RADAU_TI[1, 0] * f0 + RADAU_TI[1, 1] * f1 + RADAU_TI[1, 2] * f2
+        b = RADAU_TI[2, 0] * f0 + RADAU_TI[2, 1] * f1 + RADAU_TI[2, 2] * f2
+        fcr[i] = a - (mcr * W[1, i] - mci * W[2, i])
+        fci[i] = b - (mcr * W[2, i] + mci * W[1, i])
+    return True
+
+
+@njit(cache=True)
+def _newton_norm(dr, dcr, dci, iscale):
+    """RMS norm of the three transformed increments, ``iscale = 1/(atol + rtol·|y|)``."""
+    s = 0.0
+    for i in range(dr.size):
+        a = dr[i] * iscale[i]
+        b = dcr[i] * iscale[i]
+        c = dci[i] * iscale[i]
+        s += a * a + b * b + c * c
+    return np.sqrt(s / (3 * dr.size))
+
+
+@njit(cache=True)
+def _newton_update(W, Z, dr, dcr, dci):
+    for i in range(W.shape[1]):
+        W[0, i] += dr[i]
+        W[1, i] += dcr[i]
+        W[2, i] += dci[i]
+        for r in range(3):
+            Z[r, i] = RADAU_T[r, 0] * W[0, i] + RADAU_T[r, 1] * W[1, i] + RADAU_T[r, 2] * W[2, i]
+
+
+@njit(cache=True)
+def _rms_scaled(v, scale):
+    s = 0.0
+    for i in range(v.size):
+        s += (v[i] / scale[i]) ** 2
+    return np.sqrt(s / v.size)
+
+
+def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
+    """``f₀ = f(t, y)`` and ``J`` at the segment start; the initial step size if ``h ≤ 0``."""
+    n = y.size
+    m = int(opt[O_M])
+    mb = int(opt[O_MB])
+    f0 = ws[:n]
+    rhs(t, y, p, seg, f0)
+    counters[N_FEV] += 1
+    if h <= 0.0:
+        h = initial_step(y, f0, opt[O_RTOL], opt[O_ATOL], span)
+    J = _matrices(ws, wc, n, m, mb)[0]
+    jac(t, y, p, seg, J)
+    counters[N_JEV] += 1
+    iw[FRESH] = 1
+    iw[HAVE_LU] = 0
+    iw[HAVE_POLY] = 0
+    iw[KIND] = linalg.structure(J, m, mb)
+    ws[N_VEC * n + H_OLD] = -1.0
+    return h
+
+
+def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
+    """One Radau IIA step of size ``hs`` to ``t1``: the error norm, or :data:`NEWTON_RETRY` (``J``
+    was stale and has been refreshed) / :data:`NEWTON_SHRINK` when Newton did not converge."""
+    n = y.size
+    m = int(opt[O_M])
+    mb = int(opt[O_MB])
+    k = n // m
+    rtol = opt[O_RTOL]
+    atol = opt[O_ATOL]
+    one, three, sc = _vectors(ws, n)
+    f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze, err, Zlast = one
+    F, Z, Z0, W, Qp = three
+    J, Fr, Fre, Fim, Fc = _matrices(ws, wc, n, m, mb)
+    pr = iw[PIVOTS : PIVOTS + m]
+    pc = iw[PIVOTS + m : PIVOTS + 2 * m]
+    kind = iw[KIND]
+    if iw[HAVE_POLY] == 1:  # starting guess from the last collocation polynomial
+        _extrapolate(Qp, Zlast, hs, sc[H_OLD], Z0)
+    else:
+        Z0[:, :] = 0.0
+    if iw[HAVE_LU] == 0 or hs != sc[H_LU]:
+        linalg.factor_real(J, RADAU_MU_REAL / hs, m, mb, kind, Fr, pr)
+        linalg.factor_complex(J, RADAU_MU_COMPLEX / hs, m, mb, kind, Fc, Fre, Fim, pc)
+        counters[N_LU] += 2
+        iw[HAVE_LU] = 1
+        sc[H_LU] = hs
+    for i in range(n):
+        iscale[i] = 1.0 / (atol + rtol * abs(y[i]))
+    Z[:, :] = Z0
+    _mix3(RADAU_TI, Z0, W)
+    newton_tol = max(10 * 2.220446049250313e-16 / rtol, min(0.03, rtol**0.5))
+    converged = False
+    rate = -1.0
+    dW_old = -1.0
+    n_iter = 0
+    for it in range(NEWTON_MAXITER):
+        n_iter = it + 1
+        for i in range(3):
+            ys[:] = y
+            ys += Z[i]
+            rhs(t1 if i == 2 else t + RADAU_C[i] * hs, ys, p, seg, F[i])
+        counters[N_FEV] += 3
+        if not _newton_residual(F, W, hs, fr, fcr, fci):
+            break  # non-finite stage values: not converged
+        linalg.solve_real(Fr, pr, fr, dr, m, mb, k, kind)
+        linalg.solve_complex(Fc, Fre, Fim, pc, fcr, fci, dcr, dci, m, mb, k, kind)
+        dn = _newton_norm(dr, dcr, dci, iscale)
+        if dW_old >= 0.0:
+            rate = dn / dW_old if dW_old > 0 else 0.0
+        if rate >= 0.0 and (
+            rate >= 1.0 or rate ** (NEWTON_MAXITER - it) / (1.0 - rate) * dn > newton_tol
+        ):
+            break
+        _newton_update(W, Z, dr, dcr, dci)
+        if dn == 0.0 or (rate >= 0.0 and rate / (1.0 - rate) * dn < newton_tol):
+            converged = True
+            break
+        dW_old = dn
+    iw[IW_NITER] = n_iter
+    if not converged:
+        iw[HAVE_LU] = 0
+        if iw[FRESH] == 0:
+            jac(t, y, p, seg, J)
+            counters[N_JEV] += 1
+            iw[FRESH] = 1
+            iw[KIND] = linalg.structure(J, m, mb)
+            return NEWTON_RETRY
+        return NEWTON_SHRINK
+    iw[IW_RECOMPUTE] = 1 if (n_iter > 2 and rate > 1e-3) else 0
+    ynew[:] = y
+    ynew += Z[2]
+    en = _error_estimate(y, ynew, hs, f0, ze, fi, err, scale, Z, Fr, pr, m, mb, k, kind, rtol, atol)
+    if iw[IW_REJECTED] == 1 and en > 1.0:  # refine: one more call at y + err
+        ys[:] = y
+        ys += err
+        rhs(t, ys, p, seg, fi)
+        counters[N_FEV] += 1
+        fi += ze
+        linalg.solve_real(Fr, pr, fi, err, m, mb, k, kind)
+        en = _rms_scaled(err, scale)
+    return en
+
+
+@njit(cache=True)
+def _error_estimate(y, ynew, hs, f0, ze, fi, err, scale, Z, Fr, pr, m, mb, k, kind, rtol, atol):
+    """Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) + Σ e_i Z_i/h]`` and its scaled RMS
+    norm (``ze = Σ e_i Z_i/h`` kept for the refinement after a rejection)."""
+    for i in range(y.size):
+        ze[i] = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * Z[2, i]) / hs
+        fi[i] = f0[i] + ze[i]
+    linalg.solve_real(Fr, pr, fi, err, m, mb, k, kind)
+    for i in range(y.size):
+        scale[i] = atol + rtol * max(abs(y[i]), abs(ynew[i]))
+    return _rms_scaled(err, scale)
+
+
+def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
+    """Keep the collocation polynomial (next starting guess), ``f₀ = f(t1, ynew)``, and refresh
+    ``J`` if Newton converged slowly (else it is kept, now stale)."""
+    n = y.size
+    m = int(opt[O_M])
+    mb = int(opt[O_MB])
+    one, three, sc = _vectors(ws, n)
+    Z, Qp = three[1], three[4]
+    _mix3(RADAU_VINV, Z, Qp)  # q_j with Σ_j q_j c_i^j = Z_i
+    one[13][:] = Z[2]
+    iw[HAVE_POLY] = 1
+    sc[H_OLD] = hs
+    rhs(t1, ynew, p, seg, one[0])
+    counters[N_FEV] += 1
+    if iw[IW_RECOMPUTE] == 1:
+        J = _matrices(ws, wc, n, m, mb)[0]
+        jac(t1, ynew, p, seg, J)
+        counters[N_JEV] += 1
+        iw[FRESH] = 1
+        iw[HAVE_LU] = 0
+        iw[KIND] = linalg.structure(J, m, mb)
+    else:
+        iw[FRESH] = 0
+
+
+def interp(theta, hs, y, ynew, ws, out):
+    """``u(t + θ·hs) = y + Σ_j q_j θ^j``, the collocation polynomial of the step just taken."""
+    n = y.size
+    Z = ws[18 * n : 21 * n].reshape((3, n))
+    V = RADAU_VINV
+    for i in range(n):
+        q0 = V[0, 0] * Z[0, i] + V[0, 1] * Z[1, i] + V[0, 2] * Z[2, i]
+        q1 = V[1, 0] * Z[0, i] + V[1, 1] * Z[1, i] + V[1, 2] * Z[2, i]
+        q2 = V[2, 0] * Z[0, i] + V[2, 1] * Z[1, i] + V[2, 2] * Z[2, i]
+        out[i] = y[i] + theta * (q0 + theta * (q1 + theta * q2))

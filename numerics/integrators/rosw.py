@@ -1,0 +1,118 @@
+"""ROS34PW2, a Rosenbrock-W method: the step and its commit.
+
+Rang & Angermann (2005): 4 stages, order 3 with an embedded order-2 solution, L-stable and
+stiffly accurate, of order 3 for *any* matrix ``W = J ⊗ I_k`` used in place of the Jacobian. In
+Hairer–Wanner's form (:mod:`numerics.integrators.tableaux`) a step solves
+``(I/(hγ) − J) u_i = f(t + α_i h, y + Σ_j a_ij u_j) + Σ_j (c_ij/h) u_j`` and sets
+``y₁ = y + Σ m_i u_i``.
+
+Being a W-method, it keeps ``J`` across steps: ``J`` is evaluated at the start of a segment and
+re-evaluated only after a rejected step with a ``J`` from an earlier point (a stale ``J`` costs
+accuracy of nothing but stability); ``I/(hγ) − J`` is factorised only when ``J`` or ``h``
+changed (:mod:`numerics.integrators.linalg`, block by block for block-diagonal ``J``).
+Workspace: ``ws = [u (4×n) | ys | fi | err | h_lu | J | F]``, ``iw = [.., fresh, kind, have_lu |
+pivots]``.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from numerics.integrators import linalg
+from numerics.integrators.base import (
+    IW_METHOD,
+    IW_REJECTED,
+    N_FEV,
+    N_JEV,
+    N_LU,
+    O_ATOL,
+    O_M,
+    O_MB,
+    O_RTOL,
+    error_norm,
+    initial_step,
+)
+from numerics.integrators.tableaux import ROS_A, ROS_C, ROS_CMAT, ROS_GAMMA, ROS_M, ROS_MERR
+
+ERROR_EXPONENT = 1.0 / 3.0
+"""``1/(q + 1)`` for the embedded order ``q = 2`` (the integral controller's exponent)."""
+FRESH, KIND, HAVE_LU = IW_METHOD, IW_METHOD + 1, IW_METHOD + 2
+PIVOTS = IW_METHOD + 3
+
+
+def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
+    """Sizes of ``(ws, wc, iw)``: ``J`` and its factorisation take ``m·mb`` each (``mb = m``
+    when dense)."""
+    return 7 * n + 1 + 2 * m * mb, 1, PIVOTS + m
+
+
+@njit(cache=True)
+def _matrices(ws, n, m, mb):
+    o = 7 * n + 1
+    return ws[o : o + m * mb].reshape((m, mb)), ws[o + m * mb : o + 2 * m * mb].reshape((m, mb))
+
+
+def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
+    """Evaluate ``J`` at the segment start; the initial step size if ``h ≤ 0``."""
+    n = y.size
+    m = int(opt[O_M])
+    mb = int(opt[O_MB])
+    J, F = _matrices(ws, n, m, mb)
+    jac(t, y, p, seg, J)
+    counters[N_JEV] += 1
+    iw[FRESH] = 1
+    iw[HAVE_LU] = 0
+    iw[KIND] = linalg.structure(J, m, mb)
+    if h <= 0.0:
+        fi = ws[5 * n : 6 * n]
+        rhs(t, y, p, seg, fi)
+        counters[N_FEV] += 1
+        return initial_step(y, fi, opt[O_RTOL], opt[O_ATOL], span)
+    return h
+
+
+def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
+    """One ROS34PW2 step of size ``hs`` to ``t1``; the third-order solution in ``ynew``."""
+    n = y.size
+    m = int(opt[O_M])
+    mb = int(opt[O_MB])
+    k = n // m
+    u = ws[: 4 * n].reshape((4, n))
+    ys = ws[4 * n : 5 * n]
+    fi = ws[5 * n : 6 * n]
+    err = ws[6 * n : 7 * n]
+    J, F = _matrices(ws, n, m, mb)
+    piv = iw[PIVOTS : PIVOTS + m]
+    if iw[IW_REJECTED] == 1 and iw[FRESH] == 0:  # a stale J may be why: refresh it
+        jac(t, y, p, seg, J)
+        counters[N_JEV] += 1
+        iw[FRESH] = 1
+        iw[HAVE_LU] = 0
+        iw[KIND] = linalg.structure(J, m, mb)
+    if iw[HAVE_LU] == 0 or hs != ws[7 * n]:
+        linalg.factor_real(J, 1.0 / (hs * ROS_GAMMA), m, mb, iw[KIND], F, piv)
+        counters[N_LU] += 1
+        iw[HAVE_LU] = 1
+        ws[7 * n] = hs
+    for i in range(4):
+        ys[:] = y
+        for j in range(i):
+            if ROS_A[i, j] != 0.0:
+                ys += ROS_A[i, j] * u[j]
+        ti = t1 if ROS_C[i] == 1.0 else t + ROS_C[i] * hs
+        rhs(ti, ys, p, seg, fi)
+        for j in range(i):
+            fi += (ROS_CMAT[i, j] / hs) * u[j]
+        linalg.solve_real(F, piv, fi, u[i], m, mb, k, iw[KIND])
+    counters[N_FEV] += 4
+    ynew[:] = y
+    err[:] = 0.0
+    for i in range(4):
+        ynew += ROS_M[i] * u[i]
+        err += ROS_MERR[i] * u[i]
+    return error_norm(err, y, ynew, opt[O_RTOL], opt[O_ATOL])
+
+
+def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
+    """Keep ``J`` (a W-method): it is now from an earlier point."""
+    iw[FRESH] = 0
