@@ -26,7 +26,7 @@ from fastslow import bench
 from fastslow.cli import main
 from verify import provenance
 from verify import sweep as sw
-from verify.claim import MEMORY_BUDGET_ENV, Claim, Verdict
+from verify.claim import MEMORY_BUDGET_ENV, Claim, Diagnostic, Param, Verdict
 from verify.registry import CLAIMS, IDS
 from verify.report import write_report
 
@@ -315,6 +315,8 @@ def _start_slow_sweep(cache: Path):
         text=True,
         env=ENV,
         start_new_session=True,
+        # as from a terminal, even when this test runs in a background job (which ignores SIGINT)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while len(list(cache.rglob("*.json"))) < 2:
@@ -583,3 +585,45 @@ def test_generated_sweep_command_lines_end_cleanly(argv, capsys, monkeypatch):
     code = main(argv)
     captured = capsys.readouterr()
     _assert_clean(code, captured.err, captured.out)
+
+
+# --------------------------------------------------------------------------- a raising conclusion
+
+
+class _RaisingConclusion(Claim):
+    """A fake claim whose conclusion always raises; ``broken=True`` violates its hypothesis."""
+
+    id, title, abstract, statement = "X0", "fake", "fake", "fake"
+    params = {"broken": Param(False, "violate the hypothesis")}
+    hypotheses = {"h": "holds unless broken"}
+    conclusion = {"c": "never evaluated"}
+
+    def build(self, p, seed):
+        return p
+
+    def diagnose(self, inst):
+        return {"h": Diagnostic(not inst["broken"], int(inst["broken"]), "broken is False")}
+
+    def conclude(self, inst):
+        raise RuntimeError("solve_ivp(BDF) failed")
+
+
+def test_a_conclusion_that_raises_outside_the_hypotheses_is_outside_them_not_an_error():
+    fake = _RaisingConclusion()
+    outside = fake.check({"broken": True})
+    assert outside.outcome == "outside-hypotheses" and outside.violated == ["h"]
+    assert outside.error == {"type": "RuntimeError", "message": "solve_ivp(BDF) failed"}
+    assert "could not be evaluated" in outside.reason() and outside.notes
+    inside = fake.check({})
+    assert inside.outcome == "error" and inside.error == outside.error
+
+
+def test_parameters_a_user_system_replaces_are_bad_input_and_left_out_of_the_verdict():
+    from fastslow.toy import LinearLoop
+
+    loop = LinearLoop([[0.5, 0.0], [0.0, 0.25]], [[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="parameter T is set by your system"):
+        CLAIMS["D7"].check({"T": 8}, system=loop)
+    verdict = CLAIMS["D7"].check({"n_gates": 5}, system=loop)
+    assert not set(CLAIMS["D7"].system_replaces) & set(verdict.params)
+    assert verdict.params["n_gates"] == 5

@@ -411,7 +411,8 @@ class Verdict:
         params: the resolved parameters; ``seed`` the root seed; ``control`` the negative control's
             name when the instance is one.
         tolerance: the tolerances used, in the units their keys state.
-        error: ``{"type", "message"}`` when the outcome is ``error``.
+        error: ``{"type", "message"}`` when the outcome is ``error``, or when it is
+            ``outside-hypotheses`` and the conclusion raised (then ``conclusion`` is empty).
         series: the arrays the claim's figures draw (not part of the report).
         system: the description of the user system the instance was built from, if any
             (:mod:`verify.systems`); ``None`` for the claim's built-in instances.
@@ -468,9 +469,15 @@ class Verdict:
                 f"{k} ({_short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
                 for k in self.violated
             )
-            tail = "; conclusion " + (
-                "holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts)
-            )
+            if self.error and not self.conclusion:
+                err = self.error
+                tail = (
+                    f"; conclusion could not be evaluated: {err.get('type')}: {err.get('message')}"
+                )
+            else:
+                tail = "; conclusion " + (
+                    "holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts)
+                )
             return f"outside the hypotheses: {why}{tail}"
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(
@@ -569,6 +576,10 @@ class Claim:
     """For a statistical conclusion (a confidence interval, a z-score): the probability that it
     fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
+
+    system_replaces: ClassVar[tuple[str, ...]] = ()
+    """The parameters a user system supersedes (they build only the built-in instance): giving
+    one together with a system is bad input, and a verdict on a system omits them."""
 
     instance: ClassVar[Any] = None
     """The class of the claim's instance, called as ``instance(p, seed)`` by the default
@@ -680,6 +691,13 @@ class Claim:
         work is done.
         """
         overrides = dict(params or {})
+        if system is not None:
+            dropped = [k for k in overrides if k in self.system_replaces]
+            if dropped:
+                raise ValueError(
+                    f"parameter {dropped[0]} is set by your system ({type(system).__name__}); "
+                    "drop it"
+                )
         if control is not None:
             ctl = self.control(control)
             overrides = {**ctl.params, **overrides}
@@ -703,27 +721,43 @@ class Claim:
         """The verdict on the resolved, validated parameters ``p`` (the work of :meth:`check`,
         after its input checks): build, diagnose, conclude; an exception is outcome ``error``."""
         described = None if system is None else jsonable(system.describe())
+        shown = (
+            p if system is None else {k: v for k, v in p.items() if k not in self.system_replaces}
+        )
         hyps: dict = {}
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
             with np.errstate(over="raise", invalid="raise"):
                 inst = self.build(p, seed) if system is None else self.build_system(p, seed, system)
-                hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis")
+                hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis", "hypotheses")
                 concl = self.conclude(inst)
                 parts = self._named(concl.parts, self.conclusion, "conclusion part")
         except (KeyboardInterrupt, SystemExit, PendingClaim):
             raise
         except Exception as exc:  # a valid input the check could not decide: outcome "error"
+            error = {"type": type(exc).__name__, "message": str(exc) or repr(exc)}
+            outside = bool(hyps) and not all(d.holds for d in hyps.values())
+            # the hypotheses already say the claim does not apply: a conclusion that cannot be
+            # evaluated there is expected, and its exception is kept in the verdict
+            notes = (
+                [
+                    f"the conclusion could not be evaluated outside the hypotheses: {error['type']}: "
+                    f"{error['message']}"
+                ]
+                if outside
+                else []
+            )
             return Verdict(
                 self.id,
-                "error",
+                "outside-hypotheses" if outside else "error",
                 hyps,
                 {},
                 {},
-                p,
+                shown,
                 seed,
                 control,
-                error={"type": type(exc).__name__, "message": str(exc) or repr(exc)},
+                notes=notes,
+                error=error,
                 system=described,
             )
         if not all(d.holds for d in hyps.values()):
@@ -738,7 +772,7 @@ class Claim:
             hyps,
             parts,
             concl.figures,
-            p,
+            shown,
             seed,
             control,
             tolerance=concl.tolerance,
@@ -747,11 +781,11 @@ class Claim:
             system=described,
         )
 
-    def _named(self, found: Mapping, declared: Mapping, what: str) -> dict:
+    def _named(self, found: Mapping, declared: Mapping, what: str, plural: str = "") -> dict:
         if not isinstance(found, Mapping) or set(found) != set(declared):
             raise TypeError(
-                f"{self.id}: the {what}s computed ({sorted(found)}) are not the ones "
-                f"declared ({sorted(declared)})"
+                f"{self.id}: the {plural or what + 's'} computed ({sorted(found)}) are not the "
+                f"ones declared ({sorted(declared)})"
             )
         out = {}
         for k in declared:

@@ -528,6 +528,19 @@ class D7(Claim):
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
     systems = (LinearLoop,)
+    system_replaces = (
+        "T",
+        "P",
+        "d",
+        "mask",
+        "slow_mask",
+        "norm",
+        "gamma",
+        "h",
+        "scale",
+        "slow_scale",
+        "reference",
+    )  # a LinearLoop brings J and G: these only build the built-in model
 
     def validate(self, p):
         if p["T"] * p["d"] > 96:
