@@ -159,3 +159,11 @@ def test_a_user_flow_linearises_to_its_depth_ordered_product(sigma):
 def test_a_user_flow_too_large_for_dense_jacobians_is_bad_input():
     with pytest.raises(ValueError, match="T·d must be ≤ 64"):
         run_check("D1", system=DepthFlow(mask="causal", T=8, P=2, d=9))
+
+
+def test_a_fixed_point_trajectory_needs_tied_weights_which_a_user_flow_sets():
+    flow = DepthFlow(mask="causal", T=4, P=2, d=2)
+    with pytest.raises(ValueError, match="needs tied=True"):
+        run_check("D1", {"trajectory": "fixed_point"}, system=flow)
+    with pytest.raises(ValueError, match="parameter tied is set by your system"):
+        run_check("D1", {"trajectory": "fixed_point", "tied": True, "gamma": 1.0}, system=flow)

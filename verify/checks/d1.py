@@ -508,6 +508,23 @@ class D1(Claim):
     key_figures = ("chain_rule_rel_fd", "reversal_rel_difference", "layer_jacobian_spread")
 
     systems = (DepthFlow,)
+    system_replaces = (
+        "T",
+        "P",
+        "d",
+        "L",
+        "mask",
+        "slow_mask",
+        "norm",
+        "sigma",
+        "h",
+        "gamma",
+        "gate",
+        "gate_spread",
+        "scale",
+        "slow_scale",
+        "tied",
+    )
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` small enough for dense Jacobians (bad input
@@ -520,13 +537,8 @@ class D1(Claim):
             )
 
     def build_system(self, p, seed, system):
-        """The D1 instance of your flow (its untied weights: ``trajectory`` must be
-        ``"generic"``)."""
-        if p["trajectory"] != "generic":
-            raise ValueError(
-                f"parameter trajectory={p['trajectory']!r} needs tied weights; a DepthFlow's are "
-                "untied: use trajectory='generic'"
-            )
+        """The D1 instance of your flow (its weights are untied, so only ``trajectory="generic"``
+        applies: a fixed-point trajectory needs ``tied``, which your system sets)."""
         return Instance(p, seed, system)
 
     def validate(self, p):

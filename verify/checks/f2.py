@@ -662,6 +662,7 @@ class F2(Claim):
 
     instance = Instance
     systems = (GeneratorFamily,)
+    system_replaces = ("n_states", "chain", "defect")
 
     def build_system(self, p, seed, system):
         return FamilyInstance(p, seed, system)
