@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from numerics.lm.batched import layer_backward
-from numerics.lm.network import Network
+from numerics.lm.network import Network, flops_per_token
 from numerics.lm.params import LMConfig, init_params, to_model
 from numerics.model.autodiff import stack_vjp
 from numerics.model.layer import stack
@@ -79,3 +79,11 @@ def test_frozen_model_computes_the_dense_function_exactly():
             assert np.array_equal(gf[k], gd[k]), k
     assert all(not np.any(gf[f"{l}.{n}"]) for l in range(2) for n in ("Qs", "Ks", "Vs"))
     assert gd["0.g"] == 0.0 and gf["0.g"] != 0.0  # the frozen gate still has its gradient
+
+
+def test_flop_floor_counts_matrix_parameters_and_attention():
+    dense = flops_per_token(LMConfig(vocab=10, T=8, P=4, d=2, m=3, L=1, kind="dense"))
+    assert dense["params"] == 3 * 4 + 2 * 6 + 20 and dense["attention"] == 4 * 8 * 2
+    assert dense["total"] == 6 * 44 + 3 * 64
+    slow = flops_per_token(LMConfig(vocab=10, T=8, P=4, d=2, m=3, L=1, kind="coupled"))
+    assert slow["total"] == dense["total"] + 6 * 12 / 4 + 3 * 4 * 2 * 2 / 4

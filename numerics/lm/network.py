@@ -21,7 +21,7 @@ from numerics.lm.batched import Masks, layer_backward, layer_forward, norm_fwd, 
 from numerics.lm.params import LMConfig
 from numerics.model.weights import WEIGHT_NAMES
 
-__all__ = ["Network", "log_softmax"]
+__all__ = ["Network", "log_softmax", "flops_per_token"]
 
 
 def log_softmax(Z: np.ndarray) -> np.ndarray:
@@ -89,3 +89,30 @@ class Network:
         onehot[np.arange(x.size), x.ravel()] = 1.0
         grads["emb"] = onehot.T @ G.reshape(-1, cfg.d)
         return loss, grads
+
+
+def flops_per_token(cfg: LMConfig) -> dict:
+    """The FLOP floor of one training token: ``6 × (matrix parameters) + 3 × (attention terms)``.
+
+    Matrix parameters: per layer ``3d² + 2dm`` (Q, K, V, W1, W2) and the head ``dV``; with the slow
+    path (coupled, frozen) ``3d²/P`` more per layer (Qs, Ks, Vs act on one pooled token per block).
+    Attention terms of the forward, per token and layer: ``4Td`` (scores and mixing, computed
+    densely whatever the mask) and ``4Nd/P`` for the slow path. Training is counted as three
+    forwards (forward, and the two products of the backward). The embedding lookup, the
+    element-wise work (softmax, norms, tanh) and the optimiser are not counted.
+    """
+    d, m, L, T = cfg.d, cfg.m, cfg.L, cfg.T
+    params = L * (3 * d * d + 2 * d * m) + d * cfg.vocab
+    attn: float = L * 4 * T * d
+    if cfg.slow:
+        params_slow = L * 3 * d * d / cfg.P
+        attn += L * 4 * cfg.N * d / cfg.P
+    else:
+        params_slow = 0.0
+    total = 6 * (params + params_slow) + 3 * attn
+    return {
+        "params": params,
+        "slow_params_per_token": params_slow,
+        "attention": attn,
+        "total": total,
+    }
