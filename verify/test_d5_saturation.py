@@ -146,3 +146,14 @@ def test_saturation_is_robust_across_seeds_and_first_crossing_caveat(claim, thor
     for v in weak:
         for part in EVERY_INSTANCE:
             assert v.conclusion[part].holds, v.summary()
+
+
+def test_the_coarse_stack_is_exact_to_the_stacks_own_rounding_at_depth_32_and_256_tokens():
+    """At T = 256, d = 32, L = 32 the two computations differ by ~3e-12 of the output, above any
+    fixed rounding tolerance, and by ~0.8 of the stack's own response to a rounding-size change of
+    its input: the allowance scales with that response, not with a fixed number."""
+    v = run_check("D5", {"T": 256, "P": 4, "d": 32, "L": 32})
+    assert v.outcome == "holds", v.summary()
+    f = v.figures
+    assert f["coarse_stack_rel_max"] > 1e-12
+    assert f["coarse_stack_rel_max"] <= f["stack_rounding_response_rel"]

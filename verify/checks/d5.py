@@ -54,6 +54,7 @@ from theory.kernels import kernel_constant as exact_kernel_constant
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import (
+    UNIT_ROUNDOFF,
     central_difference,
     elementwise_relative_error,
     ratio,
@@ -371,28 +372,59 @@ def kernel_constant_part(inst: Instance, modes: Modes) -> tuple[dict, dict]:
     return {"kernel_constant_exact": part}, {"kernel_constant_exact": exact}
 
 
+ROUNDING_RESPONSE_FACTOR = 10.0
+"""The coarse stack and the full stack are two roundings of the same map: they may differ by the
+full stack's own amplification of rounding, measured as its relative output change under a
+relative input change of ``u`` (:func:`stack_rounding_response`). Measured on five sizes up to
+``T = 256, d = 32, L = 32``: the difference is 0.4–0.6 of that response (which grows from ``8u``
+to ``4.6e4·u`` with depth and tokens), so a fixed tolerance cannot serve every size."""
+ROUNDING_PROBES = 3
+"""Random relative-``u`` input changes whose largest response is taken."""
+ROUNDING_PROBE_SEED = 5
+"""The seed of the rounding probes (the verdict does not depend on the instance's streams)."""
+
+
+def stack_rounding_response(
+    model: nm.Model, X0: np.ndarray, out: np.ndarray, scale: float
+) -> float:
+    """``max_k max|stack(X0 ⊙ (1 + u ξ_k)) − stack(X0)| / scale`` over :data:`ROUNDING_PROBES`
+    standard normal ``ξ_k`` (a fixed seed): how much the stack amplifies a rounding-size change of
+    its input."""
+    rng = np.random.default_rng(np.random.SeedSequence(ROUNDING_PROBE_SEED))
+    worst = 0.0
+    for _ in range(ROUNDING_PROBES):
+        moved = nm.stack(model, X0 * (1.0 + UNIT_ROUNDOFF * rng.standard_normal(X0.shape)))
+        worst = max(worst, float(np.abs(moved - out).max()))
+    return ratio(worst, scale)
+
+
 def coarse_stack_part(inst: Instance) -> tuple[dict, dict]:
     """``coarse_stack_exact``: the full stack with the comparison gate on block-constant inputs
     ``U Y_0`` (``E`` defaults to ``X_0 = U Y_0``: block-constant) against ``U · coarse_stack(Y_0)``
     and the within-block spread of its output, both relative to ``max|stack|``; claimed only for a
     block-local fast mask (measured: no entry outside the diagonal blocks)."""
     cfg, model_g = inst.cfg, inst.model_g
-    full = nm.stack(model_g, np.repeat(inst.Y0, cfg.P, axis=0))
+    X0 = np.repeat(inst.Y0, cfg.P, axis=0)
+    full = nm.stack(model_g, X0)
     coarse = np.repeat(lin.coarse_stack(model_g, inst.Y0), cfg.P, axis=0)
     scale = float(np.abs(full).max())
     Z = full.reshape(cfg.N, cfg.P, cfg.d)
     outside = block_local(cfg.mask_array, cfg.P)
+    rounding = stack_rounding_response(model_g, X0, full, scale)
     figures = {
         "coarse_stack_rel_max": relative_error(full, coarse, scale=scale, norm="max"),
         "block_constant_output_spread_rel": ratio(float(np.abs(Z - Z[:, :1]).max()), scale),
         "fast_mask_entries_outside_blocks": outside,
+        "stack_rounding_response_rel": rounding,
     }
     if outside == 0:
         worst = max(figures["coarse_stack_rel_max"], figures["block_constant_output_spread_rel"])
+        allowance = inst.p["tol"] + ROUNDING_RESPONSE_FACTOR * rounding
         part = at_most(
             worst,
-            inst.p["tol"],
-            "max(‖stack(UY_0) − U coarse(Y_0)‖, within-block spread)/max|stack| ≤ tol",
+            allowance,
+            "max(‖stack(UY_0) − U coarse(Y_0)‖, within-block spread)/max|stack| ≤ tol + "
+            f"{ROUNDING_RESPONSE_FACTOR:g}·(the stack's response to a rounding-size input change)",
         )
     else:
         part = Diagnostic(
@@ -471,7 +503,7 @@ class D5(Claim):
         f"{KERNEL_CONSTANT_REL}·max(1, c_K)",
         "coarse_stack_exact": "block-local fast mask (no entry outside the diagonal blocks): "
         "stack(U Y_0) = U coarse_stack(Y_0) and the output is block-constant, "
-        "both ≤ tol relative",
+        "both ≤ tol + 10·(the stack's relative response to a rounding-size input change) relative",
     }
     controls = (
         Control(
