@@ -110,3 +110,12 @@ def test_larger_instances(claim, thorough, check_sweep):
 def test_bad_parameters_are_rejected_before_any_work(params, name):
     with pytest.raises(ValueError, match=name):
         CLAIMS["D6"].resolve(params)
+
+
+def test_persistent_inputs_stay_visible_at_depth_16_where_their_responses_spread_over_decades():
+    """At T = 32, L = 16 the persistent inputs' singular values fall in groups down to 1.7e-7 of
+    the block's largest (2.7e-11 of the whole map's): all 32 are resolved above rounding, so the
+    rank is full; a threshold relative to the whole map's largest would have said 24."""
+    v = run_check("D6", {"T": 32, "P": 4, "d": 4, "L": 16})
+    assert v.outcome == "holds", v.summary()
+    assert v.figures["visibility_ranks"]["X0_Ep"] == v.figures["persistent_dim"] == 32
