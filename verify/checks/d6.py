@@ -808,7 +808,7 @@ class D6(Claim):
         ),
         "rank_rtol": Param(
             1e-9,
-            "numerical rank threshold relative to the map's largest singular value",
+            "numerical rank threshold relative to each block's largest singular value",
             low=0.0,
             high=1.0,
             open_low=True,
