@@ -194,7 +194,9 @@ def test_adaptive_error_is_within_a_few_tolerances():
 def test_stiff_mode_work_budget_and_explicit_cost_grows_like_one_over_eps():
     p = np.array([1e-4])
     y0 = np.array([1.0, 0.0])
-    r = integrate(stiff_rhs, (0.0, 2.0), y0, jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9)
+    r = integrate(
+        stiff_rhs, (0.0, 2.0), y0, method="rosw", jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9
+    )
     exact0 = np.cos(2.0)
     assert r.success and abs(r.y[0, -1] - exact0) < 1e-5
     # if the stiff part were not treated implicitly these numbers would be much bigger
@@ -213,7 +215,9 @@ def test_stiff_mode_work_budget_and_explicit_cost_grows_like_one_over_eps():
 def test_compiled_and_python_paths_give_the_same_steps():
     p = np.array([1e-2])
     y0 = np.array([1.0, 0.0])
-    a = integrate(stiff_rhs, (0.0, 1.0), y0, jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9)
+    a = integrate(
+        stiff_rhs, (0.0, 1.0), y0, method="rosw", jac=stiff_jac, p=p, rtol=1e-6, atol=1e-9
+    )
 
     def f(t, y):
         return np.array([-(y[0] - np.cos(t)) / p[0] - np.sin(t), y[0]])
@@ -222,12 +226,40 @@ def test_compiled_and_python_paths_give_the_same_steps():
         f,
         (0.0, 1.0),
         y0,
+        method="rosw",
         jac=lambda t, y: np.array([[-1 / p[0], 0.0], [1.0, 0.0]]),
         rtol=1e-6,
         atol=1e-9,
     )
     assert a.nsteps == b.nsteps and a.nfev == b.nfev and not b.compiled
     assert np.allclose(a.y, b.y, rtol=1e-12, atol=1e-14)
+
+
+# ------------------------------------------------------------------ the automatic choice
+@pytest.mark.parametrize("dense", [False, True])
+def test_auto_switches_to_radau_on_a_stiff_problem_and_keeps_every_output(dense):
+    """``method="auto"``: DOPRI5 detects the stiffness of ``ε = 1e-4`` early and Radau IIA takes
+    over after the transient (before t = 0.05, a few dozen explicit steps); outputs before and after the switch, at a
+    breakpoint, and the end agree with Radau alone to the tolerance."""
+    p = np.array([1e-4])
+    y0 = np.array([1.0, 0.0])
+    te = np.linspace(0.0, 2.0, 9)
+    kw = dict(jac=stiff_jac, p=p, rtol=1e-7, atol=1e-10, t_eval=te, breakpoints=[0.75])
+    a = integrate(stiff_rhs, (0.0, 2.0), y0, method="auto", dense_output=dense, **kw)
+    r = integrate(stiff_rhs, (0.0, 2.0), y0, method="radau", **kw)
+    assert a.success and a.extra["switched_at"] is not None and a.extra["switched_at"] < 0.05
+    assert np.array_equal(a.t, te) and a.nsteps < r.nsteps + 40
+    assert np.abs(a.y - r.y).max() < 1e-5 and abs(a.y[0, -1] - np.cos(2.0)) < 1e-5
+
+
+def test_auto_stays_explicit_on_a_non_stiff_problem():
+    """On ``y' = My`` (eigenvalues near −1.5) ``"auto"`` is DOPRI5, step for step."""
+    M, y0, _ = linear_problem()
+    kw = dict(jac=lambda t, y: M, rtol=1e-8, atol=1e-10, t_eval=[0.0, 0.5, 2.0])
+    a = integrate(lambda t, y: M @ y, (0.0, 2.0), y0, method="auto", **kw)
+    e = integrate(lambda t, y: M @ y, (0.0, 2.0), y0, method="dopri5", **kw)
+    assert a.extra["switched_at"] is None and a.nsteps == e.nsteps
+    assert np.array_equal(a.y, e.y)
 
 
 # ------------------------------------------------------------------ breakpoints and outputs
@@ -356,10 +388,9 @@ def _shifted_solve(J, shift, mb, v, k):
     piv = np.zeros(m, dtype=np.int64)
     if np.iscomplexobj(shift):
         Fc = np.empty(Jst.shape, complex)
-        Fre, Fim = np.empty(Jst.shape), np.empty(Jst.shape)
-        linalg.factor_complex(Jst, shift, m, mb, kind, Fc, Fre, Fim, piv)
+        linalg.factor_complex(Jst, shift, m, mb, kind, Fc, piv)
         o, o2 = np.empty_like(v.real), np.empty_like(v.real)
-        linalg.solve_complex(Fc, Fre, Fim, piv, v.real.copy(), v.imag.copy(), o, o2, m, mb, k, kind)
+        linalg.solve_complex(Fc, piv, v.real.copy(), v.imag.copy(), o, o2, m, mb, k, kind)
         return kind, o + 1j * o2
     F = np.empty(Jst.shape)
     linalg.factor_real(Jst, shift, m, mb, kind, F, piv)
@@ -371,7 +402,7 @@ def _shifted_solve(J, shift, mb, v, k):
 @pytest.mark.parametrize("shape", ["block", "lower", "dense"])
 def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
     """``(σI − J) ⊗ I_k`` solved from the (T/P, P, P) block LU (pivoting needed: a zero leading
-    entry), by substitution for a lower-triangular ``J``, and densely, against ``np.linalg.solve``
+    entry), by substitution for a lower-triangular ``J``, and by one dense LU, against ``np.linalg.solve``
     of the Kronecker product, for a real and a complex shift."""
     from numerics.integrators import linalg
 

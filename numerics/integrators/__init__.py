@@ -63,18 +63,23 @@ from numerics.integrators.base import (
     NOT_FINITE,
     O_ATOL,
     O_CONTROLLER,
+    O_DETECT,
     O_EXPONENT,
+    O_H,
     O_HFIXED,
     O_M,
     O_MB,
     O_RTOL,
+    O_SSTOP,
+    O_TSTOP,
     RHS_SIG,
     STEP_TOO_SMALL,
+    STIFF,
     SUCCESS,
 )
 from numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
 
-METHODS = ("rosw", "radau", "dopri5")
+METHODS = ("auto", "rosw", "radau", "dopri5")
 ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
 """Classical order of each method (the slope a fixed-step convergence test must show)."""
 DENSE_ORDERS = {"radau": 3, "dopri5": 4}
@@ -132,17 +137,18 @@ def _is_compiled(fn) -> bool:
     return hasattr(fn, "py_func") and hasattr(fn, "signatures")
 
 
-def _stops(t0: float, t1: float, t_eval, breakpoints):
-    """Merge output times and breakpoints into ``stops`` with the segment index of each interval."""
+def _stops(t0: float, t1: float, t_eval, breakpoints, t_start: float):
+    """Merge output times and breakpoints after ``t_start`` into ``stops`` (from ``t_start``) with
+    the segment index (in the edges of the whole span ``[t0, t1]``) of each interval."""
     bps = np.unique(np.asarray([b for b in breakpoints if t0 < b < t1], dtype=float))
     edges = np.concatenate([[t0], bps, [t1]])
-    outs = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
+    outs = np.asarray([] if t_eval is None else t_eval, dtype=float)
     stops = np.unique(np.concatenate([edges, outs]))
+    stops = np.concatenate([[t_start], stops[stops > t_start]])
     # the segment of the interval (stops[k-1], stops[k]] is the one containing its midpoint
     mids = 0.5 * (stops[:-1] + stops[1:])
     segs = np.concatenate([[0], np.searchsorted(edges, mids, side="right") - 1]).astype(np.int64)
-    out_index = np.searchsorted(stops, outs)
-    return stops, segs, out_index, edges
+    return stops, segs, edges
 
 
 def _forward_difference_jacobian(fun, t: float, y: np.ndarray) -> np.ndarray:
@@ -226,7 +232,7 @@ def integrate(
     t_span,
     y0,
     *,
-    method: str = "rosw",
+    method: str = "auto",
     jac=None,
     jac_size: int | None = None,
     jac_block: int | None = None,
@@ -246,9 +252,12 @@ def integrate(
         fun: a compiled ``rhs(t, y, p, seg, out)`` (signature :data:`RHS_SIG`) or a Python
             callable ``f(t, y) -> array``.
         y0: initial state (flattened to 1-D; the result keeps the flat shape).
-        method: ``"rosw"`` (stiff, Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5)
-            or ``"dopri5"`` (explicit).
-        jac: for ``"rosw"`` and ``"radau"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J``
+        method: ``"auto"`` (the default: DOPRI5 with Hairer's stiffness detection, handing over
+            to Radau IIA once the problem is found stiff, as LSODA switches from Adams to BDF;
+            ``extra["switched_at"]`` is the time of the switch or ``None``), ``"rosw"`` (stiff,
+            Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5) or ``"dopri5"``
+            (explicit).
+        jac: for ``"rosw"``, ``"radau"`` and ``"auto"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J``
             (``m×m``, or its blocks' rows ``m×mb`` with ``jac_block=mb``), or a Python callable
             ``jac(t, y) -> J`` (``m×m``). The method uses ``J ⊗ I_k`` with ``k = n/m``.
             ``None`` (the default) never silently drops the Jacobian: with a Python ``fun`` it is a
@@ -297,61 +306,44 @@ def integrate(
         t_eval = v.finite_array("t_eval", t_eval, ndim=1)
         if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
             raise ValueError(f"t_eval must be sorted and inside [{t0}, {t1}]")
-    if dense_output and method not in DENSE_ORDERS:
+    if dense_output and method not in (*DENSE_ORDERS, "auto"):
         raise ValueError(
             f"dense_output: {method!r} has no continuous extension (use {DENSE_ORDERS})"
         )
     h0 = 0.0 if first_step is None else v.real("first_step", first_step, low=0.0, low_open=True)
     hf = 0.0 if h_fixed is None else v.real("h_fixed", h_fixed, low=0.0, low_open=True)
-    max_steps = v.positive_int("max_steps", max_steps)
-    if dense_output:
-        stops, segs, _, edges = _stops(t0, t1, None, breakpoints)
-        t_dense = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
+    spec = {
+        "fun": fun,
+        "jac": jac,
+        "t0": t0,
+        "t1": t1,
+        "t_eval": t_eval,
+        "dense": dense_output,
+        "breakpoints": breakpoints,
+        "p": np.zeros(1) if p is None else np.ascontiguousarray(p, dtype=np.float64).ravel(),
+        "rtol": rtol,
+        "atol": atol,
+        "h_fixed": hf,
+        "m": m,
+        "mb": mb,
+        "max_steps": v.positive_int("max_steps", max_steps),
+        "fd_fevals": [0],
+    }
+    extra: dict = {}
+    if method != "auto":
+        status, t_out, y_out, counters, _ = _run(method, spec, t0, y0, h0, detect=False)
     else:
-        stops, segs, out_index, edges = _stops(t0, t1, t_eval, breakpoints)
-        t_dense = np.empty(0)
-    pvec = np.zeros(1) if p is None else np.ascontiguousarray(p, dtype=np.float64).ravel()
-    counters = np.zeros(5, dtype=np.int64)
-    Yout = np.empty((stops.size, n))
-    Ydense = np.full((t_dense.size, n), np.nan)
-    fd_fevals = [0]
-    rhs, jac_fn = _problem_functions(fun, jac, method, n, m, mb, edges, fd_fevals)
-    compiled = _is_compiled(fun)
-    mod, controller, exponent, _ = driver.METHODS[method]
-    fns = driver.compiled(method) if compiled else driver.python_functions(method)
-    opt = np.zeros(N_OPT)
-    opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT]] = [
-        rtol, atol, hf, m, mb, controller, exponent
-    ]  # fmt: skip
-    nws, nwc, niw = mod.workspace(n, m, mb)
-    ws, wc, iw = np.zeros(nws), np.zeros(nwc, dtype=np.complex128), np.zeros(niw, dtype=np.int64)
-    status = int(
-        fns[0](
-            *fns[1:],
-            rhs,
-            jac_fn,
-            y0,
-            pvec,
-            stops,
-            segs,
-            opt,
-            ws,
-            wc,
-            iw,
-            Yout,
-            t_dense,
-            Ydense,
-            h0,
-            np.int64(max_steps),
-            counters,
-        )  # fmt: skip
-    )
-    if dense_output:
-        ok = np.ones(t_dense.size, bool) if status == SUCCESS else t_dense <= t0
-        t_out, y_out = t_dense[ok], Ydense[ok]
-    else:
-        keep = out_index if status == SUCCESS else out_index[out_index < 1]
-        t_out, y_out = stops[keep], Yout[keep]
+        _problem_functions(fun, jac, "radau", n, m, mb, np.array([t0, t1]), [0])  # refuse early
+        status, t_out, y_out, counters, opt = _run("dopri5", spec, t0, y0, h0, detect=True)
+        extra["switched_at"] = None
+        if status == STIFF:  # hand over to Radau IIA from where stiffness was detected
+            t_s, y_s = float(opt[O_TSTOP]), y_out[-1]
+            status, t2, y2, c2, _ = _run("radau", spec, t_s, y_s, float(opt[O_H]), detect=False)
+            t_out, y_out = np.concatenate([t_out[:-1], t2]), np.concatenate([y_out[:-1], y2])
+            counters = counters + c2
+            extra["switched_at"] = t_s
+    if spec["fd_fevals"][0]:
+        extra["fd_fevals"] = spec["fd_fevals"][0]
     return IntegratorResult(
         t=t_out,
         y=y_out.T.copy(),
@@ -364,9 +356,49 @@ def integrate(
         nsteps=int(counters[N_ACCEPT]),
         nreject=int(counters[N_REJECT]),
         method=method,
-        compiled=compiled,
-        extra={"fd_fevals": fd_fevals[0]} if fd_fevals[0] else {},
+        compiled=_is_compiled(fun),
+        extra=extra,
     )
+
+
+def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float, detect: bool):
+    """One driver run of ``method`` from ``(t_start, y_start)`` to ``spec["t1"]`` with the output
+    times of ``spec`` after ``t_start`` (and ``t0`` itself when starting there); segment indices
+    are those of the whole span. Returns ``(status, t_out, y_out, counters, opt)``; after
+    :data:`STIFF` the outputs end with the state reached at ``opt[O_TSTOP]``."""
+    t0, t1, t_eval = spec["t0"], spec["t1"], spec["t_eval"]
+    fun, n, m, mb = spec["fun"], y_start.size, spec["m"], spec["mb"]
+    outs = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
+    outs = outs[outs >= t_start] if t_start == t0 else outs[outs > t_start]
+    stops, segs, edges = _stops(
+        t0, t1, None if spec["dense"] else outs, spec["breakpoints"], t_start
+    )
+    t_dense = outs if spec["dense"] else np.empty(0)
+    counters = np.zeros(5, dtype=np.int64)
+    Yout = np.empty((stops.size, n))
+    Ydense = np.full((t_dense.size, n), np.nan)
+    rhs, jac_fn = _problem_functions(fun, spec["jac"], method, n, m, mb, edges, spec["fd_fevals"])
+    mod, controller, exponent, _ = driver.METHODS[method]
+    fns = driver.compiled(method) if _is_compiled(fun) else driver.python_functions(method)
+    opt = np.zeros(N_OPT)
+    opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT]] = [
+        spec["rtol"], spec["atol"], spec["h_fixed"], m, mb, controller, exponent, float(detect)
+    ]  # fmt: skip
+    nws, nwc, niw = mod.workspace(n, m, mb)
+    ws, wc, iw = np.zeros(nws), np.zeros(nwc, dtype=np.complex128), np.zeros(niw, dtype=np.int64)
+    args = (rhs, jac_fn, y_start, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
+    status = int(fns[0](*fns[1:], *args, h0, np.int64(spec["max_steps"]), counters))
+    if spec["dense"]:
+        reached = t1 if status == SUCCESS else (opt[O_TSTOP] if status == STIFF else t_start)
+        t_out, y_out = t_dense[t_dense <= reached], Ydense[t_dense <= reached]
+    else:
+        out_index = np.searchsorted(stops, outs)
+        done = stops.size if status == SUCCESS else (int(opt[O_SSTOP]) if status == STIFF else 1)
+        t_out, y_out = stops[out_index[out_index < done]], Yout[out_index[out_index < done]]
+    if status == STIFF:
+        t_out = np.append(t_out, opt[O_TSTOP])
+        y_out = np.concatenate([y_out, Yout[int(opt[O_SSTOP])][None]])
+    return status, t_out, y_out, counters, opt
 
 
 from numba import njit  # noqa: E402

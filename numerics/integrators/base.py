@@ -31,7 +31,9 @@ recompile per problem):
 Each method owns a slice of the workspaces ``ws`` (float64), ``wc`` (complex128) and ``iw``
 (int64), allocated once per run by :func:`numerics.integrators.integrate` from the method's
 ``workspace(n, m, mb)``. ``iw[IW_NITER]``, ``iw[IW_RECOMPUTE]`` and ``iw[IW_REJECTED]`` carry
-what a step tells the step-size controller and what the driver tells the step.
+what a step tells the step-size controller and what the driver tells the step; a method that
+detects stiffness (DOPRI5 with ``opt[O_DETECT] = 1``) sets ``iw[IW_STIFF]`` and the driver stops
+with :data:`STIFF`.
 """
 
 from __future__ import annotations
@@ -105,15 +107,20 @@ INTERP_TYPE = types.FunctionType(INTERP_SIG)
 
 # status codes (as SciPy's)
 SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3
+STIFF = 1
+"""The driver stopped because the method detected stiffness (``opt[O_DETECT] = 1``); the time,
+stop index and state reached are in ``opt[O_TSTOP]``, ``opt[O_SSTOP]`` and ``Yout[opt[O_SSTOP]]``."""
 # what a step returns instead of an error norm when its Newton iteration failed
 NEWTON_RETRY, NEWTON_SHRINK = -1.0, -2.0
 # counters layout
 N_ACCEPT, N_REJECT, N_FEV, N_JEV, N_LU = 0, 1, 2, 3, 4
 # options vector layout
-O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT = range(7)
-N_OPT = 7
+O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_TSTOP, O_SSTOP, O_H = (
+    range(11)
+)
+N_OPT = 11
 # integer slots shared by driver, steps and controllers; methods use the rest from IW_METHOD on
-IW_NITER, IW_RECOMPUTE, IW_REJECTED, IW_METHOD = 0, 1, 2, 3
+IW_NITER, IW_RECOMPUTE, IW_REJECTED, IW_STIFF, IW_METHOD = 0, 1, 2, 3, 4
 
 
 @njit(cache=True)

@@ -3,21 +3,42 @@
 The step and the embedded error are those of Hairer, Nørsett & Wanner (*Solving ODEs I*, II.5,
 Table 5.2; :data:`numerics.integrators.tableaux.DP_A`); the error norm is SciPy's. The continuous
 extension is Hairer's ``CONTD5`` (order 4, from the seven stages of the step, no extra
-right-hand-side call). Workspace: ``ws = [k (7×n) | ys (n) | err (n)]``.
+right-hand-side call). Workspace: ``ws = [k (7×n) | ys (n) | err (n) | y6 (n)]``.
+
+**Stiffness detection** (Hairer's ``DOPRI5``, as LSODA switches from Adams to BDF): after an
+accepted step, ``h·λ ≈ h·‖k₇ − k₆‖/‖y₁ − y₆‖`` (``y₆`` the argument of stage 6) estimates the step's
+position along the stiff direction; 15 such estimates above 3.25 (the boundary of the stability
+region) without 6 consecutive ones below flag the problem as stiff (``iw[IW_STIFF]``) when
+``opt[O_DETECT] = 1``.
 """
 
 from __future__ import annotations
 
-from numerics.integrators.base import N_FEV, O_ATOL, O_RTOL, error_norm, initial_step
+import numpy as np
+from numba import njit
+
+from numerics.integrators.base import (
+    IW_METHOD,
+    IW_STIFF,
+    N_FEV,
+    O_ATOL,
+    O_DETECT,
+    O_RTOL,
+    error_norm,
+    initial_step,
+)
 from numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
 
 ERROR_EXPONENT = 1.0 / 5.0
 """``1/(q + 1)`` for the embedded order ``q = 4`` (the integral controller's exponent)."""
+STIFF_HLAMBDA, STIFF_COUNT, NONSTIFF_COUNT = 3.25, 15, 6
+"""Hairer's DOPRI5 stiffness test: ``h·λ > 3.25`` in 15 steps, reset by 6 consecutive below."""
+N_STIFF, N_NONSTIFF = IW_METHOD, IW_METHOD + 1
 
 
 def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
     """Sizes of ``(ws, wc, iw)`` for a state of size ``n``."""
-    return 9 * n, 1, 3
+    return 10 * n, 1, IW_METHOD + 2
 
 
 def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
@@ -43,6 +64,8 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
             if DP_A[i, j] != 0.0:
                 ys += (hs * DP_A[i, j]) * k[j]
         ti = t1 if i >= 5 else t + DP_C[i] * hs
+        if i == 5:
+            ws[9 * n : 10 * n] = ys  # y₆, for the stiffness test
         rhs(ti, ys, p, seg, k[i])
     counters[N_FEV] += 6
     ynew[:] = ys  # stage 7 argument is the 5th order solution
@@ -54,9 +77,30 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
 
 
 def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
-    """First same as last: the last stage is ``f(t1, ynew)``, the next step's first."""
+    """First same as last: the last stage is ``f(t1, ynew)``, the next step's first; with
+    ``opt[O_DETECT]``, the stiffness test."""
     n = y.size
+    if opt[O_DETECT] > 0.0:
+        _stiffness_test(hs, ws[5 * n : 6 * n], ws[6 * n : 7 * n], ws[9 * n : 10 * n], ynew, iw)
     ws[:n] = ws[6 * n : 7 * n]
+
+
+@njit(cache=True)
+def _stiffness_test(hs, k6, k7, y6, ynew, iw):
+    num = 0.0
+    den = 0.0
+    for i in range(ynew.size):
+        num += (k7[i] - k6[i]) ** 2
+        den += (ynew[i] - y6[i]) ** 2
+    if den > 0.0 and hs * np.sqrt(num / den) > STIFF_HLAMBDA:
+        iw[N_NONSTIFF] = 0
+        iw[N_STIFF] += 1
+        if iw[N_STIFF] >= STIFF_COUNT:
+            iw[IW_STIFF] = 1
+    else:
+        iw[N_NONSTIFF] += 1
+        if iw[N_NONSTIFF] >= NONSTIFF_COUNT:
+            iw[N_STIFF] = 0
 
 
 def interp(theta, hs, y, ynew, ws, out):

@@ -36,6 +36,7 @@ from numerics.integrators.base import (
     INTERP_SIG,
     INTERP_TYPE,
     IW_REJECTED,
+    IW_STIFF,
     JAC_TYPE,
     MAX_STEPS,
     N_ACCEPT,
@@ -45,13 +46,17 @@ from numerics.integrators.base import (
     NOT_FINITE,
     O_CONTROLLER,
     O_EXPONENT,
+    O_H,
     O_HFIXED,
+    O_SSTOP,
+    O_TSTOP,
     RHS_TYPE,
     START_SIG,
     START_TYPE,
     STEP_SIG,
     STEP_TOO_SMALL,
     STEP_TYPE,
+    STIFF,
     SUCCESS,
     step_length,
 )
@@ -148,6 +153,12 @@ def drive(
                 t = t1
                 y[:] = ynew
                 rejected = False
+                if iw[IW_STIFF] == 1 and t < t_end:  # hand over to a stiff method
+                    opt[O_TSTOP] = t
+                    opt[O_SSTOP] = s
+                    opt[O_H] = h
+                    Yout[s, :] = y
+                    return STIFF
             else:
                 counters[N_REJECT] += 1
                 rejected = True

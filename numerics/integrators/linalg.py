@@ -8,8 +8,10 @@ Three storage forms of ``J`` (``m×m`` acting on the first index of ``y`` read a
   the pivots: ``O(m·mb²)`` to factor, ``O(m·mb·k)`` to solve, ``O(m·mb)`` memory.
 * :data:`LOWER` (``J`` lower triangular, e.g. a causal mask; detected from the zeros of ``J``):
   no factorisation, forward substitution on ``σI − J`` itself, ``O(m²k)`` per solve.
-* :data:`DENSE`: the inverse of ``σI − J`` by LAPACK and BLAS products (``O(m³)`` per
-  factorisation, ``O(m²k)`` per solve).
+* :data:`DENSE`: one LU with partial pivoting of the whole ``m×m`` matrix, by the block code
+  with one block (``O(m³)`` per factorisation, ``O(m²k)`` per solve). Loops, not LAPACK: no
+  LAPACK binding to compile (seconds of cold start), and the dense case (a general mask that is
+  neither block-local nor causal) is the rare one.
 
 Real shifts (Rosenbrock, Radau's real eigenvalue) and complex ones (Radau's complex pair, solved in
 complex arithmetic on real and imaginary parts held separately) share the code. A singular block
@@ -18,7 +20,6 @@ gives non-finite entries (no exception), which the step then rejects.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 DENSE, BLOCK, LOWER = 0, 1, 2
@@ -66,42 +67,25 @@ def _lu_blocks(F, piv, m, mb):
 @njit(cache=True)
 def factor_real(J, shift, m, mb, kind, F, piv):
     """Factorise ``shift·I − J`` into ``F`` in the form of ``kind`` (see the module docstring)."""
-    if kind == BLOCK:
-        for i in range(m):
-            for j in range(mb):
-                F[i, j] = -J[i, j]
-            F[i, i % mb] += shift
-        _lu_blocks(F, piv, m, mb)
-        return
+    w = J.shape[1]
     for i in range(m):
-        for j in range(m):
+        for j in range(w):
             F[i, j] = -J[i, j]
-        F[i, i] += shift
-    if kind == DENSE:
-        F[:, :] = np.linalg.inv(F)
+        F[i, i % w] += shift
+    if kind != LOWER:
+        _lu_blocks(F, piv, m, w)
 
 
 @njit(cache=True)
-def factor_complex(J, shift, m, mb, kind, Fc, Fre, Fim, piv):
-    """Factorise ``shift·I − J`` (complex ``shift``) into ``Fc``; for :data:`DENSE` the inverse's
-    real and imaginary parts also go to ``Fre`` and ``Fim`` (for real BLAS products)."""
-    if kind == BLOCK:
-        for i in range(m):
-            for j in range(mb):
-                Fc[i, j] = -J[i, j]
-            Fc[i, i % mb] += shift
-        _lu_blocks(Fc, piv, m, mb)
-        return
+def factor_complex(J, shift, m, mb, kind, Fc, piv):
+    """Factorise ``shift·I − J`` (complex ``shift``) into ``Fc`` (complex)."""
+    w = J.shape[1]
     for i in range(m):
-        for j in range(m):
+        for j in range(w):
             Fc[i, j] = -J[i, j]
-        Fc[i, i] += shift
-    if kind == DENSE:
-        Fc[:, :] = np.linalg.inv(Fc)
-        for i in range(m):
-            for j in range(m):
-                Fre[i, j] = Fc[i, j].real
-                Fim[i, j] = Fc[i, j].imag
+        Fc[i, i % w] += shift
+    if kind != LOWER:
+        _lu_blocks(Fc, piv, m, w)
 
 
 @njit(cache=True)
@@ -115,9 +99,7 @@ def _swap_rows(x, a, b, k):
 @njit(cache=True)
 def solve_real(F, piv, v, out, m, mb, k, kind):
     """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from the factorisation of :func:`factor_real`."""
-    if kind == DENSE:
-        out[:] = np.dot(F, v.reshape((m, k))).reshape(m * k)
-        return
+    mb = F.shape[1]
     out[:] = v
     if kind == LOWER:
         for i in range(m):
@@ -176,15 +158,10 @@ def _div_complex(ore, oim, i, a, k):
 
 
 @njit(cache=True)
-def solve_complex(Fc, Fre, Fim, piv, vre, vim, ore, oim, m, mb, k, kind):
+def solve_complex(Fc, piv, vre, vim, ore, oim, m, mb, k, kind):
     """``o = ((shift·I − J) ⊗ I_k)⁻¹ v`` (complex ``shift``; ``v = vre + i·vim``, ``o`` likewise)
     from the factorisation of :func:`factor_complex`."""
-    if kind == DENSE:
-        Vr = vre.reshape((m, k))
-        Vi = vim.reshape((m, k))
-        ore[:] = (np.dot(Fre, Vr) - np.dot(Fim, Vi)).reshape(m * k)
-        oim[:] = (np.dot(Fre, Vi) + np.dot(Fim, Vr)).reshape(m * k)
-        return
+    mb = Fc.shape[1]
     ore[:] = vre
     oim[:] = vim
     if kind == LOWER:

@@ -53,9 +53,9 @@ H_LU, H_OLD, RATE = 0, 1, 2  # scalar slots at the end of the vectors
 
 
 def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
-    """Sizes of ``(ws, wc, iw)``: ``J``, the real factorisation and (dense only) the complex
-    inverse's real and imaginary parts take ``m·mb`` each, the complex factorisation ``m·mb``."""
-    return N_VEC * n + 3 + 4 * m * mb, m * mb, PIVOTS + 2 * m
+    """Sizes of ``(ws, wc, iw)``: ``J`` and the real factorisation take ``m·mb`` each, the complex
+    factorisation ``m·mb`` (``mb = m`` when ``J`` is not block diagonal)."""
+    return N_VEC * n + 3 + 2 * m * mb, m * mb, PIVOTS + 2 * m
 
 
 @njit(cache=True)
@@ -94,9 +94,7 @@ def _matrices(ws, wc, n, m, mb):
     q = m * mb
     J = ws[o : o + q].reshape((m, mb))
     Fr = ws[o + q : o + 2 * q].reshape((m, mb))
-    Fre = ws[o + 2 * q : o + 3 * q].reshape((m, mb))
-    Fim = ws[o + 3 * q : o + 4 * q].reshape((m, mb))
-    return J, Fr, Fre, Fim, wc[:q].reshape((m, mb))
+    return J, Fr, wc[:q].reshape((m, mb))
 
 
 @njit(cache=True)
@@ -209,7 +207,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     one, three, sc = _vectors(ws, n)
     f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze, err, Zlast = one
     F, Z, Z0, W, Qp = three
-    J, Fr, Fre, Fim, Fc = _matrices(ws, wc, n, m, mb)
+    J, Fr, Fc = _matrices(ws, wc, n, m, mb)
     pr = iw[PIVOTS : PIVOTS + m]
     pc = iw[PIVOTS + m : PIVOTS + 2 * m]
     kind = iw[KIND]
@@ -219,7 +217,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         Z0[:, :] = 0.0
     if iw[HAVE_LU] == 0 or hs != sc[H_LU]:
         linalg.factor_real(J, RADAU_MU_REAL / hs, m, mb, kind, Fr, pr)
-        linalg.factor_complex(J, RADAU_MU_COMPLEX / hs, m, mb, kind, Fc, Fre, Fim, pc)
+        linalg.factor_complex(J, RADAU_MU_COMPLEX / hs, m, mb, kind, Fc, pc)
         counters[N_LU] += 2
         iw[HAVE_LU] = 1
         sc[H_LU] = hs
@@ -242,7 +240,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         if not _newton_residual(F, W, hs, fr, fcr, fci):
             break  # non-finite stage values: not converged
         linalg.solve_real(Fr, pr, fr, dr, m, mb, k, kind)
-        linalg.solve_complex(Fc, Fre, Fim, pc, fcr, fci, dcr, dci, m, mb, k, kind)
+        linalg.solve_complex(Fc, pc, fcr, fci, dcr, dci, m, mb, k, kind)
         dn = _newton_norm(dr, dcr, dci, iscale)
         if dW_old >= 0.0:
             rate = dn / dW_old if dW_old > 0 else 0.0

@@ -543,7 +543,8 @@ def integrate_coupling(
     E=None,
     t_span=(0.0, 1.0),
     t_eval=None,
-    method: str = "rosw",
+    dense_output: bool = False,
+    method: str = "auto",
     rtol: float = 1e-6,
     atol: float = 1e-9,
     h_fixed: float | None = None,
@@ -553,6 +554,10 @@ def integrate_coupling(
 
     ``E`` defaults to ``X0`` when ``γ > 0``. The integration stops exactly at every ``l/L``. The
     result's ``y`` has shape ``(T·d, K)``; ``result.extra["X"]`` holds the states as ``(K, T, d)``.
+    ``method="auto"`` (the default) starts explicit (DOPRI5) and hands over to Radau IIA when it
+    detects stiffness (:func:`numerics.integrators.integrate`): the explicit method wins at mild
+    stiffness (``ε ≈ 1e-2`` on ``[0, 1]``), Radau IIA below. ``dense_output=True`` reads ``t_eval``
+    from the continuous extension instead of landing on it.
     """
     cfg, X0, E, p = _checked_problem(model, X0, eps, E)
     t0, t1 = float(t_span[0]), float(t_span[1])
@@ -570,6 +575,7 @@ def integrate_coupling(
         rtol=rtol,
         atol=atol,
         t_eval=t_eval,
+        dense_output=dense_output,
         breakpoints=bps,
         h_fixed=h_fixed,
         max_steps=max_steps,
@@ -586,7 +592,9 @@ class ScipyCouplingResult:
     """Result of :func:`integrate_coupling_scipy`: the end state and the summed SciPy counters.
 
     ``y`` is the state at the end of the last interval integrated (``T·d``; the end of the span when
-    ``success``); ``nsteps`` the accepted steps; ``capped`` whether the CPU-time cap stopped it.
+    ``success``); ``nsteps`` the accepted steps; ``capped`` whether the CPU-time cap stopped it;
+    ``ncalls`` every call of the right-hand side, including those of SciPy's finite-difference
+    Jacobian, which SciPy's ``nfev`` leaves out for Radau and BDF.
     """
 
     y: np.ndarray
@@ -597,6 +605,7 @@ class ScipyCouplingResult:
     nlu: int
     nsteps: int
     capped: bool = False
+    ncalls: int = 0
 
 
 SCIPY_JACOBIANS = ("dense", "sparse", None)
@@ -604,14 +613,17 @@ SCIPY_JACOBIANS = ("dense", "sparse", None)
 sparse CSC matrix, or ``None`` (SciPy's own finite differences)."""
 
 
-def _scipy_segment_rhs(model: Model, p: np.ndarray, seg: int, rhs: str, E, eps: float):
+def _scipy_segment_rhs(
+    model: Model, p: np.ndarray, seg: int, rhs: str, E, eps: float, calls: list
+):  # fmt: skip
     """``f(t, y)`` of interval ``seg``: the compiled kernel or the NumPy reference
-    (:func:`numerics.model.kernels.coupling`)."""
+    (:func:`numerics.model.kernels.coupling`); every call is counted in ``calls[0]``."""
     cfg = model.config
     if rhs == "compiled":
         out = np.empty(cfg.T * cfg.d)
 
         def f(t, y):
+            calls[0] += 1
             coupling_rhs_nb(t, np.ascontiguousarray(y), p, seg, out)
             return out.copy()
 
@@ -619,6 +631,7 @@ def _scipy_segment_rhs(model: Model, p: np.ndarray, seg: int, rhs: str, E, eps: 
     lp = model.layers[seg]
 
     def f_numpy(t, y):
+        calls[0] += 1
         return kernels.coupling(cfg, lp, y.reshape(cfg.T, cfg.d), E, eps).ravel()
 
     return f_numpy
@@ -670,11 +683,12 @@ def integrate_coupling_scipy(
     edges = np.concatenate([[0.0], layer_breakpoints(model.L), [1.0]])
     y = X0.ravel().copy()
     counts = {"nfev": 0, "njev": 0, "nlu": 0, "nsteps": 0}
+    calls = [0]
     t_start = time.process_time()
     for seg in range(len(edges) - 1):
         kw = {} if jac is None else {"jac": _scipy_segment_jac(cfg, p, seg, jac)}
         res = solve_ivp(
-            _scipy_segment_rhs(model, p, seg, rhs, E, eps),
+            _scipy_segment_rhs(model, p, seg, rhs, E, eps, calls),
             (edges[seg], edges[seg + 1]),
             y,
             method=method,
@@ -683,14 +697,18 @@ def integrate_coupling_scipy(
             **kw,
         )
         if not res.success:
-            return ScipyCouplingResult(y, False, res.message, **counts)
+            return ScipyCouplingResult(y, False, res.message, **counts, ncalls=calls[0])
         y = res.y[:, -1]
         for k in ("nfev", "njev", "nlu"):
             counts[k] += int(getattr(res, k))
         counts["nsteps"] += res.t.size - 1
         if time_cap is not None and time.process_time() - t_start > time_cap:
-            return ScipyCouplingResult(y, False, "CPU-time cap reached", **counts, capped=True)
-    return ScipyCouplingResult(y, True, "the end of the span was reached", **counts)
+            return ScipyCouplingResult(
+                y, False, "CPU-time cap reached", **counts, capped=True, ncalls=calls[0]
+            )
+    return ScipyCouplingResult(
+        y, True, "the end of the span was reached", **counts, ncalls=calls[0]
+    )
 
 
 # ----------------------------------------------------------------------------- a seeded problem
