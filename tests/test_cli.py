@@ -115,7 +115,7 @@ def test_bad_input_exits_2_with_a_one_line_reason(capsys, args, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_a_pending_claim_exits_2_and_says_so(capsys):
+def test_a_pending_claim_exits_2_and_says_so(capsys, pending_e1):
     assert main(["check", "E1"]) == 2
     assert "claim E1 is pending" in capsys.readouterr().err
 

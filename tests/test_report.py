@@ -67,7 +67,7 @@ def validate(rep):
     jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(rep)))
 
 
-def test_every_claim_appears_untested_ones_pending_and_unimplemented_ones_say_so():
+def test_every_claim_appears_untested_ones_pending_and_unimplemented_ones_say_so(pending_e1):
     st, rep = statuses(ClaimLedger())
     assert list(st) == list(IDS)
     assert all(v == ("pending", "pending") for v in st.values())
