@@ -399,7 +399,7 @@ def _shifted_solve(J, shift, mb, v, k):
     return kind, out
 
 
-@pytest.mark.parametrize("shape", ["block", "lower", "dense"])
+@pytest.mark.parametrize("shape", ["block", "lower", "lower_blocked", "dense"])
 def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
     """``(σI − J) ⊗ I_k`` solved from the (T/P, P, P) block LU (pivoting needed: a zero leading
     entry), by substitution for a lower-triangular ``J``, and by one dense LU, against ``np.linalg.solve``
@@ -407,8 +407,9 @@ def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
     from numerics.integrators import linalg
 
     rng = np.random.default_rng(3)
-    m, mb, k = 12, 4, 3
-    J = rng.standard_normal((m, m))
+    m, mb, k = (150 if shape == "lower_blocked" else 12), 4, 3  # 150 rows: 3 blocks of TRSM_BLOCK
+    J = rng.standard_normal((m, m)) / np.sqrt(m)
+    shape = "lower" if shape == "lower_blocked" else shape
     if shape == "block":
         J = J * np.kron(np.eye(m // mb), np.ones((mb, mb)))
         for b in range(0, m, mb):

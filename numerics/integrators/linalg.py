@@ -7,7 +7,8 @@ Three storage forms of ``J`` (``m×m`` acting on the first index of ``y`` read a
   pivoting per ``mb×mb`` block, stored in place as ``(m/mb, mb, mb)`` in an ``m×mb`` array with
   the pivots: ``O(m·mb²)`` to factor, ``O(m·mb·k)`` to solve, ``O(m·mb)`` memory.
 * :data:`LOWER` (``J`` lower triangular, e.g. a causal mask; detected from the zeros of ``J``):
-  no factorisation, forward substitution on ``σI − J`` itself, ``O(m²k)`` per solve.
+  no factorisation, forward substitution on ``σI − J`` itself, ``O(m²k)`` per solve, blocked by
+  :data:`TRSM_BLOCK` rows so that all but the diagonal blocks are BLAS products.
 * :data:`DENSE`: one LU with partial pivoting of the whole ``m×m`` matrix, by the block code
   with one block (``O(m³)`` per factorisation, ``O(m²k)`` per solve). Loops, not LAPACK: no
   LAPACK binding to compile (seconds of cold start), and the dense case (a general mask that is
@@ -20,9 +21,12 @@ gives non-finite entries (no exception), which the step then rejects.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 DENSE, BLOCK, LOWER = 0, 1, 2
+TRSM_BLOCK = 64
+"""Rows per diagonal block of the blocked triangular solve (the rest is matrix products)."""
 
 
 @njit(cache=True)
@@ -102,15 +106,20 @@ def solve_real(F, piv, v, out, m, mb, k, kind):
     mb = F.shape[1]
     out[:] = v
     if kind == LOWER:
-        for i in range(m):
-            for j in range(i):
-                a = F[i, j]
-                if a != 0.0:
-                    for q in range(k):
-                        out[i * k + q] -= a * out[j * k + q]
-            inv = 1.0 / F[i, i]
-            for q in range(k):
-                out[i * k + q] *= inv
+        X = out.reshape((m, k))
+        for r0 in range(0, m, TRSM_BLOCK):
+            r1 = min(r0 + TRSM_BLOCK, m)
+            if r0 > 0:
+                X[r0:r1] -= np.dot(np.ascontiguousarray(F[r0:r1, :r0]), X[:r0])
+            for i in range(r0, r1):
+                for j in range(r0, i):
+                    a = F[i, j]
+                    if a != 0.0:
+                        for q in range(k):
+                            X[i, q] -= a * X[j, q]
+                inv = 1.0 / F[i, i]
+                for q in range(k):
+                    X[i, q] *= inv
         return
     for b0 in range(0, m, mb):
         for c in range(mb):
@@ -158,6 +167,33 @@ def _div_complex(ore, oim, i, a, k):
 
 
 @njit(cache=True)
+def _lower_complex(Fc, ore, oim, m, k):
+    """Blocked forward substitution with the complex lower-triangular ``Fc`` (off-diagonal
+    blocks as complex BLAS products on a complex copy of the right-hand side)."""
+    X = np.empty((m, k), dtype=np.complex128)
+    for i in range(m):
+        for q in range(k):
+            X[i, q] = complex(ore[i * k + q], oim[i * k + q])
+    for r0 in range(0, m, TRSM_BLOCK):
+        r1 = min(r0 + TRSM_BLOCK, m)
+        if r0 > 0:
+            X[r0:r1] -= np.dot(np.ascontiguousarray(Fc[r0:r1, :r0]), X[:r0])
+        for i in range(r0, r1):
+            for j in range(r0, i):
+                a = Fc[i, j]
+                if a != 0.0:
+                    for q in range(k):
+                        X[i, q] -= a * X[j, q]
+            inv = 1.0 / Fc[i, i]
+            for q in range(k):
+                X[i, q] *= inv
+    for i in range(m):
+        for q in range(k):
+            ore[i * k + q] = X[i, q].real
+            oim[i * k + q] = X[i, q].imag
+
+
+@njit(cache=True)
 def solve_complex(Fc, piv, vre, vim, ore, oim, m, mb, k, kind):
     """``o = ((shift·I − J) ⊗ I_k)⁻¹ v`` (complex ``shift``; ``v = vre + i·vim``, ``o`` likewise)
     from the factorisation of :func:`factor_complex`."""
@@ -165,11 +201,7 @@ def solve_complex(Fc, piv, vre, vim, ore, oim, m, mb, k, kind):
     ore[:] = vre
     oim[:] = vim
     if kind == LOWER:
-        for i in range(m):
-            for j in range(i):
-                if Fc[i, j] != 0.0:
-                    _sub_complex(ore, oim, i, j, Fc[i, j], k)
-            _div_complex(ore, oim, i, Fc[i, i], k)
+        _lower_complex(Fc, ore, oim, m, k)
         return
     for b0 in range(0, m, mb):
         for c in range(mb):

@@ -207,8 +207,10 @@ def activation_rows(code, H, vbuf, pbuf, tbuf, zbuf):
 
 
 @njit(cache=True)
-def _softmax_row(row, mrow, vbuf, pbuf, tbuf):
-    """Masked softmax of one score row in place; ``mrow`` is the mask over the same columns."""
+def softmax_row(row, mrow, vbuf, pbuf, tbuf):
+    """Masked softmax of one score row in place; ``mrow`` is the mask over the same columns
+    (nonzero: allowed), the buffers scratch at least as long as the row; masked entries are exact
+    zeros, the exponentials those of :func:`exp_into` (≤ 1 ulp from ``np.exp``)."""
     n = row.shape[0]
     v = vbuf[:n]
     p = pbuf[:n]
@@ -274,7 +276,7 @@ def _attention_into(Qp, Kp, Vp, mask, lo, hi, tile, sbuf, out):
         S = sbuf[: nr * nc].reshape((nr, nc))
         np.dot(Qp[r0:r1], Kp[c0:c1].T, S)
         for a in range(nr):
-            _softmax_row(S[a], mask[r0 + a, c0:c1], vbuf, pbuf, tbuf)
+            softmax_row(S[a], mask[r0 + a, c0:c1], vbuf, pbuf, tbuf)
         np.dot(S, Vp[c0:c1], out[r0:r1])
 
 

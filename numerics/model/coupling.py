@@ -55,7 +55,7 @@ from numerics import validation as v
 from numerics.integrators import IntegratorResult, integrate
 from numerics.model import kernels
 from numerics.model.activations import compiled_code, is_builtin
-from numerics.model.compiled import EXP_CUT, activation_rows, exp_into
+from numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
 from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
@@ -232,28 +232,6 @@ def _rms_into(X, ne, out):
 
 
 @njit(cache=True)
-def _softmax_masked(S, mask):
-    """Row-wise softmax of ``S`` over the entries where ``mask > 0`` (in place)."""
-    n, k = S.shape
-    for i in range(n):
-        mx = -np.inf
-        for j in range(k):
-            if mask[i, j] > 0.0 and S[i, j] > mx:
-                mx = S[i, j]
-        z = 0.0
-        for j in range(k):
-            if mask[i, j] > 0.0:
-                e = np.exp(S[i, j] - mx)
-                S[i, j] = e
-                z += e
-            else:
-                S[i, j] = 0.0
-        for j in range(k):
-            S[i, j] /= z
-    return S
-
-
-@njit(cache=True)
 def _packed_layout(p, seg):
     """``(start of the per-layer weights, size of one layer's weights, d, m, clipped layer, L)``."""
     T = int(p[_T])
@@ -362,7 +340,11 @@ def _dense_kernel(Xn, p, seg):
     XQ = np.dot(Xn, _mat(p, off, d, d))
     XK = np.dot(Xn, _mat(p, off + d * d, d, d))
     S = p[_BETA] * np.dot(XQ, XK.T)
-    return _softmax_masked(S, _mat(p, HEADER, T, T))
+    mask = _mat(p, HEADER, T, T)
+    v, pb, tb = np.empty(T), np.empty(T), np.empty(T)
+    for i in range(T):  # vectorisable exponentials (the scalar exp dominated at large T)
+        softmax_row(S[i], mask[i], v, pb, tb)
+    return S
 
 
 # the two pieces of the right-hand side below are inlined into it (Numba IR): no call overhead in
@@ -458,13 +440,16 @@ def coupling_rhs_nb(t, y, p, seg, out):
     if p[_BLOCKLOCAL] > 0.0:
         np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)  # one BLAS call
         _block_weights(Xn, XG, p, S, v, pb, tb)
-        for i in range(T):
+        for i in range(T):  # the same sums as Σ_j S[i, j]·X[b0 + j, k] − X[i, k], rows at a time
             b0 = (i // P) * P
             for k in range(d):
-                s = -X[i, k]
-                for j in range(P):
-                    s += S[i, j] * X[b0 + j, k]
-                out[i * d + k] = s * inv_eps
+                acc[k] = -X[i, k]
+            for j in range(P):
+                a = S[i, j]
+                for k in range(d):
+                    acc[k] += a * X[b0 + j, k]
+            for k in range(d):
+                out[i * d + k] = acc[k] * inv_eps
             for k in range(m):
                 Z[i, k] = XG[i, d + k]
     else:
