@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import numerics as nm
 from verify.portability import assert_portable
 from verify.registry import get_claim, run_check
-from verify.strategies import blocked_params
+from verify.strategies import block_local_masks, blocked_params
+from verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("D3")
 
@@ -73,3 +74,18 @@ def test_bad_parameters_raise_clear_errors():
         CLAIM.resolve({"n_draws": 0})
     one = run_check("D3", {"L": 1}, seed=0)
     assert one.outcome == "holds" and np.isfinite(one.figures["max_relative_row_spread"])
+
+
+# --------------------------------------------------------------------------- your own flow
+
+
+@given(block_local_masks(), st.sampled_from(["tanh", "relu", "gelu"]), st.integers(0, 2**16))
+def test_any_user_mask_freezes_to_its_own_kernel_on_a_homogeneous_state(mask, sigma, seed):
+    v = run_check("D3", seed=seed, system=DepthFlow(mask=mask, P=4, d=2, L=3, sigma=sigma))
+    assert v.outcome == "holds", v.summary()
+
+
+def test_a_user_flow_with_an_open_gate_and_a_global_mask_is_outside_and_its_kernel_moves():
+    v = run_check("D3", system=DepthFlow(mask="causal", T=6, P=3, d=3, L=3, gate=0.5))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["slow_path_closed"]
+    assert v.figures["max_kernel_deviation_along_depth"] > 1e-3

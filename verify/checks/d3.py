@@ -37,19 +37,26 @@ from ..claim import Claim, Conclusion, Control, Param, at_most
 from ..diagnostics import homogeneous_reference
 from ..measure import ratio, relative_error
 from ..model_params import model_params
+from ..systems import DepthFlow
 
 # --------------------------------------------------------------------------- the instance
 
 
 class Instance:
     """The model, the input ``1 x_0ᵀ`` (plus ``heterogeneity``·noise), the injection target and
-    the generator of the fresh ``(Q, K)`` draws."""
+    the generator of the fresh ``(Q, K)`` draws. From a user :class:`~verify.systems.DepthFlow`
+    the model (mask, sizes, σ, norm, γ, gate, weights) is the flow's; the input, the target and the
+    draws come from ``seed`` as for the built-in instance."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = nm.ModelConfig.from_params(p)
-        self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
+        if system is None:
+            self.cfg = nm.ModelConfig.from_params(p)
+            self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
+        else:
+            self.model = system.model()
+            self.cfg = self.model.config
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
         self.X0 = np.ones((self.cfg.T, 1)) * self.x0 + p["heterogeneity"] * rng.standard_normal(
@@ -220,6 +227,14 @@ class D3(Claim):
     )
 
     instance = Instance
+
+    systems = (DepthFlow,)
+    system_replaces = ("T", "P", "d", "L", "mask", "scale", "slow", "gate", "gamma")
+
+    def build_system(self, p, seed, system):
+        """The D3 instance of your flow: its model, with a token-homogeneous input from ``seed``
+        (any mask: ``K_mask`` is your mask's rows divided by their counts)."""
+        return Instance(p, seed, system)
 
     def diagnose(self, inst):
         return homogeneous_reference(inst.cfg, inst.model.layers, inst.X0, inst.E)
