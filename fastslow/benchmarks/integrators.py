@@ -334,7 +334,7 @@ def memory_bytes(prob: Problem) -> int:
 @section("integrators_scaling")
 def scaling(quick: bool) -> dict:
     """Cost per Radau step in ``T`` (d = 16) for a block-local and the causal mask."""
-    sizes = (256, 1024) if quick else (256, 1024, 4096)
+    sizes = (256, 1024) if quick else (256, 512, 1024, 2048, 4096)
     rows, notes = [], []
     for mask, P in (("block_bidirectional", 16), ("causal", 16)):
         per = []
