@@ -528,14 +528,15 @@ def test_coupling_rhs_and_jacobian_allocate_nothing_for_block_local_masks(mask):
     assert _nrt_allocations(lambda: _repeat_rhs_and_jac(y, pd, out, Jd, 41)) > one
 
 
-def test_the_step_loop_allocates_nothing_per_step():
-    """A whole compiled Radau run (block-diagonal ``W``) allocates the same number of arrays for
-    short and long spans: the driver, the steps and the right-hand side allocate nothing per
-    step (the workspaces are allocated once)."""
+@pytest.mark.parametrize("method", ["radau", "rosw", "dopri5"])
+def test_the_step_loop_allocates_nothing_per_step(method):
+    """A whole compiled run (block-diagonal ``W``) allocates the same number of arrays for short
+    and long spans: the driver, the steps and the right-hand side allocate nothing per step (the
+    workspaces are allocated once)."""
     cfg = nm.ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
     model = nm.init_model(cfg, 2, 5, gate=0.9)
     X0 = np.random.default_rng(1).standard_normal((16, 3))
-    kw = dict(E=X0, method="radau", rtol=1e-7, atol=1e-9)
+    kw = dict(E=X0, method=method, rtol=1e-7, atol=1e-9)
     integrate_coupling(model, X0, 0.01, **kw)
     short = _nrt_allocations(lambda: integrate_coupling(model, X0, 0.01, t_span=(0, 0.1), **kw))
     r = integrate_coupling(model, X0, 0.01, **kw)

@@ -165,3 +165,10 @@ def initial_step(y, f0, rtol, atol, span):
     else:
         h = 0.01 * d0 / d1
     return min(h, span)
+
+
+@njit(cache=True)
+def axpy(a, x, y):
+    """``y += a·x`` in place without a temporary (the same arithmetic as ``y += a * x``)."""
+    for i in range(y.size):
+        y[i] += a * x[i]

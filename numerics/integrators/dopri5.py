@@ -24,6 +24,7 @@ from numerics.integrators.base import (
     O_ATOL,
     O_DETECT,
     O_RTOL,
+    axpy,
     error_norm,
     initial_step,
 )
@@ -62,7 +63,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         ys[:] = y
         for j in range(i):
             if DP_A[i, j] != 0.0:
-                ys += (hs * DP_A[i, j]) * k[j]
+                axpy(hs * DP_A[i, j], k[j], ys)
         ti = t1 if i >= 5 else t + DP_C[i] * hs
         if i == 5:
             ws[9 * n : 10 * n] = ys  # y₆, for the stiffness test
@@ -72,7 +73,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     err[:] = 0.0
     for j in range(7):
         if DP_E[j] != 0.0:
-            err += (hs * DP_E[j]) * k[j]
+            axpy(hs * DP_E[j], k[j], err)
     return error_norm(err, y, ynew, opt[O_RTOL], opt[O_ATOL])
 
 

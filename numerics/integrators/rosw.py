@@ -29,6 +29,7 @@ from numerics.integrators.base import (
     O_M,
     O_MB,
     O_RTOL,
+    axpy,
     error_norm,
     initial_step,
 )
@@ -98,18 +99,18 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         ys[:] = y
         for j in range(i):
             if ROS_A[i, j] != 0.0:
-                ys += ROS_A[i, j] * u[j]
+                axpy(ROS_A[i, j], u[j], ys)
         ti = t1 if ROS_C[i] == 1.0 else t + ROS_C[i] * hs
         rhs(ti, ys, p, seg, fi)
         for j in range(i):
-            fi += (ROS_CMAT[i, j] / hs) * u[j]
+            axpy(ROS_CMAT[i, j] / hs, u[j], fi)
         linalg.solve_real(F, piv, fi, u[i], m, mb, k, iw[KIND])
     counters[N_FEV] += 4
     ynew[:] = y
     err[:] = 0.0
     for i in range(4):
-        ynew += ROS_M[i] * u[i]
-        err += ROS_MERR[i] * u[i]
+        axpy(ROS_M[i], u[i], ynew)
+        axpy(ROS_MERR[i], u[i], err)
     return error_norm(err, y, ynew, opt[O_RTOL], opt[O_ATOL])
 
 
