@@ -7,7 +7,14 @@ from numba import njit
 from scipy import stats
 
 import numerics as nm
-from numerics.integrators import DENSE_ORDERS, JAC_SIG, ORDERS, RHS_SIG, integrate
+from numerics.integrators import (
+    DENSE_ORDERS,
+    FD_JACOBIAN_MAX_N,
+    JAC_SIG,
+    ORDERS,
+    RHS_SIG,
+    integrate,
+)
 from numerics.integrators import tableaux as tb
 from numerics.model.activations import SIGMAS, Activation
 from numerics.model.coupling import (
@@ -485,6 +492,15 @@ def test_the_depth_flow_with_jac_none_stays_within_three_times_the_frozen_kernel
     assert fd.nsteps <= 3 * ref.nsteps  # work, not wall time: steps and factorisations
     assert fd.nlu <= 3 * ref.nlu
     print(f"depth flow radau: frozen-kernel J {t_ref:.3f} s, finite-difference J {t_fd:.3f} s")
+
+
+def test_a_large_python_problem_without_jacobian_is_refused_unless_the_difference_is_asked_for():
+    n = FD_JACOBIAN_MAX_N + 1
+    with pytest.raises(ValueError, match=f"jac=None with n={n} unknowns.*jac='fd'"):
+        integrate(lambda t, y: -y, (0.0, 0.01), np.ones(n), method="radau")
+    r = integrate(lambda t, y: -y, (0.0, 0.01), np.ones(n), method="radau", jac="fd")
+    assert r.success and r.extra["fd_fevals"] >= n + 1
+    np.testing.assert_allclose(r.y[:, -1], np.exp(-0.01), rtol=1e-6)
 
 
 # ------------------------------------------------------------------ no allocation in the hot loop

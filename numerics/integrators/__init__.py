@@ -179,6 +179,14 @@ def _block_rows(J: np.ndarray, mb: int) -> np.ndarray:
     ].reshape(m, mb)
 
 
+FD_JACOBIAN_MAX_N = 256
+"""Largest ``n`` for which ``jac=None`` builds a dense forward-difference Jacobian of a Python
+``fun`` by itself: it costs ``n + 1`` calls of ``fun`` and an ``n×n`` factorisation per Jacobian.
+Measured on the depth flow (NumPy right-hand side, Radau, rtol 1e-6, ε = 1e-3 and 1e-4) against
+the frozen-kernel Jacobian with ``jac_size=T``: 1.3× at ``n = 64``, 2.1× at ``n = 128``, 15× at
+``n = 512``. Above it ``jac=None`` is refused; ``jac="fd"`` asks for the dense difference anyway."""
+
+
 def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd_fevals: list):
     """``(rhs, jac_fn)`` in the driver's calling convention: a compiled problem as it is, a Python
     one wrapped (left limits at segment ends; a forward-difference Jacobian when ``jac`` is None,
@@ -187,8 +195,18 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
     jac_fn: Any
     compiled = _is_compiled(fun)
     implicit = method != "dopri5"
-    if isinstance(jac, str) and jac != "zero":
-        raise ValueError(f"jac={jac!r}: expected a callable, None or 'zero'")
+    if isinstance(jac, str) and jac not in ("zero", "fd"):
+        raise ValueError(f"jac={jac!r}: expected a callable, None, 'fd' or 'zero'")
+    if implicit and jac is None and not compiled and m == n and n > FD_JACOBIAN_MAX_N:
+        raise ValueError(
+            f"jac=None with n={n} unknowns would build a dense forward-difference Jacobian ({n + 1} "
+            f"calls of fun and an {n}×{n} factorisation each; on the depth flow at n = 512 about "
+            "15× the run with the frozen-kernel Jacobian): pass jac=callable with jac_size (and "
+            "jac_block) for a structured Jacobian, jac='fd' to accept the dense difference, or "
+            "jac='zero'"
+        )
+    if jac == "fd":
+        jac = None
     if implicit and jac is None and (compiled or m != n):
         why = "a compiled rhs" if compiled else f"jac_size={m} < n={n}"
         raise ValueError(
@@ -260,10 +278,12 @@ def integrate(
         jac: for ``"rosw"``, ``"radau"`` and ``"auto"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J``
             (``m×m``, or its blocks' rows ``m×mb`` with ``jac_block=mb``), or a Python callable
             ``jac(t, y) -> J`` (``m×m``). The method uses ``J ⊗ I_k`` with ``k = n/m``.
-            ``None`` (the default) never silently drops the Jacobian: with a Python ``fun`` it is a
-            forward-difference Jacobian of ``fun`` (``n×n``, ``n`` extra calls per Jacobian, step
-            ``√u·max(|y_j|, 1)``; counted in ``extra["fd_fevals"]``); with a compiled ``fun``, or
-            with ``jac_size < n``, it is a ``ValueError`` asking for ``jac``. ``jac="zero"`` asks
+            ``None`` (the default) never silently drops the Jacobian: with a Python ``fun`` and
+            ``n ≤`` :data:`FD_JACOBIAN_MAX_N` it is a forward-difference Jacobian of ``fun``
+            (``n×n``, ``n`` extra calls per Jacobian, step ``√u·max(|y_j|, 1)``; counted in
+            ``extra["fd_fevals"]``); above that size (where it costs many times a structured
+            Jacobian), with a compiled ``fun``, or with ``jac_size < n``, it is a ``ValueError``
+            asking for ``jac``. ``jac="fd"`` asks for the dense forward difference at any size. ``jac="zero"`` asks
             for ``J = 0`` on purpose (a valid W-method for non-stiff problems, order kept, but
             the step size is then limited by stability). Ignored by ``"dopri5"``.
         jac_size: ``m`` (default ``n``); must divide ``n``.
