@@ -17,6 +17,13 @@ import pytest
 
 import numerics.lapack
 from numerics.model.weights import SIGMAS
+from verify.checks.f1 import (
+    THEORY_TOL,
+    Instance,
+    asymptotic_regime_resolvable,
+    reduced_trajectory_points,
+    theory_against_numerics,
+)
 from verify.registry import CLAIMS, run_check
 from verify.systems import DepthFlow
 
@@ -41,6 +48,29 @@ def test_hold_out_instance_near_the_rms_norm_singularity(claim):
     params = {"T": 8, "P": 4, "d": 3, "L": 1, "gate": 0.0}
     result = claim.main(run_check("F1", params, seed=5))
     assert result.outcome == "holds", result.summary()
+
+
+def test_an_asymptotic_regime_below_the_floors_is_outside_the_hypotheses_before_any_error():
+    """Seeds 5 and 21 of the defaults (their reduced solutions pass within 1e-3 of the RMS norm's
+    singular point): c₂ = 516 and 155 put the first-order regime's start at 9.7e-5 and 3.2e-4,
+    with 0 and 3 ladder points above ``eps_floor_first``; decided from the reduced flows alone
+    (no full flow is integrated), so the rate rule's missing window is not a counterexample."""
+    p = CLAIMS["F1"].resolve({})
+    for seed, points in ((5, 0), (21, 3)):
+        inst = Instance(p, seed)
+        diag = asymptotic_regime_resolvable(inst)
+        assert not diag.holds and diag.value["first_order"]["points"] == points, diag
+        assert diag.value["leading"]["points"] >= p["window"]
+        assert inst.work == []
+
+
+def test_the_numerical_curvature_resolves_the_theory_near_the_norm_singularity():
+    """Seed 21's first-order reduced trajectory passes a block of RMS 8e-4; the plain central
+    difference of the curvature missed the theory by 1.05e-6 there (its own O(step²) truncation);
+    Richardson-extrapolated it agrees to a few 1e-11."""
+    inst = Instance(CLAIMS["F1"].resolve({}), 21)
+    th = theory_against_numerics(inst, reduced_trajectory_points(inst))
+    assert th["max_rel"]["f1"] < 1e-9 < THEORY_TOL["f1"], th["max_rel"]
 
 
 LAPACK_PARAMS = {"L": 1, "gate": 0.0}

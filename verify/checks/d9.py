@@ -19,11 +19,13 @@ off-diagonal entry of ``C = E[ȳ_b ȳ_c]`` and every entry of ``D = E[R_b ȳ_c]`
 
 Checked (each item is a named part of the verdict):
 
-* gradient at ``g = 0``: the exact population gradients in g and w are 0; the z-score of the mean of per-sequence gate gradients over ``n_grad``
-  sequences (``|z| < z_max``), and the exact population gradient (0 for ``ρ = 0``);
+* gradient at ``g = 0``: the exact population gradients in g and w are 0; the z-score of the mean
+  of per-sequence gate gradients over ``n_grad`` sequences below the two-sided normal critical
+  value at ``alpha/3`` (2.94 at the default ``alpha = 0.01``);
 * learned gate: ``seeds`` independent training sets of ``n_train`` sequences; the mean learned gate
-  has a t-interval containing 0; its RMS over seeds against ``n`` in ``n_grid`` has a fitted
-  log–log slope whose 95% interval contains −0.5 and lies below 0;
+  has a ``1 − alpha/3`` t-interval containing 0; its RMS over seeds against ``n`` in ``n_grid``
+  has a fitted log–log slope whose ``1 − alpha/3`` interval contains −0.5 and lies below 0 (the
+  slope's standard error from the sampling noise of the RMS, :func:`decay_part`);
 * ``min_w R(g, w)`` over a grid of gates in the stable range: exact population spread
   (``≤ 1e-12``), and the empirical spread in units of the standard error of the risk estimate (< 1);
 * coupled vs frozen ablation (slow weight trained vs fixed at 0), test risk on fresh data per seed:
@@ -35,17 +37,27 @@ Checked (each item is a named part of the verdict):
   ``ρ``, every learned gate below ``m(J)/‖G‖``, population risk at the learned parameters below the
   fast-only risk for every ``ρ > 0``.
 
-Failure rate over seeds. Five parts are statistical: ``|z| < 3`` (false alarm 0.27% when the
-claim is true), the 95% t-interval of the mean gate (5%), the 95% interval of the decay slope
-(≈ 5%, more if the RMS is not exactly a power law at small n), the empirical risk spread below one
-standard error, and the ablation gap below one run-to-run SD (both rare for a true claim). By the
-union bound a true claim may fail on up to ≈ 11% of seeds; the seeded test fixes seed 2, so it is
-deterministic, and it allows 0 failures on that seed: any failure there is a reportable result, not
-noise to retry. Measured with the defaults on seeds 0–19: 19 hold; seed 13 fails
-``gate_ci_contains_zero`` (a 95% interval missing 0, the expected 1-in-20). The
-paired coupled − frozen test-risk gap on independent blocks is resolvable (≈ +2e-5 to +4e-5 per
-token: the O(1/n) cost of fitting two extra parameters) but ≈ 100× below the run-to-run standard
-deviation, which is the comparison the claim makes ("within run-to-run noise").
+Failure rate over seeds (``alpha``, default 0.01). Three parts are tests at a stated level
+(:data:`CALIBRATED_TESTS`): the z-score, the interval of the mean gate and the interval of the decay
+slope, each at ``alpha/3``, so a true claim fails on at most ``alpha`` of seeds (Bonferroni; the
+slope's interval is asymptotic: delta method and a normal quantile). The other sampled parts are
+not calibrated tests but their margins are wide: over seeds 0–29 at the defaults the empirical
+``min_w R(g)`` spread is at most 0.024 standard errors (1 required), the ablation gap at most
+0.009 run-to-run SDs (1), the mean gate rises by at least 0.048 between neighbouring ρ (its 95%
+half-width at most 0.008), the learned gates stay below 0.37 of the margin and the risk change at
+ρ > 0 is −0.0076 on every seed. The claim declares ``failure_rate = 0.01`` (the default
+``alpha``; seed sweeps allow that many failures); the seeded test fixes seed 2 and allows no
+failure on it: a failure there is a reportable result, not noise to retry. Measured with the
+defaults on seeds 0–29: 29 hold, seed 29 fails ``gradient_consistent_with_zero`` (z = 3.05 against
+2.94: expected 0.3 such seeds of 30, at least one with probability 0.26). Before this rule
+(``|z| < 3`` and two 95% intervals, the slope's from its four residual degrees of freedom: up to
+≈ 11% by the union bound) the same seeds gave 27 holds and 3 fails (seed 13: the gate interval
+missed 0; 20: the slope interval [−0.498, −0.337] missed −0.5; 29: z = 3.05 and the gate
+interval); at ``alpha = 0.05`` with the rule below, 27 and 3 again (13, 28, 29), as many as that
+rate allows (1.5 expected). The paired coupled − frozen test-risk gap on independent blocks is resolvable
+(≈ +2e-5 to +4e-5 per token: the O(1/n) cost of fitting two extra parameters) but ≈ 100× below
+the run-to-run standard deviation, which is the comparison the claim makes ("within run-to-run
+noise").
 
 Negative control ``shared_structure`` (``rho = 0.6``, breaks ``blocks_independent``): ``∂R/∂g ≠ 0`` at ``g = 0`` (z ≫ 3), the gate opens
 (interval excludes 0, no 1/√n decay) and the ablations separate.
@@ -54,7 +66,7 @@ Negative control ``shared_structure`` (``rho = 0.6``, breaks ``blocks_independen
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from numerics import lapack
 from numerics.analysis.stability import critical_gate, stability_margin
@@ -93,9 +105,29 @@ EMPIRICAL_CURVES = 4
 """The empirical ``min_w R(g)`` curves are those of the first four training sets."""
 
 
-def t_quantile(conf: float, df: int) -> float:
-    """The two-sided ``conf`` quantile of Student's t with ``df`` degrees of freedom."""
-    return float(stats.t.ppf(0.5 + conf / 2, df))
+CALIBRATED_TESTS = (
+    "gradient_consistent_with_zero",
+    "gate_ci_contains_zero",
+    "gate_shrinks_like_inv_sqrt_n",
+)
+"""The parts that are tests at a stated level: on a true claim each fails by sampling alone with
+probability ``alpha/3`` (Bonferroni), so together with probability at most ``alpha``."""
+
+
+def per_test_level(p: dict) -> float:
+    """The false-alarm rate of each calibrated test: ``alpha / 3`` (Bonferroni)."""
+    return p["alpha"] / len(CALIBRATED_TESTS)
+
+
+def normal_quantile(level: float) -> float:
+    """The two-sided critical value of a standard normal at false-alarm rate ``level``."""
+    return float(stats.norm.ppf(1 - level / 2))
+
+
+def t_quantile(level: float, df: int) -> float:
+    """The two-sided critical value of Student's t with ``df`` degrees of freedom at false-alarm
+    rate ``level``."""
+    return float(stats.t.ppf(1 - level / 2, df))
 
 
 def train_from(toy: GatedToy, moments: list, p: dict):
@@ -156,10 +188,12 @@ def gradient_parts(inst: Instance) -> tuple[dict, dict]:
     p, toy = inst.p, inst.toy
     gi = per_sequence_gate_gradient(toy, sample(toy, p["n_grad"], inst.rho, inst.s_grad), p["w0"])
     z = float(gi.mean() / (gi.std(ddof=1) / np.sqrt(gi.size)))
+    z_max = normal_quantile(per_test_level(p))
     dg, dw = risk_gradient(toy, inst.pop, 0.0, p["w0"])
     figures = {
         "grad_g_at_0_mean": float(gi.mean()),
         "grad_g_at_0_z": z,
+        "grad_g_at_0_z_max": z_max,
         "grad_g_at_0_population": dg,
         "grad_w_at_0_population": dw,
     }
@@ -168,7 +202,7 @@ def gradient_parts(inst: Instance) -> tuple[dict, dict]:
             dg == 0.0 and dw == 0.0, [dg, dw], "exact ∂R/∂g = ∂R/∂w = 0 at g = 0 (population)"
         ),
         "gradient_consistent_with_zero": Diagnostic(
-            abs(z) < p["z_max"], z, f"|z| < z_max = {p['z_max']}"
+            abs(z) < z_max, z, f"|z| < {z_max:.3f} (two-sided, false alarm alpha/3)"
         ),
     }
     return parts, figures
@@ -179,15 +213,15 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
     vs frozen ablation on fresh test data: the parts ``gate_ci_contains_zero`` and
     ``ablation_within_run_noise``."""
     p, toy = inst.p, inst.toy
-    S, conf = p["seeds"], p["confidence"]
+    S, level = p["seeds"], per_test_level(p)
     res = train_from(toy, moms, p)
     g = np.asarray(res.g)
     gm, gsd = float(g.mean()), float(g.std(ddof=1))
-    half = t_quantile(conf, S - 1) * gsd / np.sqrt(S)
+    half = t_quantile(level, S - 1) * gsd / np.sqrt(S)
     test = stack_moments(sampled_moments(toy, p["n_test"], inst.rho, inst.test_seeds))
     r_frozen = np.asarray(test.Q)
     gap = np.asarray(risk(toy, test, res.g, res.w)) - r_frozen
-    gap_half = t_quantile(conf, S - 1) * float(gap.std(ddof=1)) / np.sqrt(S)
+    gap_half = t_quantile(0.05, S - 1) * float(gap.std(ddof=1)) / np.sqrt(S)
     run_sd = float(r_frozen.std(ddof=1))
     figures = {
         "learned_gate_mean": gm,
@@ -205,7 +239,7 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
     lo, hi = figures["learned_gate_ci"]
     parts = {
         "gate_ci_contains_zero": Diagnostic(
-            lo <= 0.0 <= hi, [lo, hi], f"{conf:.0%} t-interval of the mean gate ∋ 0"
+            lo <= 0.0 <= hi, [lo, hi], f"{1 - level:.2%} t-interval of the mean gate ∋ 0"
         ),
         "ablation_within_run_noise": at_most(
             figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1"
@@ -216,8 +250,19 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
 
 def decay_part(inst: Instance) -> tuple[dict, dict]:
     """The RMS over seeds of the learned gate against the training-set size ``n`` in ``n_grid``
-    and its fitted log–log slope: the part ``gate_shrinks_like_inv_sqrt_n``."""
-    p, toy, S, conf = inst.p, inst.toy, inst.p["seeds"], inst.p["confidence"]
+    and its fitted log–log slope: the part ``gate_shrinks_like_inv_sqrt_n``.
+
+    The slope's standard error is that of the sampling noise of the RMS, not the residuals' (four
+    degrees of freedom would need a t quantile of 6.3 at the Bonferroni level of the default
+    ``alpha``, and the upper end would pass 0 on a third of the seeds): with ``S`` seeds and
+    Gaussian gates ``S·RMS_n²/E g²`` is χ²_S, so ``Var(log RMS_n) = ψ'(S/2)/4`` (trigamma), the
+    same at every ``n``; heavier tails are covered by the delta method ``(κ − 1)/(4S)``
+    (``κ = E g⁴/(E g²)²`` estimated from all gates scaled by their own ``RMS_n``), whichever is
+    larger (a light-tailed estimate of κ from 96 gates is noise: it is never used to shrink the
+    interval). The least-squares slope then has ``se² = v/Σ(log n − mean)²`` and a normal
+    interval. Over seeds 0–29 the standardised slopes ``(slope + 0.5)/se`` have mean 0.22 and SD
+    1.17 (κ̂ 2.1–3.0: nearly Gaussian gates)."""
+    p, toy, S = inst.p, inst.toy, inst.p["seeds"]
     grid = tuple(int(n) for n in p["n_grid"])
     moms = []
     for n, sq in zip(grid, inst.s_grid.spawn(len(grid))):
@@ -225,18 +270,25 @@ def decay_part(inst: Instance) -> tuple[dict, dict]:
     gg = np.asarray(train_from(toy, moms, p).g).reshape(len(grid), S)
     rms = np.sqrt(np.mean(gg * gg, axis=1))
     fit = slope_fit(grid, rms)
-    slope, sh = fit["slope"], t_quantile(conf, len(grid) - 2) * fit["stderr"]
+    kurtosis = float(np.mean((gg / rms[:, None]) ** 4))
+    x = np.log(np.asarray(grid, dtype=float))
+    var_log_rms = max(float(special.polygamma(1, S / 2)) / 4, (kurtosis - 1.0) / (4 * S))
+    se = float(np.sqrt(var_log_rms / np.sum((x - x.mean()) ** 2)))
+    slope, sh = fit["slope"], normal_quantile(per_test_level(p)) * se
     slope_ci = (slope - sh, slope + sh)
     figures = {
         "n_grid": grid,
         "learned_gate_rms_by_n": rms,
         "gate_rms_slope": slope,
         "gate_rms_slope_ci": slope_ci,
+        "gate_rms_slope_se": se,
+        "gate_rms_slope_se_residuals": fit["stderr"],
+        "learned_gate_kurtosis": kurtosis,
     }
     part = Diagnostic(
         slope_ci[0] <= -0.5 <= slope_ci[1] and slope_ci[1] < 0,
         {"slope": slope, "ci": list(slope_ci)},
-        f"{conf:.0%} interval of the slope ∋ −0.5 and upper end < 0",
+        f"{1 - per_test_level(p):.2%} interval of the slope ∋ −0.5 and upper end < 0",
     )
     return {"gate_shrinks_like_inv_sqrt_n": part}, figures
 
@@ -277,7 +329,7 @@ def sweep_parts(inst: Instance, margin: float) -> tuple[dict, dict]:
     """The gate learned on shared structure, for each ``ρ`` in ``rhos``, against the margin and
     the fast-only risk: the parts ``gate_grows_with_rho``, ``gate_below_margin`` and
     ``risk_falls_with_shared_structure``."""
-    p, toy, S, conf = inst.p, inst.toy, inst.p["seeds"], inst.p["confidence"]
+    p, toy, S = inst.p, inst.toy, inst.p["seeds"]
     rhos = tuple(float(r) for r in p["rhos"])
     moms = []
     for r, sq in zip(rhos, inst.s_sweep.spawn(len(rhos))):
@@ -299,7 +351,7 @@ def sweep_parts(inst: Instance, margin: float) -> tuple[dict, dict]:
     figures = {
         "rhos": rhos,
         "sweep_gate_mean": gmean,
-        "sweep_gate_ci_half": t_quantile(conf, S - 1) * gs.std(axis=1, ddof=1) / np.sqrt(S),
+        "sweep_gate_ci_half": t_quantile(0.05, S - 1) * gs.std(axis=1, ddof=1) / np.sqrt(S),
         "sweep_gate_population": np.asarray(rpop.g),
         "sweep_population_risk_change_mean": change,
         "sweep_max_gate_over_margin": over_margin,
@@ -403,9 +455,13 @@ class D9(Claim):
             min_len=2,
         ),
         "n_gates": Param(19, "gates of the min_w R(g) grid", low=3, high=1001),
-        "z_max": Param(3.0, "bound on |z| of the mean gate gradient", low=0.0, open_low=True),
-        "confidence": Param(
-            0.95, "confidence of the intervals", low=0.0, high=1.0, open_low=True, open_high=True
+        "alpha": Param(
+            0.01,
+            "false-alarm rate of the verdict on a true claim: the three calibrated tests (z-score, "
+            "gate interval, slope interval) run at alpha/3 each (Bonferroni)",
+            low=0.0,
+            high=0.5,
+            open_low=True,
         ),
     }
     hypotheses = {
@@ -414,10 +470,11 @@ class D9(Claim):
     }
     conclusion = {
         "population_gradient_zero": "exact population ∂R/∂g and ∂R/∂w at g = 0 are 0",
-        "gradient_consistent_with_zero": "|z| of the mean per-sequence gate gradient < z_max",
-        "gate_ci_contains_zero": "the t-interval of the mean learned gate contains 0",
-        "gate_shrinks_like_inv_sqrt_n": "the interval of the log–log slope of RMS gate vs n "
-        "contains −0.5 and lies below 0",
+        "gradient_consistent_with_zero": "|z| of the mean per-sequence gate gradient below the "
+        "two-sided normal critical value at alpha/3",
+        "gate_ci_contains_zero": "the (1 − alpha/3) t-interval of the mean learned gate contains 0",
+        "gate_shrinks_like_inv_sqrt_n": "the (1 − alpha/3) interval of the log–log slope of RMS "
+        "gate vs n (standard error from the RMS's sampling noise) contains −0.5 and lies below 0",
         "min_slow_risk_constant": "population spread of min_w R(g) ≤ 1e-12 and empirical spread "
         "< 1 standard error of the risk estimate",
         "ablation_within_run_noise": "|mean coupled − frozen test risk| ≤ run-to-run SD",
@@ -443,7 +500,9 @@ class D9(Claim):
         "gate_rms_slope",
         "sweep_max_gate_over_margin",
     )
-    failure_rate = 0.11  # union bound over the statistical parts (see the module docstring)
+    failure_rate = 0.01
+    """The default ``alpha``: at most this share of seeds fails on a true claim (Bonferroni over
+    the calibrated tests; the other sampled parts have margins of 40× or more, module docstring)."""
 
     def validate(self, p):
         if p["w0"] == 0:
@@ -495,8 +554,8 @@ class D9(Claim):
             parts,
             figures,
             tolerance={
-                "z_max": p["z_max"],
-                "confidence": p["confidence"],
+                "alpha_family": p["alpha"],
+                "alpha_per_test": per_test_level(p),
                 "population_spread_abs": POPULATION_SPREAD_TOL,
                 "empirical_spread_over_se": 1.0,
                 "ablation_gap_over_run_sd": 1.0,
