@@ -20,7 +20,8 @@ report (partial, pending or from a dirty tree) and then writes nothing.
 Every command checks its inputs and outputs before the work starts and ends a fault in one line:
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
 whose estimated memory exceeds the budget (``--memory-budget`` or ``FASTSLOW_MEMORY_BUDGET``,
-default half the machine's memory), an output or cache that cannot be written, an unreachable
+default half the machine's memory) or whose estimated time for one check exceeds the time budget
+(``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 600 s; per sweep point), an output or cache that cannot be written, an unreachable
 ``--scheduler``: exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
 after keeping every finished sweep point in the cache; a full standard output exits 2.
 """
@@ -43,11 +44,13 @@ from verify.claim import (
     BASE_BYTES,
     EXIT_CODES,
     MEMORY_BUDGET_ENV,
+    TIME_BUDGET_ENV,
     PendingClaim,
     budget_hint,
     format_bytes,
     memory_budget,
     parse_bytes,
+    parse_seconds,
 )
 from verify.registry import CLAIMS, get_claim
 from verify.report import writable_dir, writable_file, write_atomic
@@ -67,10 +70,14 @@ def _parse_kv(items, option: str = "--param") -> dict:
 
 
 def _set_budget(args) -> None:
-    """``--memory-budget`` (validated) as :data:`MEMORY_BUDGET_ENV`, so sweep workers see it."""
+    """``--memory-budget`` and ``--time-budget`` (validated) as :data:`MEMORY_BUDGET_ENV` and
+    :data:`TIME_BUDGET_ENV`, so sweep workers see them."""
     if getattr(args, "memory_budget", None):
         parse_bytes(args.memory_budget, "--memory-budget")
         os.environ[MEMORY_BUDGET_ENV] = args.memory_budget
+    if getattr(args, "time_budget", None):
+        parse_seconds(args.time_budget, "--time-budget")
+        os.environ[TIME_BUDGET_ENV] = args.time_budget
 
 
 def _cmd_claims(args) -> int:
@@ -346,6 +353,13 @@ def _add_budget(s) -> None:
         metavar="SIZE",
         help=f"refuse parameters whose estimated memory exceeds SIZE (8G, 512M, 25%%; default "
         f"${MEMORY_BUDGET_ENV} or half this machine's memory)",
+    )
+    s.add_argument(
+        "--time-budget",
+        default=None,
+        metavar="SECONDS",
+        help=f"refuse parameters whose estimated time for one check exceeds SECONDS (600, 90s, "
+        f"10m, 1.5h; each sweep point separately; default ${TIME_BUDGET_ENV} or 600 s)",
     )
 
 

@@ -26,7 +26,16 @@ from fastslow import bench
 from fastslow.cli import main
 from verify import provenance
 from verify import sweep as sw
-from verify.claim import MEMORY_BUDGET_ENV, Claim, Diagnostic, Param, Verdict
+from verify.claim import (
+    MEMORY_BUDGET_ENV,
+    TIME_BUDGET_ENV,
+    Claim,
+    Diagnostic,
+    Param,
+    Verdict,
+    parse_seconds,
+    time_budget,
+)
 from verify.registry import CLAIMS, IDS
 from verify.report import write_report
 
@@ -90,6 +99,20 @@ BAD = [
     (["check", "A1", "--memory-budget", "1_0G"], "--memory-budget='1_0G'"),
     (["check", "A1", "--memory-budget", "1M"], "beyond the memory budget of 1 MiB"),
     (
+        ["check", "F3", "--param", "steps=0,100000", "--param", "n_seeds=20"],
+        "beyond the time budget of 600 s",
+    ),
+    (["check", "D7", "--time-budget", "1s"], "beyond the time budget of 1 s"),
+    (["check", "F1", "--param", "gamma=100"], "expected eps_max·γ·max(1, scale)² ≤ 1"),
+    (
+        ["check", "F1", "--param", "scale=10", "--param", "gamma=100", "--param", "gate=10"],
+        "i.e. eps_max ≤ 0.0001",
+    ),
+    (["check", "F1", "--time-budget", "10s"], "F1 with its default parameters would take"),
+    (["check", "A1", "--time-budget", "1_0"], "--time-budget='1_0'"),
+    (["check", "A1", "--time-budget", "0"], "--time-budget='0'"),
+    (["sweep", "F3", "--grid", "steps=0,100000", "--time-budget", "1m"], "beyond the time budget"),
+    (
         ["sweep", "A1", "--seeds", "0:10000000", "--grid", "P=1,2,4,8", "--workers", "0"],
         "workers must be a positive integer, got 0",
     ),
@@ -111,6 +134,7 @@ BAD = [
 def test_bad_input_is_one_line_and_exit_2_before_any_work(argv, message, capsys, monkeypatch):
     monkeypatch.setattr(Claim, "decide", lambda *a, **k: pytest.fail("work started"))
     monkeypatch.setenv(MEMORY_BUDGET_ENV, "50%")  # restored afterwards, whatever main sets
+    monkeypatch.setenv(TIME_BUDGET_ENV, "600")
     assert main(argv) == 2
     assert message in one_line(capsys.readouterr().err)
 
@@ -529,6 +553,8 @@ def check_argv(draw):
         argv += ["--seed", draw(st.sampled_from(["0", "3", "-1"]))]
     if draw(st.booleans()):
         argv += ["--memory-budget", draw(st.sampled_from(["4G", "1K", "50%", "0", "x"]))]
+    if draw(st.booleans()):
+        argv += ["--time-budget", draw(st.sampled_from(["600", "1s", "10m", "0", "x", "1e400"]))]
     return argv
 
 
@@ -565,6 +591,7 @@ def _assert_clean(code: int, err: str, out: str) -> None:
 def test_generated_check_command_lines_end_cleanly(argv, capsys, monkeypatch):
     monkeypatch.setattr(Claim, "decide", stub_decide)
     monkeypatch.setenv(MEMORY_BUDGET_ENV, "50%")  # reset per example; restored after the test
+    monkeypatch.setenv(TIME_BUDGET_ENV, "600")
     capsys.readouterr()
     code = main(argv)
     captured = capsys.readouterr()
@@ -581,10 +608,54 @@ def test_generated_check_command_lines_end_cleanly(argv, capsys, monkeypatch):
 def test_generated_sweep_command_lines_end_cleanly(argv, capsys, monkeypatch):
     monkeypatch.setattr(Claim, "decide", stub_decide)
     monkeypatch.setenv(MEMORY_BUDGET_ENV, "50%")
+    monkeypatch.setenv(TIME_BUDGET_ENV, "600")
     capsys.readouterr()
     code = main(argv)
     captured = capsys.readouterr()
     _assert_clean(code, captured.err, captured.out)
+
+
+# --------------------------------------------------------------------------- the time budget
+
+
+def test_the_time_budget_reads_durations_and_its_variable(monkeypatch):
+    assert [parse_seconds(t) for t in ("600", "90s", "10m", "1.5h")] == [600, 90, 600, 5400]
+    for bad in ("", "0", "-1", "x", "1_0", "inf", "nan", "5d"):
+        with pytest.raises(ValueError, match=TIME_BUDGET_ENV):
+            parse_seconds(bad)
+    monkeypatch.delenv(TIME_BUDGET_ENV, raising=False)
+    assert time_budget() == 600.0
+    monkeypatch.setenv(TIME_BUDGET_ENV, "2h")
+    assert time_budget() == 7200.0
+
+
+def test_a_larger_time_budget_admits_what_the_default_refuses(monkeypatch):
+    unit = CLAIMS["F3"]
+    big = {"steps": (0, 100000), "n_seeds": 20}
+    monkeypatch.setenv(TIME_BUDGET_ENV, "600")
+    with pytest.raises(ValueError, match=r"F3 with steps=\[0, 100000\], n_seeds=20 would take"):
+        unit.resolve(big)
+    monkeypatch.setenv(TIME_BUDGET_ENV, "2h")
+    assert 600 < unit.seconds_estimate(unit.resolve(big)) <= 7200
+
+
+@pytest.mark.parametrize("cid", ["F1", "F3", "D7"])
+def test_the_time_estimate_bounds_the_cpu_time_of_a_small_check(cid):
+    """CPU time, not wall time (others' load does not count): the claim's estimate, an upper
+    bound by design (its coefficients about twice those measured), above the check's CPU time
+    at a small instance. The F1 instance is warm: the first F1 check of a process compiles and
+    derives, which the estimate's base covers."""
+    small = {
+        "F1": {"L": 1, "gate": 0.0},
+        "F3": {"widths": (2, 4), "steps": (0, 50), "attn_seeds": 1},
+        "D7": {"n_gates": 5, "dense_grid": 64, "n_iter": 200},
+    }[cid]
+    unit = CLAIMS[cid]
+    unit.check(small)  # compile and derive once
+    start = time.process_time()
+    unit.check(small, seed=1)
+    used = time.process_time() - start
+    assert used <= unit.seconds_estimate(unit.resolve(small)), (cid, used)
 
 
 # --------------------------------------------------------------------------- a raising conclusion

@@ -25,7 +25,8 @@ instance of it as ``CLAIM``. The class declares, in one place,
   integration, ...). The exception is part of the verdict; it is never called bad input.
 
 Bad input (an unknown parameter, a value of the wrong type or out of bounds, an inconsistent
-combination) raises ``ValueError`` from :meth:`Claim.resolve` before any work is done.
+combination, parameters whose estimated memory or time exceeds the budget) raises ``ValueError``
+from :meth:`Claim.resolve` before any work is done.
 
 The tests, the command line (``fastslow check``), the report, the README table and the figures read
 the :class:`Verdict` and add no conditions of their own.
@@ -127,6 +128,50 @@ def budget_hint() -> str:
         else f"{DEFAULT_BUDGET_SHARE:.0%} of this machine's memory"
     )
     return f"{format_bytes(memory_budget())} ({source}; set {MEMORY_BUDGET_ENV} or --memory-budget)"
+
+
+# ----------------------------------------------------------------------------- time budget
+
+TIME_BUDGET_ENV = "FASTSLOW_TIME_BUDGET"
+"""Environment variable overriding the time budget of one check: seconds (``600``, ``90s``,
+``10m``, ``1.5h``)."""
+
+DEFAULT_TIME_BUDGET = 600.0
+"""The default time budget of one check, in seconds (a sweep applies it to each point)."""
+
+_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_seconds(text: str, what: str = TIME_BUDGET_ENV) -> float:
+    """``text`` (``600``, ``90s``, ``10m``, ``1.5h``) in seconds; ``ValueError`` naming ``what``
+    and the value."""
+    s = str(text).strip().lower()
+    try:
+        value = float(s[:-1]) * _SECONDS[s[-1]] if s and s[-1] in _SECONDS else float(s)
+        if not (math.isfinite(value) and value > 0) or "_" in s:
+            raise ValueError
+    except (ValueError, KeyError, IndexError):
+        raise ValueError(
+            f"{what}={text!r}: expected a positive duration like 600, 90s, 10m or 1.5h"
+        ) from None
+    return value
+
+
+def time_budget() -> float:
+    """The time one check may take, in seconds: :data:`TIME_BUDGET_ENV` if set, else
+    :data:`DEFAULT_TIME_BUDGET`."""
+    env = os.environ.get(TIME_BUDGET_ENV)
+    return parse_seconds(env) if env else DEFAULT_TIME_BUDGET
+
+
+def time_hint() -> str:
+    """Where the time budget comes from and how to change it, for messages."""
+    source = (
+        f"{TIME_BUDGET_ENV}={os.environ[TIME_BUDGET_ENV]}"
+        if os.environ.get(TIME_BUDGET_ENV)
+        else "the default"
+    )
+    return f"{time_budget():.0f} s ({source}; set {TIME_BUDGET_ENV} or --time-budget)"
 
 
 # ----------------------------------------------------------------------------- JSON helpers
@@ -625,15 +670,39 @@ class Claim:
         ``ValueError`` naming the parameters when it exceeds :func:`memory_budget`."""
         need = BASE_BYTES + int(self.memory_bytes(p))
         if need > memory_budget():
-            changed = ", ".join(
-                f"{k}={_short(v)}" for k, v in p.items() if v != self.params[k].default
-            )
             raise ValueError(
-                f"{self.id} with {changed or 'its default parameters'} needs about "
+                f"{self.id} with {self._changed(p) or 'its default parameters'} needs about "
                 f"{format_bytes(need)} of memory (estimated from the parameters), beyond the "
                 f"memory budget of {budget_hint()}"
             )
         return need
+
+    def seconds_estimate(self, p: dict) -> float:
+        """Estimated wall time in seconds of one check on the resolved parameters ``p`` (one core,
+        compiled kernels warm), computed from the parameters alone, before any work.
+
+        The generic estimate is 0: the claim declares no cost model, and its time is taken not to
+        grow past the budget within its parameter bounds. A claim whose time grows with its
+        parameters (training steps, grids, sizes, ladders) overrides it with an upper bound
+        (tests check it at a few small points; at the limits it is measured and documented in the
+        claim's module)."""
+        return 0.0
+
+    def within_time_budget(self, p: dict) -> float:
+        """:meth:`seconds_estimate` of ``p``; ``ValueError`` naming the parameters when it
+        exceeds :func:`time_budget`."""
+        need = float(self.seconds_estimate(p))
+        if need > time_budget():
+            raise ValueError(
+                f"{self.id} with {self._changed(p) or 'its default parameters'} would take about "
+                f"{need:.3g} s (estimated from the parameters), beyond the time budget of "
+                f"{time_hint()}"
+            )
+        return need
+
+    def _changed(self, p: dict) -> str:
+        """The parameters of ``p`` that differ from the defaults, for messages."""
+        return ", ".join(f"{k}={_short(v)}" for k, v in p.items() if v != self.params[k].default)
 
     # -- provided -----------------------------------------------------------------------------
     def defaults(self) -> dict:
@@ -664,6 +733,7 @@ class Claim:
             raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         self.validate(p)
         self.within_budget(p)
+        self.within_time_budget(p)
         return p
 
     def accepts(self, system) -> None:

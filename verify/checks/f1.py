@@ -164,7 +164,18 @@ of the slowest one, which a fit of the whole deviation mixes. The model paramete
 ``2 ≤ T ≤ 64``, ``2 ≤ P ≤ 4``, ``d ≤ 4``, ``L ≤ 16``, ``0 ≤ γ ≤ 100``, ``|gate| ≤ 10``,
 ``scale ≤ 10``, and a named σ (the compiled full flow evaluates no user activation). Where your
 first-order error is small (a few 1e-7 at the finest ε of its window) the two integrators disagree
-by more than 1e-3 relative at ``rtol = 1e-9``: pass ``rtol=1e-11, atol=1e-13``.
+by more than 1e-3 relative at ``rtol = 1e-9``: pass ``rtol=1e-11, atol=1e-13``. Your flow's γ and
+scale do not enter the check ``eps_max·γ·max(1, scale)² ≤ 1`` nor the time estimate (they read
+F1's parameters): choose ``eps_max`` by that rule yourself.
+
+Time. Most of a check is the reduced flows (DOPRI5 on Python fields, about 12 000 evaluations at
+the defaults) and, the first time in a process, the symbolic derivation and the compilation. The
+first-order reduced flow turns stiff as ``ε·γ²·scale²`` grows, which made ``scale=10 gamma=100
+gate=10`` run for hours (one flow at ε = 0.1 failed after 6·10⁶ evaluations): such a ladder is now
+bad input (:data:`STIFFNESS_MAX`, with the largest admissible ``eps_max`` in the message), and
+:meth:`F1.seconds_estimate` bounds the rest (parameters beyond the time budget, 600 s by default,
+are bad input). Measured on a 2-core machine shared with other jobs: the defaults 1.7–4.3 s warm,
+28 s cold.
 """
 
 from __future__ import annotations
@@ -315,6 +326,44 @@ TRAJECTORY_TOL = {"rtol": 1e-10, "atol": 1e-12}
 """tolerances of the trajectory's full (Rosenbrock-W) and reduced flows."""
 TRAJECTORY_BLOCKS = 3
 """blocks whose feature 0 the trajectory records."""
+
+
+STIFFNESS_MAX = 1.0
+"""``eps_max·γ·max(1, scale)²`` at most this (:meth:`F1.validate`): the first-order reduced flow,
+integrated by DOPRI5, turns stiff as ``ε·γ²·scale²`` grows (its curvature term ``ε·DA[H₁]H₁``
+has ``H₁ ∝ γ`` and scores ∝ scale²). A sufficient condition found by measurement on seed 0: at
+``γ = 100`` one flow took 116 000 evaluations at ε = 0.01 and failed after 6·10⁶ (490 s) at
+ε = 0.1; with ``scale = gate = 10`` too, more than 3 minutes at ε = 1e-3 against 0.4 s at 1e-4.
+Conservative for ``γ ≤ 1`` (``scale = 10`` at ε = 0.1: 2 600 evaluations)."""
+BASE_SECONDS = 30.0
+"""Time estimate: imports, the symbolic derivation, the first compilation of the full flow's
+kernels and the hypotheses (4–6 s warm on a quiet machine, up to 25 s cold and loaded)."""
+NFEV_BASE = 400
+"""Time estimate: reduced-field evaluations of one DOPRI5 reduced flow at ``rtol = 1e-9`` where
+it is not stiff (160–630 measured), growing like ``rtol^(−1/5)``."""
+NFEV_STIFF = 1500
+"""Time estimate: the stiff part of one first-order reduced flow, evaluations per
+``ε·γ²·max(1, scale)²`` (:data:`STIFFNESS_MAX`: 116 000 evaluations measured at ``γ = 100,
+ε = 0.01``, 53 000 at ``γ = 30, ε = 0.1``, 2 600 at ``scale = 10, ε = 0.1``)."""
+EXTRA_REDUCED_FLOWS = 12
+"""Time estimate: reduced flows besides one per ladder point (linearity constants, existence,
+trajectory, the other method's ε, the series)."""
+EXTRA_FULL_FLOWS = 6
+"""Time estimate: full flows besides two per ladder point (the other method, the attraction
+rate, the depth trajectory, the pure fast flow)."""
+
+
+def field_seconds(T: int, d: int) -> float:
+    """Time estimate of one reduced-field evaluation (Python: lambdified blocks and the slow
+    path): about 1.5× the measured 0.08–0.3 ms at ``T = 6, d = 2`` and 0.26 ms at ``T = 64,
+    d = 4``."""
+    return 3e-4 + 5e-6 * T * d
+
+
+def full_flow_seconds(T: int, d: int, L: int) -> float:
+    """Time estimate of one full flow (compiled Radau IIA / Rosenbrock-W, dense LU of size
+    ``T·d``): 0.01–0.04 s measured at ``T = 6, d = 2``."""
+    return 0.05 + 2e-4 * L + 2e-9 * L * (T * d) ** 3
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -1495,7 +1544,10 @@ class F1(Claim):
         ),
         **model_params(
             norm=dict(meaning="RMS norm before attention, MLP and slow path"),
-            gamma=dict(default=1.0, meaning="injection strength γ"),
+            gamma=dict(
+                default=1.0,
+                meaning="injection strength γ (eps_max·γ·max(1, scale)² ≤ 1)",
+            ),
             gate=dict(
                 default=0.5,
                 meaning="gate g of every layer (0 switches the slow path off)",
@@ -1507,7 +1559,8 @@ class F1(Claim):
         "x_scale": Param(1.0, "scale of the initial data", low=1e-3, high=10.0),
         "eps_max": Param(
             1e-1,
-            "largest ε of the ladder ε_j = eps_max·10^(−j/4) (≤ 0.3: the asymptotic regime)",
+            "largest ε of the ladder ε_j = eps_max·10^(−j/4) (≤ 0.3: the asymptotic regime; "
+            "≤ 1/(γ·max(1, scale)²): the first-order reduced flow stays non-stiff)",
             low=1e-6,
             high=0.3,
         ),
@@ -1632,6 +1685,15 @@ class F1(Claim):
         return Instance(q, seed, coupling_problem(p, seed, model=system.model()))
 
     def validate(self, p):
+        stiff = p["gamma"] * max(1.0, p["scale"]) ** 2
+        if p["eps_max"] * stiff > STIFFNESS_MAX:
+            raise ValueError(
+                f"parameters eps_max={p['eps_max']:g}, gamma={p['gamma']:g}, "
+                f"scale={p['scale']:g}: expected eps_max·γ·max(1, scale)² ≤ {STIFFNESS_MAX:g}, "
+                f"i.e. eps_max ≤ {STIFFNESS_MAX / stiff:.3g} (beyond it the first-order reduced "
+                "flow is stiff: at γ = 100, ε = 0.1 its integration failed after 6·10⁶ "
+                "evaluations, 490 s)"
+            )
         for floor in ("eps_floor_leading", "eps_floor_first"):
             n = len(eps_ladder(p["eps_max"], p[floor])) if p[floor] <= p["eps_max"] else 0
             if n < p["window"]:
@@ -1640,6 +1702,25 @@ class F1(Claim):
                     f"= {p['eps_max'] * 10 ** (-(p['window'] - 1) / 4):g} (a ladder from "
                     f"eps_max={p['eps_max']:g} must hold window={p['window']} points)"
                 )
+
+    def seconds_estimate(self, p):
+        """An upper bound on the wall time (one core): :data:`BASE_SECONDS`, the reduced flows
+        (:func:`field_seconds` per evaluation; one per first-order ladder point and
+        :data:`EXTRA_REDUCED_FLOWS` more, each :data:`NFEV_BASE` evaluations scaled by
+        ``(1e-9/rtol)^(1/5)``, plus the stiff part :data:`NFEV_STIFF`·ε·γ²·max(1, scale)² summed
+        over the ladder and three flows at ``eps_max``) and the full flows
+        (:func:`full_flow_seconds`; two per ladder point and :data:`EXTRA_FULL_FLOWS` more).
+        For your own flow the model's sizes are those of F1's parameters, not your flow's."""
+        ladder = eps_ladder(p["eps_max"], min(p["eps_floor_first"], p["eps_max"]))
+        deep = eps_ladder(p["eps_max"], min(p["eps_floor_leading"], p["eps_max"]))
+        n_flows = len(ladder) + EXTRA_REDUCED_FLOWS
+        stiffness = p["gamma"] ** 2 * max(1.0, p["scale"]) ** 2
+        stiff = NFEV_STIFF * stiffness * (ladder.sum() + 3 * p["eps_max"])
+        nfev = n_flows * NFEV_BASE * (1e-9 / p["rtol"]) ** 0.2 + stiff
+        full = (len(ladder) + len(deep) + EXTRA_FULL_FLOWS) * full_flow_seconds(
+            p["T"], p["d"], p["L"]
+        )
+        return BASE_SECONDS + nfev * field_seconds(p["T"], p["d"]) + full
 
     def diagnose(self, inst):
         return {name: fn(inst) for name, (_, fn) in HYPOTHESIS_DIAGNOSTICS.items()}

@@ -66,6 +66,14 @@ training); for (b) the frozen kernel on a homogeneous state with identity value 
 where the operator ``K ⊗ I`` is a generator and the measured violation is 0 (to rounding); it
 breaks ``state_heterogeneous`` and, with ``V = I`` (non-negative, unit column sums), also
 ``value_map_breaks_generator_form``.
+
+Time. The training grows with ``n_seeds × max(steps) × Σ widths × n_train``: at the parameter
+bounds it would take days (``widths`` up to 256, ``steps`` up to 100 000, 20 seeds, 10 000 points:
+about 0.34 s per Adam step at width 256). :meth:`F3.seconds_estimate` bounds the time from the
+parameters and parameters beyond the time budget (600 s by default, ``--time-budget`` or
+``FASTSLOW_TIME_BUDGET``) are bad input, refused before any work; e.g. ``steps=0,100000
+n_seeds=20`` is estimated at 4 200 s. Measured (2-core machine shared with other jobs): the
+defaults 11.5 s (estimate 18 s).
 """
 
 from __future__ import annotations
@@ -106,6 +114,22 @@ sampled states."""
 
 
 # --------------------------------------------------------------------------- the instance
+
+
+BASE_SECONDS = 5.0
+"""Time estimate: imports, the instance and the hypotheses (about 1 s measured)."""
+TRAIN_STEP_SECONDS = 3e-4
+"""Time estimate: the fixed cost of one full-batch Adam step."""
+TRAIN_UNIT_SECONDS = 3e-7
+"""Time estimate: one Adam step per training point and hidden unit."""
+EVAL_SECONDS = 1e-3
+"""Time estimate: the fixed cost of one held-out evaluation of a snapshot."""
+EVAL_UNIT_SECONDS = 5e-7
+"""Time estimate: one held-out evaluation per held-out point and hidden unit."""
+OPERATOR_SECONDS = 0.1
+"""Time estimate: the fixed cost of one sampled attention case (five operators)."""
+OPERATOR_UNIT_SECONDS = 6e-8
+"""Time estimate: one sampled attention case per (T·d)³."""
 
 
 def target_generator(p: dict, y: float) -> np.ndarray:
@@ -579,6 +603,22 @@ class F3(Claim):
         td = p["T"] * p["d"]
         snaps = len(p["widths"]) * p["n_seeds"] * len(p["steps"])
         return 8 * (64 * td * td + snaps * p["n_test"] * p["n_states"] * 4)
+
+    def seconds_estimate(self, p):
+        """An upper bound on the wall time (one core): :data:`BASE_SECONDS`, the training
+        (``n_seeds × max(steps)`` Adam steps per width, each :data:`TRAIN_STEP_SECONDS` plus
+        :data:`TRAIN_UNIT_SECONDS` per training point and hidden unit), the held-out errors at
+        every recorded step and the attention operators (:data:`OPERATOR_SECONDS` per sampled case
+        plus :data:`OPERATOR_UNIT_SECONDS` × (T·d)³). The coefficients are about twice those
+        measured on a loaded 2-core machine (200 µs + 160 ns·n·w per step; 220 ns per held-out
+        point and unit; 0.035 s + 25 ns·(Td)³ per case)."""
+        widths, n_steps = p["widths"], max(p["steps"])
+        train = sum(TRAIN_STEP_SECONDS + TRAIN_UNIT_SECONDS * p["n_train"] * w for w in widths)
+        evals = len(p["steps"]) * sum(
+            EVAL_SECONDS + EVAL_UNIT_SECONDS * p["n_test"] * w for w in widths
+        )
+        attn = p["attn_seeds"] * (OPERATOR_SECONDS + OPERATOR_UNIT_SECONDS * (p["T"] * p["d"]) ** 3)
+        return BASE_SECONDS + p["n_seeds"] * (n_steps * train + evals) + attn
 
     instance = Instance
 
