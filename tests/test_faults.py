@@ -103,6 +103,7 @@ BAD = [
         "beyond the time budget of 600 s",
     ),
     (["check", "D7", "--time-budget", "1s"], "beyond the time budget of 1 s"),
+    (["check", "D9", "--param", "seeds=256", "--param", "steps=20000"], "beyond the time budget"),
     (["check", "F1", "--param", "gamma=100"], "expected eps_max·γ·max(1, scale)² ≤ 1"),
     (
         ["check", "F1", "--param", "scale=10", "--param", "gamma=100", "--param", "gate=10"],
@@ -639,7 +640,7 @@ def test_a_larger_time_budget_admits_what_the_default_refuses(monkeypatch):
     assert 600 < unit.seconds_estimate(unit.resolve(big)) <= 7200
 
 
-@pytest.mark.parametrize("cid", ["F1", "F3", "D7"])
+@pytest.mark.parametrize("cid", ["F1", "F3", "D7", "D9"])
 def test_the_time_estimate_bounds_the_cpu_time_of_a_small_check(cid):
     """CPU time, not wall time (others' load does not count): the claim's estimate, an upper
     bound by design (its coefficients about twice those measured), above the check's CPU time
@@ -649,6 +650,7 @@ def test_the_time_estimate_bounds_the_cpu_time_of_a_small_check(cid):
         "F1": {"L": 1, "gate": 0.0},
         "F3": {"widths": (2, 4), "steps": (0, 50), "attn_seeds": 1},
         "D7": {"n_gates": 5, "dense_grid": 64, "n_iter": 200},
+        "D9": {"steps": 50, "seeds": 4, "n_grad": 1024, "n_train": 256, "n_test": 256},
     }[cid]
     unit = CLAIMS[cid]
     unit.check(small)  # compile and derive once

@@ -72,8 +72,9 @@ bounds it would take days (``widths`` up to 256, ``steps`` up to 100 000, 20 see
 about 0.34 s per Adam step at width 256). :meth:`F3.seconds_estimate` bounds the time from the
 parameters and parameters beyond the time budget (600 s by default, ``--time-budget`` or
 ``FASTSLOW_TIME_BUDGET``) are bad input, refused before any work; e.g. ``steps=0,100000
-n_seeds=20`` is estimated at 4 200 s. Measured (2-core machine shared with other jobs): the
-defaults 11.5 s (estimate 18 s).
+n_seeds=20`` is estimated at 1 400 s. Measured (2-core machine shared with other jobs): the
+defaults 11.5 s in a fresh process (estimate 14 s), ``widths=1,…,64,
+steps=0,300,1000,3000,10000, n_seeds=5, attn_seeds=50, T=64, d=4`` 16.8 s (140 s).
 """
 
 from __future__ import annotations
@@ -116,19 +117,20 @@ sampled states."""
 # --------------------------------------------------------------------------- the instance
 
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the instance and the hypotheses (about 1 s measured)."""
-TRAIN_STEP_SECONDS = 3e-4
+BASE_SECONDS = 10.0
+"""Time estimate: imports, the first compilation of the attention kernels, the instance and the
+hypotheses."""
+TRAIN_STEP_SECONDS = 6e-5
 """Time estimate: the fixed cost of one full-batch Adam step."""
-TRAIN_UNIT_SECONDS = 3e-7
+TRAIN_UNIT_SECONDS = 2e-7
 """Time estimate: one Adam step per training point and hidden unit."""
 EVAL_SECONDS = 1e-3
 """Time estimate: the fixed cost of one held-out evaluation of a snapshot."""
 EVAL_UNIT_SECONDS = 5e-7
 """Time estimate: one held-out evaluation per held-out point and hidden unit."""
-OPERATOR_SECONDS = 0.1
+OPERATOR_SECONDS = 0.05
 """Time estimate: the fixed cost of one sampled attention case (five operators)."""
-OPERATOR_UNIT_SECONDS = 6e-8
+OPERATOR_UNIT_SECONDS = 3e-8
 """Time estimate: one sampled attention case per (T·d)³."""
 
 
@@ -609,9 +611,11 @@ class F3(Claim):
         (``n_seeds × max(steps)`` Adam steps per width, each :data:`TRAIN_STEP_SECONDS` plus
         :data:`TRAIN_UNIT_SECONDS` per training point and hidden unit), the held-out errors at
         every recorded step and the attention operators (:data:`OPERATOR_SECONDS` per sampled case
-        plus :data:`OPERATOR_UNIT_SECONDS` × (T·d)³). The coefficients are about twice those
-        measured on a loaded 2-core machine (200 µs + 160 ns·n·w per step; 220 ns per held-out
-        point and unit; 0.035 s + 25 ns·(Td)³ per case)."""
+        plus :data:`OPERATOR_UNIT_SECONDS` × (T·d)³). The coefficients bound those measured on
+        a loaded 2-core machine (Adam steps of 43 µs on average at 64 points, 0.34 s at 10 000
+        points and width 256; 220 ns per held-out point and unit; 0.035 s + 25 ns·(Td)³ per
+        case); at small widths and few points the bound is loose: ``widths=1,…,64,
+        steps=0,…,10000, n_seeds=5, attn_seeds=50, T=64, d=4`` took 16.8 s (estimate 140 s)."""
         widths, n_steps = p["widths"], max(p["steps"])
         train = sum(TRAIN_STEP_SECONDS + TRAIN_UNIT_SECONDS * p["n_train"] * w for w in widths)
         evals = len(p["steps"]) * sum(
