@@ -623,8 +623,8 @@ class Claim:
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
 
     system_replaces: ClassVar[tuple[str, ...]] = ()
-    """The parameters a user system supersedes (they build only the built-in instance): giving
-    one together with a system is bad input, and a verdict on a system omits them."""
+    """Parameters a user system supersedes for this claim beyond its kind's own
+    (``System.replaces``); see :meth:`replaced_by`."""
 
     instance: ClassVar[Any] = None
     """The class of the claim's instance, called as ``instance(p, seed)`` by the default
@@ -762,7 +762,7 @@ class Claim:
         """
         overrides = dict(params or {})
         if system is not None:
-            dropped = [k for k in overrides if k in self.system_replaces]
+            dropped = [k for k in overrides if k in self.replaced_by(system)]
             if dropped:
                 raise ValueError(
                     f"parameter {dropped[0]} is set by your system ({type(system).__name__}); "
@@ -787,13 +787,22 @@ class Claim:
                 )
         return self.decide(p, seed, control, system)
 
+    def replaced_by(self, system) -> tuple[str, ...]:
+        """The parameters of this claim that ``system`` supersedes (they build only the built-in
+        instance): its kind's ``replaces`` and the claim's :attr:`system_replaces`, among the
+        claim's parameters. Giving one together with a system is bad input, and a verdict on a
+        system omits them. Empty without a system."""
+        if system is None:
+            return ()
+        names = set(getattr(system, "replaces", ())) | set(self.system_replaces)
+        return tuple(k for k in self.params if k in names)
+
     def decide(self, p: dict, seed: int, control: str | None = None, system=None) -> Verdict:
         """The verdict on the resolved, validated parameters ``p`` (the work of :meth:`check`,
         after its input checks): build, diagnose, conclude; an exception is outcome ``error``."""
         described = None if system is None else jsonable(system.describe())
-        shown = (
-            p if system is None else {k: v for k, v in p.items() if k not in self.system_replaces}
-        )
+        replaced = self.replaced_by(system)
+        shown = {k: v for k, v in p.items() if k not in replaced}
         hyps: dict = {}
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN

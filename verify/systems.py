@@ -19,7 +19,7 @@ one, a generator with one closed class, a block-local mask) is decided by the cl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sympy as sp
@@ -33,6 +33,9 @@ class System:
 
     kind: str = "system"
     name: str = ""
+    replaces: ClassVar[tuple[str, ...]] = ()
+    """The claim parameters this kind of system supersedes wherever a claim declares them (they
+    build only the built-in instance); a claim adds its own with ``Claim.system_replaces``."""
 
     def describe(self) -> dict:
         """A JSON-able description (recorded in the verdict)."""
@@ -85,6 +88,7 @@ class GeneratorFamily(System):
     t: Any = None
     name: str = "generator family"
     kind: str = field(default="GeneratorFamily", init=False, repr=False)
+    replaces: ClassVar[tuple[str, ...]] = ("n_states", "chain", "defect")
 
     def __post_init__(self):
         self.Q = sp.Matrix(self.Q)
@@ -151,6 +155,10 @@ class DepthFlow(System):
     seed: int = 0
     name: str = "depth flow"
     kind: str = field(default="DepthFlow", init=False, repr=False)
+    replaces: ClassVar[tuple[str, ...]] = (
+        *("T", "P", "d", "L", "mask", "slow_mask", "norm", "sigma", "h", "gamma", "gate"),
+        *("gate_spread", "scale", "slow_scale", "tied", "slow"),
+    )
 
     def __post_init__(self):
         if isinstance(self.mask, str):

@@ -212,7 +212,6 @@ class A1(Claim):
 
     instance = Instance
     systems = (DepthFlow,)
-    system_replaces = ("T", "P", "d", "L", "mask", "slow_mask", "gate", "scale", "slow_scale")
 
     def build_system(self, p, seed, system):
         return Instance(p, seed, system)

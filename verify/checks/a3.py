@@ -387,22 +387,6 @@ class A3(Claim):
 
     instance = Instance
     systems = (DepthFlow,)
-    system_replaces = (
-        "T",
-        "P",
-        "d",
-        "L",
-        "mask",
-        "slow_mask",
-        "norm",
-        "sigma",
-        "h",
-        "gamma",
-        "gate",
-        "gate_spread",
-        "scale",
-        "slow_scale",
-    )
 
     def build_system(self, p, seed, system):
         """The A3 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)

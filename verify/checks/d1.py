@@ -508,23 +508,6 @@ class D1(Claim):
     key_figures = ("chain_rule_rel_fd", "reversal_rel_difference", "layer_jacobian_spread")
 
     systems = (DepthFlow,)
-    system_replaces = (
-        "T",
-        "P",
-        "d",
-        "L",
-        "mask",
-        "slow_mask",
-        "norm",
-        "sigma",
-        "h",
-        "gamma",
-        "gate",
-        "gate_spread",
-        "scale",
-        "slow_scale",
-        "tied",
-    )
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` small enough for dense Jacobians (bad input

@@ -229,7 +229,6 @@ class D3(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
-    system_replaces = ("T", "P", "d", "L", "mask", "scale", "slow", "gate", "gamma")
 
     def build_system(self, p, seed, system):
         """The D3 instance of your flow: its model, with a token-homogeneous input from ``seed``

@@ -1656,7 +1656,6 @@ class F1(Claim):
     )
     instance = Instance
     systems = (DepthFlow,)
-    system_replaces = ("T", "P", "d", "L", "mask", "norm", "gamma", "gate", "scale")
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise)."""

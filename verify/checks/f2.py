@@ -662,7 +662,6 @@ class F2(Claim):
 
     instance = Instance
     systems = (GeneratorFamily,)
-    system_replaces = ("n_states", "chain", "defect")
 
     def build_system(self, p, seed, system):
         return FamilyInstance(p, seed, system)
