@@ -395,12 +395,12 @@ def _shifted_solve(J, shift, mb, v, k):
     piv = np.zeros(m, dtype=np.int64)
     if np.iscomplexobj(shift):
         Fc = np.empty(Jst.shape, complex)
-        linalg.factor_complex(Jst, shift, m, mb, kind, Fc, piv)
+        linalg.factor_shifted(Jst, shift, m, mb, kind, Fc, piv)
         o, o2 = np.empty_like(v.real), np.empty_like(v.real)
         linalg.solve_complex(Fc, piv, v.real.copy(), v.imag.copy(), o, o2, m, mb, k, kind)
         return kind, o + 1j * o2
     F = np.empty(Jst.shape)
-    linalg.factor_real(Jst, shift, m, mb, kind, F, piv)
+    linalg.factor_shifted(Jst, shift, m, mb, kind, F, piv)
     out = np.empty_like(v)
     linalg.solve_real(F, piv, v, out, m, mb, k, kind)
     return kind, out

@@ -69,8 +69,10 @@ def _lu_blocks(F, piv, m, mb):
 
 
 @njit(cache=True)
-def factor_real(J, shift, m, mb, kind, F, piv):
-    """Factorise ``shift·I − J`` into ``F`` in the form of ``kind`` (see the module docstring)."""
+def factor_shifted(J, shift, m, mb, kind, F, piv):
+    """Factorise ``shift·I − J`` into ``F`` in the form of ``kind`` (see the module docstring):
+    real ``shift`` and ``F`` for Rosenbrock-W and Radau's real eigenvalue, complex for Radau's
+    complex pair (Numba compiles one specialisation per dtype)."""
     w = J.shape[1]
     for i in range(m):
         for j in range(w):
@@ -78,18 +80,6 @@ def factor_real(J, shift, m, mb, kind, F, piv):
         F[i, i % w] += shift
     if kind != LOWER:
         _lu_blocks(F, piv, m, w)
-
-
-@njit(cache=True)
-def factor_complex(J, shift, m, mb, kind, Fc, piv):
-    """Factorise ``shift·I − J`` (complex ``shift``) into ``Fc`` (complex)."""
-    w = J.shape[1]
-    for i in range(m):
-        for j in range(w):
-            Fc[i, j] = -J[i, j]
-        Fc[i, i % w] += shift
-    if kind != LOWER:
-        _lu_blocks(Fc, piv, m, w)
 
 
 @njit(cache=True)
@@ -102,7 +92,7 @@ def _swap_rows(x, a, b, k):
 
 @njit(cache=True)
 def solve_real(F, piv, v, out, m, mb, k, kind):
-    """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from the factorisation of :func:`factor_real`."""
+    """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from the factorisation of :func:`factor_shifted`."""
     mb = F.shape[1]
     out[:] = v
     if kind == LOWER:
@@ -196,7 +186,7 @@ def _lower_complex(Fc, ore, oim, m, k):
 @njit(cache=True)
 def solve_complex(Fc, piv, vre, vim, ore, oim, m, mb, k, kind):
     """``o = ((shift·I − J) ⊗ I_k)⁻¹ v`` (complex ``shift``; ``v = vre + i·vim``, ``o`` likewise)
-    from the factorisation of :func:`factor_complex`."""
+    from the factorisation of :func:`factor_shifted`."""
     mb = Fc.shape[1]
     ore[:] = vre
     oim[:] = vim

@@ -216,8 +216,8 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     else:
         Z0[:, :] = 0.0
     if iw[HAVE_LU] == 0 or hs != sc[H_LU]:
-        linalg.factor_real(J, RADAU_MU_REAL / hs, m, mb, kind, Fr, pr)
-        linalg.factor_complex(J, RADAU_MU_COMPLEX / hs, m, mb, kind, Fc, pc)
+        linalg.factor_shifted(J, RADAU_MU_REAL / hs, m, mb, kind, Fr, pr)
+        linalg.factor_shifted(J, RADAU_MU_COMPLEX / hs, m, mb, kind, Fc, pc)
         counters[N_LU] += 2
         iw[HAVE_LU] = 1
         sc[H_LU] = hs

@@ -91,7 +91,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         iw[HAVE_LU] = 0
         iw[KIND] = linalg.structure(J, m, mb)
     if iw[HAVE_LU] == 0 or hs != ws[7 * n]:
-        linalg.factor_real(J, 1.0 / (hs * ROS_GAMMA), m, mb, iw[KIND], F, piv)
+        linalg.factor_shifted(J, 1.0 / (hs * ROS_GAMMA), m, mb, iw[KIND], F, piv)
         counters[N_LU] += 1
         iw[HAVE_LU] = 1
         ws[7 * n] = hs
