@@ -75,6 +75,6 @@ def pytest_configure(config):
 @pytest.fixture(scope="session", autouse=True)
 def _numba_warm_up():
     """Compile (or load from the cache) the Numba kernels once per session, before any timing."""
-    from numerics.model.compiled import warm_up
+    from fastslow.numerics.model.compiled import warm_up
 
     warm_up()

@@ -1,21 +1,32 @@
 """fastslow: a numerical verification suite for the fast–slow ODE reading of hierarchical Transformers.
 
-The packages: ``theory`` (SymPy derivations), ``numerics`` (the engine), ``verify`` (claim units,
-shared measurement, sweeps and the report), ``figures`` (one function per figure) and this one,
-the command line and the entry points for users:
+The subpackages: :mod:`fastslow.theory` (SymPy derivations), :mod:`fastslow.numerics` (the engine),
+:mod:`fastslow.verify` (claim units, shared measurement, sweeps and the report),
+:mod:`fastslow.figures` (one function per figure) and this package's own modules, the command line
+and the entry points for users:
 
 * :func:`check` — a claim's verdict on a built-in instance or on your own toy system
   (:mod:`fastslow.toy`);
 * :mod:`fastslow.toy` — the kinds of toy system (:class:`~fastslow.toy.LinearLoop`,
   :class:`~fastslow.toy.GeneratorFamily`, :class:`~fastslow.toy.DepthFlow`).
+
+Where the subpackages live. In the repository they are the top-level folders ``theory/``,
+``numerics/``, ``verify/`` and ``figures/``; ``fastslow/theory`` and its three siblings are symbolic
+links to them, so that a source checkout (``PYTHONPATH=.``), the editable install of ``run.sh``
+and the type checker all see ``fastslow.numerics``. An installed copy has them inside the
+``fastslow`` package (``package-dir`` in ``pyproject.toml``), so installing fastslow adds one
+top-level name, ``fastslow``, and never shadows or overwrites another distribution's ``theory`` or
+``figures``. Importing ``fastslow`` itself is cheap: :func:`check` loads the claim units when
+called.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from verify.claim import Verdict
-from verify.registry import claims_for, get_claim
+if TYPE_CHECKING:
+    from fastslow.verify.claim import Verdict
 
 __version__ = "0.1.0"
 __all__ = ["check", "claims_for"]
@@ -38,6 +49,8 @@ def check(
     parameter, a system of a kind the claim does not check) raises ``ValueError`` naming it and the
     claims that do check that kind.
     """
+    from fastslow.verify.registry import get_claim  # deferred: `import fastslow` stays cheap
+
     claim = get_claim(claim_id)
     if system is not None and not isinstance(system, claim.systems):
         ids = ", ".join(claims_for(system)) or "none yet"
@@ -45,3 +58,11 @@ def check(
             f"{claim.id} cannot be checked on a {type(system).__name__}; claims that can: {ids}"
         )
     return claim.check(params, seed, control=control, system=system)
+
+
+def claims_for(system) -> list[str]:
+    """The IDs of the claims that can check ``system`` (a :mod:`fastslow.toy` system, an instance
+    or a kind)."""
+    from fastslow.verify import registry  # deferred: `import fastslow` stays cheap
+
+    return registry.claims_for(system)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from fastslow.benchmarks import discover
-from verify.provenance import provenance, short
-from verify.report import writable_file, write_atomic_many
+from fastslow.verify.provenance import provenance, short
+from fastslow.verify.report import writable_file, write_atomic_many
 
 
 def to_markdown(table: dict) -> str:

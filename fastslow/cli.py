@@ -38,8 +38,8 @@ from pathlib import Path
 
 import fastslow
 from fastslow.readme import update_readme
-from verify import sweep as sw
-from verify.claim import (
+from fastslow.verify import sweep as sw
+from fastslow.verify.claim import (
     BAD_INPUT_EXIT,
     BASE_BYTES,
     EXIT_CODES,
@@ -52,9 +52,9 @@ from verify.claim import (
     parse_bytes,
     parse_seconds,
 )
-from verify.registry import CLAIMS, get_claim
-from verify.report import writable_dir, writable_file, write_atomic
-from verify.systems import KINDS, System
+from fastslow.verify.registry import CLAIMS, get_claim
+from fastslow.verify.report import writable_dir, writable_file, write_atomic
+from fastslow.verify.systems import KINDS, System
 
 
 def _parse_kv(items, option: str = "--param") -> dict:
@@ -164,7 +164,7 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_figures(args) -> int:
-    import figures  # deferred: matplotlib adds 0.5 s to every other command
+    from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
 
     try:
         _set_budget(args)
@@ -329,7 +329,7 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_readme(args) -> int:
 
-    import figures  # deferred: matplotlib adds 0.5 s to every other command
+    from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
 
     try:
         update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verify.registry import CLAIMS
-from verify.report import key_figures_text, write_atomic
+from fastslow.verify.registry import CLAIMS
+from fastslow.verify.report import key_figures_text, write_atomic
 
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
 

@@ -46,11 +46,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-from verify.claim import jsonable
-from verify.provenance import project_root, provenance
-from verify.registry import get_claim, run_check
-from verify.report import writable_dir
-from verify.sweep import Progress, prepare_cache, sweep
+from fastslow.verify.claim import jsonable
+from fastslow.verify.provenance import project_root, provenance
+from fastslow.verify.registry import get_claim, run_check
+from fastslow.verify.report import writable_dir
+from fastslow.verify.sweep import Progress, prepare_cache, sweep
 
 
 def default_outdir() -> Path:

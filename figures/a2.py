@@ -5,9 +5,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
-from verify.registry import run_check
-from verify.timing import A2_PS, a2_attention_times
+from fastslow.figures import figure
+from fastslow.verify.registry import run_check
+from fastslow.verify.timing import A2_PS, a2_attention_times
 
 PARAMS = {"T": 2048, "d": 64, "repeat": 3}
 

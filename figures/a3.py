@@ -12,8 +12,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
-from verify.registry import run_check
+from fastslow.figures import figure
+from fastslow.verify.registry import run_check
 
 PARAMS = {
     "slow_scale": 1.0,

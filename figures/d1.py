@@ -16,9 +16,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
-from verify.claim import Verdict
-from verify.registry import CLAIMS, run_check
+from fastslow.figures import figure
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import CLAIMS, run_check
 
 PARAMS = {
     **{k: CLAIMS["D1"].defaults()[k] for k in ("T", "P", "d", "h", "gamma", "gate")},

@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure, verdict_json, verdict_points
-from verify.claim import Verdict
-from verify.registry import get_claim
+from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import get_claim
 
 PARAMS = dict(get_claim("D3").defaults(), L=8)
 """The D3 defaults, with a deeper stack."""

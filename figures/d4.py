@@ -6,8 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
-from verify.registry import get_claim, run_check
+from fastslow.figures import figure
+from fastslow.verify.registry import get_claim, run_check
 
 TS = (2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64)
 """Sizes of the condition-number panel (the D4 check's ``cond_Ts``)."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure
-from verify.claim import Verdict
-from verify.registry import get_claim, run_check
+from fastslow.figures import figure
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import get_claim, run_check
 
 DEFAULTS = get_claim("D5").defaults()
 """The D5 unit's defaults: every panel is a D5 instance with one mask and length changed."""

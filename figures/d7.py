@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from figures import figure, verdict_json, verdict_points
-from verify.claim import Verdict
-from verify.registry import get_claim
+from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import get_claim
 
 DEFAULTS = get_claim("D7").defaults()
 SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure, verdict_json, verdict_points
-from verify.claim import Verdict
-from verify.registry import get_claim
+from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import get_claim
 
 FAMILIES = get_claim("D8").params["family"].choices
 """Every design of the check: the exponential families and the controls."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure, verdict_json, verdict_points
-from verify.checks.e1 import SHORT, control_params
-from verify.claim import Verdict
+from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.verify.checks.e1 import SHORT, control_params
+from fastslow.verify.claim import Verdict
 
 KIND_COLOURS = {"dense": "tab:gray", "coupled": "tab:blue", "frozen": "tab:orange"}
 

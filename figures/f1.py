@@ -14,10 +14,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure, verdict_json, verdict_points
-from numerics.model.coupling import WORK_METHODS, integrator_work
-from verify.claim import Verdict
-from verify.registry import get_claim
+from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.numerics.model.coupling import WORK_METHODS, integrator_work
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import get_claim
 
 ERROR_CASES = (
     ("block_bidirectional", "mean", "block_bidirectional, Y = BX"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures import figure, verdict_json, verdict_points
-from verify.claim import Verdict
+from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.verify.claim import Verdict
 
 
 @figure("F2", "f2_tracking_error", compute=verdict_json, points=verdict_points("F2", [{}]))

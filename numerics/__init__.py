@@ -15,18 +15,18 @@ Top-level modules are infrastructure: :mod:`numerics.validation` (argument check
 :mod:`numerics.lapack` (decompositions with non-unique answers, in one place) and
 :mod:`numerics.jit_cache` (Numba's on-disk cache keyed by this package's sources).
 
-The names below are re-exported for ``import numerics as nm``.
+The names below are re-exported for ``import fastslow.numerics as nm``.
 """
 
 # First, before any submodule's @njit(cache=True) decorator runs: key Numba's on-disk cache by the
 # content of every source file of this package (numerics.jit_cache explains why).
-from numerics import jit_cache as _jit_cache
+from fastslow.numerics import jit_cache as _jit_cache
 
 _jit_cache.configure()
 
-from numerics.model.activations import SIGMAS, Activation  # noqa: E402
-from numerics.model.flow import FORMS, coupling_rhs, depth_rhs, make_rhs  # noqa: E402
-from numerics.model.layer import (  # noqa: E402
+from fastslow.numerics.model.activations import SIGMAS, Activation  # noqa: E402
+from fastslow.numerics.model.flow import FORMS, coupling_rhs, depth_rhs, make_rhs  # noqa: E402
+from fastslow.numerics.model.layer import (  # noqa: E402
     attention,
     attention_kernel,
     layer,
@@ -39,7 +39,7 @@ from numerics.model.layer import (  # noqa: E402
     stack,
     stack_trajectory,
 )
-from numerics.model.masks import (  # noqa: E402
+from fastslow.numerics.model.masks import (  # noqa: E402
     NAMED_MASKS,
     as_mask,
     coarse_maps,
@@ -50,14 +50,14 @@ from numerics.model.masks import (  # noqa: E402
     spectral_projector,
     stationary_weighting,
 )
-from numerics.model.pooling import (  # noqa: E402
+from fastslow.numerics.model.pooling import (  # noqa: E402
     block_constant_part,
     block_mean,
     causal_upsample,
     upsample,
     weighted_pool,
 )
-from numerics.model.weights import (  # noqa: E402
+from fastslow.numerics.model.weights import (  # noqa: E402
     FAST_WEIGHTS,
     SLOW_WEIGHTS,
     WEIGHT_NAMES,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from verify.claim import Claim
-from verify.registry import CLAIMS
+from fastslow.verify.claim import Claim
+from fastslow.verify.registry import CLAIMS
 
 
 class PendingE1(Claim):

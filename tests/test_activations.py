@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import numerics as nm
-from numerics.analysis import linearised as lin
-from numerics.model.activations import GELU, NAMED, RELU, SIGMAS, TANH, Activation
-from numerics.model.autodiff import layer_jvp, layer_vjp
-from theory import linearisation as tl
+import fastslow.numerics as nm
+from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.activations import GELU, NAMED, RELU, SIGMAS, TANH, Activation
+from fastslow.numerics.model.autodiff import layer_jvp, layer_vjp
+from fastslow.theory import linearisation as tl
 
 GRID = np.concatenate([np.linspace(-6.0, 6.0, 1201), [-1e-3, 1e-3, 0.5, 25.0, -25.0]])
 """Points for value and derivative comparisons; 0 itself is excluded below for relu."""

@@ -7,18 +7,26 @@ too: the infrastructure modules (``validation``, ``lapack``, ``jit_cache``), the
 then ``model``, then ``analysis`` and ``toy``. No module imports another package's (or another
 ``numerics`` subpackage's) underscore names. An import inside a function is allowed only with a
 ``# deferred: <reason>`` or ``# optional ...`` comment on its line.
+
+The four design packages are imported by their installed names, ``fastslow.theory``,
+``fastslow.numerics``, ``fastslow.verify`` and ``fastslow.figures`` (``pyproject.toml`` installs
+them inside ``fastslow``); a bare ``import numerics`` would work in the repository and fail in an
+installed copy, so it is a violation too. Below, a module's name is its path in the repository
+(``numerics.model.layer``) and an import target is read without the ``fastslow.`` prefix.
 """
 
 from __future__ import annotations
 
 import ast
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"theory": 0, "numerics": 0, "verify": 1, "figures": 2, "fastslow": 3}
+DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")  # installed as fastslow.<name>
 NUMERICS_LAYERS = {
     "validation": 0,
     "lapack": 0,
@@ -54,13 +62,24 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _logical(dotted: str) -> str:
+    """``fastslow.numerics.model`` → ``numerics.model`` (the folder it lives in); else unchanged."""
+    parts = dotted.split(".")
+    if len(parts) > 1 and parts[0] == "fastslow" and parts[1] in DESIGN_PACKAGES:
+        return ".".join(parts[1:])
+    return dotted
+
+
 def _is_module(dotted: str) -> bool:
+    dotted = _logical(dotted)
     base = ROOT.joinpath(*dotted.split("."))
     return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
 
 
 def _imports(path: Path):
-    """``(lineno, target module, imported names, inside a function)`` of every import."""
+    """``(lineno, target module, imported names, inside a function, bare)`` of every import; the
+    target without its ``fastslow.`` prefix, ``bare`` when a design package was imported by its
+    top-level name."""
     tree = ast.parse(path.read_text())
     me = _module_name(path)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
@@ -71,21 +90,24 @@ def _imports(path: Path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield node.lineno, alias.name, [], id(node) in inner
+                bare = alias.name.split(".")[0] in DESIGN_PACKAGES
+                yield node.lineno, _logical(alias.name), [], id(node) in inner, bare
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
                 mod = ".".join(base + ([node.module] if node.module else []))
+                bare = False
             else:
                 mod = node.module or ""
+                bare = mod.split(".")[0] in DESIGN_PACKAGES
             names = [a.name for a in node.names]
             # ``from pkg import module`` imports the module itself
             for name in names:
                 if _is_module(f"{mod}.{name}"):
-                    yield node.lineno, f"{mod}.{name}", [], id(node) in inner
+                    yield node.lineno, _logical(f"{mod}.{name}"), [], id(node) in inner, bare
                 else:
-                    yield node.lineno, mod, [name], id(node) in inner
+                    yield node.lineno, _logical(mod), [name], id(node) in inner, bare
 
 
 def _first_party(mod: str) -> bool:
@@ -98,13 +120,21 @@ def _numerics_part(mod: str) -> str | None:
 
 
 def _violations() -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {"layer": [], "numerics": [], "underscore": [], "inner": []}
+    found: dict[str, list[str]] = {
+        "layer": [],
+        "numerics": [],
+        "underscore": [],
+        "inner": [],
+        "bare": [],
+    }
     for path in _sources():
         me = _module_name(path)
         rel = path.relative_to(ROOT)
         lines = path.read_text().splitlines()
-        for lineno, target, names, inside in _imports(path):
+        for lineno, target, names, inside, bare in _imports(path):
             where = f"{rel}:{lineno} imports {target}{(' ' + ','.join(names)) if names else ''}"
+            if bare:
+                found["bare"].append(where)
             if (
                 inside
                 and "deferred:" not in lines[lineno - 1]
@@ -144,6 +174,31 @@ def test_packages_import_only_downwards(violations):
     assert violations["layer"] == []
 
 
+def test_design_packages_are_imported_by_their_installed_names(violations):
+    """``from fastslow.numerics import …``, never ``from numerics import …`` (absent when installed)."""
+    assert violations["bare"] == []
+
+
+def test_pyproject_installs_every_package_under_fastslow():
+    """Every folder with an ``__init__.py`` is installed, as ``fastslow.<path>``, and nothing else
+    becomes a top-level name of site-packages."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(tool["packages"])
+    on_disk = {
+        _module_name(ROOT / f)
+        for f in _git_files("*/__init__.py")
+        if f.split("/")[0] in LAYERS and f.count("/") >= 1
+    }
+    expected = {m if m.startswith("fastslow") else f"fastslow.{m}" for m in on_disk}
+    assert listed == expected
+    assert {p.split(".")[0] for p in listed} == {"fastslow"}
+    assert tool["package-dir"] == {f"fastslow.{p}": p for p in DESIGN_PACKAGES}
+    # in the repository, fastslow/<name> is a symbolic link to the top-level folder <name>
+    for p in DESIGN_PACKAGES:
+        link = ROOT / "fastslow" / p
+        assert link.is_symlink() and link.resolve() == (ROOT / p).resolve(), link
+
+
 def test_numerics_subpackages_import_only_downwards(violations):
     """validation/lapack/jit_cache < integrators < model < analysis, toy; nobody imports the facade."""
     assert violations["numerics"] == []
@@ -161,9 +216,10 @@ def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
     """Non-vacuity: an upward import, an underscore import and a bare inner import are caught."""
     fake = ROOT / "numerics" / "toy" / "_architecture_probe.py"
     fake.write_text(
-        "from verify.claim import Param\n"
-        "from numerics.model.layer import _private\n"
-        "def f():\n    import figures\n"
+        "from fastslow.verify.claim import Param\n"
+        "from fastslow.numerics.model.layer import _private\n"
+        "from numerics import validation\n"
+        "def f():\n    from fastslow import figures\n"
     )
     try:
         found = _violations()
@@ -172,6 +228,7 @@ def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
     assert any("_architecture_probe" in w for w in found["layer"])
     assert any("_architecture_probe" in w for w in found["underscore"])
     assert any("_architecture_probe" in w for w in found["inner"])
+    assert any("_architecture_probe" in w for w in found["bare"])
 
 
 def test_code_cites_the_repository_not_an_outside_spec():

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics.model import kernels
-from numerics.model.autodiff import layer_jvp, layer_vjp, stack_jvp, stack_vjp
+import fastslow.numerics as nm
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.autodiff import layer_jvp, layer_vjp, stack_jvp, stack_vjp
 
 FD_STEP = 1e-6
 FD_RTOL = 1e-6

@@ -7,7 +7,7 @@ import pytest
 from scipy import integrate
 from scipy.special import logsumexp
 
-from numerics.toy.bayes import (
+from fastslow.numerics.toy.bayes import (
     hmm_future_logpdf,
     hmm_pooled_filter,
     hmm_predictive_logpdf,
@@ -19,7 +19,7 @@ from numerics.toy.bayes import (
     mean_loglik,
     token_loglik,
 )
-from numerics.toy.data import (
+from fastslow.numerics.toy.data import (
     Emission,
     gaussian_ar1_blocks,
     hmm_blocks,

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from fastslow.cli import main
-from numerics import lapack
+from fastslow.numerics import lapack
 
 
 def run(*args):
@@ -17,7 +17,7 @@ def run(*args):
 
 
 def test_claims_lists_every_registered_id(capsys):
-    from verify.registry import CLAIMS
+    from fastslow.verify.registry import CLAIMS
 
     assert main(["claims"]) == 0
     out = capsys.readouterr().out
@@ -67,8 +67,8 @@ def test_the_same_instance_as_parameters_gives_the_same_verdict_as_the_named_con
 def test_a_counterexample_exits_1_and_an_undecidable_valid_input_exits_3(capsys, monkeypatch):
     import numpy as np
 
-    from verify.checks import a1
-    from verify.claim import Diagnostic
+    from fastslow.verify.checks import a1
+    from fastslow.verify.claim import Diagnostic
 
     real = a1.A1.conclude
 
@@ -151,7 +151,7 @@ def test_bench_rejects_an_unknown_section(capsys):
 
 
 def test_check_json_is_exactly_the_verdict_the_python_api_decides(capsys):
-    from verify.registry import run_check
+    from fastslow.verify.registry import run_check
 
     assert main(["check", "A1", "--param", "T=8", "--param", "P=2", "--seed", "3", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.model.cost import (
+from fastslow.numerics.model.cost import (
     attention_ratio,
     layer_flops,
     layer_ratio,

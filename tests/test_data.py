@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from numerics.toy.data import (
+from fastslow.numerics.toy.data import (
     CONTROL_FAMILIES,
     EXPONENTIAL_FAMILIES,
     Emission,

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics.model import kernels
-from numerics.model.activations import COMPILED_CODES, NAMED, SIGMAS, Activation
-from numerics.model.compiled import (
+import fastslow.numerics as nm
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.activations import COMPILED_CODES, NAMED, SIGMAS, Activation
+from fastslow.numerics.model.compiled import (
     activation_rows,
     exp_into,
     fast_attention,
@@ -25,7 +25,7 @@ from numerics.model.compiled import (
     fast_stack,
     tanh_row,
 )
-from numerics.model.layer import stack
+from fastslow.numerics.model.layer import stack
 
 RTOL = 1e-12
 
@@ -163,7 +163,7 @@ def test_random_sizes_and_switches_match_reference(
 
 def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtypes():
     # warm_up compiles with the exact dtypes the wrappers pass: later calls must not recompile
-    from numerics.model import compiled as fast
+    from fastslow.numerics.model import compiled as fast
 
     for kw in SWITCHES:
         cfg, model, X0, E = instance(**kw)

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from fastslow import bench
 from fastslow.cli import main
-from verify import provenance
-from verify import sweep as sw
-from verify.claim import (
+from fastslow.verify import provenance
+from fastslow.verify import sweep as sw
+from fastslow.verify.claim import (
     MEMORY_BUDGET_ENV,
     TIME_BUDGET_ENV,
     Claim,
@@ -36,8 +36,8 @@ from verify.claim import (
     parse_seconds,
     time_budget,
 )
-from verify.registry import CLAIMS, IDS
-from verify.report import write_report
+from fastslow.verify.registry import CLAIMS, IDS
+from fastslow.verify.report import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -318,14 +318,14 @@ def test_a_corrupt_cache_entry_is_named_set_aside_and_recomputed(how, tmp_path, 
 
 SLOW_SWEEP = """
 import sys, time
-from verify import sweep as sw
+from fastslow.verify import sweep as sw
 from fastslow.cli import main
 real = sw.check_point
 def slow(claim, seed, control=None, **params):
     if seed >= 2:
         time.sleep(120)
     return real(claim, seed, control, **params)
-slow.__module__, slow.__qualname__ = "verify.sweep", "check_point"
+slow.__module__, slow.__qualname__ = "fastslow.verify.sweep", "check_point"
 sw.check_point = slow
 sys.exit(main(sys.argv[1:]))
 """
@@ -431,7 +431,7 @@ def test_options_that_would_poison_the_report_are_usage_errors(extra, message, t
 
 
 def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
-    from verify import conftest as vc
+    from fastslow.verify import conftest as vc
 
     def report(complete, why=()):  # the shape of build_report's output, without the claims
         prov = {"git": {"commit": None, "dirty": None}}
@@ -452,7 +452,7 @@ def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
 
 
 def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, monkeypatch):
-    from verify import report as rp
+    from fastslow.verify import report as rp
 
     (tmp_path / "report.json").write_text("old json")
     (tmp_path / "REPORT.md").write_text("old md")
@@ -478,7 +478,7 @@ def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, 
 
 
 def test_outside_its_own_checkout_provenance_says_not_a_git_checkout(tmp_path, monkeypatch):
-    import figures
+    from fastslow import figures
 
     monkeypatch.setattr(provenance, "_git", lambda *a, **k: str(tmp_path))  # another repository
     provenance.project_root.cache_clear()

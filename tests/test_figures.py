@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-import figures
-from verify.registry import CLAIMS
+from fastslow import figures
+from fastslow.verify.registry import CLAIMS
 
 
 def test_every_figure_has_json_able_sweep_points_and_a_unique_name():

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import numerics as nm
+import fastslow.numerics as nm
 from fastslow.cli import main
 
 weird_numbers = st.one_of(
@@ -103,7 +103,7 @@ def test_argument_errors_exit_2(args):
 
 
 def _claim_keys():
-    from verify.registry import CLAIMS
+    from fastslow.verify.registry import CLAIMS
 
     return [(c, k) for c, unit in CLAIMS.items() if unit.implemented for k in unit.params]
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from numerics.analysis.stability import critical_gate, stability_margin
-from numerics.toy.data import gaussian_ar1_blocks
-from numerics.toy.gated_predictor import (
+from fastslow.numerics.analysis.stability import critical_gate, stability_margin
+from fastslow.numerics.toy.data import gaussian_ar1_blocks
+from fastslow.numerics.toy.gated_predictor import (
     GatedToy,
     closed_form_margin,
     empirical_moments,

@@ -6,8 +6,8 @@ import scipy.linalg
 from numba import njit
 from scipy import stats
 
-import numerics as nm
-from numerics.integrators import (
+import fastslow.numerics as nm
+from fastslow.numerics.integrators import (
     DENSE_ORDERS,
     FD_JACOBIAN_MAX_N,
     JAC_SIG,
@@ -15,9 +15,9 @@ from numerics.integrators import (
     RHS_SIG,
     integrate,
 )
-from numerics.integrators import tableaux as tb
-from numerics.model.activations import SIGMAS, Activation
-from numerics.model.coupling import (
+from fastslow.numerics.integrators import tableaux as tb
+from fastslow.numerics.model.activations import SIGMAS, Activation
+from fastslow.numerics.model.coupling import (
     coupling_rhs_nb,
     frozen_kernel_jac_nb,
     integrate_coupling,
@@ -386,7 +386,7 @@ def test_invalid_arguments_raise_clear_errors():
 
 def _shifted_solve(J, shift, mb, v, k):
     """``((shift·I − J) ⊗ I_k)⁻¹ v`` by numerics.integrators.linalg (real or complex shift)."""
-    from numerics.integrators import linalg
+    from fastslow.numerics.integrators import linalg
 
     m = J.shape[0]
     kind = linalg.structure(J, m, mb)
@@ -411,7 +411,7 @@ def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
     """``(σI − J) ⊗ I_k`` solved from the (T/P, P, P) block LU (pivoting needed: a zero leading
     entry), by substitution for a lower-triangular ``J``, and by one dense LU, against ``np.linalg.solve``
     of the Kronecker product, for a real and a complex shift."""
-    from numerics.integrators import linalg
+    from fastslow.numerics.integrators import linalg
 
     rng = np.random.default_rng(3)
     m, mb, k = (150 if shape == "lower_blocked" else 12), 4, 3  # 150 rows: 3 blocks of TRSM_BLOCK

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import numerics
-from numerics import jit_cache
+from fastslow import numerics
+from fastslow.numerics import jit_cache
 
 CONSTS_OLD = "VALUE = 1.25\n"
 CONSTS_NEW = "VALUE = 7.50\n"  # same length: only the content changes

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import lapack
+from fastslow.numerics import lapack
 
 ROOT = Path(__file__).resolve().parent.parent
 NON_UNIQUE = {"eig", "eigvals", "eigh", "svd", "null_space", "orth"}
@@ -97,7 +97,7 @@ def test_basis_free_quantities_do_not_depend_on_the_answer(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_radau_transform_does_not_depend_on_lapacks_eigenvectors(seed):
-    from numerics.integrators import tableaux as tab
+    from fastslow.numerics.integrators import tableaux as tab
 
     mu, lam, T, Ti = tab._radau_transform()
     with lapack.other_valid_answers(seed=seed):

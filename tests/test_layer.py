@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics.model import pooling as pl
-from numerics.model.weights import SIGMAS
+import fastslow.numerics as nm
+from fastslow.numerics.model import pooling as pl
+from fastslow.numerics.model.weights import SIGMAS
 
 
 def _softmax_rows(S, mask):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory import kernels as tk
-from theory import linearisation as tl
+from fastslow.theory import kernels as tk
+from fastslow.theory import linearisation as tl
 
 
 def test_factors_without_norm_and_nonlinearity_are_the_weights():

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics.analysis import linearised as lin
+import fastslow.numerics as nm
+from fastslow.numerics.analysis import linearised as lin
 
 
 def _model(mask="causal", T=8, P=4, d=3, L=4, seed=0, **kw):

@@ -10,12 +10,12 @@ the last bit on these sizes).
 import numpy as np
 import pytest
 
-from numerics.lm.batched import layer_backward
-from numerics.lm.network import Network, flops_per_token
-from numerics.lm.params import LMConfig, init_params, to_model
-from numerics.model.autodiff import stack_vjp
-from numerics.model.layer import stack
-from numerics.model.weights import WEIGHT_NAMES
+from fastslow.numerics.lm.batched import layer_backward
+from fastslow.numerics.lm.network import Network, flops_per_token
+from fastslow.numerics.lm.params import LMConfig, init_params, to_model
+from fastslow.numerics.model.autodiff import stack_vjp
+from fastslow.numerics.model.layer import stack
+from fastslow.numerics.model.weights import WEIGHT_NAMES
 
 RTOL = 1e-12
 

@@ -10,7 +10,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from numerics.lm import blockstats, corpus
+from fastslow.numerics.lm import blockstats, corpus
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ each layer, each gate), with gates open (every slow gradient non-zero) and at 0.
 import numpy as np
 import pytest
 
-from numerics.lm.network import Network
-from numerics.lm.params import LMConfig, init_params
+from fastslow.numerics.lm.network import Network
+from fastslow.numerics.lm.params import LMConfig, init_params
 
 STEP = 1e-4
 TOL = 1e-7

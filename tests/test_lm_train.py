@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from numerics.lm import corpus
-from numerics.lm.optim import AdamW, Schedule, clip_scale, gate_noise_band, learning_rate
-from numerics.lm.params import LMConfig, gate_names
-from numerics.lm.train import RunSpec, run, run_all, run_key, train
+from fastslow.numerics.lm import corpus
+from fastslow.numerics.lm.optim import AdamW, Schedule, clip_scale, gate_noise_band, learning_rate
+from fastslow.numerics.lm.params import LMConfig, gate_names
+from fastslow.numerics.lm.train import RunSpec, run, run_all, run_key, train
 
 
 def test_adamw_first_step_in_closed_form():
@@ -137,7 +137,7 @@ def test_parallel_runs_equal_serial_runs(tiny_corpus):
 
 def test_progress_line_on_stderr(tiny_corpus, capsys, monkeypatch):
     clock = iter(np.arange(0.0, 1e4, 3.0))
-    monkeypatch.setattr("numerics.lm.train.time.perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr("fastslow.numerics.lm.train.time.perf_counter", lambda: float(next(clock)))
     train(spec(tokens=640, progress=True, meta={"label": "demo"}), tiny_corpus)
     err = capsys.readouterr().err
     assert "[lm demo]" in err and "tok/s" in err and "loss" in err and "max|g|" in err

@@ -7,10 +7,10 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.model.layer import attention
-from numerics.model.weights import ModelConfig, init_model
-from numerics.toy import markov as mk
-from theory import markov as tm
+from fastslow.numerics.model.layer import attention
+from fastslow.numerics.model.weights import ModelConfig, init_model
+from fastslow.numerics.toy import markov as mk
+from fastslow.theory import markov as tm
 
 
 def _random_generator(rng, n, density=1.0):

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.linalg import expm
 
-from numerics.model import masks as mk
-from theory import kernels as exact
+from fastslow.numerics.model import masks as mk
+from fastslow.theory import kernels as exact
 
 named = st.sampled_from(mk.NAMED_MASKS)
 

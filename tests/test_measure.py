@@ -10,7 +10,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verify import measure as ms
+from fastslow.verify import measure as ms
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from numerics.model import pooling as pl
+from fastslow.numerics.model import pooling as pl
 
 sizes = st.tuples(st.integers(1, 6), st.integers(1, 5), st.integers(1, 4))  # N, P, d
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False)

@@ -7,10 +7,16 @@ import jsonschema
 import pytest
 
 from fastslow.readme import BEGIN, END, claims_markdown, publishable, update_readme
-from verify.claim import Diagnostic, Verdict
-from verify.provenance import REPO_ROOT, provenance
-from verify.registry import CLAIMS, IDS
-from verify.report import SCHEMA_PATH, ClaimLedger, build_report, render_markdown, write_report
+from fastslow.verify.claim import Diagnostic, Verdict
+from fastslow.verify.provenance import REPO_ROOT, provenance
+from fastslow.verify.registry import CLAIMS, IDS
+from fastslow.verify.report import (
+    SCHEMA_PATH,
+    ClaimLedger,
+    build_report,
+    render_markdown,
+    write_report,
+)
 
 PROV = {"git": {"commit": "abc123", "dirty": False}, "blas": {"summary": "openblas (Haswell)"}}
 

@@ -7,10 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-import numerics as nm
-from numerics.model.autodiff import stack_jvp
-from verify.diagnostics import sigma_smooth_where_differenced
-from verify.measure import central_difference, relative_error
+import fastslow.numerics as nm
+from fastslow.numerics.model.autodiff import stack_jvp
+from fastslow.verify.diagnostics import sigma_smooth_where_differenced
+from fastslow.verify.measure import central_difference, relative_error
 
 T, D = 2, 2
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from numerics.model.weights import SIGMAS
-from theory.slow_manifold import coarse_vector, frozen_kernel_matrix, slow_manifold
+from fastslow.numerics.model.weights import SIGMAS
+from fastslow.theory.slow_manifold import coarse_vector, frozen_kernel_matrix, slow_manifold
 
 
 @pytest.mark.parametrize("mask", ["block_bidirectional", "block_causal"])
@@ -96,9 +96,9 @@ def test_invalid_arguments():
 # block_reduction / reduced_rhs (the reduced flows F1 integrates) against the numerical formulas
 # of numerics: H₁ by the linear solve, the curvature by central differences of attention_kernel.
 
-import numerics as nm  # noqa: E402
-from numerics.model.masks import coarse_maps, frozen_kernel  # noqa: E402
-from theory.slow_manifold import block_reduction, reduced_rhs  # noqa: E402
+import fastslow.numerics as nm  # noqa: E402
+from fastslow.numerics.model.masks import coarse_maps, frozen_kernel  # noqa: E402
+from fastslow.theory.slow_manifold import block_reduction, reduced_rhs  # noqa: E402
 
 # every P ∈ {2, 3, 4} and d ∈ {1, 2, 3} occurs, including the F1 default (3, 2) and hold-out (4, 3)
 SIZES = [(2, 1), (3, 2), (4, 1), (4, 3)]
@@ -257,9 +257,9 @@ def test_reduced_rhs_invalid_arguments():
 # ---------------------------------------------------------------------------------------------
 # your own mask: a P×P within-block pattern (or a T×T block-local mask with one per block)
 
-from theory.kernels import eigenvalue_one_projector, normal_rate, stationary_weighting  # noqa: E402
-from theory.kernels import frozen_kernel as exact_kernel  # noqa: E402
-from theory.slow_manifold import (  # noqa: E402
+from fastslow.theory.kernels import eigenvalue_one_projector, normal_rate, stationary_weighting  # noqa: E402
+from fastslow.theory.kernels import frozen_kernel as exact_kernel  # noqa: E402
+from fastslow.theory.slow_manifold import (  # noqa: E402
     block_patterns,
     sigma_is_smooth,
 )

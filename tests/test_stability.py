@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import ortho_group
 
-from numerics.analysis.stability import (
+from fastslow.numerics.analysis.stability import (
     critical_gate,
     gate_spectral_radii,
     margin_certificate,
@@ -15,7 +15,7 @@ from numerics.analysis.stability import (
     spectral_radius,
     stability_margin,
 )
-from theory.stability import (
+from fastslow.theory.stability import (
     block_causal_gap_ratio,
     normal_critical_gates,
     scalar_critical_gates,
@@ -109,9 +109,9 @@ def test_block_causal_gap_algebra_is_exact():
 
 
 def test_dense_jacobians_match_central_differences():
-    import numerics as nm
-    from numerics.analysis.stability import layer_jacobian, slow_jacobian
-    from numerics.model import kernels
+    import fastslow.numerics as nm
+    from fastslow.numerics.analysis.stability import layer_jacobian, slow_jacobian
+    from fastslow.numerics.model import kernels
 
     cfg = nm.ModelConfig(T=6, P=3, d=2, mask="causal", slow_mask="full", gamma=0.5)
     p = nm.init_layer(cfg, np.random.default_rng(0), gate=0.4)
@@ -130,8 +130,8 @@ def test_dense_jacobians_match_central_differences():
 
 
 def test_looped_iteration_statuses():
-    import numerics as nm
-    from numerics.analysis.stability import iterate_looped_map
+    import fastslow.numerics as nm
+    from fastslow.numerics.analysis.stability import iterate_looped_map
 
     cfg = nm.ModelConfig(
         T=2, P=1, d=1, mask="causal", norm=False, sigma="identity", slow=False, gamma=1.0, h=0.5

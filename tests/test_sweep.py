@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from fastslow.cli import main
-from verify import sweep as sw
+from fastslow.verify import sweep as sw
 
 POINTS = [
     dict(claim="A1", seed=s, P=P, slow_mask=m)
@@ -76,7 +76,7 @@ def test_sweep_rejects_bad_arguments():
 
 def test_same_seed_reproduces_a_check_bit_for_bit_in_a_fresh_process():
     code = (
-        "import json,sys; from verify.registry import run_check; "
+        "import json,sys; from fastslow.verify.registry import run_check; "
         "print(json.dumps(run_check('A1', {'T': 8, 'P': 2}, seed=5).to_json(), sort_keys=True))"
     )
     a = subprocess.run(
@@ -135,7 +135,7 @@ def test_a_result_without_a_json_form_is_a_clear_type_error():
 
 
 def test_the_cache_is_keyed_by_the_source_fingerprint(tmp_path, monkeypatch):
-    from verify import provenance
+    from fastslow.verify import provenance
 
     log = tmp_path / "calls.txt"
     pts = [dict(x=3, log=str(log))]
@@ -161,8 +161,8 @@ def test_executor_for_picks_serial_pool_or_rejects():
 
 
 def test_verdicts_survive_the_json_round_trip_including_non_finite_numbers():
-    from verify.claim import Verdict
-    from verify.registry import run_check
+    from fastslow.verify.claim import Verdict
+    from fastslow.verify.registry import run_check
 
     r = run_check("D7", {"slow_mask": "blockcausal"}, seed=0)  # g_c = inf: the gap D7 reports
     back = Verdict.from_json(sw.as_json(r.to_json()))

@@ -13,7 +13,7 @@ import fastslow
 from fastslow.cli import main
 from fastslow.strategies import block_local_masks, depth_flows, generator_families, linear_loops
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
-from verify.registry import claims_for
+from fastslow.verify.registry import claims_for
 
 # --------------------------------------------------------------------------- construction
 

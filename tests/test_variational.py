@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.toy import variational as va
+from fastslow.numerics.toy import variational as va
 
 
 def _problem(seed, B=7, n=3):

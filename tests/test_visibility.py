@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics.analysis.visibility import (
+import fastslow.numerics as nm
+from fastslow.numerics.analysis.visibility import (
     BLOCKS,
     decaying_basis,
     decaying_projector,

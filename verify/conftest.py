@@ -37,11 +37,11 @@ from pathlib import Path
 
 import pytest
 
-from verify import sweep as sw
-from verify.claim import Verdict
-from verify.provenance import project_root, provenance
-from verify.registry import CLAIMS, run_check
-from verify.report import ClaimLedger, build_report, writable_dir, write_report
+from fastslow.verify import sweep as sw
+from fastslow.verify.claim import Verdict
+from fastslow.verify.provenance import project_root, provenance
+from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.report import ClaimLedger, build_report, writable_dir, write_report
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
+import fastslow.numerics as nm
 
 from .claim import Diagnostic
 

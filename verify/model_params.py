@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from numerics.model.masks import NAMED_MASKS
-from numerics.model.weights import SIGMAS, SLOW_MASKS
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import SIGMAS, SLOW_MASKS
 
 from .claim import Param
 

@@ -7,7 +7,7 @@ with comparisons of their own use :func:`under_other_answers` and :func:`assert_
 
 from __future__ import annotations
 
-from numerics import lapack
+from fastslow.numerics import lapack
 
 from .claim import Verdict
 from .registry import get_claim, run_check

@@ -19,7 +19,7 @@ import numpy  # noqa: F401  (loads numpy's BLAS so that threadpoolctl sees it)
 import scipy.linalg  # noqa: F401  (and SciPy's)
 from threadpoolctl import threadpool_info
 
-from numerics.jit_cache import ACTIVE as numba_cache
+from fastslow.numerics.jit_cache import ACTIVE as numba_cache
 
 PACKAGES = (
     "numpy",

@@ -44,11 +44,11 @@ class _Units(Mapping):
         if cid not in IDS:
             raise KeyError(cid)
         if cid not in self._loaded:
-            module = importlib.import_module(f"verify.checks.{cid.lower()}")
+            module = importlib.import_module(f"fastslow.verify.checks.{cid.lower()}")
             unit = getattr(module, "CLAIM", None)
             if not isinstance(unit, Claim) or unit.id != cid:
                 raise TypeError(
-                    f"verify.checks.{cid.lower()} must define CLAIM, the Claim unit of {cid}"
+                    f"fastslow.verify.checks.{cid.lower()} must define CLAIM, the Claim unit of {cid}"
                 )
             self._loaded[cid] = unit
         return self._loaded[cid]

@@ -6,7 +6,7 @@ says about every such system::
 
     from hypothesis import given
     import fastslow
-    from verify.strategies import linear_loops
+    from fastslow.verify.strategies import linear_loops
 
     @given(linear_loops(spectral_radius=0.9))
     def test_d7_holds_on_every_contractive_loop(loop):
@@ -27,7 +27,7 @@ import numpy as np
 import sympy as sp
 from hypothesis import strategies as st
 
-from verify.systems import DepthFlow, GeneratorFamily, LinearLoop
+from fastslow.verify.systems import DepthFlow, GeneratorFamily, LinearLoop
 
 __all__ = [
     "block_local_masks",

@@ -54,9 +54,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from verify import provenance
-from verify.claim import Verdict
-from verify.registry import run_check
+from fastslow.verify import provenance
+from fastslow.verify.claim import Verdict
+from fastslow.verify.registry import run_check
 
 RESULT_BYTES = 64 << 10
 """Memory held per finished point of a sweep (a verdict's JSON with its series), for budgets."""

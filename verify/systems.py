@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy as sp
 
-import numerics as nm
-from numerics import validation as v
+import fastslow.numerics as nm
+from fastslow.numerics import validation as v
 
 
 class System:

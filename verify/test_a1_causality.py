@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verify.registry import run_check
-from verify.strategies import blocked_params
-from verify.systems import DepthFlow
+from fastslow.verify.registry import run_check
+from fastslow.verify.strategies import blocked_params
+from fastslow.verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("A1")
 

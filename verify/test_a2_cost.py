@@ -12,10 +12,10 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.model.cost import layer_flops
-from verify.portability import assert_portable
-from verify.registry import CLAIMS, run_check
-from verify.strategies import blocked_params
+from fastslow.numerics.model.cost import layer_flops
+from fastslow.verify.portability import assert_portable
+from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.strategies import blocked_params
 
 pytestmark = pytest.mark.claim("A2")
 

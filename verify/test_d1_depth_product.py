@@ -11,12 +11,12 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from numerics.model.masks import NAMED_MASKS
-from numerics.model.weights import SIGMAS
-from verify.portability import assert_portable
-from verify.registry import CLAIMS, run_check
-from verify.strategies import blocked_params
-from verify.systems import DepthFlow
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import SIGMAS
+from fastslow.verify.portability import assert_portable
+from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.strategies import blocked_params
+from fastslow.verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("D1")
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from verify.portability import assert_portable
-from verify.registry import CLAIMS, run_check
+from fastslow.verify.portability import assert_portable
+from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D2")
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from verify.portability import assert_portable
-from verify.registry import get_claim, run_check
-from verify.strategies import block_local_masks, blocked_params
-from verify.systems import DepthFlow
+import fastslow.numerics as nm
+from fastslow.verify.portability import assert_portable
+from fastslow.verify.registry import get_claim, run_check
+from fastslow.verify.strategies import block_local_masks, blocked_params
+from fastslow.verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("D3")
 

@@ -15,14 +15,14 @@ import sympy as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics import lapack
-from numerics.analysis import linearised as lin
-from theory import kernels as tk
-from theory import linearisation as tl
-from verify.checks import d4
-from verify.measure import relative_error
-from verify.registry import get_claim, run_check
+import fastslow.numerics as nm
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis import linearised as lin
+from fastslow.theory import kernels as tk
+from fastslow.theory import linearisation as tl
+from fastslow.verify.checks import d4
+from fastslow.verify.measure import relative_error
+from fastslow.verify.registry import get_claim, run_check
 
 pytestmark = pytest.mark.claim("D4")
 

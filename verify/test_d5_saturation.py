@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import numerics as nm
-from numerics import lapack
-from numerics.analysis import linearised as lin
-from theory import kernels as tk
-from verify.registry import get_claim, run_check
+import fastslow.numerics as nm
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis import linearised as lin
+from fastslow.theory import kernels as tk
+from fastslow.verify.registry import get_claim, run_check
 
 pytestmark = pytest.mark.claim("D5")
 

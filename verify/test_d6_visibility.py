@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory.stability import slow_coupling_algebra
-from verify.portability import assert_same_decision, under_other_answers
-from verify.registry import CLAIMS, run_check
+from fastslow.theory.stability import slow_coupling_algebra
+from fastslow.verify.portability import assert_same_decision, under_other_answers
+from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D6")
 

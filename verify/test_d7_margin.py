@@ -12,18 +12,18 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from numerics.analysis.stability import (
+from fastslow.numerics.analysis.stability import (
     critical_gate,
     gate_spectral_radii,
     margin_certificate,
     spectral_radius,
     stability_margin,
 )
-from theory.stability import normal_critical_gates, scalar_critical_gates
-from verify.portability import assert_same_decision, under_other_answers
-from verify.registry import CLAIMS, run_check
-from verify.strategies import linear_loops
-from verify.systems import LinearLoop
+from fastslow.theory.stability import normal_critical_gates, scalar_critical_gates
+from fastslow.verify.portability import assert_same_decision, under_other_answers
+from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.strategies import linear_loops
+from fastslow.verify.systems import LinearLoop
 
 pytestmark = pytest.mark.claim("D7")
 

@@ -13,12 +13,12 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.toy.bayes import token_loglik
-from numerics.toy.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
-from theory.exponential_family import FAMILIES, factorisation, likelihood_ratio
-from verify.checks.d8 import compare_ar1, compare_chain
-from verify.portability import assert_portable
-from verify.registry import CLAIMS, run_check
+from fastslow.numerics.toy.bayes import token_loglik
+from fastslow.numerics.toy.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
+from fastslow.theory.exponential_family import FAMILIES, factorisation, likelihood_ratio
+from fastslow.verify.checks.d8 import compare_ar1, compare_chain
+from fastslow.verify.portability import assert_portable
+from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D8")
 

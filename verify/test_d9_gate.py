@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import lapack
-from numerics.toy.gated_predictor import (
+from fastslow.numerics import lapack
+from fastslow.numerics.toy.gated_predictor import (
     GatedToy,
     closed_form_margin,
     empirical_moments,
@@ -28,8 +28,8 @@ from numerics.toy.gated_predictor import (
     stack_moments,
     train,
 )
-from verify.checks import d9
-from verify.registry import CLAIMS, run_check
+from fastslow.verify.checks import d9
+from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("D9")
 

@@ -12,8 +12,8 @@ control (``shared_structure``) also runs in ``verify/test_negative_controls.py``
 
 import pytest
 
-from verify.checks.e1 import SHORT
-from verify.registry import CLAIMS, run_check
+from fastslow.verify.checks.e1 import SHORT
+from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("E1")
 

@@ -15,17 +15,17 @@ import functools
 import numpy as np
 import pytest
 
-import numerics.lapack
-from numerics.model.weights import SIGMAS
-from verify.checks.f1 import (
+from fastslow.numerics import lapack
+from fastslow.numerics.model.weights import SIGMAS
+from fastslow.verify.checks.f1 import (
     THEORY_TOL,
     Instance,
     asymptotic_regime_resolvable,
     reduced_trajectory_points,
     theory_against_numerics,
 )
-from verify.registry import CLAIMS, run_check
-from verify.systems import DepthFlow
+from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.systems import DepthFlow
 
 pytestmark = pytest.mark.claim("F1")
 
@@ -89,7 +89,7 @@ def test_verdict_does_not_depend_on_lapack_choices(control, lapack_seed):
     the eigenvalue 1 from the mask graph, H₁ by a linear solve): the verdict and its key figures
     are identical under other valid LAPACK answers."""
     base = _verdict_without_other_answers(control)
-    with numerics.lapack.other_valid_answers(seed=lapack_seed):
+    with lapack.other_valid_answers(seed=lapack_seed):
         other = run_check("F1", LAPACK_PARAMS, control=control)
     assert other.outcome == base.outcome, other.summary()
     for key in CLAIMS["F1"].key_figures:

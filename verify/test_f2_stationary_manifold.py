@@ -14,14 +14,14 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import lapack
-from numerics.toy import markov as mk
-from theory import markov as tm
-from verify.checks.f2 import attention_link_parts
-from verify.measure import symbolic_agrees
-from verify.registry import CLAIMS, run_check
-from verify.strategies import generator_families
-from verify.systems import GeneratorFamily
+from fastslow.numerics import lapack
+from fastslow.numerics.toy import markov as mk
+from fastslow.theory import markov as tm
+from fastslow.verify.checks.f2 import attention_link_parts
+from fastslow.verify.measure import symbolic_agrees
+from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.strategies import generator_families
+from fastslow.verify.systems import GeneratorFamily
 
 pytestmark = pytest.mark.claim("F2")
 

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.model.layer import attention_kernel
-from numerics.model.masks import frozen_kernel
-from numerics.model.weights import ModelConfig, init_model
-from numerics.toy import markov as mk
-from verify.checks.f3 import value_map_generator_form_violation
-from verify.portability import assert_portable
-from verify.registry import CLAIMS, run_check
+from fastslow.numerics.model.layer import attention_kernel
+from fastslow.numerics.model.masks import frozen_kernel
+from fastslow.numerics.model.weights import ModelConfig, init_model
+from fastslow.numerics.toy import markov as mk
+from fastslow.verify.checks.f3 import value_map_generator_form_violation
+from fastslow.verify.portability import assert_portable
+from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("F3")
 

@@ -8,7 +8,7 @@ breaks violated (outcome ``outside-hypotheses``) and the conclusion fails on it
 
 import pytest
 
-from verify.registry import CLAIMS, IDS, run_check
+from fastslow.verify.registry import CLAIMS, IDS, run_check
 
 
 def _controls():

@@ -18,8 +18,8 @@ three models on three seeds each, and the full experiment on 12 further base see
 import pytest
 from scipy.stats import binom
 
-from verify.checks.e1 import SHORT as E1_SHORT
-from verify.registry import CLAIMS, IDS
+from fastslow.verify.checks.e1 import SHORT as E1_SHORT
+from fastslow.verify.registry import CLAIMS, IDS
 
 SEEDS = list(range(101, 113))
 SWEPT_PARAMS = {"E1": E1_SHORT}

@@ -10,14 +10,14 @@ import time
 
 import numpy as np
 
-from numerics.model import kernels
-from numerics.model.compiled import (
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.compiled import (
     compiled_pieces,
     fast_attention_unchecked,
     fast_slow_path_unchecked,
     warm_up,
 )
-from numerics.model.weights import ModelConfig, init_model
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 A2_PS = (1, 2, 4, 8, 16, 32, 64)
 """Block sizes of the A2 timing table and figure."""

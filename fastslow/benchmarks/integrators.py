@@ -40,9 +40,9 @@ import numpy as np
 from scipy import stats
 
 from fastslow.benchmarks import section
-from numerics.integrators import integrate
-from numerics.integrators.driver import METHODS as DRIVER_METHODS
-from numerics.model.coupling import (
+from fastslow.numerics.integrators import integrate
+from fastslow.numerics.integrators.driver import METHODS as DRIVER_METHODS
+from fastslow.numerics.model.coupling import (
     coupling_rhs_nb,
     frozen_kernel_jac_nb,
     integrate_coupling_scipy,
@@ -50,7 +50,7 @@ from numerics.model.coupling import (
     layer_breakpoints,
     pack_coupling,
 )
-from numerics.model.weights import ModelConfig, init_model
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 EPSILONS = (1e-2, 1e-3, 1e-4)
 RTOLS = tuple(10.0 ** -(k / 2) for k in range(6, 21))  # half-decade ladder 1e-3 … 1e-10
@@ -362,8 +362,8 @@ def scaling(quick: bool) -> dict:
 _COLD = """
 import time, numpy as np
 t0 = time.process_time()
-import numerics as nm
-from numerics.model.coupling import integrate_coupling
+import fastslow.numerics as nm
+from fastslow.numerics.model.coupling import integrate_coupling
 t1 = time.process_time()
 cfg = nm.ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=1.0)
 X0 = np.random.default_rng(0).standard_normal((8, 2))

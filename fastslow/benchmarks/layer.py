@@ -13,11 +13,11 @@ import os
 import numpy as np
 
 from fastslow.benchmarks import section
-from numerics.model import kernels
-from numerics.model.compiled import fast_trajectory_unchecked, warm_up
-from numerics.model.cost import layer_flops
-from numerics.model.layer import stack
-from verify.timing import A2_PS, a2_attention_times, interleaved_best, layer_instance
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.compiled import fast_trajectory_unchecked, warm_up
+from fastslow.numerics.model.cost import layer_flops
+from fastslow.numerics.model.layer import stack
+from fastslow.verify.timing import A2_PS, a2_attention_times, interleaved_best, layer_instance
 
 
 def _env_note() -> str:

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
+import fastslow.numerics as nm
 from fastslow.benchmarks import section
-from numerics import lapack
-from numerics.analysis import linearised as lin
-from verify.measure import elementwise_relative_error, slope_fit
-from verify.registry import get_claim
-from verify.timing import interleaved_best
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis import linearised as lin
+from fastslow.verify.measure import elementwise_relative_error, slope_fit
+from fastslow.verify.registry import get_claim
+from fastslow.verify.timing import interleaved_best
 
 D5_DEFAULTS = get_claim("D5").defaults()
 MASKS = ("block_causal", "block_bidirectional", "causal")

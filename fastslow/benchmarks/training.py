@@ -14,12 +14,12 @@ import numpy as np
 
 from fastslow.benchmarks import section
 from fastslow.benchmarks.layer import _env_note
-from numerics.lm import corpus
-from numerics.lm.network import Network, flops_per_token
-from numerics.lm.optim import AdamW, clip_scale
-from numerics.lm.params import KINDS, LMConfig, gate_names, init_params
-from verify.checks.e1 import CLAIM
-from verify.timing import interleaved_best
+from fastslow.numerics.lm import corpus
+from fastslow.numerics.lm.network import Network, flops_per_token
+from fastslow.numerics.lm.optim import AdamW, clip_scale
+from fastslow.numerics.lm.params import KINDS, LMConfig, gate_names, init_params
+from fastslow.verify.checks.e1 import CLAIM
+from fastslow.verify.timing import interleaved_best
 
 TARGET = 3.0
 """The coupled model's time per token within 3× of its floor."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.analysis.stability import layer_jacobian
-from numerics.model.layer import layer
-from numerics.model.weights import LayerParams, ModelConfig
+from fastslow.numerics.analysis.stability import layer_jacobian
+from fastslow.numerics.model.layer import layer
+from fastslow.numerics.model.weights import LayerParams, ModelConfig
 
 __all__ = ["RESIDUAL_TOL", "tied_fixed_point"]
 

@@ -48,11 +48,11 @@ from math import comb
 
 import numpy as np
 
-from numerics import lapack
-from numerics import validation as v
-from numerics.model.layer import check_layer_params
-from numerics.model.masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
-from numerics.model.weights import Model, ModelConfig, init_model
+from fastslow.numerics import lapack
+from fastslow.numerics import validation as v
+from fastslow.numerics.model.layer import check_layer_params
+from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
+from fastslow.numerics.model.weights import Model, ModelConfig, init_model
 
 __all__ = [
     "random_model",

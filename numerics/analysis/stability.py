@@ -42,11 +42,11 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize_scalar
 
-from numerics import lapack
-from numerics import validation as v
-from numerics.model import kernels, tangents
-from numerics.model.layer import check_layer_params, check_state
-from numerics.model.weights import ModelConfig
+from fastslow.numerics import lapack
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import kernels, tangents
+from fastslow.numerics.model.layer import check_layer_params, check_state
+from fastslow.numerics.model.weights import ModelConfig
 
 __all__ = [
     "spectral_radius",

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import lapack
-from numerics import validation as v
-from numerics.model import kernels, tangents
-from numerics.model.layer import check_model, check_state
-from numerics.model.masks import NAMED_MASKS, coarse_maps
-from numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
+from fastslow.numerics import lapack
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import kernels, tangents
+from fastslow.numerics.model.layer import check_model, check_state
+from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps
+from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
 
 PARAMETER_BLOCKS = WEIGHT_NAMES + ("g",)
 """Parameter blocks of the visibility map (every weight matrix and the gate)."""

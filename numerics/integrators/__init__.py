@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.integrators import driver
-from numerics.integrators.base import (
+from fastslow.numerics import validation as v
+from fastslow.numerics.integrators import driver
+from fastslow.numerics.integrators.base import (
     JAC_SIG,
     MAX_STEPS,
     N_ACCEPT,
@@ -77,7 +77,7 @@ from numerics.integrators.base import (
     STIFF,
     SUCCESS,
 )
-from numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
+from fastslow.numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
 
 METHODS = ("auto", "rosw", "radau", "dopri5")
 ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}

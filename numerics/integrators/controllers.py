@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from numerics.integrators.base import IW_NITER, IW_RECOMPUTE
+from fastslow.numerics.integrators.base import IW_NITER, IW_RECOMPUTE
 
 INTEGRAL, PREDICTIVE = 0, 1
 SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 5.0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from numerics.integrators.base import (
+from fastslow.numerics.integrators.base import (
     IW_METHOD,
     IW_STIFF,
     N_FEV,
@@ -28,7 +28,7 @@ from numerics.integrators.base import (
     error_norm,
     initial_step,
 )
-from numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
+from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
 
 ERROR_EXPONENT = 1.0 / 5.0
 """``1/(q + 1)`` for the embedded order ``q = 4`` (the integral controller's exponent)."""

@@ -26,8 +26,8 @@ from types import ModuleType
 import numpy as np
 from numba import njit, types
 
-from numerics.integrators import dopri5, radau, rosw
-from numerics.integrators.base import (
+from fastslow.numerics.integrators import dopri5, radau, rosw
+from fastslow.numerics.integrators.base import (
     ACCEPT_SIG,
     ACCEPT_TYPE,
     C128,
@@ -60,7 +60,12 @@ from numerics.integrators.base import (
     SUCCESS,
     step_length,
 )
-from numerics.integrators.controllers import INTEGRAL, PREDICTIVE, after_accept, after_reject
+from fastslow.numerics.integrators.controllers import (
+    INTEGRAL,
+    PREDICTIVE,
+    after_accept,
+    after_reject,
+)
 
 DRIVE_SIG = types.int64(
     START_TYPE,

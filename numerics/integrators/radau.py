@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from numerics.integrators import linalg
-from numerics.integrators.base import (
+from fastslow.numerics.integrators import linalg
+from fastslow.numerics.integrators.base import (
     IW_METHOD,
     IW_NITER,
     IW_RECOMPUTE,
@@ -35,8 +35,8 @@ from numerics.integrators.base import (
     O_RTOL,
     initial_step,
 )
-from numerics.integrators.controllers import NEWTON_MAXITER
-from numerics.integrators.tableaux import (
+from fastslow.numerics.integrators.controllers import NEWTON_MAXITER
+from fastslow.numerics.integrators.tableaux import (
     RADAU_C,
     RADAU_E,
     RADAU_MU_COMPLEX,

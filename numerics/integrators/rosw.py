@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from numerics.integrators import linalg
-from numerics.integrators.base import (
+from fastslow.numerics.integrators import linalg
+from fastslow.numerics.integrators.base import (
     IW_METHOD,
     IW_REJECTED,
     N_FEV,
@@ -33,7 +33,14 @@ from numerics.integrators.base import (
     error_norm,
     initial_step,
 )
-from numerics.integrators.tableaux import ROS_A, ROS_C, ROS_CMAT, ROS_GAMMA, ROS_M, ROS_MERR
+from fastslow.numerics.integrators.tableaux import (
+    ROS_A,
+    ROS_C,
+    ROS_CMAT,
+    ROS_GAMMA,
+    ROS_M,
+    ROS_MERR,
+)
 
 ERROR_EXPONENT = 1.0 / 3.0
 """``1/(q + 1)`` for the embedded order ``q = 2`` (the integral controller's exponent)."""

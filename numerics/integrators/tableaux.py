@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import lapack
+from fastslow.numerics import lapack
 
 # ----------------------------------------------------------------------------- Dormand–Prince 5(4)
 DP_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])

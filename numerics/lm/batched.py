@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.model.masks import block_level_mask
-from numerics.model.weights import ModelConfig
+from fastslow.numerics.model.masks import block_level_mask
+from fastslow.numerics.model.weights import ModelConfig
 
 __all__ = ["additive_mask", "layer_forward", "layer_backward"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import validation as v
+from fastslow.numerics import validation as v
 
 __all__ = [
     "block_histograms",

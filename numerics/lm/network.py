@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.lm.batched import Masks, layer_backward, layer_forward, norm_fwd, norm_lin, proj
-from numerics.lm.params import LMConfig
-from numerics.model.weights import WEIGHT_NAMES
+from fastslow.numerics.lm.batched import (
+    Masks,
+    layer_backward,
+    layer_forward,
+    norm_fwd,
+    norm_lin,
+    proj,
+)
+from fastslow.numerics.lm.params import LMConfig
+from fastslow.numerics.model.weights import WEIGHT_NAMES
 
 __all__ = ["Network", "log_softmax", "flops_per_token"]
 

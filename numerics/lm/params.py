@@ -27,9 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model.masks import NAMED_MASKS
-from numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig, init_layer
+from fastslow.numerics import validation as v
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import (
+    WEIGHT_NAMES,
+    LayerParams,
+    Model,
+    ModelConfig,
+    init_layer,
+)
 
 __all__ = ["KINDS", "LMConfig", "init_params", "layer_params", "to_model", "gate_names"]
 

@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from numerics.lm.corpus import Corpus
-from numerics.lm.network import Network
-from numerics.lm.optim import AdamW, Schedule, clip_scale, learning_rate
-from numerics.lm.params import LMConfig, gate_names, init_params
+from fastslow.numerics.lm.corpus import Corpus
+from fastslow.numerics.lm.network import Network
+from fastslow.numerics.lm.optim import AdamW, Schedule, clip_scale, learning_rate
+from fastslow.numerics.lm.params import LMConfig, gate_names, init_params
 
 __all__ = [
     "RunSpec",

@@ -53,10 +53,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model import tangents
-from numerics.model.layer import STATE_LIMIT, check_layer_params, check_model, check_state
-from numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import tangents
+from fastslow.numerics.model.layer import STATE_LIMIT, check_layer_params, check_model, check_state
+from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
 
 __all__ = ["layer_jvp", "stack_jvp", "layer_vjp", "stack_vjp"]
 

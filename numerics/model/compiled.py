@@ -46,10 +46,21 @@ import weakref
 import numpy as np
 from numba import njit
 
-from numerics.model.activations import COMPILED_CODES, GELU_C, GELU_K, compiled_code, is_builtin
-from numerics.model.layer import check_embeddings, check_layer_params, check_model, check_state
-from numerics.model.masks import block_level_mask
-from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
+from fastslow.numerics.model.activations import (
+    COMPILED_CODES,
+    GELU_C,
+    GELU_K,
+    compiled_code,
+    is_builtin,
+)
+from fastslow.numerics.model.layer import (
+    check_embeddings,
+    check_layer_params,
+    check_model,
+    check_state,
+)
+from fastslow.numerics.model.masks import block_level_mask
+from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 __all__ = ["fast_layer", "fast_stack", "fast_attention", "fast_slow_path", "warm_up", "TILE"]
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from numerics import validation as v
+from fastslow.numerics import validation as v
 
 __all__ = [
     "matmul_flops",

@@ -51,12 +51,12 @@ import scipy.sparse as sps
 from numba import njit
 from scipy.integrate import solve_ivp
 
-from numerics import validation as v
-from numerics.integrators import IntegratorResult, integrate
-from numerics.model import kernels
-from numerics.model.activations import compiled_code, is_builtin
-from numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
-from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
+from fastslow.numerics import validation as v
+from fastslow.numerics.integrators import IntegratorResult, integrate
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.activations import compiled_code, is_builtin
+from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
+from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
 (_T, _P, _D, _M, _L, _NORM, _SIGMA, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL,

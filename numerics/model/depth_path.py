@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model.weights import LayerParams, Model, ModelConfig, init_layer
+from fastslow.numerics import validation as v
+from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig, init_layer
 
 __all__ = ["SmoothPath", "StepPath", "random_smooth_path", "stack_from_path", "lipschitz_estimate"]
 

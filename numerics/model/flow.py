@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model import kernels
-from numerics.model.layer import check_state
-from numerics.model.weights import LayerParams, Model, ModelConfig
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.layer import check_state
+from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig
 
 FORMS = ("layer", "coupling")
 

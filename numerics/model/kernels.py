@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.model.masks import block_level_mask
-from numerics.model.weights import LayerParams, ModelConfig
+from fastslow.numerics.model.masks import block_level_mask
+from fastslow.numerics.model.weights import LayerParams, ModelConfig
 
 
 def rms_norm(X: np.ndarray, eps: float) -> np.ndarray:

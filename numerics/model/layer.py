@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model import kernels
-from numerics.model.weights import LayerParams, Model, ModelConfig
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig
 
 __all__ = [
     "rms_norm",

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import lapack
-from numerics import validation as v
+from fastslow.numerics import lapack
+from fastslow.numerics import validation as v
 
 NAMED_MASKS = ("causal", "block_causal", "block_bidirectional")
 """The mask names understood by :func:`make_mask` and :func:`coarse_maps`."""

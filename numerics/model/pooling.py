@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model import kernels
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import kernels
 
 __all__ = [
     "block_mean",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.model import kernels
-from numerics.model.masks import block_level_mask
-from numerics.model.weights import LayerParams, ModelConfig
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.masks import block_level_mask
+from fastslow.numerics.model.weights import LayerParams, ModelConfig
 
 
 def norm_fwd(cfg: ModelConfig, X: np.ndarray):

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.model.activations import SIGMAS, Activation, resolve
-from numerics.model.masks import NAMED_MASKS, as_mask
+from fastslow.numerics import validation as v
+from fastslow.numerics.model.activations import SIGMAS, Activation, resolve
+from fastslow.numerics.model.masks import NAMED_MASKS, as_mask
 
 __all__ = [
     "SIGMAS",

@@ -38,8 +38,8 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from numerics import validation as v
-from numerics.toy.data import Emission, _distribution, _transition, stationary_distribution
+from fastslow.numerics import validation as v
+from fastslow.numerics.toy.data import Emission, _distribution, _transition, stationary_distribution
 
 __all__ = [
     "kalman_token_filter",

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerics import validation as v
+from fastslow.numerics import validation as v
 
 __all__ = [
     "EXPONENTIAL_FAMILIES",

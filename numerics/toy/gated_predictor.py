@@ -47,8 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from numerics import validation as v
-from numerics.toy.data import gaussian_ar1_blocks, running_sums
+from fastslow.numerics import validation as v
+from fastslow.numerics.toy.data import gaussian_ar1_blocks, running_sums
 
 __all__ = [
     "GatedToy",

@@ -38,10 +38,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from numerics import lapack
-from numerics import validation as v
-from numerics.model import kernels
-from numerics.model.layer import check_layer_params, check_state
+from fastslow.numerics import lapack
+from fastslow.numerics import validation as v
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.layer import check_layer_params, check_state
 
 __all__ = [
     "CONVENTIONS",

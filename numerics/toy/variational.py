@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-from numerics import validation as v
+from fastslow.numerics import validation as v
 
 __all__ = [
     "PARAM_NAMES",

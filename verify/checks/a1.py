@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
-from numerics.model.masks import block_level_mask
+import fastslow.numerics as nm
+from fastslow.numerics.model.masks import block_level_mask
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..model_params import model_params

@@ -41,9 +41,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from numerics.model import kernels
-from numerics.model.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
-from numerics.model.weights import SLOW_WEIGHTS, WEIGHT_NAMES, ModelConfig, init_layer
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
+from fastslow.numerics.model.weights import SLOW_WEIGHTS, WEIGHT_NAMES, ModelConfig, init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..model_params import model_params

@@ -55,8 +55,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
-from numerics.model.autodiff import stack_vjp
+import fastslow.numerics as nm
+from fastslow.numerics.model.autodiff import stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced

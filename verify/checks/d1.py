@@ -75,11 +75,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
-from numerics.analysis.fixed_points import tied_fixed_point
-from numerics.analysis.stability import layer_jacobian
-from numerics.lapack import svdvals
-from numerics.model.autodiff import stack_jvp, stack_vjp
+import fastslow.numerics as nm
+from fastslow.numerics.analysis.fixed_points import tied_fixed_point
+from fastslow.numerics.analysis.stability import layer_jacobian
+from fastslow.numerics.lapack import svdvals
+from fastslow.numerics.model.autodiff import stack_jvp, stack_vjp
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced

@@ -47,15 +47,15 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
-from numerics.integrators import integrate
-from numerics.model.depth_path import (
+import fastslow.numerics as nm
+from fastslow.numerics.integrators import integrate
+from fastslow.numerics.model.depth_path import (
     StepPath,
     lipschitz_estimate,
     random_smooth_path,
     stack_from_path,
 )
-from numerics.model.weights import init_layer
+from fastslow.numerics.model.weights import init_layer
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..measure import asymptotic_slope, relative_error

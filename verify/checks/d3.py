@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
-from numerics.analysis.linearised import homogeneous_trajectory
+import fastslow.numerics as nm
+from fastslow.numerics.analysis.linearised import homogeneous_trajectory
 
 from ..claim import Claim, Conclusion, Control, Param, at_most
 from ..diagnostics import homogeneous_reference

@@ -88,11 +88,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import numerics as nm
-from numerics import lapack
-from numerics.analysis import linearised as lin
-from numerics.model.autodiff import stack_jvp
-from theory.linearisation import factors_function
+import fastslow.numerics as nm
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.autodiff import stack_jvp
+from fastslow.theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..diagnostics import (

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import numerics as nm
-from numerics import lapack
-from numerics.analysis import linearised as lin
-from numerics.analysis.stability import layer_jacobian
-from theory.kernels import kernel_constant as exact_kernel_constant
+import fastslow.numerics as nm
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis.stability import layer_jacobian
+from fastslow.theory.kernels import kernel_constant as exact_kernel_constant
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced

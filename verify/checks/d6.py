@@ -75,10 +75,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-import numerics as nm
-from numerics import lapack
-from numerics.analysis.stability import slow_jacobian
-from numerics.analysis.visibility import (
+import fastslow.numerics as nm
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis.stability import slow_jacobian
+from fastslow.numerics.analysis.visibility import (
     PARAMETER_BLOCKS,
     block_spectra,
     decaying_projector,
@@ -89,9 +89,9 @@ from numerics.analysis.visibility import (
     persistent_component,
     visibility_map,
 )
-from numerics.model import kernels
-from numerics.model.masks import block_level_mask, coarse_maps
-from theory.stability import block_causal_gap_ratio
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.masks import block_level_mask, coarse_maps
+from fastslow.theory.stability import block_causal_gap_ratio
 
 from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
 from ..measure import (

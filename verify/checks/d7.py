@@ -63,8 +63,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import numerics as nm
-from numerics.analysis.stability import (
+import fastslow.numerics as nm
+from fastslow.numerics.analysis.stability import (
     critical_gate,
     gate_spectral_radii,
     iterate_linear_loop,
@@ -76,7 +76,7 @@ from numerics.analysis.stability import (
     spectral_radius,
     stability_margin,
 )
-from numerics.model import kernels
+from fastslow.numerics.model import kernels
 
 from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
 from ..measure import UNIT_ROUNDOFF, ratio

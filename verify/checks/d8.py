@@ -58,7 +58,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import stdtrit
 
-from numerics.toy.bayes import (
+from fastslow.numerics.toy.bayes import (
     hmm_future_logpdf,
     hmm_pooled_filter,
     hmm_predictive_logpdf,
@@ -69,7 +69,7 @@ from numerics.toy.bayes import (
     kalman_token_filter,
     token_loglik,
 )
-from numerics.toy.data import (
+from fastslow.numerics.toy.data import (
     CONTROL_FAMILIES,
     EXPONENTIAL_FAMILIES,
     Emission,
@@ -79,7 +79,7 @@ from numerics.toy.data import (
     stationary_distribution,
     sticky_transition,
 )
-from theory.exponential_family import sum_factor
+from fastslow.theory.exponential_family import sum_factor
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param
 from ..measure import relative_error

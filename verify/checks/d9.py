@@ -68,9 +68,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
-from numerics import lapack
-from numerics.analysis.stability import critical_gate, stability_margin
-from numerics.toy.gated_predictor import (
+from fastslow.numerics import lapack
+from fastslow.numerics.analysis.stability import critical_gate, stability_margin
+from fastslow.numerics.toy.gated_predictor import (
     GatedToy,
     closed_form_margin,
     fast_risk_standard_error,

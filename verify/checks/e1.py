@@ -93,10 +93,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.lm import blockstats, corpus
-from numerics.lm.optim import gate_noise_band
-from numerics.lm.params import KINDS, LMConfig
-from numerics.lm.train import RunSpec, run_all
+from fastslow.numerics.lm import blockstats, corpus
+from fastslow.numerics.lm.optim import gate_noise_band
+from fastslow.numerics.lm.params import KINDS, LMConfig
+from fastslow.numerics.lm.train import RunSpec, run_all
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..measure import ratio

@@ -186,22 +186,22 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-import numerics as nm
-from numerics.integrators import integrate
-from numerics.model.coupling import (
+import fastslow.numerics as nm
+from fastslow.numerics.integrators import integrate
+from fastslow.numerics.model.coupling import (
     CouplingProblem,
     coupling_problem,
     integrate_coupling,
     layer_breakpoints,
 )
-from numerics.model.masks import (
+from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
     kernel_eigenvalues,
     slowest_left_eigenvectors,
     subdominant_eigenvalue,
 )
-from theory.slow_manifold import (
+from fastslow.theory.slow_manifold import (
     MASKS,
     SIGMA_FUNCS,
     block_patterns,

@@ -74,9 +74,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics.model.masks import frozen_kernel
-from numerics.toy import markov as mk
-from theory import markov as tm
+from fastslow.numerics.model.masks import frozen_kernel
+from fastslow.numerics.toy import markov as mk
+from fastslow.theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
 from ..measure import ratio, slope_fit, symbolic_agrees

@@ -83,11 +83,11 @@ import numpy as np
 from scipy import stats
 from scipy.special import rel_entr
 
-from numerics.model.layer import attention_kernel
-from numerics.model.weights import ModelConfig, init_model
-from numerics.toy import markov as mk
-from numerics.toy import variational as va
-from theory import markov as tm
+from fastslow.numerics.model.layer import attention_kernel
+from fastslow.numerics.model.weights import ModelConfig, init_model
+from fastslow.numerics.toy import markov as mk
+from fastslow.numerics.toy import variational as va
+from fastslow.theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
 from ..measure import ratio, slope_fit
