@@ -186,7 +186,10 @@ def rhs_flops(cfg: ModelConfig) -> float:
 
 def flop_floor(cfg: ModelConfig, method: str, work: dict) -> float:
     """FLOP of a run from its counters: RHS calls, factorisations (real ``(2/3)P³`` per block,
-    complex 4× that), Newton/stage solves (``2P·d`` per row, complex 4×)."""
+    complex 4× that), Newton/stage solves (``2P·d`` per row, complex 4×). The factorisation
+    count is an LU's, the least a factorisation can cost: the integrators invert each block
+    (``2P³``, :mod:`numerics.integrators.linalg`) so that a solve is one product, at the same
+    ``2P·d`` per row as the two substitutions it replaces."""
     T, P, d = cfg.T, cfg.P, cfg.d
     f = work["nfev"] * rhs_flops(cfg)
     lu = (T // P) * (2 / 3) * P**3
