@@ -316,6 +316,53 @@ def test_coupling_rhs_compiled_equals_numpy_reference(sigma):
             assert np.allclose(J, (A - np.eye(8)) / 0.01 - 0.7 * np.eye(8), rtol=1e-13, atol=1e-10)
 
 
+def test_dense_mask_jacobian_by_row_panels_equals_the_kernel():
+    """For a mask that is not block-local the frozen-kernel ``J`` is computed in row panels (two
+    panels at T = 256), each row only up to its last allowed column: it equals
+    ``(A − I)/ε − γI`` from the NumPy kernel, the zeros included, for the causal mask and a band."""
+    from numerics.model.coupling import KERNEL_PANEL
+
+    T = 256
+    assert 1 < T // (KERNEL_PANEL // T) < T
+    banded = np.tril(np.ones((T, T), dtype=bool), 9) & np.triu(np.ones((T, T), dtype=bool), -40)
+    for mask in ("causal", banded):  # a custom mask: a band with entries above the diagonal
+        cfg = nm.ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
+        model = nm.init_model(cfg, 1, 5, gate=0.9)
+        X = np.random.default_rng(1).standard_normal((T, 3))
+        p = pack_coupling(cfg, model, 0.01, X)
+        J = np.full((T, T), np.nan)
+        frozen_kernel_jac_nb(0.5, X.ravel(), p, 0, J)
+        A = nm.attention_kernel(cfg, model.layers[0], X)
+        assert np.allclose(J, (A - np.eye(T)) / 0.01 - 0.7 * np.eye(T), rtol=1e-13, atol=1e-10)
+        assert np.any(np.triu(J, 1)) == (mask is banded)
+
+
+def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_upper_entry():
+    """``jac_lower=True`` (no m×m factorisation kept) on a causal mask: the same steps and
+    result as with the triangularity detected from ``J``; a ``J`` with an entry above its
+    diagonal is refused."""
+    from numerics.model.coupling import is_lower_triangular
+
+    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
+    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    X0 = np.random.default_rng(1).standard_normal((16, 3))
+    p = pack_coupling(cfg, model, 1e-3, X0)
+    assert is_lower_triangular(cfg.mask_array)
+    kw = dict(jac=frozen_kernel_jac_nb, jac_size=16, p=p, rtol=1e-6, atol=1e-9)
+    for method in ("radau", "rosw"):
+        runs = [integrate(coupling_rhs_nb, (0, 1), X0, method=method, jac_lower=low, **kw)
+                for low in (False, True)]  # fmt: skip
+        assert runs[0].success and runs[0].nsteps == runs[1].nsteps
+        assert np.allclose(runs[0].y, runs[1].y, rtol=1e-12, atol=1e-14)
+    full = nm.ModelConfig(T=16, P=4, d=3, mask=np.ones((16, 16), dtype=bool), gamma=0.7)
+    pf = pack_coupling(full, nm.init_model(full, 2, 5, gate=0.9), 1e-3, X0)
+    assert not is_lower_triangular(full.mask_array)
+    with pytest.raises(ValueError, match="above its diagonal"):
+        integrate(coupling_rhs_nb, (0, 1), X0, method="radau", jac_lower=True, **(kw | {"p": pf}))
+    with pytest.raises(ValueError, match="jac_block"):
+        integrate(coupling_rhs_nb, (0, 1), X0, jac_lower=True, jac_block=4, **kw)
+
+
 def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_one():
     softsign = Activation(
         "softsign", lambda z: z / (1 + np.abs(z)), lambda z: (1 + np.abs(z)) ** -2
@@ -390,20 +437,30 @@ def _shifted_solve(J, shift, mb, v, k):
 
     m = J.shape[0]
     kind = linalg.structure(J, m, mb)
-    Jst = J if mb == m else np.concatenate([J[b : b + mb, b : b + mb] for b in range(0, m, mb)])
-    Jst = np.ascontiguousarray(Jst)
+    Jst = _stored(J, mb)
     piv = np.zeros(m, dtype=np.int64)
+    sw = np.empty(linalg.scratch_size(m, k))
     if np.iscomplexobj(shift):
         Fc = np.empty(Jst.shape, complex)
         linalg.factor_shifted(Jst, shift, m, mb, kind, Fc, piv)
         o, o2 = np.empty_like(v.real), np.empty_like(v.real)
-        linalg.solve_complex(Fc, piv, v.real.copy(), v.imag.copy(), o, o2, m, mb, k, kind)
+        linalg.solve_complex(Jst, Fc, piv, v.real.copy(), v.imag.copy(), o, o2, m, mb, k, kind, sw)
         return kind, o + 1j * o2
     F = np.empty(Jst.shape)
     linalg.factor_shifted(Jst, shift, m, mb, kind, F, piv)
     out = np.empty_like(v)
-    linalg.solve_real(F, piv, v, out, m, mb, k, kind)
+    linalg.solve_real(Jst, F, piv, v, out, m, mb, k, kind, sw)
     return kind, out
+
+
+def _stored(J, mb):
+    """``J`` as the integrators store it: whole, or the ``m×mb`` rows of its diagonal blocks."""
+    m = J.shape[0]
+    if mb == m:
+        return np.ascontiguousarray(J)
+    return np.ascontiguousarray(
+        np.concatenate([J[b : b + mb, b : b + mb] for b in range(0, m, mb)])
+    )
 
 
 @pytest.mark.parametrize("shape", ["block", "lower", "lower_blocked", "dense"])
@@ -430,6 +487,41 @@ def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
         full = np.kron(shift * np.eye(m) - J, np.eye(k))
         assert kind == want_kind
         assert np.allclose(full @ x, v, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", ["block", "lower_blocked", "dense"])
+def test_radau_pair_solve_equals_the_two_solves(shape):
+    """``solve_pair`` (Radau's real and complex systems; one substitution sweep with ``3k``
+    columns for a lower-triangular ``J``) gives the real and the complex solve, to rounding."""
+    from numerics.integrators import linalg
+
+    rng = np.random.default_rng(5)
+    m, mb, k = (150, 150, 3) if shape == "lower_blocked" else (12, 4 if shape == "block" else 12, 3)
+    J = rng.standard_normal((m, m)) / np.sqrt(m)
+    if shape == "block":
+        J = J * np.kron(np.eye(m // mb), np.ones((mb, mb)))
+    if shape == "lower_blocked":
+        J = np.tril(J)
+    sr, sc = 2.0, 2.0 + 0.7j
+    vr, vc = (
+        rng.standard_normal(m * k),
+        rng.standard_normal(m * k) + 1j * rng.standard_normal(m * k),
+    )
+    Jst = _stored(J, mb)
+    kind = linalg.structure(Jst, m, mb)
+    lower = kind == linalg.LOWER
+    Fr = np.empty((m, 1) if lower else Jst.shape)
+    Fc = np.empty((m, 1) if lower else Jst.shape, complex)
+    pr, pc = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    linalg.factor_shifted(Jst, sr, m, mb, kind, Fr, pr)
+    linalg.factor_shifted(Jst, sc, m, mb, kind, Fc, pc)
+    sw = np.empty(linalg.scratch_size(m, k))
+    outs = [np.empty(m * k) for _ in range(3)]
+    linalg.solve_pair(
+        Jst, Fr, pr, Fc, pc, vr, vc.real.copy(), vc.imag.copy(), *outs, m, mb, k, kind, sw
+    )
+    for shift, v, x in ((sr, vr, outs[0]), (sc, vc, outs[1] + 1j * outs[2])):
+        assert np.allclose(np.kron(shift * np.eye(m) - J, np.eye(k)) @ x, v, rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------ the Jacobian is never dropped

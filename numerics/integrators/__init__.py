@@ -29,8 +29,8 @@ output), one module per method with its step, commit and continuous extension
 (:mod:`~numerics.integrators.dopri5`, :mod:`~numerics.integrators.rosw`,
 :mod:`~numerics.integrators.radau`), the step-size controllers
 (:mod:`~numerics.integrators.controllers`) and the shifted linear systems by the structure of
-``J`` (:mod:`~numerics.integrators.linalg`: ``(T/P, P, P)`` block LU, triangular substitution,
-dense inverse). The contract between them is :mod:`~numerics.integrators.base`.
+``J`` (:mod:`~numerics.integrators.linalg`: ``(T/P, P, P)`` block inverses, triangular substitution
+on ``J`` itself, dense LU). The contract between them is :mod:`~numerics.integrators.base`.
 
 Which one: Radau IIA is the fastest on the coupling flow at matched error, ROS34PW2 has no Newton
 iteration to fail, and both keep their order with the frozen-kernel ``W`` (tests: order 3 with a
@@ -67,6 +67,7 @@ from fastslow.numerics.integrators.base import (
     O_EXPONENT,
     O_H,
     O_HFIXED,
+    O_LOWER,
     O_M,
     O_MB,
     O_RTOL,
@@ -254,6 +255,7 @@ def integrate(
     jac=None,
     jac_size: int | None = None,
     jac_block: int | None = None,
+    jac_lower: bool = False,
     p=None,
     rtol: float = 1e-6,
     atol: float = 1e-9,
@@ -291,6 +293,9 @@ def integrate(
             stored as its blocks' rows and factorised block by block (``O(m·mb)`` memory,
             ``O(m·mb²)`` per factorisation); a compiled ``jac`` then writes the ``m×mb`` rows. A
             lower-triangular ``J`` (causal masks) is detected and solved by substitution.
+        jac_lower: ``J`` (``m×m``, no ``jac_block``) is lower triangular (a causal mask): no
+            ``m×m`` factorisation is allocated (``m²`` floats and ``m²`` complex numbers fewer);
+            a ``J`` with an entry above its diagonal is then a ``ValueError``.
         p: flat float64 parameter vector passed to compiled problem functions.
         rtol, atol: local error tolerances (RMS norm, as SciPy).
         t_eval: output times inside ``t_span``: the steps land on them exactly, or, with
@@ -322,6 +327,8 @@ def integrate(
     mb = m if jac_block is None else v.positive_int("jac_block", jac_block)
     if m % mb:
         raise ValueError(f"jac_block={mb} must divide jac_size={m}")
+    if jac_lower and mb != m:
+        raise ValueError("jac_lower=True is for a full m×m Jacobian: drop jac_block")
     if t_eval is not None:
         t_eval = v.finite_array("t_eval", t_eval, ndim=1)
         if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
@@ -346,6 +353,7 @@ def integrate(
         "h_fixed": hf,
         "m": m,
         "mb": mb,
+        "lower": bool(jac_lower),
         "max_steps": v.positive_int("max_steps", max_steps),
         "fd_fevals": [0],
     }
@@ -401,10 +409,11 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     mod, controller, exponent, _ = driver.METHODS[method]
     fns = driver.compiled(method) if _is_compiled(fun) else driver.python_functions(method)
     opt = np.zeros(N_OPT)
-    opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT]] = [
-        spec["rtol"], spec["atol"], spec["h_fixed"], m, mb, controller, exponent, float(detect)
+    opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_LOWER]] = [
+        spec["rtol"], spec["atol"], spec["h_fixed"], m, mb, controller, exponent, float(detect),
+        float(spec["lower"]),
     ]  # fmt: skip
-    nws, nwc, niw = mod.workspace(n, m, mb)
+    nws, nwc, niw = mod.workspace(n, m, mb, spec["lower"])
     ws, wc, iw = np.zeros(nws), np.zeros(nwc, dtype=np.complex128), np.zeros(niw, dtype=np.int64)
     args = (rhs, jac_fn, y_start, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
     status = int(fns[0](*fns[1:], *args, h0, np.int64(spec["max_steps"]), counters))

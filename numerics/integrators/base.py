@@ -30,7 +30,7 @@ recompile per problem):
 
 Each method owns a slice of the workspaces ``ws`` (float64), ``wc`` (complex128) and ``iw``
 (int64), allocated once per run by :func:`numerics.integrators.integrate` from the method's
-``workspace(n, m, mb)``. ``iw[IW_NITER]``, ``iw[IW_RECOMPUTE]`` and ``iw[IW_REJECTED]`` carry
+``workspace(n, m, mb, lower)`` (``lower``: ``J`` declared lower triangular). ``iw[IW_NITER]``, ``iw[IW_RECOMPUTE]`` and ``iw[IW_REJECTED]`` carry
 what a step tells the step-size controller and what the driver tells the step; a method that
 detects stiffness (DOPRI5 with ``opt[O_DETECT] = 1``) sets ``iw[IW_STIFF]`` and the driver stops
 with :data:`STIFF`.
@@ -118,7 +118,10 @@ N_ACCEPT, N_REJECT, N_FEV, N_JEV, N_LU = 0, 1, 2, 3, 4
 O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_TSTOP, O_SSTOP, O_H = (
     range(11)
 )
-N_OPT = 11
+O_LOWER = 11
+"""Options slot: 1 when the problem declared ``J`` lower triangular (``jac_lower``): the implicit
+methods then keep no ``m×m`` factorisation (:mod:`numerics.integrators.linalg`)."""
+N_OPT = 12
 # integer slots shared by driver, steps and controllers; methods use the rest from IW_METHOD on
 IW_NITER, IW_RECOMPUTE, IW_REJECTED, IW_STIFF, IW_METHOD = 0, 1, 2, 3, 4
 

@@ -37,7 +37,7 @@ STIFF_HLAMBDA, STIFF_COUNT, NONSTIFF_COUNT = 3.25, 15, 6
 N_STIFF, N_NONSTIFF = IW_METHOD, IW_METHOD + 1
 
 
-def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
+def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, int]:
     """Sizes of ``(ws, wc, iw)`` for a state of size ``n``."""
     return 10 * n, 1, IW_METHOD + 2
 

@@ -30,6 +30,7 @@ from fastslow.numerics.integrators.base import (
     NEWTON_RETRY,
     NEWTON_SHRINK,
     O_ATOL,
+    O_LOWER,
     O_M,
     O_MB,
     O_RTOL,
@@ -52,10 +53,14 @@ N_VEC = 30  # float work vectors of size n (see _vectors)
 H_LU, H_OLD, RATE = 0, 1, 2  # scalar slots at the end of the vectors
 
 
-def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
-    """Sizes of ``(ws, wc, iw)``: ``J`` and the real factorisation take ``m·mb`` each, the complex
-    factorisation ``m·mb`` (``mb = m`` when ``J`` is not block diagonal)."""
-    return N_VEC * n + 3 + 2 * m * mb, m * mb, PIVOTS + 2 * m
+def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, int]:
+    """Sizes of ``(ws, wc, iw)``: ``J`` takes ``m·mb`` (``mb = m`` when ``J`` is not block
+    diagonal), the real and the complex factorisation ``m·mb`` each, or ``m`` each when ``J`` is
+    declared lower triangular (``lower``: only the diagonal reciprocals, no copy of ``J``); a
+    full ``J`` (``mb = m``) adds the scratch of the triangular solves (``O(n + m)``)."""
+    fw = 1 if lower else mb
+    sw = linalg.scratch_size(m, n // m) if mb == m else 0
+    return N_VEC * n + 3 + m * mb + m * fw + sw, m * fw, PIVOTS + 2 * m
 
 
 @njit(cache=True)
@@ -89,12 +94,15 @@ def _vectors(ws, n):
 
 
 @njit(cache=True)
-def _matrices(ws, wc, n, m, mb):
+def _matrices(ws, wc, n, m, mb, lower):
+    """``(J, Fr, Fc, sw)``: ``J`` (m×mb), the real and complex factorisations (m×mb, or m×1 when
+    ``J`` is declared lower triangular) and the scratch of the triangular solves."""
     o = N_VEC * n + 3
     q = m * mb
+    fw = 1 if lower else mb
     J = ws[o : o + q].reshape((m, mb))
-    Fr = ws[o + q : o + 2 * q].reshape((m, mb))
-    return J, Fr, wc[:q].reshape((m, mb))
+    Fr = ws[o + q : o + q + m * fw].reshape((m, fw))
+    return J, Fr, wc[: m * fw].reshape((m, fw)), ws[o + q + m * fw :]
 
 
 @njit(cache=True)
@@ -184,13 +192,13 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     counters[N_FEV] += 1
     if h <= 0.0:
         h = initial_step(y, f0, opt[O_RTOL], opt[O_ATOL], span)
-    J = _matrices(ws, wc, n, m, mb)[0]
+    J = _matrices(ws, wc, n, m, mb, opt[O_LOWER] > 0.0)[0]
     jac(t, y, p, seg, J)
     counters[N_JEV] += 1
     iw[FRESH] = 1
     iw[HAVE_LU] = 0
     iw[HAVE_POLY] = 0
-    iw[KIND] = linalg.structure(J, m, mb)
+    iw[KIND] = linalg.checked_structure(J, m, mb, opt[O_LOWER] > 0.0)
     ws[N_VEC * n + H_OLD] = -1.0
     return h
 
@@ -207,7 +215,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     one, three, sc = _vectors(ws, n)
     f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze, err, Zlast = one
     F, Z, Z0, W, Qp = three
-    J, Fr, Fc = _matrices(ws, wc, n, m, mb)
+    J, Fr, Fc, sw = _matrices(ws, wc, n, m, mb, opt[O_LOWER] > 0.0)
     pr = iw[PIVOTS : PIVOTS + m]
     pc = iw[PIVOTS + m : PIVOTS + 2 * m]
     kind = iw[KIND]
@@ -239,8 +247,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         counters[N_FEV] += 3
         if not _newton_residual(F, W, hs, fr, fcr, fci):
             break  # non-finite stage values: not converged
-        linalg.solve_real(Fr, pr, fr, dr, m, mb, k, kind)
-        linalg.solve_complex(Fc, pc, fcr, fci, dcr, dci, m, mb, k, kind)
+        linalg.solve_pair(J, Fr, pr, Fc, pc, fr, fcr, fci, dr, dcr, dci, m, mb, k, kind, sw)
         dn = _newton_norm(dr, dcr, dci, iscale)
         if dW_old >= 0.0:
             rate = dn / dW_old if dW_old > 0 else 0.0
@@ -260,32 +267,36 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
             jac(t, y, p, seg, J)
             counters[N_JEV] += 1
             iw[FRESH] = 1
-            iw[KIND] = linalg.structure(J, m, mb)
+            iw[KIND] = linalg.checked_structure(J, m, mb, opt[O_LOWER] > 0.0)
             return NEWTON_RETRY
         return NEWTON_SHRINK
     iw[IW_RECOMPUTE] = 1 if (n_iter > 2 and rate > 1e-3) else 0
     ynew[:] = y
     ynew += Z[2]
-    en = _error_estimate(y, ynew, hs, f0, ze, fi, err, scale, Z, Fr, pr, m, mb, k, kind, rtol, atol)
+    en = _error_estimate(
+        y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
+    )
     if iw[IW_REJECTED] == 1 and en > 1.0:  # refine: one more call at y + err
         ys[:] = y
         ys += err
         rhs(t, ys, p, seg, fi)
         counters[N_FEV] += 1
         fi += ze
-        linalg.solve_real(Fr, pr, fi, err, m, mb, k, kind)
+        linalg.solve_real(J, Fr, pr, fi, err, m, mb, k, kind, sw)
         en = _rms_scaled(err, scale)
     return en
 
 
 @njit(cache=True)
-def _error_estimate(y, ynew, hs, f0, ze, fi, err, scale, Z, Fr, pr, m, mb, k, kind, rtol, atol):
+def _error_estimate(
+    y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
+):
     """Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) + Σ e_i Z_i/h]`` and its scaled RMS
     norm (``ze = Σ e_i Z_i/h`` kept for the refinement after a rejection)."""
     for i in range(y.size):
         ze[i] = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * Z[2, i]) / hs
         fi[i] = f0[i] + ze[i]
-    linalg.solve_real(Fr, pr, fi, err, m, mb, k, kind)
+    linalg.solve_real(J, Fr, pr, fi, err, m, mb, k, kind, sw)
     for i in range(y.size):
         scale[i] = atol + rtol * max(abs(y[i]), abs(ynew[i]))
     return _rms_scaled(err, scale)
@@ -306,12 +317,12 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     rhs(t1, ynew, p, seg, one[0])
     counters[N_FEV] += 1
     if iw[IW_RECOMPUTE] == 1:
-        J = _matrices(ws, wc, n, m, mb)[0]
+        J = _matrices(ws, wc, n, m, mb, opt[O_LOWER] > 0.0)[0]
         jac(t1, ynew, p, seg, J)
         counters[N_JEV] += 1
         iw[FRESH] = 1
         iw[HAVE_LU] = 0
-        iw[KIND] = linalg.structure(J, m, mb)
+        iw[KIND] = linalg.checked_structure(J, m, mb, opt[O_LOWER] > 0.0)
     else:
         iw[FRESH] = 0
 

@@ -10,7 +10,7 @@ Being a W-method, it keeps ``J`` across steps: ``J`` is evaluated at the start o
 re-evaluated only after a rejected step with a ``J`` from an earlier point (a stale ``J`` costs
 accuracy of nothing but stability); ``I/(hγ) − J`` is factorised only when ``J`` or ``h``
 changed (:mod:`numerics.integrators.linalg`, block by block for block-diagonal ``J``).
-Workspace: ``ws = [u (4×n) | ys | fi | err | h_lu | J | F]``, ``iw = [.., fresh, kind, have_lu |
+Workspace: ``ws = [u (4×n) | ys | fi | err | h_lu | J | F | scratch]``, ``iw = [.., fresh, kind, have_lu |
 pivots]``.
 """
 
@@ -26,6 +26,7 @@ from fastslow.numerics.integrators.base import (
     N_JEV,
     N_LU,
     O_ATOL,
+    O_LOWER,
     O_M,
     O_MB,
     O_RTOL,
@@ -48,16 +49,23 @@ FRESH, KIND, HAVE_LU = IW_METHOD, IW_METHOD + 1, IW_METHOD + 2
 PIVOTS = IW_METHOD + 3
 
 
-def workspace(n: int, m: int, mb: int) -> tuple[int, int, int]:
-    """Sizes of ``(ws, wc, iw)``: ``J`` and its factorisation take ``m·mb`` each (``mb = m``
-    when dense)."""
-    return 7 * n + 1 + 2 * m * mb, 1, PIVOTS + m
+def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, int]:
+    """Sizes of ``(ws, wc, iw)``: ``J`` takes ``m·mb`` (``mb = m`` when not block diagonal), its
+    factorisation ``m·mb``, or ``m`` when ``J`` is declared lower triangular (``lower``: the
+    diagonal reciprocals, no copy of ``J``); a full ``J`` adds the triangular solves' scratch."""
+    fw = 1 if lower else mb
+    sw = linalg.scratch_size(m, n // m) if mb == m else 0
+    return 7 * n + 1 + m * mb + m * fw + sw, 1, PIVOTS + m
 
 
 @njit(cache=True)
-def _matrices(ws, n, m, mb):
+def _matrices(ws, n, m, mb, lower):
+    """``(J, F, sw)``: ``J`` (m×mb), its factorisation (m×mb, or m×1 when declared lower) and the
+    scratch of the triangular solves."""
     o = 7 * n + 1
-    return ws[o : o + m * mb].reshape((m, mb)), ws[o + m * mb : o + 2 * m * mb].reshape((m, mb))
+    fw = 1 if lower else mb
+    J = ws[o : o + m * mb].reshape((m, mb))
+    return J, ws[o + m * mb : o + m * mb + m * fw].reshape((m, fw)), ws[o + m * mb + m * fw :]
 
 
 def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
@@ -65,12 +73,12 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     n = y.size
     m = int(opt[O_M])
     mb = int(opt[O_MB])
-    J, F = _matrices(ws, n, m, mb)
+    J = _matrices(ws, n, m, mb, opt[O_LOWER] > 0.0)[0]
     jac(t, y, p, seg, J)
     counters[N_JEV] += 1
     iw[FRESH] = 1
     iw[HAVE_LU] = 0
-    iw[KIND] = linalg.structure(J, m, mb)
+    iw[KIND] = linalg.checked_structure(J, m, mb, opt[O_LOWER] > 0.0)
     if h <= 0.0:
         fi = ws[5 * n : 6 * n]
         rhs(t, y, p, seg, fi)
@@ -89,14 +97,14 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     ys = ws[4 * n : 5 * n]
     fi = ws[5 * n : 6 * n]
     err = ws[6 * n : 7 * n]
-    J, F = _matrices(ws, n, m, mb)
+    J, F, sw = _matrices(ws, n, m, mb, opt[O_LOWER] > 0.0)
     piv = iw[PIVOTS : PIVOTS + m]
     if iw[IW_REJECTED] == 1 and iw[FRESH] == 0:  # a stale J may be why: refresh it
         jac(t, y, p, seg, J)
         counters[N_JEV] += 1
         iw[FRESH] = 1
         iw[HAVE_LU] = 0
-        iw[KIND] = linalg.structure(J, m, mb)
+        iw[KIND] = linalg.checked_structure(J, m, mb, opt[O_LOWER] > 0.0)
     if iw[HAVE_LU] == 0 or hs != ws[7 * n]:
         linalg.factor_shifted(J, 1.0 / (hs * ROS_GAMMA), m, mb, iw[KIND], F, piv)
         counters[N_LU] += 1
@@ -111,7 +119,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         rhs(ti, ys, p, seg, fi)
         for j in range(i):
             axpy(ROS_CMAT[i, j] / hs, u[j], fi)
-        linalg.solve_real(F, piv, fi, u[i], m, mb, k, iw[KIND])
+        linalg.solve_real(J, F, piv, fi, u[i], m, mb, k, iw[KIND], sw)
     counters[N_FEV] += 4
     ynew[:] = y
     err[:] = 0.0

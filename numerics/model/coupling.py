@@ -19,10 +19,13 @@ What it computes:
   refuse it with a ``ValueError`` naming the NumPy right-hand side
   (``integrate_coupling_scipy(rhs="numpy")``, :func:`numerics.model.flow.make_rhs`).
 * :func:`frozen_kernel_jac_nb`: the stiff part ``J = (A_t(X) − I)/ε − γI`` of the Jacobian (T×T,
-  acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``.
+  acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``;
+  for a mask that is not block-local it is written in row panels into ``J`` itself
+  (:func:`_kernel_rows_into`: no T×T temporary, a causal row only up to its diagonal).
 * :func:`integrate_coupling`: the flow by :func:`numerics.integrators.integrate` (Numba loops),
   stopping exactly at every ``l/L``; for block-local masks the inverse of ``I/(hγ) − J`` is taken
-  block by block.
+  block by block, for a causal mask ``J`` is declared lower triangular (``jac_lower``: solved by
+  substitution on ``J`` itself, no T×T factorisation kept).
 * :func:`integrate_coupling_scipy`: the same flow by :func:`scipy.integrate.solve_ivp`, interval by
   interval (stops at every ``l/L``), with the compiled or the NumPy right-hand side and the
   frozen-kernel Jacobian (dense or sparse) or SciPy's own finite-difference one.
@@ -66,6 +69,7 @@ __all__ = [
     "pack_coupling",
     "coupling_rhs_nb",
     "frozen_kernel_jac_nb",
+    "is_lower_triangular",
     "integrate_coupling",
     "integrate_coupling_scipy",
     "ScipyCouplingResult",
@@ -471,11 +475,58 @@ def coupling_rhs_nb(t, y, p, seg, out):
             out[i] += gam * (p[e0 + i] - y[i])
 
 
+KERNEL_PANEL = 32768
+"""Floats of the row panel in which :func:`_kernel_rows_into` computes scores (256 KB: the panel
+stays in cache while it is scaled, exponentiated and written to ``J``)."""
+
+
+@njit(cache=True)
+def _kernel_rows_into(Xn, p, seg, J):
+    """``J ← A(X)/ε`` (T×T) for a mask that is not block-local, written row panel by row panel
+    into ``J`` itself: no T×T temporary. Row ``i`` is computed only up to its last allowed
+    column (rounded up to a multiple of 4, so the softmax sums group as over the whole row) and
+    zero beyond it, so a causal mask costs half the products and exponentials of a full one. The
+    same operations as :func:`_dense_kernel` then ``/ε``, panel by panel."""
+    T = int(p[_T])
+    d = int(p[_D])
+    off = _layer_offset(p, seg)
+    XQ = np.dot(Xn, _mat(p, off, d, d))
+    XK = np.dot(Xn, _mat(p, off + d * d, d, d))
+    mask = _mat(p, HEADER, T, T)
+    beta = p[_BETA]
+    eps = p[_EPS]
+    rows = min(T, max(1, KERNEL_PANEL // T))
+    buf = np.empty(rows * T)
+    v, pb, tb = np.empty(T), np.empty(T), np.empty(T)
+    for r0 in range(0, T, rows):
+        r1 = min(r0 + rows, T)
+        c1 = 0
+        for i in range(r0, r1):
+            last = T - 1
+            while last >= c1 and mask[i, last] == 0.0:
+                last -= 1
+            c1 = max(c1, last + 1)
+        c1 = min(T, (max(c1, 1) + 3) // 4 * 4)
+        S = buf[: (r1 - r0) * c1].reshape((r1 - r0, c1))
+        np.dot(XQ[r0:r1], XK[:c1].T, S)
+        for i in range(r0, r1):
+            row = S[i - r0]
+            for j in range(c1):
+                row[j] = beta * row[j]
+            softmax_row(row, mask[i, :c1], v, pb, tb)
+            for j in range(c1):
+                J[i, j] = row[j] / eps
+            for j in range(c1, T):
+                J[i, j] = 0.0
+
+
 @njit(cache=True)
 def frozen_kernel_jac_nb(t, y, p, seg, J):
     """``J = (A(X) − I)/ε − γI`` (T×T), the stiff part of the coupling Jacobian, as ``J ⊗ I_d``
     (signature :data:`numerics.integrators.JAC_SIG`, compiled on first use). ``J`` may be the
-    T×P rows of the diagonal blocks (block-local masks, ``jac_block=P``) or the whole T×T."""
+    T×P rows of the diagonal blocks (block-local masks, ``jac_block=P``) or the whole T×T; for a
+    mask that is not block-local it is computed in place (:func:`_kernel_rows_into`, no T×T
+    temporary; the rows of a causal mask only up to the diagonal)."""
     T = int(p[_T])
     d = int(p[_D])
     P = int(p[_P])
@@ -497,9 +548,16 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
                 for j in range(P):
                     J[i, b0 + j] = S[i, j] / p[_EPS]
     else:
-        J[:, :] = _dense_kernel(Xn, p, seg) / p[_EPS]
+        _kernel_rows_into(Xn, p, seg, J)
     for i in range(T):
         J[i, i % J.shape[1]] -= inv_eps + p[_GAMMA]
+
+
+def is_lower_triangular(mask: np.ndarray) -> bool:
+    """Whether the mask has no entry above its diagonal (a causal mask): then the frozen-kernel
+    ``J`` is lower triangular, and the implicit methods solve with it by substitution without
+    keeping a factorisation (``jac_lower``)."""
+    return bool(not np.any(np.triu(np.asarray(mask, dtype=bool), 1)))
 
 
 def layer_breakpoints(L: int) -> np.ndarray:
@@ -556,6 +614,7 @@ def integrate_coupling(
         jac=frozen_kernel_jac_nb,
         jac_size=cfg.T,
         jac_block=block,
+        jac_lower=block is None and is_lower_triangular(cfg.mask_array),
         p=p,
         rtol=rtol,
         atol=atol,
