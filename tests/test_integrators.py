@@ -320,7 +320,7 @@ def test_dense_mask_jacobian_by_row_panels_equals_the_kernel():
     """For a mask that is not block-local the frozen-kernel ``J`` is computed in row panels (two
     panels at T = 256), each row only up to its last allowed column: it equals
     ``(A − I)/ε − γI`` from the NumPy kernel, the zeros included, for the causal mask and a band."""
-    from numerics.model.coupling import KERNEL_PANEL
+    from fastslow.numerics.model.coupling import KERNEL_PANEL
 
     T = 256
     assert 1 < T // (KERNEL_PANEL // T) < T
@@ -341,7 +341,7 @@ def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_up
     """``jac_lower=True`` (no m×m factorisation kept) on a causal mask: the same steps and
     result as with the triangularity detected from ``J``; a ``J`` with an entry above its
     diagonal is refused."""
-    from numerics.model.coupling import is_lower_triangular
+    from fastslow.numerics.model.coupling import is_lower_triangular
 
     cfg = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
     model = nm.init_model(cfg, 2, 5, gate=0.9)
@@ -493,7 +493,7 @@ def test_block_and_triangular_factorisations_equal_the_dense_solve(shape):
 def test_radau_pair_solve_equals_the_two_solves(shape):
     """``solve_pair`` (Radau's real and complex systems; one substitution sweep with ``3k``
     columns for a lower-triangular ``J``) gives the real and the complex solve, to rounding."""
-    from numerics.integrators import linalg
+    from fastslow.numerics.integrators import linalg
 
     rng = np.random.default_rng(5)
     m, mb, k = (150, 150, 3) if shape == "lower_blocked" else (12, 4 if shape == "block" else 12, 3)
