@@ -15,13 +15,14 @@ the best of at least 4 (repeated up to 0.6 s of CPU). The machine may be shared:
 measured in one run are meaningful.
 
 What each method gets: the Numba methods of :func:`numerics.integrators.integrate` (``auto``,
-``radau``, ``rosw``, ``dopri5``) with the block-diagonal frozen-kernel ``W``; SciPy's RK45,
-LSODA, BDF and Radau twice — as a user runs them (the NumPy right-hand side
+``radau``, ``rosw``, ``dopri5``) with the block-diagonal frozen-kernel ``W``; every method of
+``scipy.integrate.solve_ivp`` (the explicit RK23, RK45 and DOP853, and LSODA, BDF and Radau) — as
+a user runs them (the NumPy right-hand side
 ``numerics.model.kernels.coupling`` and SciPy's own finite-difference Jacobian, whose calls are
 counted: ``fd calls``) and handed the *same compiled right-hand side* and the frozen-kernel
-Jacobian ``((A − I)/ε − γI) ⊗ I_d`` (sparse for BDF/Radau, dense for LSODA); in between, the NumPy
-right-hand side with the frozen-kernel Jacobian (``numpy+J``: what the previous version of this
-benchmark compared against). A run over its CPU cap is reported as capped, never silently dropped.
+Jacobian ``((A − I)/ε − γI) ⊗ I_d`` (sparse for BDF/Radau, dense for LSODA; the explicit methods
+take none); in between, the NumPy right-hand side with the frozen-kernel Jacobian (``numpy+J``,
+the implicit methods only: what the previous version of this benchmark compared against). A run over its CPU cap is reported as capped, never silently dropped.
 
 *FLOP floor* (:func:`flop_floor`): the floating-point operations a run cannot avoid — its
 right-hand-side calls, factorisations and Newton solves counted from its work counters with the
@@ -56,7 +57,8 @@ from fastslow.numerics.model.weights import ModelConfig, init_model
 EPSILONS = (1e-2, 1e-3, 1e-4)
 RTOLS = tuple(10.0 ** -(k / 2) for k in range(6, 21))  # half-decade ladder 1e-3 … 1e-10
 WP_RTOLS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
-SCIPY_METHODS = ("RK45", "LSODA", "BDF", "Radau")
+SCIPY_EXPLICIT = ("RK23", "RK45", "DOP853")
+SCIPY_METHODS = (*SCIPY_EXPLICIT, "LSODA", "BDF", "Radau")
 SCIPY_KINDS = ("numpy", "numpy+J", "compiled")
 """SciPy as a user runs it (NumPy RHS, its own finite-difference Jacobian), the NumPy RHS with the
 frozen-kernel Jacobian, and the compiled RHS with the frozen-kernel Jacobian."""
@@ -105,7 +107,7 @@ class Problem:
         NumPy one and the frozen-kernel Jacobian (``"numpy+J"``) or the compiled one and the
         frozen-kernel Jacobian (``"compiled"``)."""
         jac = None
-        if rhs_kind != "numpy" and method != "RK45":
+        if rhs_kind != "numpy" and method not in SCIPY_EXPLICIT:
             jac = "dense" if method == "LSODA" else "sparse"
         r = integrate_coupling_scipy(
             self.model,
@@ -228,7 +230,8 @@ def compare(prob: Problem, target, time_cap, rate):
         rows.append(_row(f"Numba {meth}", prob.eps, r, floor))
         times[meth] = r[0]
     for rhs in SCIPY_KINDS:
-        for m in SCIPY_METHODS[1:] if rhs == "numpy+J" else SCIPY_METHODS:
+        explicit_only_once = rhs == "numpy+J"  # without a Jacobian numpy+J is the numpy run
+        for m in [m for m in SCIPY_METHODS if not (explicit_only_once and m in SCIPY_EXPLICIT)]:
             r = matched(lambda rt, m=m: prob.scipy(m, rt, rhs, time_cap), ref, target)
             rows.append(_row(f"SciPy {m} ({rhs} RHS)", prob.eps, r))
             times[m, rhs] = r[0]
