@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fastslow.benchmarks import section
 from verify.claim import BASE_BYTES, format_bytes, memory_budget, time_budget
@@ -40,9 +40,7 @@ class Point:
     run: dict
     what: str
     limit: dict | None = None
-    quick: bool = True
     timeout: float = 900.0
-    extra: dict = field(default_factory=dict)
 
 
 def as_text(value) -> str:
@@ -124,7 +122,14 @@ def accepted(cid: str, params: dict) -> str:
 
 
 def describe(params: dict) -> str:
-    return ", ".join(f"{k}={as_text(v)}" for k, v in params.items()) or "defaults"
+    """``k=v, ...`` for the table; a tuple of one repeated value as ``n×value``."""
+
+    def short(v):
+        if isinstance(v, (tuple, list)) and len(v) > 3 and len(set(v)) == 1:
+            return f"{len(v)}×{v[0]}"
+        return as_text(v)
+
+    return ", ".join(f"{k}={short(v)}" for k, v in params.items()) or "defaults"
 
 
 _T16 = tuple([0.1] * 16)
@@ -159,6 +164,10 @@ _F2_LIMIT = {
     "atol": 1e-15,
     "P_max": 64,
 }
+
+QUICK_SECONDS = 15.0
+"""``--quick`` runs only the limit points themselves (no scaled-down stand-ins) whose estimated
+time is at most this."""
 
 POINTS: list[Point] = [
     Point(
@@ -278,7 +287,9 @@ def row(point: Point, result: dict) -> list:
 def limits(quick: bool) -> dict:
     rows = []
     for point in POINTS:
-        if quick and not point.quick:
+        if quick and (
+            point.limit is not None or estimates(point.cid, point.run)[1] > QUICK_SECONDS
+        ):
             continue
         rows.append(row(point, measure(point.cid, point.run, point.timeout)))
     return {

@@ -354,15 +354,16 @@ def largest_difference(figures: dict) -> float:
 
 BASE_SECONDS = 5.0
 """Time estimate: imports, the emission, the sampling set-up and the hypotheses."""
-TOKEN_SECONDS = 2.4e-3
+TOKEN_SECONDS = 4e-3
 """Time estimate: the Python-level work per token position (filter loops over ``T``, the
-symbolic oracle's loop over blocks and block positions)."""
+symbolic oracle's loop over blocks and block positions; about 1.2e-3 s measured at ``T = 1024``)."""
 ELEMENT_SECONDS = 8e-7
 """Time estimate: per sequence, token and ``K + 3`` latent states of the chain filters (token,
 pooled, symbolic oracle, predictives); measured 3.6e-7."""
-FUTURE_SECONDS = 7e-8
+FUTURE_SECONDS = 1.4e-7
 """Time estimate: per compared sequence, pair of tokens and latent state of the future
-predictives; measured 3.4e-8."""
+predictives; measured 3.4e-8 at ``T = 1024`` (counted four times: at ``T = 4096`` the whole check
+took 1.4 times an estimate with twice the measured constants)."""
 MIXTURE_FACTOR = 4.0
 """Time estimate: the mixture family's filters against a one-parameter family's (measured 3.5)."""
 AR1_ELEMENT_SECONDS = 2e-7
@@ -459,9 +460,10 @@ class D8(Claim):
         × :data:`MIXTURE_FACTOR` for the mixture; :data:`AR1_ELEMENT_SECONDS` for the Kalman
         design) and the future predictives over ``n_future × T²`` pairs (× ``K``). CPU time
         measured against it (loaded 2-core machine; poisson ``K = 8``, ``T = 1024``): ``n_seq =
-        500`` 3.2 s (estimate 12.6 s), ``n_seq = 2000`` 8.9 s (26 s), ``n_seq = 500, n_future = 16``
-        7.5 s (21 s); mixture ``n_seq = 500`` 11 s (26 s); ``K = 2, n_seq = 2000`` 4.6 s (16 s);
-        gaussian_ar1 ``n_seq = 5000`` 0.45 s (8.6 s). At ``T = 4096`` see ``fastslow bench
+        500`` 3.2 s (estimate 15 s), ``n_seq = 2000`` 8.9 s (28 s), ``n_seq = 500, n_future = 16``
+        7.5 s (32 s); mixture ``n_seq = 500`` 11 s (28 s); ``K = 2, n_seq = 2000`` 4.6 s (18 s);
+        gaussian_ar1 ``n_seq = 5000`` 0.45 s (10 s). At ``T = 4096``: poisson ``K = 8, n_seq =
+        300`` 24.6 s (51 s), gaussian_ar1 ``n_seq = 5000`` 7.1 s (28 s); see ``fastslow bench
         limits``."""
         n, T, m = p["n_seq"], p["P"] * p["N"], min(p["n_future"], p["n_seq"])
         if p["family"] == "gaussian_ar1":
