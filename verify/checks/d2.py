@@ -224,6 +224,9 @@ def rate_parts(name: str, rate: dict, p: dict) -> dict:
 LAYER_BYTES = 2048
 """Memory estimate: a layer's Python objects besides its ``d × d`` arrays (counted ten; measured
 ``72·d² + 1.2 KiB`` per layer, fitted at ``d = 4`` and ``d = 16``)."""
+REFERENCE_STATES = 8000
+"""Memory estimate: states of ``T × d`` held by the DOPRI5 flow references at ``rtol = 1e-11``
+(measured about 3300 at ``T = 64, d = 16``), growing like ``rtol^(−1/5)``."""
 BASE_SECONDS = 5.0
 """Time estimate: imports, the instance, the paths' Lipschitz estimates and the hypotheses."""
 LAYER_SECONDS = 1e-3
@@ -359,12 +362,17 @@ class D2(Claim):
     def memory_bytes(self, p):
         """Every stack built is kept (:meth:`Instance.stack`): :func:`ladder_layers` layers of ten
         float64 ``d × d`` arrays and :data:`LAYER_BYTES` of objects, plus the generic attention
-        count. Measured (tracemalloc peak): ``T = 8, d = 16, L_min = 256, L_max = 4096`` 299 MiB
-        (estimate 341 MiB), ``d = 4`` 36 MiB (estimate 50 MiB). At ``T = 64, d = 16,
+        count, plus the flow references' states (:data:`REFERENCE_STATES`). Measured (tracemalloc
+        peak): ``T = 64, d = 16, L_min = 16, L_max = 256`` 49 MiB, where the stacks alone were
+        counted 29 MiB (now 92 MiB); ``T = 8, d = 16, L_min = 256, L_max = 4096`` 299 MiB
+        (estimate 349 MiB), ``d = 4`` 36 MiB (estimate 52 MiB). At ``T = 64, d = 16,
         L_min = 4096, L_max = 65536`` the resident memory passed 4.97 GiB before the run was
         stopped (the generic count alone said 8 MiB); see ``fastslow bench limits``. A smooth
         path usually settles on the first window and stays far below the bound."""
-        return ladder_layers(p) * (80 * p["d"] ** 2 + LAYER_BYTES) + super().memory_bytes(p)
+        stacks = ladder_layers(p) * (80 * p["d"] ** 2 + LAYER_BYTES)
+        tighter = max(1e-11 / p["rtol"], 1e-13 / p["atol"], 1.0) ** 0.2
+        reference = 8 * p["T"] * p["d"] * REFERENCE_STATES * tighter
+        return int(stacks + reference) + super().memory_bytes(p)
 
     def seconds_estimate(self, p):
         """An upper bound on the time where the flow reference is cheap beside the stacks:
