@@ -365,9 +365,9 @@ class D2(Claim):
         count, plus the flow references' states (:data:`REFERENCE_STATES`). Measured (tracemalloc
         peak): ``T = 64, d = 16, L_min = 16, L_max = 256`` 49 MiB, where the stacks alone were
         counted 29 MiB (now 92 MiB); ``T = 8, d = 16, L_min = 256, L_max = 4096`` 299 MiB
-        (estimate 349 MiB), ``d = 4`` 36 MiB (estimate 52 MiB). At ``T = 64, d = 16,
-        L_min = 4096, L_max = 65536`` the resident memory passed 4.97 GiB before the run was
-        stopped (the generic count alone said 8 MiB); see ``fastslow bench limits``. A smooth
+        (estimate 349 MiB), ``d = 4`` 36 MiB (estimate 52 MiB). At the limit ``T = 64,
+        d = 16, L_min = 4096, L_max = 65536``: peak resident memory 4.95 GiB, estimate 5.79 GiB
+        with the interpreter (the generic count alone said 408 MiB). A smooth
         path usually settles on the first window and stays far below the bound."""
         stacks = ladder_layers(p) * (80 * p["d"] ** 2 + LAYER_BYTES)
         tighter = max(1e-11 / p["rtol"], 1e-13 / p["atol"], 1.0) ** 0.2
@@ -380,7 +380,8 @@ class D2(Claim):
         :data:`LAYER_SECONDS` + :data:`ATTENTION_SECONDS`·T²·(d + 24). CPU time measured against
         it (loaded 2-core machine): ``T = 8, d = 16, L_min = 256, L_max = 4096`` 7.4 s (estimate
         21 s); ``path = step, L_max = 4096`` 2.9 s (21 s); defaults 0.9 s (estimate 71 s: the
-        smooth path settles on the first window, the bound assumes the whole ladder)."""
+        smooth path settles on the first window, the bound assumes the whole ladder); at the limit
+        ``T = 64, d = 16, L_min = 4096, L_max = 65536`` 61 s (estimate 321 s)."""
         T, d = p["T"], p["d"]
         per_layer = LAYER_SECONDS + ATTENTION_SECONDS * T * T * (d + 24)
         return BASE_SECONDS + ladder_layers(p) * per_layer
