@@ -530,7 +530,9 @@ class D9(Claim):
     def memory_bytes(self, p):
         """About four float64 arrays of ``n × T`` for the largest sample (the sequences, their
         running sums, residuals and fast estimates); measured 1.0 GiB above the interpreter at
-        ``n_grad = 131072``, ``T = 256`` (4.1 arrays); six are counted."""
+        ``n_grad = 131072``, ``T = 256`` (4.1 arrays); six are counted. At the largest ``n_grad``
+        the default budget of a 23 GiB machine accepts at ``T = 4096`` (61440): peak resident
+        memory 7.7 GiB against 11.6 GiB estimated, 83 s CPU against 156 s."""
         n = max(p["n_grad"], p["n_train"], p["n_test"], max(p["n_grid"]))
         return 6 * 8 * n * p["P"] * p["N"]
 
