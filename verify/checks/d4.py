@@ -589,7 +589,12 @@ class D4(Claim):
             True, "report the causal eigenvector condition numbers (cond_Ts)"
         ),
         "cond_Ts": Param(
-            (8, 16, 32, 64), "sizes of the causal eigenvector-condition report", low=1, high=128
+            (8, 16, 32, 64),
+            "sizes of the causal eigenvector-condition report (at most 16: a report, and each "
+            "size costs an exact condition number)",
+            low=1,
+            high=128,
+            max_len=16,
         ),
     }
     hypotheses = {

@@ -91,6 +91,9 @@ structure bound is broken, the gates leave the band and the coupled model beats 
 
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 
 from fastslow.numerics.lm import blockstats, corpus
@@ -108,6 +111,44 @@ FULL_SEEDS = 3
 def control_params(short: dict) -> dict:
     """The negative control's parameters: the noisy-copy corpus in the given profile."""
     return {**short, "corpus": "noisy_copy"}
+
+
+BASE_SECONDS = 15.0
+"""Time estimate: imports, the corpus, its cross-block statistics and the first compilation."""
+UNIT_SECONDS = 2e-10
+"""Time estimate: one forward token-unit (:func:`token_units`) of one run; measured 1.3e-10 to
+1.9e-10 s on the loaded 2-core machine (default sizes, 20k and 500k tokens; ``T = 1024, L = 1``)."""
+CALL_SECONDS = 2e-3
+"""Time estimate: the fixed cost of one layer in one training step (forward and backward: Numba
+calls, Python; an evaluation call counts a third); measured 0.9 to 1.5 ms per layer and step at
+``T = 2, d = 2`` and ``T = 16, d = 8``."""
+BAND_STEP_SECONDS = 3e-4
+"""Time estimate: one step of the simulated AdamW null drift (:func:`gate_noise_band`, 4000
+chains)."""
+TRAIN_TOKENS = 450_000
+"""Training characters of the pydoc corpus, rounded up (420,035 measured on CPython 3.11)."""
+HELDOUT_TOKENS = 45_056
+"""Held-out characters of the pydoc corpus (CPython 3.11, measured); the evaluations read at most
+this many."""
+
+
+def token_units(p: dict) -> float:
+    """Work of one forward pass per token in float multiply-adds: ``L`` layers of projections
+    ``4d²``, MLP ``2dm``, attention ``4Td`` and its softmax (``16T``), and the head ``d·97``."""
+    T, d, m = p["T"], p["d"], p["m"]
+    return p["L"] * (4 * d * d + 2 * d * m + 4 * T * d + 16 * T) + d * corpus.VOCAB
+
+
+def run_seconds(p: dict) -> float:
+    """Time estimate of one training run: training (``3×`` forward work per token) and its
+    per-step fixed cost, the ten held-out evaluations, the final held-out loss and the gate
+    gradients (forward + backward on every held-out window)."""
+    T, batch, L = p["T"], p["batch"], p["L"]
+    steps = max(1, math.ceil(p["tokens"] / (batch * T)))
+    heldout = min(HELDOUT_TOKENS, 256 * (T + 1))
+    forward = 3 * steps * batch * T + 10 * min(32 * (T + 1), heldout) + 4 * heldout
+    calls = steps + (10 * math.ceil(32 / batch) + 4 * math.ceil(256 / batch)) / 3
+    return UNIT_SECONDS * token_units(p) * forward + CALL_SECONDS * L * calls
 
 
 SHORT = {"tokens": 60_000, "seeds": 2, "d": 32, "m": 128, "L": 2, "batch": 4, "lr": 1e-2}
@@ -312,7 +353,11 @@ class E1(Claim):
         ),
         "cost_factor": Param(1.5, "bound on coupled / dense time per token", low=1.0, high=100.0),
         "workers": Param(
-            1, "processes training the runs (results do not depend on it)", low=1, high=64
+            2,
+            "processes training the runs (results do not depend on it; 2 by default so that the "
+            "full experiment fits the default time budget on two cores)",
+            low=1,
+            high=64,
         ),
     }
     hypotheses = {
@@ -346,11 +391,28 @@ class E1(Claim):
 
     instance = Instance
 
+    def seconds_estimate(self, p: dict) -> float:
+        """Wall time: :data:`BASE_SECONDS`, the simulated null drift of the noise band, and the
+        ``3 × seeds`` runs of :func:`run_seconds` shared by ``min(workers, cores)`` processes.
+        Finished runs are read from the cache in seconds, which the estimate does not know.
+        Measured against it (loaded 2-core machine, runs trained, not cached): full defaults
+        4 min 19 s with ``workers=2`` (estimate 9 min 11 s); see the limits benchmark
+        (``fastslow bench limits``) for the other points."""
+        steps = max(1, math.ceil(p["tokens"] / (p["batch"] * p["T"])))
+        parallel = max(1, min(p["workers"], os.cpu_count() or 1))
+        runs = len(KINDS) * p["seeds"] * run_seconds(p)
+        return BASE_SECONDS + BAND_STEP_SECONDS * steps + runs / parallel
+
     def memory_bytes(self, p: dict) -> int:
         """Per training process: the cached activations of ``L`` layers (scores, MLP and
-        ``d``-wide intermediates of a batch, forward and backward) plus the corpus copies."""
+        ``d``-wide intermediates of a batch, forward and backward) plus the corpus copies; and
+        the cross-block statistics of the parent (:func:`blockstats.neighbour_mutual_information`:
+        a ``vocab``-wide histogram per block of ``P`` training tokens and its float64 copies,
+        counted 8). Measured: ``P = 1`` (420,035 blocks) 2.27 GiB resident, where the
+        activations alone were counted 15 MiB (estimate now 2.7 GiB with the interpreter)."""
         per_layer = p["batch"] * p["T"] * (3 * p["T"] + 3 * p["m"] + 12 * p["d"])
-        return p["workers"] * (2 * 8 * p["L"] * per_layer + 16_000_000)
+        blocks = 8 * 8 * (TRAIN_TOKENS // p["P"]) * corpus.VOCAB
+        return blocks + p["workers"] * (2 * 8 * p["L"] * per_layer + 16_000_000)
 
     def diagnose(self, inst):
         st = inst.structure
