@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from fastslow.cli import main
-from numerics.lm import blockstats, corpus
-from verify.claim import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV, Claim
-from verify.registry import CLAIMS
+from fastslow.numerics.lm import blockstats, corpus
+from fastslow.verify.claim import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV, Claim
+from fastslow.verify.registry import CLAIMS
 
 SLACK = 8 << 20
 """Allowance for the Python objects of a verdict (diagnostics, figures, series) beside the arrays

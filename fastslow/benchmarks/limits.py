@@ -5,7 +5,7 @@ time within its bounds, its validator and the default budgets. Each point runs a
 ``fastslow check ID --param ... --json`` in a subprocess of its own; its peak resident memory
 (``ru_maxrss`` of that child, from ``os.wait4``) and its wall time are set against the claim's
 estimates, ``BASE_BYTES + memory_bytes(p)`` and ``seconds_estimate(p)``, the numbers
-:meth:`verify.claim.Claim.within_budget` and :meth:`~verify.claim.Claim.within_time_budget` refuse
+:meth:`fastslow.verify.claim.Claim.within_budget` and :meth:`~fastslow.verify.claim.Claim.within_time_budget` refuse
 on before any work.
 
 A limit point that takes many minutes is measured at a scaled-down point (``run``), and the
@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 
 from fastslow.benchmarks import section
-from verify.claim import BASE_BYTES, format_bytes, memory_budget, time_budget
-from verify.registry import CLAIMS
+from fastslow.verify.claim import BASE_BYTES, format_bytes, memory_budget, time_budget
+from fastslow.verify.registry import CLAIMS
 
 
 @dataclass(frozen=True)
