@@ -56,6 +56,23 @@ from numerics.integrators import IntegratorResult, integrate
 from numerics.model import kernels
 from numerics.model.activations import compiled_code, is_builtin
 from numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
+from numerics.model.lanes import (
+    add8,
+    div8,
+    exp8,
+    load8,
+    madd8,
+    masked_max8,
+    neg8,
+    scale8,
+    select_pos8,
+    splat8,
+    store8,
+    sub8,
+    sum8,
+    tanh8,
+    zero8,
+)
 from numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
@@ -186,6 +203,13 @@ def pack_coupling(
 def scratch_size(T: int, P: int, d: int, m: int) -> int:
     """Length of the scratch tail of the packed vector: the right-hand side's and the Jacobian's
     work arrays (``O(T·(d + m + P) + (T/P)²)``), so that neither allocates."""
+    return _jac_scratch_size(T, P, d, m) + T * d
+
+
+@njit(cache=True)
+def _jac_scratch_size(T, P, d, m):
+    """Length of the work arrays of :func:`_scratch` (shared with the Jacobian); those of the
+    eight-lane right-hand side (:func:`_lanes_scratch`) follow."""
     N = T // P
     return T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
 
@@ -304,18 +328,30 @@ def _block_weights(Xn, XG, p, S, v, pb, tb):
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
-    mask = _mat(p, HEADER, T, P)
-    v = v[: T * P]
-    pb = pb[: T * P]
-    tb = tb[: T * P]
     for i in range(T):
         b0 = (i // P) * P
-        mx = -np.inf
         for j in range(P):
             s = 0.0
             for k in range(d):
                 s += XG[i, k] * Xn[b0 + j, k]
             S[i, j] = s
+    return _block_softmax(p, S, v, pb, tb)
+
+
+@njit(cache=True)
+def _block_softmax(p, S, v, pb, tb):
+    """``S`` (T×P block-local scores) ← the masked softmax of each row, in place: the maximum over
+    the allowed entries, the exponentials of the shifted scores by one :func:`exp_into` pass,
+    masked entries exact zeros, each row divided by its sum."""
+    T, P = S.shape
+    mask = _mat(p, HEADER, T, P)
+    v = v[: T * P]
+    pb = pb[: T * P]
+    tb = tb[: T * P]
+    for i in range(T):
+        mx = -np.inf
+        for j in range(P):
+            s = S[i, j]
             if mask[i, j] > 0.0 and s > mx:
                 mx = s
         for j in range(P):
@@ -421,11 +457,256 @@ def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
 
 
 @njit(cache=True)
+def _lanes_fit(p):
+    """Whether the eight-lane right-hand side applies: a block-local mask and ``d``, ``m``, ``P``
+    multiples of 8 (every row a whole number of :class:`numerics.model.lanes.F64x8`)."""
+    return (
+        p[_BLOCKLOCAL] > 0.0 and int(p[_D]) % 8 == 0 and int(p[_M]) % 8 == 0 and int(p[_P]) % 8 == 0
+    )
+
+
+@njit(cache=True)
+def _lanes_scratch(p):
+    """The eight-lane right-hand side's own work arrays, after those of :func:`_scratch`: ``XnB``
+    (``n(X)`` block by block, transposed: ``XnB[b·d + k, j] = n(X)[b·P + j, k]``, (N·d)×P)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    o = int(p[_SCRATCH]) + _jac_scratch_size(T, P, d, m)
+    return _mat(p, o, (T // P) * d, P)
+
+
+@njit(cache=True)
+def _rms8_into(X, ne, out):
+    """``out`` ← the row-wise RMS norm of ``X`` (rows of whole lanes): the sums of
+    :func:`_rms_into`, the scaling eight lanes at a time (bit for bit :func:`_rms_into`)."""
+    n, d = X.shape
+    for i in range(n):
+        s = 0.0
+        for k in range(d):
+            s += X[i, k] * X[i, k]
+        r = 1.0 / np.sqrt(s / d + ne)
+        for c in range(0, d, 8):
+            store8(out, i * d + c, scale8(load8(X, i * d + c), r))
+    return out
+
+
+@njit(cache=True)
+def _mm8_into(A, B, C):
+    """``C = A·B`` (``B`` and ``C`` with rows of whole lanes): each lane of ``C`` the sum over
+    ``l`` in order from ``+0``, as :func:`_small_mm_into` (bit for bit)."""
+    n, k = A.shape
+    w = B.shape[1]
+    for i in range(n):
+        for c in range(0, w, 8):
+            acc = zero8()
+            for l in range(k):
+                acc = madd8(acc, A[i, l], B, l * w + c)
+            store8(C, i * w + c, acc)
+    return C
+
+
+@njit(cache=True)
+def _block_scores8(Xn, XG, XnB, S):
+    """``S[i, j] = XG[i, :d]·n(X)[b(i) + j]`` (the sums of :func:`_block_weights`, over ``k`` in
+    order from ``+0``), eight keys ``j`` at a time from the transposed blocks ``XnB``."""
+    T, d = Xn.shape
+    P = S.shape[1]
+    for b in range(T // P):
+        for j in range(P):
+            for k in range(d):
+                XnB[b * d + k, j] = Xn[b * P + j, k]
+    for i in range(T):
+        bo = (i // P) * d * P
+        for c in range(0, P, 8):
+            acc = zero8()
+            for k in range(d):
+                acc = madd8(acc, XG[i, k], XnB, bo + k * P + c)
+            store8(S, i * P + c, acc)
+
+
+@njit(cache=True, inline="always")
+def _row_max8(p, S, o, P):
+    """The maximum of the allowed scores of the row at flat offset ``o`` (:func:`masked_max8`)."""
+    mx = -np.inf
+    for c in range(0, P, 8):
+        r = masked_max8(load8(S, o + c), load8(p, HEADER + o + c))
+        if r > mx:
+            mx = r
+    return mx
+
+
+@njit(cache=True, inline="always")
+def _row_exp8(p, S, o, c, mx):
+    """The exponentials of lanes ``c … c + 7`` of the shifted row at ``o`` (masked: exact 0)."""
+    s = sub8(load8(S, o + c), splat8(mx))
+    return exp8(select_pos8(load8(p, HEADER + o + c), s, splat8(-1000.0)))
+
+
+@njit(cache=True)
+def _block_softmax8(p, S):
+    """:func:`_block_softmax` eight lanes at a time, four rows per step (independent dependency
+    chains for the out-of-order core): the same maxima (up to the sign of a zero maximum, which
+    shifts nothing), the exponentials of :func:`numerics.model.lanes.exp8` (bit for bit those of
+    ``exp_into``), the row sums in order, the same divisions. ``T`` must be a multiple of 4."""
+    T, P = S.shape
+    for i in range(0, T, 4):
+        o0 = i * P
+        o1 = o0 + P
+        o2 = o1 + P
+        o3 = o2 + P
+        m0 = _row_max8(p, S, o0, P)
+        m1 = _row_max8(p, S, o1, P)
+        m2 = _row_max8(p, S, o2, P)
+        m3 = _row_max8(p, S, o3, P)
+        z0 = 0.0
+        z1 = 0.0
+        z2 = 0.0
+        z3 = 0.0
+        for c in range(0, P, 8):
+            e0 = _row_exp8(p, S, o0, c, m0)
+            e1 = _row_exp8(p, S, o1, c, m1)
+            e2 = _row_exp8(p, S, o2, c, m2)
+            e3 = _row_exp8(p, S, o3, c, m3)
+            store8(S, o0 + c, e0)
+            store8(S, o1 + c, e1)
+            store8(S, o2 + c, e2)
+            store8(S, o3 + c, e3)
+            z0 = sum8(z0, e0)
+            z1 = sum8(z1, e1)
+            z2 = sum8(z2, e2)
+            z3 = sum8(z3, e3)
+        for c in range(0, P, 8):
+            store8(S, o0 + c, div8(load8(S, o0 + c), z0))
+            store8(S, o1 + c, div8(load8(S, o1 + c), z1))
+            store8(S, o2 + c, div8(load8(S, o2 + c), z2))
+            store8(S, o3 + c, div8(load8(S, o3 + c), z3))
+    return S
+
+
+@njit(cache=True)
+def _pooled_slow8(y, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
+    """:func:`_pooled_slow_attention` eight lanes at a time (the same sums in the same order)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    for b in range(N):
+        for c in range(0, d, 8):
+            acc = zero8()
+            for i in range(P):
+                acc = add8(acc, load8(y, (b * P + i) * d + c))
+            store8(Yb, b * d + c, div8(acc, float(P)))
+    if p[_NORM] > 0.0:
+        _rms8_into(Yb, p[_NEPS], Yh)
+    else:
+        Yh[:, :] = Yb
+    _mm8_into(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d), YG)
+    full = p[_SLOWFULL] > 0.0
+    for a in range(N - 1):
+        top = N if full else a + 1
+        mx = -np.inf
+        for b in range(top):
+            sc = 0.0
+            for k in range(d):
+                sc += YG[a, k] * Yh[b, k]
+            v[a * N + b] = sc
+            if sc > mx:
+                mx = sc
+        for b in range(N):
+            v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
+    exp_into(v[: (N - 1) * N], pb[: (N - 1) * N], tb[: (N - 1) * N])
+    for a in range(N - 1):
+        top = N if full else a + 1
+        z = 0.0
+        for b in range(top):
+            e = 0.0 if v[a * N + b] < EXP_CUT else pb[a * N + b] * tb[a * N + b]
+            pb[a * N + b] = e
+            z += e
+        for c in range(0, d, 8):
+            acc = zero8()
+            for b in range(top):
+                acc = madd8(acc, pb[a * N + b] / z, YG, b * 2 * d + d + c)
+            store8(Zs, a * d + c, acc)
+    return Zs
+
+
+@njit(cache=True)
+def _block_local_rhs8(y, p, seg, out):
+    """:func:`coupling_rhs_nb` for a block-local mask when :func:`_lanes_fit`: every row
+    operation on eight lanes at a time (:mod:`numerics.model.lanes`), the same sums in the same
+    order as the scalar path except ``n(X)·G`` (a BLAS product there)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    Xn, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
+    X = y.reshape((T, d))
+    if p[_NORM] > 0.0:
+        _rms8_into(X, p[_NEPS], Xn)
+    else:
+        Xn[:, :] = X
+    _mm8_into(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)
+    _block_scores8(Xn, XG, _lanes_scratch(p), S)
+    _block_softmax8(p, S)
+    inv_eps = 1.0 / p[_EPS]
+    act = int(p[_SIGMA])
+    for i in range(T):  # (Σ_j S[i, j]·X[b0 + j] − X[i])/ε, the sums of the scalar path
+        b0 = (i // P) * P
+        for c in range(0, d, 8):
+            a = neg8(load8(y, i * d + c))
+            for j in range(P):
+                a = madd8(a, S[i, j], y, (b0 + j) * d + c)
+            store8(out, i * d + c, scale8(a, inv_eps))
+        for c in range(0, m, 8):
+            h = load8(XG, i * (d + m) + d + c)
+            store8(Z, i * m + c, tanh8(h) if act == 1 else h)
+    if act != 0 and act != 1:  # relu, gelu (or an unknown code: refused there), one row of T·m
+        activation_rows(act, Z.reshape((1, T * m)), v, pb, tb, zb)
+    off = _layer_offset(p, seg) + 2 * d * d
+    W2 = _mat(p, off + d * m, m, d)
+    for i in range(T):
+        for c in range(0, d, 8):
+            a = zero8()
+            for l in range(m):
+                a = madd8(a, Z[i, l], W2, l * d + c)
+            store8(out, i * d + c, add8(load8(out, i * d + c), a))
+    g = p[off + 2 * d * m + 3 * d * d]
+    if p[_SLOW] > 0.0 and g != 0.0:
+        _pooled_slow8(y, p, seg, Yb, Yh, Zs, YG, sv, sp, st)
+        for b in range(1, N):
+            for c in range(0, d, 8):
+                gz = scale8(load8(Zs, (b - 1) * d + c), g)
+                for i in range(b * P, b * P + P):
+                    store8(out, i * d + c, add8(load8(out, i * d + c), gz))
+    gam = p[_GAMMA]
+    if gam != 0.0:
+        e0 = HEADER + T * int(p[_MASKW])
+        for o in range(0, T * d, 8):
+            dx = sub8(load8(p, e0 + o), load8(y, o))
+            store8(out, o, add8(load8(out, o), scale8(dx, gam)))
+
+
+@njit(cache=True)
 def coupling_rhs_nb(t, y, p, seg, out):
     """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg`` (signature
     :data:`numerics.integrators.RHS_SIG`, compiled on first use). No allocation for block-local
     masks: the work arrays are the scratch tail of ``p`` (so one ``p`` must not be shared by
-    concurrent calls)."""
+    concurrent calls). Block-local masks with ``d``, ``m``, ``P`` multiples of 8 take the
+    eight-lane path (:func:`_block_local_rhs8`), everything else the row-by-row one
+    (:func:`_coupling_rhs_rows`); the two agree to rounding (the tests check 1e-13)."""
+    if _lanes_fit(p):
+        _block_local_rhs8(y, p, seg, out)
+    else:
+        _coupling_rhs_rows(t, y, p, seg, out)
+
+
+@njit(cache=True)
+def _coupling_rhs_rows(t, y, p, seg, out):
+    """:func:`coupling_rhs_nb` row by row, for any mask and sizes (scalar loops, BLAS products)."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
