@@ -12,15 +12,22 @@ from numba import njit
 
 from numerics.model.compiled import EXP_CUT, exp_into, tanh_row
 from numerics.model.lanes import (
+    add8,
+    div8,
     exp8,
     load8,
     madd8,
     masked_max8,
+    mul8,
     neg8,
     select_pos8,
+    splat8,
+    sqrt8,
     store8,
     sum8,
     tanh8,
+    transpose8,
+    vdiv8,
     zero8,
 )
 
@@ -199,3 +206,44 @@ def test_lane_arithmetic_is_that_of_the_scalar_loop(seed, n):
     _select8(np.array([1.0, 0, -1, np.nan, 2, 0, 1, -0.0]), np.arange(8.0), -np.arange(8.0), out)
     assert np.array_equal(out[:8], [0, -1, -2, -3, 4, -5, 6, -7])
     assert same_bits(out[8:], np.zeros(8))
+
+
+@njit(cache=True)
+def _transpose8(x, xo, xs, y, yo, ys):
+    transpose8(x, xo, xs, y, yo, ys)
+
+
+@njit(cache=True)
+def _rms_lanes(x, ne, out):
+    """Eight rows' RMS factors with one row per lane (the sums of squares in order over k)."""
+    acc = zero8()
+    for k in range(x.shape[0] // 8):
+        v = load8(x, 8 * k)
+        acc = add8(acc, mul8(v, v))
+    store8(out, 0, vdiv8(splat8(1.0), sqrt8(add8(div8(acc, float(x.shape[0] // 8)), splat8(ne)))))
+
+
+def test_transpose8_moves_every_entry_and_nothing_else():
+    x = np.arange(200.0)
+    y = np.full(200, -1.0)
+    _transpose8(x, 5, 11, y, 3, 13)
+    ref = np.full(200, -1.0)
+    for i in range(8):
+        for j in range(8):
+            ref[3 + 13 * j + i] = x[5 + 11 * i + j]
+    assert same_bits(y, ref)
+
+
+def test_lane_norm_factors_are_those_of_the_scalar_loop():
+    rng = np.random.default_rng(2)
+    for d in (8, 16, 24):
+        X = rng.standard_normal((8, d)) * 10.0 ** rng.integers(-3, 3, (8, 1))
+        out = np.empty(8)
+        _rms_lanes(np.ascontiguousarray(X.T).ravel(), 1e-6, out)
+        ref = np.empty(8)
+        for i in range(8):
+            s = 0.0
+            for k in range(d):
+                s += X[i, k] * X[i, k]
+            ref[i] = 1.0 / np.sqrt(s / d + 1e-6)
+        assert same_bits(out, ref)

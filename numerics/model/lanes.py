@@ -308,8 +308,7 @@ def tanh8(typingctx, x):
         )
         e = _exp_ir(builder, builder.fmul(_c8(-2.0), ax))
         one = _c8(1.0)
-        big = builder.fdiv(builder.fsub(one, e), builder.fadd(one, e))
-        big = builder.select(builder.fcmp_ordered(">=", x_, _c8(0.0)), big, builder.fneg(big))
+        small_arg = builder.fcmp_ordered("<", ax, _c8(0.625))
         z = builder.fmul(x_, x_)
         num = builder.fadd(
             builder.fmul(builder.fadd(builder.fmul(_c8(_TP[0]), z), _c8(_TP[1])), z), _c8(_TP[2])
@@ -320,8 +319,85 @@ def tanh8(typingctx, x):
             ),
             _c8(_TQ[2]),
         )
-        small = builder.fadd(x_, builder.fmul(builder.fmul(x_, z), builder.fdiv(num, den)))
-        y = builder.select(builder.fcmp_ordered("<", ax, _c8(0.625)), small, big)
+        # one division per lane: num/den below 0.625, (1 − e)/(1 + e) above (the same quotients)
+        q = builder.fdiv(
+            builder.select(small_arg, num, builder.fsub(one, e)),
+            builder.select(small_arg, den, builder.fadd(one, e)),
+        )
+        small = builder.fadd(x_, builder.fmul(builder.fmul(x_, z), q))
+        big = builder.select(builder.fcmp_ordered(">=", x_, _c8(0.0)), q, builder.fneg(q))
+        y = builder.select(small_arg, small, big)
         return builder.select(builder.fcmp_ordered("==", x_, _c8(0.0)), x_, y)  # tanh(−0) = −0
 
     return f64x8(f64x8), codegen
+
+
+@intrinsic
+def mul8(typingctx, u, v):
+    """``u·v`` lane by lane."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], args[1])
+
+    return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def vdiv8(typingctx, u, v):
+    """``u/v`` lane by lane."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fdiv(args[0], args[1])
+
+    return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def sqrt8(typingctx, v):
+    """``√v`` lane by lane (correctly rounded, as ``np.sqrt``; NaN for ``v < 0``)."""
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_V8, [_V8]), "llvm.sqrt.v8f64"
+        )
+        return builder.call(fn, [args[0]])
+
+    return f64x8(f64x8), codegen
+
+
+def _butterfly(builder, rows, bit):
+    """One stage of the 8×8 transpose: exchange bit ``bit`` of the row and of the lane index."""
+    h = 1 << bit
+    lo = [l if not l & h else 8 + (l ^ h) for l in range(8)]
+    hi = [(l ^ h) if not l & h else 8 + l for l in range(8)]
+    out = list(rows)
+    for i in range(8):
+        if not i & h:
+            u, v = rows[i], rows[i + h]
+            out[i] = builder.shuffle_vector(u, v, ir.Constant(ir.VectorType(_I32, 8), lo))
+            out[i + h] = builder.shuffle_vector(u, v, ir.Constant(ir.VectorType(_I32, 8), hi))
+    return out
+
+
+@intrinsic
+def transpose8(typingctx, x, xo, xs, y, yo, ys):
+    """``y[yo + j·ys + i] = x[xo + i·xs + j]`` for ``i, j < 8``: an 8×8 block transposed (rows
+    ``xs`` apart in ``x``, ``ys`` apart in ``y``; three stages of eight two-vector shuffles). The
+    blocks must not overlap."""
+    _check_array(x)
+    _check_array(y)
+
+    def codegen(context, builder, sig, args):
+        xa, xo_, xs_, ya, yo_, ys_ = args
+        rows = []
+        for i in range(8):
+            o = builder.add(xo_, builder.mul(xs_, ir.Constant(xs_.type, i)))
+            rows.append(builder.load(_lanes_ptr(context, builder, sig.args[0], xa, o), align=8))
+        for bit in range(3):
+            rows = _butterfly(builder, rows, bit)
+        for j in range(8):
+            o = builder.add(yo_, builder.mul(ys_, ir.Constant(ys_.type, j)))
+            builder.store(rows[j], _lanes_ptr(context, builder, sig.args[3], ya, o), align=8)
+        return context.get_dummy_value()
+
+    return types.void(x, types.intp, types.intp, y, types.intp, types.intp), codegen
