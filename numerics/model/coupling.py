@@ -18,6 +18,14 @@ What it computes:
   :func:`pack_coupling`, :func:`integrate_coupling` and ``integrate_coupling_scipy(rhs="compiled")``
   refuse it with a ``ValueError`` naming the NumPy right-hand side
   (``integrate_coupling_scipy(rhs="numpy")``, :func:`numerics.model.flow.make_rhs`).
+  Block-local masks with ``d``, ``m`` and ``P`` multiples of 8 take an eight-lane path
+  (:func:`_block_local_rhs8`, the vectors of :mod:`numerics.model.lanes`: one AVX-512 register
+  per row of eight doubles, accumulators in registers, the norm and the score blocks through an
+  8×8 shuffle transpose, the softmax and tanh in registers), ≈ 2.2–2.4× faster than the row path
+  on the benchmark problem (T = 64, d = P = m = 8; measured best-of-many per call on a shared
+  machine: 4.1–4.5 µs against 9.2–9.4 µs with the norm and slow path, 3.4–3.5 µs against
+  7.8–8.2 µs without). Numba does not run LLVM's SLP vectoriser and its loop vectoriser does
+  nothing useful for runs of eight, hence the explicit lanes.
 * :func:`frozen_kernel_jac_nb`: the stiff part ``J = (A_t(X) − I)/ε − γI`` of the Jacobian (T×T,
   acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``.
 * :func:`integrate_coupling`: the flow by :func:`numerics.integrators.integrate` (Numba loops),
@@ -34,6 +42,10 @@ All parameters travel in one flat float64 vector built by :func:`pack_coupling`.
 
 Caveats. :func:`coupling_rhs_nb` agrees with :func:`numerics.model.flow.make_rhs` to rounding, not
 bitwise (different summation order and the precomputed ``Q Kᵀ``; the tests check the agreement).
+Its eight-lane and row paths agree to rounding (``n(X)·G`` is a BLAS product on the row path, a
+sum in order on the lanes; ``tanh(−0)`` is ``−0`` on the lanes, ``+0`` on the rows; every other
+operation is the same, in the same order): tests assert 1e-13 of the largest entry; measured
+≤ 2e-15 on the benchmark problems, and integrator runs end within 3e-14 with the same counts.
 The frozen-kernel ``J`` omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on
 the critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
 Jacobian of the MLP and slow path (O(1)); the W-method keeps its order whatever is omitted. The CPU

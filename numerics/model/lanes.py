@@ -16,7 +16,17 @@ fused multiply-add, no reassociation):
 * :func:`zero8` → ``+0.0`` in every lane; :func:`splat8` ``(a)`` → ``a`` in every lane;
 * :func:`madd8` ``(acc, a, x, o)`` → ``acc + a·x[o : o + 8]`` (``a`` a scalar);
 * :func:`add8`, :func:`sub8` ``(u, v)`` → ``u ± v``; :func:`scale8` ``(v, a)`` → ``v·a``;
-  :func:`div8` ``(v, a)`` → ``v/a``; :func:`neg8` ``(v)`` → ``−v``.
+  :func:`div8` ``(v, a)`` → ``v/a``; :func:`neg8` ``(v)`` → ``−v``; :func:`mul8`, :func:`vdiv8`
+  ``(u, v)`` → ``u·v``, ``u/v``; :func:`sqrt8` ``(v)`` → ``√v`` (correctly rounded);
+* :func:`select_pos8` ``(m, u, v)`` → ``u if m > 0 else v``; :func:`masked_max8` ``(s, m)`` → the
+  largest ``s`` with ``m > 0`` (a scalar); :func:`sum8` ``(a, v)`` → ``a + v₀ + … + v₇`` added in
+  order (an ordered reduction: the rounding of the scalar loop);
+* :func:`exp8` ``(v)`` (``v ≤ 0``) and :func:`tanh8` ``(x)``: the elementary functions of
+  :func:`numerics.model.compiled.exp_into` (Cody–Waite reduction, degree-13 Taylor polynomial,
+  ``2^k`` in the exponent bits; ≤ 1 ulp) and :func:`numerics.model.compiled.tanh_row` (≤ 2 ulp),
+  the same operations, so the same bits (``tanh8`` keeps ``−0``); on values in registers, with no
+  pass through memory;
+* :func:`transpose8` ``(x, xo, xs, y, yo, ys)``: an 8×8 block transposed by 24 shuffles.
 
 Caveats: no bounds checks (the caller guarantees ``0 ≤ o`` and ``o + 8 ≤ len(x)``); ``x`` must be
 a C-contiguous float64 array (1-D or a row-major view; ``o`` is a flat element offset into its
