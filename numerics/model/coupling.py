@@ -18,6 +18,14 @@ What it computes:
   :func:`pack_coupling`, :func:`integrate_coupling` and ``integrate_coupling_scipy(rhs="compiled")``
   refuse it with a ``ValueError`` naming the NumPy right-hand side
   (``integrate_coupling_scipy(rhs="numpy")``, :func:`numerics.model.flow.make_rhs`).
+  Block-local masks with ``d``, ``m`` and ``P`` multiples of 8 take an eight-lane path
+  (:func:`_block_local_rhs8`, the vectors of :mod:`numerics.model.lanes`: one AVX-512 register
+  per row of eight doubles, accumulators in registers, the norm and the score blocks through an
+  8×8 shuffle transpose, the softmax and tanh in registers), ≈ 2.2–2.4× faster than the row path
+  on the benchmark problem (T = 64, d = P = m = 8; measured best-of-many per call on a shared
+  machine: 4.1–4.5 µs against 9.2–9.4 µs with the norm and slow path, 3.4–3.5 µs against
+  7.8–8.2 µs without). Numba does not run LLVM's SLP vectoriser and its loop vectoriser does
+  nothing useful for runs of eight, hence the explicit lanes.
 * :func:`frozen_kernel_jac_nb`: the stiff part ``J = (A_t(X) − I)/ε − γI`` of the Jacobian (T×T,
   acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``;
   for a mask that is not block-local it is written in row panels into ``J`` itself
@@ -37,6 +45,10 @@ All parameters travel in one flat float64 vector built by :func:`pack_coupling`.
 
 Caveats. :func:`coupling_rhs_nb` agrees with :func:`numerics.model.flow.make_rhs` to rounding, not
 bitwise (different summation order and the precomputed ``Q Kᵀ``; the tests check the agreement).
+Its eight-lane and row paths agree to rounding (``n(X)·G`` is a BLAS product on the row path, a
+sum in order on the lanes; ``tanh(−0)`` is ``−0`` on the lanes, ``+0`` on the rows; every other
+operation is the same, in the same order): tests assert 1e-13 of the largest entry; measured
+≤ 2e-15 on the benchmark problems, and integrator runs end within 3e-14 with the same counts.
 The frozen-kernel ``J`` omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on
 the critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
 Jacobian of the MLP and slow path (O(1)); the W-method keeps its order whatever is omitted. The CPU
@@ -59,6 +71,27 @@ from fastslow.numerics.integrators import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.activations import compiled_code, is_builtin
 from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
+from fastslow.numerics.model.lanes import (
+    add8,
+    div8,
+    exp8,
+    load8,
+    madd8,
+    masked_max8,
+    mul8,
+    neg8,
+    scale8,
+    select_pos8,
+    splat8,
+    sqrt8,
+    store8,
+    sub8,
+    sum8,
+    tanh8,
+    transpose8,
+    vdiv8,
+    zero8,
+)
 from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
@@ -190,6 +223,13 @@ def pack_coupling(
 def scratch_size(T: int, P: int, d: int, m: int) -> int:
     """Length of the scratch tail of the packed vector: the right-hand side's and the Jacobian's
     work arrays (``O(T·(d + m + P) + (T/P)²)``), so that neither allocates."""
+    return _jac_scratch_size(T, P, d, m) + T * d
+
+
+@njit(cache=True)
+def _jac_scratch_size(T, P, d, m):
+    """Length of the work arrays of :func:`_scratch` (shared with the Jacobian); those of the
+    eight-lane right-hand side (:func:`_lanes_scratch`) follow."""
     N = T // P
     return T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
 
@@ -308,18 +348,30 @@ def _block_weights(Xn, XG, p, S, v, pb, tb):
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
-    mask = _mat(p, HEADER, T, P)
-    v = v[: T * P]
-    pb = pb[: T * P]
-    tb = tb[: T * P]
     for i in range(T):
         b0 = (i // P) * P
-        mx = -np.inf
         for j in range(P):
             s = 0.0
             for k in range(d):
                 s += XG[i, k] * Xn[b0 + j, k]
             S[i, j] = s
+    return _block_softmax(p, S, v, pb, tb)
+
+
+@njit(cache=True)
+def _block_softmax(p, S, v, pb, tb):
+    """``S`` (T×P block-local scores) ← the masked softmax of each row, in place: the maximum over
+    the allowed entries, the exponentials of the shifted scores by one :func:`exp_into` pass,
+    masked entries exact zeros, each row divided by its sum."""
+    T, P = S.shape
+    mask = _mat(p, HEADER, T, P)
+    v = v[: T * P]
+    pb = pb[: T * P]
+    tb = tb[: T * P]
+    for i in range(T):
+        mx = -np.inf
+        for j in range(P):
+            s = S[i, j]
             if mask[i, j] > 0.0 and s > mx:
                 mx = s
         for j in range(P):
@@ -425,11 +477,320 @@ def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
 
 
 @njit(cache=True)
+def _lanes_fit(p):
+    """Whether the eight-lane right-hand side applies: a block-local mask and ``d``, ``m``, ``P``
+    multiples of 8 (every row a whole number of :class:`numerics.model.lanes.F64x8`)."""
+    return (
+        p[_BLOCKLOCAL] > 0.0 and int(p[_D]) % 8 == 0 and int(p[_M]) % 8 == 0 and int(p[_P]) % 8 == 0
+    )
+
+
+@njit(cache=True)
+def _lanes_offsets(p):
+    """Offsets in ``p`` of the eight-lane path's work arrays (flat offsets, not views: a view of
+    ``p`` costs a reshape call, ≈ 25 ns, and the path needs a dozen): those of :func:`_scratch`
+    ``Xn, XG, S, Z, v, pb, tb, zb, Yb, Yh, Zs, YG, sv, sp, st`` and, after them, ``XnB`` (``n(X)``
+    block by block, transposed: ``XnB[(b·d + k)·P + j] = n(X)[b·P + j, k]``)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    w = max(P, m)
+    xn = int(p[_SCRATCH])
+    xg = xn + T * d
+    s = xg + T * (d + m)
+    z = s + T * P
+    v = z + T * m
+    pb = v + T * w
+    tb = pb + T * w
+    zb = tb + T * w
+    yb = zb + T * m + d
+    yh = yb + N * d
+    zs = yh + N * d
+    yg = zs + N * d
+    sv = yg + 2 * N * d
+    sp = sv + N * N
+    st = sp + N * N
+    xnb = xn + _jac_scratch_size(T, P, d, m)
+    return xn, xg, s, z, v, pb, tb, zb, yb, yh, zs, yg, sv, sp, st, xnb
+
+
+@njit(cache=True, inline="always")
+def _rms8_into(x, xo, n, d, ne, out, oo):
+    """Rows ``0 … n−1`` of the ``n×d`` matrix at ``x[xo:]`` RMS-normed into ``out[oo:]``: the sums
+    of :func:`_rms_into` (in order over ``k``), the scaling eight lanes at a time (bit for bit)."""
+    for i in range(n):
+        s = 0.0
+        for k in range(d):
+            s += x[xo + i * d + k] * x[xo + i * d + k]
+        r = 1.0 / np.sqrt(s / d + ne)
+        for c in range(0, d, 8):
+            store8(out, oo + i * d + c, scale8(load8(x, xo + i * d + c), r))
+
+
+@njit(cache=True, inline="always")
+def _mm8_into(a, ao, n, k, b, bo, w, out, oo):
+    """``C = A·B`` for ``A`` (n×k) at ``a[ao:]``, ``B`` (k×w, ``w`` a multiple of 8) at ``b[bo:]``
+    and ``C`` at ``out[oo:]``: each lane the sum over ``l`` in order from ``+0``, as
+    :func:`_small_mm_into` (bit for bit)."""
+    for i in range(n):
+        for c in range(0, w, 8):
+            acc = zero8()
+            for l in range(k):
+                acc = madd8(acc, a[ao + i * k + l], b, bo + l * w + c)
+            store8(out, oo + i * w + c, acc)
+
+
+@njit(cache=True, inline="always")
+def _normed_blocks8(y, p, T, P, d, ne, norm, xn, xnb):
+    """``n(X)`` twice: block by block transposed at ``p[xnb:]`` (``XnB[(b·d + k)·P + j] =
+    n(X)[b·P + j, k]``, the layout of the score products) and by rows at ``p[xn:]``. Eight rows at
+    a time: transposed by :func:`numerics.model.lanes.transpose8`, the sums of squares over ``k``
+    in order with one row per lane, then the factors ``1/√(s/d + ne)`` and the scaling as in
+    :func:`_rms_into` (bit for bit), and transposed back. Without the norm, ``X`` itself."""
+    for b in range(T // P):
+        for jc in range(0, P, 8):
+            for kc in range(0, d, 8):
+                transpose8(y, (b * P + jc) * d + kc, d, p, xnb + (b * d + kc) * P + jc, P)
+            if norm:
+                acc = zero8()
+                for k in range(d):
+                    x = load8(p, xnb + (b * d + k) * P + jc)
+                    acc = add8(acc, mul8(x, x))
+                r = vdiv8(splat8(1.0), sqrt8(add8(div8(acc, float(d)), splat8(ne))))
+                for k in range(d):
+                    o = xnb + (b * d + k) * P + jc
+                    store8(p, o, mul8(load8(p, o), r))
+            for kc in range(0, d, 8):
+                transpose8(p, xnb + (b * d + kc) * P + jc, P, p, xn + (b * P + jc) * d + kc, d)
+
+
+@njit(cache=True, inline="always")
+def _block_scores8(p, T, P, d, m, xg, xnb, s):
+    """``S[i, j] = XG[i, :d]·n(X)[b(i) + j]`` (the sums of :func:`_block_weights`, over ``k`` in
+    order from ``+0``), eight keys ``j`` at a time from the transposed blocks ``XnB``."""
+    w = d + m
+    for i in range(T):
+        bo = xnb + (i // P) * d * P
+        for c in range(0, P, 8):
+            acc = zero8()
+            for k in range(d):
+                acc = madd8(acc, p[xg + i * w + k], p, bo + k * P + c)
+            store8(p, s + i * P + c, acc)
+
+
+@njit(cache=True, inline="always")
+def _row_max8(p, s, o, P):
+    """The maximum of the allowed scores of row ``o`` (flat offset ``s + o`` in ``p``)."""
+    mx = -np.inf
+    for c in range(0, P, 8):
+        r = masked_max8(load8(p, s + o + c), load8(p, HEADER + o + c))
+        if r > mx:
+            mx = r
+    return mx
+
+
+@njit(cache=True, inline="always")
+def _row_exp8(p, s, o, c, mx):
+    """The exponentials of lanes ``c … c + 7`` of the shifted row ``o`` (masked: exact 0)."""
+    x = sub8(load8(p, s + o + c), splat8(mx))
+    return exp8(select_pos8(load8(p, HEADER + o + c), x, splat8(-1000.0)))
+
+
+@njit(cache=True, inline="always")
+def _block_softmax8(p, T, P, s):
+    """:func:`_block_softmax` on the T×P scores at ``p[s:]``, eight lanes at a time, four rows per
+    step (independent dependency chains for the out-of-order core): the same maxima (up to the
+    sign of a zero maximum, which shifts nothing), the exponentials of
+    :func:`numerics.model.lanes.exp8` (bit for bit those of ``exp_into``), the row sums in order,
+    the same divisions. ``T`` must be a multiple of 4."""
+    for i in range(0, T, 4):
+        o0 = i * P
+        o1 = o0 + P
+        o2 = o1 + P
+        o3 = o2 + P
+        m0 = _row_max8(p, s, o0, P)
+        m1 = _row_max8(p, s, o1, P)
+        m2 = _row_max8(p, s, o2, P)
+        m3 = _row_max8(p, s, o3, P)
+        z0 = 0.0
+        z1 = 0.0
+        z2 = 0.0
+        z3 = 0.0
+        for c in range(0, P, 8):
+            e0 = _row_exp8(p, s, o0, c, m0)
+            e1 = _row_exp8(p, s, o1, c, m1)
+            e2 = _row_exp8(p, s, o2, c, m2)
+            e3 = _row_exp8(p, s, o3, c, m3)
+            store8(p, s + o0 + c, e0)
+            store8(p, s + o1 + c, e1)
+            store8(p, s + o2 + c, e2)
+            store8(p, s + o3 + c, e3)
+            z0 = sum8(z0, e0)
+            z1 = sum8(z1, e1)
+            z2 = sum8(z2, e2)
+            z3 = sum8(z3, e3)
+        for c in range(0, P, 8):
+            store8(p, s + o0 + c, div8(load8(p, s + o0 + c), z0))
+            store8(p, s + o1 + c, div8(load8(p, s + o1 + c), z1))
+            store8(p, s + o2 + c, div8(load8(p, s + o2 + c), z2))
+            store8(p, s + o3 + c, div8(load8(p, s + o3 + c), z3))
+
+
+@njit(cache=True, inline="always")
+def _tanh8_in_place(p, o, n):
+    """``p[o : o + n] ← tanh`` (:func:`numerics.model.lanes.tanh8`), four vectors per step;
+    ``n`` a multiple of 32."""
+    for c in range(o, o + n, 32):
+        a0 = tanh8(load8(p, c))
+        a1 = tanh8(load8(p, c + 8))
+        a2 = tanh8(load8(p, c + 16))
+        a3 = tanh8(load8(p, c + 24))
+        store8(p, c, a0)
+        store8(p, c + 8, a1)
+        store8(p, c + 16, a2)
+        store8(p, c + 24, a3)
+
+
+@njit(cache=True)
+def _pooled_slow8(y, p, seg, offs):
+    """:func:`_pooled_slow_attention` eight lanes at a time (the same sums in the same order);
+    returns the offset of ``Zs`` ((N−1)×d used) in ``p``."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    yb, yh, zs, yg, sv, sp, st = offs[8], offs[9], offs[10], offs[11], offs[12], offs[13], offs[14]
+    for b in range(N):
+        for c in range(0, d, 8):
+            acc = zero8()
+            for i in range(P):
+                acc = add8(acc, load8(y, (b * P + i) * d + c))
+            store8(p, yb + b * d + c, div8(acc, float(P)))
+    if p[_NORM] > 0.0:
+        _rms8_into(p, yb, N, d, p[_NEPS], p, yh)
+    else:
+        for c in range(0, N * d, 8):
+            store8(p, yh + c, load8(p, yb + c))
+    _mm8_into(p, yh, N, d, p, _fused_offset(p, seg) + d * (d + m), 2 * d, p, yg)
+    full = p[_SLOWFULL] > 0.0
+    for a in range(N - 1):
+        top = N if full else a + 1
+        mx = -np.inf
+        for b in range(top):
+            sc = 0.0
+            for k in range(d):
+                sc += p[yg + a * 2 * d + k] * p[yh + b * d + k]
+            p[sv + a * N + b] = sc
+            if sc > mx:
+                mx = sc
+        for b in range(N):
+            p[sv + a * N + b] = p[sv + a * N + b] - mx if b < top else -1000.0
+    n = (N - 1) * N
+    exp_into(p[sv : sv + n], p[sp : sp + n], p[st : st + n])
+    for a in range(N - 1):
+        top = N if full else a + 1
+        z = 0.0
+        for b in range(top):
+            q = sv + a * N + b
+            e = 0.0 if p[q] < EXP_CUT else p[sp + a * N + b] * p[st + a * N + b]
+            p[sp + a * N + b] = e
+            z += e
+        for c in range(0, d, 8):
+            acc = zero8()
+            for b in range(top):
+                acc = madd8(acc, p[sp + a * N + b] / z, p, yg + b * 2 * d + d + c)
+            store8(p, zs + a * d + c, acc)
+    return zs
+
+
+@njit(cache=True)
+def _block_local_rhs8(y, p, seg, out):
+    """:func:`coupling_rhs_nb` for a block-local mask when :func:`_lanes_fit`: every row
+    operation on eight lanes at a time (:mod:`numerics.model.lanes`), the work arrays addressed
+    by flat offsets into ``p``; the same sums in the same order as the row path except
+    ``n(X)·G`` (a BLAS product there) and the sign of ``tanh(−0)`` (kept here)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    offs = _lanes_offsets(p)
+    xn, xg, s, z, v, pb, tb, zb = (
+        offs[0],
+        offs[1],
+        offs[2],
+        offs[3],
+        offs[4],
+        offs[5],
+        offs[6],
+        offs[7],
+    )
+    xnb = offs[15]
+    _normed_blocks8(y, p, T, P, d, p[_NEPS], p[_NORM] > 0.0, xn, xnb)
+    w = d + m
+    _mm8_into(p, xn, T, d, p, _fused_offset(p, seg), w, p, xg)
+    _block_scores8(p, T, P, d, m, xg, xnb, s)
+    _block_softmax8(p, T, P, s)
+    inv_eps = 1.0 / p[_EPS]
+    for i in range(T):  # (Σ_j S[i, j]·X[b0 + j] − X[i])/ε, the sums of the row path
+        b0 = (i // P) * P
+        for c in range(0, d, 8):
+            a = neg8(load8(y, i * d + c))
+            for j in range(P):
+                a = madd8(a, p[s + i * P + j], y, (b0 + j) * d + c)
+            store8(out, i * d + c, scale8(a, inv_eps))
+        for c in range(0, m, 8):
+            store8(p, z + i * m + c, load8(p, xg + i * w + d + c))
+    act = int(p[_SIGMA])
+    if act == 1:
+        _tanh8_in_place(p, z, T * m)
+    elif act != 0:  # relu, gelu (an unknown code is refused there), as one row of T·m entries
+        n = T * m
+        activation_rows(act, p[z : z + n].reshape((1, n)), p[v:pb], p[pb:tb], p[tb:zb], p[zb:])
+    off = _layer_offset(p, seg) + 2 * d * d
+    w2 = off + d * m
+    for i in range(T):
+        for c in range(0, d, 8):
+            a = zero8()
+            for l in range(m):
+                a = madd8(a, p[z + i * m + l], p, w2 + l * d + c)
+            store8(out, i * d + c, add8(load8(out, i * d + c), a))
+    g = p[off + 2 * d * m + 3 * d * d]
+    if p[_SLOW] > 0.0 and g != 0.0:
+        zs = _pooled_slow8(y, p, seg, offs)
+        for b in range(1, N):
+            for c in range(0, d, 8):
+                gz = scale8(load8(p, zs + (b - 1) * d + c), g)
+                for i in range(b * P, b * P + P):
+                    store8(out, i * d + c, add8(load8(out, i * d + c), gz))
+    gam = p[_GAMMA]
+    if gam != 0.0:
+        e0 = HEADER + T * int(p[_MASKW])
+        for o in range(0, T * d, 8):
+            dx = sub8(load8(p, e0 + o), load8(y, o))
+            store8(out, o, add8(load8(out, o), scale8(dx, gam)))
+
+
+@njit(cache=True)
 def coupling_rhs_nb(t, y, p, seg, out):
     """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg`` (signature
     :data:`numerics.integrators.RHS_SIG`, compiled on first use). No allocation for block-local
     masks: the work arrays are the scratch tail of ``p`` (so one ``p`` must not be shared by
-    concurrent calls)."""
+    concurrent calls). Block-local masks with ``d``, ``m``, ``P`` multiples of 8 take the
+    eight-lane path (:func:`_block_local_rhs8`), everything else the row-by-row one
+    (:func:`_coupling_rhs_rows`); the two agree to rounding (the tests check 1e-13)."""
+    if _lanes_fit(p):
+        _block_local_rhs8(y, p, seg, out)
+    else:
+        _coupling_rhs_rows(t, y, p, seg, out)
+
+
+@njit(cache=True)
+def _coupling_rhs_rows(t, y, p, seg, out):
+    """:func:`coupling_rhs_nb` row by row, for any mask and sizes (scalar loops, BLAS products)."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])

@@ -1,0 +1,413 @@
+"""Eight-lane float64 vectors for Numba kernels: one type, ``F64x8`` (LLVM ``<8 x double>``), and a
+few intrinsics that load, combine and store it.
+
+Why: Numba runs LLVM's loop vectoriser but not its SLP vectoriser, so a loop over a short run of
+``d = 8`` contiguous doubles (a row of a ``T×8`` state) is left scalar or wrapped in runtime checks
+that cost more than the work, and an accumulator held in an array goes through memory on every
+step (a store-to-load chain of ≈ 9 cycles). A local of type ``F64x8`` is an SSA value: LLVM keeps
+it in one AVX-512 register (two AVX2 or four SSE registers elsewhere; the type is portable) and
+each intrinsic below is one or two vector instructions.
+
+What they compute (lane by lane, IEEE double, the same operations in the same order as the scalar
+code ``for k in range(8): ...``, so results are bit for bit those of that code; no contraction to
+fused multiply-add, no reassociation):
+
+* :func:`load8` ``(x, o)`` → ``x[o : o + 8]``; :func:`store8` ``(x, o, v)``: ``x[o : o + 8] = v``;
+* :func:`zero8` → ``+0.0`` in every lane; :func:`splat8` ``(a)`` → ``a`` in every lane;
+* :func:`madd8` ``(acc, a, x, o)`` → ``acc + a·x[o : o + 8]`` (``a`` a scalar);
+* :func:`add8`, :func:`sub8` ``(u, v)`` → ``u ± v``; :func:`scale8` ``(v, a)`` → ``v·a``;
+  :func:`div8` ``(v, a)`` → ``v/a``; :func:`neg8` ``(v)`` → ``−v``; :func:`mul8`, :func:`vdiv8`
+  ``(u, v)`` → ``u·v``, ``u/v``; :func:`sqrt8` ``(v)`` → ``√v`` (correctly rounded);
+* :func:`select_pos8` ``(m, u, v)`` → ``u if m > 0 else v``; :func:`masked_max8` ``(s, m)`` → the
+  largest ``s`` with ``m > 0`` (a scalar); :func:`sum8` ``(a, v)`` → ``a + v₀ + … + v₇`` added in
+  order (an ordered reduction: the rounding of the scalar loop);
+* :func:`exp8` ``(v)`` (``v ≤ 0``) and :func:`tanh8` ``(x)``: the elementary functions of
+  :func:`numerics.model.compiled.exp_into` (Cody–Waite reduction, degree-13 Taylor polynomial,
+  ``2^k`` in the exponent bits; ≤ 1 ulp) and :func:`numerics.model.compiled.tanh_row` (≤ 2 ulp),
+  the same operations, so the same bits (``tanh8`` keeps ``−0``); on values in registers, with no
+  pass through memory;
+* :func:`transpose8` ``(x, xo, xs, y, yo, ys)``: an 8×8 block transposed by 24 shuffles.
+
+Caveats: no bounds checks (the caller guarantees ``0 ≤ o`` and ``o + 8 ≤ len(x)``); ``x`` must be
+a C-contiguous float64 array (1-D or a row-major view; ``o`` is a flat element offset into its
+data); loads and stores are unaligned-safe (alignment 8). Works with ``cache=True``: the type
+only appears inside compiled functions, never in a cached signature.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic, models, register_model
+
+__all__ = [
+    "F64x8",
+    "load8",
+    "store8",
+    "zero8",
+    "splat8",
+    "madd8",
+    "add8",
+    "sub8",
+    "scale8",
+    "div8",
+    "neg8",
+    "select_pos8",
+    "masked_max8",
+    "sum8",
+    "exp8",
+    "tanh8",
+]
+
+_F64 = ir.DoubleType()
+_V8 = ir.VectorType(_F64, 8)
+_I32 = ir.IntType(32)
+
+
+class F64x8(types.Type):
+    """Eight float64 lanes held in one SSA value (LLVM ``<8 x double>``)."""
+
+    def __init__(self):
+        super().__init__(name="F64x8")
+
+
+f64x8 = F64x8()
+
+
+@register_model(F64x8)
+class _F64x8Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _V8)
+
+
+def _lanes_ptr(context, builder, aryty, ary, off):
+    """``<8 x double>*`` pointing at element ``off`` of the array's data."""
+    data = context.make_array(aryty)(context, builder, ary).data
+    return builder.bitcast(builder.gep(data, [off]), _V8.as_pointer())
+
+
+def _splat(builder, a):
+    v = builder.insert_element(ir.Constant(_V8, ir.Undefined), a, ir.Constant(_I32, 0))
+    zeros = ir.Constant(ir.VectorType(_I32, 8), [0] * 8)
+    return builder.shuffle_vector(v, ir.Constant(_V8, ir.Undefined), zeros)
+
+
+def _check_array(x):
+    if not (isinstance(x, types.Array) and x.dtype == types.float64 and x.layout == "C"):
+        raise TypeError(f"lanes: need a C-contiguous float64 array, got {x}")
+
+
+@intrinsic
+def load8(typingctx, x, o):
+    """``x[o : o + 8]`` as one ``F64x8``."""
+    _check_array(x)
+
+    def codegen(context, builder, sig, args):
+        return builder.load(_lanes_ptr(context, builder, sig.args[0], args[0], args[1]), align=8)
+
+    return f64x8(x, o), codegen
+
+
+@intrinsic
+def store8(typingctx, x, o, v):
+    """``x[o : o + 8] = v``."""
+    _check_array(x)
+
+    def codegen(context, builder, sig, args):
+        builder.store(args[2], _lanes_ptr(context, builder, sig.args[0], args[0], args[1]), align=8)
+        return context.get_dummy_value()
+
+    return types.void(x, o, v), codegen
+
+
+@intrinsic
+def zero8(typingctx):
+    """``+0.0`` in every lane."""
+
+    def codegen(context, builder, sig, args):
+        return ir.Constant(_V8, [0.0] * 8)
+
+    return f64x8(), codegen
+
+
+@intrinsic
+def splat8(typingctx, a):
+    """The float64 ``a`` in every lane."""
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, args[0])
+
+    return f64x8(types.float64), codegen
+
+
+@intrinsic
+def madd8(typingctx, acc, a, x, o):
+    """``acc + a·x[o : o + 8]`` (multiply, then add: two roundings, as in scalar code)."""
+    _check_array(x)
+
+    def codegen(context, builder, sig, args):
+        vx = builder.load(_lanes_ptr(context, builder, sig.args[2], args[2], args[3]), align=8)
+        return builder.fadd(args[0], builder.fmul(_splat(builder, args[1]), vx))
+
+    return f64x8(f64x8, types.float64, x, o), codegen
+
+
+@intrinsic
+def add8(typingctx, u, v):
+    """``u + v``."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1])
+
+    return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def sub8(typingctx, u, v):
+    """``u − v``."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fsub(args[0], args[1])
+
+    return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def scale8(typingctx, v, a):
+    """``v·a`` (``a`` a scalar)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], _splat(builder, args[1]))
+
+    return f64x8(f64x8, types.float64), codegen
+
+
+@intrinsic
+def div8(typingctx, v, a):
+    """``v/a`` (``a`` a scalar; a division in every lane, not a multiplication by ``1/a``)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fdiv(args[0], _splat(builder, args[1]))
+
+    return f64x8(f64x8, types.float64), codegen
+
+
+@intrinsic
+def neg8(typingctx, v):
+    """``−v`` (flips the sign bit, as scalar ``-x``)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fneg(args[0])
+
+    return f64x8(f64x8), codegen
+
+
+@intrinsic
+def select_pos8(typingctx, m, u, v):
+    """Lane by lane ``u if m > 0 else v`` (``m`` NaN selects ``v``)."""
+
+    def codegen(context, builder, sig, args):
+        pos = builder.fcmp_ordered(">", args[0], ir.Constant(_V8, [0.0] * 8))
+        return builder.select(pos, args[1], args[2])
+
+    return f64x8(f64x8, f64x8, f64x8), codegen
+
+
+@intrinsic
+def masked_max8(typingctx, s, m):
+    """The largest lane of ``s`` among those with ``m > 0`` and ``s`` not NaN (``−inf`` if none):
+    the maximum a scalar loop ``if m[j] > 0 and s[j] > mx: mx = s[j]`` finds, except that of
+    equal zeros of opposite signs either may be returned (a softmax shifted by it is the same)."""
+
+    def codegen(context, builder, sig, args):
+        s_, m_ = args
+        keep = builder.and_(
+            builder.fcmp_ordered(">", m_, ir.Constant(_V8, [0.0] * 8)),
+            builder.fcmp_ordered("==", s_, s_),
+        )
+        t = builder.select(keep, s_, ir.Constant(_V8, [float("-inf")] * 8))
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_F64, [_V8]), "llvm.vector.reduce.fmax.v8f64"
+        )
+        return builder.call(fn, [t])
+
+    return types.float64(f64x8, f64x8), codegen
+
+
+@intrinsic
+def sum8(typingctx, a, v):
+    """``(((a + v₀) + v₁) + …) + v₇``: the lanes added to ``a`` in order (an ordered reduction,
+    the rounding of a scalar loop)."""
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(_F64, [_F64, _V8]),
+            "llvm.vector.reduce.fadd.v8f64",
+        )
+        return builder.call(fn, [args[0], args[1]])
+
+    return types.float64(types.float64, f64x8), codegen
+
+
+# the constants of numerics.model.compiled.exp_into and tanh_row, bit for bit
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_SHIFTER = 6755399441055744.0
+_BIAS = 1023 << 52
+EXP_CUT = -708.0
+_EXP_TAYLOR = tuple(
+    1.0 / f
+    for f in (6227020800, 479001600, 39916800, 3628800, 362880, 40320, 5040, 720, 120, 24, 6, 2)
+)  # fmt: skip  (1/13! … 1/2!, Horner order)
+_TP = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
+_TQ = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
+
+
+def _c8(x):
+    return ir.Constant(_V8, [float(x)] * 8)
+
+
+def _exp_ir(builder, v):
+    """``e^v`` lane by lane for ``v ≤ 0`` (or NaN), exactly the operations of
+    :func:`numerics.model.compiled.exp_into` followed by the caller's ``0 if v < EXP_CUT else p·t``."""
+    below = builder.fcmp_ordered("<", v, _c8(EXP_CUT))
+    x = builder.select(below, _c8(EXP_CUT), v)
+    s = builder.fadd(builder.fmul(x, _c8(_LOG2E)), _c8(_SHIFTER))
+    k = builder.fsub(s, _c8(_SHIFTER))
+    r = builder.fsub(builder.fsub(x, builder.fmul(k, _c8(_LN2_HI))), builder.fmul(k, _c8(_LN2_LO)))
+    q = _c8(_EXP_TAYLOR[0])
+    for c in _EXP_TAYLOR[1:] + (1.0, 1.0):
+        q = builder.fadd(builder.fmul(q, r), _c8(c))
+    i64x8 = ir.VectorType(ir.IntType(64), 8)
+    bits = builder.bitcast(s, i64x8)
+    bits = builder.add(
+        builder.shl(bits, ir.Constant(i64x8, [52] * 8)), ir.Constant(i64x8, [_BIAS] * 8)
+    )
+    e = builder.fmul(q, builder.bitcast(bits, _V8))
+    return builder.select(below, _c8(0.0), e)
+
+
+@intrinsic
+def exp8(typingctx, v):
+    """``e^v`` lane by lane for ``v ≤ 0`` or NaN: bit for bit the softmax exponentials of
+    :func:`numerics.model.compiled.exp_into` (≤ 1 ulp from ``np.exp`` on ``[−708, 0]``; ``0`` below
+    ``−708``, where ``e^v < 3.1e-308``; NaN stays NaN)."""
+
+    def codegen(context, builder, sig, args):
+        return _exp_ir(builder, args[0])
+
+    return f64x8(f64x8), codegen
+
+
+@intrinsic
+def tanh8(typingctx, x):
+    """``tanh x`` lane by lane: bit for bit :func:`numerics.model.compiled.tanh_row` (Cephes'
+    rational form below ``|x| = 0.625``, ``(1 − e^{−2|x|})/(1 + e^{−2|x|})`` with the sign of ``x``
+    above; ≤ 2 ulp from ``np.tanh``; NaN kept, ``±inf`` → ``±1``) except at ``−0``, which it keeps
+    (as ``np.tanh``; ``tanh_row`` returns ``+0`` there)."""
+
+    def codegen(context, builder, sig, args):
+        x_ = args[0]
+        ax = builder.call(
+            cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(_V8, [_V8]), "llvm.fabs.v8f64"
+            ),
+            [x_],
+        )
+        e = _exp_ir(builder, builder.fmul(_c8(-2.0), ax))
+        one = _c8(1.0)
+        small_arg = builder.fcmp_ordered("<", ax, _c8(0.625))
+        z = builder.fmul(x_, x_)
+        num = builder.fadd(
+            builder.fmul(builder.fadd(builder.fmul(_c8(_TP[0]), z), _c8(_TP[1])), z), _c8(_TP[2])
+        )
+        den = builder.fadd(
+            builder.fmul(
+                builder.fadd(builder.fmul(builder.fadd(z, _c8(_TQ[0])), z), _c8(_TQ[1])), z
+            ),
+            _c8(_TQ[2]),
+        )
+        # one division per lane: num/den below 0.625, (1 − e)/(1 + e) above (the same quotients)
+        q = builder.fdiv(
+            builder.select(small_arg, num, builder.fsub(one, e)),
+            builder.select(small_arg, den, builder.fadd(one, e)),
+        )
+        small = builder.fadd(x_, builder.fmul(builder.fmul(x_, z), q))
+        big = builder.select(builder.fcmp_ordered(">=", x_, _c8(0.0)), q, builder.fneg(q))
+        y = builder.select(small_arg, small, big)
+        return builder.select(builder.fcmp_ordered("==", x_, _c8(0.0)), x_, y)  # tanh(−0) = −0
+
+    return f64x8(f64x8), codegen
+
+
+@intrinsic
+def mul8(typingctx, u, v):
+    """``u·v`` lane by lane."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], args[1])
+
+    return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def vdiv8(typingctx, u, v):
+    """``u/v`` lane by lane."""
+
+    def codegen(context, builder, sig, args):
+        return builder.fdiv(args[0], args[1])
+
+    return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def sqrt8(typingctx, v):
+    """``√v`` lane by lane (correctly rounded, as ``np.sqrt``; NaN for ``v < 0``)."""
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_V8, [_V8]), "llvm.sqrt.v8f64"
+        )
+        return builder.call(fn, [args[0]])
+
+    return f64x8(f64x8), codegen
+
+
+def _butterfly(builder, rows, bit):
+    """One stage of the 8×8 transpose: exchange bit ``bit`` of the row and of the lane index."""
+    h = 1 << bit
+    lo = [l if not l & h else 8 + (l ^ h) for l in range(8)]
+    hi = [(l ^ h) if not l & h else 8 + l for l in range(8)]
+    out = list(rows)
+    for i in range(8):
+        if not i & h:
+            u, v = rows[i], rows[i + h]
+            out[i] = builder.shuffle_vector(u, v, ir.Constant(ir.VectorType(_I32, 8), lo))
+            out[i + h] = builder.shuffle_vector(u, v, ir.Constant(ir.VectorType(_I32, 8), hi))
+    return out
+
+
+@intrinsic
+def transpose8(typingctx, x, xo, xs, y, yo, ys):
+    """``y[yo + j·ys + i] = x[xo + i·xs + j]`` for ``i, j < 8``: an 8×8 block transposed (rows
+    ``xs`` apart in ``x``, ``ys`` apart in ``y``; three stages of eight two-vector shuffles). The
+    blocks must not overlap."""
+    _check_array(x)
+    _check_array(y)
+
+    def codegen(context, builder, sig, args):
+        xa, xo_, xs_, ya, yo_, ys_ = args
+        rows = []
+        for i in range(8):
+            o = builder.add(xo_, builder.mul(xs_, ir.Constant(xs_.type, i)))
+            rows.append(builder.load(_lanes_ptr(context, builder, sig.args[0], xa, o), align=8))
+        for bit in range(3):
+            rows = _butterfly(builder, rows, bit)
+        for j in range(8):
+            o = builder.add(yo_, builder.mul(ys_, ir.Constant(ys_.type, j)))
+            builder.store(rows[j], _lanes_ptr(context, builder, sig.args[3], ya, o), align=8)
+        return context.get_dummy_value()
+
+    return types.void(x, types.intp, types.intp, y, types.intp, types.intp), codegen

@@ -1,0 +1,107 @@
+"""The eight-lane right-hand side of numerics.model.coupling (block-local masks, d, m, P multiples of
+8) against the row-by-row one on the same packed vector: equal to rounding (1e-13 of the largest
+entry) over sizes, switches, activations and states, NaN where the row path has NaN, and taken
+whenever it applies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastslow.numerics as nm
+from fastslow.numerics.model.activations import SIGMAS
+from fastslow.numerics.model.coupling import (
+    _block_local_rhs8,
+    _coupling_rhs_rows,
+    _lanes_fit,
+    coupling_rhs_nb,
+    pack_coupling,
+)
+
+
+def both_paths(cfg, L, seed, eps, X, seg, E=None):
+    model = nm.init_model(cfg, L, seed, gate=0.7)
+    if E is None:
+        E = np.random.default_rng(seed + 1).standard_normal((cfg.T, cfg.d))
+    p = pack_coupling(cfg, model, eps, E)
+    assert _lanes_fit(p)
+    y = X.ravel().copy()
+    lanes, rows, disp = np.empty(y.size), np.empty(y.size), np.empty(y.size)
+    _block_local_rhs8(y, p, seg, lanes)
+    _coupling_rhs_rows(0.3, y, p, seg, rows)
+    coupling_rhs_nb(0.3, y, p, seg, disp)
+    assert np.array_equal(disp, lanes, equal_nan=True)  # the dispatcher takes the lanes path
+    return lanes, rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    N=st.integers(1, 4),
+    P=st.sampled_from([8, 16]),
+    d=st.sampled_from([8, 16]),
+    m=st.sampled_from([8, 16, 24]),
+    mask=st.sampled_from(["block_bidirectional", "block_causal"]),
+    norm=st.booleans(),
+    slow=st.booleans(),
+    sigma=st.sampled_from(SIGMAS),
+    gamma=st.sampled_from([0.0, 0.5]),
+    slow_mask=st.sampled_from(["blockcausal", "full"]),
+    scale=st.sampled_from([0.1, 1.0, 3.0]),
+    eps=st.sampled_from([1e-1, 1e-2, 1e-4]),
+    seed=st.integers(0, 10_000),
+)
+def test_lanes_path_equals_row_path_to_rounding(
+    N, P, d, m, mask, norm, slow, sigma, gamma, slow_mask, scale, eps, seed
+):
+    cfg = nm.ModelConfig(
+        T=N * P, P=P, d=d, m=m, mask=mask, norm=norm, slow=slow, sigma=sigma,
+        gamma=gamma, slow_mask=slow_mask,
+    )  # fmt: skip
+    X = scale * np.random.default_rng(seed).standard_normal((N * P, d))
+    for seg in range(2):
+        lanes, rows = both_paths(cfg, 2, seed, eps, X, seg)
+        assert np.abs(lanes - rows).max() <= 1e-13 * np.abs(rows).max()
+
+
+@pytest.mark.parametrize("sigma", SIGMAS)
+def test_lanes_path_matches_the_numpy_reference(sigma):
+    cfg = nm.ModelConfig(T=32, P=8, d=8, m=16, mask="block_bidirectional", gamma=0.7, sigma=sigma)
+    model = nm.init_model(cfg, 3, 5, gate=0.9)
+    rng = np.random.default_rng(1)
+    X, E = rng.standard_normal((32, 8)), rng.standard_normal((32, 8))
+    f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+    p = pack_coupling(cfg, model, 0.01, E)
+    assert _lanes_fit(p)
+    out = np.empty(256)
+    for seg in range(3):
+        t = (seg + 0.5) / 3
+        coupling_rhs_nb(t, X.ravel(), p, seg, out)
+        ref = f(t, X).ravel()
+        assert np.abs(out - ref).max() <= 1e-13 * np.abs(ref).max()
+
+
+def test_non_finite_states_give_the_row_paths_non_finite_entries():
+    cfg = nm.ModelConfig(T=16, P=8, d=8, mask="block_bidirectional", gamma=0.5)
+    X = np.random.default_rng(3).standard_normal((16, 8))
+    for bad in (np.nan, np.inf, -np.inf):
+        Xb = X.copy()
+        Xb[9, 3] = bad
+        lanes, rows = both_paths(cfg, 1, 4, 0.01, Xb, 0)
+        assert np.array_equal(np.isnan(lanes), np.isnan(rows))
+        assert np.array_equal(np.isinf(lanes), np.isinf(rows))
+        fin = np.isfinite(rows)
+        assert np.abs(lanes[fin] - rows[fin]).max() <= 1e-13 * np.abs(rows[fin]).max()
+
+
+def test_other_sizes_and_masks_take_the_row_path():
+    for kw in (
+        {"T": 16, "P": 4, "d": 8},
+        {"T": 16, "P": 8, "d": 4},
+        {"T": 16, "P": 8, "d": 8, "m": 12},
+        {"T": 16, "P": 8, "d": 8, "mask": "causal"},
+    ):
+        cfg = nm.ModelConfig(**{"mask": "block_bidirectional", **kw})
+        p = pack_coupling(cfg, nm.init_model(cfg, 1, 0), 0.1)
+        assert not _lanes_fit(p)
