@@ -31,8 +31,8 @@ MEMORY_POINTS = [
     ("D8", {"family": "gaussian_ar1", "P": 16, "N": 16, "n_seq": 2000, "n_future": 4}),
     ("D8", {"family": "poisson", "P": 8, "N": 16, "n_seq": 400, "K": 4, "n_future": 4}),
     ("D9", {"P": 16, "N": 16, "n_grad": 8192, "steps": 20, "seeds": 2}),
-    ("F3", {"widths": (2, 4), "steps": (0, 20), "n_test": 20000, "attn_seeds": 1}),
-    ("F3", {"widths": (64, 128), "steps": (0, 20), "n_test": 50000, "attn_seeds": 1}),
+    ("F3", {"widths": (2, 4), "n_seeds": 3, "steps": (0, 20), "n_test": 20000, "attn_seeds": 1}),
+    ("F3", {"widths": (64, 128), "n_seeds": 3, "steps": (0, 20), "n_test": 50000, "attn_seeds": 1}),
 ]
 
 

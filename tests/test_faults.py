@@ -88,6 +88,8 @@ BAD = [
         "at least 2 distinct widths",
     ),
     (["check", "F3", "--param", "steps=3000"], "at least 2 recorded steps"),
+    (["check", "F3", "--param", "widths=128,256"], "even an error falling perfectly"),
+    (["check", "F3", "--param", "widths=2,4,8", "--param", "n_seeds=1"], "p = 0.167"),
     (
         ["check", "D9", "--param", "n_grad=1048576", "--param", "P=64", "--param", "N=64"],
         "beyond the memory budget",
@@ -648,7 +650,7 @@ def test_the_time_estimate_bounds_the_cpu_time_of_a_small_check(cid):
     derives, which the estimate's base covers."""
     small = {
         "F1": {"L": 1, "gate": 0.0},
-        "F3": {"widths": (2, 4), "steps": (0, 50), "attn_seeds": 1},
+        "F3": {"widths": (2, 4), "n_seeds": 3, "steps": (0, 50), "attn_seeds": 1},
         "D7": {"n_gates": 5, "dense_grid": 64, "n_iter": 200},
         "D9": {"steps": 50, "seeds": 4, "n_grad": 1024, "n_train": 256, "n_test": 256},
     }[cid]

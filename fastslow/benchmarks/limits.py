@@ -174,7 +174,7 @@ _F1_LIMIT = {
     "eps_floor_leading": 1e-8,
 }
 _F3_LIMIT = {
-    "widths": (128, 256),
+    "widths": (64, 128, 256),
     "steps": (0, 2000, 20000),
     "n_train": 64,
     "n_seeds": 2,

@@ -255,6 +255,16 @@ def approximation_sweep(inst: Instance) -> dict:
     return {"table": table, "raw": raw, "constant_predictor": base}
 
 
+def best_attainable_p(n_widths: int, n_seeds: int) -> float:
+    """The smallest one-sided p-value the width trend's Kendall test can give on ``n_widths``
+    distinct widths with ``n_seeds`` initialisations each: that of an error falling strictly with
+    every (width, seed) point (ties in the width as the test sees them). A grid where it is not
+    below the level cannot show the trend whatever the models do (2 widths × 2 seeds: 0.061;
+    3 × 1: 0.17; 3 × 2: 0.0086), so it is refused as bad input."""
+    W = [w for w in range(n_widths) for _ in range(n_seeds)]
+    return float(stats.kendalltau(W, -np.arange(len(W)), alternative="less").pvalue)
+
+
 def width_trend(sweep: dict, widths: list, last_step: int) -> tuple[dict, dict]:
     """The width part: Kendall's τ between width and the per-seed mean KL after the last step,
     one-sided (the error saturates at the optimisation error of finitely many steps, so a log–log
@@ -550,7 +560,7 @@ class F3(Claim):
                     "state": "homogeneous",
                     "value_map": "identity",
                     "norm": False,
-                    "widths": (1, 2),
+                    "widths": (1, 2, 4),  # the smallest grid that can show the width trend
                     "steps": (0, 10),
                 },
                 "state_heterogeneous",
@@ -586,11 +596,18 @@ class F3(Claim):
         (``model_has_hidden_width``, ``model_is_trained``) and are negative controls."""
         widths, steps = p["widths"], p["steps"]
         if max(widths) >= 2 and max(steps) >= 1:
+            grid = f"parameters widths={','.join(map(str, widths))}, n_seeds={p['n_seeds']}"
             if len(set(widths)) < 2 or len(set(widths)) * p["n_seeds"] < 3:
                 raise ValueError(
-                    f"parameters widths={','.join(map(str, widths))}, n_seeds={p['n_seeds']}: "
-                    "expected at least 2 distinct widths and 3 (width, seed) pairs (the error "
-                    "must be seen to fall with the width)"
+                    f"{grid}: expected at least 2 distinct widths and 3 (width, seed) pairs (the "
+                    "error must be seen to fall with the width)"
+                )
+            best = best_attainable_p(len(set(widths)), p["n_seeds"])
+            if not best < KENDALL_LEVEL:
+                raise ValueError(
+                    f"{grid}: even an error falling perfectly with the width gives one-sided "
+                    f"p = {best:.3g} on {len(set(widths))} widths × {p['n_seeds']} seed(s), not "
+                    f"< {KENDALL_LEVEL}; expected more widths or seeds (e.g. 3 widths × 2 seeds)"
                 )
             if len(steps) < 2:
                 raise ValueError(
