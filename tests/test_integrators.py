@@ -337,6 +337,30 @@ def test_dense_mask_jacobian_by_row_panels_equals_the_kernel():
         assert np.any(np.triu(J, 1)) == (mask is banded)
 
 
+def test_dense_mask_rhs_by_row_panels_equals_the_numpy_reference():
+    """For a mask that is not block-local the right-hand side's attention term is summed panel
+    by panel (two panels at T = 256; no T×T array): the whole right-hand side equals the NumPy
+    reference for the causal mask and a band with entries above the diagonal, the slow path on."""
+    from fastslow.numerics.model.coupling import KERNEL_PANEL
+
+    T = 256
+    assert 1 < T // (KERNEL_PANEL // T) < T
+    banded = np.tril(np.ones((T, T), dtype=bool), 9) & np.triu(np.ones((T, T), dtype=bool), -40)
+    for mask in ("causal", banded):
+        cfg = nm.ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
+        model = nm.init_model(cfg, 2, 5, gate=0.9)
+        rng = np.random.default_rng(1)
+        X, E = rng.standard_normal((T, 3)), rng.standard_normal((T, 3))
+        f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+        p = pack_coupling(cfg, model, 0.01, E)
+        out = np.full(T * 3, np.nan)
+        for seg in range(2):
+            t = (seg + 0.5) / 2
+            coupling_rhs_nb(t, X.ravel(), p, seg, out)
+            ref = f(t, X).ravel()
+            assert np.max(np.abs(out - ref)) <= 1e-13 * np.max(np.abs(ref))
+
+
 def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_upper_entry():
     """``jac_lower=True`` (no m×m factorisation kept) on a causal mask: the same steps and
     result as with the triangularity detected from ``J``; a ``J`` with an entry above its

@@ -388,21 +388,6 @@ def _block_softmax(p, S, v, pb, tb):
     return S
 
 
-@njit(cache=True)
-def _dense_kernel(Xn, p, seg):
-    T = int(p[_T])
-    d = int(p[_D])
-    off = _layer_offset(p, seg)
-    XQ = np.dot(Xn, _mat(p, off, d, d))
-    XK = np.dot(Xn, _mat(p, off + d * d, d, d))
-    S = p[_BETA] * np.dot(XQ, XK.T)
-    mask = _mat(p, HEADER, T, T)
-    v, pb, tb = np.empty(T), np.empty(T), np.empty(T)
-    for i in range(T):  # vectorisable exponentials (the scalar exp dominated at large T)
-        softmax_row(S[i], mask[i], v, pb, tb)
-    return S
-
-
 # the two pieces of the right-hand side below are inlined into it (Numba IR): no call overhead in
 # the integrators' hot loop, the same arithmetic
 @njit(cache=True, inline="always")
@@ -818,8 +803,7 @@ def _coupling_rhs_rows(t, y, p, seg, out):
             for k in range(m):
                 Z[i, k] = XG[i, d + k]
     else:
-        A = _dense_kernel(Xn, p, seg)
-        out[:] = ((np.dot(A, X) - X) / p[_EPS]).reshape(T * d)
+        _dense_attention_into(Xn, X, p, seg, out)
         np.dot(Xn, _mat(p, off, d, m), Z)
     _add_mlp_output(Z, W2, int(p[_SIGMA]), out, v, pb, tb, zb, acc)
     g = p[off + 2 * d * m + 3 * d * d]
@@ -847,38 +831,81 @@ def _kernel_rows_into(Xn, p, seg, J):
     into ``J`` itself: no T×T temporary. Row ``i`` is computed only up to its last allowed
     column (rounded up to a multiple of 4, so the softmax sums group as over the whole row) and
     zero beyond it, so a causal mask costs half the products and exponentials of a full one. The
-    same operations as :func:`_dense_kernel` then ``/ε``, panel by panel."""
+    same operations as :func:`_kernel_panel`, then ``/ε``."""
+    T = int(p[_T])
+    XQ, XK, buf, v, pb, tb = _panel_work(Xn, p, seg)
+    eps = p[_EPS]
+    rows = buf.size // T
+    for r0 in range(0, T, rows):
+        r1 = min(r0 + rows, T)
+        S = _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
+        c1 = S.shape[1]
+        for i in range(r0, r1):
+            for j in range(c1):
+                J[i, j] = S[i - r0, j] / eps
+            for j in range(c1, T):
+                J[i, j] = 0.0
+
+
+@njit(cache=True)
+def _panel_work(Xn, p, seg):
+    """Queries ``n(X)·Q``, keys ``n(X)·K`` and the work arrays of :func:`_kernel_panel`: a panel
+    buffer of ``KERNEL_PANEL`` floats (at least one row) and three rows of softmax scratch."""
     T = int(p[_T])
     d = int(p[_D])
     off = _layer_offset(p, seg)
     XQ = np.dot(Xn, _mat(p, off, d, d))
     XK = np.dot(Xn, _mat(p, off + d * d, d, d))
+    rows = min(T, max(1, KERNEL_PANEL // T))
+    return XQ, XK, np.empty(rows * T), np.empty(T), np.empty(T), np.empty(T)
+
+
+@njit(cache=True)
+def _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
+    """Rows ``r0:r1`` of the attention matrix ``A(X)`` of a mask that is not block-local, as a
+    ``(r1 − r0) × c1`` view of ``buf``: ``c1`` is the panel's last allowed column + 1, rounded up
+    to a multiple of 4 (so the softmax sums group as over the whole row); the columns beyond it
+    are zero. The scores ``β·(n(X)Q)(n(X)K)ᵀ`` and a masked softmax per row (:func:`softmax_row`)."""
+    T = int(p[_T])
     mask = _mat(p, HEADER, T, T)
     beta = p[_BETA]
+    c1 = 0
+    for i in range(r0, r1):
+        last = T - 1
+        while last >= c1 and mask[i, last] == 0.0:
+            last -= 1
+        c1 = max(c1, last + 1)
+    c1 = min(T, (max(c1, 1) + 3) // 4 * 4)
+    S = buf[: (r1 - r0) * c1].reshape((r1 - r0, c1))
+    np.dot(XQ[r0:r1], XK[:c1].T, S)
+    for i in range(r0, r1):
+        row = S[i - r0]
+        for j in range(c1):
+            row[j] = beta * row[j]
+        softmax_row(row, mask[i, :c1], v, pb, tb)
+    return S
+
+
+@njit(cache=True)
+def _dense_attention_into(Xn, X, p, seg, out):
+    """``out ← vec[(A(X) − I)X/ε]`` for a mask that is not block-local, row panel by row panel
+    (:func:`_kernel_panel`): no T×T array, so the working set stays in cache at large ``T``, and
+    a causal row only up to its diagonal. Equal to ``(A·X − X)/ε`` with the whole ``A`` to
+    rounding (the products are summed per panel; the tests compare with the NumPy kernel)."""
+    T = int(p[_T])
+    d = int(p[_D])
+    XQ, XK, buf, v, pb, tb = _panel_work(Xn, p, seg)
     eps = p[_EPS]
-    rows = min(T, max(1, KERNEL_PANEL // T))
-    buf = np.empty(rows * T)
-    v, pb, tb = np.empty(T), np.empty(T), np.empty(T)
+    rows = buf.size // T
+    AX = np.empty((rows, d))
     for r0 in range(0, T, rows):
         r1 = min(r0 + rows, T)
-        c1 = 0
+        S = _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
+        c1 = S.shape[1]
+        np.dot(S, X[:c1], AX[: r1 - r0])
         for i in range(r0, r1):
-            last = T - 1
-            while last >= c1 and mask[i, last] == 0.0:
-                last -= 1
-            c1 = max(c1, last + 1)
-        c1 = min(T, (max(c1, 1) + 3) // 4 * 4)
-        S = buf[: (r1 - r0) * c1].reshape((r1 - r0, c1))
-        np.dot(XQ[r0:r1], XK[:c1].T, S)
-        for i in range(r0, r1):
-            row = S[i - r0]
-            for j in range(c1):
-                row[j] = beta * row[j]
-            softmax_row(row, mask[i, :c1], v, pb, tb)
-            for j in range(c1):
-                J[i, j] = row[j] / eps
-            for j in range(c1, T):
-                J[i, j] = 0.0
+            for k in range(d):
+                out[i * d + k] = (AX[i - r0, k] - X[i, k]) / eps
 
 
 @njit(cache=True)
