@@ -662,6 +662,28 @@ def test_the_time_estimate_bounds_the_cpu_time_of_a_small_check(cid):
     assert used <= unit.seconds_estimate(unit.resolve(small)), (cid, used)
 
 
+# --------------------------------------------------------------------------- thresholds that scale
+
+SCALED_THRESHOLDS = [
+    # D5 with P = 1: c_K = 0, so the coarse-factorisation bound c_K·τ was 0 and a rounding-level
+    # residual (4e-16) failed it; the bound now carries the claim's rounding tolerance
+    ("D5", {"T": 16, "P": 1, "d": 4, "L": 8}, "holds"),
+    # F2 with ε² at the integrator's tolerance: the O(ε²) slope measured the integrator and
+    # "failed"; now the hypothesis integration_error_resolvable says so before the conclusion
+    (
+        "F2",
+        {"eps_min": 1e-5, "eps_max": 1e-4, "n_eps": 3, "n_grid": 9, "n_t": 31, "P_max": 4},
+        "outside-hypotheses",
+    ),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize(("cid", "params", "outcome"), SCALED_THRESHOLDS)
+def test_no_verdict_rests_on_a_constant_a_parameter_moves_across(cid, params, outcome):
+    verdict = CLAIMS[cid].check(params)
+    assert verdict.outcome == outcome, verdict.summary()
+
+
 # --------------------------------------------------------------------------- a raising conclusion
 
 
