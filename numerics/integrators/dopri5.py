@@ -3,7 +3,7 @@
 The step and the embedded error are those of Hairer, Nørsett & Wanner (*Solving ODEs I*, II.5,
 Table 5.2; :data:`numerics.integrators.tableaux.DP_A`); the error norm is SciPy's. The continuous
 extension is Hairer's ``CONTD5`` (order 4, from the seven stages of the step, no extra
-right-hand-side call). Workspace: ``ws = [k (7×n) | ys (n) | err (n) | y6 (n)]``.
+right-hand-side call). Workspace: ``ws = [k (7×n) | ys (n) | y6 (n) | ‖k₇ − k₆‖², ‖y₁ − y₆‖²]``.
 
 **Stiffness detection** (Hairer's ``DOPRI5``, as LSODA switches from Adams to BDF): after an
 accepted step, ``h·λ ≈ h·‖k₇ − k₆‖/‖y₁ − y₆‖`` (``y₆`` the argument of stage 6) estimates the step's
@@ -24,8 +24,6 @@ from fastslow.numerics.integrators.base import (
     O_ATOL,
     O_DETECT,
     O_RTOL,
-    axpy,
-    error_norm,
     initial_step,
 )
 from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
@@ -39,7 +37,7 @@ N_STIFF, N_NONSTIFF = IW_METHOD, IW_METHOD + 1
 
 def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, int]:
     """Sizes of ``(ws, wc, iw)`` for a state of size ``n``."""
-    return 10 * n, 1, IW_METHOD + 2
+    return 9 * n + 2, 1, IW_METHOD + 2
 
 
 def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
@@ -54,27 +52,75 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
 
 
 def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
-    """One Dormand–Prince step of size ``hs`` to ``t1``; the fifth-order solution in ``ynew``."""
+    """One Dormand–Prince step of size ``hs`` to ``t1``; the fifth-order solution in ``ynew``.
+
+    Each stage argument is formed in one pass over the state (all its terms at once), stage 6's
+    in ``y₆`` (kept for the stiffness test) and stage 7's, the solution, directly in ``ynew``;
+    the embedded error and its norm are one more pass (no error vector is stored), which also
+    sums ``‖k₇ − k₆‖²`` and ``‖y₁ − y₆‖²`` for the stiffness test (kept in ``ws[9n : 9n + 2]``)."""
     n = y.size
-    k = ws[: 7 * n].reshape((7, n))
+    k0 = ws[:n]
+    k1 = ws[n : 2 * n]
+    k2 = ws[2 * n : 3 * n]
+    k3 = ws[3 * n : 4 * n]
+    k4 = ws[4 * n : 5 * n]
+    k5 = ws[5 * n : 6 * n]
+    k6 = ws[6 * n : 7 * n]
     ys = ws[7 * n : 8 * n]
-    err = ws[8 * n : 9 * n]
-    for i in range(1, 7):
-        ys[:] = y
-        for j in range(i):
-            if DP_A[i, j] != 0.0:
-                axpy(hs * DP_A[i, j], k[j], ys)
-        ti = t1 if i >= 5 else t + DP_C[i] * hs
-        if i == 5:
-            ws[9 * n : 10 * n] = ys  # y₆, for the stiffness test
-        rhs(ti, ys, p, seg, k[i])
+    y6 = ws[8 * n : 9 * n]
+    for i in range(n):
+        ys[i] = y[i] + hs * DP_A[1, 0] * k0[i]
+    rhs(t + DP_C[1] * hs, ys, p, seg, k1)
+    for i in range(n):
+        ys[i] = y[i] + (hs * DP_A[2, 0] * k0[i] + hs * DP_A[2, 1] * k1[i])
+    rhs(t + DP_C[2] * hs, ys, p, seg, k2)
+    for i in range(n):
+        ys[i] = y[i] + (hs * DP_A[3, 0] * k0[i] + hs * DP_A[3, 1] * k1[i] + hs * DP_A[3, 2] * k2[i])
+    rhs(t + DP_C[3] * hs, ys, p, seg, k3)
+    for i in range(n):
+        ys[i] = y[i] + (
+            hs * DP_A[4, 0] * k0[i]
+            + hs * DP_A[4, 1] * k1[i]
+            + hs * DP_A[4, 2] * k2[i]
+            + hs * DP_A[4, 3] * k3[i]
+        )
+    rhs(t + DP_C[4] * hs, ys, p, seg, k4)
+    for i in range(n):
+        y6[i] = y[i] + (
+            hs * DP_A[5, 0] * k0[i]
+            + hs * DP_A[5, 1] * k1[i]
+            + hs * DP_A[5, 2] * k2[i]
+            + hs * DP_A[5, 3] * k3[i]
+            + hs * DP_A[5, 4] * k4[i]
+        )
+    rhs(t1, y6, p, seg, k5)
+    for i in range(n):  # DP_A[6, 1] = 0
+        d = (
+            hs * DP_A[6, 0] * k0[i]
+            + hs * DP_A[6, 2] * k2[i]
+            + hs * DP_A[6, 3] * k3[i]
+            + hs * DP_A[6, 4] * k4[i]
+        )
+        ynew[i] = y[i] + (d + hs * DP_A[6, 5] * k5[i])
+    rhs(t1, ynew, p, seg, k6)
     counters[N_FEV] += 6
-    ynew[:] = ys  # stage 7 argument is the 5th order solution
-    err[:] = 0.0
-    for j in range(7):
-        if DP_E[j] != 0.0:
-            axpy(hs * DP_E[j], k[j], err)
-    return error_norm(err, y, ynew, opt[O_RTOL], opt[O_ATOL])
+    rtol = opt[O_RTOL]
+    atol = opt[O_ATOL]
+    detect = opt[O_DETECT] > 0.0
+    s = 0.0
+    num = 0.0
+    den = 0.0
+    for i in range(n):  # DP_E[1] = 0; SciPy's norm of the embedded error
+        e = DP_E[0] * k0[i] + DP_E[2] * k2[i] + DP_E[3] * k3[i] + DP_E[4] * k4[i]
+        err = hs * (e + DP_E[5] * k5[i] + DP_E[6] * k6[i])
+        sc = atol + rtol * max(abs(y[i]), abs(ynew[i]))
+        s += (err / sc) ** 2
+        if detect:  # the stiffness estimate's sums, read by ``accept``
+            num += (k6[i] - k5[i]) ** 2
+            den += (ynew[i] - y6[i]) ** 2
+    ws[9 * n] = num
+    ws[9 * n + 1] = den
+    return np.sqrt(s / n)
 
 
 def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
@@ -82,17 +128,14 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     ``opt[O_DETECT]``, the stiffness test."""
     n = y.size
     if opt[O_DETECT] > 0.0:
-        _stiffness_test(hs, ws[5 * n : 6 * n], ws[6 * n : 7 * n], ws[9 * n : 10 * n], ynew, iw)
+        _stiffness_test(hs, ws[9 * n], ws[9 * n + 1], iw)
     ws[:n] = ws[6 * n : 7 * n]
 
 
 @njit(cache=True)
-def _stiffness_test(hs, k6, k7, y6, ynew, iw):
-    num = 0.0
-    den = 0.0
-    for i in range(ynew.size):
-        num += (k7[i] - k6[i]) ** 2
-        den += (ynew[i] - y6[i]) ** 2
+def _stiffness_test(hs, num, den, iw):
+    """Count the accepted step as stiff when ``hs·√(num/den) > 3.25`` (``num = ‖k₇ − k₆‖²``,
+    ``den = ‖y₁ − y₆‖²`` summed by :func:`step`)."""
     if den > 0.0 and hs * np.sqrt(num / den) > STIFF_HLAMBDA:
         iw[N_NONSTIFF] = 0
         iw[N_STIFF] += 1
