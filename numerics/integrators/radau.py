@@ -107,12 +107,14 @@ def _matrices(ws, wc, n, m, mb, lower):
 
 
 @njit(cache=True)
-def _mix3(M, src, out):
-    """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows (no temporaries)."""
+def _mix3(M, src, out, last):
+    """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows and ``last = src[2]`` (one pass, no
+    temporaries)."""
     for i in range(src.shape[1]):
         a = src[0, i]
         b = src[1, i]
         c = src[2, i]
+        last[i] = c
         for r in range(3):
             out[r, i] = M[r, 0] * a + M[r, 1] * b + M[r, 2] * c
 
@@ -282,8 +284,6 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
             return NEWTON_RETRY
         return NEWTON_SHRINK
     iw[IW_RECOMPUTE] = 1 if (n_iter > 2 and rate > 1e-3) else 0
-    ynew[:] = y
-    ynew += Z[2]
     en = _error_estimate(
         y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
     )
@@ -302,14 +302,20 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
 def _error_estimate(
     y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
 ):
-    """Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) + Σ e_i Z_i/h]`` and its scaled RMS
-    norm (``ze = Σ e_i Z_i/h`` kept for the refinement after a rejection)."""
+    """The step's end ``ynew = y + Z_3``, Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) +
+    Σ e_i Z_i/h]`` and its RMS norm scaled by ``atol + rtol·max(|y|, |ynew|)`` (``ze = Σ e_i
+    Z_i/h`` and the scale kept for the refinement after a rejection); one pass before the solve,
+    one after."""
     for i in range(y.size):
-        ze[i] = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * Z[2, i]) / hs
-        fi[i] = f0[i] + ze[i]
+        z2 = Z[2, i]
+        yi = y[i]
+        yn = yi + z2
+        ynew[i] = yn
+        scale[i] = atol + rtol * max(abs(yi), abs(yn))
+        e = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * z2) / hs
+        ze[i] = e
+        fi[i] = f0[i] + e
     linalg.solve_real(J, Fr, pr, fi, err, m, mb, k, kind, sw)
-    for i in range(y.size):
-        scale[i] = atol + rtol * max(abs(y[i]), abs(ynew[i]))
     return _rms_scaled(err, scale)
 
 
@@ -321,8 +327,7 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     mb = int(opt[O_MB])
     one, three, sc = _vectors(ws, n)
     Z, Qp = three[1], three[4]
-    _mix3(RADAU_VINV, Z, Qp)  # q_j with Σ_j q_j c_i^j = Z_i
-    one[13][:] = Z[2]
+    _mix3(RADAU_VINV, Z, Qp, one[13])  # q_j with Σ_j q_j c_i^j = Z_i; Zlast = Z_3
     iw[HAVE_POLY] = 1
     sc[H_OLD] = hs
     rhs(t1, ynew, p, seg, one[0])
