@@ -113,6 +113,33 @@ def _pivot_size_nb(x):
 
 
 @njit(cache=True)
+def _eliminate8(F, b0, c):
+    """The Gauss–Jordan elimination of column ``c`` from the other rows of the 8×8 block at row
+    ``b0`` (the same operations as the general loop, the pivot row held in registers)."""
+    p0 = F[b0 + c, 0]
+    p1 = F[b0 + c, 1]
+    p2 = F[b0 + c, 2]
+    p3 = F[b0 + c, 3]
+    p4 = F[b0 + c, 4]
+    p5 = F[b0 + c, 5]
+    p6 = F[b0 + c, 6]
+    p7 = F[b0 + c, 7]
+    for r in range(b0, b0 + 8):
+        if r != b0 + c:
+            f = F[r, c]
+            if f != 0.0:
+                F[r, c] = 0.0
+                F[r, 0] -= f * p0
+                F[r, 1] -= f * p1
+                F[r, 2] -= f * p2
+                F[r, 3] -= f * p3
+                F[r, 4] -= f * p4
+                F[r, 5] -= f * p5
+                F[r, 6] -= f * p6
+                F[r, 7] -= f * p7
+
+
+@njit(cache=True)
 def _invert_blocks(F, piv, m, mb):
     """Overwrite each ``mb×mb`` block held in the rows of ``F`` (m×mb) with its inverse, in place:
     Gauss–Jordan elimination with partial (row) pivoting, the row exchanges undone as column
@@ -135,6 +162,9 @@ def _invert_blocks(F, piv, m, mb):
             F[b0 + c, c] = 1.0
             for j in range(mb):
                 F[b0 + c, j] *= inv
+            if mb == 8:
+                _eliminate8(F, b0, c)
+                continue
             for r in range(mb):
                 if r != c:
                     f = F[b0 + r, c]
