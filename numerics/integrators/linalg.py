@@ -35,7 +35,8 @@ must be different arrays.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 DENSE, BLOCK, LOWER = 0, 1, 2
 TRSM_BLOCK = 64
@@ -98,6 +99,46 @@ def _lu_blocks(F, piv, m, mb):
                         F[b0 + r, j] -= f * F[b0 + c, j]
 
 
+def _pivot_size(x):
+    """The size by which a pivot is chosen: ``|x|`` for a real ``x``, ``|x|²`` for a complex one
+    (the same order without a square root)."""
+    return abs(x)
+
+
+@overload(_pivot_size)
+def _pivot_size_nb(x):
+    if isinstance(x, types.Complex):
+        return lambda x: x.real * x.real + x.imag * x.imag
+    return lambda x: abs(x)
+
+
+@njit(cache=True)
+def _eliminate8(F, b0, c):
+    """The Gauss–Jordan elimination of column ``c`` from the other rows of the 8×8 block at row
+    ``b0`` (the same operations as the general loop, the pivot row held in registers)."""
+    p0 = F[b0 + c, 0]
+    p1 = F[b0 + c, 1]
+    p2 = F[b0 + c, 2]
+    p3 = F[b0 + c, 3]
+    p4 = F[b0 + c, 4]
+    p5 = F[b0 + c, 5]
+    p6 = F[b0 + c, 6]
+    p7 = F[b0 + c, 7]
+    for r in range(b0, b0 + 8):
+        if r != b0 + c:
+            f = F[r, c]
+            if f != 0.0:
+                F[r, c] = 0.0
+                F[r, 0] -= f * p0
+                F[r, 1] -= f * p1
+                F[r, 2] -= f * p2
+                F[r, 3] -= f * p3
+                F[r, 4] -= f * p4
+                F[r, 5] -= f * p5
+                F[r, 6] -= f * p6
+                F[r, 7] -= f * p7
+
+
 @njit(cache=True)
 def _invert_blocks(F, piv, m, mb):
     """Overwrite each ``mb×mb`` block held in the rows of ``F`` (m×mb) with its inverse, in place:
@@ -106,10 +147,10 @@ def _invert_blocks(F, piv, m, mb):
     for b0 in range(0, m, mb):
         for c in range(mb):
             p = c
-            big = abs(F[b0 + c, c])
+            big = _pivot_size(F[b0 + c, c])
             for r in range(c + 1, mb):
-                if abs(F[b0 + r, c]) > big:
-                    big = abs(F[b0 + r, c])
+                if _pivot_size(F[b0 + r, c]) > big:
+                    big = _pivot_size(F[b0 + r, c])
                     p = r
             piv[b0 + c] = p
             if p != c:
@@ -121,6 +162,9 @@ def _invert_blocks(F, piv, m, mb):
             F[b0 + c, c] = 1.0
             for j in range(mb):
                 F[b0 + c, j] *= inv
+            if mb == 8:
+                _eliminate8(F, b0, c)
+                continue
             for r in range(mb):
                 if r != c:
                     f = F[b0 + r, c]
@@ -340,10 +384,67 @@ def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
 
 
 @njit(cache=True)
+def _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt):
+    """:func:`solve_pair` for :data:`BLOCK` in one pass over the blocks' inverses: each output
+    entry is its three sums over the block's columns, accumulated in registers (the same
+    operations in the same order as the two separate products, stored once); returns
+    ``Σ_i wt_i²·(outr_i² + ocr_i² + oci_i²)`` (no weighting when ``wt`` is empty)."""
+    w = Fr.shape[1]
+    s = 0.0
+    weighted = wt.size > 0
+    for b0 in range(0, m, w):
+        for i in range(b0, b0 + w):
+            for q in range(k):
+                ar = 0.0
+                cr = 0.0
+                ci = 0.0
+                for j in range(w):
+                    f = Fr[i, j]
+                    gr = Fc[i, j].real
+                    gi = Fc[i, j].imag
+                    o = (b0 + j) * k + q
+                    x = vr[o]
+                    yr = vcr[o]
+                    yi = vci[o]
+                    ar += f * x
+                    cr += gr * yr - gi * yi
+                    ci += gr * yi + gi * yr
+                o = i * k + q
+                outr[o] = ar
+                ocr[o] = cr
+                oci[o] = ci
+                if weighted:
+                    ar *= wt[o]
+                    cr *= wt[o]
+                    ci *= wt[o]
+                s += ar * ar + cr * cr + ci * ci
+    return s
+
+
+@njit(cache=True)
+def solve_pair_norm2(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw, wt):
+    """:func:`solve_pair`, returning ``Σ_i wt_i²·(outr_i² + ocr_i² + oci_i²)`` as well (``wt`` of
+    the size of ``outr``; in one pass with the solve for :data:`BLOCK`)."""
+    if kind == BLOCK:
+        return _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt)
+    solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw)
+    s = 0.0
+    for i in range(outr.size):
+        a = outr[i] * wt[i]
+        b = ocr[i] * wt[i]
+        c = oci[i] * wt[i]
+        s += a * a + b * b + c * c
+    return s
+
+
+@njit(cache=True)
 def solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw):
     """Radau's two systems at once: ``outr`` with the real shift (``Fr, pr``) and ``ocr + i·oci``
     with the complex one (``Fc, pc``). For :data:`LOWER` one substitution sweep over ``J`` with
     ``3k`` columns (``J`` read once, one BLAS product per block row), otherwise the two solves."""
+    if kind == BLOCK:
+        _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, vr[:0])
+        return
     if kind != LOWER:
         solve_real(J, Fr, pr, vr, outr, m, mb, k, kind, sw)
         solve_complex(J, Fc, pc, vcr, vci, ocr, oci, m, mb, k, kind, sw)

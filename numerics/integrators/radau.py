@@ -66,7 +66,8 @@ def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, i
 @njit(cache=True)
 def _vectors(ws, n):
     """Views of ``ws``: the vectors ``(f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze,
-    err, Zlast)``, the stage arrays ``(F, Z, Z0, W, Qp)`` (3×n) and the scalars."""
+    err, Zlast)``, the stage arrays ``(F, Z, Ys, W, Qp)`` (3×n; ``Ys = y + Z``, the stage values)
+    and the scalars."""
     one = (
         ws[:n],
         ws[n : 2 * n],
@@ -106,72 +107,90 @@ def _matrices(ws, wc, n, m, mb, lower):
 
 
 @njit(cache=True)
-def _mix3(M, src, out):
-    """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows (no temporaries)."""
+def _mix3(M, src, out, last):
+    """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows and ``last = src[2]`` (one pass, no
+    temporaries)."""
     for i in range(src.shape[1]):
         a = src[0, i]
         b = src[1, i]
         c = src[2, i]
+        last[i] = c
         for r in range(3):
             out[r, i] = M[r, 0] * a + M[r, 1] * b + M[r, 2] * c
 
 
 @njit(cache=True)
-def _extrapolate(Qp, Zlast, hs, h_old, Z0):
-    """Starting guess ``Z0_i = u(1 + c_i·h/h_old) − u(1)`` from the last collocation polynomial
-    ``u(x) − y_old = Σ_j q_j x^j`` (``Zlast = u(1) − y_old``)."""
-    for r in range(3):
-        x = 1.0 + RADAU_C[r] * hs / h_old
-        x2 = x * x
-        x3 = x2 * x
-        for i in range(Zlast.size):
-            Z0[r, i] = x * Qp[0, i] + x2 * Qp[1, i] + x3 * Qp[2, i] - Zlast[i]
+def _newton_start(Qp, Zlast, hs, h_old, have_poly, y, rtol, atol, Z, W, Ys, iscale):
+    """The Newton iteration's starting point in one pass over ``y``: ``Z_i = u(1 + c_i·h/h_old) −
+    u(1)`` from the last collocation polynomial ``u(x) − y_old = Σ_j q_j x^j`` (``Zlast = u(1) −
+    y_old``) if ``have_poly``, else ``Z = 0``; ``W = T⁻¹Z``, the stage values ``Ys_i = y + Z_i``
+    and ``iscale = 1/(atol + rtol·|y|)``."""
+    x1 = 1.0 + RADAU_C[0] * hs / h_old
+    x2 = 1.0 + RADAU_C[1] * hs / h_old
+    x3 = 1.0 + RADAU_C[2] * hs / h_old
+    for i in range(y.size):
+        if have_poly:
+            q0 = Qp[0, i]
+            q1 = Qp[1, i]
+            q2 = Qp[2, i]
+            zl = Zlast[i]
+            a = x1 * q0 + (x1 * x1) * q1 + (x1 * x1 * x1) * q2 - zl
+            b = x2 * q0 + (x2 * x2) * q1 + (x2 * x2 * x2) * q2 - zl
+            c = x3 * q0 + (x3 * x3) * q1 + (x3 * x3 * x3) * q2 - zl
+        else:
+            a = 0.0
+            b = 0.0
+            c = 0.0
+        Z[0, i] = a
+        Z[1, i] = b
+        Z[2, i] = c
+        for r in range(3):
+            W[r, i] = RADAU_TI[r, 0] * a + RADAU_TI[r, 1] * b + RADAU_TI[r, 2] * c
+        yi = y[i]
+        Ys[0, i] = yi + a
+        Ys[1, i] = yi + b
+        Ys[2, i] = yi + c
+        iscale[i] = 1.0 / (atol + rtol * abs(yi))
 
 
 @njit(cache=True)
 def _newton_residual(F, W, hs, fr, fcr, fci):
     """Transformed residuals: ``fr = (T⁻¹F)_0 − (μ_r/h)W_0`` and the complex pair
     ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``. Returns whether all of ``F`` is finite
-    (checked first, without a temporary array; nothing is written otherwise)."""
-    for r in range(3):
-        for i in range(F.shape[1]):
-            if not np.isfinite(F[r, i]):
-                return False
+    (``Σ (F − F)`` is 0 exactly when it is, NaN otherwise: checked in the same pass; the outputs
+    are then meaningless)."""
     mr = RADAU_MU_REAL / hs
     mcr = RADAU_MU_COMPLEX.real / hs
     mci = RADAU_MU_COMPLEX.imag / hs
+    bad = 0.0
     for i in range(F.shape[1]):
         f0 = F[0, i]
         f1 = F[1, i]
         f2 = F[2, i]
+        bad += (f0 - f0) + (f1 - f1) + (f2 - f2)
         fr[i] = RADAU_TI[0, 0] * f0 + RADAU_TI[0, 1] * f1 + RADAU_TI[0, 2] * f2 - mr * W[0, i]
         a = RADAU_TI[1, 0] * f0 + RADAU_TI[1, 1] * f1 + RADAU_TI[1, 2] * f2
         b = RADAU_TI[2, 0] * f0 + RADAU_TI[2, 1] * f1 + RADAU_TI[2, 2] * f2
         fcr[i] = a - (mcr * W[1, i] - mci * W[2, i])
         fci[i] = b - (mcr * W[2, i] + mci * W[1, i])
-    return True
+    return bad == 0.0
 
 
 @njit(cache=True)
-def _newton_norm(dr, dcr, dci, iscale):
-    """RMS norm of the three transformed increments, ``iscale = 1/(atol + rtol·|y|)``."""
-    s = 0.0
-    for i in range(dr.size):
-        a = dr[i] * iscale[i]
-        b = dcr[i] * iscale[i]
-        c = dci[i] * iscale[i]
-        s += a * a + b * b + c * c
-    return np.sqrt(s / (3 * dr.size))
-
-
-@njit(cache=True)
-def _newton_update(W, Z, dr, dcr, dci):
+def _newton_update(W, Z, Ys, y, dr, dcr, dci):
+    """``W += d``, ``Z = T·W`` and the next stage values ``Ys_i = y + Z_i`` in one pass."""
     for i in range(W.shape[1]):
-        W[0, i] += dr[i]
-        W[1, i] += dcr[i]
-        W[2, i] += dci[i]
+        w0 = W[0, i] + dr[i]
+        w1 = W[1, i] + dcr[i]
+        w2 = W[2, i] + dci[i]
+        W[0, i] = w0
+        W[1, i] = w1
+        W[2, i] = w2
+        yi = y[i]
         for r in range(3):
-            Z[r, i] = RADAU_T[r, 0] * W[0, i] + RADAU_T[r, 1] * W[1, i] + RADAU_T[r, 2] * W[2, i]
+            z = RADAU_T[r, 0] * w0 + RADAU_T[r, 1] * w1 + RADAU_T[r, 2] * w2
+            Z[r, i] = z
+            Ys[r, i] = yi + z
 
 
 @njit(cache=True)
@@ -214,25 +233,18 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     atol = opt[O_ATOL]
     one, three, sc = _vectors(ws, n)
     f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze, err, Zlast = one
-    F, Z, Z0, W, Qp = three
+    F, Z, Ys, W, Qp = three
     J, Fr, Fc, sw = _matrices(ws, wc, n, m, mb, opt[O_LOWER] > 0.0)
     pr = iw[PIVOTS : PIVOTS + m]
     pc = iw[PIVOTS + m : PIVOTS + 2 * m]
     kind = iw[KIND]
-    if iw[HAVE_POLY] == 1:  # starting guess from the last collocation polynomial
-        _extrapolate(Qp, Zlast, hs, sc[H_OLD], Z0)
-    else:
-        Z0[:, :] = 0.0
     if iw[HAVE_LU] == 0 or hs != sc[H_LU]:
         linalg.factor_shifted(J, RADAU_MU_REAL / hs, m, mb, kind, Fr, pr)
         linalg.factor_shifted(J, RADAU_MU_COMPLEX / hs, m, mb, kind, Fc, pc)
         counters[N_LU] += 2
         iw[HAVE_LU] = 1
         sc[H_LU] = hs
-    for i in range(n):
-        iscale[i] = 1.0 / (atol + rtol * abs(y[i]))
-    Z[:, :] = Z0
-    _mix3(RADAU_TI, Z0, W)
+    _newton_start(Qp, Zlast, hs, sc[H_OLD], iw[HAVE_POLY] == 1, y, rtol, atol, Z, W, Ys, iscale)
     newton_tol = max(10 * 2.220446049250313e-16 / rtol, min(0.03, rtol**0.5))
     converged = False
     rate = -1.0
@@ -240,22 +252,23 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     n_iter = 0
     for it in range(NEWTON_MAXITER):
         n_iter = it + 1
-        for i in range(3):
-            ys[:] = y
-            ys += Z[i]
-            rhs(t1 if i == 2 else t + RADAU_C[i] * hs, ys, p, seg, F[i])
+        rhs(t + RADAU_C[0] * hs, Ys[0], p, seg, F[0])
+        rhs(t + RADAU_C[1] * hs, Ys[1], p, seg, F[1])
+        rhs(t1, Ys[2], p, seg, F[2])
         counters[N_FEV] += 3
         if not _newton_residual(F, W, hs, fr, fcr, fci):
             break  # non-finite stage values: not converged
-        linalg.solve_pair(J, Fr, pr, Fc, pc, fr, fcr, fci, dr, dcr, dci, m, mb, k, kind, sw)
-        dn = _newton_norm(dr, dcr, dci, iscale)
+        s2 = linalg.solve_pair_norm2(
+            J, Fr, pr, Fc, pc, fr, fcr, fci, dr, dcr, dci, m, mb, k, kind, sw, iscale
+        )
+        dn = np.sqrt(s2 / (3 * n))
         if dW_old >= 0.0:
             rate = dn / dW_old if dW_old > 0 else 0.0
         if rate >= 0.0 and (
             rate >= 1.0 or rate ** (NEWTON_MAXITER - it) / (1.0 - rate) * dn > newton_tol
         ):
             break
-        _newton_update(W, Z, dr, dcr, dci)
+        _newton_update(W, Z, Ys, y, dr, dcr, dci)
         if dn == 0.0 or (rate >= 0.0 and rate / (1.0 - rate) * dn < newton_tol):
             converged = True
             break
@@ -271,8 +284,6 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
             return NEWTON_RETRY
         return NEWTON_SHRINK
     iw[IW_RECOMPUTE] = 1 if (n_iter > 2 and rate > 1e-3) else 0
-    ynew[:] = y
-    ynew += Z[2]
     en = _error_estimate(
         y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
     )
@@ -291,14 +302,20 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
 def _error_estimate(
     y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
 ):
-    """Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) + Σ e_i Z_i/h]`` and its scaled RMS
-    norm (``ze = Σ e_i Z_i/h`` kept for the refinement after a rejection)."""
+    """The step's end ``ynew = y + Z_3``, Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) +
+    Σ e_i Z_i/h]`` and its RMS norm scaled by ``atol + rtol·max(|y|, |ynew|)`` (``ze = Σ e_i
+    Z_i/h`` and the scale kept for the refinement after a rejection); one pass before the solve,
+    one after."""
     for i in range(y.size):
-        ze[i] = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * Z[2, i]) / hs
-        fi[i] = f0[i] + ze[i]
+        z2 = Z[2, i]
+        yi = y[i]
+        yn = yi + z2
+        ynew[i] = yn
+        scale[i] = atol + rtol * max(abs(yi), abs(yn))
+        e = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * z2) / hs
+        ze[i] = e
+        fi[i] = f0[i] + e
     linalg.solve_real(J, Fr, pr, fi, err, m, mb, k, kind, sw)
-    for i in range(y.size):
-        scale[i] = atol + rtol * max(abs(y[i]), abs(ynew[i]))
     return _rms_scaled(err, scale)
 
 
@@ -310,8 +327,7 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     mb = int(opt[O_MB])
     one, three, sc = _vectors(ws, n)
     Z, Qp = three[1], three[4]
-    _mix3(RADAU_VINV, Z, Qp)  # q_j with Σ_j q_j c_i^j = Z_i
-    one[13][:] = Z[2]
+    _mix3(RADAU_VINV, Z, Qp, one[13])  # q_j with Σ_j q_j c_i^j = Z_i; Zlast = Z_3
     iw[HAVE_POLY] = 1
     sc[H_OLD] = hs
     rhs(t1, ynew, p, seg, one[0])
