@@ -73,23 +73,32 @@ def checked_structure(J, m, mb, lower):
     return kind
 
 
+@njit(cache=True, inline="always")
+def _pivot_rows(F, piv, b0, c, mb):
+    """Partial pivoting at column ``c`` of the ``mb×mb`` block starting at row ``b0``: the row of
+    the largest :func:`_pivot_size` among ``c…mb−1`` is swapped into row ``c`` and its index
+    recorded in ``piv[b0 + c]`` (shared by the LU and the Gauss–Jordan inverse)."""
+    p = c
+    big = _pivot_size(F[b0 + c, c])
+    for r in range(c + 1, mb):
+        size = _pivot_size(F[b0 + r, c])
+        if size > big:
+            big = size
+            p = r
+    piv[b0 + c] = p
+    if p != c:
+        for j in range(mb):
+            tmp = F[b0 + c, j]
+            F[b0 + c, j] = F[b0 + p, j]
+            F[b0 + p, j] = tmp
+
+
 @njit(cache=True)
 def _lu_blocks(F, piv, m, mb):
     """In-place LU with partial pivoting of each ``mb×mb`` block held in the rows of ``F`` (m×mb)."""
     for b0 in range(0, m, mb):
         for c in range(mb):
-            p = c
-            big = abs(F[b0 + c, c])
-            for r in range(c + 1, mb):
-                if abs(F[b0 + r, c]) > big:
-                    big = abs(F[b0 + r, c])
-                    p = r
-            piv[b0 + c] = p
-            if p != c:
-                for j in range(mb):
-                    tmp = F[b0 + c, j]
-                    F[b0 + c, j] = F[b0 + p, j]
-                    F[b0 + p, j] = tmp
+            _pivot_rows(F, piv, b0, c, mb)
             inv = 1.0 / F[b0 + c, c]
             for r in range(c + 1, mb):
                 f = F[b0 + r, c] * inv
@@ -146,18 +155,7 @@ def _invert_blocks(F, piv, m, mb):
     exchanges at the end (``2·mb³`` operations per block, no scratch)."""
     for b0 in range(0, m, mb):
         for c in range(mb):
-            p = c
-            big = _pivot_size(F[b0 + c, c])
-            for r in range(c + 1, mb):
-                if _pivot_size(F[b0 + r, c]) > big:
-                    big = _pivot_size(F[b0 + r, c])
-                    p = r
-            piv[b0 + c] = p
-            if p != c:
-                for j in range(mb):
-                    tmp = F[b0 + c, j]
-                    F[b0 + c, j] = F[b0 + p, j]
-                    F[b0 + p, j] = tmp
+            _pivot_rows(F, piv, b0, c, mb)
             inv = 1.0 / F[b0 + c, c]
             F[b0 + c, c] = 1.0
             for j in range(mb):
