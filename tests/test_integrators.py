@@ -674,3 +674,27 @@ def test_the_step_loop_allocates_nothing_per_step(method):
     r = integrate_coupling(model, X0, 0.01, **kw)
     long = _nrt_allocations(lambda: integrate_coupling(model, X0, 0.01, **kw))
     assert r.nsteps > 20 and long == short
+
+
+@pytest.mark.parametrize("method", ["radau", "rosw", "dopri5"])
+def test_each_method_is_compiled_once_for_the_contract_signatures(method):
+    """The driver binds a method's four functions as constants (no first-class function arguments
+    but the problem's ``rhs`` and ``jac``); each is compiled for exactly the signature of the
+    contract in :mod:`numerics.integrators.base`, whatever the problem."""
+    from fastslow.numerics.integrators import base, driver
+
+    stiff = dict(jac=stiff_jac, p=np.array([1e-2]), rtol=1e-6, atol=1e-9)
+    integrate(stiff_rhs, (0.0, 1.0), np.array([1.0, 0.0]), method=method, **stiff)
+    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
+    X0 = np.random.default_rng(1).standard_normal((16, 3))
+    integrate_coupling(nm.init_model(cfg, 2, 5), X0, 0.01, E=X0, method=method, rtol=1e-6)
+    mod = driver.METHODS[method][0]
+    contract = {
+        "start": base.START_SIG,
+        "step": base.STEP_SIG,
+        "accept": base.ACCEPT_SIG,
+        "interp": base.INTERP_SIG,
+    }
+    for name, sig in contract.items():
+        assert getattr(mod, name).signatures == [sig.args], name
+    assert driver.compiled(method).signatures == [driver.DRIVE_SIG.args]
