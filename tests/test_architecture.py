@@ -3,8 +3,8 @@
 Packages, bottom to top: ``theory`` and ``numerics`` (independent of each other), ``verify``,
 ``figures``, ``fastslow``. A module may import only from its own package or from a package below
 it, so the package-level import graph has no cycle. Inside ``numerics`` the subpackages are layered
-too: the infrastructure modules (``validation``, ``lapack``, ``jit_cache``), then ``integrators``,
-then ``model``, then ``analysis`` and ``toy``. No module imports another package's (or another
+too: the infrastructure modules (``validation``, ``lapack``, ``jit_cache``, ``lanes``), then
+``integrators``, then ``model``, then ``analysis`` and ``toy``. No module imports another package's (or another
 ``numerics`` subpackage's) underscore names. An import inside a function is allowed only with a
 ``# deferred: <reason>`` or ``# optional ...`` comment on its line.
 
@@ -31,6 +31,7 @@ NUMERICS_LAYERS = {
     "validation": 0,
     "lapack": 0,
     "jit_cache": 0,
+    "lanes": 0,
     "integrators": 1,
     "model": 2,
     "analysis": 3,
@@ -200,7 +201,8 @@ def test_pyproject_installs_every_package_under_fastslow():
 
 
 def test_numerics_subpackages_import_only_downwards(violations):
-    """validation/lapack/jit_cache < integrators < model < analysis, toy; nobody imports the facade."""
+    """validation/lapack/jit_cache/lanes < integrators < model < analysis, toy; nobody imports the
+    facade."""
     assert violations["numerics"] == []
 
 

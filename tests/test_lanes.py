@@ -1,4 +1,4 @@
-"""The eight-lane vectors of numerics.model.lanes: arithmetic bit for bit that of scalar loops, and
+"""The eight-lane vectors of numerics.lanes: arithmetic bit for bit that of scalar loops, and
 exp8 / tanh8 bit for bit the row kernels of numerics.model.compiled (hence within 1 and 2 ulp of
 NumPy's), including ±0, ±inf, NaN and huge arguments; tanh8 keeps the sign of −0 (np.tanh does,
 tanh_row does not: the one place where they differ)."""
@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from fastslow.numerics.model.compiled import EXP_CUT, exp_into, tanh_row
-from fastslow.numerics.model.lanes import (
+from fastslow.numerics.lanes import (
     add8,
     div8,
     exp8,
@@ -30,6 +29,7 @@ from fastslow.numerics.model.lanes import (
     vdiv8,
     zero8,
 )
+from fastslow.numerics.model.compiled import EXP_CUT, exp_into, tanh_row
 
 
 @njit(cache=True)

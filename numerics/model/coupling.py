@@ -19,7 +19,7 @@ What it computes:
   refuse it with a ``ValueError`` naming the NumPy right-hand side
   (``integrate_coupling_scipy(rhs="numpy")``, :func:`numerics.model.flow.make_rhs`).
   Block-local masks with ``d``, ``m`` and ``P`` multiples of 8 take an eight-lane path
-  (:func:`_block_local_rhs8`, the vectors of :mod:`numerics.model.lanes`: one AVX-512 register
+  (:func:`_block_local_rhs8`, the vectors of :mod:`numerics.lanes`: one AVX-512 register
   per row of eight doubles, accumulators in registers, the norm and the score blocks through an
   8×8 shuffle transpose, the softmax and tanh in registers), ≈ 2.2–2.4× faster than the row path
   on the benchmark problem (T = 64, d = P = m = 8; measured best-of-many per call on a shared
@@ -68,10 +68,7 @@ from scipy.integrate import solve_ivp
 
 from fastslow.numerics import validation as v
 from fastslow.numerics.integrators import IntegratorResult, integrate
-from fastslow.numerics.model import kernels
-from fastslow.numerics.model.activations import compiled_code, is_builtin
-from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
-from fastslow.numerics.model.lanes import (
+from fastslow.numerics.lanes import (
     add8,
     div8,
     exp8,
@@ -92,6 +89,9 @@ from fastslow.numerics.model.lanes import (
     vdiv8,
     zero8,
 )
+from fastslow.numerics.model import kernels
+from fastslow.numerics.model.activations import compiled_code, is_builtin
+from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
 from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig, init_model
 
 HEADER = 16
@@ -464,7 +464,7 @@ def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
 @njit(cache=True)
 def _lanes_fit(p):
     """Whether the eight-lane right-hand side applies: a block-local mask and ``d``, ``m``, ``P``
-    multiples of 8 (every row a whole number of :class:`numerics.model.lanes.F64x8`)."""
+    multiples of 8 (every row a whole number of :class:`numerics.lanes.F64x8`)."""
     return (
         p[_BLOCKLOCAL] > 0.0 and int(p[_D]) % 8 == 0 and int(p[_M]) % 8 == 0 and int(p[_P]) % 8 == 0
     )
@@ -531,7 +531,7 @@ def _mm8_into(a, ao, n, k, b, bo, w, out, oo):
 def _normed_blocks8(y, p, T, P, d, ne, norm, xn, xnb):
     """``n(X)`` twice: block by block transposed at ``p[xnb:]`` (``XnB[(b·d + k)·P + j] =
     n(X)[b·P + j, k]``, the layout of the score products) and by rows at ``p[xn:]``. Eight rows at
-    a time: transposed by :func:`numerics.model.lanes.transpose8`, the sums of squares over ``k``
+    a time: transposed by :func:`numerics.lanes.transpose8`, the sums of squares over ``k``
     in order with one row per lane, then the factors ``1/√(s/d + ne)`` and the scaling as in
     :func:`_rms_into` (bit for bit), and transposed back. Without the norm, ``X`` itself."""
     for b in range(T // P):
@@ -588,7 +588,7 @@ def _block_softmax8(p, T, P, s):
     """:func:`_block_softmax` on the T×P scores at ``p[s:]``, eight lanes at a time, four rows per
     step (independent dependency chains for the out-of-order core): the same maxima (up to the
     sign of a zero maximum, which shifts nothing), the exponentials of
-    :func:`numerics.model.lanes.exp8` (bit for bit those of ``exp_into``), the row sums in order,
+    :func:`numerics.lanes.exp8` (bit for bit those of ``exp_into``), the row sums in order,
     the same divisions. ``T`` must be a multiple of 4."""
     for i in range(0, T, 4):
         o0 = i * P
@@ -625,7 +625,7 @@ def _block_softmax8(p, T, P, s):
 
 @njit(cache=True, inline="always")
 def _tanh8_in_place(p, o, n):
-    """``p[o : o + n] ← tanh`` (:func:`numerics.model.lanes.tanh8`), four vectors per step;
+    """``p[o : o + n] ← tanh`` (:func:`numerics.lanes.tanh8`), four vectors per step;
     ``n`` a multiple of 32."""
     for c in range(o, o + n, 32):
         a0 = tanh8(load8(p, c))
@@ -694,7 +694,7 @@ def _pooled_slow8(y, p, seg, offs):
 @njit(cache=True)
 def _block_local_rhs8(y, p, seg, out):
     """:func:`coupling_rhs_nb` for a block-local mask when :func:`_lanes_fit`: every row
-    operation on eight lanes at a time (:mod:`numerics.model.lanes`), the work arrays addressed
+    operation on eight lanes at a time (:mod:`numerics.lanes`), the work arrays addressed
     by flat offsets into ``p``; the same sums in the same order as the row path except
     ``n(X)·G`` (a BLAS product there) and the sign of ``tanh(−0)`` (kept here)."""
     T = int(p[_T])
