@@ -18,6 +18,8 @@ fused multiply-add, no reassociation):
 * :func:`add8`, :func:`sub8` ``(u, v)`` → ``u ± v``; :func:`scale8` ``(v, a)`` → ``v·a``;
   :func:`div8` ``(v, a)`` → ``v/a``; :func:`neg8` ``(v)`` → ``−v``; :func:`mul8`, :func:`vdiv8`
   ``(u, v)`` → ``u·v``, ``u/v``; :func:`sqrt8` ``(v)`` → ``√v`` (correctly rounded);
+  :func:`abs8` ``(v)`` → ``|v|``; :func:`max8` ``(u, v)`` → ``v if v > u else u`` (Python's
+  ``max``);
 * :func:`select_pos8` ``(m, u, v)`` → ``u if m > 0 else v``; :func:`masked_max8` ``(s, m)`` → the
   largest ``s`` with ``m > 0`` (a scalar); :func:`sum8` ``(a, v)`` → ``a + v₀ + … + v₇`` added in
   order (an ordered reduction: the rounding of the scalar loop);
@@ -373,6 +375,30 @@ def sqrt8(typingctx, v):
         return builder.call(fn, [args[0]])
 
     return f64x8(f64x8), codegen
+
+
+@intrinsic
+def abs8(typingctx, v):
+    """``|v|`` lane by lane (clears the sign bit, as scalar ``abs``)."""
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_V8, [_V8]), "llvm.fabs.v8f64"
+        )
+        return builder.call(fn, [args[0]])
+
+    return f64x8(f64x8), codegen
+
+
+@intrinsic
+def max8(typingctx, u, v):
+    """``max(u, v)`` lane by lane with Python's (and Numba's) rule: ``v if v > u else u``."""
+
+    def codegen(context, builder, sig, args):
+        u_, v_ = args
+        return builder.select(builder.fcmp_ordered(">", v_, u_), v_, u_)
+
+    return f64x8(f64x8, f64x8), codegen
 
 
 def _butterfly(builder, rows, bit):

@@ -46,6 +46,20 @@ from fastslow.numerics.integrators.tableaux import (
     RADAU_TI,
     RADAU_VINV,
 )
+from fastslow.numerics.lanes import (
+    abs8,
+    add8,
+    load8,
+    max8,
+    mul8,
+    scale8,
+    splat8,
+    store8,
+    sub8,
+    sum8,
+    vdiv8,
+    zero8,
+)
 
 FRESH, HAVE_LU, HAVE_POLY, KIND = IW_METHOD, IW_METHOD + 1, IW_METHOD + 2, IW_METHOD + 3
 PIVOTS = IW_METHOD + 4
@@ -124,11 +138,40 @@ def _newton_start(Qp, Zlast, hs, h_old, have_poly, y, rtol, atol, Z, W, Ys, isca
     """The Newton iteration's starting point in one pass over ``y``: ``Z_i = u(1 + c_i·h/h_old) −
     u(1)`` from the last collocation polynomial ``u(x) − y_old = Σ_j q_j x^j`` (``Zlast = u(1) −
     y_old``) if ``have_poly``, else ``Z = 0``; ``W = T⁻¹Z``, the stage values ``Ys_i = y + Z_i``
-    and ``iscale = 1/(atol + rtol·|y|)``."""
+    and ``iscale = 1/(atol + rtol·|y|)``. Eight entries at a time (:mod:`numerics.lanes`, the same
+    operations per entry as the scalar loop, which takes the last ``n mod 8``)."""
     x1 = 1.0 + RADAU_C[0] * hs / h_old
     x2 = 1.0 + RADAU_C[1] * hs / h_old
     x3 = 1.0 + RADAU_C[2] * hs / h_old
-    for i in range(y.size):
+    n = y.size
+    n8 = n - n % 8
+    Ti = RADAU_TI
+    for i in range(0, n8, 8):
+        if have_poly:
+            q0 = load8(Qp, i)
+            q1 = load8(Qp, n + i)
+            q2 = load8(Qp, 2 * n + i)
+            zl = load8(Zlast, i)
+            a = sub8(add8(add8(scale8(q0, x1), scale8(q1, x1 * x1)), scale8(q2, x1 * x1 * x1)), zl)
+            b = sub8(add8(add8(scale8(q0, x2), scale8(q1, x2 * x2)), scale8(q2, x2 * x2 * x2)), zl)
+            c = sub8(add8(add8(scale8(q0, x3), scale8(q1, x3 * x3)), scale8(q2, x3 * x3 * x3)), zl)
+        else:
+            a = zero8()
+            b = zero8()
+            c = zero8()
+        store8(Z, i, a)
+        store8(Z, n + i, b)
+        store8(Z, 2 * n + i, c)
+        for r in range(3):
+            w = add8(add8(scale8(a, Ti[r, 0]), scale8(b, Ti[r, 1])), scale8(c, Ti[r, 2]))
+            store8(W, r * n + i, w)
+        yi = load8(y, i)
+        store8(Ys, i, add8(yi, a))
+        store8(Ys, n + i, add8(yi, b))
+        store8(Ys, 2 * n + i, add8(yi, c))
+        den = add8(splat8(atol), scale8(abs8(yi), rtol))
+        store8(iscale, i, vdiv8(splat8(1.0), den))
+    for i in range(n8, n):
         if have_poly:
             q0 = Qp[0, i]
             q1 = Qp[1, i]
@@ -145,7 +188,7 @@ def _newton_start(Qp, Zlast, hs, h_old, have_poly, y, rtol, atol, Z, W, Ys, isca
         Z[1, i] = b
         Z[2, i] = c
         for r in range(3):
-            W[r, i] = RADAU_TI[r, 0] * a + RADAU_TI[r, 1] * b + RADAU_TI[r, 2] * c
+            W[r, i] = Ti[r, 0] * a + Ti[r, 1] * b + Ti[r, 2] * c
         yi = y[i]
         Ys[0, i] = yi + a
         Ys[1, i] = yi + b
@@ -158,19 +201,37 @@ def _newton_residual(F, W, hs, fr, fcr, fci):
     """Transformed residuals: ``fr = (T⁻¹F)_0 − (μ_r/h)W_0`` and the complex pair
     ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``. Returns whether all of ``F`` is finite
     (``Σ (F − F)`` is 0 exactly when it is, NaN otherwise: checked in the same pass; the outputs
-    are then meaningless)."""
+    are then meaningless). Eight entries at a time, the scalar loop for the last ``n mod 8``."""
     mr = RADAU_MU_REAL / hs
     mcr = RADAU_MU_COMPLEX.real / hs
     mci = RADAU_MU_COMPLEX.imag / hs
-    bad = 0.0
-    for i in range(F.shape[1]):
+    Ti = RADAU_TI
+    n = F.shape[1]
+    n8 = n - n % 8
+    bad8 = zero8()
+    for i in range(0, n8, 8):
+        f0 = load8(F, i)
+        f1 = load8(F, n + i)
+        f2 = load8(F, 2 * n + i)
+        bad8 = add8(bad8, add8(add8(sub8(f0, f0), sub8(f1, f1)), sub8(f2, f2)))
+        w0 = load8(W, i)
+        w1 = load8(W, n + i)
+        w2 = load8(W, 2 * n + i)
+        r0 = add8(add8(scale8(f0, Ti[0, 0]), scale8(f1, Ti[0, 1])), scale8(f2, Ti[0, 2]))
+        store8(fr, i, sub8(r0, scale8(w0, mr)))
+        a = add8(add8(scale8(f0, Ti[1, 0]), scale8(f1, Ti[1, 1])), scale8(f2, Ti[1, 2]))
+        b = add8(add8(scale8(f0, Ti[2, 0]), scale8(f1, Ti[2, 1])), scale8(f2, Ti[2, 2]))
+        store8(fcr, i, sub8(a, sub8(scale8(w1, mcr), scale8(w2, mci))))
+        store8(fci, i, sub8(b, add8(scale8(w2, mcr), scale8(w1, mci))))
+    bad = sum8(0.0, bad8)
+    for i in range(n8, n):
         f0 = F[0, i]
         f1 = F[1, i]
         f2 = F[2, i]
         bad += (f0 - f0) + (f1 - f1) + (f2 - f2)
-        fr[i] = RADAU_TI[0, 0] * f0 + RADAU_TI[0, 1] * f1 + RADAU_TI[0, 2] * f2 - mr * W[0, i]
-        a = RADAU_TI[1, 0] * f0 + RADAU_TI[1, 1] * f1 + RADAU_TI[1, 2] * f2
-        b = RADAU_TI[2, 0] * f0 + RADAU_TI[2, 1] * f1 + RADAU_TI[2, 2] * f2
+        fr[i] = Ti[0, 0] * f0 + Ti[0, 1] * f1 + Ti[0, 2] * f2 - mr * W[0, i]
+        a = Ti[1, 0] * f0 + Ti[1, 1] * f1 + Ti[1, 2] * f2
+        b = Ti[2, 0] * f0 + Ti[2, 1] * f1 + Ti[2, 2] * f2
         fcr[i] = a - (mcr * W[1, i] - mci * W[2, i])
         fci[i] = b - (mcr * W[2, i] + mci * W[1, i])
     return bad == 0.0
@@ -178,8 +239,24 @@ def _newton_residual(F, W, hs, fr, fcr, fci):
 
 @njit(cache=True)
 def _newton_update(W, Z, Ys, y, dr, dcr, dci):
-    """``W += d``, ``Z = T·W`` and the next stage values ``Ys_i = y + Z_i`` in one pass."""
-    for i in range(W.shape[1]):
+    """``W += d``, ``Z = T·W`` and the next stage values ``Ys_i = y + Z_i`` in one pass (eight
+    entries at a time, the scalar loop for the last ``n mod 8``)."""
+    n = W.shape[1]
+    n8 = n - n % 8
+    Tm = RADAU_T
+    for i in range(0, n8, 8):
+        w0 = add8(load8(W, i), load8(dr, i))
+        w1 = add8(load8(W, n + i), load8(dcr, i))
+        w2 = add8(load8(W, 2 * n + i), load8(dci, i))
+        store8(W, i, w0)
+        store8(W, n + i, w1)
+        store8(W, 2 * n + i, w2)
+        yi = load8(y, i)
+        for r in range(3):
+            z = add8(add8(scale8(w0, Tm[r, 0]), scale8(w1, Tm[r, 1])), scale8(w2, Tm[r, 2]))
+            store8(Z, r * n + i, z)
+            store8(Ys, r * n + i, add8(yi, z))
+    for i in range(n8, n):
         w0 = W[0, i] + dr[i]
         w1 = W[1, i] + dcr[i]
         w2 = W[2, i] + dci[i]
@@ -188,17 +265,23 @@ def _newton_update(W, Z, Ys, y, dr, dcr, dci):
         W[2, i] = w2
         yi = y[i]
         for r in range(3):
-            z = RADAU_T[r, 0] * w0 + RADAU_T[r, 1] * w1 + RADAU_T[r, 2] * w2
+            z = Tm[r, 0] * w0 + Tm[r, 1] * w1 + Tm[r, 2] * w2
             Z[r, i] = z
             Ys[r, i] = yi + z
 
 
 @njit(cache=True)
 def _rms_scaled(v, scale):
+    """``√(mean((v/scale)²))``, the squares summed in index order (eight at a time)."""
+    n = v.size
+    n8 = n - n % 8
     s = 0.0
-    for i in range(v.size):
+    for i in range(0, n8, 8):
+        q = vdiv8(load8(v, i), load8(scale, i))
+        s = sum8(s, mul8(q, q))
+    for i in range(n8, n):
         s += (v[i] / scale[i]) ** 2
-    return np.sqrt(s / v.size)
+    return np.sqrt(s / n)
 
 
 @njit(cache=True)
@@ -306,15 +389,28 @@ def _error_estimate(
 ):
     """The step's end ``ynew = y + Z_3``, Hairer–Wanner's estimate ``err = (μ_r/h − J)⁻¹[f(y) +
     Σ e_i Z_i/h]`` and its RMS norm scaled by ``atol + rtol·max(|y|, |ynew|)`` (``ze = Σ e_i
-    Z_i/h`` and the scale kept for the refinement after a rejection); one pass before the solve,
-    one after."""
-    for i in range(y.size):
+    Z_i/h`` and the scale kept for the refinement after a rejection); one pass before the solve
+    (eight entries at a time), one after."""
+    n = y.size
+    n8 = n - n % 8
+    E = RADAU_E
+    for i in range(0, n8, 8):
+        z2 = load8(Z, 2 * n + i)
+        yi = load8(y, i)
+        yn = add8(yi, z2)
+        store8(ynew, i, yn)
+        store8(scale, i, add8(splat8(atol), scale8(max8(abs8(yi), abs8(yn)), rtol)))
+        e = add8(add8(scale8(load8(Z, i), E[0]), scale8(load8(Z, n + i), E[1])), scale8(z2, E[2]))
+        e = vdiv8(e, splat8(hs))
+        store8(ze, i, e)
+        store8(fi, i, add8(load8(f0, i), e))
+    for i in range(n8, n):
         z2 = Z[2, i]
         yi = y[i]
         yn = yi + z2
         ynew[i] = yn
         scale[i] = atol + rtol * max(abs(yi), abs(yn))
-        e = (RADAU_E[0] * Z[0, i] + RADAU_E[1] * Z[1, i] + RADAU_E[2] * z2) / hs
+        e = (E[0] * Z[0, i] + E[1] * Z[1, i] + E[2] * z2) / hs
         ze[i] = e
         fi[i] = f0[i] + e
     linalg.solve_real(J, Fr, pr, fi, err, m, mb, k, kind, sw)
