@@ -744,3 +744,26 @@ def test_radau_passes_on_eight_lanes_equal_the_scalar_formulas_bit_for_bit(n):
     for x in dr / iscale:
         s += x**2
     assert radau._rms_scaled(dr, iscale) == np.sqrt(s / n)
+
+
+@pytest.mark.parametrize("n", [5, 21, 512])
+def test_dopri5_error_norm_on_eight_lanes_equals_the_scalar_formula_bit_for_bit(n):
+    """DOPRI5's embedded-error norm and stiffness sums (eight entries at a time, the rest
+    scalar) equal the formula evaluated entry by entry and summed in index order."""
+    from fastslow.numerics.integrators import dopri5
+
+    rng = np.random.default_rng(n)
+    ws = rng.standard_normal(9 * n + 2)
+    y, ynew, y6 = (rng.standard_normal(n) for _ in range(3))
+    hs, rtol, atol = 0.021, 1e-6, 1e-9
+    en = dopri5._error_norm_and_stiffness(hs, y, ynew, y6, ws, n, rtol, atol, True)
+    k = ws[: 7 * n].reshape(7, n)
+    E = tb.DP_E
+    e = E[0] * k[0] + E[2] * k[2] + E[3] * k[3] + E[4] * k[4]
+    q = hs * (e + E[5] * k[5] + E[6] * k[6]) / (atol + rtol * np.maximum(abs(y), abs(ynew)))
+    s = num = den = 0.0
+    for i in range(n):
+        s += q[i] ** 2
+        num += (k[6, i] - k[5, i]) ** 2
+        den += (ynew[i] - y6[i]) ** 2
+    assert en == np.sqrt(s / n) and ws[9 * n] == num and ws[9 * n + 1] == den

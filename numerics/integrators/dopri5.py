@@ -27,6 +27,7 @@ from fastslow.numerics.integrators.base import (
     initial_step,
 )
 from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
+from fastslow.numerics.lanes import abs8, add8, load8, max8, mul8, scale8, splat8, sub8, sum8, vdiv8
 
 ERROR_EXPONENT = 1.0 / 5.0
 """``1/(q + 1)`` for the embedded order ``q = 4`` (the integral controller's exponent)."""
@@ -106,18 +107,47 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         ynew[i] = y[i] + (d + hs * DP_A[6, 5] * k5[i])
     rhs(t1, ynew, p, seg, k6)
     counters[N_FEV] += 6
-    rtol = opt[O_RTOL]
-    atol = opt[O_ATOL]
-    detect = opt[O_DETECT] > 0.0
+    return _error_norm_and_stiffness(
+        hs, y, ynew, y6, ws, n, opt[O_RTOL], opt[O_ATOL], opt[O_DETECT] > 0.0
+    )
+
+
+@njit(cache=True)
+def _error_norm_and_stiffness(hs, y, ynew, y6, ws, n, rtol, atol, detect):
+    """SciPy's norm of the embedded error ``hs·Σ e_j k_j`` (``DP_E[1] = 0``) and, with ``detect``,
+    the stiffness estimate's sums ``‖k₇ − k₆‖²``, ``‖y₁ − y₆‖²`` (stored in ``ws[9n : 9n + 2]``
+    for ``accept``). Eight entries at a time (:mod:`numerics.lanes`; the sums in index order, so
+    the same bits as the scalar loop, which takes the last ``n mod 8``)."""
+    k0 = ws[:n]
+    k2 = ws[2 * n : 3 * n]
+    k3 = ws[3 * n : 4 * n]
+    k4 = ws[4 * n : 5 * n]
+    k5 = ws[5 * n : 6 * n]
+    k6 = ws[6 * n : 7 * n]
+    n8 = n - n % 8
     s = 0.0
     num = 0.0
     den = 0.0
-    for i in range(n):  # DP_E[1] = 0; SciPy's norm of the embedded error
+    for i in range(0, n8, 8):
+        e = add8(scale8(load8(k0, i), DP_E[0]), scale8(load8(k2, i), DP_E[2]))
+        e = add8(add8(e, scale8(load8(k3, i), DP_E[3])), scale8(load8(k4, i), DP_E[4]))
+        e = add8(add8(e, scale8(load8(k5, i), DP_E[5])), scale8(load8(k6, i), DP_E[6]))
+        yi = load8(y, i)
+        yn = load8(ynew, i)
+        sc = add8(splat8(atol), scale8(max8(abs8(yi), abs8(yn)), rtol))
+        q = vdiv8(scale8(e, hs), sc)
+        s = sum8(s, mul8(q, q))
+        if detect:
+            dk = sub8(load8(k6, i), load8(k5, i))
+            dy = sub8(yn, load8(y6, i))
+            num = sum8(num, mul8(dk, dk))
+            den = sum8(den, mul8(dy, dy))
+    for i in range(n8, n):
         e = DP_E[0] * k0[i] + DP_E[2] * k2[i] + DP_E[3] * k3[i] + DP_E[4] * k4[i]
         err = hs * (e + DP_E[5] * k5[i] + DP_E[6] * k6[i])
         sc = atol + rtol * max(abs(y[i]), abs(ynew[i]))
         s += (err / sc) ** 2
-        if detect:  # the stiffness estimate's sums, read by ``accept``
+        if detect:
             num += (k6[i] - k5[i]) ** 2
             den += (ynew[i] - y6[i]) ** 2
     ws[9 * n] = num
