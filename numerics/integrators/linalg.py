@@ -261,6 +261,47 @@ def _forward_lower(J, X, kr, Dr, kc, Dc, buf, tmp):
 
 
 @njit(cache=True)
+def _real_blocks(F, v, out, m, k):
+    """The :data:`BLOCK` branch of :func:`solve_real`: ``out = F_b·v_b`` block by block (scalar
+    loops, any ``k``)."""
+    mb = F.shape[1]
+    V = v.reshape((m, k))
+    O = out.reshape((m, k))
+    for b0 in range(0, m, mb):
+        for i in range(b0, b0 + mb):
+            a = F[i, 0]
+            for q in range(k):
+                O[i, q] = a * V[b0, q]
+            for j in range(1, mb):
+                a = F[i, j]
+                for q in range(k):
+                    O[i, q] += a * V[b0 + j, q]
+
+
+@njit(cache=True)
+def _complex_blocks(Fc, vre, vim, ore, oim, m, k):
+    """The :data:`BLOCK` branch of :func:`solve_complex` (scalar loops, any ``k``)."""
+    mb = Fc.shape[1]
+    VR = vre.reshape((m, k))
+    VI = vim.reshape((m, k))
+    OR = ore.reshape((m, k))
+    OI = oim.reshape((m, k))
+    for b0 in range(0, m, mb):
+        for i in range(b0, b0 + mb):
+            ar = Fc[i, 0].real
+            ai = Fc[i, 0].imag
+            for q in range(k):
+                OR[i, q] = ar * VR[b0, q] - ai * VI[b0, q]
+                OI[i, q] = ar * VI[b0, q] + ai * VR[b0, q]
+            for j in range(1, mb):
+                ar = Fc[i, j].real
+                ai = Fc[i, j].imag
+                for q in range(k):
+                    OR[i, q] += ar * VR[b0 + j, q] - ai * VI[b0 + j, q]
+                    OI[i, q] += ar * VI[b0 + j, q] + ai * VR[b0 + j, q]
+
+
+@njit(cache=True)
 def _lower_buffers(sw, m, k):
     """``(X, buf, tmp)`` of the scratch ``sw`` (:func:`scratch_size`)."""
     o = 3 * m * k
@@ -276,22 +317,11 @@ def solve_real(J, F, piv, v, out, m, mb, k, kind, sw):
         Xs, buf, tmp = _lower_buffers(sw, m, k)
         _forward_lower(J, out.reshape((m, k)), k, F, 0, F, buf, tmp)  # no complex columns
         return
-    mb = F.shape[1]
     if kind == BLOCK:
         if k % 8 == 0:
             _real_blocks8(F, v, out, m, k)
-            return
-        V = v.reshape((m, k))
-        O = out.reshape((m, k))
-        for b0 in range(0, m, mb):
-            for i in range(b0, b0 + mb):
-                a = F[i, 0]
-                for q in range(k):
-                    O[i, q] = a * V[b0, q]
-                for j in range(1, mb):
-                    a = F[i, j]
-                    for q in range(k):
-                        O[i, q] += a * V[b0 + j, q]
+        else:
+            _real_blocks(F, v, out, m, k)
         return
     out[:] = v
     for c in range(m):
@@ -355,28 +385,11 @@ def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
                 ore[i * k + q] = X[i, q]
                 oim[i * k + q] = X[i, k + q]
         return
-    mb = Fc.shape[1]
     if kind == BLOCK:
         if k % 8 == 0:
             _complex_blocks8(Fc, vre, vim, ore, oim, m, k)
-            return
-        VR = vre.reshape((m, k))
-        VI = vim.reshape((m, k))
-        OR = ore.reshape((m, k))
-        OI = oim.reshape((m, k))
-        for b0 in range(0, m, mb):
-            for i in range(b0, b0 + mb):
-                ar = Fc[i, 0].real
-                ai = Fc[i, 0].imag
-                for q in range(k):
-                    OR[i, q] = ar * VR[b0, q] - ai * VI[b0, q]
-                    OI[i, q] = ar * VI[b0, q] + ai * VR[b0, q]
-                for j in range(1, mb):
-                    ar = Fc[i, j].real
-                    ai = Fc[i, j].imag
-                    for q in range(k):
-                        OR[i, q] += ar * VR[b0 + j, q] - ai * VI[b0 + j, q]
-                        OI[i, q] += ar * VI[b0 + j, q] + ai * VR[b0 + j, q]
+        else:
+            _complex_blocks(Fc, vre, vim, ore, oim, m, k)
         return
     ore[:] = vre
     oim[:] = vim
