@@ -767,3 +767,48 @@ def test_dopri5_error_norm_on_eight_lanes_equals_the_scalar_formula_bit_for_bit(
         num += (k[6, i] - k[5, i]) ** 2
         den += (ynew[i] - y6[i]) ** 2
     assert en == np.sqrt(s / n) and ws[9 * n] == num and ws[9 * n + 1] == den
+
+
+@pytest.mark.parametrize("shape", ["block", "lower", "dense"])
+@pytest.mark.parametrize("shift", [2.0, 2.0 + 0.0j])
+def test_a_singular_shifted_matrix_gives_non_finite_factors_not_an_exception(shape, shift):
+    """``shift·I − J`` exactly singular: the factorisation holds non-finite entries (the step that
+    uses it is then rejected) instead of raising ``ZeroDivisionError`` out of compiled code."""
+    from fastslow.numerics.integrators import linalg
+
+    m, mb = 16, (8 if shape == "block" else 16)
+    J = np.zeros((m, mb))
+    for i in range(m):
+        J[i, i % mb] = 2.0
+    if shape == "dense":
+        J[0, m - 1] = 1.0  # an entry above the diagonal: a dense LU
+    kind = linalg.structure(J, m, mb)
+    assert kind == {"block": linalg.BLOCK, "lower": linalg.LOWER, "dense": linalg.DENSE}[shape]
+    F = np.empty((m, mb), dtype=np.asarray(shift).dtype)
+    linalg.factor_shifted(J, shift, m, mb, kind, F, np.zeros(m, dtype=np.int64))
+    assert not np.isfinite(F).all()
+
+
+@pytest.mark.parametrize("jac_block", [None, 8])
+def test_radau_steps_past_an_exactly_singular_newton_matrix(jac_block):
+    """``y' = λy`` with ``λ = 2μ_r`` and a first step of 0.5: Radau's real Newton matrix
+    ``(μ_r/h)I − J`` is exactly singular on the first try; the step is retried with another
+    size and the run ends at ``e^{λt}``."""
+    from fastslow.numerics.integrators import tableaux as tbl
+
+    lam = 2.0 * tbl.RADAU_MU_REAL
+    assert tbl.RADAU_MU_REAL / 0.5 == lam
+    n = 16
+    r = integrate(
+        lambda t, y: lam * y,
+        (0.0, 1.0),
+        np.ones(n),
+        method="radau",
+        jac=lambda t, y: lam * np.eye(n),
+        jac_block=jac_block,
+        first_step=0.5,
+        rtol=1e-8,
+        atol=1e-10,
+    )
+    assert r.success and r.nreject >= 1
+    assert np.allclose(r.y[:, -1], np.exp(lam), rtol=1e-6)

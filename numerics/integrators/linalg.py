@@ -71,7 +71,7 @@ def scratch_size(m: int, k: int) -> int:
     return 3 * m * k + TRSM_BLOCK * (m + 3 * k)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def structure(J, m, mb):
     """:data:`BLOCK` if ``mb < m``, else :data:`LOWER` if ``J`` has no entry above its diagonal,
     else :data:`DENSE`."""
@@ -84,7 +84,7 @@ def structure(J, m, mb):
     return LOWER
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def checked_structure(J, m, mb, lower):
     """:func:`structure`, refusing (``ValueError``) a ``J`` declared lower triangular (``lower``:
     no room was kept for its factorisation) that has an entry above its diagonal."""
@@ -94,7 +94,17 @@ def checked_structure(J, m, mb, lower):
     return kind
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
+def _reciprocal(x):
+    """``1/x`` of a pivot or diagonal entry, real or complex; NaN when ``x = 0`` (a singular
+    block or shift): the step then sees non-finite values and is rejected, where Numba's own
+    complex division would raise ``ZeroDivisionError`` out of the integrator."""
+    if x == 0:
+        return x * np.nan
+    return 1.0 / x
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _pivot_rows(F, piv, b0, c, mb):
     """Partial pivoting at column ``c`` of the ``mb×mb`` block starting at row ``b0``: the row of
     the largest :func:`_pivot_size` among ``c…mb−1`` is swapped into row ``c`` and its index
@@ -108,7 +118,7 @@ def _pivot_rows(F, piv, b0, c, mb):
             F[b0 + p, j] = tmp
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _pivot_search(F, b0, c, mb):
     """The row among ``c…mb−1`` of the block at row ``b0`` with the largest :func:`_pivot_size` in
     column ``c`` (the first of equals)."""
@@ -122,13 +132,13 @@ def _pivot_search(F, b0, c, mb):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lu_blocks(F, piv, m, mb):
     """In-place LU with partial pivoting of each ``mb×mb`` block held in the rows of ``F`` (m×mb)."""
     for b0 in range(0, m, mb):
         for c in range(mb):
             _pivot_rows(F, piv, b0, c, mb)
-            inv = 1.0 / F[b0 + c, c]
+            inv = _reciprocal(F[b0 + c, c])
             for r in range(c + 1, mb):
                 f = F[b0 + r, c] * inv
                 F[b0 + r, c] = f
@@ -150,7 +160,7 @@ def _pivot_size_nb(x):
     return lambda x: abs(x)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _eliminate8(F, b0, c):
     """The Gauss–Jordan elimination of column ``c`` from the other rows of the 8×8 block at row
     ``b0`` (the same operations as the general loop, the pivot row held in registers)."""
@@ -177,7 +187,7 @@ def _eliminate8(F, b0, c):
                 F[r, 7] -= f * p7
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _invert_blocks(F, piv, m, mb):
     """Overwrite each ``mb×mb`` block held in the rows of ``F`` (m×mb) with its inverse, in place:
     Gauss–Jordan elimination with partial (row) pivoting, the row exchanges undone as column
@@ -185,7 +195,7 @@ def _invert_blocks(F, piv, m, mb):
     for b0 in range(0, m, mb):
         for c in range(mb):
             _pivot_rows(F, piv, b0, c, mb)
-            inv = 1.0 / F[b0 + c, c]
+            inv = _reciprocal(F[b0 + c, c])
             F[b0 + c, c] = 1.0
             for j in range(mb):
                 F[b0 + c, j] *= inv
@@ -202,7 +212,7 @@ def _invert_blocks(F, piv, m, mb):
         _unpivot_columns(F, piv, b0, mb)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _invert_real_blocks8(F, piv, m):
     """:func:`_invert_blocks` for real blocks of 8×8 with a block row on eight lanes: the row
     exchange, the pivot row's scaling and each row's update ``F[r, :] −= f·pivot_row`` one or two
@@ -224,7 +234,7 @@ def _invert_real_blocks8(F, piv, m):
             d = sub8(lane, splat8(float(c)))
             keep = mul8(d, d)  # 0 in lane c, positive in the others
             pc = (b0 + c) * 8
-            inv = 1.0 / F[b0 + c, c]
+            inv = _reciprocal(F[b0 + c, c])
             prow = scale8(select_pos8(keep, load8(F, pc), splat8(1.0)), inv)
             store8(F, pc, prow)
             for r in range(b0, b0 + 8):
@@ -237,7 +247,7 @@ def _invert_real_blocks8(F, piv, m):
         _unpivot_columns(F, piv, b0, 8)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _unpivot_columns(F, piv, b0, mb):
     """The row exchanges of a Gauss–Jordan inverse undone as column exchanges, last first."""
     for c in range(mb - 1, -1, -1):
@@ -268,7 +278,7 @@ def _invert_blocks_fast_nb(F, piv, m, mb):
     return lambda F, piv, m, mb: _invert_blocks(F, piv, m, mb)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def factor_shifted(J, shift, m, mb, kind, F, piv):
     """Prepare the solves with ``shift·I − J`` in ``F`` (and ``piv``) in the form of ``kind`` (see
     the module docstring): the blocks' inverses (:data:`BLOCK`), the diagonal reciprocals in
@@ -277,7 +287,7 @@ def factor_shifted(J, shift, m, mb, kind, F, piv):
     pair (Numba compiles one specialisation per dtype)."""
     if kind == LOWER:
         for i in range(m):
-            F[i, 0] = 1.0 / (shift - J[i, i])
+            F[i, 0] = _reciprocal(shift - J[i, i])
         return
     w = J.shape[1]
     for i in range(m):
@@ -290,7 +300,7 @@ def factor_shifted(J, shift, m, mb, kind, F, piv):
         _lu_blocks(F, piv, m, w)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _swap_rows(x, a, b, k):
     for q in range(k):
         tmp = x[a * k + q]
@@ -298,7 +308,7 @@ def _swap_rows(x, a, b, k):
         x[b * k + q] = tmp
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _forward_lower(J, X, kr, Dr, kc, Dc, buf, tmp):
     """``X ← (σI − J)⁻¹X`` in place for the lower-triangular ``J`` (``X`` is ``m×w``, one row per
     row of ``J``): columns ``[0, kr)`` with a real ``σ`` whose reciprocals ``1/(σ − J_ii)`` are
@@ -341,7 +351,7 @@ def _forward_lower(J, X, kr, Dr, kc, Dc, buf, tmp):
                     X[i, q + kc] = cr * xi + ci * xr
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _real_blocks(F, v, out, m, k):
     """The :data:`BLOCK` branch of :func:`solve_real`: ``out = F_b·v_b`` block by block (scalar
     loops, any ``k``)."""
@@ -359,7 +369,7 @@ def _real_blocks(F, v, out, m, k):
                     O[i, q] += a * V[b0 + j, q]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _complex_blocks(Fc, vre, vim, ore, oim, m, k):
     """The :data:`BLOCK` branch of :func:`solve_complex` (scalar loops, any ``k``)."""
     mb = Fc.shape[1]
@@ -382,14 +392,14 @@ def _complex_blocks(Fc, vre, vim, ore, oim, m, k):
                     OI[i, q] += ar * VI[b0 + j, q] + ai * VR[b0 + j, q]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lower_buffers(sw, m, k):
     """``(X, buf, tmp)`` of the scratch ``sw`` (:func:`scratch_size`)."""
     o = 3 * m * k
     return sw[:o], sw[o : o + TRSM_BLOCK * m], sw[o + TRSM_BLOCK * m :]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve_real(J, F, piv, v, out, m, mb, k, kind, sw):
     """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from :func:`factor_shifted` (``sw``: scratch of
     :func:`scratch_size` for :data:`LOWER`, unused otherwise)."""
@@ -420,12 +430,12 @@ def solve_real(J, F, piv, v, out, m, mb, k, kind, sw):
             if a != 0.0:
                 for q in range(k):
                     out[i * k + q] -= a * out[j * k + q]
-        inv = 1.0 / F[i, i]
+        inv = _reciprocal(F[i, i])
         for q in range(k):
             out[i * k + q] *= inv
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sub_complex(ore, oim, i, j, a, k):
     """Row ``i`` −= ``a``·row ``j`` (complex ``a``; rows of ``k`` entries in real/imag parts)."""
     ar = a.real
@@ -437,9 +447,9 @@ def _sub_complex(ore, oim, i, j, a, k):
         oim[i * k + q] -= ar * xi + ai * xr
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _div_complex(ore, oim, i, a, k):
-    inv = 1.0 / a
+    inv = _reciprocal(a)
     ar = inv.real
     ai = inv.imag
     for q in range(k):
@@ -449,7 +459,7 @@ def _div_complex(ore, oim, i, a, k):
         oim[i * k + q] = ar * xi + ai * xr
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
     """``o = ((shift·I − J) ⊗ I_k)⁻¹ v`` (complex ``shift``; ``v = vre + i·vim``, ``o`` likewise)
     from :func:`factor_shifted` (``sw`` as in :func:`solve_real`)."""
@@ -489,7 +499,7 @@ def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
         _div_complex(ore, oim, i, Fc[i, i], k)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt):
     """:func:`solve_pair` for :data:`BLOCK` in one pass over the blocks' inverses: each output
     entry is its three sums over the block's columns, accumulated in registers (the same
@@ -534,7 +544,7 @@ def _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt):
 # bits; the scalar loops remain for the other k.
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _real_blocks8(F, v, out, m, k):
     """The :data:`BLOCK` branch of :func:`solve_real` on eight lanes (``k`` a multiple of 8)."""
     w = F.shape[1]
@@ -547,7 +557,7 @@ def _real_blocks8(F, v, out, m, k):
                 store8(out, i * k + q, acc)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _complex_blocks8(Fc, vre, vim, ore, oim, m, k):
     """The :data:`BLOCK` branch of :func:`solve_complex` on eight lanes (``k`` a multiple of 8)."""
     w = Fc.shape[1]
@@ -571,7 +581,7 @@ def _complex_blocks8(Fc, vre, vim, ore, oim, m, k):
                 store8(oim, i * k + q, ci)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _pair_blocks8(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt):
     """:func:`_pair_blocks` on eight lanes (``k`` a multiple of 8): the same sums, and the norm's
     terms added in the same order (:func:`numerics.lanes.sum8`, an ordered reduction)."""
@@ -607,7 +617,7 @@ def _pair_blocks8(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve_pair_norm2(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw, wt):
     """:func:`solve_pair`, returning ``Σ_i wt_i²·(outr_i² + ocr_i² + oci_i²)`` as well (``wt`` of
     the size of ``outr``; in one pass with the solve for :data:`BLOCK`)."""
@@ -625,7 +635,7 @@ def solve_pair_norm2(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, 
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw):
     """Radau's two systems at once: ``outr`` with the real shift (``Fr, pr``) and ``ocr + i·oci``
     with the complex one (``Fc, pc``). For :data:`LOWER` one substitution sweep over ``J`` with
