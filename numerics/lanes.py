@@ -19,7 +19,7 @@ fused multiply-add, no reassociation):
   :func:`div8` ``(v, a)`` → ``v/a``; :func:`neg8` ``(v)`` → ``−v``; :func:`mul8`, :func:`vdiv8`
   ``(u, v)`` → ``u·v``, ``u/v``; :func:`sqrt8` ``(v)`` → ``√v`` (correctly rounded);
   :func:`abs8` ``(v)`` → ``|v|``; :func:`max8` ``(u, v)`` → ``v if v > u else u`` (Python's
-  ``max``);
+  ``max``); :func:`times_i8` ``(v)`` → ``i·z`` for four complex numbers held as (re, im) pairs;
 * :func:`select_pos8` ``(m, u, v)`` → ``u if m > 0 else v``; :func:`masked_max8` ``(s, m)`` → the
   largest ``s`` with ``m > 0`` (a scalar); :func:`sum8` ``(a, v)`` → ``a + v₀ + … + v₇`` added in
   order (an ordered reduction: the rounding of the scalar loop);
@@ -399,6 +399,25 @@ def max8(typingctx, u, v):
         return builder.select(builder.fcmp_ordered(">", v_, u_), v_, u_)
 
     return f64x8(f64x8, f64x8), codegen
+
+
+@intrinsic
+def times_i8(typingctx, v):
+    """``i·z`` for the four complex numbers ``z = (v₀ + iv₁, v₂ + iv₃, …)`` held as interleaved
+    (real, imaginary) pairs, as NumPy stores complex128: ``(−v₁, v₀, −v₃, v₂, …)`` (exact: a
+    shuffle and a sign flip). With it ``w·z = w_re·v + w_im·(i·v)`` lane by lane, the terms of
+    ``(ac − bd) + i(ad + bc)``: Numba's (CPython's) complex product, bit for bit."""
+
+    def codegen(context, builder, sig, args):
+        i32x8 = ir.VectorType(ir.IntType(32), 8)
+        swapped = builder.shuffle_vector(
+            args[0], ir.Constant(_V8, ir.Undefined), ir.Constant(i32x8, [1, 0, 3, 2, 5, 4, 7, 6])
+        )
+        negated = builder.fneg(swapped)
+        mix = ir.Constant(i32x8, [0, 9, 2, 11, 4, 13, 6, 15])
+        return builder.shuffle_vector(negated, swapped, mix)
+
+    return f64x8(f64x8), codegen
 
 
 def _butterfly(builder, rows, bit):

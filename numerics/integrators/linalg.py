@@ -55,6 +55,7 @@ from fastslow.numerics.lanes import (
     store8,
     sub8,
     sum8,
+    times_i8,
     zero8,
 )
 
@@ -247,6 +248,63 @@ def _invert_real_blocks8(F, piv, m):
         _unpivot_columns(F, piv, b0, 8)
 
 
+@njit(cache=True, error_model="numpy")
+def _invert_complex_blocks8(F, piv, m):
+    """:func:`_invert_blocks` for complex 8×8 blocks on eight lanes: a block row (eight complex
+    numbers) is two vectors of four interleaved (re, im) pairs of ``F`` viewed as float64; the
+    pivot row's scaling ``x·inv`` and each row's update ``x − f·pivot_row`` are formed as
+    ``w_re·v + w_im·(i·v)`` (:func:`numerics.lanes.times_i8`), which is Numba's complex product
+    ``(ac − bd) + i(ad + bc)`` term by term; the pivot column's entries are set by lane selects as
+    in :func:`_invert_real_blocks8`. The same pivots and operations per entry, so the same bits."""
+    V = F.view(np.float64)  # m × 16
+    lane = load8(_LANE, 0)
+    for b0 in range(0, m, 8):
+        for c in range(8):
+            p = _pivot_search(F, b0, c, 8)
+            piv[b0 + c] = p
+            if p != c:
+                for h in range(0, 16, 8):
+                    u = load8(V, (b0 + c) * 16 + h)
+                    store8(V, (b0 + c) * 16 + h, load8(V, (b0 + p) * 16 + h))
+                    store8(V, (b0 + p) * 16 + h, u)
+            hc = 8 * (c // 4)  # the half of the row holding column c
+            dre = sub8(lane, splat8(float(2 * (c % 4))))
+            dim = sub8(lane, splat8(float(2 * (c % 4) + 1)))
+            keep_re = mul8(dre, dre)  # 0 in the lane of Re F[., c]
+            keep_im = mul8(dim, dim)  # 0 in the lane of Im F[., c]
+            keep = mul8(keep_re, keep_im)
+            inv = _reciprocal(F[b0 + c, c])
+            pc = (b0 + c) * 16
+            x0 = load8(V, pc)
+            x1 = load8(V, pc + 8)
+            if hc == 0:
+                x0 = select_pos8(keep_im, select_pos8(keep_re, x0, splat8(1.0)), zero8())
+            else:
+                x1 = select_pos8(keep_im, select_pos8(keep_re, x1, splat8(1.0)), zero8())
+            p0 = add8(scale8(x0, inv.real), scale8(times_i8(x0), inv.imag))
+            p1 = add8(scale8(x1, inv.real), scale8(times_i8(x1), inv.imag))
+            store8(V, pc, p0)
+            store8(V, pc + 8, p1)
+            ip0 = times_i8(p0)
+            ip1 = times_i8(p1)
+            for r in range(b0, b0 + 8):
+                if r != b0 + c:
+                    f = F[r, c]
+                    if f != 0.0:
+                        o = r * 16
+                        y0 = load8(V, o)
+                        y1 = load8(V, o + 8)
+                        if hc == 0:
+                            y0 = select_pos8(keep, y0, zero8())
+                        else:
+                            y1 = select_pos8(keep, y1, zero8())
+                        g0 = add8(scale8(p0, f.real), scale8(ip0, f.imag))
+                        g1 = add8(scale8(p1, f.real), scale8(ip1, f.imag))
+                        store8(V, o, sub8(y0, g0))
+                        store8(V, o + 8, sub8(y1, g1))
+        _unpivot_columns(F, piv, b0, 8)
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def _unpivot_columns(F, piv, b0, mb):
     """The row exchanges of a Gauss–Jordan inverse undone as column exchanges, last first."""
@@ -260,7 +318,8 @@ def _unpivot_columns(F, piv, b0, mb):
 
 
 def _invert_blocks_fast(F, piv, m, mb):
-    """:func:`_invert_blocks`, by :func:`_invert_real_blocks8` for real C-contiguous 8×8 blocks."""
+    """:func:`_invert_blocks`, by :func:`_invert_real_blocks8` / :func:`_invert_complex_blocks8` for
+    C-contiguous 8×8 blocks."""
     _invert_blocks(F, piv, m, mb)
 
 
@@ -275,6 +334,15 @@ def _invert_blocks_fast_nb(F, piv, m, mb):
                 _invert_blocks(F, piv, m, mb)
 
         return impl
+    if isinstance(F, types.Array) and F.dtype == types.complex128 and F.layout == "C":
+
+        def impl_complex(F, piv, m, mb):
+            if mb == 8:
+                _invert_complex_blocks8(F, piv, m)
+            else:
+                _invert_blocks(F, piv, m, mb)
+
+        return impl_complex
     return lambda F, piv, m, mb: _invert_blocks(F, piv, m, mb)
 
 
