@@ -74,7 +74,6 @@ from fastslow.numerics.lanes import (
     exp8,
     load8,
     madd8,
-    masked_max8,
     mul8,
     neg8,
     scale8,
@@ -83,7 +82,6 @@ from fastslow.numerics.lanes import (
     sqrt8,
     store8,
     sub8,
-    sum8,
     tanh8,
     transpose8,
     vdiv8,
@@ -515,21 +513,22 @@ def _rms8_into(x, xo, n, d, ne, out, oo):
 
 
 @njit(cache=True, inline="always")
-def _madd8_rows8(a0, a1, a2, a3, a4, a5, a6, a7, a, ao, ak, k, b, bo, bs):
-    """Eight rows at once: ``acc_r + Σ_l a[ao + r·ak + l]·b[bo + l·bs : … + 8]`` for ``r < 8``, each
+def _madd8_rows8(a0, a1, a2, a3, a4, a5, a6, a7, a, ao, ak, al, k, b, bo, bs):
+    """Eight rows at once: ``acc_r + Σ_l a[ao + r·ak + l·al]·b[bo + l·bs : … + 8]`` for ``r < 8``, each
     lane's sum over ``l < k`` in order (the sums of a one-row loop, bit for bit). Eight
     independent accumulators: one row's chain of dependent additions would leave the floating-
     point pipes idle (≈ 2× slower on the benchmark products)."""
     for l in range(k):
         q = bo + l * bs
-        a0 = madd8(a0, a[ao + l], b, q)
-        a1 = madd8(a1, a[ao + ak + l], b, q)
-        a2 = madd8(a2, a[ao + 2 * ak + l], b, q)
-        a3 = madd8(a3, a[ao + 3 * ak + l], b, q)
-        a4 = madd8(a4, a[ao + 4 * ak + l], b, q)
-        a5 = madd8(a5, a[ao + 5 * ak + l], b, q)
-        a6 = madd8(a6, a[ao + 6 * ak + l], b, q)
-        a7 = madd8(a7, a[ao + 7 * ak + l], b, q)
+        r = ao + l * al
+        a0 = madd8(a0, a[r], b, q)
+        a1 = madd8(a1, a[r + ak], b, q)
+        a2 = madd8(a2, a[r + 2 * ak], b, q)
+        a3 = madd8(a3, a[r + 3 * ak], b, q)
+        a4 = madd8(a4, a[r + 4 * ak], b, q)
+        a5 = madd8(a5, a[r + 5 * ak], b, q)
+        a6 = madd8(a6, a[r + 6 * ak], b, q)
+        a7 = madd8(a7, a[r + 7 * ak], b, q)
     return a0, a1, a2, a3, a4, a5, a6, a7
 
 
@@ -544,7 +543,7 @@ def _mm8_into(a, ao, n, k, b, bo, w, out, oo):
         for c in range(0, w, 8):
             z = zero8()
             a0, a1, a2, a3, a4, a5, a6, a7 = _madd8_rows8(
-                z, z, z, z, z, z, z, z, a, ao + i * k, k, k, b, bo + c, w
+                z, z, z, z, z, z, z, z, a, ao + i * k, k, 1, k, b, bo + c, w
             )
             o = oo + i * w + c
             _store8_rows8(out, o, w, a0, a1, a2, a3, a4, a5, a6, a7)
@@ -594,92 +593,82 @@ def _normed_blocks8(y, p, T, P, d, ne, norm, xn, xnb):
 
 
 @njit(cache=True, inline="always")
-def _block_scores8(p, T, P, d, m, xg, xnb, s):
+def _block_scores8(p, T, P, d, m, xg, xnb, s, st):
     """``S[i, j] = XG[i, :d]·n(X)[b(i) + j]`` (the sums of :func:`_block_weights`, over ``k`` in
     order from ``+0``), eight keys ``j`` at a time from the transposed blocks ``XnB``, eight rows
-    ``i`` (of one block: ``P`` is a multiple of 8) at once."""
+    ``i`` (of one block: ``P`` is a multiple of 8) at once; masked entries ``−∞``. Written
+    transposed by eight-row groups for :func:`_block_softmax8`: ``ST[i₀·P + j·8 + r] = S[i₀ + r, j]``
+    (``i₀`` a multiple of 8; the rows at ``p[s:]`` are scratch)."""
     w = d + m
+    ninf = splat8(-np.inf)
     for i in range(0, T, 8):
         bo = xnb + (i // P) * d * P
         for c in range(0, P, 8):
             z = zero8()
             a0, a1, a2, a3, a4, a5, a6, a7 = _madd8_rows8(
-                z, z, z, z, z, z, z, z, p, xg + i * w, w, d, p, bo + c, P
+                z, z, z, z, z, z, z, z, p, xg + i * w, w, 1, d, p, bo + c, P
             )
-            _store8_rows8(p, s + i * P + c, P, a0, a1, a2, a3, a4, a5, a6, a7)
+            mo = HEADER + i * P + c
+            _store8_rows8(
+                p,
+                s + i * P + c,
+                P,
+                select_pos8(load8(p, mo), a0, ninf),
+                select_pos8(load8(p, mo + P), a1, ninf),
+                select_pos8(load8(p, mo + 2 * P), a2, ninf),
+                select_pos8(load8(p, mo + 3 * P), a3, ninf),
+                select_pos8(load8(p, mo + 4 * P), a4, ninf),
+                select_pos8(load8(p, mo + 5 * P), a5, ninf),
+                select_pos8(load8(p, mo + 6 * P), a6, ninf),
+                select_pos8(load8(p, mo + 7 * P), a7, ninf),
+            )
+            transpose8(p, s + i * P + c, P, p, st + i * P + c * 8, 8)
 
 
 @njit(cache=True, inline="always")
-def _row_max8(p, s, o, P):
-    """The maximum of the allowed scores of row ``o`` (flat offset ``s + o`` in ``p``)."""
-    mx = -np.inf
-    for c in range(0, P, 8):
-        r = masked_max8(load8(p, s + o + c), load8(p, HEADER + o + c))
-        if r > mx:
-            mx = r
-    return mx
+def _block_softmax8(p, T, P, st):
+    """:func:`_block_softmax` on the transposed scores of :func:`_block_scores8` (masked entries
+    ``−∞``), in place, one lane per row, eight rows at a time: the maximum over the keys in order
+    (the comparisons of the row path's loop: ``−∞`` never wins, NaN never wins), the
+    exponentials of the shifted scores (:func:`numerics.model.lanes.exp8`, bit for bit those of
+    ``exp_into``; a masked ``−∞ − max`` gives the exact 0 of the row path's ``−1000``), their sum
+    over the keys in order from ``+0`` and the divisions: every lane the operations of the row
+    path, and no horizontal reductions. (If a row's allowed scores are all ``−∞`` or NaN, both
+    paths give NaN for the whole row.)"""
+    for i in range(0, T, 8):
+        o = st + i * P
+        mx = splat8(-np.inf)
+        for j in range(P):
+            x = load8(p, o + j * 8)
+            mx = select_pos8(sub8(x, mx), x, mx)  # x − mx > 0 exactly when x > mx
+        z = zero8()
+        for j in range(P):
+            e = exp8(sub8(load8(p, o + j * 8), mx))
+            store8(p, o + j * 8, e)
+            z = add8(z, e)
+        for j in range(P):
+            store8(p, o + j * 8, vdiv8(load8(p, o + j * 8), z))
 
 
 @njit(cache=True, inline="always")
-def _row_exp8(p, s, o, c, mx):
-    """The exponentials of lanes ``c … c + 7`` of the shifted row ``o`` (masked: exact 0)."""
-    x = sub8(load8(p, s + o + c), splat8(mx))
-    return exp8(select_pos8(load8(p, HEADER + o + c), x, splat8(-1000.0)))
-
-
-@njit(cache=True, inline="always")
-def _block_softmax8(p, T, P, s):
-    """:func:`_block_softmax` on the T×P scores at ``p[s:]``, eight lanes at a time, four rows per
-    step (independent dependency chains for the out-of-order core): the same maxima (up to the
-    sign of a zero maximum, which shifts nothing), the exponentials of
-    :func:`numerics.lanes.exp8` (bit for bit those of ``exp_into``), the row sums in order,
-    the same divisions. ``T`` must be a multiple of 4."""
-    for i in range(0, T, 4):
-        o0 = i * P
-        o1 = o0 + P
-        o2 = o1 + P
-        o3 = o2 + P
-        m0 = _row_max8(p, s, o0, P)
-        m1 = _row_max8(p, s, o1, P)
-        m2 = _row_max8(p, s, o2, P)
-        m3 = _row_max8(p, s, o3, P)
-        z0 = 0.0
-        z1 = 0.0
-        z2 = 0.0
-        z3 = 0.0
-        for c in range(0, P, 8):
-            e0 = _row_exp8(p, s, o0, c, m0)
-            e1 = _row_exp8(p, s, o1, c, m1)
-            e2 = _row_exp8(p, s, o2, c, m2)
-            e3 = _row_exp8(p, s, o3, c, m3)
-            store8(p, s + o0 + c, e0)
-            store8(p, s + o1 + c, e1)
-            store8(p, s + o2 + c, e2)
-            store8(p, s + o3 + c, e3)
-            z0 = sum8(z0, e0)
-            z1 = sum8(z1, e1)
-            z2 = sum8(z2, e2)
-            z3 = sum8(z3, e3)
-        for c in range(0, P, 8):
-            store8(p, s + o0 + c, div8(load8(p, s + o0 + c), z0))
-            store8(p, s + o1 + c, div8(load8(p, s + o1 + c), z1))
-            store8(p, s + o2 + c, div8(load8(p, s + o2 + c), z2))
-            store8(p, s + o3 + c, div8(load8(p, s + o3 + c), z3))
-
-
-@njit(cache=True, inline="always")
-def _tanh8_in_place(p, o, n):
-    """``p[o : o + n] ← tanh`` (:func:`numerics.lanes.tanh8`), four vectors per step;
-    ``n`` a multiple of 32."""
-    for c in range(o, o + n, 32):
-        a0 = tanh8(load8(p, c))
-        a1 = tanh8(load8(p, c + 8))
-        a2 = tanh8(load8(p, c + 16))
-        a3 = tanh8(load8(p, c + 24))
-        store8(p, c, a0)
-        store8(p, c + 8, a1)
-        store8(p, c + 16, a2)
-        store8(p, c + 24, a3)
+def _tanh8_rows(p, o, n, m, w):
+    """``tanh`` (:func:`numerics.model.lanes.tanh8`) in place on the ``n×m`` matrix at ``p[o:]``
+    with rows ``w`` apart (``m`` a multiple of 8), eight vectors per step when ``n`` is a
+    multiple of 8 (independent chains for the out-of-order core)."""
+    for c in range(0, m, 8):
+        for i in range(0, n - n % 8, 8):
+            q = o + i * w + c
+            t0 = tanh8(load8(p, q))
+            t1 = tanh8(load8(p, q + w))
+            t2 = tanh8(load8(p, q + 2 * w))
+            t3 = tanh8(load8(p, q + 3 * w))
+            t4 = tanh8(load8(p, q + 4 * w))
+            t5 = tanh8(load8(p, q + 5 * w))
+            t6 = tanh8(load8(p, q + 6 * w))
+            t7 = tanh8(load8(p, q + 7 * w))
+            _store8_rows8(p, q, w, t0, t1, t2, t3, t4, t5, t6, t7)
+        for i in range(n - n % 8, n):
+            store8(p, o + i * w + c, tanh8(load8(p, o + i * w + c)))
 
 
 @njit(cache=True)
@@ -761,8 +750,8 @@ def _block_local_rhs8(y, p, seg, out):
     _normed_blocks8(y, p, T, P, d, p[_NEPS], p[_NORM] > 0.0, xn, xnb)
     w = d + m
     _mm8_into(p, xn, T, d, p, _fused_offset(p, seg), w, p, xg)
-    _block_scores8(p, T, P, d, m, xg, xnb, s)
-    _block_softmax8(p, T, P, s)
+    _block_scores8(p, T, P, d, m, xg, xnb, s, v)
+    _block_softmax8(p, T, P, v)
     inv_eps = 1.0 / p[_EPS]
     for i in range(0, T, 8):  # (Σ_j S[i, j]·X[b0 + j] − X[i])/ε, the sums of the row path
         b0 = (i // P) * P
@@ -778,8 +767,9 @@ def _block_local_rhs8(y, p, seg, out):
                 neg8(load8(y, o + 6 * d)),
                 neg8(load8(y, o + 7 * d)),
                 p,
-                s + i * P,
-                P,
+                v + i * P,
+                1,
+                8,
                 P,
                 y,
                 b0 * d + c,
@@ -798,15 +788,17 @@ def _block_local_rhs8(y, p, seg, out):
                 scale8(a6, inv_eps),
                 scale8(a7, inv_eps),
             )
-    for i in range(T):
-        for c in range(0, m, 8):
-            store8(p, z + i * m + c, load8(p, xg + i * w + d + c))
     act = int(p[_SIGMA])
+    zo, zw = xg + d, w  # Z = XG[:, d:], σ applied in place (tanh, identity) or in a copy
     if act == 1:
-        _tanh8_in_place(p, z, T * m)
+        _tanh8_rows(p, zo, T, m, w)
     elif act != 0:  # relu, gelu (an unknown code is refused there), as one row of T·m entries
+        for i in range(T):
+            for c in range(0, m, 8):
+                store8(p, z + i * m + c, load8(p, xg + i * w + d + c))
         n = T * m
         activation_rows(act, p[z : z + n].reshape((1, n)), p[v:pb], p[pb:tb], p[tb:zb], p[zb:])
+        zo, zw = z, m
     off = _layer_offset(p, seg) + 2 * d * d
     w2 = off + d * m
     for i in range(0, T, 8):  # out += σ(Z)·W2, eight rows at once
@@ -814,7 +806,7 @@ def _block_local_rhs8(y, p, seg, out):
             o = i * d + c
             u = zero8()
             a0, a1, a2, a3, a4, a5, a6, a7 = _madd8_rows8(
-                u, u, u, u, u, u, u, u, p, z + i * m, m, m, p, w2 + c, d
+                u, u, u, u, u, u, u, u, p, zo + i * zw, zw, 1, m, p, w2 + c, d
             )
             _store8_rows8(
                 out,
