@@ -221,7 +221,7 @@ def pack_coupling(
 def scratch_size(T: int, P: int, d: int, m: int) -> int:
     """Length of the scratch tail of the packed vector: the right-hand side's and the Jacobian's
     work arrays (``O(T·(d + m + P) + (T/P)²)``), so that neither allocates."""
-    return _jac_scratch_size(T, P, d, m) + T * d
+    return _jac_scratch_size(T, P, d, m) + T * d + 8 * (d + T // P + 1)
 
 
 @njit(cache=True)
@@ -496,7 +496,7 @@ def _lanes_offsets(p):
     sp = sv + N * N
     st = sp + N * N
     xnb = xn + _jac_scratch_size(T, P, d, m)
-    return xn, xg, s, z, v, pb, tb, zb, yb, yh, zs, yg, sv, sp, st, xnb
+    return xn, xg, s, z, v, pb, tb, zb, yb, yh, zs, yg, sv, sp, st, xnb, xnb + T * d
 
 
 @njit(cache=True, inline="always")
@@ -673,14 +673,18 @@ def _tanh8_rows(p, o, n, m, w):
 
 @njit(cache=True)
 def _pooled_slow8(y, p, seg, offs):
-    """:func:`_pooled_slow_attention` eight lanes at a time (the same sums in the same order);
-    returns the offset of ``Zs`` ((N−1)×d used) in ``p``."""
+    """:func:`_pooled_slow_attention` eight lanes at a time, the same operations per entry: the
+    block means and ``n(Y)·Gs`` by rows; the scores, their softmax over the pooled keys and the
+    weights with one query per lane, eight queries at a time (masked keys ``−∞`` as in
+    :func:`_block_softmax8`, one :func:`numerics.model.lanes.exp8` per key, the sums vertical);
+    the weighted values by rows, each query over its allowed keys in order. Returns the offset of
+    ``Zs`` ((N−1)×d used) in ``p``."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
     m = int(p[_M])
     N = T // P
-    yb, yh, zs, yg, sv, sp, st = offs[8], offs[9], offs[10], offs[11], offs[12], offs[13], offs[14]
+    yb, yh, zs, yg = offs[8], offs[9], offs[10], offs[11]
     for b in range(N):
         for c in range(0, d, 8):
             acc = zero8()
@@ -694,33 +698,40 @@ def _pooled_slow8(y, p, seg, offs):
             store8(p, yh + c, load8(p, yb + c))
     _mm8_into(p, yh, N, d, p, _fused_offset(p, seg) + d * (d + m), 2 * d, p, yg)
     full = p[_SLOWFULL] > 0.0
-    for a in range(N - 1):
-        top = N if full else a + 1
-        mx = -np.inf
-        for b in range(top):
-            sc = 0.0
+    sl = offs[16]  # 8·(d + N + 1): the queries' factors, the weights, the query indices
+    ninf = splat8(-np.inf)
+    for a0 in range(0, N - 1, 8):  # eight queries a (one per lane) at a time
+        na = min(8, N - 1 - a0)
+        qt, wt, ai = sl, sl + 8 * d, sl + 8 * (d + N)
+        for r in range(8):
             for k in range(d):
-                sc += p[yg + a * 2 * d + k] * p[yh + b * d + k]
-            p[sv + a * N + b] = sc
-            if sc > mx:
-                mx = sc
+                p[qt + k * 8 + r] = p[yg + (a0 + r) * 2 * d + k] if r < na else 0.0
+            p[ai + r] = a0 + r + 0.5  # b ≤ a exactly when a + 0.5 − b > 0
+        aidx = load8(p, ai)
+        mx = ninf
+        for b in range(N):  # the scores, their maximum over the allowed keys (in order)
+            sc = zero8()
+            for k in range(d):
+                sc = madd8(sc, p[yh + b * d + k], p, qt + k * 8)
+            if not full:
+                sc = select_pos8(sub8(aidx, splat8(float(b))), sc, ninf)
+            store8(p, wt + b * 8, sc)
+            mx = select_pos8(sub8(sc, mx), sc, mx)
+        z = zero8()
+        for b in range(N):  # a masked −∞ − max gives the exact 0 of the row path's −1000
+            e = exp8(sub8(load8(p, wt + b * 8), mx))
+            store8(p, wt + b * 8, e)
+            z = add8(z, e)
         for b in range(N):
-            p[sv + a * N + b] = p[sv + a * N + b] - mx if b < top else -1000.0
-    n = (N - 1) * N
-    exp_into(p[sv : sv + n], p[sp : sp + n], p[st : st + n])
-    for a in range(N - 1):
-        top = N if full else a + 1
-        z = 0.0
-        for b in range(top):
-            q = sv + a * N + b
-            e = 0.0 if p[q] < EXP_CUT else p[sp + a * N + b] * p[st + a * N + b]
-            p[sp + a * N + b] = e
-            z += e
-        for c in range(0, d, 8):
-            acc = zero8()
-            for b in range(top):
-                acc = madd8(acc, p[sp + a * N + b] / z, p, yg + b * 2 * d + d + c)
-            store8(p, zs + a * d + c, acc)
+            store8(p, wt + b * 8, vdiv8(load8(p, wt + b * 8), z))
+        for r in range(na):
+            a = a0 + r
+            top = N if full else a + 1
+            for c in range(0, d, 8):
+                acc = zero8()
+                for b in range(top):
+                    acc = madd8(acc, p[wt + b * 8 + r], p, yg + b * 2 * d + d + c)
+                store8(p, zs + a * d + c, acc)
     return zs
 
 
