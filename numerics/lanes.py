@@ -456,3 +456,125 @@ def transpose8(typingctx, x, xo, xs, y, yo, ys):
         return context.get_dummy_value()
 
     return types.void(x, types.intp, types.intp, y, types.intp, types.intp), codegen
+
+
+# ------------------------------------------------------------------------ eight vectors at once
+# exp8 and tanh8 are chains of ≈ 40 and ≈ 65 dependent operations (the Horner polynomial alone is
+# 26): a loop applying them to one vector after another is bound by their latency, not by the
+# floating-point pipes. tanh8x8_into and exp8x8_into apply the same operations to eight vectors as
+# one LLVM <64 x double> value, which the code generator splits into eight interleaved register
+# operations, so eight chains advance together (bit for bit, lane by lane; measured on 64 vectors:
+# tanh 650 -> 415 ns, exp 385 -> ≈ 300 ns; four vectors at once gave 470 and 300 ns).
+
+_NW = 64
+
+
+def _cw(x, n=_NW):
+    return ir.Constant(ir.VectorType(_F64, n), [float(x)] * n)
+
+
+def _exp_irw(builder, v, n=_NW):
+    """:func:`_exp_ir` on an ``n``-lane vector (the same operations, lane by lane)."""
+    below = builder.fcmp_ordered("<", v, _cw(EXP_CUT, n))
+    x = builder.select(below, _cw(EXP_CUT, n), v)
+    s = builder.fadd(builder.fmul(x, _cw(_LOG2E, n)), _cw(_SHIFTER, n))
+    k = builder.fsub(s, _cw(_SHIFTER, n))
+    r = builder.fsub(
+        builder.fsub(x, builder.fmul(k, _cw(_LN2_HI, n))), builder.fmul(k, _cw(_LN2_LO, n))
+    )
+    q = _cw(_EXP_TAYLOR[0], n)
+    for c in _EXP_TAYLOR[1:] + (1.0, 1.0):
+        q = builder.fadd(builder.fmul(q, r), _cw(c, n))
+    i64 = ir.VectorType(ir.IntType(64), n)
+    bits = builder.bitcast(s, i64)
+    bits = builder.add(builder.shl(bits, ir.Constant(i64, [52] * n)), ir.Constant(i64, [_BIAS] * n))
+    e = builder.fmul(q, builder.bitcast(bits, ir.VectorType(_F64, n)))
+    return builder.select(below, _cw(0.0, n), e)
+
+
+def _tanh_irw(builder, x_, n=_NW):
+    """The operations of :func:`tanh8` on an ``n``-lane vector."""
+    vt = ir.VectorType(_F64, n)
+    fabs = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vt, [vt]), f"llvm.fabs.v{n}f64"
+    )
+    ax = builder.call(fabs, [x_])
+    e = _exp_irw(builder, builder.fmul(_cw(-2.0, n), ax), n)
+    one = _cw(1.0, n)
+    small_arg = builder.fcmp_ordered("<", ax, _cw(0.625, n))
+    z = builder.fmul(x_, x_)
+    num = builder.fadd(
+        builder.fmul(builder.fadd(builder.fmul(_cw(_TP[0], n), z), _cw(_TP[1], n)), z),
+        _cw(_TP[2], n),
+    )
+    den = builder.fadd(
+        builder.fmul(
+            builder.fadd(builder.fmul(builder.fadd(z, _cw(_TQ[0], n)), z), _cw(_TQ[1], n)), z
+        ),
+        _cw(_TQ[2], n),
+    )
+    q = builder.fdiv(
+        builder.select(small_arg, num, builder.fsub(one, e)),
+        builder.select(small_arg, den, builder.fadd(one, e)),
+    )
+    small = builder.fadd(x_, builder.fmul(builder.fmul(x_, z), q))
+    big = builder.select(builder.fcmp_ordered(">=", x_, _cw(0.0, n)), q, builder.fneg(q))
+    y = builder.select(small_arg, small, big)
+    return builder.select(builder.fcmp_ordered("==", x_, _cw(0.0, n)), x_, y)
+
+
+def _load_n(context, builder, aryty, ary, o, s, k=8):
+    """The ``k`` vectors at ``o, o + s, …, o + (k − 1)s`` as one ``<8k x double>``."""
+    vs = []
+    for r in range(k):
+        off = builder.add(o, builder.mul(s, ir.Constant(s.type, r)))
+        vs.append(builder.load(_lanes_ptr(context, builder, aryty, ary, off), align=8))
+    while len(vs) > 1:
+        n = 2 * vs[0].type.count
+        idx = ir.Constant(ir.VectorType(_I32, n), list(range(n)))
+        vs = [builder.shuffle_vector(vs[i], vs[i + 1], idx) for i in range(0, len(vs), 2)]
+    return vs[0]
+
+
+def _store_n(context, builder, aryty, ary, o, s, w):
+    """Store the eight-lane parts of ``w`` at ``o, o + s, o + 2s, …``."""
+    undef = ir.Constant(w.type, ir.Undefined)
+    for r in range(w.type.count // 8):
+        part = builder.shuffle_vector(
+            w, undef, ir.Constant(ir.VectorType(_I32, 8), list(range(8 * r, 8 * r + 8)))
+        )
+        off = builder.add(o, builder.mul(s, ir.Constant(s.type, r)))
+        builder.store(part, _lanes_ptr(context, builder, aryty, ary, off), align=8)
+
+
+@intrinsic
+def tanh8x8_into(typingctx, x, o, s):
+    """``x[o + r·s : … + 8] ← tanh8(x[o + r·s : … + 8])`` for ``r < 8`` (in place; the eight
+    vectors must not overlap): bit for bit eight :func:`tanh8`, computed together."""
+    _check_array(x)
+
+    def codegen(context, builder, sig, args):
+        xa, o_, s_ = args
+        w = _tanh_irw(builder, _load_n(context, builder, sig.args[0], xa, o_, s_))
+        _store_n(context, builder, sig.args[0], xa, o_, s_, w)
+        return context.get_dummy_value()
+
+    return types.void(x, types.intp, types.intp), codegen
+
+
+@intrinsic
+def exp8x8_into(typingctx, x, o, s, mx):
+    """``x[o + r·s : … + 8] ← exp8(x[o + r·s : … + 8] − mx)`` for ``r < 8`` (``mx`` an
+    :class:`F64x8`; in place, the eight vectors must not overlap): bit for bit eight
+    :func:`exp8` of :func:`sub8`, computed together."""
+    _check_array(x)
+
+    def codegen(context, builder, sig, args):
+        xa, o_, s_, m_ = args
+        idx = ir.Constant(ir.VectorType(_I32, _NW), list(range(8)) * (_NW // 8))
+        m_n = builder.shuffle_vector(m_, ir.Constant(_V8, ir.Undefined), idx)
+        v = builder.fsub(_load_n(context, builder, sig.args[0], xa, o_, s_), m_n)
+        _store_n(context, builder, sig.args[0], xa, o_, s_, _exp_irw(builder, v))
+        return context.get_dummy_value()
+
+    return types.void(x, types.intp, types.intp, f64x8), codegen

@@ -14,6 +14,7 @@ from fastslow.numerics.lanes import (
     add8,
     div8,
     exp8,
+    exp8x8_into,
     load8,
     madd8,
     masked_max8,
@@ -25,6 +26,7 @@ from fastslow.numerics.lanes import (
     store8,
     sum8,
     tanh8,
+    tanh8x8_into,
     transpose8,
     vdiv8,
     zero8,
@@ -247,3 +249,26 @@ def test_lane_norm_factors_are_those_of_the_scalar_loop():
                 s += X[i, k] * X[i, k]
             ref[i] = 1.0 / np.sqrt(s / d + 1e-6)
         assert same_bits(out, ref)
+
+
+@njit(cache=True)
+def _wide_all(x, shifts, stride, t, e):
+    """``tanh8x8_into`` on ``t`` and ``exp8x8_into`` (shifted by ``shifts[0:8]``) on ``e``, eight
+    vectors ``stride`` apart at a time (``t``, ``e`` copies of ``x``)."""
+    mx = load8(shifts, 0)
+    for o in range(0, x.shape[0] // (8 * stride) * (8 * stride), 8 * stride):
+        for c in range(0, stride, 8):
+            tanh8x8_into(t, o + c, stride)
+            exp8x8_into(e, o + c, stride, mx)
+
+
+def test_eight_vectors_at_once_are_bit_for_bit_eight_single_ones():
+    shifts = np.array([0.0, -0.0, 1.5, -3.0, np.inf, -np.inf, np.nan, 700.0])
+    for x, stride in ((TANH_POINTS, 8), (EXP_POINTS, 16)):
+        x = x[: x.size // 128 * 128]
+        t, e = x.copy(), x.copy()
+        _wide_all(x, shifts, stride, t, e)
+        assert same_bits(t, lanes_tanh(x))
+        with np.errstate(invalid="ignore"):
+            v = (x.reshape(-1, 8) - shifts).ravel()
+        assert same_bits(e, lanes_exp(v))

@@ -72,6 +72,7 @@ from fastslow.numerics.lanes import (
     add8,
     div8,
     exp8,
+    exp8x8_into,
     load8,
     madd8,
     mul8,
@@ -83,6 +84,7 @@ from fastslow.numerics.lanes import (
     store8,
     sub8,
     tanh8,
+    tanh8x8_into,
     transpose8,
     vdiv8,
     zero8,
@@ -641,11 +643,11 @@ def _block_softmax8(p, T, P, st):
         for j in range(P):
             x = load8(p, o + j * 8)
             mx = select_pos8(sub8(x, mx), x, mx)  # x − mx > 0 exactly when x > mx
+        for j in range(0, P, 8):  # eight keys at once (P is a multiple of 8)
+            exp8x8_into(p, o + j * 8, 8, mx)
         z = zero8()
         for j in range(P):
-            e = exp8(sub8(load8(p, o + j * 8), mx))
-            store8(p, o + j * 8, e)
-            z = add8(z, e)
+            z = add8(z, load8(p, o + j * 8))
         for j in range(P):
             store8(p, o + j * 8, vdiv8(load8(p, o + j * 8), z))
 
@@ -653,20 +655,11 @@ def _block_softmax8(p, T, P, st):
 @njit(cache=True, inline="always")
 def _tanh8_rows(p, o, n, m, w):
     """``tanh`` (:func:`numerics.model.lanes.tanh8`) in place on the ``n×m`` matrix at ``p[o:]``
-    with rows ``w`` apart (``m`` a multiple of 8), eight vectors per step when ``n`` is a
-    multiple of 8 (independent chains for the out-of-order core)."""
+    with rows ``w`` apart (``m`` a multiple of 8), eight vectors at once
+    (:func:`numerics.model.lanes.tanh8x8_into`: eight interleaved chains, bit for bit)."""
     for c in range(0, m, 8):
         for i in range(0, n - n % 8, 8):
-            q = o + i * w + c
-            t0 = tanh8(load8(p, q))
-            t1 = tanh8(load8(p, q + w))
-            t2 = tanh8(load8(p, q + 2 * w))
-            t3 = tanh8(load8(p, q + 3 * w))
-            t4 = tanh8(load8(p, q + 4 * w))
-            t5 = tanh8(load8(p, q + 5 * w))
-            t6 = tanh8(load8(p, q + 6 * w))
-            t7 = tanh8(load8(p, q + 7 * w))
-            _store8_rows8(p, q, w, t0, t1, t2, t3, t4, t5, t6, t7)
+            tanh8x8_into(p, o + i * w + c, w)
         for i in range(n - n % 8, n):
             store8(p, o + i * w + c, tanh8(load8(p, o + i * w + c)))
 
@@ -717,11 +710,13 @@ def _pooled_slow8(y, p, seg, offs):
                 sc = select_pos8(sub8(aidx, splat8(float(b))), sc, ninf)
             store8(p, wt + b * 8, sc)
             mx = select_pos8(sub8(sc, mx), sc, mx)
+        for b in range(0, N - N % 8, 8):  # a masked −∞ − max: the exact 0 of the row path's −1000
+            exp8x8_into(p, wt + b * 8, 8, mx)
+        for b in range(N - N % 8, N):
+            store8(p, wt + b * 8, exp8(sub8(load8(p, wt + b * 8), mx)))
         z = zero8()
-        for b in range(N):  # a masked −∞ − max gives the exact 0 of the row path's −1000
-            e = exp8(sub8(load8(p, wt + b * 8), mx))
-            store8(p, wt + b * 8, e)
-            z = add8(z, e)
+        for b in range(N):
+            z = add8(z, load8(p, wt + b * 8))
         for b in range(N):
             store8(p, wt + b * 8, vdiv8(load8(p, wt + b * 8), z))
         for r in range(na):
