@@ -740,7 +740,6 @@ def _block_local_rhs8(y, p, seg, out):
     P = int(p[_P])
     d = int(p[_D])
     m = int(p[_M])
-    N = T // P
     offs = _lanes_offsets(p)
     xn, xg, s, z, v, pb, tb, zb = (
         offs[0],
@@ -807,40 +806,68 @@ def _block_local_rhs8(y, p, seg, out):
         zo, zw = z, m
     off = _layer_offset(p, seg) + 2 * d * d
     w2 = off + d * m
-    for i in range(0, T, 8):  # out += σ(Z)·W2, eight rows at once
+    g = p[off + 2 * d * m + 3 * d * d]
+    slow = p[_SLOW] > 0.0 and g != 0.0
+    zs = _pooled_slow8(y, p, seg, offs) if slow else 0
+    gam = p[_GAMMA]
+    e0 = HEADER + T * int(p[_MASKW])
+    for i in range(0, T, 8):  # out += σ(Z)·W2 (eight rows at once); + g·Zs; + γ(E − X): one pass,
+        # the additions of the row path's three passes in its order
+        b = i // P
         for c in range(0, d, 8):
             o = i * d + c
             u = zero8()
             a0, a1, a2, a3, a4, a5, a6, a7 = _madd8_rows8(
                 u, u, u, u, u, u, u, u, p, zo + i * zw, zw, 1, m, p, w2 + c, d
             )
-            _store8_rows8(
-                out,
-                o,
-                d,
-                add8(load8(out, o), a0),
-                add8(load8(out, o + d), a1),
-                add8(load8(out, o + 2 * d), a2),
-                add8(load8(out, o + 3 * d), a3),
-                add8(load8(out, o + 4 * d), a4),
-                add8(load8(out, o + 5 * d), a5),
-                add8(load8(out, o + 6 * d), a6),
-                add8(load8(out, o + 7 * d), a7),
-            )
-    g = p[off + 2 * d * m + 3 * d * d]
-    if p[_SLOW] > 0.0 and g != 0.0:
-        zs = _pooled_slow8(y, p, seg, offs)
-        for b in range(1, N):
-            for c in range(0, d, 8):
+            a0, a1, a2, a3, a4, a5, a6, a7 = _add8_rows8(out, o, d, a0, a1, a2, a3, a4, a5, a6, a7)
+            if slow and b > 0:
                 gz = scale8(load8(p, zs + (b - 1) * d + c), g)
-                for i in range(b * P, b * P + P):
-                    store8(out, i * d + c, add8(load8(out, i * d + c), gz))
-    gam = p[_GAMMA]
-    if gam != 0.0:
-        e0 = HEADER + T * int(p[_MASKW])
-        for o in range(0, T * d, 8):
-            dx = sub8(load8(p, e0 + o), load8(y, o))
-            store8(out, o, add8(load8(out, o), scale8(dx, gam)))
+                a0, a1, a2, a3, a4, a5, a6, a7 = (
+                    add8(a0, gz),
+                    add8(a1, gz),
+                    add8(a2, gz),
+                    add8(a3, gz),
+                    add8(a4, gz),
+                    add8(a5, gz),
+                    add8(a6, gz),
+                    add8(a7, gz),
+                )
+            if gam != 0.0:
+                a0, a1, a2, a3, a4, a5, a6, a7 = _inject8_rows8(
+                    p, e0, y, o, d, gam, a0, a1, a2, a3, a4, a5, a6, a7
+                )
+            _store8_rows8(out, o, d, a0, a1, a2, a3, a4, a5, a6, a7)
+
+
+@njit(cache=True, inline="always")
+def _add8_rows8(x, o, w, a0, a1, a2, a3, a4, a5, a6, a7):
+    """``x[o + r·w : … + 8] + a_r`` for ``r < 8``."""
+    return (
+        add8(load8(x, o), a0),
+        add8(load8(x, o + w), a1),
+        add8(load8(x, o + 2 * w), a2),
+        add8(load8(x, o + 3 * w), a3),
+        add8(load8(x, o + 4 * w), a4),
+        add8(load8(x, o + 5 * w), a5),
+        add8(load8(x, o + 6 * w), a6),
+        add8(load8(x, o + 7 * w), a7),
+    )
+
+
+@njit(cache=True, inline="always")
+def _inject8_rows8(p, e0, y, o, w, gam, a0, a1, a2, a3, a4, a5, a6, a7):
+    """``a_r + γ·(E − X)[o + r·w : … + 8]`` for ``r < 8`` (``E`` at ``p[e0:]``, ``X`` in ``y``)."""
+    return (
+        add8(a0, scale8(sub8(load8(p, e0 + o), load8(y, o)), gam)),
+        add8(a1, scale8(sub8(load8(p, e0 + o + w), load8(y, o + w)), gam)),
+        add8(a2, scale8(sub8(load8(p, e0 + o + 2 * w), load8(y, o + 2 * w)), gam)),
+        add8(a3, scale8(sub8(load8(p, e0 + o + 3 * w), load8(y, o + 3 * w)), gam)),
+        add8(a4, scale8(sub8(load8(p, e0 + o + 4 * w), load8(y, o + 4 * w)), gam)),
+        add8(a5, scale8(sub8(load8(p, e0 + o + 5 * w), load8(y, o + 5 * w)), gam)),
+        add8(a6, scale8(sub8(load8(p, e0 + o + 6 * w), load8(y, o + 6 * w)), gam)),
+        add8(a7, scale8(sub8(load8(p, e0 + o + 7 * w), load8(y, o + 7 * w)), gam)),
+    )
 
 
 @njit(cache=True)
