@@ -571,12 +571,13 @@ def _store8_rows8(out, o, w, a0, a1, a2, a3, a4, a5, a6, a7):
 
 
 @njit(cache=True, inline="always")
-def _normed_blocks8(y, p, T, P, d, ne, norm, xn, xnb):
-    """``n(X)`` twice: block by block transposed at ``p[xnb:]`` (``XnB[(b·d + k)·P + j] =
-    n(X)[b·P + j, k]``, the layout of the score products) and by rows at ``p[xn:]``. Eight rows at
-    a time: transposed by :func:`numerics.lanes.transpose8`, the sums of squares over ``k``
-    in order with one row per lane, then the factors ``1/√(s/d + ne)`` and the scaling as in
-    :func:`_rms_into` (bit for bit), and transposed back. Without the norm, ``X`` itself."""
+def _normed_blocks8(y, p, T, P, d, ne, norm, xnb):
+    """``n(X)`` block by block transposed at ``p[xnb:]`` (``XnB[(b·d + k)·P + j] =
+    n(X)[b·P + j, k]``, the layout of the score products; the projection reads its scalars from
+    there too). Eight rows at a time: transposed by :func:`numerics.model.lanes.transpose8`, the
+    sums of squares over ``k`` in order with one row per lane, then the factors
+    ``1/√(s/d + ne)`` and the scaling as in :func:`_rms_into` (bit for bit). Without the norm,
+    ``X`` itself."""
     for b in range(T // P):
         for jc in range(0, P, 8):
             for kc in range(0, d, 8):
@@ -590,8 +591,6 @@ def _normed_blocks8(y, p, T, P, d, ne, norm, xn, xnb):
                 for k in range(d):
                     o = xnb + (b * d + k) * P + jc
                     store8(p, o, mul8(load8(p, o), r))
-            for kc in range(0, d, 8):
-                transpose8(p, xnb + (b * d + kc) * P + jc, P, p, xn + (b * P + jc) * d + kc, d)
 
 
 @njit(cache=True, inline="always")
@@ -628,10 +627,24 @@ def _block_scores8(p, T, P, d, m, xg, xnb, s, st):
 
 
 @njit(cache=True, inline="always")
+def _gt8(u, v):
+    """``v`` where ``v > u``, else ``u`` (lane by lane; ``v − u > 0`` exactly when ``v > u``)."""
+    return select_pos8(sub8(v, u), v, u)
+
+
+@njit(cache=True, inline="always")
+def _max2_8(p, o):
+    """The larger of the vectors at ``p[o:]`` and ``p[o + 8:]`` lane by lane, NaN never, ``−∞`` if
+    both are NaN or ``−∞``: ``_gt8(_gt8(−∞, x₀), x₁)``."""
+    return _gt8(_gt8(splat8(-np.inf), load8(p, o)), load8(p, o + 8))
+
+
+@njit(cache=True, inline="always")
 def _block_softmax8(p, T, P, st):
     """:func:`_block_softmax` on the transposed scores of :func:`_block_scores8` (masked entries
-    ``−∞``), in place, one lane per row, eight rows at a time: the maximum over the keys in order
-    (the comparisons of the row path's loop: ``−∞`` never wins, NaN never wins), the
+    ``−∞``), in place, one lane per row, eight rows at a time: the maximum over the keys (by a
+    tree over each eight: the row path's maximum up to the sign of a zero maximum, which shifts
+    no score differently; ``−∞`` and NaN never win), the
     exponentials of the shifted scores (:func:`numerics.model.lanes.exp8`, bit for bit those of
     ``exp_into``; a masked ``−∞ − max`` gives the exact 0 of the row path's ``−1000``), their sum
     over the keys in order from ``+0`` and the divisions: every lane the operations of the row
@@ -640,9 +653,15 @@ def _block_softmax8(p, T, P, st):
     for i in range(0, T, 8):
         o = st + i * P
         mx = splat8(-np.inf)
-        for j in range(P):
-            x = load8(p, o + j * 8)
-            mx = select_pos8(sub8(x, mx), x, mx)  # x − mx > 0 exactly when x > mx
+        for j in range(0, P, 8):  # the largest of each eight keys by a tree, then in order
+            q = o + j * 8
+            mx = _gt8(
+                mx,
+                _gt8(
+                    _gt8(_max2_8(p, q), _max2_8(p, q + 16)),
+                    _gt8(_max2_8(p, q + 32), _max2_8(p, q + 48)),
+                ),
+            )
         for j in range(0, P, 8):  # eight keys at once (P is a multiple of 8)
             exp8x8_into(p, o + j * 8, 8, mx)
         z = zero8()
@@ -741,8 +760,7 @@ def _block_local_rhs8(y, p, seg, out):
     d = int(p[_D])
     m = int(p[_M])
     offs = _lanes_offsets(p)
-    xn, xg, s, z, v, pb, tb, zb = (
-        offs[0],
+    xg, s, z, v, pb, tb, zb, xnb = (
         offs[1],
         offs[2],
         offs[3],
@@ -750,11 +768,19 @@ def _block_local_rhs8(y, p, seg, out):
         offs[5],
         offs[6],
         offs[7],
+        offs[15],
     )
-    xnb = offs[15]
-    _normed_blocks8(y, p, T, P, d, p[_NEPS], p[_NORM] > 0.0, xn, xnb)
+    _normed_blocks8(y, p, T, P, d, p[_NEPS], p[_NORM] > 0.0, xnb)
     w = d + m
-    _mm8_into(p, xn, T, d, p, _fused_offset(p, seg), w, p, xg)
+    fo = _fused_offset(p, seg)
+    for i in range(0, T, 8):  # XG = n(X)·G (the sums of _mm8_into), n(X) read from XnB
+        ao = xnb + (i // P) * d * P + i % P
+        for c in range(0, w, 8):
+            u = zero8()
+            a0, a1, a2, a3, a4, a5, a6, a7 = _madd8_rows8(
+                u, u, u, u, u, u, u, u, p, ao, 1, P, d, p, fo + c, w
+            )
+            _store8_rows8(p, xg + i * w + c, w, a0, a1, a2, a3, a4, a5, a6, a7)
     _block_scores8(p, T, P, d, m, xg, xnb, s, v)
     _block_softmax8(p, T, P, v)
     inv_eps = 1.0 / p[_EPS]
