@@ -475,7 +475,9 @@ def _lanes_offsets(p):
     """Offsets in ``p`` of the eight-lane path's work arrays (flat offsets, not views: a view of
     ``p`` costs a reshape call, ≈ 25 ns, and the path needs a dozen): those of :func:`_scratch`
     ``Xn, XG, S, Z, v, pb, tb, zb, Yb, Yh, Zs, YG, sv, sp, st`` and, after them, ``XnB`` (``n(X)``
-    block by block, transposed: ``XnB[(b·d + k)·P + j] = n(X)[b·P + j, k]``)."""
+    block by block, transposed: ``XnB[(b·d + k)·P + j] = n(X)[b·P + j, k]``) and the slow path's
+    ``8·(d + N + 1)`` (:func:`_pooled_slow8`). The lanes path leaves ``Xn``, ``sv, sp, st``
+    unused; ``v`` holds the transposed softmax weights (:func:`_block_scores8`)."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
@@ -754,7 +756,10 @@ def _block_local_rhs8(y, p, seg, out):
     """:func:`coupling_rhs_nb` for a block-local mask when :func:`_lanes_fit`: every row
     operation on eight lanes at a time (:mod:`numerics.lanes`), the work arrays addressed
     by flat offsets into ``p``; the same sums in the same order as the row path except
-    ``n(X)·G`` (a BLAS product there) and the sign of ``tanh(−0)`` (kept here)."""
+    ``n(X)·G`` (a BLAS product there) and the sign of ``tanh(−0)`` (kept here). The products
+    eight rows at once (:func:`_madd8_rows8`), the softmax one lane per row, the exponentials
+    and tanh eight vectors at once; the slow path first, so that ``σ(Z)·W2``, ``g·Zs`` and
+    ``γ(E − X)`` are added in one pass over ``out``."""
     T = int(p[_T])
     P = int(p[_P])
     d = int(p[_D])
