@@ -576,7 +576,7 @@ def _store8_rows8(out, o, w, a0, a1, a2, a3, a4, a5, a6, a7):
 def _normed_blocks8(y, p, T, P, d, ne, norm, xnb):
     """``n(X)`` block by block transposed at ``p[xnb:]`` (``XnB[(b·d + k)·P + j] =
     n(X)[b·P + j, k]``, the layout of the score products; the projection reads its scalars from
-    there too). Eight rows at a time: transposed by :func:`numerics.model.lanes.transpose8`, the
+    there too). Eight rows at a time: transposed by :func:`numerics.lanes.transpose8`, the
     sums of squares over ``k`` in order with one row per lane, then the factors
     ``1/√(s/d + ne)`` and the scaling as in :func:`_rms_into` (bit for bit). Without the norm,
     ``X`` itself."""
@@ -647,7 +647,7 @@ def _block_softmax8(p, T, P, st):
     ``−∞``), in place, one lane per row, eight rows at a time: the maximum over the keys (by a
     tree over each eight: the row path's maximum up to the sign of a zero maximum, which shifts
     no score differently; ``−∞`` and NaN never win), the
-    exponentials of the shifted scores (:func:`numerics.model.lanes.exp8`, bit for bit those of
+    exponentials of the shifted scores (:func:`numerics.lanes.exp8`, bit for bit those of
     ``exp_into``; a masked ``−∞ − max`` gives the exact 0 of the row path's ``−1000``), their sum
     over the keys in order from ``+0`` and the divisions: every lane the operations of the row
     path, and no horizontal reductions. (If a row's allowed scores are all ``−∞`` or NaN, both
@@ -675,9 +675,9 @@ def _block_softmax8(p, T, P, st):
 
 @njit(cache=True, inline="always")
 def _tanh8_rows(p, o, n, m, w):
-    """``tanh`` (:func:`numerics.model.lanes.tanh8`) in place on the ``n×m`` matrix at ``p[o:]``
+    """``tanh`` (:func:`numerics.lanes.tanh8`) in place on the ``n×m`` matrix at ``p[o:]``
     with rows ``w`` apart (``m`` a multiple of 8), eight vectors at once
-    (:func:`numerics.model.lanes.tanh8x8_into`: eight interleaved chains, bit for bit)."""
+    (:func:`numerics.lanes.tanh8x8_into`: eight interleaved chains, bit for bit)."""
     for c in range(0, m, 8):
         for i in range(0, n - n % 8, 8):
             tanh8x8_into(p, o + i * w + c, w)
@@ -690,7 +690,7 @@ def _pooled_slow8(y, p, seg, offs):
     """:func:`_pooled_slow_attention` eight lanes at a time, the same operations per entry: the
     block means and ``n(Y)·Gs`` by rows; the scores, their softmax over the pooled keys and the
     weights with one query per lane, eight queries at a time (masked keys ``−∞`` as in
-    :func:`_block_softmax8`, one :func:`numerics.model.lanes.exp8` per key, the sums vertical);
+    :func:`_block_softmax8`, one :func:`numerics.lanes.exp8` per key, the sums vertical);
     the weighted values by rows, each query over its allowed keys in order. Returns the offset of
     ``Zs`` ((N−1)×d used) in ``p``."""
     T = int(p[_T])
