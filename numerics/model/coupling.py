@@ -19,13 +19,15 @@ What it computes:
   refuse it with a ``ValueError`` naming the NumPy right-hand side
   (``integrate_coupling_scipy(rhs="numpy")``, :func:`numerics.model.flow.make_rhs`).
   Block-local masks with ``d``, ``m`` and ``P`` multiples of 8 take an eight-lane path
-  (:func:`_block_local_rhs8`, the vectors of :mod:`numerics.lanes`: one AVX-512 register
-  per row of eight doubles, accumulators in registers, the norm and the score blocks through an
-  8×8 shuffle transpose, the softmax and tanh in registers), ≈ 2.2–2.4× faster than the row path
-  on the benchmark problem (T = 64, d = P = m = 8; measured best-of-many per call on a shared
-  machine: 4.1–4.5 µs against 9.2–9.4 µs with the norm and slow path, 3.4–3.5 µs against
-  7.8–8.2 µs without). Numba does not run LLVM's SLP vectoriser and its loop vectoriser does
-  nothing useful for runs of eight, hence the explicit lanes.
+  (:func:`_block_local_rhs8`, the vectors of :mod:`numerics.lanes`: one AVX-512 register per row
+  of eight doubles; the products eight rows at once with eight independent accumulators; the
+  norm and the score blocks through an 8×8 shuffle transpose; the softmax with one lane per row,
+  so that its maximum, sum and division are vertical; the exponentials and tanh eight vectors
+  at once; the slow path with one pooled query per lane), ≈ 3.5–3.8× faster than the row path
+  on the benchmark problem (T = 64, d = P = m = 8; measured in one process, best of 1000 batches
+  of 400 calls on a shared machine: 3.0–3.3 µs against 10.5–12.3 µs with the norm and slow path,
+  2.5–2.6 µs against 9.2 µs without). Numba does not run LLVM's SLP vectoriser and its loop
+  vectoriser does nothing useful for runs of eight, hence the explicit lanes.
 * :func:`frozen_kernel_jac_nb`: the stiff part ``J = (A_t(X) − I)/ε − γI`` of the Jacobian (T×T,
   acting on the token index), which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``;
   for a mask that is not block-local it is written in row panels into ``J`` itself
