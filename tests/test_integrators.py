@@ -676,28 +676,6 @@ def test_the_step_loop_allocates_nothing_per_step(method):
     assert r.nsteps > 20 and long == short
 
 
-@pytest.mark.parametrize("method", ["radau", "rosw", "dopri5"])
-def test_each_method_implements_the_contract_signatures(method):
-    """The driver binds a method's four functions as constants (only the problem's ``rhs`` and
-    ``jac`` are first-class function arguments); each compiles for the argument types of the
-    contract in :mod:`numerics.integrators.base` and returns its type, and the entry point is
-    compiled for exactly :data:`numerics.integrators.driver.DRIVE_SIG`."""
-    from fastslow.numerics.integrators import base, driver
-
-    mod = driver.METHODS[method][0]
-    contract = {
-        "start": base.START_SIG,
-        "step": base.STEP_SIG,
-        "accept": base.ACCEPT_SIG,
-        "interp": base.INTERP_SIG,
-    }
-    for name, sig in contract.items():
-        fn = getattr(mod, name)
-        fn.compile(sig.args)
-        assert fn.overloads[sig.args].signature.return_type == sig.return_type, name
-    assert driver.compiled(method).signatures == [driver.DRIVE_SIG.args]
-
-
 @pytest.mark.parametrize("n", [8, 21, 512])
 def test_radau_passes_on_eight_lanes_equal_the_scalar_formulas_bit_for_bit(n):
     """Radau's per-iteration passes run eight entries at a time and the rest scalar; every

@@ -12,10 +12,9 @@ recompile per problem):
   (``J[i, j]`` is the entry in row ``i`` and column ``b(i) + j``, ``b(i)`` the first index of
   ``i``'s block): block-diagonal Jacobians are stored in ``O(m·mb)``.
 
-**A method** is four compiled functions with the uniform signatures :data:`START_SIG`,
-:data:`STEP_SIG`, :data:`ACCEPT_SIG` and :data:`INTERP_SIG` (as SciPy's ``OdeSolver._step_impl``
-and diffrax's ``AbstractSolver.step``: the step never decides acceptance), bound into the driver
-as constants (:mod:`numerics.integrators.driver`):
+**A method** is four functions with the uniform signatures :data:`START_SIG`, :data:`STEP_SIG`,
+:data:`ACCEPT_SIG` and :data:`INTERP_SIG` (as SciPy's ``OdeSolver._step_impl`` and diffrax's
+``AbstractSolver.step``: the step never decides acceptance):
 
 * ``start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters) -> h``: at the start of a
   segment of length ``span``; returns ``h``, or the initial step size if ``h ≤ 0``;
@@ -101,6 +100,10 @@ ACCEPT_SIG = types.void(
     I64,
 )
 INTERP_SIG = types.void(types.float64, types.float64, F64, F64, F64, F64)
+START_TYPE = types.FunctionType(START_SIG)
+STEP_TYPE = types.FunctionType(STEP_SIG)
+ACCEPT_TYPE = types.FunctionType(ACCEPT_SIG)
+INTERP_TYPE = types.FunctionType(INTERP_SIG)
 
 # status codes (as SciPy's)
 SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3

@@ -41,7 +41,6 @@ def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, i
     return 9 * n + 2, 1, IW_METHOD + 2
 
 
-@njit(cache=True)
 def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     """``k₀ = f(t, y)`` at the start of a segment; the initial step size if ``h ≤ 0``."""
     n = y.size
@@ -53,7 +52,6 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     return h
 
 
-@njit(cache=True)
 def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """One Dormand–Prince step of size ``hs`` to ``t1``; the fifth-order solution in ``ynew``.
 
@@ -155,7 +153,6 @@ def _error_norm_and_stiffness(hs, y, ynew, y6, ws, n, rtol, atol, detect):
     return np.sqrt(s / n)
 
 
-@njit(cache=True)
 def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """First same as last: the last stage is ``f(t1, ynew)``, the next step's first; with
     ``opt[O_DETECT]``, the stiffness test."""
@@ -180,7 +177,6 @@ def _stiffness_test(hs, num, den, iw):
             iw[N_STIFF] = 0
 
 
-@njit(cache=True)
 def interp(theta, hs, y, ynew, ws, out):
     """``u(t + θ·hs)`` by Hairer's continuous extension (order 4) of the step just taken."""
     n = y.size

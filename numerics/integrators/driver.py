@@ -11,19 +11,11 @@ extension of the accepted step that covers them (exactly ``y`` at a step end).
 A method is its four functions (:mod:`numerics.integrators.base`); the driver calls the step,
 decides acceptance (error norm ≤ 1, or every step with a fixed step size), asks the controller
 (:mod:`numerics.integrators.controllers`) for the next step size and counts. Adding a method means
-writing its four functions, one entry point (:func:`drive_radau` and its siblings: the driver
-with the method's functions bound) and one line of :data:`METHODS`, not a loop.
-
-**Why an entry point per method.** The method's functions reach :func:`drive` as compile-time
-constants (Numba dispatchers), so the driver is compiled once per method with direct calls to
-them, and only the problem's ``rhs`` and ``jac`` are first-class function arguments (one compiled
-driver serves every problem). Passing the four method functions as first-class arguments too
-cost about 0.2 ms per :func:`numerics.integrators.integrate` call in Numba's argument dispatch
-(two signature look-ups per function argument), a tenth of a whole run of the benchmark flow.
+writing its four functions and one line of :data:`METHODS`, not a loop.
 
 **Compilation is lazy**: nothing is compiled at import; :func:`compiled` compiles (or loads from
-Numba's on-disk cache) a method's entry point, with its driver and functions, the first time the
-method is used with compiled problem functions. Python callables run the same source uncompiled
+Numba's on-disk cache) a method's functions and the driver the first time the method is used
+with compiled problem functions. Python callables run the same source uncompiled
 (:func:`python_functions`).
 """
 
@@ -36,9 +28,13 @@ from numba import njit, types
 
 from fastslow.numerics.integrators import dopri5, radau, rosw
 from fastslow.numerics.integrators.base import (
+    ACCEPT_SIG,
+    ACCEPT_TYPE,
     C128,
     F64,
     I64,
+    INTERP_SIG,
+    INTERP_TYPE,
     IW_REJECTED,
     IW_STIFF,
     JAC_TYPE,
@@ -55,7 +51,11 @@ from fastslow.numerics.integrators.base import (
     O_SSTOP,
     O_TSTOP,
     RHS_TYPE,
+    START_SIG,
+    START_TYPE,
+    STEP_SIG,
     STEP_TOO_SMALL,
+    STEP_TYPE,
     STIFF,
     SUCCESS,
     step_length,
@@ -68,6 +68,10 @@ from fastslow.numerics.integrators.controllers import (
 )
 
 DRIVE_SIG = types.int64(
+    START_TYPE,
+    STEP_TYPE,
+    ACCEPT_TYPE,
+    INTERP_TYPE,
     RHS_TYPE,
     JAC_TYPE,
     F64,
@@ -87,7 +91,11 @@ DRIVE_SIG = types.int64(
 )
 
 
-@njit(cache=True)
+def no_interp(theta, hs, y, ynew, ws, out):
+    """The continuous extension of a method that has none (never called: refused upfront)."""
+    out[:] = np.nan
+
+
 def drive(
     start, step, accept, interp, rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense,
     Ydense, h0, max_steps, counters,
@@ -164,66 +172,36 @@ def drive(
     return SUCCESS
 
 
-def drive_radau(
-    rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
-):  # fmt: skip
-    """:func:`drive` with Radau IIA (:mod:`numerics.integrators.radau`)."""
-    return drive(
-        radau.start, radau.step, radau.accept, radau.interp, rhs, jac, y0, p, stops, segs, opt,
-        ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters,
-    )  # fmt: skip
-
-
-def drive_dopri5(
-    rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
-):  # fmt: skip
-    """:func:`drive` with Dormand–Prince 5(4) (:mod:`numerics.integrators.dopri5`)."""
-    return drive(
-        dopri5.start, dopri5.step, dopri5.accept, dopri5.interp, rhs, jac, y0, p, stops, segs,
-        opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters,
-    )  # fmt: skip
-
-
-def drive_rosw(
-    rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
-):  # fmt: skip
-    """:func:`drive` with ROS34PW2 (:mod:`numerics.integrators.rosw`; no continuous extension)."""
-    return drive(
-        rosw.start, rosw.step, rosw.accept, rosw.interp, rhs, jac, y0, p, stops, segs, opt, ws,
-        wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters,
-    )  # fmt: skip
-
-
 METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
     "rosw": (rosw, INTEGRAL, rosw.ERROR_EXPONENT, False),
     "radau": (radau, PREDICTIVE, 0.25, True),
     "dopri5": (dopri5, INTEGRAL, dopri5.ERROR_EXPONENT, True),
 }
-"""Per method: its module (``workspace``, ``start``, ``step``, ``accept``, ``interp``), its
-controller, the controller's exponent, whether it has dense output."""
+"""Per method: its module (``workspace``, ``start``, ``step``, ``accept`` and, if it has a
+continuous extension, ``interp``), its controller, the controller's exponent, dense output."""
 
-ENTRIES = {"rosw": drive_rosw, "radau": drive_radau, "dopri5": drive_dopri5}
-"""Per method: its entry point (the driver with the method's functions bound)."""
-
-_COMPILED: dict = {}
+_COMPILED: dict[str, tuple] = {}
+_DRIVER: list = []
 
 
-def python_functions(method: str):
-    """The entry point of ``method`` as plain Python: the driver and the method's functions
-    uncompiled (the same source; the problem functions are then Python callables)."""
+def _interp_of(module: ModuleType):
+    return getattr(module, "interp", no_interp)
+
+
+def python_functions(method: str) -> tuple:
+    """``(driver, start, step, accept, interp)`` of ``method`` as plain Python (uncompiled)."""
     mod = METHODS[method][0]
-    fns = (mod.start, mod.step, mod.accept, mod.interp)
-    start, step, accept, interp = (f.py_func for f in fns)
-
-    def entry(*args):
-        return drive.py_func(start, step, accept, interp, *args)
-
-    return entry
+    return drive, mod.start, mod.step, mod.accept, _interp_of(mod)
 
 
-def compiled(method: str):
-    """The entry point of ``method`` compiled (first use) or loaded from the on-disk cache; kept
-    for the life of the process."""
+def compiled(method: str) -> tuple:
+    """``(driver, start, step, accept, interp)`` of ``method`` compiled (first use) or loaded from
+    the on-disk cache; kept for the life of the process."""
     if method not in _COMPILED:
-        _COMPILED[method] = njit(DRIVE_SIG, cache=True)(ENTRIES[method])
-    return _COMPILED[method]
+        mod = METHODS[method][0]
+        sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
+        fns = (mod.start, mod.step, mod.accept, _interp_of(mod))
+        _COMPILED[method] = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
+    if not _DRIVER:
+        _DRIVER.append(njit(DRIVE_SIG, cache=True)(drive))
+    return (_DRIVER[0], *_COMPILED[method])

@@ -284,7 +284,6 @@ def _rms_scaled(v, scale):
     return np.sqrt(s / n)
 
 
-@njit(cache=True)
 def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     """``f₀ = f(t, y)`` and ``J`` at the segment start; the initial step size if ``h ≤ 0``."""
     n = y.size
@@ -306,7 +305,6 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     return h
 
 
-@njit(cache=True)
 def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """One Radau IIA step of size ``hs`` to ``t1``: the error norm, or :data:`NEWTON_RETRY` (``J``
     was stale and has been refreshed) / :data:`NEWTON_SHRINK` when Newton did not converge."""
@@ -417,7 +415,6 @@ def _error_estimate(
     return _rms_scaled(err, scale)
 
 
-@njit(cache=True)
 def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """Keep the collocation polynomial (next starting guess), ``f₀ = f(t1, ynew)``, and refresh
     ``J`` if Newton converged slowly (else it is kept, now stale)."""
@@ -442,7 +439,6 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
         iw[FRESH] = 0
 
 
-@njit(cache=True)
 def interp(theta, hs, y, ynew, ws, out):
     """``u(t + θ·hs) = y + Σ_j q_j θ^j``, the collocation polynomial of the step just taken."""
     n = y.size

@@ -16,7 +16,6 @@ pivots]``.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from fastslow.numerics.integrators import linalg
@@ -69,7 +68,6 @@ def _matrices(ws, n, m, mb, lower):
     return J, ws[o + m * mb : o + m * mb + m * fw].reshape((m, fw)), ws[o + m * mb + m * fw :]
 
 
-@njit(cache=True)
 def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     """Evaluate ``J`` at the segment start; the initial step size if ``h ≤ 0``."""
     n = y.size
@@ -89,7 +87,6 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     return h
 
 
-@njit(cache=True)
 def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """One ROS34PW2 step of size ``hs`` to ``t1``; the third-order solution in ``ynew``."""
     n = y.size
@@ -132,14 +129,6 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     return error_norm(err, y, ynew, opt[O_RTOL], opt[O_ATOL])
 
 
-@njit(cache=True)
 def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """Keep ``J`` (a W-method): it is now from an earlier point."""
     iw[FRESH] = 0
-
-
-@njit(cache=True)
-def interp(theta, hs, y, ynew, ws, out):
-    """ROS34PW2 has no continuous extension: NaN (never called, dense output is refused before a
-    run; the driver's signature needs the function)."""
-    out[:] = np.nan
