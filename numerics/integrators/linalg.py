@@ -18,6 +18,9 @@ Three storage forms of ``J`` (``m×m`` acting on the first index of ``y`` read a
   (kept for other ``k``), so the same bits. Measured in the same compiled loops (``k = 8``, best
   of 50 in one run, shared machine): the real and complex solve with the norm 1.12 µs instead of
   5.28 µs, the real solve 0.29 µs instead of 1.30 µs, the complex one 0.69 µs instead of 3.18 µs.
+  The 8×8 block inverses run on lanes as well (:func:`_invert_real_blocks8`, and
+  :func:`_invert_complex_blocks8` on interleaved (re, im) pairs), bit for bit the scalar
+  Gauss–Jordan: 1.65 → 1.04 µs and 4.0 → 2.2 µs per factorisation at ``m = 64``.
 * :data:`LOWER` (``J`` lower triangular, e.g. a causal mask; detected from the zeros of ``J``):
   no factorisation and no copy of ``J``: the only per-shift data are the reciprocals
   ``1/(σ − J_ii)`` (``m`` numbers, ``F`` may be ``m×1``). A solve is a forward substitution on
