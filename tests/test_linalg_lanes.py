@@ -128,52 +128,28 @@ def test_lanes_block_solves_solve_the_system(k):
         assert np.allclose(A @ x, v, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("shift", [SHIFT_REAL, SHIFT_COMPLEX])
 @pytest.mark.parametrize("m", [8, 64])
-def test_real_block_inverse_on_lanes_equals_the_scalar_gauss_jordan_bit_for_bit(m):
-    """``factor_shifted`` with a real shift and 8×8 blocks (the lanes inverse) against the scalar
-    Gauss–Jordan loops: the same pivots and the same bits, for blocks that need pivoting, a
-    block with a zero column (the ``f = 0`` skip) and, at ``m = 64``, a block with an entry of
-    ``1e300`` (entries of the inverse round to zero and overflow the same way); the inverses are
-    inverses."""
+def test_block_inverse_on_lanes_equals_the_scalar_gauss_jordan_bit_for_bit(m, shift):
+    """``factor_shifted`` with 8×8 blocks (the lanes inverse; a complex shift on interleaved
+    (re, im) pairs) against the scalar Gauss–Jordan loops: the same pivots and the same bits,
+    for blocks whose first pivot is swapped, a block with a zero column (the ``f = 0`` skip) and,
+    at ``m = 64``, a block with an entry of ``1e300`` (entries of the inverse round to zero and
+    overflow the same way); the inverses are inverses."""
     J = _blocks(m, 8, seed=m)
+    J[3::8, 0] = 3.0  # larger than |σ − J₀₀| (0 or 0.7): every block's first pivot is swapped
     J[:8, 3] = 0.0
     if m > 8:
         J[17, 5] = 1e300
-    F = np.empty((m, 8))
+    F = np.empty((m, 8), np.asarray(shift).dtype)
     piv = np.zeros(m, np.int64)
-    linalg.factor_shifted(J, SHIFT_REAL, m, 8, linalg.BLOCK, F, piv)
-    G = SHIFT_REAL * np.tile(np.eye(8), (m // 8, 1)) - J
+    linalg.factor_shifted(J, shift, m, 8, linalg.BLOCK, F, piv)
+    G = shift * np.tile(np.eye(8), (m // 8, 1)) - J
     gpiv = np.zeros(m, np.int64)
     linalg._invert_blocks(G, gpiv, m, 8)
-    assert np.array_equal(piv, gpiv)
+    assert np.array_equal(piv, gpiv) and np.all(piv[::8] == 3)
     assert _same_bits(F, G)
     for b in range(0, m, 8):
         if b != 16:
-            A = SHIFT_REAL * np.eye(8) - J[b : b + 8]
-            assert np.allclose(F[b : b + 8] @ A, np.eye(8), atol=1e-12)
-
-
-@pytest.mark.parametrize("m", [8, 64])
-def test_complex_block_inverse_on_lanes_equals_the_scalar_gauss_jordan_bit_for_bit(m):
-    """``factor_shifted`` with Radau's complex shift and 8×8 blocks (the lanes inverse on
-    interleaved (re, im) pairs) against the scalar Gauss–Jordan loops in complex arithmetic: the
-    same pivots and the same bits, including a block with a zero column (the ``f = 0`` skip) and
-    pivot columns in both halves of a row; the inverses are inverses."""
-    J = _blocks(m, 8, seed=m + 1)
-    J[3::8, 0] = 3.0  # larger than |σ − J₀₀| = 0.7: every block's first pivot is swapped
-    J[:8, 5] = 0.0
-    if m > 8:
-        J[17, 2] = 1e300
-    F = np.empty((m, 8), complex)
-    piv = np.zeros(m, np.int64)
-    linalg.factor_shifted(J, SHIFT_COMPLEX, m, 8, linalg.BLOCK, F, piv)
-    G = SHIFT_COMPLEX * np.tile(np.eye(8), (m // 8, 1)) - J
-    gpiv = np.zeros(m, np.int64)
-    linalg._invert_blocks(G, gpiv, m, 8)
-    assert np.array_equal(piv, gpiv)
-    assert _same_bits(F, G)
-    assert np.any(piv != np.arange(m) % 8)  # some block was pivoted
-    for b in range(0, m, 8):
-        if b != 16:
-            A = SHIFT_COMPLEX * np.eye(8) - J[b : b + 8]
+            A = shift * np.eye(8) - J[b : b + 8]
             assert np.allclose(F[b : b + 8] @ A, np.eye(8), atol=1e-12)

@@ -328,25 +328,22 @@ def _invert_blocks_fast(F, piv, m, mb):
 
 @overload(_invert_blocks_fast)
 def _invert_blocks_fast_nb(F, piv, m, mb):
-    if isinstance(F, types.Array) and F.dtype == types.float64 and F.layout == "C":
+    lanes = None
+    if isinstance(F, types.Array) and F.layout == "C":
+        lanes = {
+            types.float64: _invert_real_blocks8,
+            types.complex128: _invert_complex_blocks8,
+        }.get(F.dtype)
+    if lanes is None:
+        return lambda F, piv, m, mb: _invert_blocks(F, piv, m, mb)
 
-        def impl(F, piv, m, mb):
-            if mb == 8:
-                _invert_real_blocks8(F, piv, m)
-            else:
-                _invert_blocks(F, piv, m, mb)
+    def impl(F, piv, m, mb):
+        if mb == 8:
+            lanes(F, piv, m)
+        else:
+            _invert_blocks(F, piv, m, mb)
 
-        return impl
-    if isinstance(F, types.Array) and F.dtype == types.complex128 and F.layout == "C":
-
-        def impl_complex(F, piv, m, mb):
-            if mb == 8:
-                _invert_complex_blocks8(F, piv, m)
-            else:
-                _invert_blocks(F, piv, m, mb)
-
-        return impl_complex
-    return lambda F, piv, m, mb: _invert_blocks(F, piv, m, mb)
+    return impl
 
 
 @njit(cache=True, error_model="numpy")
