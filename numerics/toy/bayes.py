@@ -39,7 +39,12 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from fastslow.numerics import validation as v
-from fastslow.numerics.toy.data import Emission, _distribution, _transition, stationary_distribution
+from fastslow.numerics.toy.data import (
+    Emission,
+    checked_distribution,
+    checked_transition,
+    stationary_distribution,
+)
 
 __all__ = [
     "kalman_token_filter",
@@ -313,8 +318,12 @@ def _chain_args(emission, transition, initial):
     if not isinstance(emission, Emission):
         raise TypeError(f"emission must be an Emission, got {type(emission).__name__}")
     K = emission.n_states
-    A = _transition(transition, K)
-    pi = stationary_distribution(A) if initial is None else _distribution("initial", initial, K)
+    A = checked_transition(transition, K)
+    pi = (
+        stationary_distribution(A)
+        if initial is None
+        else checked_distribution("initial", initial, K)
+    )
     return A, pi
 
 
@@ -387,7 +396,7 @@ def hmm_future_logpdf(emission: Emission, w, x, P: int, transition) -> np.ndarra
     """
     x, N = _tokens(x, P)
     K = emission.n_states
-    A = _transition(transition, K)
+    A = checked_transition(transition, K)
     w = v.finite_array("w", w, shape=x.shape + (K,))
     ll = token_loglik(emission, x)  # (n, T, K)
     n, T = x.shape

@@ -45,6 +45,8 @@ __all__ = [
     "FAMILIES",
     "Emission",
     "BlockData",
+    "checked_transition",
+    "checked_distribution",
     "stationary_distribution",
     "independent_transition",
     "sticky_transition",
@@ -204,7 +206,10 @@ class BlockData:
         return self.x.reshape(self.x.shape[0], self.N, self.P)
 
 
-def _transition(transition, K: int | None = None) -> np.ndarray:
+def checked_transition(transition, K: int | None = None) -> np.ndarray:
+    """``transition`` as a float array after checking it is a non-empty square row-stochastic
+    matrix (rows summing to 1 within 1e-10) with ``K`` states if ``K`` is given; otherwise a
+    ``ValueError`` naming what is wrong."""
     A = v.finite_array("transition", transition, ndim=2)
     if A.shape[0] != A.shape[1] or A.shape[0] == 0:
         raise ValueError(f"transition must be a non-empty square matrix, got shape {A.shape}")
@@ -220,7 +225,9 @@ def _transition(transition, K: int | None = None) -> np.ndarray:
     return A
 
 
-def _distribution(name: str, p, K: int) -> np.ndarray:
+def checked_distribution(name: str, p, K: int) -> np.ndarray:
+    """``p`` as a float array after checking it is a probability vector of length ``K``
+    (non-negative, summing to 1 within 1e-10); otherwise a ``ValueError`` naming ``name``."""
     p = v.finite_array(name, p, shape=(K,))
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-10:
         raise ValueError(
@@ -232,7 +239,7 @@ def _distribution(name: str, p, K: int) -> np.ndarray:
 def stationary_distribution(transition) -> np.ndarray:
     """The stationary law ``π`` (``πA = π``) of a row-stochastic matrix (least squares; unique when
     the chain is irreducible, otherwise one of the stationary laws)."""
-    A = _transition(transition)
+    A = checked_transition(transition)
     K = A.shape[0]
     M = np.vstack([A.T - np.eye(K), np.ones((1, K))])
     rhs = np.zeros(K + 1)
@@ -245,7 +252,7 @@ def stationary_distribution(transition) -> np.ndarray:
 def independent_transition(pi) -> np.ndarray:
     """``A = 1 πᵀ``: every row is ``π``, so the block states are i.i.d. (independent blocks)."""
     p = v.finite_array("pi", pi, ndim=1)
-    p = _distribution("pi", p, p.size)
+    p = checked_distribution("pi", p, p.size)
     return np.tile(p, (p.size, 1))
 
 
@@ -301,8 +308,12 @@ def hmm_blocks(
     if not isinstance(emission, Emission):
         raise TypeError(f"emission must be an Emission, got {type(emission).__name__}")
     K = emission.n_states
-    A = _transition(transition, K)
-    pi = stationary_distribution(A) if initial is None else _distribution("initial", initial, K)
+    A = checked_transition(transition, K)
+    pi = (
+        stationary_distribution(A)
+        if initial is None
+        else checked_distribution("initial", initial, K)
+    )
     rng = _rng(seed)
     u = rng.random((n_seq, N))
     z = np.empty((n_seq, N), dtype=np.int64)
