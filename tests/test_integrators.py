@@ -790,3 +790,36 @@ def test_radau_steps_past_an_exactly_singular_newton_matrix(jac_block):
     )
     assert r.success and r.nreject >= 1
     assert np.allclose(r.y[:, -1], np.exp(lam), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ passing compiled functions
+@njit(RHS_SIG, cache=True)
+def rhs_refusing_late_times(t, y, p, seg, out):
+    """``y' = −y`` that raises past ``t = 0.5`` (a user's check inside compiled code)."""
+    if t > 0.5:
+        raise ValueError("rhs refused a time past 0.5")
+    out[:] = -y
+
+
+@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw", "auto"])
+def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
+    with pytest.raises(ValueError, match="rhs refused a time past 0.5"):
+        integrate(rhs_refusing_late_times, (0.0, 1.0), np.ones(3), method=method, jac="zero")
+
+
+@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw"])
+def test_method_functions_passed_cheaply_answer_what_numba_would(method):
+    """The memoised compile result and wrapper address of each method function
+    (``driver.fixed_function_argument``) are those Numba looks up on every call."""
+    from numba.core.dispatcher import Dispatcher
+
+    from fastslow.numerics.integrators import driver
+    from fastslow.numerics.integrators.base import ACCEPT_SIG, INTERP_SIG, START_SIG, STEP_SIG
+
+    _, *fns = driver.compiled(method)
+    for fn, sig in zip(fns, (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG), strict=True):
+        cres = Dispatcher.get_compile_result(fn, sig)
+        assert fn.get_compile_result(sig) is cres
+        assert fn.__wrapper_address__() == cres.library.get_pointer_to_function(
+            cres.fndesc.llvm_cfunc_wrapper_name
+        )

@@ -141,14 +141,12 @@ def _is_compiled(fn) -> bool:
 def _stops(t0: float, t1: float, t_eval, breakpoints, t_start: float):
     """Merge output times and breakpoints after ``t_start`` into ``stops`` (from ``t_start``) with
     the segment index (in the edges of the whole span ``[t0, t1]``) of each interval."""
-    bps = np.unique(np.asarray([b for b in breakpoints if t0 < b < t1], dtype=float))
-    edges = np.concatenate([[t0], bps, [t1]])
-    outs = np.asarray([] if t_eval is None else t_eval, dtype=float)
-    stops = np.unique(np.concatenate([edges, outs]))
-    stops = np.concatenate([[t_start], stops[stops > t_start]])
+    edges = np.array([t0, *sorted({float(b) for b in breakpoints if t0 < b < t1}), t1])
+    stops = edges if t_eval is None else np.union1d(edges, t_eval)
+    stops = np.concatenate(([t_start], stops[stops > t_start]))
     # the segment of the interval (stops[k-1], stops[k]] is the one containing its midpoint
-    mids = 0.5 * (stops[:-1] + stops[1:])
-    segs = np.concatenate([[0], np.searchsorted(edges, mids, side="right") - 1]).astype(np.int64)
+    segs = np.zeros(stops.size, dtype=np.int64)
+    segs[1:] = np.searchsorted(edges, 0.5 * (stops[:-1] + stops[1:]), side="right") - 1
     return stops, segs, edges
 
 
@@ -398,9 +396,8 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     fun, n, m, mb = spec["fun"], y_start.size, spec["m"], spec["mb"]
     outs = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
     outs = outs[outs >= t_start] if t_start == t0 else outs[outs > t_start]
-    stops, segs, edges = _stops(
-        t0, t1, None if spec["dense"] else outs, spec["breakpoints"], t_start
-    )
+    landed = None if spec["dense"] or t_eval is None else outs  # t0 and t1 are edges anyway
+    stops, segs, edges = _stops(t0, t1, landed, spec["breakpoints"], t_start)
     t_dense = outs if spec["dense"] else np.empty(0)
     counters = np.zeros(5, dtype=np.int64)
     Yout = np.empty((stops.size, n))
