@@ -24,10 +24,12 @@ fused multiply-add, no reassociation):
   largest ``s`` with ``m > 0`` (a scalar); :func:`sum8` ``(a, v)`` → ``a + v₀ + … + v₇`` added in
   order (an ordered reduction: the rounding of the scalar loop);
 * :func:`exp8` ``(v)`` (``v ≤ 0``) and :func:`tanh8` ``(x)``: the elementary functions of
-  :func:`numerics.model.compiled.exp_into` (Cody–Waite reduction, degree-13 Taylor polynomial,
-  ``2^k`` in the exponent bits; ≤ 1 ulp) and :func:`numerics.model.compiled.tanh_row` (≤ 2 ulp),
-  the same operations, so the same bits (``tanh8`` keeps ``−0``); on values in registers, with no
-  pass through memory;
+  :func:`numerics.model.compiled.exp_into` (Cody–Waite reduction, the degree-11 minimax
+  polynomial :data:`EXP_POLY`, ``2^k`` in the exponent bits; ≤ 1 ulp) and
+  :func:`numerics.model.compiled.tanh_row` (≤ 2 ulp), the same operations, so the same bits
+  (``tanh8`` keeps ``−0``); on values in registers, with no pass through memory. These two use
+  fused multiply-adds, explicitly (``llvm.fma``, correctly rounded, so the same bits on every
+  machine), and the row kernels the same ones through the scalar :func:`fma`;
 * :func:`transpose8` ``(x, xo, xs, y, yo, ys)``: an 8×8 block transposed by 24 shuffles.
 
 Caveats: no bounds checks (the caller guarantees ``0 ≤ o`` and ``o + 8 ≤ len(x)``); ``x`` must be
@@ -59,6 +61,8 @@ __all__ = [
     "sum8",
     "exp8",
     "tanh8",
+    "fma",
+    "EXP_POLY",
 ]
 
 _F64 = ir.DoubleType()
@@ -259,36 +263,62 @@ _LN2_LO = 1.90821492927058770002e-10
 _SHIFTER = 6755399441055744.0
 _BIAS = 1023 << 52
 EXP_CUT = -708.0
-_EXP_TAYLOR = tuple(
-    1.0 / f
-    for f in (6227020800, 479001600, 39916800, 3628800, 362880, 40320, 5040, 720, 120, 24, 6, 2)
-)  # fmt: skip  (1/13! … 1/2!, Horner order)
+EXP_POLY = (
+    2.5000072213603394e-08,
+    2.7630234059192756e-07,
+    2.755758626737624e-06,
+    2.480149313582193e-05,
+    0.00019841269506777785,
+    0.0013888888943598022,
+    0.008333333333494335,
+    0.041666666666530267,
+    0.16666666666666413,
+    0.5000000000000011,
+    1.0,
+    1.0,
+)
+"""The coefficients of ``e^r ≈ 1 + r + c₂r² + … + c₁₁r¹¹`` on the reduced interval
+``|r| ≤ ln2/2·(1 + 2⁻²⁰)``, highest first (Horner order): the minimax polynomial for the relative
+error with ``c₀ = c₁ = 1`` fixed, by Remez exchange in 40-digit arithmetic
+(``tests/test_lanes.py::exp_minimax``, which re-derives them), rounded to double: levelled error
+3.6·10⁻¹⁸, 1.1·10⁻¹⁷ (≈ 0.05 ulp) after the rounding of the coefficients (the test bounds it on a
+fine grid), small beside the rounding of the eleven Horner steps. Degree 10 would leave
+2.9·10⁻¹⁶ (> 1 ulp); Taylor's polynomial needs degree 13."""
 _TP = (-9.64399179425052238628e-1, -9.92877231001918586564e1, -1.61468768441708447952e3)
 _TQ = (1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3)
 
 
-def _c8(x):
-    return ir.Constant(_V8, [float(x)] * 8)
+@intrinsic
+def fma(typingctx, a, b, c):
+    """``a·b + c`` with one rounding (LLVM ``llvm.fma.f64``: correctly rounded by definition, so the
+    same bits on every machine; one instruction where the CPU has fused multiply-add, a call to the
+    C library's ``fma`` elsewhere, which is exact but slow). Not ``llvm.fmuladd``, which may or may
+    not fuse depending on the target."""
+    if not all(isinstance(t, types.Float) and t.bitwidth == 64 for t in (a, b, c)):
+        raise TypeError(f"fma: need three float64 arguments, got {a}, {b}, {c}")
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_F64, [_F64, _F64, _F64]), "llvm.fma.f64"
+        )
+        return builder.call(fn, list(args))
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+def _fma_ir(builder, a, b, c):
+    """``a·b + c`` lane by lane with one rounding (``llvm.fma`` on the vector type)."""
+    vt = a.type
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vt, [vt, vt, vt]), f"llvm.fma.v{vt.count}f64"
+    )
+    return builder.call(fn, [a, b, c])
 
 
 def _exp_ir(builder, v):
     """``e^v`` lane by lane for ``v ≤ 0`` (or NaN), exactly the operations of
     :func:`numerics.model.compiled.exp_into` followed by the caller's ``0 if v < EXP_CUT else p·t``."""
-    below = builder.fcmp_ordered("<", v, _c8(EXP_CUT))
-    x = builder.select(below, _c8(EXP_CUT), v)
-    s = builder.fadd(builder.fmul(x, _c8(_LOG2E)), _c8(_SHIFTER))
-    k = builder.fsub(s, _c8(_SHIFTER))
-    r = builder.fsub(builder.fsub(x, builder.fmul(k, _c8(_LN2_HI))), builder.fmul(k, _c8(_LN2_LO)))
-    q = _c8(_EXP_TAYLOR[0])
-    for c in _EXP_TAYLOR[1:] + (1.0, 1.0):
-        q = builder.fadd(builder.fmul(q, r), _c8(c))
-    i64x8 = ir.VectorType(ir.IntType(64), 8)
-    bits = builder.bitcast(s, i64x8)
-    bits = builder.add(
-        builder.shl(bits, ir.Constant(i64x8, [52] * 8)), ir.Constant(i64x8, [_BIAS] * 8)
-    )
-    e = builder.fmul(q, builder.bitcast(bits, _V8))
-    return builder.select(below, _c8(0.0), e)
+    return _exp_irw(builder, v, 8)
 
 
 @intrinsic
@@ -311,35 +341,7 @@ def tanh8(typingctx, x):
     (as ``np.tanh``; ``tanh_row`` returns ``+0`` there)."""
 
     def codegen(context, builder, sig, args):
-        x_ = args[0]
-        ax = builder.call(
-            cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(_V8, [_V8]), "llvm.fabs.v8f64"
-            ),
-            [x_],
-        )
-        e = _exp_ir(builder, builder.fmul(_c8(-2.0), ax))
-        one = _c8(1.0)
-        small_arg = builder.fcmp_ordered("<", ax, _c8(0.625))
-        z = builder.fmul(x_, x_)
-        num = builder.fadd(
-            builder.fmul(builder.fadd(builder.fmul(_c8(_TP[0]), z), _c8(_TP[1])), z), _c8(_TP[2])
-        )
-        den = builder.fadd(
-            builder.fmul(
-                builder.fadd(builder.fmul(builder.fadd(z, _c8(_TQ[0])), z), _c8(_TQ[1])), z
-            ),
-            _c8(_TQ[2]),
-        )
-        # one division per lane: num/den below 0.625, (1 − e)/(1 + e) above (the same quotients)
-        q = builder.fdiv(
-            builder.select(small_arg, num, builder.fsub(one, e)),
-            builder.select(small_arg, den, builder.fadd(one, e)),
-        )
-        small = builder.fadd(x_, builder.fmul(builder.fmul(x_, z), q))
-        big = builder.select(builder.fcmp_ordered(">=", x_, _c8(0.0)), q, builder.fneg(q))
-        y = builder.select(small_arg, small, big)
-        return builder.select(builder.fcmp_ordered("==", x_, _c8(0.0)), x_, y)  # tanh(−0) = −0
+        return _tanh_irw(builder, args[0], 8)
 
     return f64x8(f64x8), codegen
 
@@ -459,12 +461,15 @@ def transpose8(typingctx, x, xo, xs, y, yo, ys):
 
 
 # ------------------------------------------------------------------------ eight vectors at once
-# exp8 and tanh8 are chains of ≈ 40 and ≈ 65 dependent operations (the Horner polynomial alone is
-# 26): a loop applying them to one vector after another is bound by their latency, not by the
-# floating-point pipes. tanh8x8_into and exp8x8_into apply the same operations to eight vectors as
-# one LLVM <64 x double> value, which the code generator splits into eight interleaved register
-# operations, so eight chains advance together (bit for bit, lane by lane; measured on 64 vectors:
-# tanh 650 -> 415 ns, exp 385 -> ≈ 300 ns; four vectors at once gave 470 and 300 ns).
+# exp8 and tanh8 are chains of ≈ 20 and ≈ 40 dependent operations (the Horner polynomial alone is
+# 11 fused multiply-adds): a loop applying them to one vector after another is bound by their
+# latency, not by the floating-point pipes. tanh8x8_into and exp8x8_into apply the same operations
+# to eight vectors as one LLVM <64 x double> value, which the code generator splits into eight
+# interleaved register operations, so eight chains advance together (bit for bit, lane by lane;
+# measured on 64 vectors with the earlier unfused degree-13 kernels: tanh 650 -> 415 ns, exp 385 ->
+# ≈ 300 ns; four vectors at once gave 470 and 300 ns). Fused multiply-adds and degree 11 instead of
+# 13 then took the set of one right-hand side of the benchmark flow (9 exp8x8_into, 8 tanh8x8_into;
+# Zen 5, best of 200) from 715 to 438 ns: exp 327 -> 173 ns, tanh 437 -> 279 ns.
 
 _NW = 64
 
@@ -474,17 +479,18 @@ def _cw(x, n=_NW):
 
 
 def _exp_irw(builder, v, n=_NW):
-    """:func:`_exp_ir` on an ``n``-lane vector (the same operations, lane by lane)."""
+    """``e^v`` on an ``n``-lane vector: the operations of :func:`numerics.model.compiled.exp_into`
+    lane by lane (the reduction and the polynomial in fused multiply-adds), then ``0`` where
+    ``v < EXP_CUT``."""
     below = builder.fcmp_ordered("<", v, _cw(EXP_CUT, n))
     x = builder.select(below, _cw(EXP_CUT, n), v)
-    s = builder.fadd(builder.fmul(x, _cw(_LOG2E, n)), _cw(_SHIFTER, n))
+    s = _fma_ir(builder, x, _cw(_LOG2E, n), _cw(_SHIFTER, n))
     k = builder.fsub(s, _cw(_SHIFTER, n))
-    r = builder.fsub(
-        builder.fsub(x, builder.fmul(k, _cw(_LN2_HI, n))), builder.fmul(k, _cw(_LN2_LO, n))
-    )
-    q = _cw(_EXP_TAYLOR[0], n)
-    for c in _EXP_TAYLOR[1:] + (1.0, 1.0):
-        q = builder.fadd(builder.fmul(q, r), _cw(c, n))
+    nk = builder.fneg(k)
+    r = _fma_ir(builder, nk, _cw(_LN2_LO, n), _fma_ir(builder, nk, _cw(_LN2_HI, n), x))
+    q = _cw(EXP_POLY[0], n)
+    for c in EXP_POLY[1:]:
+        q = _fma_ir(builder, q, r, _cw(c, n))
     i64 = ir.VectorType(ir.IntType(64), n)
     bits = builder.bitcast(s, i64)
     bits = builder.add(builder.shl(bits, ir.Constant(i64, [52] * n)), ir.Constant(i64, [_BIAS] * n))
@@ -493,7 +499,8 @@ def _exp_irw(builder, v, n=_NW):
 
 
 def _tanh_irw(builder, x_, n=_NW):
-    """The operations of :func:`tanh8` on an ``n``-lane vector."""
+    """The operations of :func:`tanh8` (those of :func:`numerics.model.compiled.tanh_row`, with
+    the sign of ``−0`` kept) on an ``n``-lane vector."""
     vt = ir.VectorType(_F64, n)
     fabs = cgutils.get_or_insert_function(
         builder.module, ir.FunctionType(vt, [vt]), f"llvm.fabs.v{n}f64"
@@ -503,24 +510,22 @@ def _tanh_irw(builder, x_, n=_NW):
     one = _cw(1.0, n)
     small_arg = builder.fcmp_ordered("<", ax, _cw(0.625, n))
     z = builder.fmul(x_, x_)
-    num = builder.fadd(
-        builder.fmul(builder.fadd(builder.fmul(_cw(_TP[0], n), z), _cw(_TP[1], n)), z),
-        _cw(_TP[2], n),
-    )
-    den = builder.fadd(
-        builder.fmul(
-            builder.fadd(builder.fmul(builder.fadd(z, _cw(_TQ[0], n)), z), _cw(_TQ[1], n)), z
-        ),
+    num = _fma_ir(builder, _fma_ir(builder, _cw(_TP[0], n), z, _cw(_TP[1], n)), z, _cw(_TP[2], n))
+    den = _fma_ir(
+        builder,
+        _fma_ir(builder, builder.fadd(z, _cw(_TQ[0], n)), z, _cw(_TQ[1], n)),
+        z,
         _cw(_TQ[2], n),
     )
+    # one division per lane: num/den below 0.625, (1 − e)/(1 + e) above (the same quotients)
     q = builder.fdiv(
         builder.select(small_arg, num, builder.fsub(one, e)),
         builder.select(small_arg, den, builder.fadd(one, e)),
     )
-    small = builder.fadd(x_, builder.fmul(builder.fmul(x_, z), q))
+    small = _fma_ir(builder, builder.fmul(x_, z), q, x_)
     big = builder.select(builder.fcmp_ordered(">=", x_, _cw(0.0, n)), q, builder.fneg(q))
     y = builder.select(small_arg, small, big)
-    return builder.select(builder.fcmp_ordered("==", x_, _cw(0.0, n)), x_, y)
+    return builder.select(builder.fcmp_ordered("==", x_, _cw(0.0, n)), x_, y)  # tanh(−0) = −0
 
 
 def _load_n(context, builder, aryty, ary, o, s, k=8):

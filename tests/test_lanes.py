@@ -5,16 +5,21 @@ tanh_row does not: the one place where they differ)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+import mpmath as mp
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
 from fastslow.numerics.lanes import (
+    EXP_POLY,
     add8,
     div8,
     exp8,
     exp8x8_into,
+    fma,
     load8,
     madd8,
     masked_max8,
@@ -144,6 +149,108 @@ def test_tanh8_is_bit_for_bit_the_row_tanh_and_within_two_ulp_of_numpy():
     assert np.array_equal(np.signbit(y[zero]), np.signbit(TANH_POINTS[zero]))
     assert y[TANH_POINTS == np.inf][0] == 1.0 and y[TANH_POINTS == -np.inf][0] == -1.0
     assert np.isnan(y[np.isnan(TANH_POINTS)]).all()
+
+
+def test_exp8_and_tanh8_on_millions_of_random_points():
+    """Dense random sampling beyond the grids above: exp on all of [−708, 0], on [−1, 0] and
+    log-uniform magnitudes; tanh on [−20, 20], [−1, 1] (both formulas and the switch at 0.625) and
+    log-uniform magnitudes of both signs; bit for bit the row kernels, within 1 and 2 ulp."""
+    rng = np.random.default_rng(7)
+    v = np.concatenate(
+        [
+            -rng.uniform(0, 708, 1_000_000),
+            -rng.uniform(0, 1, 500_000),
+            -np.exp(rng.uniform(-40, np.log(708), 500_000)),
+        ]
+    )
+    e = lanes_exp(v)
+    assert same_bits(e, row_exp(v))
+    assert ulps(e, np.exp(v)).max() <= 1.0
+    x = np.concatenate(
+        [
+            rng.uniform(-20, 20, 1_000_000),
+            rng.uniform(-1, 1, 500_000),
+            np.exp(rng.uniform(-40, 3, 500_000)) * rng.choice([-1.0, 1.0], 500_000),
+        ]
+    )
+    y = lanes_tanh(x)
+    assert same_bits(y, row_tanh(x))
+    assert ulps(y, np.tanh(x)).max() <= 2.0
+
+
+@njit(cache=True)
+def _fma_all(a, b, c, out):
+    for i in range(a.shape[0]):
+        out[i] = fma(a[i], b[i], c[i])
+
+
+def test_fma_rounds_once():
+    """``fma`` is ``a·b + c`` rounded once (the exact value by fractions, rounded by ``float``),
+    including a case where multiplying, rounding and adding gives another number."""
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.standard_normal(2000) * 10.0 ** rng.integers(-8, 8, 2000) for _ in range(3))
+    a[0], b[0], c[0] = 1 + 2.0**-30, 1 - 2.0**-30, -1.0  # a·b = 1 − 2⁻⁶⁰ exactly
+    out = np.empty(a.size)
+    _fma_all(a, b, c, out)
+    exact = [float(Fraction(p) * Fraction(q) + Fraction(r)) for p, q, r in zip(a, b, c)]
+    assert same_bits(out, np.array(exact))
+    assert out[0] == -(2.0**-60) and a[0] * b[0] + c[0] == 0.0
+
+
+def exp_minimax(deg, half_width, grid=2000, iters=12, dps=40):
+    """The coefficients (highest first, then ``1, 1``) of ``p(r) = 1 + r + c₂r² + … + c_deg r^deg``
+    minimising ``max |p(r)/e^r − 1|`` on ``[−h, h]`` (Remez exchange on a grid of ``grid + 1``
+    points in ``dps``-digit arithmetic), rounded to double, and the levelled error. Derives
+    :data:`numerics.lanes.EXP_POLY` (``deg = 11``, ``h = ln2/2·(1 + 2⁻²⁰)``: the Cody–Waite
+    remainder's bound with a margin for the rounding of ``k``)."""
+    with mp.workdps(dps):
+        h = mp.mpf(half_width)
+        m = deg - 1
+        rs = [r for r in (h * (2 * mp.mpf(i) / grid - 1) for i in range(grid + 1)) if r != 0]
+        f = [(mp.exp(r) - 1 - r) / r**2 for r in rs]  # q(r) ≈ f(r), p = 1 + r + r²q
+        w = [r**2 / mp.exp(r) for r in rs]  # p/e^r − 1 = w·(q − f)
+        idx = [
+            round((len(rs) - 1) * (1 - mp.cos(mp.pi * (i + 0.5) / (m + 1))) / 2)
+            for i in range(m + 1)
+        ]
+        for _ in range(iters):
+            A = mp.matrix(
+                [[rs[i] ** j for j in range(m)] + [(-1) ** k / w[i]] for k, i in enumerate(idx)]
+            )
+            sol = mp.lu_solve(A, mp.matrix([f[i] for i in idx]))
+            c = [sol[j] for j in range(m)]
+            err = [w[i] * (mp.polyval(c[::-1], rs[i]) - f[i]) for i in range(len(rs))]
+            segs, cur = [], [0]  # runs of one sign; the largest |err| of each run
+            for i in range(1, len(rs)):
+                if mp.sign(err[i]) == mp.sign(err[cur[0]]):
+                    cur.append(i)
+                else:
+                    segs.append(cur)
+                    cur = [i]
+            segs.append(cur)
+            ext = [max(run, key=lambda i: abs(err[i])) for run in segs]
+            while len(ext) > m + 1:
+                ext.pop(0 if abs(err[ext[0]]) < abs(err[ext[-1]]) else -1)
+            if len(ext) < m + 1:
+                break
+            idx = ext
+        return tuple(float(x) for x in c[::-1]) + (1.0, 1.0), max(abs(e) for e in err)
+
+
+EXP_HALF_WIDTH = mp.log(2) / 2 * (1 + mp.mpf(2) ** -20)
+
+
+def test_exp_poly_is_the_minimax_polynomial_and_its_error_bound_holds():
+    coefs, levelled = exp_minimax(11, EXP_HALF_WIDTH)
+    assert coefs == EXP_POLY
+    assert levelled < 3.7e-18
+    with mp.workdps(40):  # the rounded coefficients, on a finer grid than the derivation's
+        h = EXP_HALF_WIDTH
+        worst = max(
+            abs(mp.polyval([mp.mpf(c) for c in EXP_POLY], r) / mp.exp(r) - 1)
+            for r in (h * (2 * mp.mpf(i) / 20_011 - 1) for i in range(20_012))
+        )
+    assert worst < 1.2e-17  # ≈ 0.05 ulp of 1 (mostly the rounding of c₂): the Horner steps dominate
 
 
 @settings(max_examples=300, deadline=None)
