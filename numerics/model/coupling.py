@@ -321,13 +321,13 @@ def _scratch(p):
     return Xn, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _layer_offset(p, seg):
     start, size, d, m, l, L = _packed_layout(p, seg)
     return start + l * size
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fused_offset(p, seg):
     """Offset of ``G = [β·Q Kᵀ | W1]`` (followed by ``Gs = [β·Qs Ksᵀ | Vs]``) of interval ``seg``."""
     start, size, d, m, l, L = _packed_layout(p, seg)
@@ -463,7 +463,7 @@ def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
     return Zs
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lanes_fit(p):
     """Whether the eight-lane right-hand side applies: a block-local mask and ``d``, ``m``, ``P``
     multiples of 8 (every row a whole number of :class:`numerics.lanes.F64x8`)."""
@@ -472,7 +472,7 @@ def _lanes_fit(p):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lanes_offsets(p):
     """Offsets in ``p`` of the eight-lane path's work arrays (flat offsets, not views: a view of
     ``p`` costs a reshape call, ≈ 25 ns, and the path needs a dozen): those of :func:`_scratch`
@@ -687,7 +687,7 @@ def _tanh8_rows(p, o, n, m, w):
             store8(p, o + i * w + c, tanh8(load8(p, o + i * w + c)))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pooled_slow8(y, p, seg, offs):
     """:func:`_pooled_slow_attention` eight lanes at a time, the same operations per entry: the
     block means and ``n(Y)·Gs`` by rows; the scores, their softmax over the pooled keys and the
@@ -753,7 +753,7 @@ def _pooled_slow8(y, p, seg, offs):
     return zs
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _block_local_rhs8(y, p, seg, out):
     """:func:`coupling_rhs_nb` for a block-local mask when :func:`_lanes_fit`: every row
     operation on eight lanes at a time (:mod:`numerics.lanes`), the work arrays addressed
