@@ -215,8 +215,8 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
         )
     if compiled:
         ensure_compiled(fun, RHS_SIG)
-        if jac is None or jac == "zero":
-            return fun, ensure_compiled(zero_jac, JAC_SIG)
+        if jac is None or jac == "zero" or not implicit:  # an explicit method never calls jac
+            return fun, _compiled_zero_jac()
         if _is_compiled(jac):
             return fun, ensure_compiled(jac, JAC_SIG)
         raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
@@ -234,7 +234,7 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
         return np.asarray(jac(t, y), dtype=np.float64).reshape(m, m)
 
     if jac == "zero" or not implicit:
-        jac_fn = zero_jac.py_func
+        jac_fn = zero_jac
     else:
 
         def jac_fn(t, y, p_, seg, J):
@@ -430,7 +430,20 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
 from numba import njit  # noqa: E402
 
 
-@njit(cache=True)
 def zero_jac(t, y, p, seg, J):
-    """``J = 0`` (compiled for :data:`JAC_SIG` on first use)."""
+    """``J = 0``: what ``jac="zero"`` asks for, and what the explicit methods get (they never call
+    their ``jac``)."""
     J[:, :] = 0.0
+
+
+_ZERO_JAC: list = []
+
+
+def _compiled_zero_jac():
+    """:func:`zero_jac` compiled for :data:`JAC_SIG` on first use (or loaded from Numba's cache),
+    kept for the process and passed to the driver cheaply
+    (:func:`numerics.integrators.driver.fixed_function_argument`)."""
+    if not _ZERO_JAC:
+        fn = njit(JAC_SIG, cache=True)(zero_jac)
+        _ZERO_JAC.append(driver.fixed_function_argument(fn, JAC_SIG))
+    return _ZERO_JAC[0]
