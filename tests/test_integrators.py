@@ -823,3 +823,12 @@ def test_method_functions_passed_cheaply_answer_what_numba_would(method):
         assert fn.__wrapper_address__() == cres.library.get_pointer_to_function(
             cres.fndesc.llvm_cfunc_wrapper_name
         )
+
+
+def test_a_dispatcher_that_can_compile_other_signatures_is_not_passed_the_cheap_way():
+    from fastslow.numerics.integrators import driver
+
+    lazy = njit(lambda t, y, p, seg, J: None)
+    lazy.compile(JAC_SIG.args)
+    assert driver.fixed_function_argument(lazy, JAC_SIG) is lazy
+    assert not hasattr(lazy, "__wrapper_address__")

@@ -237,8 +237,8 @@ def fixed_function_argument(fn, sig):
     Measured on a one-step ``integrate`` call (T = 64, d = 8): the driver call 198 → 118 µs.
     The problem's own ``rhs`` and ``jac`` are not treated so: they belong to the user.
     """
-    if _get_wrapper_address is None:
-        return fn
+    if _get_wrapper_address is None or getattr(fn, "_can_compile", True) or len(fn.signatures) != 1:
+        return fn  # not provably single-signature (or an unknown Numba): passed the usual way
     cres = fn.get_compile_result(sig)
     lookup = fn.get_compile_result
     seen = [sig]
