@@ -807,22 +807,38 @@ def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
         integrate(rhs_refusing_late_times, (0.0, 1.0), np.ones(3), method=method, jac="zero")
 
 
-@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw"])
-def test_method_functions_passed_cheaply_answer_what_numba_would(method):
-    """The memoised compile result and wrapper address of each method function
-    (``driver.fixed_function_argument``) are those Numba looks up on every call."""
+def test_the_zero_jacobian_passed_cheaply_answers_what_numba_would():
+    """The memoised compile result and wrapper address of the compiled zero Jacobian the explicit
+    methods get (``driver.fixed_function_argument``) are those Numba looks up on every call."""
     from numba.core.dispatcher import Dispatcher
 
-    from fastslow.numerics.integrators import driver
-    from fastslow.numerics.integrators.base import ACCEPT_SIG, INTERP_SIG, START_SIG, STEP_SIG
+    from fastslow.numerics.integrators import _compiled_zero_jac
 
-    _, *fns = driver.compiled(method)
-    for fn, sig in zip(fns, (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG), strict=True):
-        cres = Dispatcher.get_compile_result(fn, sig)
-        assert fn.get_compile_result(sig) is cres
-        assert fn.__wrapper_address__() == cres.library.get_pointer_to_function(
-            cres.fndesc.llvm_cfunc_wrapper_name
-        )
+    fn = _compiled_zero_jac()
+    cres = Dispatcher.get_compile_result(fn, JAC_SIG)
+    assert fn.get_compile_result(JAC_SIG) is cres
+    assert fn.__wrapper_address__() == cres.library.get_pointer_to_function(
+        cres.fndesc.llvm_cfunc_wrapper_name
+    )
+
+
+@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw"])
+def test_each_method_has_its_own_driver_with_its_functions_bound(method):
+    """``bound_driver`` gives every method its own compiled driver (its own entry in Numba's
+    cache), calling that method's compiled functions, and a Python driver with its Python ones."""
+    from fastslow.numerics.integrators import driver
+
+    compiled = driver.bound_driver(method)
+    plain = driver.bound_driver(method, compiled=False)
+    assert compiled is driver.bound_driver(method)
+    assert compiled.py_func.__qualname__ == plain.__qualname__ == f"drive_{method}"
+    mod = driver.METHODS[method][0]
+    for name in driver.METHOD_FUNCTIONS:
+        own = getattr(mod, name, driver.no_interp)
+        assert compiled.py_func.__globals__[name].py_func is own
+        assert plain.__globals__[name] is own
+    with pytest.raises(TypeError, match="bound_driver"):  # the template's own globals
+        driver.step()
 
 
 def test_a_dispatcher_that_can_compile_other_signatures_is_not_passed_the_cheap_way():

@@ -404,7 +404,7 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     Ydense = np.full((t_dense.size, n), np.nan)
     rhs, jac_fn = _problem_functions(fun, spec["jac"], method, n, m, mb, edges, spec["fd_fevals"])
     mod, controller, exponent, _ = driver.METHODS[method]
-    fns = driver.compiled(method) if _is_compiled(fun) else driver.python_functions(method)
+    drive = driver.bound_driver(method, compiled=_is_compiled(fun))
     opt = np.zeros(N_OPT)
     opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_LOWER]] = [
         spec["rtol"], spec["atol"], spec["h_fixed"], m, mb, controller, exponent, float(detect),
@@ -413,7 +413,7 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     nws, nwc, niw = mod.workspace(n, m, mb, spec["lower"])
     ws, wc, iw = np.zeros(nws), np.zeros(nwc, dtype=np.complex128), np.zeros(niw, dtype=np.int64)
     args = (rhs, jac_fn, y_start, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
-    status = int(fns[0](*fns[1:], *args, h0, np.int64(spec["max_steps"]), counters))
+    status = int(drive(*args, h0, np.int64(spec["max_steps"]), counters))
     if spec["dense"]:
         reached = t1 if status == SUCCESS else (opt[O_TSTOP] if status == STIFF else t_start)
         t_out, y_out = t_dense[t_dense <= reached], Ydense[t_dense <= reached]

@@ -100,10 +100,6 @@ ACCEPT_SIG = types.void(
     I64,
 )
 INTERP_SIG = types.void(types.float64, types.float64, F64, F64, F64, F64)
-START_TYPE = types.FunctionType(START_SIG)
-STEP_TYPE = types.FunctionType(STEP_SIG)
-ACCEPT_TYPE = types.FunctionType(ACCEPT_SIG)
-INTERP_TYPE = types.FunctionType(INTERP_SIG)
 
 # status codes (as SciPy's)
 SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3

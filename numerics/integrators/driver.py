@@ -13,15 +13,16 @@ decides acceptance (error norm ≤ 1, or every step with a fixed step size), ask
 (:mod:`numerics.integrators.controllers`) for the next step size and counts. Adding a method means
 writing its four functions and one line of :data:`METHODS`, not a loop.
 
-**Compilation is lazy**: nothing is compiled at import; :func:`compiled` compiles (or loads from
-Numba's on-disk cache) a method's functions and the driver the first time the method is used
-with compiled problem functions. Python callables run the same source uncompiled
-(:func:`python_functions`).
+**Compilation is lazy**: nothing is compiled at import; :func:`bound_driver` compiles (or loads
+from Numba's on-disk cache) a method's functions and its driver, the driver with the method's
+functions bound, the first time the method is used with compiled problem functions. Python
+callables run the same source uncompiled (``bound_driver(method, compiled=False)``).
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+from collections.abc import Callable
+from types import FunctionType, ModuleType
 
 import numpy as np
 from numba import njit, types
@@ -34,12 +35,10 @@ except ImportError:  # a Numba without it: the method functions are passed the s
 from fastslow.numerics.integrators import dopri5, radau, rosw
 from fastslow.numerics.integrators.base import (
     ACCEPT_SIG,
-    ACCEPT_TYPE,
     C128,
     F64,
     I64,
     INTERP_SIG,
-    INTERP_TYPE,
     IW_REJECTED,
     IW_STIFF,
     JAC_TYPE,
@@ -57,10 +56,8 @@ from fastslow.numerics.integrators.base import (
     O_TSTOP,
     RHS_TYPE,
     START_SIG,
-    START_TYPE,
     STEP_SIG,
     STEP_TOO_SMALL,
-    STEP_TYPE,
     STIFF,
     SUCCESS,
     step_length,
@@ -73,10 +70,6 @@ from fastslow.numerics.integrators.controllers import (
 )
 
 DRIVE_SIG = types.int64(
-    START_TYPE,
-    STEP_TYPE,
-    ACCEPT_TYPE,
-    INTERP_TYPE,
     RHS_TYPE,
     JAC_TYPE,
     F64,
@@ -94,6 +87,7 @@ DRIVE_SIG = types.int64(
     types.int64,
     I64,
 )
+"""The signature of a method's driver (:func:`drive` bound to the method's functions)."""
 
 
 def no_interp(theta, hs, y, ynew, ws, out):
@@ -101,11 +95,19 @@ def no_interp(theta, hs, y, ynew, ws, out):
     out[:] = np.nan
 
 
+def _unbound(*args):
+    """What :func:`drive`'s method functions are in this module: it runs bound (:func:`bound_driver`)."""
+    raise TypeError("drive is run through bound_driver(method), which binds the method's functions")
+
+
+start = step = accept = interp = _unbound
+
+
 def drive(
-    start, step, accept, interp, rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense,
-    Ydense, h0, max_steps, counters,
+    rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
 ):  # fmt: skip
-    """Integrate through ``stops`` with the method ``(start, step, accept, interp)``; the status."""
+    """Integrate through ``stops`` with the method whose ``start``, ``step``, ``accept`` and
+    ``interp`` are the globals of this function (:func:`bound_driver`); the status."""
     y = y0.copy()
     ynew = np.empty(y0.size)
     cs = np.empty(2)  # the controller's memory
@@ -185,35 +187,46 @@ METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
 """Per method: its module (``workspace``, ``start``, ``step``, ``accept`` and, if it has a
 continuous extension, ``interp``), its controller, the controller's exponent, dense output."""
 
-_COMPILED: dict[str, tuple] = {}
-_DRIVER: list = []
+_BOUND: dict[tuple[str, bool], Callable] = {}
+METHOD_FUNCTIONS = ("start", "step", "accept", "interp")
+"""The names :func:`drive` calls its method's functions by (globals bound by :func:`bound_driver`)."""
 
 
 def _interp_of(module: ModuleType):
     return getattr(module, "interp", no_interp)
 
 
-def python_functions(method: str) -> tuple:
-    """``(driver, start, step, accept, interp)`` of ``method`` as plain Python (uncompiled)."""
-    mod = METHODS[method][0]
-    return drive, mod.start, mod.step, mod.accept, _interp_of(mod)
+def bound_driver(method: str, compiled: bool = True) -> Callable:
+    """:func:`drive` calling ``method``'s ``start``, ``step``, ``accept`` and ``interp``: compiled
+    for :data:`DRIVE_SIG` on first use (or loaded from Numba's on-disk cache) with the method's
+    functions compiled for their signatures, or, with ``compiled=False``, plain Python running the
+    same source. Kept for the life of the process.
 
-
-def compiled(method: str) -> tuple:
-    """``(driver, start, step, accept, interp)`` of ``method`` compiled (first use) or loaded from
-    the on-disk cache; kept for the life of the process, and made cheap to pass as function
-    arguments (:func:`fixed_function_argument`)."""
-    if method not in _COMPILED:
+    The method's functions are *bound*, not passed: a copy of :func:`drive` (its code object) whose
+    globals are this module's with the four names set to the method's functions, named
+    ``drive_<method>`` (so Numba's cache keeps one entry per method: it names entries by
+    qualified name). The compiled driver then calls them directly, as any jitted function calls
+    another. Passed as first-class function arguments instead, every call of the driver
+    unboxed them: per function Numba types the dispatcher, unpickles the signature twice and looks
+    up two addresses (measured on a one-step ``integrate`` call, T = 64, d = 8: the whole call
+    219 → 147 µs, all of it in the driver call). Only the problem's ``rhs`` and ``jac`` are
+    arguments (they change from call to call). Compile time on first use is unchanged within
+    the machine's noise (the driver is small; its method functions keep their own cache
+    entries)."""
+    key = (method, compiled)
+    if key not in _BOUND:
         mod = METHODS[method][0]
-        sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
-        fns = (mod.start, mod.step, mod.accept, _interp_of(mod))
-        _COMPILED[method] = tuple(
-            fixed_function_argument(njit(s, cache=True)(f), s)
-            for s, f in zip(sigs, fns, strict=True)
-        )
-    if not _DRIVER:
-        _DRIVER.append(njit(DRIVE_SIG, cache=True)(drive))
-    return (_DRIVER[0], *_COMPILED[method])
+        fns: tuple = (mod.start, mod.step, mod.accept, _interp_of(mod))
+        if compiled:
+            sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
+            fns = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
+        scope = dict(globals())
+        scope.update(zip(METHOD_FUNCTIONS, fns, strict=True))
+        fn = FunctionType(drive.__code__, scope, f"drive_{method}")
+        fn.__qualname__ = fn.__name__
+        fn.__doc__ = drive.__doc__
+        _BOUND[key] = njit(DRIVE_SIG, cache=True)(fn) if compiled else fn
+    return _BOUND[key]
 
 
 def fixed_function_argument(fn, sig):
@@ -226,16 +239,18 @@ def fixed_function_argument(fn, sig):
     Each call of the driver unboxes its function arguments with
     ``numba.experimental.function_type``: per argument it looks up ``fn``'s compile result for
     ``sig`` twice (hashing the signature's array types each time) and asks LLVM for the address of
-    the cfunc wrapper. For the method functions, compiled once for one signature, these answers
-    never change, so ``fn`` gives them from what it found the first time: its compile result for
+    the cfunc wrapper. For a function of ours compiled once for one signature (the compiled zero
+    Jacobian the explicit methods get, :func:`numerics.integrators._compiled_zero_jac`), these
+    answers never change, so ``fn`` gives them from what it found the first time: its compile result for
     ``sig`` (``get_compile_result``; other signatures still go to Numba) and the wrapper's address
     through Numba's wrapper address protocol (``__wrapper_address__``). ``fn`` stays a dispatcher,
     so the driver still calls its jit entry and exceptions raised inside it propagate. Both are
     attributes Numba consults, not behaviour it promises: a Numba that stopped consulting them
     would only make the call slower (the tests check results, not speed).
 
-    Measured on a one-step ``integrate`` call (T = 64, d = 8): the driver call 198 → 118 µs.
-    The problem's own ``rhs`` and ``jac`` are not treated so: they belong to the user.
+    Measured when the four method functions were passed so (before :func:`bound_driver`), on a
+    one-step ``integrate`` call (T = 64, d = 8): the driver call 198 → 118 µs. The problem's own
+    ``rhs`` and ``jac`` are not treated so: they belong to the user.
     """
     if _get_wrapper_address is None or getattr(fn, "_can_compile", True) or len(fn.signatures) != 1:
         return fn  # not provably single-signature (or an unknown Numba): passed the usual way
