@@ -105,3 +105,49 @@ def test_other_sizes_and_masks_take_the_row_path():
         cfg = nm.ModelConfig(**{"mask": "block_bidirectional", **kw})
         p = pack_coupling(cfg, nm.init_model(cfg, 1, 0), 0.1)
         assert not _lanes_fit(p)
+
+
+def test_every_block_the_lanes_path_reads_starts_on_a_cache_line():
+    """With d, m, P multiples of 8, the packed vector starts on a cache line and so do the mask, E,
+    every layer's weights and fused weights, and every work array of the lanes path (offsets
+    multiples of 8): no eight-lane load straddles two lines, whatever the allocator did."""
+    from fastslow.numerics.lanes import CACHE_LINE
+    from fastslow.numerics.model.coupling import (
+        HEADER,
+        _fused_offset,
+        _lanes_offsets,
+        _layer_offset,
+    )
+
+    for T, P, d, m, L in [(64, 8, 8, 8, 4), (48, 16, 16, 24, 3), (8, 8, 8, 16, 1)]:
+        cfg = nm.ModelConfig(T=T, P=P, d=d, m=m, mask="block_bidirectional", gamma=1.0)
+        E = np.ones((T, d))
+        p = pack_coupling(cfg, nm.init_model(cfg, L, 0), 0.01, E)
+        assert p.ctypes.data % CACHE_LINE == 0
+        lanes = _lanes_offsets(p)
+        offsets = [HEADER, HEADER + T * P, *lanes[:13], *lanes[15:]]  # sp, st: row path only
+        for seg in range(L):
+            offsets += [_layer_offset(p, seg), _fused_offset(p, seg)]
+        assert all(int(o) % 8 == 0 for o in offsets), offsets
+
+
+def test_the_right_hand_side_does_not_depend_on_where_its_arrays_start():
+    """The same parameters, state and output copied to arrays starting 0, 8, …, 56 bytes after a
+    cache line give the same bits (alignment changes speed, never arithmetic)."""
+    cfg = nm.ModelConfig(T=32, P=8, d=8, m=16, mask="block_bidirectional", gamma=1.0)
+    p0 = pack_coupling(cfg, nm.init_model(cfg, 2, 3), 0.01, np.ones((32, 8)))
+    y0 = np.random.default_rng(4).standard_normal(32 * 8)
+    ref = np.empty(y0.size)
+    coupling_rhs_nb(0.3, y0, p0, 1, ref)
+
+    def shifted(a, by):
+        buf = np.zeros(a.size + 16)
+        start = (-buf.ctypes.data % 64 + by) // 8
+        out = buf[start : start + a.size]
+        out[:] = a
+        return out
+
+    for by in range(0, 64, 8):
+        p, y, out = shifted(p0, by), shifted(y0, by), shifted(np.zeros(y0.size), 56 - by)
+        coupling_rhs_nb(0.3, y, p, 1, out)
+        assert np.array_equal(out, ref)

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from numba import njit
 
 from fastslow.numerics.lanes import (
+    CACHE_LINE,
     EXP_POLY,
     add8,
+    aligned_zeros,
     div8,
     exp8,
     exp8x8_into,
@@ -385,3 +387,12 @@ def test_eight_vectors_at_once_are_bit_for_bit_eight_single_ones():
         with np.errstate(invalid="ignore"):
             v = (x.reshape(-1, 8) - shifts).ravel()
         assert same_bits(e, lanes_exp(v))
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(0, 300), dtype=st.sampled_from([np.float64, np.complex128, np.int64]))
+def test_aligned_zeros_start_on_a_cache_line_and_hold_n_zeros(n, dtype):
+    a = aligned_zeros(n, dtype)
+    assert a.shape == (n,) and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
+    assert n == 0 or a.ctypes.data % CACHE_LINE == 0  # an empty array has no data to place
+    assert not a.any()

@@ -79,6 +79,7 @@ from fastslow.numerics.integrators.base import (
     SUCCESS,
 )
 from fastslow.numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
+from fastslow.numerics.lanes import aligned_zeros
 
 METHODS = ("auto", "rosw", "radau", "dopri5")
 ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
@@ -411,8 +412,10 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
         float(spec["lower"]),
     ]  # fmt: skip
     nws, nwc, niw = mod.workspace(n, m, mb, spec["lower"])
-    ws, wc, iw = np.zeros(nws), np.zeros(nwc, dtype=np.complex128), np.zeros(niw, dtype=np.int64)
-    args = (rhs, jac_fn, y_start, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
+    ws, wc, iw = aligned_zeros(nws), aligned_zeros(nwc, np.complex128), np.zeros(niw, np.int64)
+    y, ynew = aligned_zeros(n), aligned_zeros(n)  # what the right-hand side reads: on cache lines
+    y[:] = y_start
+    args = (rhs, jac_fn, y, ynew, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
     status = int(drive(*args, h0, np.int64(spec["max_steps"]), counters))
     if spec["dense"]:
         reached = t1 if status == SUCCESS else (opt[O_TSTOP] if status == STIFF else t_start)

@@ -75,6 +75,7 @@ DRIVE_SIG = types.int64(
     F64,
     F64,
     F64,
+    F64,
     I64,
     F64,
     F64,
@@ -104,12 +105,13 @@ start = step = accept = interp = _unbound
 
 
 def drive(
-    rhs, jac, y0, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
+    rhs, jac, y, ynew, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps,
+    counters,
 ):  # fmt: skip
     """Integrate through ``stops`` with the method whose ``start``, ``step``, ``accept`` and
-    ``interp`` are the globals of this function (:func:`bound_driver`); the status."""
-    y = y0.copy()
-    ynew = np.empty(y0.size)
+    ``interp`` are the globals of this function (:func:`bound_driver`); the status. ``y`` holds
+    the initial state and is overwritten with the current one, ``ynew`` is the step's result: both
+    the caller's (cache-line aligned, as the workspaces), because the right-hand side reads them."""
     cs = np.empty(2)  # the controller's memory
     h_fixed = opt[O_HFIXED]
     kind = int(opt[O_CONTROLLER])

@@ -72,6 +72,7 @@ from fastslow.numerics import validation as v
 from fastslow.numerics.integrators import IntegratorResult, integrate
 from fastslow.numerics.lanes import (
     add8,
+    aligned_zeros,
     div8,
     exp8,
     exp8x8_into,
@@ -207,6 +208,7 @@ def pack_coupling(
             lp.Ks.ravel(),
             lp.Vs.ravel(),
             np.array([lp.g]),
+            np.zeros(_layer_size(d, config.m) - _layer_weights(d, config.m)),
         ]
     # per-layer products used by the block-local path: G = [β·Q Kᵀ | W1] (d×(d+m)), so that one
     # product n(X)·G gives the bilinear score factor and the MLP pre-activation, and
@@ -219,7 +221,25 @@ def pack_coupling(
         ]
     head[_SCRATCH] = sum(part.size for part in parts)
     parts.append(np.zeros(scratch_size(T, config.P, d, config.m)))
-    return np.ascontiguousarray(np.concatenate(parts))
+    packed = aligned_zeros(sum(part.size for part in parts))
+    np.concatenate(parts, out=packed)
+    return packed
+
+
+@njit(cache=True)
+def _layer_weights(d, m):
+    """Entries of one layer's weights in the packed vector: ``Q, K`` (d×d), ``W1, W2`` (d×m,
+    m×d), ``Qs, Ks, Vs`` (d×d) and the gate ``g``."""
+    return 5 * d * d + 2 * d * m + 1
+
+
+@njit(cache=True)
+def _layer_size(d, m):
+    """Entries one layer takes in the packed vector: its weights padded to a multiple of 8, so that
+    with ``d``, ``m``, ``P`` multiples of 8 every block the eight-lane path reads (mask, ``E``,
+    weights, fused weights, scratch) starts on a cache line of the aligned vector
+    (:func:`numerics.lanes.aligned_zeros`)."""
+    return (_layer_weights(d, m) + 7) // 8 * 8
 
 
 def scratch_size(T: int, P: int, d: int, m: int) -> int:
@@ -233,7 +253,8 @@ def _jac_scratch_size(T, P, d, m):
     """Length of the work arrays of :func:`_scratch` (shared with the Jacobian); those of the
     eight-lane right-hand side (:func:`_lanes_scratch`) follow."""
     N = T // P
-    return T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
+    size = T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
+    return (size + 7) // 8 * 8  # what follows starts on a cache line (see _layer_size)
 
 
 def is_block_local(mask: np.ndarray, P: int) -> bool:
@@ -285,7 +306,7 @@ def _packed_layout(p, seg):
     m = int(p[_M])
     L = int(p[_L])
     start = HEADER + T * int(p[_MASKW]) + T * d
-    return start, 5 * d * d + 2 * d * m + 1, d, m, min(max(seg, 0), L - 1), L
+    return start, _layer_size(d, m), d, m, min(max(seg, 0), L - 1), L
 
 
 @njit(cache=True)
