@@ -232,8 +232,9 @@ def subdominant_eigenvalue(mask, T: int | None = None, P: int | None = None) -> 
     eigenvalue 1 (those within :data:`EIGENVALUE_ONE_TOL` of 1), numerically (0 if there is none).
 
     ``mask`` is a name (with ``T``, ``P``) or a boolean array. The eigenvalues are a multiset (no
-    LAPACK choice enters); an eigenvalue of a defective block is accurate only to about the square
-    root of the unit roundoff.
+    LAPACK choice enters); an eigenvalue of a defective block is accurate only to about
+    ``u^(1/k)`` for a Jordan block of size ``k`` (``u`` the unit roundoff: 1.5e-8 for ``k = 2``,
+    6e-6 for ``k = 3``).
     """
     w = lapack.eigvals(frozen_kernel(mask, T, P))
     rest = w[np.abs(w - 1.0) > EIGENVALUE_ONE_TOL]
