@@ -807,19 +807,46 @@ def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
         integrate(rhs_refusing_late_times, (0.0, 1.0), np.ones(3), method=method, jac="zero")
 
 
-def test_the_zero_jacobian_passed_cheaply_answers_what_numba_would():
-    """The memoised compile result and wrapper address of the compiled zero Jacobian the explicit
-    methods get (``driver.fixed_function_argument``) are those Numba looks up on every call."""
-    from numba.core.dispatcher import Dispatcher
+def test_the_addresses_the_driver_calls_a_problem_function_by_are_numbas_own():
+    """``driver.problem_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
+    itself looks up when a dispatcher is passed as a first-class function, and the object; a
+    dispatcher without the overload is compiled for it."""
+    from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
 
-    from fastslow.numerics.integrators import _compiled_zero_jac
+    from fastslow.numerics.integrators import driver
 
-    fn = _compiled_zero_jac()
-    cres = Dispatcher.get_compile_result(fn, JAC_SIG)
-    assert fn.get_compile_result(JAC_SIG) is cres
-    assert fn.__wrapper_address__() == cres.library.get_pointer_to_function(
-        cres.fndesc.llvm_cfunc_wrapper_name
-    )
+    fn = njit(lambda t, y, p, seg, out: None)
+    c_addr, py_addr, jit_addr = driver.problem_addresses(fn, RHS_SIG)
+    assert RHS_SIG.args in fn.overloads and py_addr == id(fn)
+    assert (c_addr, jit_addr) == (_get_wrapper_address(fn, RHS_SIG), _get_jit_address(fn, RHS_SIG))
+    assert driver.problem_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
+
+
+def _decay_with_settable_rate(rate):
+    """``y' = −k·y`` compiled with ``k`` frozen at compile time, and a setter for ``k``."""
+
+    def setter(value):
+        nonlocal rate
+        rate = value
+
+    @njit
+    def rhs(t, y, p, seg, out):
+        out[:] = -rate * y
+
+    return rhs, setter
+
+
+def test_a_recompiled_problem_function_is_called_at_its_new_address():
+    """A user's dispatcher recompiled between two runs (a new compile result, its old code kept
+    alive by the address cache) is run as recompiled: ``k`` 1 → 2 gives ``e^−2``, not ``e^−1``."""
+    rhs, set_rate = _decay_with_settable_rate(1.0)
+    kw = dict(method="dopri5", rtol=1e-10, atol=1e-12)
+    first = integrate(rhs, (0.0, 1.0), np.ones(2), **kw)
+    set_rate(2.0)
+    rhs.recompile()
+    again = integrate(rhs, (0.0, 1.0), np.ones(2), **kw)
+    np.testing.assert_allclose(first.y[:, -1], np.exp(-1.0), rtol=1e-8)
+    np.testing.assert_allclose(again.y[:, -1], np.exp(-2.0), rtol=1e-8)
 
 
 @pytest.mark.parametrize("method", ["dopri5", "radau", "rosw"])
@@ -839,12 +866,3 @@ def test_each_method_has_its_own_driver_with_its_functions_bound(method):
         assert plain.__globals__[name] is own
     with pytest.raises(TypeError, match="bound_driver"):  # the template's own globals
         driver.step()
-
-
-def test_a_dispatcher_that_can_compile_other_signatures_is_not_passed_the_cheap_way():
-    from fastslow.numerics.integrators import driver
-
-    lazy = njit(lambda t, y, p, seg, J: None)
-    lazy.compile(JAC_SIG.args)
-    assert driver.fixed_function_argument(lazy, JAC_SIG) is lazy
-    assert not hasattr(lazy, "__wrapper_address__")

@@ -214,12 +214,11 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
             f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
             "numerics.model.coupling.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
         )
-    if compiled:
-        ensure_compiled(fun, RHS_SIG)
+    if compiled:  # compiled for RHS_SIG and JAC_SIG by driver.problem_addresses if need be
         if jac is None or jac == "zero" or not implicit:  # an explicit method never calls jac
             return fun, _compiled_zero_jac()
         if _is_compiled(jac):
-            return fun, ensure_compiled(jac, JAC_SIG)
+            return fun, jac
         raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
@@ -415,7 +414,11 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     ws, wc, iw = aligned_zeros(nws), aligned_zeros(nwc, np.complex128), np.zeros(niw, np.int64)
     y, ynew = aligned_zeros(n), aligned_zeros(n)  # what the right-hand side reads: on cache lines
     y[:] = y_start
-    args = (rhs, jac_fn, y, ynew, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
+    fns: Any = (rhs, jac_fn)  # the Python driver calls them; the compiled one, their addresses
+    if _is_compiled(fun):
+        addresses = (*driver.problem_addresses(rhs, RHS_SIG), *driver.problem_addresses(jac_fn, JAC_SIG))
+        fns = np.array(addresses, dtype=np.int64)
+    args = (fns, y, ynew, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
     status = int(drive(*args, h0, np.int64(spec["max_steps"]), counters))
     if spec["dense"]:
         reached = t1 if status == SUCCESS else (opt[O_TSTOP] if status == STIFF else t_start)
@@ -444,9 +447,7 @@ _ZERO_JAC: list = []
 
 def _compiled_zero_jac():
     """:func:`zero_jac` compiled for :data:`JAC_SIG` on first use (or loaded from Numba's cache),
-    kept for the process and passed to the driver cheaply
-    (:func:`numerics.integrators.driver.fixed_function_argument`)."""
+    kept for the process."""
     if not _ZERO_JAC:
-        fn = njit(JAC_SIG, cache=True)(zero_jac)
-        _ZERO_JAC.append(driver.fixed_function_argument(fn, JAC_SIG))
+        _ZERO_JAC.append(njit(JAC_SIG, cache=True)(zero_jac))
     return _ZERO_JAC[0]

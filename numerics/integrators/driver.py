@@ -21,16 +21,16 @@ callables run the same source uncompiled (``bound_driver(method, compiled=False)
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from types import FunctionType, ModuleType
 
 import numpy as np
 from numba import njit, types
 
-try:  # Numba's own look-up of a compiled function's cfunc wrapper (see fixed_function_argument)
-    from numba.experimental.function_type import _get_wrapper_address
-except ImportError:  # a Numba without it: the method functions are passed the slower way
-    _get_wrapper_address = None
+from numba.core import cgutils
+from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.extending import intrinsic
 
 from fastslow.numerics.integrators import dopri5, radau, rosw
 from fastslow.numerics.integrators.base import (
@@ -70,8 +70,7 @@ from fastslow.numerics.integrators.controllers import (
 )
 
 DRIVE_SIG = types.int64(
-    RHS_TYPE,
-    JAC_TYPE,
+    I64,
     F64,
     F64,
     F64,
@@ -88,7 +87,74 @@ DRIVE_SIG = types.int64(
     types.int64,
     I64,
 )
-"""The signature of a method's driver (:func:`drive` bound to the method's functions)."""
+"""The signature of a method's driver (:func:`drive` bound to the method's functions); its first
+argument holds the addresses of the problem's ``rhs`` and ``jac`` (:func:`problem_addresses`)."""
+
+
+def _function_value(fty):
+    """The code of an intrinsic making a first-class function value of type ``fty`` from the
+    three addresses Numba keeps in one (cfunc wrapper, Python object, jitted function)."""
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.create_struct_proxy(fty)(context, builder)
+        vp = context.get_value_type(types.voidptr)
+        fn.c_addr = builder.inttoptr(args[0], vp)
+        fn.py_addr = builder.inttoptr(args[1], vp)
+        fn.jit_addr = builder.inttoptr(args[2], vp)
+        return fn._getvalue()
+
+    return codegen
+
+
+@intrinsic
+def _rhs_value(typingctx, c_addr, py_addr, jit_addr):
+    return RHS_TYPE(types.int64, types.int64, types.int64), _function_value(RHS_TYPE)
+
+
+@intrinsic
+def _jac_value(typingctx, c_addr, py_addr, jit_addr):
+    return JAC_TYPE(types.int64, types.int64, types.int64), _function_value(JAC_TYPE)
+
+
+@njit(cache=True)
+def _compiled_problem_functions(fns):
+    """``(rhs, jac)`` as first-class function values from their addresses ``fns``."""
+    return _rhs_value(fns[0], fns[1], fns[2]), _jac_value(fns[3], fns[4], fns[5])
+
+
+def _python_problem_functions(fns):
+    """``(rhs, jac)`` for the Python driver: ``fns`` is that pair already."""
+    return fns[0], fns[1]
+
+
+_ADDRESSES: dict[int, tuple] = {}
+
+
+def problem_addresses(fn, sig) -> tuple[int, int, int]:
+    """The addresses the compiled driver calls ``fn`` (a dispatcher) through for ``sig``, compiled
+    now if it has no such overload: its cfunc wrapper, the dispatcher object, its jitted function.
+
+    Passed as a first-class function argument, a dispatcher is typed and unboxed by Numba on every
+    call of the driver: the signature unpickled twice, the compile result looked up and two
+    addresses asked of LLVM (≈ 22 µs per function on AMD Zen 4, 44 µs of a one-step
+    ``integrate`` call). Here the addresses are looked up once per compile result (kept with
+    it, so an address is never reused while it is cached; a recompiled ``fn`` has a new compile
+    result) and the driver rebuilds the function values from them
+    (:func:`_compiled_problem_functions`). The jitted function's address makes the driver call
+    ``fn`` with Numba's calling convention, as the argument did, so exceptions raised inside it
+    still propagate. ``fn`` must stay alive while the driver runs (the caller holds it)."""
+    cres = fn.overloads.get(sig.args)
+    if cres is None:
+        fn.compile(sig.args)
+        cres = fn.overloads[sig.args]
+    entry = _ADDRESSES.get(id(cres))
+    if entry is None or entry[0] is not cres:
+        lib = cres.library
+        wrapper = lib.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+        jitted = lib.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        entry = (cres, int(wrapper), int(jitted))
+        _ADDRESSES[id(cres)] = entry
+    return entry[1], id(fn), entry[2]
 
 
 def no_interp(theta, hs, y, ynew, ws, out):
@@ -101,17 +167,19 @@ def _unbound(*args):
     raise TypeError("drive is run through bound_driver(method), which binds the method's functions")
 
 
-start = step = accept = interp = _unbound
+start = step = accept = interp = problem_functions = _unbound
 
 
 def drive(
-    rhs, jac, y, ynew, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps,
-    counters,
+    fns, y, ynew, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
 ):  # fmt: skip
     """Integrate through ``stops`` with the method whose ``start``, ``step``, ``accept`` and
-    ``interp`` are the globals of this function (:func:`bound_driver`); the status. ``y`` holds
-    the initial state and is overwritten with the current one, ``ynew`` is the step's result: both
-    the caller's (cache-line aligned, as the workspaces), because the right-hand side reads them."""
+    ``interp`` are the globals of this function (:func:`bound_driver`); the status. ``fns`` gives
+    the problem's ``rhs`` and ``jac`` (their addresses, :func:`problem_addresses`, or the Python
+    pair for the Python driver). ``y`` holds the initial state and is overwritten with the current
+    one, ``ynew`` is the step's result: both the caller's (cache-line aligned, as the workspaces),
+    because the right-hand side reads them."""
+    rhs, jac = problem_functions(fns)
     cs = np.empty(2)  # the controller's memory
     h_fixed = opt[O_HFIXED]
     kind = int(opt[O_CONTROLLER])
@@ -191,7 +259,8 @@ continuous extension, ``interp``), its controller, the controller's exponent, de
 
 _BOUND: dict[tuple[str, bool], Callable] = {}
 METHOD_FUNCTIONS = ("start", "step", "accept", "interp")
-"""The names :func:`drive` calls its method's functions by (globals bound by :func:`bound_driver`)."""
+"""The names :func:`drive` calls its method's functions by (globals bound by :func:`bound_driver`,
+with ``problem_functions``, which makes ``rhs`` and ``jac`` of its first argument)."""
 
 
 def _interp_of(module: ModuleType):
@@ -211,8 +280,8 @@ def bound_driver(method: str, compiled: bool = True) -> Callable:
     another. Passed as first-class function arguments instead, every call of the driver
     unboxed them: per function Numba types the dispatcher, unpickles the signature twice and looks
     up two addresses (measured on a one-step ``integrate`` call, T = 64, d = 8, AMD Zen 4, old and
-    new alternated: 211 → 163 µs). Only the problem's ``rhs`` and ``jac`` are arguments (they
-    change from call to call). The price is compile time on first use with an empty cache: each
+    new alternated: 211 → 163 µs). The problem's ``rhs`` and ``jac`` change from call to call:
+    they are passed as their addresses (:func:`problem_addresses`). The price is compile time on first use with an empty cache: each
     driver links and re-optimises its method's functions (ROS34PW2 4.1 → 7.8 s, DOPRI5
     3.8 → 6.1 s, Radau ≈ 82 s either way); afterwards it is loaded from the cache."""
     key = (method, compiled)
@@ -224,51 +293,15 @@ def bound_driver(method: str, compiled: bool = True) -> Callable:
             fns = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
         scope = dict(globals())
         scope.update(zip(METHOD_FUNCTIONS, fns, strict=True))
+        scope["problem_functions"] = (
+            _compiled_problem_functions if compiled else _python_problem_functions
+        )
         fn = FunctionType(drive.__code__, scope, f"drive_{method}")
         fn.__qualname__ = fn.__name__
         fn.__doc__ = drive.__doc__
-        _BOUND[key] = njit(DRIVE_SIG, cache=True)(fn) if compiled else fn
+        if compiled:
+            with warnings.catch_warnings():  # first-class functions are the design, not a trial
+                warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+                fn = njit(DRIVE_SIG, cache=True)(fn)
+        _BOUND[key] = fn
     return _BOUND[key]
-
-
-def fixed_function_argument(fn, sig):
-    """``fn`` (a dispatcher declared with the one signature ``sig``, ``njit(sig)``, and kept for the
-    life of the process) made cheap to pass to the compiled driver as a first-class function
-    argument; returns ``fn``. Only for such functions: the wrapper address protocol carries no
-    signature, so a dispatcher that could compile others would hand out this one's address for
-    them.
-
-    Each call of the driver unboxes its function arguments with
-    ``numba.experimental.function_type``: per argument it looks up ``fn``'s compile result for
-    ``sig`` twice (hashing the signature's array types each time) and asks LLVM for the address of
-    the cfunc wrapper. For a function of ours compiled once for one signature (the compiled zero
-    Jacobian the explicit methods get, :func:`numerics.integrators._compiled_zero_jac`), these
-    answers never change, so ``fn`` gives them from what it found the first time: its compile result for
-    ``sig`` (``get_compile_result``; other signatures still go to Numba) and the wrapper's address
-    through Numba's wrapper address protocol (``__wrapper_address__``). ``fn`` stays a dispatcher,
-    so the driver still calls its jit entry and exceptions raised inside it propagate. Both are
-    attributes Numba consults, not behaviour it promises: a Numba that stopped consulting them
-    would only make the call slower (the tests check results, not speed).
-
-    Measured when the four method functions were passed so (before :func:`bound_driver`), on a
-    one-step ``integrate`` call (T = 64, d = 8): the driver call 198 → 118 µs. The problem's own
-    ``rhs`` and ``jac`` are not treated so: they belong to the user.
-    """
-    if _get_wrapper_address is None or getattr(fn, "_can_compile", True) or len(fn.signatures) != 1:
-        return fn  # not provably single-signature (or an unknown Numba): passed the usual way
-    cres = fn.get_compile_result(sig)
-    lookup = fn.get_compile_result
-    seen = [sig]
-
-    def get_compile_result(s):
-        if s is seen[0]:
-            return cres
-        if s == sig:
-            seen[0] = s
-            return cres
-        return lookup(s)
-
-    address = _get_wrapper_address(fn, sig)
-    fn.get_compile_result = get_compile_result
-    fn.__wrapper_address__ = lambda: address
-    return fn
