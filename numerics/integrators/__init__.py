@@ -337,6 +337,8 @@ def integrate(
         )
     h0 = 0.0 if first_step is None else v.real("first_step", first_step, low=0.0, low_open=True)
     hf = 0.0 if h_fixed is None else v.real("h_fixed", h_fixed, low=0.0, low_open=True)
+    if hf > 0.0 and first_step is None:
+        h0 = hf  # no starting-step estimate (and its right-hand-side call) for fixed steps
     spec = {
         "fun": fun,
         "jac": jac,

@@ -149,21 +149,50 @@ def error_norm(err, y, ynew, rtol, atol):
 
 
 @njit(cache=True)
-def initial_step(y, f0, rtol, atol, span):
-    """Hairer–Wanner's first guess ``0.01·‖y‖/‖f‖`` (scaled norms), at most ``span``."""
+def euler_probe(y, f0, rtol, atol, span, y1):
+    """The first half of :func:`initial_step`: ``(h₀, ‖f₀‖)`` and the explicit Euler step ``y1 =
+    y + h₀f₀`` whose right-hand side the method then evaluates."""
+    n = y.size
     d0 = 0.0
     d1 = 0.0
-    for i in range(y.size):
+    for i in range(n):
         sc = atol + rtol * abs(y[i])
         d0 += (y[i] / sc) ** 2
         d1 += (f0[i] / sc) ** 2
-    d0 = np.sqrt(d0 / y.size)
-    d1 = np.sqrt(d1 / y.size)
-    if d0 < 1e-5 or d1 < 1e-5:
-        h = 1e-6
+    d0 = np.sqrt(d0 / n)
+    d1 = np.sqrt(d1 / n)
+    h0 = min(1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1, span)
+    for i in range(n):
+        y1[i] = y[i] + h0 * f0[i]
+    return h0, d1
+
+
+@njit(cache=True)
+def initial_step(y, f0, f1, h0, d1, rtol, atol, exponent, span):
+    """Hairer–Wanner's starting step size (*Solving ODEs I*, II.4; SciPy's
+    ``select_initial_step``), at most ``span``, from :func:`euler_probe`'s ``(h₀, ‖f₀‖)`` and
+    ``f1 = f(t + h₀, y + h₀f₀)`` (one right-hand-side call, the method's).
+
+    With the norms scaled by ``atol + rtol·|y|`` (RMS): ``h₀ = 0.01·‖y‖/‖f₀‖`` (``10⁻⁶`` if either
+    norm is below ``10⁻⁵``), the second-derivative estimate ``d₂ = ‖f1 − f₀‖/h₀``, then ``h₁ =
+    (0.01/max(‖f₀‖, d₂))^exponent`` (``exponent = 1/(q + 1)``, ``q`` the order of the method's
+    error estimate; ``max(10⁻⁶, 10⁻³·h₀)`` if both are below ``10⁻¹⁵``) and ``min(100·h₀, h₁)``.
+
+    Why the second half: ``h₀`` alone ignores how fast ``f`` turns; on the depth flow it starts
+    several times too small, and the integral controller, growing at most fivefold per step, pays
+    for it with extra steps (DOPRI5, ε = 1e-2, first layer at rtol 1e-5: 38 steps with ``h₀``
+    alone, SciPy's RK45 35 with this estimate)."""
+    n = y.size
+    d2 = 0.0
+    for i in range(n):
+        sc = atol + rtol * abs(y[i])
+        d2 += ((f1[i] - f0[i]) / sc) ** 2
+    d2 = np.sqrt(d2 / n) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
     else:
-        h = 0.01 * d0 / d1
-    return min(h, span)
+        h1 = (0.01 / max(d1, d2)) ** exponent
+    return min(100.0 * h0, h1, span)
 
 
 @njit(cache=True)

@@ -23,7 +23,9 @@ from fastslow.numerics.integrators.base import (
     N_FEV,
     O_ATOL,
     O_DETECT,
+    O_EXPONENT,
     O_RTOL,
+    euler_probe,
     initial_step,
 )
 from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
@@ -48,7 +50,12 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     rhs(t, y, p, seg, k[0])
     counters[N_FEV] += 1
     if h <= 0.0:
-        return initial_step(y, k[0], opt[O_RTOL], opt[O_ATOL], span)
+        rtol, atol, expo = opt[O_RTOL], opt[O_ATOL], opt[O_EXPONENT]
+        ys, f1 = ws[7 * n : 8 * n], ws[8 * n : 9 * n]
+        h0, d1 = euler_probe(y, k[0], rtol, atol, span, ys)
+        rhs(t + h0, ys, p, seg, f1)
+        counters[N_FEV] += 1
+        return initial_step(y, k[0], f1, h0, d1, rtol, atol, expo, span)
     return h
 
 

@@ -30,10 +30,12 @@ from fastslow.numerics.integrators.base import (
     NEWTON_RETRY,
     NEWTON_SHRINK,
     O_ATOL,
+    O_EXPONENT,
     O_LOWER,
     O_M,
     O_MB,
     O_RTOL,
+    euler_probe,
     initial_step,
 )
 from fastslow.numerics.integrators.controllers import NEWTON_MAXITER
@@ -293,7 +295,12 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     rhs(t, y, p, seg, f0)
     counters[N_FEV] += 1
     if h <= 0.0:
-        h = initial_step(y, f0, opt[O_RTOL], opt[O_ATOL], span)
+        rtol, atol, expo = opt[O_RTOL], opt[O_ATOL], opt[O_EXPONENT]
+        fi, ys = ws[n : 2 * n], ws[2 * n : 3 * n]
+        h0, d1 = euler_probe(y, f0, rtol, atol, span, ys)
+        rhs(t + h0, ys, p, seg, fi)
+        counters[N_FEV] += 1
+        h = initial_step(y, f0, fi, h0, d1, rtol, atol, expo, span)
     J = _matrices(ws, wc, n, m, mb, opt[O_LOWER] > 0.0)[0]
     jac(t, y, p, seg, J)
     counters[N_JEV] += 1

@@ -26,12 +26,14 @@ from fastslow.numerics.integrators.base import (
     N_JEV,
     N_LU,
     O_ATOL,
+    O_EXPONENT,
     O_LOWER,
     O_M,
     O_MB,
     O_RTOL,
     axpy,
     error_norm,
+    euler_probe,
     initial_step,
 )
 from fastslow.numerics.integrators.tableaux import (
@@ -83,7 +85,12 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
         fi = ws[5 * n : 6 * n]
         rhs(t, y, p, seg, fi)
         counters[N_FEV] += 1
-        return initial_step(y, fi, opt[O_RTOL], opt[O_ATOL], span)
+        rtol, atol, expo = opt[O_RTOL], opt[O_ATOL], opt[O_EXPONENT]
+        ys, f1 = ws[4 * n : 5 * n], ws[6 * n : 7 * n]
+        h0, d1 = euler_probe(y, fi, rtol, atol, span, ys)
+        rhs(t + h0, ys, p, seg, f1)
+        counters[N_FEV] += 1
+        return initial_step(y, fi, f1, h0, d1, rtol, atol, expo, span)
     return h
 
 
