@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.integrate
 import scipy.linalg
 from numba import njit
 from scipy import stats
@@ -87,12 +88,30 @@ def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
     assert np.allclose(b, (alpha + tb.ROS_GAMMA_MATRIX)[3], atol=1e-15)
 
 
+def test_dop853_tableau_identities():
+    """The order-8 quadrature conditions ``b·c^k = 1/(k+1)`` (k < 8, and not k = 8), those of the
+    embedded weights ``b − E5`` (order 5) and ``b − E3`` (order 3), the row sums and four
+    conditions of trees with inner nodes."""
+    A, c, b = tb.DOP_A[:12], tb.DOP_C, tb.DOP_B
+    assert np.allclose(A.sum(axis=1), c, rtol=0, atol=2e-15)
+    for w, order in ((b, 8), (b - tb.DOP_E5, 5), (b - tb.DOP_E3, 3)):
+        for k in range(order):
+            assert abs(w @ c**k - 1 / (k + 1)) < 2e-15, (order, k)
+        assert abs(w @ c**order - 1 / (order + 1)) > 1e-6  # exactly of this order
+    assert abs(b @ A @ c - 1 / 6) < 1e-15 and abs(b @ A @ c**2 - 1 / 12) < 1e-15
+    assert abs(b @ A @ A @ c - 1 / 24) < 1e-15 and abs(b @ (c * (A @ c)) - 1 / 8) < 1e-15
+
+
 # ------------------------------------------------------------------ orders (diffrax-style)
-@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
+ORDER_KS = {"dopri5": range(4, 9), "rosw": range(3, 9), "radau": range(1, 6), "dop853": range(4)}
+"""Step sizes ``2^-k`` of the fixed-step order tests: above round-off, in the asymptotic range."""
+
+
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau", "dop853"])
 def test_fixed_step_order_matches_the_method(method):
     M, _, _ = linear_problem()
-    jac = (lambda t, y: M) if method != "dopri5" else None
-    ks = {"dopri5": range(4, 9), "rosw": range(3, 9), "radau": range(1, 6)}[method]
+    jac = (lambda t, y: M) if method not in ("dopri5", "dop853") else None
+    ks = ORDER_KS[method]
     order = fitted_order(method, jac, ks=ks)
     assert abs(order - ORDERS[method]) < 0.3, order
 
@@ -116,12 +135,12 @@ def fitted_slope(errs, hs):
     return fit.slope, stats.t.ppf(0.975, len(hs) - 2) * fit.stderr
 
 
-@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau", "dop853"])
 def test_compiled_fixed_step_order_matches_the_method_within_the_fitted_interval(method):
     """The compiled driver and step: the order of each method is inside the 95 % interval of the
     fitted slope widened by 0.3 (pre-asymptotic curvature)."""
     M, y0, exact = linear_problem()
-    ks = {"dopri5": range(4, 9), "rosw": range(3, 9), "radau": range(1, 6)}[method]
+    ks = ORDER_KS[method]
     errs, hs = [], []
     for k in ks:
         h = 2.0**-k
@@ -133,6 +152,68 @@ def test_compiled_fixed_step_order_matches_the_method_within_the_fitted_interval
         hs.append(h)
     slope, half = fitted_slope(errs, hs)
     assert abs(slope - ORDERS[method]) < half + 0.3, (slope, half)
+
+
+def _weakly_nonlinear_oscillator(t, y):
+    return np.array([y[1], -y[0] + 0.5 * np.sin(t) * y[0] ** 2])
+
+
+def test_dop853_has_order_eight_on_a_nonlinear_problem():
+    """A linear problem checks only the conditions of the trees ``b·Aᵏc``; a nonlinear one all:
+    the fitted slope is 8 within its 95 % interval widened by 0.3."""
+    y0 = np.array([1.0, 0.0])
+    ref = scipy.integrate.solve_ivp(
+        _weakly_nonlinear_oscillator, (0.0, 4.0), y0, method="DOP853", rtol=1e-13, atol=1e-16
+    ).y[:, -1]
+    errs, hs = [], []
+    for k in ORDER_KS["dop853"]:
+        r = integrate(
+            _weakly_nonlinear_oscillator, (0.0, 4.0), y0, method="dop853", h_fixed=2.0**-k
+        )
+        errs.append(np.abs(r.y[:, -1] - ref).max())
+        hs.append(2.0**-k)
+    slope, half = fitted_slope(errs, hs)
+    assert abs(slope - 8) < half + 0.3, (slope, half)
+
+
+def test_dop853_solution_and_error_norm_are_scipys_formula():
+    """One pass gives ``y + h·Σ b_j k_j`` and SciPy's DOP853 norm ``h‖e₅‖²/√(n(‖e₅‖² +
+    0.01‖e₃‖²))`` (scaled by ``atol + rtol·max(|y|, |y₁|)``), for ``n`` with and without a tail
+    of ``n mod 8`` entries."""
+    from fastslow.numerics.integrators.dop853 import solution_and_error_norm
+
+    rng = np.random.default_rng(3)
+    for n in (16, 21):
+        k = rng.standard_normal((14, n))
+        y = rng.standard_normal(n)
+        h, rtol, atol = 0.037, 1e-5, 1e-8
+        ynew = np.empty(n)
+        en = solution_and_error_norm(h, y, ynew, k.ravel(), n, rtol, atol)
+        expect = y + h * (tb.DOP_B @ k[:12])
+        np.testing.assert_allclose(ynew, expect, rtol=1e-14, atol=1e-15)
+        sc = atol + rtol * np.maximum(np.abs(y), np.abs(expect))
+        e5 = np.sum((tb.DOP_E5 @ k[:12] / sc) ** 2)
+        e3 = np.sum((tb.DOP_E3 @ k[:12] / sc) ** 2)
+        assert en == pytest.approx(h * e5 / np.sqrt(n * (e5 + 0.01 * e3)), rel=1e-13)
+
+
+def test_dop853_takes_about_scipys_steps_for_the_same_tolerance():
+    """The same pair, error norm and starting step as SciPy's DOP853 (the controller grows steps
+    at most fivefold, SciPy's tenfold): the accepted steps within 20 % of SciPy's and the final
+    error within five tolerances."""
+    y0 = np.array([1.0, 0.0])
+    ref = scipy.integrate.solve_ivp(
+        _weakly_nonlinear_oscillator, (0.0, 10.0), y0, method="DOP853", rtol=1e-13, atol=1e-16
+    ).y[:, -1]
+    for rtol in (1e-6, 1e-9):
+        kw = dict(rtol=rtol, atol=rtol * 1e-3)
+        ours = integrate(_weakly_nonlinear_oscillator, (0.0, 10.0), y0, method="dop853", **kw)
+        sp = scipy.integrate.solve_ivp(
+            _weakly_nonlinear_oscillator, (0.0, 10.0), y0, method="DOP853", **kw
+        )
+        assert abs(ours.nsteps - (sp.t.size - 1)) <= 0.2 * (sp.t.size - 1), (ours.nsteps, sp.t.size)
+        err = np.abs(ours.y[:, -1] - ref) / (kw["atol"] + rtol * np.abs(ref))
+        assert ours.success and err.max() < 5, err
 
 
 @pytest.mark.parametrize("method", ["dopri5", "radau"])
@@ -181,7 +262,7 @@ def test_radau_transform_diagonalises_the_inverse_butcher_matrix():
 
 def test_adaptive_error_is_within_a_few_tolerances():
     M, y0, exact = linear_problem()
-    for method in ("dopri5", "rosw", "radau"):
+    for method in ("dopri5", "rosw", "radau", "dop853"):
         for rtol in (1e-4, 1e-7):
             r = integrate(
                 lambda t, y: M @ y,
@@ -190,7 +271,7 @@ def test_adaptive_error_is_within_a_few_tolerances():
                 method=method,
                 rtol=rtol,
                 atol=rtol * 1e-2,
-                jac=(lambda t, y: M) if method != "dopri5" else None,
+                jac=(lambda t, y: M) if method not in ("dopri5", "dop853") else None,
             )
             ref = exact(2.0)
             err = np.sqrt(np.mean(((r.y[:, -1] - ref) / (rtol * 1e-2 + rtol * np.abs(ref))) ** 2))
@@ -271,7 +352,7 @@ def test_auto_stays_explicit_on_a_non_stiff_problem():
 
 
 # ------------------------------------------------------------------ breakpoints and outputs
-@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau", "dop853"])
 def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
     jump = 0.3
 
@@ -802,7 +883,7 @@ def rhs_refusing_late_times(t, y, p, seg, out):
     out[:] = -y
 
 
-@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw", "auto"])
+@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw", "auto", "dop853"])
 def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
     with pytest.raises(ValueError, match="rhs refused a time past 0.5"):
         integrate(rhs_refusing_late_times, (0.0, 1.0), np.ones(3), method=method, jac="zero")
@@ -850,7 +931,7 @@ def test_a_recompiled_problem_function_is_called_at_its_new_address():
     np.testing.assert_allclose(again.y[:, -1], np.exp(-2.0), rtol=1e-8)
 
 
-@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw"])
+@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw", "dop853"])
 def test_each_method_has_its_own_driver_with_its_functions_bound(method):
     """``bound_driver`` gives every method its own compiled driver (its own entry in Numba's
     cache), calling that method's compiled functions, and a Python driver with its Python ones."""

@@ -1,6 +1,6 @@
 """Integrators for the depth flow ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)`` and for small test ODEs.
 
-Three methods, compiled with Numba on first use (nothing compiles at import), all landing exactly on
+Four methods, compiled with Numba on first use (nothing compiles at import), all landing exactly on
 breakpoints (and on output times, unless ``dense_output=True``):
 
 * ``method="rosw"``: ROS34PW2, a Rosenbrock-W method of order 3 (embedded order 2), L-stable and
@@ -17,6 +17,8 @@ breakpoints (and on output times, unless ``dense_output=True``):
   ``J`` Newton converges more slowly but the result is the collocation solution (order 5).
 * ``method="dopri5"``: Dormand–Prince 5(4), explicit, for the non-stiff case (the layer form of
   claim D2, reduced flows, ε not small).
+* ``method="dop853"``: Dormand–Prince 8(5,3), explicit, for smooth non-stiff flows at tight
+  tolerances (fewer calls than DOPRI5 where its longer steps are not cut by a stability limit).
 
 :func:`integrate` takes either compiled problem functions (``rhs(t, y, p, seg, out)`` and
 ``jac(t, y, p, seg, J)`` with the signatures :data:`RHS_SIG`, :data:`JAC_SIG`; the fast path) or
@@ -26,7 +28,8 @@ run uncompiled). It returns an :class:`IntegratorResult` with SciPy's field name
 Structure (as SciPy's ``OdeSolver._step_impl`` and diffrax's solver/controller split): one driver
 (:mod:`~numerics.integrators.driver`: segments, breakpoints, accept/reject, counters, dense
 output), one module per method with its step, commit and continuous extension
-(:mod:`~numerics.integrators.dopri5`, :mod:`~numerics.integrators.rosw`,
+(:mod:`~numerics.integrators.dopri5`, :mod:`~numerics.integrators.dop853`,
+:mod:`~numerics.integrators.rosw`,
 :mod:`~numerics.integrators.radau`), the step-size controllers
 (:mod:`~numerics.integrators.controllers`) and the shifted linear systems by the structure of
 ``J`` (:mod:`~numerics.integrators.linalg`: ``(T/P, P, P)`` block inverses, triangular substitution
@@ -38,8 +41,12 @@ wrong ``J``; Radau converges to the collocation solution). The block-diagonal ``
 masks makes the linear algebra ``O(T·P²)`` per factorisation. The measurements and the variants
 tried are in ``docs/benchmarks.md`` ("Design measurements").
 
-Caveats: ROS34PW2 has no continuous extension (its output times are landed on); the error estimate
-is local (tolerances control the local error per unit step, as in SciPy).
+On the mildly stiff flow (ε = 1e-2) the explicit methods win: DOPRI5 with norm and slow path,
+DOP853 without them (fewer calls at a tight matched error); ``"auto"`` runs DOPRI5 and hands over
+to Radau IIA once it detects stiffness.
+
+Caveats: ROS34PW2 and DOP853 have no continuous extension (their output times are landed on); the
+error estimate is local (tolerances control the local error per unit step, as in SciPy).
 """
 
 from __future__ import annotations
@@ -78,11 +85,13 @@ from fastslow.numerics.integrators.base import (
     STIFF,
     SUCCESS,
 )
-from fastslow.numerics.integrators.tableaux import DP_ORDER, RADAU_ORDER, ROS_ORDER
+from fastslow.numerics.integrators.tableaux import DOP_ORDER, DP_ORDER, RADAU_ORDER, ROS_ORDER
 from fastslow.numerics.lanes import aligned_zeros
 
-METHODS = ("auto", "rosw", "radau", "dopri5")
-ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER}
+METHODS = ("auto", "rosw", "radau", "dopri5", "dop853")
+EXPLICIT = ("dopri5", "dop853")
+"""The methods that never call ``jac``."""
+ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER, "dop853": DOP_ORDER}
 """Classical order of each method (the slope a fixed-step convergence test must show)."""
 DENSE_ORDERS = {"radau": 3, "dopri5": 4}
 """Order of the continuous extension (dense output) of the methods that have one."""
@@ -194,7 +203,7 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
     Jacobian that cannot be built."""
     jac_fn: Any
     compiled = _is_compiled(fun)
-    implicit = method != "dopri5"
+    implicit = method not in EXPLICIT
     if isinstance(jac, str) and jac not in ("zero", "fd"):
         raise ValueError(f"jac={jac!r}: expected a callable, None, 'fd' or 'zero'")
     if implicit and jac is None and not compiled and m == n and n > FD_JACOBIAN_MAX_N:
@@ -273,8 +282,8 @@ def integrate(
         method: ``"auto"`` (the default: DOPRI5 with Hairer's stiffness detection, handing over
             to Radau IIA once the problem is found stiff, as LSODA switches from Adams to BDF;
             ``extra["switched_at"]`` is the time of the switch or ``None``), ``"rosw"`` (stiff,
-            Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5) or ``"dopri5"``
-            (explicit).
+            Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5), ``"dopri5"``
+            (explicit, order 5) or ``"dop853"`` (explicit, order 8; no dense output).
         jac: for ``"rosw"``, ``"radau"`` and ``"auto"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J``
             (``m×m``, or its blocks' rows ``m×mb`` with ``jac_block=mb``), or a Python callable
             ``jac(t, y) -> J`` (``m×m``). The method uses ``J ⊗ I_k`` with ``k = n/m``.
@@ -285,7 +294,7 @@ def integrate(
             Jacobian), with a compiled ``fun``, or with ``jac_size < n``, it is a ``ValueError``
             asking for ``jac``. ``jac="fd"`` asks for the dense forward difference at any size. ``jac="zero"`` asks
             for ``J = 0`` on purpose (a valid W-method for non-stiff problems, order kept, but
-            the step size is then limited by stability). Ignored by ``"dopri5"``.
+            the step size is then limited by stability). Ignored by the explicit methods.
         jac_size: ``m`` (default ``n``); must divide ``n``.
         jac_block: if ``J`` is block diagonal with blocks of this size (dividing ``m``), it is
             stored as its blocks' rows and factorised block by block (``O(m·mb)`` memory,
@@ -418,7 +427,10 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     y[:] = y_start
     fns: Any = (rhs, jac_fn)  # the Python driver calls them; the compiled one, their addresses
     if _is_compiled(fun):
-        addresses = (*driver.problem_addresses(rhs, RHS_SIG), *driver.problem_addresses(jac_fn, JAC_SIG))
+        addresses = (
+            *driver.problem_addresses(rhs, RHS_SIG),
+            *driver.problem_addresses(jac_fn, JAC_SIG),
+        )
         fns = np.array(addresses, dtype=np.int64)
     args = (fns, y, ynew, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
     status = int(drive(*args, h0, np.int64(spec["max_steps"]), counters))

@@ -27,12 +27,11 @@ from types import FunctionType, ModuleType
 
 import numpy as np
 from numba import njit, types
-
 from numba.core import cgutils
 from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.extending import intrinsic
 
-from fastslow.numerics.integrators import dopri5, radau, rosw
+from fastslow.numerics.integrators import dop853, dopri5, radau, rosw
 from fastslow.numerics.integrators.base import (
     ACCEPT_SIG,
     C128,
@@ -253,6 +252,7 @@ METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
     "rosw": (rosw, INTEGRAL, rosw.ERROR_EXPONENT, False),
     "radau": (radau, PREDICTIVE, 0.25, True),
     "dopri5": (dopri5, INTEGRAL, dopri5.ERROR_EXPONENT, True),
+    "dop853": (dop853, INTEGRAL, dop853.ERROR_EXPONENT, False),
 }
 """Per method: its module (``workspace``, ``start``, ``step``, ``accept`` and, if it has a
 continuous extension, ``interp``), its controller, the controller's exponent, dense output."""
