@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from fastslow.numerics import validation as v
 from fastslow.numerics.integrators import driver
@@ -145,7 +146,9 @@ class IntegratorResult:
 
 
 def _is_compiled(fn) -> bool:
-    return hasattr(fn, "py_func") and hasattr(fn, "signatures")
+    """Whether ``fn`` is a Numba dispatcher (``njit``); an ``isinstance`` check, not the
+    ``signatures`` property (which lists and hashes every compiled signature)."""
+    return isinstance(fn, Dispatcher)
 
 
 def _stops(t0: float, t1: float, t_eval, breakpoints, t_start: float):
@@ -415,7 +418,8 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     Ydense = np.full((t_dense.size, n), np.nan)
     rhs, jac_fn = _problem_functions(fun, spec["jac"], method, n, m, mb, edges, spec["fd_fevals"])
     mod, controller, exponent, _ = driver.METHODS[method]
-    drive = driver.bound_driver(method, compiled=_is_compiled(fun))
+    compiled = _is_compiled(fun)
+    drive = driver.bound_driver(method, compiled=compiled)
     opt = np.zeros(N_OPT)
     opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_LOWER]] = [
         spec["rtol"], spec["atol"], spec["h_fixed"], m, mb, controller, exponent, float(detect),
@@ -426,7 +430,7 @@ def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float
     y, ynew = aligned_zeros(n), aligned_zeros(n)  # what the right-hand side reads: on cache lines
     y[:] = y_start
     fns: Any = (rhs, jac_fn)  # the Python driver calls them; the compiled one, their addresses
-    if _is_compiled(fun):
+    if compiled:
         addresses = (
             *driver.problem_addresses(rhs, RHS_SIG),
             *driver.problem_addresses(jac_fn, JAC_SIG),
