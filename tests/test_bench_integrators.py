@@ -12,7 +12,7 @@ def test_a_speed_up_is_printed_to_three_significant_digits():
 
 
 def test_speed_ups_compare_the_fastest_run_of_each_side_and_name_scipys(monkeypatch):
-    monkeypatch.setattr(bench, "interleaved_ratio", lambda slow, fast: slow() / fast())
+    monkeypatch.setattr(bench, "interleaved_times", lambda slow, fast: (slow(), fast()))
     times = {
         "auto": 1.0, "radau": 2.0, "dopri5": None,
         ("RK45", "numpy"): 40.0, ("LSODA", "numpy"): 30.0,
@@ -24,10 +24,21 @@ def test_speed_ups_compare_the_fastest_run_of_each_side_and_name_scipys(monkeypa
     assert sp["ours"] == "auto"
     assert sp["theirs"] == {"numpy": "LSODA", "numpy+J": "Radau", "compiled": "RK45"}
     assert (sp["numpy"], sp["numpy+J"], sp["compiled"]) == (30.0, 20.0, 3.0)
+    assert sp["times"]["compiled"] == (3.0, 1.0)
+
+
+def test_the_overhead_per_call_is_the_time_per_call_less_the_rhs():
+    rows = [[0.01, "Numba auto", 1.0, 6e-7, 1e-5, 74, "400/0/0", 0, "—"],
+            [0.01, "SciPy RK45 (compiled RHS)", 5.0, 6e-7, 1e-5, 74, "500/0/0", 0, "—"]]  # fmt: skip
+    sp = {"ours": "auto", "theirs": {"compiled": "RK45"}, "times": {"compiled": (5e-3, 2e-3)}}
+    ours, theirs = bench.overheads(rows, sp, 3e-6)
+    assert math.isclose(ours, 2e-3 / 400 - 3e-6) and math.isclose(theirs, 5e-3 / 500 - 3e-6)
+    del sp["times"]["compiled"]
+    assert all(math.isnan(x) for x in bench.overheads(rows, sp, 3e-6))
 
 
 def test_a_missing_scipy_kind_gives_nan_not_a_ratio(monkeypatch):
-    monkeypatch.setattr(bench, "interleaved_ratio", lambda slow, fast: slow() / fast())
+    monkeypatch.setattr(bench, "interleaved_times", lambda slow, fast: (slow(), fast()))
     times = {"auto": 1.0, ("RK45", "numpy"): 5.0}
     sp = bench.speedups(times, {k: (lambda v=v: v) for k, v in times.items()})
     assert sp["numpy"] == 5.0 and math.isnan(sp["compiled"]) and "compiled" not in sp["theirs"]
