@@ -292,11 +292,7 @@ def rhs_seconds(prob: Problem, reps: int = 1000, repeat: int = 10) -> float:
     y, out = aligned_zeros(prob.X0.size), aligned_zeros(prob.X0.size)
     y[:] = prob.X0.ravel()
     _rhs_loop(y, prob.p, out, 1)
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.process_time()
-        _rhs_loop(y, prob.p, out, reps)
-        best = min(best, time.process_time() - t0)
+    best, _ = _timed(lambda: _rhs_loop(y, prob.p, out, reps), np.inf, repeat, 0.0)
     return best / reps
 
 
@@ -310,6 +306,18 @@ def overheads(table: list, sp: dict, c: float) -> tuple[float, float]:
         return float("nan"), float("nan")
     t_theirs, t_ours = sp["times"]["compiled"]
     return t_ours / int(calls[0]) - c, t_theirs / int(calls[1]) - c
+
+
+def checked_instance(prob: Problem, target: float, time_cap: float, rate: float) -> dict:
+    """One instance's target checks: the table rows (:func:`compare`), the speed-ups
+    (:func:`speedups`), one RHS call's seconds (:func:`rhs_seconds`), the per-call overheads
+    ``(ours, SciPy's)`` (:func:`overheads`) and the Radau run against its FLOP floor (``"—"``
+    if it had none)."""
+    rows, times, runs = compare(prob, target, time_cap, rate)
+    sp = speedups(times, runs)
+    c = rhs_seconds(prob)
+    floor = next((r[-1] for r in rows if r[1] == "Numba radau"), "—")
+    return {"rows": rows, "sp": sp, "c": c, "overheads": overheads(rows, sp, c), "floor": floor}
 
 
 def _times(ratio: float) -> str:
@@ -337,11 +345,9 @@ def integrator_benchmark(quick: bool) -> dict:
     table, notes, worst = [], [], {"numpy": np.inf, "compiled": np.inf, "floor": 0.0}
     for plain in (False, True):
         for eps in epsilons:
-            prob = Problem(64, 8, eps, plain=plain)
-            rows, times, runs = compare(prob, target, time_cap, rate)
-            sp = speedups(times, runs)
-            c = rhs_seconds(prob)
-            o_ours, o_theirs = overheads(rows, sp, c)
+            checked = checked_instance(Problem(64, 8, eps, plain=plain), target, time_cap, rate)
+            rows, sp, c = checked["rows"], checked["sp"], checked["c"]
+            o_ours, o_theirs = checked["overheads"]
             kind = "plain (no norm, no slow path)" if plain else "full"
             table += [[kind, *row] for row in rows]
             table.append([kind, eps, f"speed-up of Numba {sp['ours']}", "", "", "", "", "", "",
@@ -352,8 +358,8 @@ def integrator_benchmark(quick: bool) -> dict:
                           f"{o_theirs * 1e6:.2f} µs)"])  # fmt: skip
             worst["numpy"] = min(worst["numpy"], sp["numpy"])
             worst["compiled"] = min(worst["compiled"], sp["compiled"])
-            radau = [row[-1] for row in rows if row[1] == "Numba radau"]
-            worst["floor"] = max(worst["floor"], *[f if f != "—" else np.inf for f in radau])
+            floor = checked["floor"]
+            worst["floor"] = max(worst["floor"], np.inf if floor == "—" else floor)
     notes.append(
         f"T = 64, d = 8, P = 8, L = 4; matched final relative error ≤ {target:g}; DGEMM rate of "
         f"this run {rate / 1e9:.1f} GF/s (one thread), the rate of the FLOP floor. Targets: "
@@ -402,13 +408,10 @@ def other_instances(quick: bool) -> dict:
     rows = []
     cases = [(eps, *inst) for eps in (1e-2, 1e-3) for inst in INSTANCES]
     for eps, T, d, P, seed in cases[:2] if quick else cases:
-        prob = Problem(T, d, eps, P=P, seed=seed)
-        table, times, runs = compare(prob, 1e-6, 10.0, rate)
-        sp = speedups(times, runs)
+        checked = checked_instance(Problem(T, d, eps, P=P, seed=seed), 1e-6, 10.0, rate)
+        table, sp, c, floor = checked["rows"], checked["sp"], checked["c"], checked["floor"]
+        o_ours, o_theirs = checked["overheads"]
         ours, theirs = sp["ours"], sp["theirs"].get("compiled", "—")
-        floor = next((r[-1] for r in table if r[1] == "Numba radau"), "—")
-        c = rhs_seconds(prob)
-        o_ours, o_theirs = overheads(table, sp, c)
         rows.append([
             eps, T, d, P, seed, f"{ours} ({_calls(table, 'Numba ' + ours)})",
             f"{theirs} ({_calls(table, 'SciPy ' + theirs + ' (compiled RHS)')})",
