@@ -322,7 +322,8 @@ def _cmd_sweep(args) -> int:
             json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1),
         )
     worst = max(
-        (r["verdict"] for r in results), key=("holds", "outside-hypotheses", "fails", "error").index
+        (r["verdict"] for r in results),
+        key=("holds", "outside-hypotheses", "undecided", "fails", "error").index,
     )
     return EXIT_CODES[worst]
 

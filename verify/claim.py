@@ -21,8 +21,13 @@ instance of it as ``CLAIM``. The class declares, in one place,
 * ``fails``: the hypotheses hold and some part of the conclusion does not (a counterexample);
 * ``outside-hypotheses``: some hypothesis diagnostic does not hold (the conclusion is still
   computed and reported, so a negative control shows it failing);
+* ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
+  declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
+  tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
+  reached) does not hold. A limit of the check is never a hypothesis and never ``fails``;
 * ``error``: the check raised on a valid input (``LinAlgError``, ``FloatingPointError``, a failed
-  integration, ...). The exception is part of the verdict; it is never called bad input.
+  integration, ...). The exception is part of the verdict; it is never called bad input, and it
+  is kept in the verdict whatever the outcome.
 
 Bad input (an unknown parameter, a value of the wrong type or out of bounds, an inconsistent
 combination, parameters whose estimated memory or time exceeds the budget) raises ``ValueError``
@@ -43,13 +48,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-OUTCOMES = ("holds", "fails", "outside-hypotheses", "error")
+OUTCOMES = ("holds", "fails", "outside-hypotheses", "undecided", "error")
 """The verdict of a claim on one instance."""
 
-EXIT_CODES = {"holds": 0, "fails": 1, "error": 3, "outside-hypotheses": 4}
+EXIT_CODES = {"holds": 0, "fails": 1, "error": 3, "outside-hypotheses": 4, "undecided": 5}
 """``fastslow check`` exit code per outcome; bad input exits 2."""
 
 BAD_INPUT_EXIT = 2
+
+SOURCES = ("input", "theory", "reference", "implementation")
+"""How a hypothesis is decided: from the inputs alone, from ``theory/`` (SymPy), from a reference
+written from the formulas (``verify/reference``), or through the implementation under test (then an
+independent second measurement must agree)."""
 
 
 class PendingClaim(LookupError):
@@ -415,6 +425,9 @@ class Conclusion:
     tolerance: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     series: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    """``{limit: Diagnostic}`` for the claim's declared :attr:`Claim.limits` (the check's own
+    numerics); one that does not hold makes the outcome ``undecided``."""
 
 
 @dataclass(frozen=True)
@@ -449,15 +462,18 @@ class Verdict:
 
     Attributes:
         id: the claim ID.
-        outcome: ``holds`` / ``fails`` / ``outside-hypotheses`` / ``error``.
+        outcome: ``holds`` / ``fails`` / ``outside-hypotheses`` / ``undecided`` / ``error``.
         hypotheses: ``{name: Diagnostic}``, computed before the conclusion.
         conclusion: ``{part: Diagnostic}`` (empty when the check raised first).
+        limits: ``{limit: Diagnostic}``: the check's own numerics (empty when the claim declares
+            none or the check raised first).
         figures: the measured numbers.
         params: the resolved parameters; ``seed`` the root seed; ``control`` the negative control's
             name when the instance is one.
         tolerance: the tolerances used, in the units their keys state.
-        error: ``{"type", "message"}`` when the outcome is ``error``, or when it is
-            ``outside-hypotheses`` and the conclusion raised (then ``conclusion`` is empty).
+        error: ``{"type", "message"}`` whenever the check raised (outcome ``error``, or
+            ``outside-hypotheses`` when a hypothesis was already violated; then ``conclusion``
+            is empty). An exception is never dropped.
         series: the arrays the claim's figures draw (not part of the report).
         system: the description of the user system the instance was built from, if any
             (:mod:`verify.systems`); ``None`` for the claim's built-in instances.
@@ -476,6 +492,9 @@ class Verdict:
     error: dict | None = None
     series: dict = field(default_factory=dict)
     system: dict | None = None
+    limits: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)
+    """``{hypothesis: source}`` (:data:`SOURCES`): how each hypothesis was decided."""
 
     @property
     def holds(self) -> bool:
@@ -501,6 +520,11 @@ class Verdict:
         return [k for k, d in self.conclusion.items() if not d.holds]
 
     @property
+    def unresolved(self) -> list[str]:
+        """The limits of the check that do not hold (why the outcome is ``undecided``)."""
+        return [k for k, d in self.limits.items() if not d.holds]
+
+    @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
 
@@ -524,6 +548,11 @@ class Verdict:
                     "holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts)
                 )
             return f"outside the hypotheses: {why}{tail}"
+        if self.outcome == "undecided":
+            return "the check cannot decide this instance: " + ", ".join(
+                f"{k} ({_short(self.limits[k].value)}; {self.limits[k].rule})"
+                for k in self.unresolved
+            )
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(
                 f"{k} ({_short(self.conclusion[k].value)}; {self.conclusion[k].rule})"
@@ -548,8 +577,12 @@ class Verdict:
                 "holds": self.holds,
                 "hypotheses_hold": self.hypotheses_hold,
                 "conclusion_holds": self.conclusion_holds,
-                "hypotheses": {k: d.to_json() for k, d in self.hypotheses.items()},
+                "hypotheses": {
+                    k: {**d.to_json(), **({"source": self.sources[k]} if k in self.sources else {})}
+                    for k, d in self.hypotheses.items()
+                },
                 "conclusion": {k: d.to_json() for k, d in self.conclusion.items()},
+                "limits": {k: d.to_json() for k, d in self.limits.items()},
                 "reason": self.reason(),
                 "figures": self.figures,
                 "params": self.params,
@@ -579,6 +612,8 @@ class Verdict:
             error=data.get("error"),
             series=unjsonable(data.get("series", {})),
             system=data.get("system"),
+            limits={k: Diagnostic.from_json(v) for k, v in data.get("limits", {}).items()},
+            sources={k: v["source"] for k, v in data["hypotheses"].items() if "source" in v},
         )
 
 
@@ -610,7 +645,13 @@ class Claim:
     statement: ClassVar[str]
     params: ClassVar[Mapping[str, Param]] = {}
     hypotheses: ClassVar[Mapping[str, str]] = {}
+    hypothesis_sources: ClassVar[Mapping[str, str]] = {}
+    """``{hypothesis: source}``, one of :data:`SOURCES` per hypothesis."""
     conclusion: ClassVar[Mapping[str, str]] = {}
+    limits: ClassVar[Mapping[str, str]] = {}
+    """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
+    instance (not hypotheses of the statement); :meth:`conclude` returns one
+    :class:`Diagnostic` per limit in ``Conclusion.limits``."""
     controls: ClassVar[tuple[Control, ...]] = ()
     key_figures: ClassVar[tuple[str, ...]] = ()
     implemented: ClassVar[bool] = True
@@ -811,13 +852,14 @@ class Claim:
                 hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis", "hypotheses")
                 concl = self.conclude(inst)
                 parts = self._named(concl.parts, self.conclusion, "conclusion part")
+                limits = self._named(concl.limits, self.limits, "limit")
         except (KeyboardInterrupt, SystemExit, PendingClaim):
             raise
         except Exception as exc:  # a valid input the check could not decide: outcome "error"
             error = {"type": type(exc).__name__, "message": str(exc) or repr(exc)}
             outside = bool(hyps) and not all(d.holds for d in hyps.values())
-            # the hypotheses already say the claim does not apply: a conclusion that cannot be
-            # evaluated there is expected, and its exception is kept in the verdict
+            # the hypotheses already say the claim does not apply: the outcome is theirs, and the
+            # conclusion's exception is kept in the verdict (never dropped)
             notes = (
                 [
                     f"the conclusion could not be evaluated outside the hypotheses: {error['type']}: "
@@ -838,9 +880,12 @@ class Claim:
                 notes=notes,
                 error=error,
                 system=described,
+                sources=self._sources(hyps),
             )
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
+        elif not all(d.holds for d in limits.values()):
+            outcome = "undecided"
         elif all(d.holds for d in parts.values()):
             outcome = "holds"
         else:
@@ -858,7 +903,13 @@ class Claim:
             notes=list(concl.notes),
             series=concl.series,
             system=described,
+            limits=limits,
+            sources=self._sources(hyps),
         )
+
+    def _sources(self, hyps: Mapping) -> dict:
+        """``{hypothesis: source}`` for the hypotheses computed, as the claim declares them."""
+        return {k: self.hypothesis_sources[k] for k in hyps if k in self.hypothesis_sources}
 
     def _named(self, found: Mapping, declared: Mapping, what: str, plural: str = "") -> dict:
         if not isinstance(found, Mapping) or set(found) != set(declared):
