@@ -9,11 +9,16 @@
   sweeps run (:mod:`verify.sweep`): serially by default, on a local process pool of all CPUs
   under ``--thorough``, on a Dask cluster with ``--scheduler``; cached (resumable) with
   ``--sweep-cache``.
+* One module name per file: the design packages (``verify/`` …) are collected as plain folders, so
+  pytest never imports their ``__init__.py`` as a top-level ``verify`` beside ``fastslow.verify``.
+  Test files live in folders without ``__init__.py`` (``tests/``, ``verify/tests/``) and are
+  imported by their base names; the code they test is imported as ``fastslow.…`` only.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -64,6 +69,20 @@ def pytest_addoption(parser):
         default=None,
         help="cache the verify sweep points here, so an interrupted run resumes",
     )
+
+
+_ROOT = Path(__file__).resolve().parent
+DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")  # imported as fastslow.<name>
+
+
+def pytest_collect_directory(path, parent):
+    """A design package's folder is collected as a plain folder (``pytest.Dir``), not as a
+    ``pytest.Package``: a Package would import its ``__init__.py`` under the folder's name
+    (``verify``), a second name for the files of ``fastslow.verify``."""
+    path = Path(path)
+    if path.parent == _ROOT and path.name in DESIGN_PACKAGES:
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
 
 
 def pytest_configure(config):

@@ -11,22 +11,44 @@ and the entry points for users:
   :class:`~fastslow.toy.GeneratorFamily`, :class:`~fastslow.toy.DepthFlow`).
 
 Where the subpackages live. In the repository they are the top-level folders ``theory/``,
-``numerics/``, ``verify/`` and ``figures/``; ``fastslow/theory`` and its three siblings are symbolic
-links to them, so that a source checkout (``PYTHONPATH=.``), the editable install of ``run.sh``
-and the type checker all see ``fastslow.numerics``. An installed copy has them inside the
+``numerics/``, ``verify/`` and ``figures/``. An installed copy (wheel) has them inside the
 ``fastslow`` package (``package-dir`` in ``pyproject.toml``), so installing fastslow adds one
 top-level name, ``fastslow``, and never shadows or overwrites another distribution's ``theory`` or
-``figures``. Importing ``fastslow`` itself is cheap: :func:`check` loads the claim units when
-called.
+``figures``. In a source checkout (pytest from the root, ``python -m fastslow`` there, the editable
+install of ``run.sh``) this package's ``__path__`` is extended by the checkout's root, so that
+``fastslow.numerics`` is the folder ``numerics/``: one module name per file, no symbolic link, no
+import hook of ours (docs/architecture.md weighs the alternatives). Importing ``fastslow`` itself is
+cheap: :func:`check` loads the claim units when called.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fastslow.verify.claim import Verdict
+
+DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
+"""The design's top-level folders, imported as ``fastslow.<name>``."""
+
+
+def _source_checkout_root() -> Path | None:
+    """The checkout's root when this package runs from a source checkout (the design packages are
+    the root's folders, not inside this package), else ``None`` (an installed copy)."""
+    here = Path(__file__).resolve().parent
+    if all((here / name / "__init__.py").is_file() for name in DESIGN_PACKAGES):
+        return None
+    root = here.parent
+    if all((root / name / "__init__.py").is_file() for name in DESIGN_PACKAGES):
+        return root
+    return None
+
+
+_root = _source_checkout_root()
+if _root is not None:  # fastslow.numerics is <root>/numerics, and so on
+    __path__.append(str(_root))
 
 __version__ = "0.1.0"
 __all__ = ["check", "claims_for"]

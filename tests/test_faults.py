@@ -37,7 +37,7 @@ from fastslow.verify.claim import (
     time_budget,
 )
 from fastslow.verify.registry import CLAIMS, IDS
-from fastslow.verify.report import write_report
+from fastslow.verify.report import complete_report_in, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -433,8 +433,6 @@ def test_options_that_would_poison_the_report_are_usage_errors(extra, message, t
 
 
 def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
-    from fastslow.verify import conftest as vc
-
     def report(complete, why=()):  # the shape of build_report's output, without the claims
         prov = {"git": {"commit": None, "dirty": None}}
         return dict(
@@ -443,14 +441,14 @@ def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
 
     write_report(report(True), tmp_path)
     before = (tmp_path / "report.json").read_text()
-    assert vc._complete_report_in(tmp_path)  # so the session hook picks the partial names
+    assert complete_report_in(tmp_path)  # so the session hook picks the partial names
     partial = report(False, ["-k A1"])
     js, md = write_report(partial, tmp_path, "report.partial")
     assert (js.name, md.name) == ("report.partial.json", "REPORT.partial.md")
     assert md.read_text().count("PARTIAL REPORT") == 1
     assert (tmp_path / "report.json").read_text() == before
     (tmp_path / "report.json").write_text("{broken")
-    assert not vc._complete_report_in(tmp_path)  # nothing complete to protect
+    assert not complete_report_in(tmp_path)  # nothing complete to protect
 
 
 def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, monkeypatch):

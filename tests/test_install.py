@@ -3,9 +3,14 @@
 The repository keeps the design's top-level folders (``theory/``, ``numerics/``, ``verify/``,
 ``figures/``); ``pyproject.toml`` installs them as ``fastslow.theory`` … ``fastslow.figures``. So an
 install never shadows or overwrites another distribution's ``figures`` or ``theory``, and another
-distribution's ``figures`` on the path does not break ours. The copy is built with ``pip install
---target`` (a regular, non-editable install) from a copy of the sources, then run with ``python -I``
-from an unrelated working directory, so nothing of the checkout can leak in.
+distribution's ``figures`` on the path does not break ours.
+
+The copy is built the way a release is: a source distribution from a copy of the sources, a wheel
+from the unpacked source distribution (``pip wheel``), and a regular, non-editable install of that
+wheel (``pip install --target``); it is then run with ``python -I`` from an unrelated working
+directory, so nothing of the checkout can leak in. What ships is checked on the way: the sdist
+carries the tests and what they need (the root ``conftest.py``, ``run.sh``, ``docs/``), the wheel the
+package alone.
 """
 
 from __future__ import annotations
@@ -15,39 +20,116 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["pyproject.toml", "README.md", "LICENSE", "fastslow", "theory", "numerics", "verify", "figures"]  # fmt: skip
+SOURCES = [
+    "pyproject.toml", "README.md", "LICENSE", "CITATION.cff", "MANIFEST.in", "conftest.py",
+    "run.sh", "fastslow", "theory", "numerics", "verify", "figures", "tests", "docs",
+]  # fmt: skip
+DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
+SKIP = shutil.ignore_patterns(
+    "__pycache__", "report", "out", "*.egg-info", ".numba_cache", ".hypothesis", "*.pyc"
+)
+
+
+def _package_modules() -> set[str]:
+    """The package's files as the wheel must hold them (``fastslow/numerics/lapack.py`` for
+    ``numerics/lapack.py``): every ``.py``, ``py.typed`` and ``.json`` of the design folders and of
+    ``fastslow/``, without tests (``verify/tests/``) or generated output."""
+    out = set()
+    for top in ("fastslow", *DESIGN_PACKAGES):
+        for path in (ROOT / top).rglob("*"):
+            rel = path.relative_to(ROOT)
+            if not path.is_file() or {"__pycache__", "tests", "report", "out"} & set(rel.parts):
+                continue
+            if path.suffix in (".py", ".json") or path.name == "py.typed":
+                out.add(str(rel) if top == "fastslow" else f"fastslow/{rel}")
+    return out
+
+
+def _run_ok(args, cwd, what):
+    res = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        pytest.fail(f"{what} failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+    return res
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """``(site, workdir)``: a non-editable install of this checkout's sources into ``site``."""
-    base = tmp_path_factory.mktemp("install")
+def built(tmp_path_factory):
+    """``(sdist, wheel)``: a source distribution of a copy of this checkout's sources, and the
+    wheel built from that source distribution alone."""
+    base = tmp_path_factory.mktemp("build")
     src = base / "src"
     src.mkdir()
-    skip = shutil.ignore_patterns("__pycache__", "report", "out", "*.egg-info")
     for name in SOURCES:
         path = ROOT / name
         if path.is_dir():
-            shutil.copytree(path, src / name, symlinks=True, ignore=skip)
+            shutil.copytree(path, src / name, ignore=SKIP)
         else:
             shutil.copy2(path, src / name)
+    dist = base / "dist"
+    code = f"from setuptools import build_meta as b; print(b.build_sdist({str(dist)!r}))"
+    res = _run_ok([sys.executable, "-c", code], src, "building the sdist")
+    sdist = dist / res.stdout.strip().splitlines()[-1]
+    unpacked = base / "unpacked"
+    with tarfile.open(sdist) as tar:
+        tar.extractall(unpacked, filter="data")
+    (top,) = unpacked.iterdir()
+    wheels = base / "wheels"
+    _run_ok(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(top)],
+        base,
+        "building the wheel from the sdist",
+    )
+    (wheel,) = wheels.glob("*.whl")
+    return sdist, wheel
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory):
+    """``(site, workdir)``: the wheel built from the sdist, installed (non-editable) into ``site``."""
+    _, wheel = built
+    base = tmp_path_factory.mktemp("install")
     site = base / "site"
-    res = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    _run_ok(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
+        base,
+        "pip install --target of the wheel",
     )  # fmt: skip
-    if res.returncode != 0:
-        pytest.fail(f"pip install --target failed:\n{res.stderr[-2000:]}")
     work = base / "work"
     work.mkdir()
     return site, work
+
+
+def test_the_sdist_carries_the_tests_and_what_they_need(built):
+    sdist, _ = built
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    needed = {"conftest.py", "run.sh", "pyproject.toml", "MANIFEST.in", "tests/conftest.py",
+              "verify/tests/conftest.py", "docs/architecture.md", "docs/claims.md"}  # fmt: skip
+    needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "verify" / "tests").glob("test_*.py")}
+    needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")}
+    assert needed <= names, sorted(needed - names)
+    assert not any("__pycache__" in n or n.startswith("verify/report/") for n in names)
+
+
+def test_the_wheel_carries_the_package_alone(built):
+    """Every module of the package under ``fastslow/``, its data (``py.typed``, the report schema),
+    and no test, conftest or generated file."""
+    _, wheel = built
+    with zipfile.ZipFile(wheel) as z:
+        names = {n for n in z.namelist() if not n.startswith("fastslow-0.1.0.dist-info/")}
+    assert names == _package_modules(), (
+        sorted(names - _package_modules()),
+        sorted(_package_modules() - names),
+    )
+    assert "fastslow/verify/report.schema.json" in names
+    assert not any("/tests/" in n or n.endswith("conftest.py") for n in names)
 
 
 def _run(

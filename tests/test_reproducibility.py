@@ -14,8 +14,8 @@ def _report(outdir: Path) -> dict:
             sys.executable,
             "-m",
             "pytest",
-            "verify/test_a1_causality.py",
-            "verify/test_negative_controls.py",
+            "verify/tests/test_a1_causality.py",
+            "verify/tests/test_negative_controls.py",
             "-q",
             "-k",
             "A1 and not random",
@@ -39,6 +39,6 @@ def test_two_runs_of_pytest_verify_write_identical_reports(tmp_path):
     a, b = _report(tmp_path / "a"), _report(tmp_path / "b")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     a1 = next(c for c in a["claims"] if c["id"] == "A1")
-    # the built-in instance (seed 7) and the user-flow instance (seed 0) of verify/test_a1_causality.py
+    # the built-in instance (seed 7) and the user-flow instance (seed 0) of verify/tests/test_a1_causality.py
     assert a1["status"] == "verified" and a1["provenance"]["seeds"] == [0, 7]
     assert {"packages", "git", "python"} <= set(a["provenance"])

@@ -415,3 +415,11 @@ def write_report(report: dict, outdir: Path, stem: str = "report") -> tuple[Path
     text = json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     write_atomic_many({js: text, md: render_markdown(report)})
     return js, md
+
+
+def complete_report_in(outdir: Path) -> bool:
+    """There is a complete report in ``outdir`` (which a partial session must not replace)."""
+    try:
+        return json.loads((outdir / "report.json").read_text(encoding="utf-8"))["complete"] is True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False

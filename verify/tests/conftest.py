@@ -41,14 +41,21 @@ from fastslow.verify import sweep as sw
 from fastslow.verify.claim import Verdict
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import CLAIMS, run_check
-from fastslow.verify.report import ClaimLedger, build_report, writable_dir, write_report
+from fastslow.verify.report import (
+    ClaimLedger,
+    build_report,
+    complete_report_in,
+    writable_dir,
+    write_report,
+)
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()
 _REPORT_PATHS = pytest.StashKey[tuple]()
 _DESELECTED = pytest.StashKey[list]()
 _REPORTED = pytest.StashKey[set]()
-_HERE = Path(__file__).resolve().parent
+_HERE = Path(__file__).resolve().parent  # verify/tests: the claim tests
+_VERIFY = _HERE.parent  # verify/: the package (fastslow.verify)
 
 
 def pytest_configure(config):
@@ -65,7 +72,7 @@ def report_dir(config) -> Path:
     given = config.getoption("--report-dir")
     if given:
         return Path(given)
-    return _HERE / "report" if project_root() is not None else Path.cwd() / "fastslow-report"
+    return _VERIFY / "report" if project_root() is not None else Path.cwd() / "fastslow-report"
 
 
 def _check_options(config) -> None:
@@ -235,19 +242,11 @@ def pytest_sessionfinish(session, exitstatus):
     prov["profile"] = "thorough" if config.thorough else "default"
     why = _incomplete_reasons(session, exitstatus)
     report = build_report(config.stash[_LEDGER], prov, complete=not why, incomplete_reasons=why)
-    stem = "report.partial" if why and _complete_report_in(outdir) else "report"
+    stem = "report.partial" if why and complete_report_in(outdir) else "report"
     try:
         config.stash[_REPORT_PATHS] = write_report(report, outdir, stem)
     except OSError as exc:
         config.stash[_REPORT_PATHS] = (f"not written to {outdir}: {exc.strerror or exc}",)
-
-
-def _complete_report_in(outdir: Path) -> bool:
-    """There is a complete report in ``outdir`` (which a partial session must not replace)."""
-    try:
-        return json.loads((outdir / "report.json").read_text(encoding="utf-8"))["complete"] is True
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
 
 
 def pytest_terminal_summary(terminalreporter, config):
