@@ -3,7 +3,7 @@
 ``verify`` is where ``theory`` (symbolic) and ``numerics`` (numerical) meet. Each claim ID
 (statements in ``docs/claims.md``, generated from the units) is one unit ``verify.checks.<id>``
 (a :class:`verify.claim.Claim`, found by :mod:`verify.registry`, also run by ``fastslow check``)
-with test modules ``verify/test_<id>_*.py`` run by ``pytest verify``, which writes
+with test modules ``verify/tests/test_<id>_*.py`` (not part of the package) run by ``pytest verify``, which writes
 ``verify/report/report.json`` and ``REPORT.md`` (:mod:`verify.report`). Shared pieces:
 :mod:`verify.measure` (relative errors, rates, finite differences, theory against numerics),
 :mod:`verify.model_params`, :mod:`verify.sweep` (sweeps on any executor, with a cache),

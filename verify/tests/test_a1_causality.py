@@ -1,7 +1,7 @@
 """A1: the slow path updates once per block, and the block-causal model is autoregressive.
 
 The verdict is decided by :data:`verify.checks.a1.CLAIM`; these tests only read it. The negative
-controls run in ``verify/test_negative_controls.py``.
+controls run in ``verify/tests/test_negative_controls.py``.
 """
 
 import numpy as np

@@ -3,7 +3,7 @@
 The verdict is decided by :data:`verify.checks.a2.CLAIM` (attention core exactly 1/P²; whole slow
 path over whole fast layer ≤ 1/P always, ≥ 1/P² under its hypothesis 3d(P − 1) ≥ 2m; the bracket
 condition is exact over a grid of sizes); these tests only read it. The negative controls (unpooled
-slow attention, wide MLPs) run in ``verify/test_negative_controls.py``. Timings are in the
+slow attention, wide MLPs) run in ``verify/tests/test_negative_controls.py``. Timings are in the
 benchmark, not here.
 """
 

@@ -2,7 +2,7 @@
 gradient is h·⟨∂L/∂X_{l+1}, Slow_l(X_l)⟩.
 
 The verdict is decided by :data:`verify.checks.a3.CLAIM`; these tests only read it. The negative
-control (a non-zero gate) runs in ``verify/test_negative_controls.py``.
+control (a non-zero gate) runs in ``verify/tests/test_negative_controls.py``.
 """
 
 import numpy as np

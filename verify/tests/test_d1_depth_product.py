@@ -3,7 +3,7 @@ with tied weights the reversed product agrees where the layer Jacobians coincide
 the tied map), but not on a moving trajectory (the finding: control ``tied_moving_trajectory``).
 
 The verdict is decided by :data:`verify.checks.d1.CLAIM`; these tests only read it. The negative
-controls run in ``verify/test_negative_controls.py``.
+controls run in ``verify/tests/test_negative_controls.py``.
 """
 
 import numpy as np

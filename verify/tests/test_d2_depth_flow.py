@@ -3,7 +3,7 @@
 The verdict is decided by :data:`verify.checks.d2.CLAIM` (for each path: an asymptotic window found
 on the doubling ladder of depths, and the slope's 95% interval there inside 1 ± slope_tol); these
 tests only read it. The negative controls (the plain stack h = 1; a path with jumps off the grid)
-run in ``verify/test_negative_controls.py``.
+run in ``verify/tests/test_negative_controls.py``.
 """
 
 import pytest

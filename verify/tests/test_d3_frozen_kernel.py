@@ -4,7 +4,7 @@ homogeneous states homogeneous, and the stack runs the single-token map.
 The verdict is decided by :data:`verify.checks.d3.CLAIM`; these tests only read it. The negative
 controls (heterogeneous input, open gate with a block-local and with the global mask — the slow
 path with U_c gives block 1 zero —, heterogeneous injection target) run in
-``verify/test_negative_controls.py``.
+``verify/tests/test_negative_controls.py``.
 """
 
 import numpy as np

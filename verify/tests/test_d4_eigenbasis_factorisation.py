@@ -3,7 +3,7 @@ product factorises along the frozen kernel's eigenbasis (checked symbolically, e
 arithmetic, by the stable polynomial form and by JVPs through the nonlinear stack).
 
 The verdict is decided by :data:`verify.checks.d4.CLAIM`; the tests of a check only read it. The
-negative controls run in ``verify/test_negative_controls.py``. The symbolic and rational tests below
+negative controls run in ``verify/tests/test_negative_controls.py``. The symbolic and rational tests below
 check the algebra behind the claim (theory), independently of any instance.
 """
 

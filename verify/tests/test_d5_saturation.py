@@ -4,7 +4,7 @@ exactly as the coarse stack for block-local masks.
 
 The verdict is decided by :data:`verify.checks.d5.CLAIM`; these tests only read it. The negative
 controls (growing decaying modes; the finding "with the RMS norm on, L* = ∞", with and without the
-injection) run in ``verify/test_negative_controls.py``.
+injection) run in ``verify/tests/test_negative_controls.py``.
 """
 
 import pytest

@@ -4,7 +4,7 @@ kernel's first-order change annihilates the state, and the slow coupling G = U_c
 writes only block-constant information (block_causal gap: ‖G(I − Π)‖ = √(P − 1)‖G‖).
 
 The verdict is decided by :data:`verify.checks.d6.CLAIM`; these tests only read it. The negative
-controls (heterogeneous references) run in ``verify/test_negative_controls.py``.
+controls (heterogeneous references) run in ``verify/tests/test_negative_controls.py``.
 """
 
 import pytest

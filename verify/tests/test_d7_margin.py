@@ -3,7 +3,7 @@ scalar/normal case), the looped nonlinear map converges below g_c and not above.
 
 The verdict is decided by :data:`verify.checks.d7.CLAIM`; these tests only read it. The negative
 controls (γ = 0, and the finding that the autoregressive slow path leaves the spectrum unchanged,
-g_c = ∞) run in ``verify/test_negative_controls.py``. The scalar/normal closed forms and the random
+g_c = ∞) run in ``verify/tests/test_negative_controls.py``. The scalar/normal closed forms and the random
 contractive maps test :mod:`numerics.analysis.stability` directly.
 """
 

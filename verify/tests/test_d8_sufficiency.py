@@ -3,7 +3,7 @@ tokens (1e-10), for the next and every future token, and pooling costs no log-lo
 
 The verdict is decided by :data:`verify.checks.d8.CLAIM`; these tests only read it. The negative
 controls (latent variance, Cauchy, mixture: the gap's interval excludes 0; their allowed miss rate is
-stated in :mod:`verify.checks.d8`) run in ``verify/test_negative_controls.py``. The property tests
+stated in :mod:`verify.checks.d8`) run in ``verify/tests/test_negative_controls.py``. The property tests
 below exercise the filters of :mod:`numerics.toy.bayes` and the symbolic factorisation directly.
 """
 

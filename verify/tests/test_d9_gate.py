@@ -3,7 +3,7 @@ sampling noise (shrinking like 1/√n), min over the slow weight of R(g) is cons
 structure the gate opens, grows with ρ and stays below the D7 margin.
 
 The verdict is decided by :data:`verify.checks.d9.CLAIM`; these tests only read it. The negative
-control (``shared_structure``) runs in ``verify/test_negative_controls.py``.
+control (``shared_structure``) runs in ``verify/tests/test_negative_controls.py``.
 
 Statistical parts and seeds: a true claim may fail on up to ``alpha`` (default 1%) of seeds: its
 three calibrated tests run at ``alpha/3`` each (Bonferroni, see :mod:`verify.checks.d9`). The test

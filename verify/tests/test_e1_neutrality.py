@@ -7,7 +7,7 @@ profile runs the short experiment (:data:`verify.checks.e1.SHORT`: a smaller mod
 two seeds) and its verdict is reported as the short run's (the verdict's notes say so);
 ``--thorough`` runs the full one (the claim's defaults: 3 models × 3 seeds × 500k tokens). Runs are
 cached on disk (``$FASTSLOW_LM_CACHE``), so a repeated session reads them back. The negative
-control (``shared_structure``) also runs in ``verify/test_negative_controls.py``.
+control (``shared_structure``) also runs in ``verify/tests/test_negative_controls.py``.
 """
 
 import pytest

@@ -5,7 +5,7 @@ attraction rate, the rates over their asymptotic windows, the theory reduced fie
 numerical formulas, the curvature term, the two stiff integrators are parts of it); these tests
 only read it. The seeds 101–112 of the default instance run in the thorough profile.
 The negative controls (the global causal mask; block_causal with the block mean as coarse variable)
-run in ``verify/test_negative_controls.py``. Your own system: a ``DepthFlow`` whose block pattern
+run in ``verify/tests/test_negative_controls.py``. Your own system: a ``DepthFlow`` whose block pattern
 misses one entry (its kernel is not doubly stochastic, so the coarse variable is a weighted mean),
 the same mask with one entry across blocks, relu, no injection, and flows beyond F1's size limits.
 """

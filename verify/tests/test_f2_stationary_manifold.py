@@ -3,7 +3,7 @@ manifold is p_st(y), attracting at the spectral gap, and the coupled system trac
 (O(ε²) with the first-order correction).
 
 The verdict is decided by :data:`verify.checks.f2.CLAIM` (including the attention-link parts);
-these tests only read it. The negative controls run in ``verify/test_negative_controls.py``.
+these tests only read it. The negative controls run in ``verify/tests/test_negative_controls.py``.
 Your own system: a :class:`~verify.systems.GeneratorFamily` is checked against the ``p_st`` and
 ``h_1`` derived for its own ``Q`` and slow field.
 """

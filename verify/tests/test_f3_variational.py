@@ -2,7 +2,7 @@
 steps, reaches max TV ≤ 1e-2); attention's token-mixing operator is not a generator.
 
 The verdict is decided by :data:`verify.checks.f3.CLAIM`; these tests only read it. The negative
-controls run in ``verify/test_negative_controls.py``.
+controls run in ``verify/tests/test_negative_controls.py``.
 """
 
 import numpy as np
