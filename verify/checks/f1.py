@@ -188,12 +188,7 @@ import sympy as sp
 
 import fastslow.numerics as nm
 from fastslow.numerics.integrators import integrate
-from fastslow.numerics.model.coupling import (
-    CouplingProblem,
-    coupling_problem,
-    integrate_coupling,
-    layer_breakpoints,
-)
+from fastslow.numerics.model.coupling_drivers import integrate_coupling, layer_breakpoints
 from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
@@ -212,6 +207,7 @@ from fastslow.theory.slow_manifold import (
 )
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..coupling_problem import CouplingProblem, coupling_problem
 from ..measure import (
     asymptotic_slope,
     central_difference,
