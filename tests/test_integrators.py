@@ -884,18 +884,18 @@ def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
 
 
 def test_the_addresses_the_driver_calls_a_problem_function_by_are_numbas_own():
-    """``driver.problem_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
+    """``numba_binding.problem_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
     itself looks up when a dispatcher is passed as a first-class function, and the object; a
     dispatcher without the overload is compiled for it."""
     from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
 
-    from fastslow.numerics.integrators import driver
+    from fastslow.numerics.integrators import numba_binding
 
     fn = njit(lambda t, y, p, seg, out: None)
-    c_addr, py_addr, jit_addr = driver.problem_addresses(fn, RHS_SIG)
+    c_addr, py_addr, jit_addr = numba_binding.problem_addresses(fn, RHS_SIG)
     assert RHS_SIG.args in fn.overloads and py_addr == id(fn)
     assert (c_addr, jit_addr) == (_get_wrapper_address(fn, RHS_SIG), _get_jit_address(fn, RHS_SIG))
-    assert driver.problem_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
+    assert numba_binding.problem_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
 
 
 def _decay_with_settable_rate(rate):
