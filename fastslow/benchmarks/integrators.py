@@ -22,7 +22,7 @@ a user runs them (the NumPy right-hand side
 counted: ``fd calls``) and handed the *same compiled right-hand side* and the frozen-kernel
 Jacobian ``((A − I)/ε − γI) ⊗ I_d`` (sparse for BDF/Radau, dense for LSODA; the explicit methods
 take none); in between, the NumPy right-hand side with the frozen-kernel Jacobian (``numpy+J``,
-the implicit methods only: what the previous version of this benchmark compared against). A run over its CPU cap is reported as capped, never silently dropped.
+the implicit methods only). A run over its CPU cap is reported as capped, never silently dropped.
 
 *FLOP floor* (:func:`flop_floor`): the floating-point operations a run cannot avoid — its
 right-hand-side calls, factorisations and Newton solves counted from its work counters with the

@@ -146,10 +146,10 @@ def _block_rows(J: np.ndarray, mb: int) -> np.ndarray:
 
 FD_JACOBIAN_MAX_N = 256
 """Largest ``n`` for which ``jac=None`` builds a dense forward-difference Jacobian of a Python
-``fun`` by itself: it costs ``n + 1`` calls of ``fun`` and an ``n×n`` factorisation per Jacobian.
-Measured on the depth flow (NumPy right-hand side, Radau, rtol 1e-6, ε = 1e-3 and 1e-4) against
-the frozen-kernel Jacobian with ``jac_size=T``: 1.3× at ``n = 64``, 2.1× at ``n = 128``, 15× at
-``n = 512``. Above it ``jac=None`` is refused; ``jac="fd"`` asks for the dense difference anyway."""
+``fun`` by itself: it costs ``n + 1`` calls of ``fun`` and an ``n×n`` factorisation per Jacobian,
+a small multiple of a structured Jacobian's cost up to this size and many times it beyond
+(measured on the depth flow: ``docs/benchmarks.md``). Above it ``jac=None`` is refused;
+``jac="fd"`` asks for the dense difference anyway."""
 
 
 def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd_fevals: list):

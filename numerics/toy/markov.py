@@ -31,6 +31,7 @@ checks that both definitions agree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -194,15 +195,14 @@ def class_period(A, cls) -> int:
     while frontier:
         nxt = []
         for u in frontier:
-            for w in np.flatnonzero(A[u]):
-                w = int(w)
+            for w in np.flatnonzero(A[u]).tolist():
                 if w not in level:
                     level[w] = level[u] + 1
                     nxt.append(w)
         frontier = nxt
     for u in cls:
-        for w in np.flatnonzero(A[u]):
-            period = int(np.gcd(period, abs(level[int(u)] + 1 - level[int(w)])))
+        for w in np.flatnonzero(A[u]).tolist():
+            period = math.gcd(period, abs(level[int(u)] + 1 - level[w]))
     return period
 
 
