@@ -5,18 +5,22 @@ The first two draw the F1 verdict's series (:func:`figures.verdict_json`): the e
 orders on the whole ε ladder with the window rule applied from its top (one check per mask and
 coarse map), and the full and reduced flows along depth at ε = 1e-2. The third is a measurement of
 the integrators, not a check result: right-hand-side evaluations and CPU times of each method on
-the F1 problem of size ``WORK_SIZE`` (:func:`numerics.model.coupling.integrator_work`); its times
+the F1 problem of size ``WORK_SIZE`` (:func:`integrator_work`); its times
 differ from run to run.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+
 import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.numerics.model.coupling import WORK_METHODS, integrator_work
+from fastslow.numerics.model.coupling_drivers import integrate_coupling, integrate_coupling_scipy
 from fastslow.verify.claim import Verdict
+from fastslow.verify.coupling_problem import coupling_problem
 from fastslow.verify.registry import get_claim
 
 ERROR_CASES = (
@@ -122,6 +126,47 @@ def f1_depth_trajectory(data: list, seed: int):
     ax.set_title("slow drift of the block means vs the reduced flow (feature 0)", fontsize=8)
     ax.legend(fontsize=7)
     return fig, {"eps": eps, "seed": seed, "mask": "block_bidirectional"}
+
+
+WORK_METHODS = {
+    "Rosenbrock-W (Numba)": ("numba", "rosw"),
+    "Radau IIA (Numba)": ("numba", "radau"),
+    "DOPRI5 (Numba)": ("numba", "dopri5"),
+    "SciPy LSODA": ("scipy", "LSODA"),
+    "SciPy Radau": ("scipy", "Radau"),
+}
+"""The integrators :func:`integrator_work` runs, in order: the Numba methods of
+:func:`integrate_coupling` and SciPy's through :func:`integrate_coupling_scipy` (compiled
+right-hand side, dense frozen-kernel Jacobian)."""
+
+
+def integrator_work(params: Mapping, seed: int, eps: float, *, rtol: float, atol: float) -> dict:
+    """Right-hand-side evaluations and CPU seconds of each integrator of :data:`WORK_METHODS` from
+    the generic start ``X0`` of :func:`coupling_problem` ``(params, seed)`` over ``[0, 1]`` at
+    ``ε = eps`` (all timed in this call, so that their ratios compare like with like)."""
+    prob = coupling_problem(params, seed)
+    X0 = prob.X0
+    nfev, times = {}, {}
+    for name, (kind, method) in WORK_METHODS.items():
+        t0 = time.process_time()
+        if kind == "numba":
+            r = integrate_coupling(
+                prob.model,
+                X0,
+                eps,
+                E=prob.E,
+                method=method,
+                rtol=rtol,
+                atol=atol,
+                max_steps=2_000_000,
+            )
+        else:
+            r = integrate_coupling_scipy(
+                prob.model, X0, eps, E=prob.E, method=method, rtol=rtol, atol=atol, jac="dense"
+            )
+        times[name] = time.process_time() - t0
+        nfev[name] = int(r.nfev)
+    return {"nfev": nfev, "cpu_seconds": times}
 
 
 def f1_work_case(seed: int, eps: float) -> dict:

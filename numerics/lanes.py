@@ -79,9 +79,8 @@ def aligned_zeros(n: int, dtype=np.float64) -> np.ndarray:
 
     Why: an eight-lane load or store (:func:`load8`) that straddles two cache lines is slower
     than one that does not. NumPy aligns its data to 16 bytes, so where a buffer starts decides,
-    from process to process, whether every load of a kernel straddles: measured on the coupling
-    right-hand side (T = 64, d = 8, an AMD Zen 4), 3.44 µs per call with its parameter vector
-    starting on a line or half a line and 3.9 µs 8 or 16 bytes after one.
+    from process to process, whether every load of a kernel straddles (measured on the coupling
+    right-hand side: ``docs/benchmarks.md``, "Where the arrays start").
 
     The array is a view of a slightly larger buffer (its ``base``); copies of it (pickling,
     ``np.copy``) are ordinary NumPy arrays again."""

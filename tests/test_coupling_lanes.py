@@ -1,4 +1,4 @@
-"""The eight-lane right-hand side of numerics.model.coupling (block-local masks, d, m, P multiples of
+"""The eight-lane right-hand side of numerics.model.coupling_lanes (block-local masks, d, m, P multiples of
 8) against the row-by-row one on the same packed vector: equal to rounding (1e-13 of the largest
 entry) over sizes, switches, activations and states, NaN where the row path has NaN, and taken
 whenever it applies."""
@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 
 import fastslow.numerics as nm
 from fastslow.numerics.model.activations import SIGMAS
-from fastslow.numerics.model.coupling import (
-    _block_local_rhs8,
-    _coupling_rhs_rows,
-    _lanes_fit,
-    coupling_rhs_nb,
-    pack_coupling,
-)
+from fastslow.numerics.model.coupling_lanes import _block_local_rhs8
+from fastslow.numerics.model.coupling_packing import _lanes_fit, pack_coupling
+from fastslow.numerics.model.coupling_rhs import _coupling_rhs_rows, coupling_rhs_nb
 
 
 def both_paths(cfg, L, seed, eps, X, seg, E=None):
@@ -112,7 +108,7 @@ def test_every_block_the_lanes_path_reads_starts_on_a_cache_line():
     every layer's weights and fused weights, and every work array of the lanes path (offsets
     multiples of 8): no eight-lane load straddles two lines, whatever the allocator did."""
     from fastslow.numerics.lanes import CACHE_LINE
-    from fastslow.numerics.model.coupling import (
+    from fastslow.numerics.model.coupling_packing import (
         HEADER,
         _fused_offset,
         _lanes_offsets,

@@ -18,13 +18,10 @@ from fastslow.numerics.integrators import (
 )
 from fastslow.numerics.integrators import tableaux as tb
 from fastslow.numerics.model.activations import SIGMAS, Activation
-from fastslow.numerics.model.coupling import (
-    coupling_rhs_nb,
-    frozen_kernel_jac_nb,
-    integrate_coupling,
-    integrate_coupling_scipy,
-    pack_coupling,
-)
+from fastslow.numerics.model.coupling_drivers import integrate_coupling, integrate_coupling_scipy
+from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling_packing import is_lower_triangular, pack_coupling
+from fastslow.numerics.model.coupling_rhs import KERNEL_PANEL, coupling_rhs_nb
 
 
 # ------------------------------------------------------------------ catalogue of problems
@@ -402,7 +399,6 @@ def test_dense_mask_jacobian_by_row_panels_equals_the_kernel():
     """For a mask that is not block-local the frozen-kernel ``J`` is computed in row panels (two
     panels at T = 256), each row only up to its last allowed column: it equals
     ``(A − I)/ε − γI`` from the NumPy kernel, the zeros included, for the causal mask and a band."""
-    from fastslow.numerics.model.coupling import KERNEL_PANEL
 
     T = 256
     assert 1 < T // (KERNEL_PANEL // T) < T
@@ -423,7 +419,6 @@ def test_dense_mask_rhs_by_row_panels_equals_the_numpy_reference():
     """For a mask that is not block-local the right-hand side's attention term is summed panel
     by panel (two panels at T = 256; no T×T array): the whole right-hand side equals the NumPy
     reference for the causal mask and a band with entries above the diagonal, the slow path on."""
-    from fastslow.numerics.model.coupling import KERNEL_PANEL
 
     T = 256
     assert 1 < T // (KERNEL_PANEL // T) < T
@@ -447,7 +442,6 @@ def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_up
     """``jac_lower=True`` (no m×m factorisation kept) on a causal mask: the same steps and
     result as with the triangularity detected from ``J``; a ``J`` with an entry above its
     diagonal is refused."""
-    from fastslow.numerics.model.coupling import is_lower_triangular
 
     cfg = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
     model = nm.init_model(cfg, 2, 5, gate=0.9)
@@ -890,18 +884,18 @@ def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
 
 
 def test_the_addresses_the_driver_calls_a_problem_function_by_are_numbas_own():
-    """``driver.problem_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
+    """``numba_binding.problem_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
     itself looks up when a dispatcher is passed as a first-class function, and the object; a
     dispatcher without the overload is compiled for it."""
     from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
 
-    from fastslow.numerics.integrators import driver
+    from fastslow.numerics.integrators import numba_binding
 
     fn = njit(lambda t, y, p, seg, out: None)
-    c_addr, py_addr, jit_addr = driver.problem_addresses(fn, RHS_SIG)
+    c_addr, py_addr, jit_addr = numba_binding.problem_addresses(fn, RHS_SIG)
     assert RHS_SIG.args in fn.overloads and py_addr == id(fn)
     assert (c_addr, jit_addr) == (_get_wrapper_address(fn, RHS_SIG), _get_jit_address(fn, RHS_SIG))
-    assert driver.problem_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
+    assert numba_binding.problem_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
 
 
 def _decay_with_settable_rate(rate):

@@ -65,6 +65,33 @@ def test_classes_irreducibility_and_uniqueness():
         mk.stationary_distribution(Q2)
 
 
+@given(st.integers(1, 9), st.floats(0.0, 0.6), st.integers(0, 2**32 - 1))
+def test_reachability_is_the_transitive_closure(n, density, seed):
+    """Warshall's closure against repeated Boolean squaring (the form claim F1 used before)."""
+    A = np.random.default_rng(seed).uniform(size=(n, n)) < density
+    R = A | np.eye(n, dtype=bool)
+    while not np.array_equal(R2 := (R.astype(int) @ R.astype(int)) > 0, R):
+        R = R2
+    assert np.array_equal(mk.reachability(A), R)
+
+
+def test_closed_classes_of_mask_graphs_and_their_periods():
+    """Block masks: one closed class per block, aperiodic; a causal mask: token 0 alone; a
+    directed cycle of 4 tokens: one class of period 4; two tokens attending to each other only:
+    period 2."""
+    cfg = ModelConfig(T=8, P=4, d=2, mask="block_bidirectional")
+    assert mk.mask_closed_classes(cfg.mask_array) == [
+        {"tokens": [0, 1, 2, 3], "period": 1},
+        {"tokens": [4, 5, 6, 7], "period": 1},
+    ]
+    causal = ModelConfig(T=8, P=4, d=2, mask="causal").mask_array
+    assert mk.mask_closed_classes(causal) == [{"tokens": [0], "period": 1}]
+    cycle = np.roll(np.eye(4, dtype=bool), 1, axis=1)
+    assert mk.mask_closed_classes(cycle) == [{"tokens": [0, 1, 2, 3], "period": 4}]
+    swap = np.array([[0, 1], [1, 0]], dtype=bool)
+    assert mk.mask_closed_classes(swap) == [{"tokens": [0, 1], "period": 2}]
+
+
 def test_two_state_closed_forms():
     a, b = 0.7, 2.3
     Q = np.array([[-a, b], [a, -b]])

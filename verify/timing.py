@@ -1,4 +1,4 @@
-"""Timing helpers: best-of-n CPU and wall times, and the A2 attention timing table.
+"""Timing helpers: best-of-n CPU times (round-robin), and the A2 attention timing table.
 
 Times are only ever compared within one run (ratios); no test asserts a time. Used by the A2
 figure and by the ``fastslow bench`` sections.
@@ -21,18 +21,6 @@ from fastslow.numerics.model.weights import ModelConfig, init_model
 
 A2_PS = (1, 2, 4, 8, 16, 32, 64)
 """Block sizes of the A2 timing table and figure."""
-
-
-def best_time(fn, *, repeat: int = 5, number: int = 1) -> float:
-    """Minimum over ``repeat`` runs of the mean wall time of ``number`` calls (seconds); call once first."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
 
 
 def interleaved_best(fns: dict, repeat: int = 5) -> dict:

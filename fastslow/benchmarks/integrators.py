@@ -22,7 +22,7 @@ a user runs them (the NumPy right-hand side
 counted: ``fd calls``) and handed the *same compiled right-hand side* and the frozen-kernel
 Jacobian ``((A − I)/ε − γI) ⊗ I_d`` (sparse for BDF/Radau, dense for LSODA; the explicit methods
 take none); in between, the NumPy right-hand side with the frozen-kernel Jacobian (``numpy+J``,
-the implicit methods only: what the previous version of this benchmark compared against). A run over its CPU cap is reported as capped, never silently dropped.
+the implicit methods only). A run over its CPU cap is reported as capped, never silently dropped.
 
 *FLOP floor* (:func:`flop_floor`): the floating-point operations a run cannot avoid — its
 right-hand-side calls, factorisations and Newton solves counted from its work counters with the
@@ -45,15 +45,14 @@ from fastslow.benchmarks import section
 from fastslow.numerics.integrators import integrate
 from fastslow.numerics.integrators.driver import METHODS as DRIVER_METHODS
 from fastslow.numerics.lanes import aligned_zeros
-from fastslow.numerics.model.coupling import (
-    coupling_rhs_nb,
-    frozen_kernel_jac_nb,
-    integrate_coupling_scipy,
+from fastslow.numerics.model.coupling_drivers import integrate_coupling_scipy, layer_breakpoints
+from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling_packing import (
     is_block_local,
     is_lower_triangular,
-    layer_breakpoints,
     pack_coupling,
 )
+from fastslow.numerics.model.coupling_rhs import coupling_rhs_nb
 from fastslow.numerics.model.weights import ModelConfig, init_model
 
 EPSILONS = (1e-2, 1e-3, 1e-4)
@@ -517,7 +516,7 @@ _COLD = """
 import time, numpy as np
 t0 = time.process_time()
 import fastslow.numerics as nm
-from fastslow.numerics.model.coupling import integrate_coupling
+from fastslow.numerics.model.coupling_drivers import integrate_coupling
 t1 = time.process_time()
 cfg = nm.ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=1.0)
 X0 = np.random.default_rng(0).standard_normal((8, 2))

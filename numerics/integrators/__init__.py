@@ -9,7 +9,7 @@ breakpoints (and on output times, unless ``dense_output=True``):
   the frozen-kernel term, so ``J = (A(X_n) − I)/ε − γI`` is a T×T matrix acting on the token
   index: the linear algebra costs ``O(T³ + T²d)`` per step instead of ``O((Td)³)`` for the full
   Jacobian, and being a W-method the scheme keeps order 3 with this inexact ``J``
-  (:mod:`numerics.model.coupling`).
+  (:mod:`numerics.model.coupling_jacobian`).
 * ``method="radau"``: Radau IIA of order 5 (3-stage collocation, L-stable) with simplified Newton
   iterations on the same ``W = J ⊗ I_k`` (after SciPy's ``Radau`` / Hairer & Wanner's RADAU5:
   one real and one complex factorisation per step size, Jacobian and factorisations reused while
@@ -25,7 +25,8 @@ breakpoints (and on output times, unless ``dense_output=True``):
 plain Python callables ``f(t, y) -> dy/dt`` and ``jac(t, y) -> J`` (the same driver and steps
 run uncompiled). It returns an :class:`IntegratorResult` with SciPy's field names and work counters.
 
-Structure (as SciPy's ``OdeSolver._step_impl`` and diffrax's solver/controller split): one driver
+Structure (the step proposes, the driver accepts, the controller sizes the next step): the entry
+point :func:`integrate` (:mod:`~numerics.integrators.integration`), one driver
 (:mod:`~numerics.integrators.driver`: segments, breakpoints, accept/reject, counters, dense
 output), one module per method with its step, commit and continuous extension
 (:mod:`~numerics.integrators.dopri5`, :mod:`~numerics.integrators.dop853`,
@@ -33,7 +34,9 @@ output), one module per method with its step, commit and continuous extension
 :mod:`~numerics.integrators.radau`), the step-size controllers
 (:mod:`~numerics.integrators.controllers`) and the shifted linear systems by the structure of
 ``J`` (:mod:`~numerics.integrators.linalg`: ``(T/P, P, P)`` block inverses, triangular substitution
-on ``J`` itself, dense LU). The contract between them is :mod:`~numerics.integrators.base`.
+on ``J`` itself, dense LU). The contract between them is :mod:`~numerics.integrators.base`; what
+relies on Numba's internals (the problem functions called by address, the drivers bound per
+method) is in :mod:`~numerics.integrators.numba_binding`.
 
 Which one: Radau IIA is the fastest on the coupling flow at matched error, ROS34PW2 has no Newton
 iteration to fail, and both keep their order with the frozen-kernel ``W`` (tests: order 3 with a
@@ -51,421 +54,25 @@ error estimate is local (tolerances control the local error per unit step, as in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-from numba.core.dispatcher import Dispatcher
-
-from fastslow.numerics import validation as v
-from fastslow.numerics.integrators import driver
-from fastslow.numerics.integrators.base import (
-    JAC_SIG,
-    MAX_STEPS,
-    N_ACCEPT,
-    N_FEV,
-    N_JEV,
-    N_LU,
-    N_OPT,
-    N_REJECT,
-    NOT_FINITE,
-    O_ATOL,
-    O_CONTROLLER,
-    O_DETECT,
-    O_EXPONENT,
-    O_H,
-    O_HFIXED,
-    O_LOWER,
-    O_M,
-    O_MB,
-    O_RTOL,
-    O_SSTOP,
-    O_TSTOP,
-    RHS_SIG,
-    STEP_TOO_SMALL,
-    STIFF,
-    SUCCESS,
+from fastslow.numerics.integrators.base import JAC_SIG, RHS_SIG
+from fastslow.numerics.integrators.integration import (
+    DENSE_ORDERS,
+    FD_JACOBIAN_MAX_N,
+    METHODS,
+    ORDERS,
+    IntegratorResult,
+    integrate,
 )
-from fastslow.numerics.integrators.tableaux import DOP_ORDER, DP_ORDER, RADAU_ORDER, ROS_ORDER
-from fastslow.numerics.lanes import aligned_zeros
-
-METHODS = ("auto", "rosw", "radau", "dopri5", "dop853")
-EXPLICIT = ("dopri5", "dop853")
-"""The methods that never call ``jac``."""
-ORDERS = {"rosw": ROS_ORDER, "radau": RADAU_ORDER, "dopri5": DP_ORDER, "dop853": DOP_ORDER}
-"""Classical order of each method (the slope a fixed-step convergence test must show)."""
-DENSE_ORDERS = {"radau": 3, "dopri5": 4}
-"""Order of the continuous extension (dense output) of the methods that have one."""
+from fastslow.numerics.integrators.numba_binding import ensure_compiled
 
 __all__ = [
     "METHODS",
     "ORDERS",
     "DENSE_ORDERS",
+    "FD_JACOBIAN_MAX_N",
     "IntegratorResult",
     "integrate",
     "RHS_SIG",
     "JAC_SIG",
     "ensure_compiled",
 ]
-
-_MESSAGES = {
-    SUCCESS: "The solver successfully reached the end of the integration interval.",
-    MAX_STEPS: "Maximum number of steps reached.",
-    STEP_TOO_SMALL: "Required step size is less than spacing between numbers.",
-    NOT_FINITE: "The solution became non-finite.",
-}
-
-
-@dataclass
-class IntegratorResult:
-    """Result of :func:`integrate`, with SciPy's ``OdeResult`` field names.
-
-    Attributes:
-        t: output times (``t_eval``, or ``[t0, t1]``), shape ``(K,)``.
-        y: states at ``t``, shape ``(n, K)`` as in SciPy.
-        status: 0 success, −1 max steps, −2 step too small, −3 non-finite.
-        message, success: as in SciPy.
-        nfev, njev, nlu: right-hand-side and Jacobian evaluations, matrix factorisations (inverses).
-        nsteps, nreject: accepted and rejected steps.
-        method: the method name; ``compiled``: whether the compiled driver ran.
-    """
-
-    t: np.ndarray
-    y: np.ndarray
-    status: int
-    message: str
-    success: bool
-    nfev: int
-    njev: int
-    nlu: int
-    nsteps: int
-    nreject: int
-    method: str
-    compiled: bool
-    extra: dict = field(default_factory=dict)
-
-
-def _is_compiled(fn) -> bool:
-    """Whether ``fn`` is a Numba dispatcher (``njit``); an ``isinstance`` check, not the
-    ``signatures`` property (which lists and hashes every compiled signature)."""
-    return isinstance(fn, Dispatcher)
-
-
-def _stops(t0: float, t1: float, t_eval, breakpoints, t_start: float):
-    """Merge output times and breakpoints after ``t_start`` into ``stops`` (from ``t_start``) with
-    the segment index (in the edges of the whole span ``[t0, t1]``) of each interval."""
-    edges = np.array([t0, *sorted({float(b) for b in breakpoints if t0 < b < t1}), t1])
-    stops = edges if t_eval is None else np.union1d(edges, t_eval)
-    stops = np.concatenate(([t_start], stops[stops > t_start]))
-    # the segment of the interval (stops[k-1], stops[k]] is the one containing its midpoint
-    segs = np.zeros(stops.size, dtype=np.int64)
-    segs[1:] = np.searchsorted(edges, 0.5 * (stops[:-1] + stops[1:]), side="right") - 1
-    return stops, segs, edges
-
-
-def _forward_difference_jacobian(fun, t: float, y: np.ndarray) -> np.ndarray:
-    """``∂f/∂y`` at ``(t, y)`` by forward differences, step ``√u·max(|y_j|, 1)`` per column."""
-    f0 = np.asarray(fun(t, y), dtype=np.float64).ravel()
-    J = np.empty((f0.size, y.size))
-    for j in range(y.size):
-        step = np.sqrt(np.finfo(float).eps) * max(abs(y[j]), 1.0)
-        yj = y.copy()
-        yj[j] += step
-        J[:, j] = (np.asarray(fun(t, yj), dtype=np.float64).ravel() - f0) / (yj[j] - y[j])
-    return J
-
-
-def ensure_compiled(fn, sig):
-    """Compile the dispatcher ``fn`` for ``sig`` if it has no such overload yet (a no-op when it
-    was declared with that signature or already compiled/loaded); returns ``fn``."""
-    if sig.args not in fn.overloads:
-        fn.compile(sig.args)
-    return fn
-
-
-def _block_rows(J: np.ndarray, mb: int) -> np.ndarray:
-    """The ``m×mb`` rows of the diagonal blocks of the ``m×m`` matrix ``J``."""
-    m = J.shape[0]
-    return J.reshape(m // mb, mb, m // mb, mb)[
-        np.arange(m // mb), :, np.arange(m // mb), :
-    ].reshape(m, mb)
-
-
-FD_JACOBIAN_MAX_N = 256
-"""Largest ``n`` for which ``jac=None`` builds a dense forward-difference Jacobian of a Python
-``fun`` by itself: it costs ``n + 1`` calls of ``fun`` and an ``n×n`` factorisation per Jacobian.
-Measured on the depth flow (NumPy right-hand side, Radau, rtol 1e-6, ε = 1e-3 and 1e-4) against
-the frozen-kernel Jacobian with ``jac_size=T``: 1.3× at ``n = 64``, 2.1× at ``n = 128``, 15× at
-``n = 512``. Above it ``jac=None`` is refused; ``jac="fd"`` asks for the dense difference anyway."""
-
-
-def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd_fevals: list):
-    """``(rhs, jac_fn)`` in the driver's calling convention: a compiled problem as it is, a Python
-    one wrapped (left limits at segment ends; a forward-difference Jacobian when ``jac`` is None,
-    counting its calls in ``fd_fevals[0]``; the blocks' rows when ``mb < m``). Refuses a missing
-    Jacobian that cannot be built."""
-    jac_fn: Any
-    compiled = _is_compiled(fun)
-    implicit = method not in EXPLICIT
-    if isinstance(jac, str) and jac not in ("zero", "fd"):
-        raise ValueError(f"jac={jac!r}: expected a callable, None, 'fd' or 'zero'")
-    if implicit and jac is None and not compiled and m == n and n > FD_JACOBIAN_MAX_N:
-        raise ValueError(
-            f"jac=None with n={n} unknowns would build a dense forward-difference Jacobian ({n + 1} "
-            f"calls of fun and an {n}×{n} factorisation each; on the depth flow at n = 512 about "
-            "15× the run with the frozen-kernel Jacobian): pass jac=callable with jac_size (and "
-            "jac_block) for a structured Jacobian, jac='fd' to accept the dense difference, or "
-            "jac='zero'"
-        )
-    if jac == "fd":
-        jac = None
-    if implicit and jac is None and (compiled or m != n):
-        why = "a compiled rhs" if compiled else f"jac_size={m} < n={n}"
-        raise ValueError(
-            f"method={method!r} needs a Jacobian and none can be built by finite differences for "
-            f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
-            "numerics.model.coupling.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
-        )
-    if compiled:  # compiled for RHS_SIG and JAC_SIG by driver.problem_addresses if need be
-        if jac is None or jac == "zero" or not implicit:  # an explicit method never calls jac
-            return fun, _compiled_zero_jac()
-        if _is_compiled(jac):
-            return fun, jac
-        raise TypeError("a compiled rhs needs a compiled jac (signature JAC_SIG) or 'zero'")
-    if not callable(fun):
-        raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    left = np.nextafter(edges[1:], -np.inf)  # left limit at each segment's right end
-
-    def rhs(t, y, p_, seg, out):
-        out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
-
-    def full_jac(t, y):
-        if jac is None:
-            fd_fevals[0] += n + 1
-            return _forward_difference_jacobian(fun, t, y)
-        return np.asarray(jac(t, y), dtype=np.float64).reshape(m, m)
-
-    if jac == "zero" or not implicit:
-        jac_fn = zero_jac
-    else:
-
-        def jac_fn(t, y, p_, seg, J):
-            Jf = full_jac(min(t, left[seg]), y)
-            J[:, :] = Jf if mb == m else _block_rows(Jf, mb)
-
-    return rhs, jac_fn
-
-
-def integrate(
-    fun,
-    t_span,
-    y0,
-    *,
-    method: str = "auto",
-    jac=None,
-    jac_size: int | None = None,
-    jac_block: int | None = None,
-    jac_lower: bool = False,
-    p=None,
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
-    t_eval=None,
-    dense_output: bool = False,
-    breakpoints=(),
-    first_step: float | None = None,
-    h_fixed: float | None = None,
-    max_steps: int = 1_000_000,
-) -> IntegratorResult:
-    """Integrate ``dy/dt = f(t, y)`` from ``t_span[0]`` to ``t_span[1]`` (forward in time).
-
-    Args:
-        fun: a compiled ``rhs(t, y, p, seg, out)`` (signature :data:`RHS_SIG`) or a Python
-            callable ``f(t, y) -> array``.
-        y0: initial state (flattened to 1-D; the result keeps the flat shape).
-        method: ``"auto"`` (the default: DOPRI5 with Hairer's stiffness detection, handing over
-            to Radau IIA once the problem is found stiff, as LSODA switches from Adams to BDF;
-            ``extra["switched_at"]`` is the time of the switch or ``None``), ``"rosw"`` (stiff,
-            Rosenbrock-W ROS34PW2), ``"radau"`` (stiff, Radau IIA order 5), ``"dopri5"``
-            (explicit, order 5) or ``"dop853"`` (explicit, order 8; no dense output).
-        jac: for ``"rosw"``, ``"radau"`` and ``"auto"``: a compiled ``jac(t, y, p, seg, J)`` writing ``J``
-            (``m×m``, or its blocks' rows ``m×mb`` with ``jac_block=mb``), or a Python callable
-            ``jac(t, y) -> J`` (``m×m``). The method uses ``J ⊗ I_k`` with ``k = n/m``.
-            ``None`` (the default) never silently drops the Jacobian: with a Python ``fun`` and
-            ``n ≤`` :data:`FD_JACOBIAN_MAX_N` it is a forward-difference Jacobian of ``fun``
-            (``n×n``, ``n`` extra calls per Jacobian, step ``√u·max(|y_j|, 1)``; counted in
-            ``extra["fd_fevals"]``); above that size (where it costs many times a structured
-            Jacobian), with a compiled ``fun``, or with ``jac_size < n``, it is a ``ValueError``
-            asking for ``jac``. ``jac="fd"`` asks for the dense forward difference at any size. ``jac="zero"`` asks
-            for ``J = 0`` on purpose (a valid W-method for non-stiff problems, order kept, but
-            the step size is then limited by stability). Ignored by the explicit methods.
-        jac_size: ``m`` (default ``n``); must divide ``n``.
-        jac_block: if ``J`` is block diagonal with blocks of this size (dividing ``m``), it is
-            stored as its blocks' rows and factorised block by block (``O(m·mb)`` memory,
-            ``O(m·mb²)`` per factorisation); a compiled ``jac`` then writes the ``m×mb`` rows. A
-            lower-triangular ``J`` (causal masks) is detected and solved by substitution.
-        jac_lower: ``J`` (``m×m``, no ``jac_block``) is lower triangular (a causal mask): no
-            ``m×m`` factorisation is allocated (``m²`` floats and ``m²`` complex numbers fewer);
-            a ``J`` with an entry above its diagonal is then a ``ValueError``.
-        p: flat float64 parameter vector passed to compiled problem functions.
-        rtol, atol: local error tolerances (RMS norm, as SciPy).
-        t_eval: output times inside ``t_span``: the steps land on them exactly, or, with
-            ``dense_output=True`` (``"radau"``, ``"dopri5"``), they are read from the continuous
-            extension of the step covering them (no step is shortened for them).
-        breakpoints: times where the right-hand side may jump (piecewise-constant weights): the
-            integration restarts there, and stages at the right end of a segment see the left limit
-            (compiled problems get the segment index ``seg``; Python callables are evaluated at the
-            largest float below the breakpoint).
-        h_fixed: take fixed steps of at most this size (no error control), for order tests.
-
-    Returns:
-        :class:`IntegratorResult`.
-    """
-    v.choice("method", method, METHODS)
-    if not (isinstance(t_span, (tuple, list, np.ndarray)) and len(t_span) == 2):
-        raise ValueError(f"t_span must be a pair (t0, t1), got {t_span!r}")
-    t0 = v.real("t_span[0]", t_span[0])
-    t1 = v.real("t_span[1]", t_span[1], low=t0, low_open=True)
-    y0 = v.finite_array("y0", y0).ravel().copy()
-    n = y0.size
-    if n == 0:
-        raise ValueError("y0 must be non-empty")
-    rtol = v.real("rtol", rtol, low=0.0, low_open=True)
-    atol = v.real("atol", atol, low=0.0, low_open=True)
-    m = n if jac_size is None else v.positive_int("jac_size", jac_size)
-    if n % m:
-        raise ValueError(f"jac_size={m} must divide the state size n={n}")
-    mb = m if jac_block is None else v.positive_int("jac_block", jac_block)
-    if m % mb:
-        raise ValueError(f"jac_block={mb} must divide jac_size={m}")
-    if jac_lower and mb != m:
-        raise ValueError("jac_lower=True is for a full m×m Jacobian: drop jac_block")
-    if t_eval is not None:
-        t_eval = v.finite_array("t_eval", t_eval, ndim=1)
-        if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
-            raise ValueError(f"t_eval must be sorted and inside [{t0}, {t1}]")
-    if dense_output and method not in (*DENSE_ORDERS, "auto"):
-        raise ValueError(
-            f"dense_output: {method!r} has no continuous extension (use {DENSE_ORDERS})"
-        )
-    h0 = 0.0 if first_step is None else v.real("first_step", first_step, low=0.0, low_open=True)
-    hf = 0.0 if h_fixed is None else v.real("h_fixed", h_fixed, low=0.0, low_open=True)
-    if hf > 0.0 and first_step is None:
-        h0 = hf  # no starting-step estimate (and its right-hand-side call) for fixed steps
-    spec = {
-        "fun": fun,
-        "jac": jac,
-        "t0": t0,
-        "t1": t1,
-        "t_eval": t_eval,
-        "dense": dense_output,
-        "breakpoints": breakpoints,
-        "p": np.zeros(1) if p is None else np.ascontiguousarray(p, dtype=np.float64).ravel(),
-        "rtol": rtol,
-        "atol": atol,
-        "h_fixed": hf,
-        "m": m,
-        "mb": mb,
-        "lower": bool(jac_lower),
-        "max_steps": v.positive_int("max_steps", max_steps),
-        "fd_fevals": [0],
-    }
-    extra: dict = {}
-    if method != "auto":
-        status, t_out, y_out, counters, _ = _run(method, spec, t0, y0, h0, detect=False)
-    else:
-        _problem_functions(fun, jac, "radau", n, m, mb, np.array([t0, t1]), [0])  # refuse early
-        status, t_out, y_out, counters, opt = _run("dopri5", spec, t0, y0, h0, detect=True)
-        extra["switched_at"] = None
-        if status == STIFF:  # hand over to Radau IIA from where stiffness was detected
-            t_s, y_s = float(opt[O_TSTOP]), y_out[-1]
-            status, t2, y2, c2, _ = _run("radau", spec, t_s, y_s, float(opt[O_H]), detect=False)
-            t_out, y_out = np.concatenate([t_out[:-1], t2]), np.concatenate([y_out[:-1], y2])
-            counters = counters + c2
-            extra["switched_at"] = t_s
-    if spec["fd_fevals"][0]:
-        extra["fd_fevals"] = spec["fd_fevals"][0]
-    return IntegratorResult(
-        t=t_out,
-        y=y_out.T.copy(),
-        status=status,
-        message=_MESSAGES[status],
-        success=status == SUCCESS,
-        nfev=int(counters[N_FEV]),
-        njev=int(counters[N_JEV]),
-        nlu=int(counters[N_LU]),
-        nsteps=int(counters[N_ACCEPT]),
-        nreject=int(counters[N_REJECT]),
-        method=method,
-        compiled=_is_compiled(fun),
-        extra=extra,
-    )
-
-
-def _run(method: str, spec: dict, t_start: float, y_start: np.ndarray, h0: float, detect: bool):
-    """One driver run of ``method`` from ``(t_start, y_start)`` to ``spec["t1"]`` with the output
-    times of ``spec`` after ``t_start`` (and ``t0`` itself when starting there); segment indices
-    are those of the whole span. Returns ``(status, t_out, y_out, counters, opt)``; after
-    :data:`STIFF` the outputs end with the state reached at ``opt[O_TSTOP]``."""
-    t0, t1, t_eval = spec["t0"], spec["t1"], spec["t_eval"]
-    fun, n, m, mb = spec["fun"], y_start.size, spec["m"], spec["mb"]
-    outs = np.asarray([t0, t1] if t_eval is None else t_eval, dtype=float)
-    outs = outs[outs >= t_start] if t_start == t0 else outs[outs > t_start]
-    landed = None if spec["dense"] or t_eval is None else outs  # t0 and t1 are edges anyway
-    stops, segs, edges = _stops(t0, t1, landed, spec["breakpoints"], t_start)
-    t_dense = outs if spec["dense"] else np.empty(0)
-    counters = np.zeros(5, dtype=np.int64)
-    Yout = np.empty((stops.size, n))
-    Ydense = np.full((t_dense.size, n), np.nan)
-    rhs, jac_fn = _problem_functions(fun, spec["jac"], method, n, m, mb, edges, spec["fd_fevals"])
-    mod, controller, exponent, _ = driver.METHODS[method]
-    compiled = _is_compiled(fun)
-    drive = driver.bound_driver(method, compiled=compiled)
-    opt = np.zeros(N_OPT)
-    opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_LOWER]] = [
-        spec["rtol"], spec["atol"], spec["h_fixed"], m, mb, controller, exponent, float(detect),
-        float(spec["lower"]),
-    ]  # fmt: skip
-    nws, nwc, niw = mod.workspace(n, m, mb, spec["lower"])
-    ws, wc, iw = aligned_zeros(nws), aligned_zeros(nwc, np.complex128), np.zeros(niw, np.int64)
-    y, ynew = aligned_zeros(n), aligned_zeros(n)  # what the right-hand side reads: on cache lines
-    y[:] = y_start
-    fns: Any = (rhs, jac_fn)  # the Python driver calls them; the compiled one, their addresses
-    if compiled:
-        addresses = (
-            *driver.problem_addresses(rhs, RHS_SIG),
-            *driver.problem_addresses(jac_fn, JAC_SIG),
-        )
-        fns = np.array(addresses, dtype=np.int64)
-    args = (fns, y, ynew, spec["p"], stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
-    status = int(drive(*args, h0, np.int64(spec["max_steps"]), counters))
-    if spec["dense"]:
-        reached = t1 if status == SUCCESS else (opt[O_TSTOP] if status == STIFF else t_start)
-        t_out, y_out = t_dense[t_dense <= reached], Ydense[t_dense <= reached]
-    else:
-        out_index = np.searchsorted(stops, outs)
-        done = stops.size if status == SUCCESS else (int(opt[O_SSTOP]) if status == STIFF else 1)
-        t_out, y_out = stops[out_index[out_index < done]], Yout[out_index[out_index < done]]
-    if status == STIFF:
-        t_out = np.append(t_out, opt[O_TSTOP])
-        y_out = np.concatenate([y_out, Yout[int(opt[O_SSTOP])][None]])
-    return status, t_out, y_out, counters, opt
-
-
-from numba import njit  # noqa: E402
-
-
-def zero_jac(t, y, p, seg, J):
-    """``J = 0``: what ``jac="zero"`` asks for, and what the explicit methods get (they never call
-    their ``jac``)."""
-    J[:, :] = 0.0
-
-
-_ZERO_JAC: list = []
-
-
-def _compiled_zero_jac():
-    """:func:`zero_jac` compiled for :data:`JAC_SIG` on first use (or loaded from Numba's cache),
-    kept for the process."""
-    if not _ZERO_JAC:
-        _ZERO_JAC.append(njit(JAC_SIG, cache=True)(zero_jac))
-    return _ZERO_JAC[0]

@@ -13,8 +13,10 @@ recompile per problem):
   ``i``'s block): block-diagonal Jacobians are stored in ``O(m·mb)``.
 
 **A method** is four functions with the uniform signatures :data:`START_SIG`, :data:`STEP_SIG`,
-:data:`ACCEPT_SIG` and :data:`INTERP_SIG` (as SciPy's ``OdeSolver._step_impl`` and diffrax's
-``AbstractSolver.step``: the step never decides acceptance):
+:data:`ACCEPT_SIG` and :data:`INTERP_SIG`. The step makes one trial and returns its error norm; it
+never decides acceptance (as diffrax's ``AbstractSolver.step``, and unlike SciPy's
+``OdeSolver._step_impl``, which loops over trials until one is accepted and sets the next step
+size itself). The driver decides acceptance:
 
 * ``start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters) -> h``: at the start of a
   segment of length ``span``; returns ``h``, or the initial step size if ``h ≤ 0``;

@@ -1,7 +1,12 @@
-"""Step-size controllers: accept/reject is decided by the driver, the next step size here.
+"""Step-size controllers: the next step size after a trial step; acceptance is the driver's.
 
-As diffrax's ``AbstractStepSizeController.adapt_step_size``: a controller sees the error norm of a
-trial step (and what the step reports about its Newton iteration) and returns the next step size.
+A controller sees the error norm of a trial step (and what the step reports about its Newton
+iteration) and returns the next step size. It does not decide acceptance: the driver accepts when
+the error norm is at most 1 (or always, with a fixed step size) and then calls
+:func:`after_accept` or :func:`after_reject`. (In diffrax the step-size controller's
+``adapt_step_size`` decides acceptance itself and returns it with the next step; in SciPy both are
+decided inside the method's ``_step_impl``.)
+
 Two controllers, selected by ``opt[O_CONTROLLER]``:
 
 * :data:`INTEGRAL` (explicit and Rosenbrock methods): ``h·min(5, max(0.2, 0.9·err^(−1/(q+1))))``

@@ -32,7 +32,7 @@ from fastslow.numerics.integrators.base import (
     euler_probe,
     initial_step,
 )
-from fastslow.numerics.integrators.tableaux import DOP_A, DOP_C, DOP_E3, DOP_E5
+from fastslow.numerics.integrators.tableaux import DOP_A, DOP_C, DOP_E3, DOP_E5, DOP_ERROR_ORDER
 from fastslow.numerics.lanes import (
     abs8,
     add8,
@@ -47,7 +47,7 @@ from fastslow.numerics.lanes import (
     zero8,
 )
 
-ERROR_EXPONENT = 1.0 / 8.0
+ERROR_EXPONENT = 1.0 / (DOP_ERROR_ORDER + 1)
 """``1/(q + 1)`` for the error estimate's order ``q = 7`` (the integral controller's exponent)."""
 N_STAGES = 12
 

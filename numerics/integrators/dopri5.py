@@ -28,10 +28,10 @@ from fastslow.numerics.integrators.base import (
     euler_probe,
     initial_step,
 )
-from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E
+from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E, DP_ERROR_ORDER
 from fastslow.numerics.lanes import abs8, add8, load8, max8, mul8, scale8, splat8, sub8, sum8, vdiv8
 
-ERROR_EXPONENT = 1.0 / 5.0
+ERROR_EXPONENT = 1.0 / (DP_ERROR_ORDER + 1)
 """``1/(q + 1)`` for the embedded order ``q = 4`` (the integral controller's exponent)."""
 STIFF_HLAMBDA, STIFF_COUNT, NONSTIFF_COUNT = 3.25, 15, 6
 """Hairer's DOPRI5 stiffness test: ``h·λ > 3.25`` in 15 steps, reset by 6 consecutive below."""

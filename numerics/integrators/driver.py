@@ -21,15 +21,11 @@ callables run the same source uncompiled (``bound_driver(method, compiled=False)
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
-from types import FunctionType, ModuleType
+from types import ModuleType
 
 import numpy as np
 from numba import njit, types
-from numba.core import cgutils
-from numba.core.errors import NumbaExperimentalFeatureWarning
-from numba.extending import intrinsic
 
 from fastslow.numerics.integrators import dop853, dopri5, radau, rosw
 from fastslow.numerics.integrators.base import (
@@ -40,7 +36,6 @@ from fastslow.numerics.integrators.base import (
     INTERP_SIG,
     IW_REJECTED,
     IW_STIFF,
-    JAC_TYPE,
     MAX_STEPS,
     N_ACCEPT,
     N_REJECT,
@@ -53,7 +48,6 @@ from fastslow.numerics.integrators.base import (
     O_HFIXED,
     O_SSTOP,
     O_TSTOP,
-    RHS_TYPE,
     START_SIG,
     STEP_SIG,
     STEP_TOO_SMALL,
@@ -66,6 +60,12 @@ from fastslow.numerics.integrators.controllers import (
     PREDICTIVE,
     after_accept,
     after_reject,
+)
+from fastslow.numerics.integrators.numba_binding import (
+    compile_bound,
+    compiled_problem_functions,
+    python_problem_functions,
+    with_globals,
 )
 
 DRIVE_SIG = types.int64(
@@ -87,73 +87,7 @@ DRIVE_SIG = types.int64(
     I64,
 )
 """The signature of a method's driver (:func:`drive` bound to the method's functions); its first
-argument holds the addresses of the problem's ``rhs`` and ``jac`` (:func:`problem_addresses`)."""
-
-
-def _function_value(fty):
-    """The code of an intrinsic making a first-class function value of type ``fty`` from the
-    three addresses Numba keeps in one (cfunc wrapper, Python object, jitted function)."""
-
-    def codegen(context, builder, sig, args):
-        fn = cgutils.create_struct_proxy(fty)(context, builder)
-        vp = context.get_value_type(types.voidptr)
-        fn.c_addr = builder.inttoptr(args[0], vp)
-        fn.py_addr = builder.inttoptr(args[1], vp)
-        fn.jit_addr = builder.inttoptr(args[2], vp)
-        return fn._getvalue()
-
-    return codegen
-
-
-@intrinsic
-def _rhs_value(typingctx, c_addr, py_addr, jit_addr):
-    return RHS_TYPE(types.int64, types.int64, types.int64), _function_value(RHS_TYPE)
-
-
-@intrinsic
-def _jac_value(typingctx, c_addr, py_addr, jit_addr):
-    return JAC_TYPE(types.int64, types.int64, types.int64), _function_value(JAC_TYPE)
-
-
-@njit(cache=True)
-def _compiled_problem_functions(fns):
-    """``(rhs, jac)`` as first-class function values from their addresses ``fns``."""
-    return _rhs_value(fns[0], fns[1], fns[2]), _jac_value(fns[3], fns[4], fns[5])
-
-
-def _python_problem_functions(fns):
-    """``(rhs, jac)`` for the Python driver: ``fns`` is that pair already."""
-    return fns[0], fns[1]
-
-
-_ADDRESSES: dict[int, tuple] = {}
-
-
-def problem_addresses(fn, sig) -> tuple[int, int, int]:
-    """The addresses the compiled driver calls ``fn`` (a dispatcher) through for ``sig``, compiled
-    now if it has no such overload: its cfunc wrapper, the dispatcher object, its jitted function.
-
-    Passed as a first-class function argument, a dispatcher is typed and unboxed by Numba on every
-    call of the driver: the signature unpickled twice, the compile result looked up and two
-    addresses asked of LLVM (≈ 22 µs per function on AMD Zen 4, 44 µs of a one-step
-    ``integrate`` call). Here the addresses are looked up once per compile result (kept with
-    it, so an address is never reused while it is cached; a recompiled ``fn`` has a new compile
-    result) and the driver rebuilds the function values from them
-    (:func:`_compiled_problem_functions`). The jitted function's address makes the driver call
-    ``fn`` with Numba's calling convention, as the argument did, so exceptions raised inside it
-    still propagate. ``fn`` must stay alive while the driver runs (the caller holds it)."""
-    cres = fn.overloads.get(sig.args)
-    if cres is None:
-        fn.compile(sig.args)
-        cres = fn.overloads[sig.args]
-    entry = _ADDRESSES.get(id(cres))
-    if entry is None or entry[0] is not cres:
-        lib = cres.library
-        wrapper = lib.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
-        jitted = lib.get_pointer_to_function(cres.fndesc.llvm_func_name)
-        entry = (cres, int(wrapper), int(jitted))
-        _ADDRESSES[id(cres)] = entry
-    return entry[1], id(fn), entry[2]
+argument holds the addresses of the problem's ``rhs`` and ``jac`` (:func:`numerics.integrators.numba_binding.problem_addresses`)."""
 
 
 def no_interp(theta, hs, y, ynew, ws, out):
@@ -174,7 +108,7 @@ def drive(
 ):  # fmt: skip
     """Integrate through ``stops`` with the method whose ``start``, ``step``, ``accept`` and
     ``interp`` are the globals of this function (:func:`bound_driver`); the status. ``fns`` gives
-    the problem's ``rhs`` and ``jac`` (their addresses, :func:`problem_addresses`, or the Python
+    the problem's ``rhs`` and ``jac`` (their addresses, :func:`numerics.integrators.numba_binding.problem_addresses`, or the Python
     pair for the Python driver). ``y`` holds the initial state and is overwritten with the current
     one, ``ynew`` is the step's result: both the caller's (cache-line aligned, as the workspaces),
     because the right-hand side reads them."""
@@ -275,15 +209,16 @@ def bound_driver(method: str, compiled: bool = True) -> Callable:
 
     The method's functions are *bound*, not passed: a copy of :func:`drive` (its code object) whose
     globals are this module's with the four names set to the method's functions, named
-    ``drive_<method>`` (so Numba's cache keeps one entry per method: it names entries by
-    qualified name). The compiled driver then calls them directly, as any jitted function calls
-    another. Passed as first-class function arguments instead, every call of the driver
-    unboxed them: per function Numba types the dispatcher, unpickles the signature twice and looks
-    up two addresses (measured on a one-step ``integrate`` call, T = 64, d = 8, AMD Zen 4, old and
-    new alternated: 211 → 163 µs). The problem's ``rhs`` and ``jac`` change from call to call:
-    they are passed as their addresses (:func:`problem_addresses`). The price is compile time on first use with an empty cache: each
-    driver links and re-optimises its method's functions (ROS34PW2 4.1 → 7.8 s, DOPRI5
-    3.8 → 6.1 s, Radau ≈ 82 s either way); afterwards it is loaded from the cache."""
+    ``drive_<method>`` so that Numba's cache keeps one entry per method
+    (:func:`numerics.integrators.numba_binding.with_globals`). The compiled driver then calls them
+    directly, as any jitted function calls another, instead of unboxing them as first-class
+    function arguments on every call. The problem's ``rhs`` and ``jac`` change from call to call:
+    they are passed as their addresses
+    (:func:`numerics.integrators.numba_binding.problem_addresses`).
+
+    Caveat: with an empty cache each driver links and re-optimises its method's functions on first
+    use, so the first call of a method costs its compile time (``docs/benchmarks.md``); afterwards
+    it is loaded from the cache."""
     key = (method, compiled)
     if key not in _BOUND:
         mod = METHODS[method][0]
@@ -291,17 +226,10 @@ def bound_driver(method: str, compiled: bool = True) -> Callable:
         if compiled:
             sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
             fns = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
-        scope = dict(globals())
-        scope.update(zip(METHOD_FUNCTIONS, fns, strict=True))
-        scope["problem_functions"] = (
-            _compiled_problem_functions if compiled else _python_problem_functions
+        bound = dict(zip(METHOD_FUNCTIONS, fns, strict=True))
+        bound["problem_functions"] = (
+            compiled_problem_functions if compiled else python_problem_functions
         )
-        fn = FunctionType(drive.__code__, scope, f"drive_{method}")
-        fn.__qualname__ = fn.__name__
-        fn.__doc__ = drive.__doc__
-        if compiled:
-            with warnings.catch_warnings():  # first-class functions are the design, not a trial
-                warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
-                fn = njit(DRIVE_SIG, cache=True)(fn)
-        _BOUND[key] = fn
+        fn = with_globals(drive, f"drive_{method}", bound)
+        _BOUND[key] = compile_bound(fn, DRIVE_SIG) if compiled else fn
     return _BOUND[key]

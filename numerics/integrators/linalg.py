@@ -7,20 +7,15 @@ Three storage forms of ``J`` (``m×m`` acting on the first index of ``y`` read a
   ``mb×mb`` block of ``σI − J`` (Gauss–Jordan with partial pivoting, in place: ``2·mb³`` per
   block instead of ``(2/3)·mb³`` for an LU), stored in an ``m×mb`` array, so that a solve is
   one dense ``mb×mb`` by ``mb×k`` product per block: the same ``2·m·mb·k`` operations as the two
-  triangular substitutions, without their serial dependencies and pivot swaps. Measured in
-  compiled loops at ``m = 64, mb = 8, k = 8`` (best of 30, shared machine): Radau's real and
-  complex solve together 3.9 µs instead of 13.7 µs with the LU substitutions, the two
-  factorisations 9 µs instead of 5.5 µs; a Radau run of the depth-flow benchmark solves 4–5
-  times per factorisation, so the dearer factorisation pays. ``O(m·mb)`` memory. When ``k`` is
+  triangular substitutions, without their serial dependencies and pivot swaps; a Radau run of
+  the depth-flow benchmark solves 4–5 times per factorisation, so the dearer factorisation pays
+  (measured: ``docs/benchmarks.md``). ``O(m·mb)`` memory. When ``k`` is
   a multiple of 8 the products run on eight lanes (:mod:`numerics.lanes`): each output row's
   columns in vectors of eight, accumulated in registers over the block's columns, the inverse's
   entries broadcast; the same operations in the same order per output entry as the scalar loops
-  (kept for other ``k``), so the same bits. Measured in the same compiled loops (``k = 8``, best
-  of 50 in one run, shared machine): the real and complex solve with the norm 1.12 µs instead of
-  5.28 µs, the real solve 0.29 µs instead of 1.30 µs, the complex one 0.69 µs instead of 3.18 µs.
-  The 8×8 block inverses run on lanes as well (:func:`_invert_real_blocks8`, and
-  :func:`_invert_complex_blocks8` on interleaved (re, im) pairs), bit for bit the scalar
-  Gauss–Jordan: 1.65 → 1.04 µs and 4.0 → 2.2 µs per factorisation at ``m = 64``.
+  (kept for other ``k``), so the same bits. The 8×8 block inverses run on lanes as well
+  (:func:`_invert_real_blocks8`, and :func:`_invert_complex_blocks8` on interleaved (re, im)
+  pairs), bit for bit the scalar Gauss–Jordan.
 * :data:`LOWER` (``J`` lower triangular, e.g. a causal mask; detected from the zeros of ``J``):
   no factorisation and no copy of ``J``: the only per-shift data are the reciprocals
   ``1/(σ − J_ii)`` (``m`` numbers, ``F`` may be ``m×1``). A solve is a forward substitution on
@@ -224,8 +219,7 @@ def _invert_real_blocks8(F, piv, m):
     lane select before the update instead of a scalar store (a scalar store followed by a vector
     load of the same row stalls store forwarding: the first version, with those stores, was
     slower than the scalar code); the same pivots and the same operations per entry, so the same
-    bits. Measured in compiled loops (m = 64, best of 50, shared machine): 1.13 µs instead of
-    1.63 µs per factorisation."""
+    bits."""
     lane = load8(_LANE, 0)
     for b0 in range(0, m, 8):
         for c in range(8):

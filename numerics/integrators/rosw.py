@@ -40,12 +40,13 @@ from fastslow.numerics.integrators.tableaux import (
     ROS_A,
     ROS_C,
     ROS_CMAT,
+    ROS_ERROR_ORDER,
     ROS_GAMMA,
     ROS_M,
     ROS_MERR,
 )
 
-ERROR_EXPONENT = 1.0 / 3.0
+ERROR_EXPONENT = 1.0 / (ROS_ERROR_ORDER + 1)
 """``1/(q + 1)`` for the embedded order ``q = 2`` (the integral controller's exponent)."""
 FRESH, KIND, HAVE_LU = IW_METHOD, IW_METHOD + 1, IW_METHOD + 2
 PIVOTS = IW_METHOD + 3

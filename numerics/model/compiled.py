@@ -23,9 +23,8 @@ How it is computed:
   :func:`numerics.model.layer.stack`), which evaluates any activation.
 * ``cache=True``, no ``fastmath``. ``exp`` and ``tanh`` are this module's vectorisable versions
   (≤ 1 and ≤ 2 ulp from NumPy's; gelu goes through the same ``tanh``, relu is exact), and sums run
-  in a different order, so results agree with the reference to rounding (measured relative
-  Frobenius difference 2e-16 to 5e-16 for stacks of up to 4 layers, T ≤ 1024, and at most 6e-16
-  for each built-in activation at T ≤ 256; tests assert 1e-12), not bitwise. Masked entries are exact zeros, as in the
+  in a different order, so results agree with the reference to rounding (tests assert a relative
+  Frobenius difference of 1e-12; the measured ones are in ``docs/benchmarks.md``), not bitwise. Masked entries are exact zeros, as in the
   reference, so causality (claim A1) holds bitwise on this path too.
 
 Why these choices (BLAS from ``@njit`` costs what it costs from NumPy; one compiled function per
@@ -33,8 +32,8 @@ layer removes the Python overhead that dominates at small T; row tiles pay with 
 T ≈ 512; Numba's scalar ``exp``/``tanh`` do not vectorise) is measured in ``docs/benchmarks.md``
 ("Design measurements"); ``fastslow bench`` keeps the maintained numbers.
 
-Caveats: the first call compiles (≈ 13 s of CPU on a fresh checkout, then ≈ 1 s to load from the
-on-disk cache); call :func:`warm_up` once per process (the test suite does it in a session
+Caveats: the first call compiles (seconds of CPU on a fresh checkout, less to load from the
+on-disk cache; ``docs/benchmarks.md``); call :func:`warm_up` once per process (the test suite does it in a session
 fixture). The kernels expect
 C-contiguous float64 arrays, boolean masks and int64 ranges; the public wrappers convert.
 """

@@ -1,4 +1,13 @@
-"""KERNELS"""
+"""The layer's pieces in plain NumPy without argument checks, for inner loops.
+
+RMS norm, masked softmax, the attention kernel ``A(X)``, the MLP activation, the block-causal slow
+path, the layer increment and map ``Φ(X) = X + h·F(X)`` (:func:`layer`), block pooling and
+up-sampling by reshaping, and the coupling form's right-hand side (:func:`coupling`). The
+validated reference (:mod:`numerics.model.layer`) checks the arguments and calls these.
+
+Hypotheses: arguments already checked (shapes, finite values, a ``ModelConfig``); nothing here
+validates or raises on bad input.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,18 @@
-"""TANGENTS"""
+"""Derivatives of the layer's pieces without argument checks, for inner loops.
+
+The forward pass of the layer with every intermediate kept (:func:`layer_fwd`: the same
+operations as :func:`numerics.model.kernels.layer`, bit for bit), and its exact tangent
+(:func:`layer_jvp_cached`) and cotangent (:func:`layer_vjp_cached`) at that point, built from
+the RMS norm's (:func:`norm_fwd`, :func:`norm_lin`), the softmax's (:func:`softmax_lin`) and the
+attention's (:func:`attn_fwd`, :func:`attn_jvp`, :func:`attn_vjp`) derivatives;
+:func:`softmax_derivative_term` measures the softmax-derivative term of the attention's tangent
+alone (claim D4).
+
+Hypotheses: arguments already checked (:mod:`numerics.model.autodiff` is the validated door);
+a smooth activation where a derivative is taken (relu's ``σ'(0) = 0`` is a convention).
+
+Oracle: finite differences and the adjoint identity ``⟨G, JVP⟩ = ⟨VJP, δ⟩`` (tests).
+"""
 
 from __future__ import annotations
 
@@ -63,6 +77,38 @@ def attn_vjp(beta, c, Q, K, V, G):
     GVx = A.T @ G
     GXn = GQx @ Q.T + GKx @ K.T + GVx @ V.T
     return GXn, Xn.T @ GQx, Xn.T @ GKx, Xn.T @ GVx
+
+
+def softmax_derivative_term(
+    cfg: ModelConfig, p: LayerParams, X: np.ndarray, dX: np.ndarray
+) -> tuple[float, float, float, float]:
+    """``(‖δA · n(X)V‖_F, ‖δA‖_F, ‖n(X)V‖_F, ‖δS‖_F on the mask)`` for the first-order change
+    ``δA = A ⊙ (δS − rowsum(A ⊙ δS))`` (:func:`softmax_lin`) of the attention matrix of layer
+    ``p`` at ``X`` along ``dX`` (the forward pass by :func:`norm_fwd` and :func:`attn_fwd`).
+
+    At a homogeneous ``X`` the first number vanishes in exact arithmetic (every row of ``δA`` sums
+    to zero and every row of ``n(X)V`` is the same) although ``δA`` itself does not.
+
+    Caveat: the first number is then rounding, and its value depends on the form of each
+    operation. The norm's tangent is written here as ``dX/r − X·(X·dX)/(d·r³)``, equal to
+    :func:`norm_lin` to rounding (not bit for bit); this is the form claim D4's recorded figures
+    come from."""
+    Xn, r = norm_fwd(cfg, X)
+    if r is None:
+        dXn = dX
+    else:
+        dXn = dX / r - X * (np.sum(X * dX, axis=1, keepdims=True) / (cfg.d * r**3))
+    beta = cfg.score_scale
+    att = attn_fwd(beta, Xn, p.Q, p.K, p.V, cfg.mask_array)
+    dS = beta * ((dXn @ p.Q) @ att["Kx"].T + att["Qx"] @ (dXn @ p.K).T)
+    dA = softmax_lin(att["A"], dS)
+    values = att["Vx"]
+    return (
+        float(np.linalg.norm(dA @ values)),
+        float(np.linalg.norm(dA)),
+        float(np.linalg.norm(values)),
+        float(np.linalg.norm(np.where(cfg.mask_array, dS, 0.0))),
+    )
 
 
 def layer_fwd(cfg: ModelConfig, p: LayerParams, X: np.ndarray, E: np.ndarray | None) -> dict:

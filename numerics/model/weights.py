@@ -58,7 +58,7 @@ class ModelConfig:
             :class:`~numerics.model.activations.Activation` ``(name, f, df, smooth)`` of NumPy
             functions. A built-in :class:`Activation` object is stored as its name. The NumPy
             reference path (layer, JVP/VJP, linearisation) accepts any; the compiled paths
-            (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling`) only the named ones.
+            (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling_rhs`) only the named ones.
             :attr:`activation` is the resolved object; ``activation.smooth`` is False for relu, and
             a claim needing second derivatives of ``σ`` must treat that as a hypothesis.
         h: depth step (1 for a plain stack, ``1/L`` for the continuum scaling).

@@ -31,6 +31,7 @@ checks that both definitions agree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -47,6 +48,11 @@ __all__ = [
     "CONVENTIONS",
     "check_generator",
     "generator_violation",
+    "reachability",
+    "graph_communicating_classes",
+    "graph_closed_classes",
+    "class_period",
+    "mask_closed_classes",
     "communicating_classes",
     "closed_classes",
     "is_irreducible",
@@ -145,22 +151,23 @@ def check_generator(Q, convention: str = "column", atol: float = 1e-12) -> np.nd
     return np.asarray(Q, dtype=np.float64)
 
 
-def _reach(Qc: np.ndarray) -> np.ndarray:
-    """``reach[j, i]``: state ``i`` is reachable from ``j`` (jumps ``j → i`` where ``Q_ij > 0``)."""
-    n = Qc.shape[0]
-    R = (Qc.T > 0) | np.eye(n, dtype=bool)
-    for k in range(n):  # Warshall
+def reachability(A) -> np.ndarray:
+    """``R[i, j]``: ``j`` is reachable from ``i`` (reflexive and transitive) in the directed graph
+    with an edge ``i → j`` where the Boolean adjacency ``A[i, j]`` holds; exact (Warshall)."""
+    A = np.asarray(A, dtype=bool)
+    R = A | np.eye(A.shape[0], dtype=bool)
+    for k in range(A.shape[0]):
         R = R | (R[:, [k]] & R[[k], :])
     return R
 
 
-def communicating_classes(Q, convention: str = "column") -> list[list[int]]:
-    """The communicating classes of the jump graph of ``Q`` (sorted lists of states)."""
-    Qc = _as_column(Q, convention)
-    R = _reach(Qc)
+def graph_communicating_classes(A) -> list[list[int]]:
+    """The communicating classes of the graph of the Boolean adjacency ``A`` (sorted lists of
+    vertices, in the order of their smallest vertex)."""
+    R = reachability(A)
     both = R & R.T
     classes, seen = [], set()
-    for j in range(Qc.shape[0]):
+    for j in range(R.shape[0]):
         if j not in seen:
             cls = sorted(np.flatnonzero(both[j]).tolist())
             seen.update(cls)
@@ -168,16 +175,60 @@ def communicating_classes(Q, convention: str = "column") -> list[list[int]]:
     return classes
 
 
+def graph_closed_classes(A) -> list[list[int]]:
+    """The closed communicating classes of the graph of ``A``: those no edge leaves."""
+    R = reachability(A)
+    n = R.shape[0]
+    return [
+        c
+        for c in graph_communicating_classes(A)
+        if not R[c][:, [k for k in range(n) if k not in c]].any()
+    ]
+
+
+def class_period(A, cls) -> int:
+    """The period of the closed class ``cls`` of the graph of ``A``: the gcd of ``level(u) + 1 −
+    level(v)`` over its edges, with levels from a breadth-first search from its first vertex."""
+    A = np.asarray(A, dtype=bool)
+    level = {int(cls[0]): 0}
+    frontier, period = [int(cls[0])], 0
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for w in np.flatnonzero(A[u]).tolist():
+                if w not in level:
+                    level[w] = level[u] + 1
+                    nxt.append(w)
+        frontier = nxt
+    for u in cls:
+        for w in np.flatnonzero(A[u]).tolist():
+            period = math.gcd(period, abs(level[int(u)] + 1 - level[w]))
+    return period
+
+
+def mask_closed_classes(mask) -> list[dict]:
+    """The closed communicating classes of an attention mask's graph (``i → j`` when token ``i``
+    attends to ``j``) as ``{"tokens", "period"}``. For the row-stochastic frozen kernel of the mask
+    the eigenvalue 1 has (algebraic) multiplicity the number of closed classes, and every other
+    eigenvalue of modulus 1 comes from a closed class of period > 1."""
+    A = np.asarray(mask, dtype=bool)
+    return [{"tokens": c, "period": class_period(A, c)} for c in graph_closed_classes(A)]
+
+
+def _jump_graph(Qc: np.ndarray) -> np.ndarray:
+    """The jump graph of a column-convention generator: an edge ``j → i`` where ``Q_ij > 0``."""
+    return Qc.T > 0
+
+
+def communicating_classes(Q, convention: str = "column") -> list[list[int]]:
+    """The communicating classes of the jump graph of ``Q`` (sorted lists of states)."""
+    return graph_communicating_classes(_jump_graph(_as_column(Q, convention)))
+
+
 def closed_classes(Q, convention: str = "column") -> list[list[int]]:
     """The closed communicating classes (no jump leaves them). Their number is the dimension of the
     null space of a generator; ``p_st`` is unique iff there is exactly one."""
-    Qc = _as_column(Q, convention)
-    R = _reach(Qc)
-    return [
-        c
-        for c in communicating_classes(Qc)
-        if not R[c][:, [k for k in range(Qc.shape[0]) if k not in c]].any()
-    ]
+    return graph_closed_classes(_jump_graph(_as_column(Q, convention)))
 
 
 def is_irreducible(Q, convention: str = "column") -> bool:

@@ -160,11 +160,6 @@ def prefix_products(Js: list) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def dense_products(Js: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(J_{L−1}⋯J_0, J_0⋯J_{L−1})``."""
-    return prefix_products(Js)[-1]
-
-
 def weights_tied(model: nm.Model) -> bool:
     """Every layer's parameters (weights and gate) equal layer 0's, entry for entry."""
     first = model.layers[0].to_vector()

@@ -92,6 +92,7 @@ import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
 from fastslow.numerics.model.autodiff import stack_jvp
+from fastslow.numerics.model.tangents import softmax_derivative_term
 from fastslow.theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
@@ -199,37 +200,6 @@ def linearised_prediction(inst: Instance) -> Prediction:
 
 
 # ----------------------------------------------------------------------------- measurements
-
-
-def softmax_derivative_term(
-    cfg: nm.ModelConfig, p: nm.LayerParams, X: np.ndarray, dX: np.ndarray
-) -> tuple[float, float, float, float]:
-    """``(‖δA · n(X)V‖_F, ‖δA‖_F, ‖n(X)V‖_F, ‖δS‖_F on the mask)`` for the first-order change
-    ``δA`` of the attention matrix along ``dX`` (``δA = A ⊙ (δS − rowsum(A ⊙ δS))``).
-
-    At a homogeneous ``X`` the first number vanishes (every row of ``δA`` sums to zero and every row
-    of ``n(X)V`` is the same) although ``δA`` itself does not.
-    """
-    d = cfg.d
-    if cfg.norm:
-        r = np.sqrt(np.mean(X * X, axis=1, keepdims=True) + cfg.norm_eps)
-        Xn = X / r
-        dXn = dX / r - X * (np.sum(X * dX, axis=1, keepdims=True) / (d * r**3))
-    else:
-        Xn, dXn = X, dX
-    beta = cfg.score_scale
-    S = beta * (Xn @ p.Q) @ (Xn @ p.K).T
-    dS = beta * ((dXn @ p.Q) @ (Xn @ p.K).T + (Xn @ p.Q) @ (dXn @ p.K).T)
-    A = nm.masked_softmax(S, cfg.mask_array)
-    AdS = A * dS
-    dA = AdS - A * AdS.sum(axis=1, keepdims=True)
-    values = Xn @ p.V
-    return (
-        float(np.linalg.norm(dA @ values)),
-        float(np.linalg.norm(dA)),
-        float(np.linalg.norm(values)),
-        float(np.linalg.norm(np.where(cfg.mask_array, dS, 0.0))),
-    )
 
 
 def jvp_rounding_scale(inst: Instance, pred: Prediction) -> float:

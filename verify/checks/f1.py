@@ -188,12 +188,7 @@ import sympy as sp
 
 import fastslow.numerics as nm
 from fastslow.numerics.integrators import integrate
-from fastslow.numerics.model.coupling import (
-    CouplingProblem,
-    coupling_problem,
-    integrate_coupling,
-    layer_breakpoints,
-)
+from fastslow.numerics.model.coupling_drivers import integrate_coupling, layer_breakpoints
 from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
@@ -201,6 +196,7 @@ from fastslow.numerics.model.masks import (
     slowest_left_eigenvectors,
     subdominant_eigenvalue,
 )
+from fastslow.numerics.toy.markov import mask_closed_classes as closed_classes
 from fastslow.theory.slow_manifold import (
     MASKS,
     SIGMA_FUNCS,
@@ -212,6 +208,7 @@ from fastslow.theory.slow_manifold import (
 )
 
 from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..coupling_problem import CouplingProblem, coupling_problem
 from ..measure import (
     asymptotic_slope,
     central_difference,
@@ -714,55 +711,6 @@ def coarse_map_is_left_eigenprojector(inst: Instance) -> Diagnostic:
         "max |LᵀK − Lᵀ| ≤ 1e-14 and max |LᵀU − I| ≤ 1e-14 (K the frozen kernel of "
         "the mask matrix, U the block-constant states)",
     )
-
-
-def transitive_closure(A: np.ndarray) -> np.ndarray:
-    """Reachability (reflexive, transitive) of the Boolean adjacency ``A``, by Boolean squaring."""
-    R = A | np.eye(A.shape[0], dtype=bool)
-    while True:
-        R2 = (R.astype(np.int64) @ R.astype(np.int64)) > 0
-        if np.array_equal(R2, R):
-            return R
-        R = R2
-
-
-def class_period(A: np.ndarray, cls: np.ndarray) -> int:
-    """The period of the closed class ``cls`` of the graph ``A``: the gcd of ``level(u) + 1 −
-    level(v)`` over its edges, with levels from a breadth-first search from its first token."""
-    level = {int(cls[0]): 0}
-    frontier, period = [int(cls[0])], 0
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for v in np.flatnonzero(A[u]):
-                v = int(v)
-                if v not in level:
-                    level[v] = level[u] + 1
-                    nxt.append(v)
-        frontier = nxt
-    for u in cls:
-        for v in np.flatnonzero(A[u]):
-            period = int(np.gcd(period, abs(level[int(u)] + 1 - level[int(v)])))
-    return period
-
-
-def closed_classes(mask: np.ndarray) -> list[dict]:
-    """The closed communicating classes of the mask's graph (``i → j`` when token ``i`` attends
-    to ``j``) with their periods, by exact Boolean reachability. For the row-stochastic frozen
-    kernel of the mask, the eigenvalue 1 has (algebraic) multiplicity the number of closed classes,
-    and every other eigenvalue of modulus 1 comes from a closed class of period > 1."""
-    A = np.asarray(mask, dtype=bool)
-    R = transitive_closure(A)
-    seen, out = np.zeros(A.shape[0], dtype=bool), []
-    for i in range(A.shape[0]):
-        if seen[i]:
-            continue
-        cls = np.flatnonzero(R[i] & R[:, i])
-        seen[cls] = True
-        if not np.array_equal(np.flatnonzero(R[i]), cls):
-            continue  # reaches outside its class: transient
-        out.append({"tokens": cls.tolist(), "period": class_period(A, cls)})
-    return out
 
 
 def second_eigenvalue(inst: Instance) -> float:

@@ -1,0 +1,167 @@
+"""The one module of the integrators that relies on Numba's internals.
+
+**Statement.** The compiled driver calls the problem's ``rhs`` and ``jac`` through first-class
+function values rebuilt from three addresses (:func:`problem_addresses`,
+:func:`compiled_problem_functions`), and each method gets its own copy of the driver with the
+method's functions bound as globals (:func:`with_globals`, compiled by :func:`compile_bound`).
+Everything else in :mod:`numerics.integrators` uses Numba's public API (``njit``, ``types``).
+
+**Hypotheses** (what this module assumes of Numba, checked by ``tests/test_numba_binding.py`` and
+the driver tests):
+
+* a first-class function value (:class:`numba.core.types.FunctionType`) is a struct of three
+  pointers ``c_addr`` (the cfunc wrapper), ``py_addr`` (the Python object) and ``jit_addr`` (the
+  function in Numba's calling convention, so exceptions propagate), as since Numba 0.58
+  (numba/numba#9077);
+* a dispatcher's compile result (``fn.overloads[sig.args]``) names its wrapper
+  (``fndesc.llvm_cfunc_wrapper_name``) and its function (``fndesc.llvm_func_name``) in a library
+  that gives their addresses (``library.get_pointer_to_function``);
+* Numba's on-disk cache names an entry by the function's qualified name and source file, so a
+  copy of ``drive.__code__`` named ``drive_<method>`` gets its own entry.
+
+These are internals, not API: :data:`NUMBA_TESTED` is the range of Numba versions this module is
+declared for (the ``numba`` pin of ``pyproject.toml``); the tests fail with a message naming it
+when the installed Numba is outside it.
+
+**Why.** Passed as a first-class function argument, a dispatcher is typed and unboxed by Numba on
+every call of the driver (its signature unpickled twice, its compile result looked up, two
+addresses asked of LLVM); passed as arguments, the method's own functions were unboxed the same
+way. The measurements are in ``docs/benchmarks.md`` ("The fixed cost of an ``integrate`` call").
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from types import FunctionType
+
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.dispatcher import Dispatcher
+from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.extending import intrinsic
+
+from fastslow.numerics.integrators.base import JAC_TYPE, RHS_TYPE
+
+NUMBA_TESTED = ((0, 59), (0, 69))
+"""The Numba versions this module is declared for: at least the first, below the second
+(``major.minor``); ``pyproject.toml`` pins ``numba`` to the same range."""
+
+__all__ = [
+    "NUMBA_TESTED",
+    "numba_version_tested",
+    "is_compiled",
+    "ensure_compiled",
+    "problem_addresses",
+    "compiled_problem_functions",
+    "python_problem_functions",
+    "with_globals",
+    "compile_bound",
+]
+
+
+def numba_version_tested(version: str) -> bool:
+    """Whether the Numba version string ``version`` (``"0.68.1"``, ``"0.69.0rc1"``) lies in
+    :data:`NUMBA_TESTED`."""
+    parts = version.split(".")
+    major = int(parts[0])
+    minor = int("".join(c for c in parts[1] if c.isdigit()) or 0) if len(parts) > 1 else 0
+    low, high = NUMBA_TESTED
+    return low <= (major, minor) < high
+
+
+def is_compiled(fn) -> bool:
+    """Whether ``fn`` is a Numba dispatcher (``njit``); an ``isinstance`` check, not the
+    ``signatures`` property (which lists and hashes every compiled signature)."""
+    return isinstance(fn, Dispatcher)
+
+
+def ensure_compiled(fn, sig):
+    """Compile the dispatcher ``fn`` for ``sig`` if it has no such overload yet (a no-op when it
+    was declared with that signature or already compiled/loaded); returns ``fn``."""
+    if sig.args not in fn.overloads:
+        fn.compile(sig.args)
+    return fn
+
+
+def _function_value(fty):
+    """The code of an intrinsic making a first-class function value of type ``fty`` from the
+    three addresses Numba keeps in one (cfunc wrapper, Python object, jitted function)."""
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.create_struct_proxy(fty)(context, builder)
+        vp = context.get_value_type(types.voidptr)
+        fn.c_addr = builder.inttoptr(args[0], vp)
+        fn.py_addr = builder.inttoptr(args[1], vp)
+        fn.jit_addr = builder.inttoptr(args[2], vp)
+        return fn._getvalue()
+
+    return codegen
+
+
+@intrinsic
+def _rhs_value(typingctx, c_addr, py_addr, jit_addr):
+    return RHS_TYPE(types.int64, types.int64, types.int64), _function_value(RHS_TYPE)
+
+
+@intrinsic
+def _jac_value(typingctx, c_addr, py_addr, jit_addr):
+    return JAC_TYPE(types.int64, types.int64, types.int64), _function_value(JAC_TYPE)
+
+
+@njit(cache=True)
+def compiled_problem_functions(fns):
+    """``(rhs, jac)`` as first-class function values from their addresses ``fns``."""
+    return _rhs_value(fns[0], fns[1], fns[2]), _jac_value(fns[3], fns[4], fns[5])
+
+
+def python_problem_functions(fns):
+    """``(rhs, jac)`` for the Python driver: ``fns`` is that pair already."""
+    return fns[0], fns[1]
+
+
+_ADDRESSES: dict[int, tuple] = {}
+
+
+def problem_addresses(fn, sig) -> tuple[int, int, int]:
+    """The addresses the compiled driver calls ``fn`` (a dispatcher) through for ``sig``, compiled
+    now if it has no such overload: its cfunc wrapper, the dispatcher object, its jitted function.
+
+    Looked up once per compile result (kept with it, so an address is never reused while it is
+    cached; a recompiled ``fn`` has a new compile result); the driver rebuilds the function values
+    from them (:func:`compiled_problem_functions`). The jitted function's address makes the driver
+    call ``fn`` with Numba's calling convention, as a first-class function argument would, so
+    exceptions raised inside it still propagate. ``fn`` must stay alive while the driver runs (the
+    caller holds it)."""
+    cres = fn.overloads.get(sig.args)
+    if cres is None:
+        fn.compile(sig.args)
+        cres = fn.overloads[sig.args]
+    entry = _ADDRESSES.get(id(cres))
+    if entry is None or entry[0] is not cres:
+        lib = cres.library
+        wrapper = lib.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+        jitted = lib.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        entry = (cres, int(wrapper), int(jitted))
+        _ADDRESSES[id(cres)] = entry
+    return entry[1], id(fn), entry[2]
+
+
+def with_globals(fn: FunctionType, name: str, bound: dict) -> FunctionType:
+    """A copy of ``fn`` (its code object) named ``name`` whose globals are ``fn``'s with the names
+    of ``bound`` set to its values: a jitted copy calls them directly, as any jitted function calls
+    another, and Numba's cache keeps one entry per ``name``."""
+    scope = dict(fn.__globals__)
+    scope.update(bound)
+    copy = FunctionType(fn.__code__, scope, name)
+    copy.__qualname__ = name
+    copy.__doc__ = fn.__doc__
+    return copy
+
+
+def compile_bound(fn: FunctionType, sig) -> Callable:
+    """``fn`` compiled lazily for ``sig`` and cached on disk; first-class function values in its
+    body are the design (Numba's experimental-feature warning silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaExperimentalFeatureWarning)
+        return njit(sig, cache=True)(fn)

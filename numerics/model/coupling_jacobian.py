@@ -1,0 +1,90 @@
+"""The frozen-kernel Jacobian of the coupling form, :func:`frozen_kernel_jac_nb`.
+
+``J = (A_t(X) − I)/ε − γI`` (T×T, acting on the token index), the stiff part of the Jacobian,
+which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``. For a block-local mask it is
+written as the T×P rows of its diagonal blocks (``jac_block=P``) or as the whole T×T; for a mask
+that is not block-local in row panels into ``J`` itself (:func:`_kernel_rows_into`: no T×T
+temporary, a causal row only up to its diagonal). The attention weights are those of the
+right-hand side (:mod:`numerics.model.coupling_rhs`).
+
+Caveats. ``J`` omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on the
+critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
+Jacobian of the MLP and slow path (O(1)); the W-method keeps its order whatever is omitted, Radau
+converges to its collocation solution with more Newton iterations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from fastslow.numerics.model.coupling_packing import (
+    _BLOCKLOCAL,
+    _D,
+    _EPS,
+    _GAMMA,
+    _M,
+    _P,
+    _T,
+    _fused_offset,
+    _mat,
+    _scratch,
+)
+from fastslow.numerics.model.coupling_rhs import _block_weights, _kernel_panel, _normed, _panel_work
+
+__all__ = ["frozen_kernel_jac_nb"]
+
+
+@njit(cache=True)
+def frozen_kernel_jac_nb(t, y, p, seg, J):
+    """``J = (A(X) − I)/ε − γI`` (T×T), the stiff part of the coupling Jacobian, as ``J ⊗ I_d``
+    (signature :data:`numerics.integrators.JAC_SIG`, compiled on first use). ``J`` may be the
+    T×P rows of the diagonal blocks (block-local masks, ``jac_block=P``) or the whole T×T; for a
+    mask that is not block-local it is computed in place (:func:`_kernel_rows_into`, no T×T
+    temporary; the rows of a causal mask only up to the diagonal)."""
+    T = int(p[_T])
+    d = int(p[_D])
+    P = int(p[_P])
+    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
+    Xn = _normed(y.reshape((T, d)), p, Xw)
+    inv_eps = 1.0 / p[_EPS]
+    if p[_BLOCKLOCAL] > 0.0:
+        m = int(p[_M])
+        np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)
+        _block_weights(Xn, XG, p, S, v, pb, tb)
+        if J.shape[1] == P:  # the blocks' rows
+            for i in range(T):
+                for j in range(P):
+                    J[i, j] = S[i, j] / p[_EPS]
+        else:
+            J[:, :] = 0.0
+            for i in range(T):
+                b0 = (i // P) * P
+                for j in range(P):
+                    J[i, b0 + j] = S[i, j] / p[_EPS]
+    else:
+        _kernel_rows_into(Xn, p, seg, J)
+    for i in range(T):
+        J[i, i % J.shape[1]] -= inv_eps + p[_GAMMA]
+
+
+@njit(cache=True)
+def _kernel_rows_into(Xn, p, seg, J):
+    """``J ← A(X)/ε`` (T×T) for a mask that is not block-local, written row panel by row panel
+    into ``J`` itself: no T×T temporary. Row ``i`` is computed only up to its last allowed
+    column (rounded up to a multiple of 4, so the softmax sums group as over the whole row) and
+    zero beyond it, so a causal mask costs half the products and exponentials of a full one. The
+    same operations as :func:`_kernel_panel`, then ``/ε``."""
+    T = int(p[_T])
+    XQ, XK, buf, v, pb, tb = _panel_work(Xn, p, seg)
+    eps = p[_EPS]
+    rows = buf.size // T
+    for r0 in range(0, T, rows):
+        r1 = min(r0 + rows, T)
+        S = _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
+        c1 = S.shape[1]
+        for i in range(r0, r1):
+            for j in range(c1):
+                J[i, j] = S[i - r0, j] / eps
+            for j in range(c1, T):
+                J[i, j] = 0.0

@@ -1,0 +1,339 @@
+"""The coupling form's compiled right-hand side, :func:`coupling_rhs_nb`.
+
+``out = vec[(1/ε)(A_t(X) − I)X + R_t(X)]`` with ``R_t(X) = γ(E − X) + MLP_t(X) + g_t·Slow_t(X)``
+and the weights of the interval ``seg`` read from the packed vector
+(:mod:`numerics.model.coupling_packing`): a Numba transcription of
+:func:`numerics.model.flow.make_rhs` with ``form="coupling"`` (same RMS norm, masked softmax, MLP
+with a built-in activation (tanh, relu, gelu or identity), block-causal slow path with ``U_c``).
+For block-local masks the kernel and its product with ``X`` are computed block by block
+(``O(T·P·d)``, not ``O(T²d)``); for other masks in row panels (:func:`_kernel_panel`: no T×T
+array, a causal row only up to its diagonal). The softmax exponentials and the MLP activation go
+through the vectorisable ``exp`` and :func:`numerics.model.compiled.activation_rows` (≤ 1 and ≤ 2
+ulp). Block-local masks with ``d``, ``m`` and ``P`` multiples of 8 take the eight-lane path
+(:mod:`numerics.model.coupling_lanes`), everything else the row path here. The attention weights
+(:func:`_block_weights`, :func:`_kernel_panel`) are shared with the frozen-kernel Jacobian
+(:mod:`numerics.model.coupling_jacobian`).
+
+Oracle: the NumPy right-hand side :func:`numerics.model.kernels.coupling` (tests).
+
+Caveats. :func:`coupling_rhs_nb` agrees with :func:`numerics.model.flow.make_rhs` to rounding, not
+bitwise (different summation order and the precomputed ``Q Kᵀ``; the tests check the agreement).
+Its eight-lane and row paths agree to rounding (``n(X)·G`` is a BLAS product on the row path, a
+sum in order on the lanes; ``tanh(−0)`` is ``−0`` on the lanes, ``+0`` on the rows; every other
+operation is the same, in the same order): tests assert 1e-13 of the largest entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
+from fastslow.numerics.model.coupling_lanes import _block_local_rhs8
+from fastslow.numerics.model.coupling_packing import (
+    _BETA,
+    _BLOCKLOCAL,
+    _D,
+    _EPS,
+    _GAMMA,
+    _M,
+    _MASKW,
+    _NEPS,
+    _NORM,
+    _P,
+    _SIGMA,
+    _SLOW,
+    _SLOWFULL,
+    _T,
+    HEADER,
+    _fused_offset,
+    _lanes_fit,
+    _layer_offset,
+    _mat,
+    _scratch,
+)
+
+__all__ = ["coupling_rhs_nb", "KERNEL_PANEL"]
+
+
+@njit(cache=True)
+def coupling_rhs_nb(t, y, p, seg, out):
+    """``out = vec[(1/ε)(A(X) − I)X + R(X)]`` with the weights of interval ``seg`` (signature
+    :data:`numerics.integrators.RHS_SIG`, compiled on first use). No allocation for block-local
+    masks: the work arrays are the scratch tail of ``p`` (so one ``p`` must not be shared by
+    concurrent calls). Block-local masks with ``d``, ``m``, ``P`` multiples of 8 take the
+    eight-lane path (:func:`_block_local_rhs8`), everything else the row-by-row one
+    (:func:`_coupling_rhs_rows`); the two agree to rounding (the tests check 1e-13)."""
+    if _lanes_fit(p):
+        _block_local_rhs8(y, p, seg, out)
+    else:
+        _coupling_rhs_rows(t, y, p, seg, out)
+
+
+@njit(cache=True)
+def _coupling_rhs_rows(t, y, p, seg, out):
+    """:func:`coupling_rhs_nb` row by row, for any mask and sizes (scalar loops, BLAS products)."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
+    X = y.reshape((T, d))
+    Xn = _normed(X, p, Xw)
+    inv_eps = 1.0 / p[_EPS]
+    off = _layer_offset(p, seg) + 2 * d * d
+    W2 = _mat(p, off + d * m, m, d)
+    if p[_BLOCKLOCAL] > 0.0:
+        np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)  # one BLAS call
+        _block_weights(Xn, XG, p, S, v, pb, tb)
+        for i in range(T):  # the same sums as Σ_j S[i, j]·X[b0 + j, k] − X[i, k], rows at a time
+            b0 = (i // P) * P
+            for k in range(d):
+                acc[k] = -X[i, k]
+            for j in range(P):
+                a = S[i, j]
+                for k in range(d):
+                    acc[k] += a * X[b0 + j, k]
+            for k in range(d):
+                out[i * d + k] = acc[k] * inv_eps
+            for k in range(m):
+                Z[i, k] = XG[i, d + k]
+    else:
+        _dense_attention_into(Xn, X, p, seg, out)
+        np.dot(Xn, _mat(p, off, d, m), Z)
+    _add_mlp_output(Z, W2, int(p[_SIGMA]), out, v, pb, tb, zb, acc)
+    g = p[off + 2 * d * m + 3 * d * d]
+    if p[_SLOW] > 0.0 and g != 0.0:
+        Zs = _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, sv, sp, st)
+        for b in range(1, N):
+            for i in range(P):
+                for k in range(d):
+                    out[(b * P + i) * d + k] += g * Zs[b - 1, k]
+    gam = p[_GAMMA]
+    if gam != 0.0:
+        e0 = HEADER + T * int(p[_MASKW])
+        for i in range(T * d):
+            out[i] += gam * (p[e0 + i] - y[i])
+
+
+@njit(cache=True)
+def _small_mm_into(A, B, C):
+    """``C = A·B`` by loops (matrices too small for BLAS)."""
+    n, k = A.shape
+    m = B.shape[1]
+    C[:, :] = 0.0
+    for i in range(n):
+        for l in range(k):
+            a = A[i, l]
+            for j in range(m):
+                C[i, j] += a * B[l, j]
+    return C
+
+
+@njit(cache=True)
+def _rms_into(X, ne, out):
+    """``out`` ← the row-wise RMS norm of ``X``; returns ``out``."""
+    for i in range(X.shape[0]):
+        s = 0.0
+        for j in range(X.shape[1]):
+            s += X[i, j] * X[i, j]
+        r = 1.0 / np.sqrt(s / X.shape[1] + ne)
+        for j in range(X.shape[1]):
+            out[i, j] = X[i, j] * r
+    return out
+
+
+@njit(cache=True)
+def _normed(X, p, out):
+    """``n(X)`` in ``out``, or ``X`` itself without the norm."""
+    return _rms_into(X, p[_NEPS], out) if p[_NORM] > 0.0 else X
+
+
+@njit(cache=True)
+def _block_weights(Xn, XG, p, S, v, pb, tb):
+    """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
+    token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
+    ``XG[i, :d]·n(X)[j]`` (``P×P×d`` per block, explicit loops); all exponentials go through one
+    vectorisable pass (:func:`numerics.model.compiled.exp_into`, ≤ 1 ulp from ``np.exp``). The
+    mask is read as its blocks' rows (T×P); ``v, pb, tb`` are scratch of length ``T·P``."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    for i in range(T):
+        b0 = (i // P) * P
+        for j in range(P):
+            s = 0.0
+            for k in range(d):
+                s += XG[i, k] * Xn[b0 + j, k]
+            S[i, j] = s
+    return _block_softmax(p, S, v, pb, tb)
+
+
+@njit(cache=True)
+def _block_softmax(p, S, v, pb, tb):
+    """``S`` (T×P block-local scores) ← the masked softmax of each row, in place: the maximum over
+    the allowed entries, the exponentials of the shifted scores by one :func:`exp_into` pass,
+    masked entries exact zeros, each row divided by its sum."""
+    T, P = S.shape
+    mask = _mat(p, HEADER, T, P)
+    v = v[: T * P]
+    pb = pb[: T * P]
+    tb = tb[: T * P]
+    for i in range(T):
+        mx = -np.inf
+        for j in range(P):
+            s = S[i, j]
+            if mask[i, j] > 0.0 and s > mx:
+                mx = s
+        for j in range(P):
+            v[i * P + j] = S[i, j] - mx if mask[i, j] > 0.0 else -1000.0
+    exp_into(v, pb, tb)
+    for i in range(T):
+        z = 0.0
+        for j in range(P):
+            e = 0.0 if v[i * P + j] < EXP_CUT else pb[i * P + j] * tb[i * P + j]
+            S[i, j] = e
+            z += e
+        for j in range(P):
+            S[i, j] /= z
+    return S
+
+
+# the two pieces of the right-hand side below are inlined into it (Numba IR): no call overhead in
+# the integrators' hot loop, the same arithmetic
+@njit(cache=True, inline="always")
+def _add_mlp_output(Z, W2, act, out, v, pb, tb, zb, acc):
+    """``out += vec(σ(Z)·W2)`` for the pre-activation ``Z = n(X)·W1`` (T×m; ``σ`` applied in place
+    by :func:`numerics.model.compiled.activation_rows` with the activation code ``act``, nothing
+    for identity (0); ``v, pb, tb, zb`` scratch of length ``T·m``, ``acc`` of length ``d``)."""
+    T, m = Z.shape
+    d = W2.shape[1]
+    if act != 0:  # as one row of T·m entries: the rows of Z (m = d) are too short to vectorise
+        n = T * m
+        zf = Z.reshape((1, n))
+        activation_rows(act, zf, v, pb, tb, zb)
+    for i in range(T):
+        acc[:] = 0.0
+        for l in range(m):
+            a = Z[i, l]
+            for k in range(d):
+                acc[k] += a * W2[l, k]
+        for k in range(d):
+            out[i * d + k] += acc[k]
+
+
+@njit(cache=True, inline="always")
+def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
+    """The slow attention over the pooled tokens of interval ``seg`` (N×d; row ``a`` is pooled
+    query ``a``'s output, which ``U_c`` up-samples to block ``a + 1``): block means ``Y``,
+    ``n(Y)·[β·Qs Ksᵀ | Vs]``, and the softmax over the pooled keys ``b ≤ a`` (all ``b`` with the
+    ``full`` slow mask). The N×N×d and N×d×d products (N = T/P) are explicit loops, too small for
+    BLAS; the scores of the N − 1 queries that reach the output share one vectorisable exponential
+    pass."""
+    T = int(p[_T])
+    P = int(p[_P])
+    d = int(p[_D])
+    m = int(p[_M])
+    N = T // P
+    Yb[:, :] = 0.0
+    for b in range(N):
+        for i in range(P):
+            for k in range(d):
+                Yb[b, k] += X[b * P + i, k]
+    Yb /= P
+    Yh = _normed(Yb, p, Yh)
+    _small_mm_into(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d), YG)
+    full = p[_SLOWFULL] > 0.0
+    Zs[:, :] = 0.0
+    for a in range(N - 1):
+        top = N if full else a + 1
+        mx = -np.inf
+        for b in range(top):
+            sc = 0.0
+            for k in range(d):
+                sc += YG[a, k] * Yh[b, k]
+            v[a * N + b] = sc
+            if sc > mx:
+                mx = sc
+        for b in range(N):
+            v[a * N + b] = v[a * N + b] - mx if b < top else -1000.0
+    exp_into(v[: (N - 1) * N], pb[: (N - 1) * N], tb[: (N - 1) * N])
+    for a in range(N - 1):
+        top = N if full else a + 1
+        z = 0.0
+        for b in range(top):
+            e = 0.0 if v[a * N + b] < EXP_CUT else pb[a * N + b] * tb[a * N + b]
+            pb[a * N + b] = e
+            z += e
+        for b in range(top):
+            wb = pb[a * N + b]
+            for k in range(d):
+                Zs[a, k] += (wb / z) * YG[b, d + k]
+    return Zs
+
+
+KERNEL_PANEL = 32768
+"""Floats of the row panel in which :func:`_kernel_rows_into` computes scores (256 KB: the panel
+stays in cache while it is scaled, exponentiated and written to ``J``)."""
+
+
+@njit(cache=True)
+def _panel_work(Xn, p, seg):
+    """Queries ``n(X)·Q``, keys ``n(X)·K`` and the work arrays of :func:`_kernel_panel`: a panel
+    buffer of ``KERNEL_PANEL`` floats (at least one row) and three rows of softmax scratch."""
+    T = int(p[_T])
+    d = int(p[_D])
+    off = _layer_offset(p, seg)
+    XQ = np.dot(Xn, _mat(p, off, d, d))
+    XK = np.dot(Xn, _mat(p, off + d * d, d, d))
+    rows = min(T, max(1, KERNEL_PANEL // T))
+    return XQ, XK, np.empty(rows * T), np.empty(T), np.empty(T), np.empty(T)
+
+
+@njit(cache=True)
+def _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
+    """Rows ``r0:r1`` of the attention matrix ``A(X)`` of a mask that is not block-local, as a
+    ``(r1 − r0) × c1`` view of ``buf``: ``c1`` is the panel's last allowed column + 1, rounded up
+    to a multiple of 4 (so the softmax sums group as over the whole row); the columns beyond it
+    are zero. The scores ``β·(n(X)Q)(n(X)K)ᵀ`` and a masked softmax per row (:func:`softmax_row`)."""
+    T = int(p[_T])
+    mask = _mat(p, HEADER, T, T)
+    beta = p[_BETA]
+    c1 = 0
+    for i in range(r0, r1):
+        last = T - 1
+        while last >= c1 and mask[i, last] == 0.0:
+            last -= 1
+        c1 = max(c1, last + 1)
+    c1 = min(T, (max(c1, 1) + 3) // 4 * 4)
+    S = buf[: (r1 - r0) * c1].reshape((r1 - r0, c1))
+    np.dot(XQ[r0:r1], XK[:c1].T, S)
+    for i in range(r0, r1):
+        row = S[i - r0]
+        for j in range(c1):
+            row[j] = beta * row[j]
+        softmax_row(row, mask[i, :c1], v, pb, tb)
+    return S
+
+
+@njit(cache=True)
+def _dense_attention_into(Xn, X, p, seg, out):
+    """``out ← vec[(A(X) − I)X/ε]`` for a mask that is not block-local, row panel by row panel
+    (:func:`_kernel_panel`): no T×T array, so the working set stays in cache at large ``T``, and
+    a causal row only up to its diagonal. Equal to ``(A·X − X)/ε`` with the whole ``A`` to
+    rounding (the products are summed per panel; the tests compare with the NumPy kernel)."""
+    T = int(p[_T])
+    d = int(p[_D])
+    XQ, XK, buf, v, pb, tb = _panel_work(Xn, p, seg)
+    eps = p[_EPS]
+    rows = buf.size // T
+    AX = np.empty((rows, d))
+    for r0 in range(0, T, rows):
+        r1 = min(r0 + rows, T)
+        S = _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
+        c1 = S.shape[1]
+        np.dot(S, X[:c1], AX[: r1 - r0])
+        for i in range(r0, r1):
+            for k in range(d):
+                out[i * d + k] = (AX[i - r0, k] - X[i, k]) / eps
