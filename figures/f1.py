@@ -16,8 +16,8 @@ import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
 from fastslow.numerics.model.coupling import WORK_METHODS, integrator_work
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import get_claim
+from fastslow.verify.verdict import Verdict
 
 ERROR_CASES = (
     ("block_bidirectional", "mean", "block_bidirectional, Y = BX"),

@@ -38,10 +38,10 @@ from pathlib import Path
 import pytest
 
 from fastslow.verify import sweep as sw
-from fastslow.verify.claim import Verdict
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.report import ClaimLedger, build_report, writable_dir, write_report
+from fastslow.verify.verdict import Verdict
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()

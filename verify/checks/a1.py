@@ -26,9 +26,11 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.model.masks import block_level_mask
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic
 
 # --------------------------------------------------------------------------- the instance
 

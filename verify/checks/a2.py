@@ -45,8 +45,10 @@ from fastslow.numerics.model import kernels
 from fastslow.numerics.model.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
 from fastslow.numerics.model.weights import SLOW_WEIGHTS, WEIGHT_NAMES, ModelConfig, init_layer
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic
 
 GRID = tuple(
     (T, P, d, k * d)

@@ -58,11 +58,13 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.model.autodiff import stack_vjp
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import elementwise_relative_error, relative_error, richardson_difference
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic
 
 FD_RTOL = 1e-6
 """Relative part of the finite-difference criterion ``|fd − an| ≤ 1e-6·|an| + floor``."""

@@ -81,11 +81,13 @@ from fastslow.numerics.analysis.stability import layer_jacobian
 from fastslow.numerics.lapack import svdvals
 from fastslow.numerics.model.autodiff import stack_jvp, stack_vjp
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import ratio, relative_error, richardson_difference
 from ..model_params import STANDARD, model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic
 
 TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
 """Where ``X_0`` lies: a random state, or a fixed point of the tied map (random or

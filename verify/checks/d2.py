@@ -57,9 +57,11 @@ from fastslow.numerics.model.depth_path import (
 )
 from fastslow.numerics.model.weights import init_layer
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..measure import asymptotic_slope, relative_error
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic
 
 PATHS = ("smooth", "step")
 """θ(t) of the untied path: a smooth blend of two random layers, or piecewise constant."""

@@ -33,11 +33,13 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.analysis.linearised import homogeneous_trajectory
 
-from ..claim import Claim, Conclusion, Control, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import homogeneous_reference
 from ..measure import ratio, relative_error
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import at_most
 
 # --------------------------------------------------------------------------- the instance
 

@@ -94,7 +94,7 @@ from fastslow.numerics.analysis import linearised as lin
 from fastslow.numerics.model.autodiff import stack_jvp
 from fastslow.theory.linearisation import factors_function
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import (
     SIGMA_SMOOTH_RULE,
     homogeneous_reference,
@@ -109,6 +109,8 @@ from ..measure import (
     taylor_remainder_order,
 )
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
 """The softmax-derivative check is not vacuous: ``‖δA‖_F / ‖δS‖_F`` (the attention change relative

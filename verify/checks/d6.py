@@ -93,7 +93,7 @@ from fastslow.numerics.model import kernels
 from fastslow.numerics.model.masks import block_level_mask, coarse_maps
 from fastslow.theory.stability import block_causal_gap_ratio
 
-from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
+from ..claim import Claim, Conclusion, control_table
 from ..measure import (
     UNIT_ROUNDOFF,
     central_difference,
@@ -105,6 +105,8 @@ from ..measure import (
     taylor_remainder_order,
 )
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
 """The three formalisations of E_d forcing: input, injection target, additive forcing."""

@@ -78,10 +78,12 @@ from fastslow.numerics.analysis.stability import (
 )
 from fastslow.numerics.model import kernels
 
-from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
+from ..claim import Claim, Conclusion, control_table
 from ..measure import UNIT_ROUNDOFF, ratio
 from ..model_params import model_params
+from ..params import Param
 from ..systems import LinearLoop
+from ..verdict import Diagnostic
 
 FIXED_POINT_RTOL = 1e-10
 """``‖Φ_0(X*) − X*‖_F ≤ FIXED_POINT_RTOL·max(1, ‖X*‖_F)`` for ``X*`` to count as a fixed point."""

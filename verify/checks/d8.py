@@ -81,8 +81,10 @@ from fastslow.numerics.toy.data import (
 )
 from fastslow.theory.exponential_family import sum_factor
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..measure import relative_error
+from ..params import Param
+from ..verdict import Diagnostic
 
 FAMILY_CHOICES = ("gaussian_ar1",) + EXPONENTIAL_FAMILIES + CONTROL_FAMILIES
 """The designs: the Kalman design, the exponential-family chains and the controls."""

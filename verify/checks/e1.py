@@ -101,8 +101,10 @@ from fastslow.numerics.lm.optim import gate_noise_band
 from fastslow.numerics.lm.params import KINDS, LMConfig
 from fastslow.numerics.lm.train import RunSpec, run_all
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 FULL_TOKENS = 500_000
 FULL_SEEDS = 3

@@ -211,7 +211,7 @@ from fastslow.theory.slow_manifold import (
     sigma_is_smooth,
 )
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import (
     asymptotic_slope,
     central_difference,
@@ -220,7 +220,9 @@ from ..measure import (
     richardson_difference,
 )
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic, at_most
 
 # ----------------------------------------------------------------------------- constants
 

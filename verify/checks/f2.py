@@ -78,9 +78,11 @@ from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit, symbolic_agrees
+from ..params import Param
 from ..systems import GeneratorFamily
+from ..verdict import Diagnostic, at_least, at_most
 
 CHAINS = mk.CHAIN_KINDS
 """The fast generator: the example chain or one of its negative controls."""

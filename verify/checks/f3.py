@@ -96,9 +96,11 @@ from fastslow.numerics.toy import markov as mk
 from fastslow.numerics.toy import variational as va
 from fastslow.theory import markov as tm
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 TARGETS = ("p_st", "discontinuous")
 """The target manifold: F2's ``p_st`` or the control's discontinuous one."""
