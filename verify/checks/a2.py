@@ -380,6 +380,10 @@ class A2(Claim):
         "slow_attention_on_pooled_tokens": "every attention-core product of the slow path has N = T/P token rows (instrumented run)",
         "slow_projections_outweigh_mlp": "3d(P − 1) ≥ 2m, d×m the shape of W1 (exact condition of the whole-layer lower bound)",
     }
+    hypothesis_sources = {
+        "slow_attention_on_pooled_tokens": "implementation",
+        "slow_projections_outweigh_mlp": "implementation",
+    }
     conclusion = {
         "counted_flop_equal_model": "every counted product FLOP equals numerics.model.cost.layer_flops (exact integers)",
         "product_counts": f"the fast layer executes {PRODUCTS_FAST} products, the slow path {PRODUCTS_SLOW}",

@@ -361,6 +361,10 @@ class A3(Claim):
         "gates_zero": "every layer's gate g_l of the model is exactly 0.0",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
+    hypothesis_sources = {
+        "gates_zero": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
+    }
     conclusion = {
         "output_equal_to_fast_only": "X_L of the coupled model == X_L of the fast-only model (bitwise)",
         "loss_blind_to_slow_weights": "moving every slow weight by O(slow_scale) leaves the loss unchanged (bitwise)",

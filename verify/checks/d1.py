@@ -483,6 +483,12 @@ class D1(Claim):
         f"token-homogeneous (≤ {HOMOGENEITY_TOL}) when E is and every gate is 0",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
+    hypothesis_sources = {
+        "product_has_order": "implementation",
+        "layer_jacobians_coincide_where_weights_tied": "implementation",
+        "fixed_point_as_constructed": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
+    }
     conclusion = {
         "chain_rule_jvp_vjp": f"‖J_{{L−1}}⋯J_0 − ∂X_L/∂X_0‖_F (forward and reverse mode) ≤ "
         f"{CHAIN_RTOL}·√n·Π‖J_l‖₂",

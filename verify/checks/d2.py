@@ -323,6 +323,10 @@ class D2(Claim):
         f"and 1/{2 * SMOOTHNESS_GRID} agree to a factor {SMOOTHNESS_RATIO} "
         "(a jump doubles it), for the untied and the tied path",
     }
+    hypothesis_sources = {
+        "depth_step_is_one_over_L": "implementation",
+        "path_is_smooth": "implementation",
+    }
     conclusion = {
         "asymptotic_window_untied": "untied: some `window` consecutive ladder depths ≤ L_max have "
         "local slopes of error vs h spreading ≤ slope_tol/2",

@@ -192,6 +192,11 @@ class D3(Claim):
         "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
     }
+    hypothesis_sources = {
+        "state_token_homogeneous": "input",
+        "injection_homogeneous": "input",
+        "slow_path_closed": "implementation",
+    }
     conclusion = {
         "kernel_frozen_along_depth": "max_l max|A_l(X_l) − K_mask| ≤ tol · max(1, max|S|)",
         "kernel_independent_of_qk_and_temperature": "max over fresh (Q, K) and β of max|A(X_l) − K_mask| ≤ tol · max(1, max|S|) on every "

@@ -605,6 +605,12 @@ class D4(Claim):
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
+    hypothesis_sources = {
+        "state_token_homogeneous": "input",
+        "injection_homogeneous": "input",
+        "slow_path_closed": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
+    }
     conclusion = {
         "poly_form_equals_jvp": "‖Σ_j K^j δX_0 C_j − JVP‖ / max(‖JVP‖, poly_scale, jvp_scale) ≤ tol "
         "(the sizes of the terms of either computation)",

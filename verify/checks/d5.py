@@ -492,6 +492,10 @@ class D5(Claim):
         "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the d×d mode products",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
+    hypothesis_sources = {
+        "saturates_within_depth": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
+    }
     conclusion = {
         "bound_holds_at_every_depth": "‖δX_l − ΠδX_0D_1‖ ≤ c_K r(l) σ_min(D_1) ‖δX_0‖ + tol‖ΠδX_0D_1‖, l = 1…L",
         "bound_ratio_at_most_one": "lhs/rhs ≤ 1 at every depth where rhs > tol‖ΠδX_0D_1‖",

@@ -849,6 +849,10 @@ class D6(Claim):
         "reference_token_homogeneous": "every row of X_0 is equal (bitwise): X_0 = 1x_0ᵀ",
         "gate_zero": "every layer's gate is 0 at the reference",
     }
+    hypothesis_sources = {
+        "reference_token_homogeneous": "input",
+        "gate_zero": "implementation",
+    }
     conclusion = {
         "qk_invisible_in_persistent_component": "Q, K, Qs, Ks columns of δ(Lᵀ X_L): numerical rank 0 and max column norm ≤ tol "
         "(relative to the map's largest singular value)",

@@ -526,6 +526,11 @@ class D7(Claim):
         "g-independent diagonal blocks (J above, or G on or above, the P·d "
         "block diagonal is non-zero); otherwise ρ(J + gG) = ρ(J) for all g",
     }
+    hypothesis_sources = {
+        "reference_is_fixed_point": "implementation",
+        "reference_contractive": "implementation",
+        "gate_moves_spectrum": "implementation",
+    }
     conclusion = {
         "margin_two_methods_agree": "|m(grid+Brent) − m(pencil)| ≤ margin_tol",
         "margin_is_a_minimum": "m ≤ min of σ_min on a dense grid + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",

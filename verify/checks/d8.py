@@ -414,6 +414,9 @@ class D8(Claim):
         "emission_loglik_ratio_affine": "log p(x | z) − log p(x | z₀) is affine in x on the observed token values for every "
         "latent z (relative residual ≤ 1e-9): exponential family with T(x) = x",
     }
+    hypothesis_sources = {
+        "emission_loglik_ratio_affine": "implementation",
+    }
     conclusion = {
         "next_token_predictive_equal": "max |log p_full(x_t) − log p_pooled(x_t)| ≤ tolerance",
         "posterior_equal": "max |posterior_full − posterior_pooled| ≤ tolerance",

@@ -482,6 +482,9 @@ class D9(Claim):
         "blocks_independent": "the data model's population cross-block moments vanish: max "
         "|C_bc| (b ≠ c) = 0 and max |D_bc| = 0",
     }
+    hypothesis_sources = {
+        "blocks_independent": "implementation",
+    }
     conclusion = {
         "population_gradient_zero": "exact population ∂R/∂g and ∂R/∂w at g = 0 are 0",
         "gradient_consistent_with_zero": "|z| of the mean per-sequence gate gradient below the "

@@ -366,6 +366,11 @@ class E1(Claim):
         "cross_block_structure_weak": "the previous block's character histogram explains at most "
         "structure_max of a character's entropy beyond a shuffled-block baseline",
     }
+    hypothesis_sources = {
+        "cross_block_structure_weak": "implementation",
+    }
+    main_instances = ({}, SHORT)
+    """The full experiment and its short profile (:data:`SHORT`, swept over seeds)."""
     conclusion = {
         "gates_within_noise_band": "every final gate of every coupled run is within the noise "
         "band fixed before training",

@@ -1603,6 +1603,16 @@ class F1(Claim):
         ),
     }
     hypotheses = {name: meaning for name, (meaning, _) in HYPOTHESIS_DIAGNOSTICS.items()}
+    hypothesis_sources = {
+        "fast_mask_block_local": "implementation",
+        "coarse_map_is_left_eigenprojector": "implementation",
+        "normally_hyperbolic": "implementation",
+        "initial_state_in_basin": "implementation",
+        "reduced_solution_exists": "implementation",
+        "mlp_nonlinearity_smooth": "input",
+        "first_order_correction_nonzero": "implementation",
+        "asymptotic_regime_resolvable": "implementation",
+    }
     conclusion = {
         "block_constant_states_critical": f"(a) max |(A(UY) − I)UY| ≤ {CRITICAL_TOL} at random Y, every layer",
         "generic_states_not_critical": f"(a) min over layers of max |(A(X) − I)X| > {GENERIC_MIN} at generic X",

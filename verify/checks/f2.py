@@ -648,6 +648,12 @@ class F2(Claim):
         "integration_error_resolvable": "the integrator's tolerance rtol + atol ≤ 0.1·ε² for every "
         "ε (the O(ε²) tracking error is above the integration error)",
     }
+    hypothesis_sources = {
+        "generator_on_grid": "implementation",
+        "one_closed_class_on_grid": "implementation",
+        "initial_layer_negligible": "implementation",
+        "integration_error_resolvable": "input",
+    }
     conclusion = {
         "one_zero_eigenvalue": "every Q(y) on the grid has exactly one eigenvalue at 0",
         "attracting_at_spectral_gap": "all other eigenvalues have Re λ < 0, and the smallest gap ≥ gap_min",

@@ -534,6 +534,13 @@ class F3(Claim):
         "(both relative violations > violation_tol): A ⊗ Vᵀ − I "
         "is a generator iff neither holds",
     }
+    hypothesis_sources = {
+        "target_chain_irreducible": "implementation",
+        "model_has_hidden_width": "implementation",
+        "model_is_trained": "input",
+        "state_heterogeneous": "input",
+        "value_map_breaks_generator_form": "implementation",
+    }
     conclusion = {
         "error_falls_with_width": "Kendall τ(width, per-seed mean KL after the last step) < 0, "
         "one-sided p < 0.05",

@@ -1,0 +1,40 @@
+"""How each hypothesis is decided: every hypothesis of every claim declares exactly one source, the
+verdict carries it, and the instances declared as the claims' own (built to satisfy their
+hypotheses) are the ones where an implementation-sourced violation is a failure of the suite."""
+
+import pytest
+
+from fastslow.verify.registry import CLAIMS, IDS
+from fastslow.verify.test_seed_sweep import SWEPT_PARAMS
+from fastslow.verify.verdict import SOURCES
+
+
+@pytest.mark.parametrize("cid", IDS)
+def test_every_hypothesis_declares_exactly_one_valid_source(cid):
+    unit = CLAIMS[cid]
+    assert set(unit.hypothesis_sources) == set(unit.hypotheses), (
+        f"{cid}: hypotheses without a source: "
+        f"{sorted(set(unit.hypotheses) - set(unit.hypothesis_sources))}; sources of no "
+        f"hypothesis: {sorted(set(unit.hypothesis_sources) - set(unit.hypotheses))}"
+    )
+    bad = {k: v for k, v in unit.hypothesis_sources.items() if v not in SOURCES}
+    assert not bad, f"{cid}: sources must be one of {SOURCES}: {bad}"
+
+
+@pytest.mark.parametrize("cid", IDS)
+def test_main_instances_are_valid_and_no_negative_control_is_one(cid):
+    unit = CLAIMS[cid]
+    assert unit.main_instances and {} in [dict(m) for m in unit.main_instances]
+    for main in unit.main_instances:
+        assert unit.is_main_instance(unit.resolve(main)), (cid, main)
+    for ctl in unit.controls:
+        assert not unit.is_main_instance(unit.resolve(ctl.params)), (
+            f"{cid}: negative control {ctl.name} has a main instance's parameters: a violated "
+            "hypothesis there would be called a failure of the suite"
+        )
+
+
+def test_the_seed_sweep_runs_declared_main_instances():
+    for cid, params in SWEPT_PARAMS.items():
+        unit = CLAIMS[cid]
+        assert unit.is_main_instance(unit.resolve(params)), cid
