@@ -38,3 +38,23 @@ def test_the_seed_sweep_runs_declared_main_instances():
     for cid, params in SWEPT_PARAMS.items():
         unit = CLAIMS[cid]
         assert unit.is_main_instance(unit.resolve(params)), cid
+
+
+def test_an_input_sourced_hypothesis_cross_checks_the_implementation_loudly(monkeypatch):
+    """A2 decides ``slow_projections_outweigh_mlp`` from the parameters; an instance whose MLP
+    weight has another shape (a planted bug in the layer's construction) is an ``error`` naming
+    both shapes, never a quiet ``outside-hypotheses``."""
+    import numpy as np
+
+    from fastslow.verify.checks import a2
+
+    assert CLAIMS["A2"].check({}).outcome == "holds"
+    real = a2.Instance.__init__
+
+    def widened(self, p, seed):
+        real(self, p, seed)
+        self.layer.W1 = np.hstack([self.layer.W1, self.layer.W1])
+
+    monkeypatch.setattr(a2.Instance, "__init__", widened)
+    v = CLAIMS["A2"].check({})
+    assert v.outcome == "error" and "the parameters say" in v.error["message"], v.summary()

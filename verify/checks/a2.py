@@ -188,10 +188,17 @@ def slow_attention_rows(inst) -> list[int]:
 
 
 def mlp_margin(inst) -> int:
-    """``3d(P − 1) − 2m`` with ``d×m`` the shape of the MLP weight ``W1``: the whole-layer lower
-    bound holds iff it is ≥ 0 (:mod:`numerics.model.cost`)."""
-    d, m = (int(x) for x in np.shape(inst.layer.W1))
-    return 3 * d * (inst.cfg.P - 1) - 2 * m
+    """``3d(P − 1) − 2m`` from the parameters ``d``, ``m``, ``P``: the whole-layer lower bound
+    holds iff it is ≥ 0 (:mod:`numerics.model.cost`). Decided from the input; the instance's
+    ``W1`` must have the parameters' shape ``d×m`` (the second measurement, through the
+    implementation), else ``RuntimeError`` (outcome ``error``, never a quiet exit 4)."""
+    d, m = inst.p["d"], inst.p["m"]
+    built = tuple(int(x) for x in np.shape(inst.layer.W1))
+    if built != (d, m):
+        raise RuntimeError(
+            f"the instance's W1 is {built[0]}×{built[1]}, the parameters say {d}×{m}"
+        )
+    return 3 * d * (inst.p["P"] - 1) - 2 * m
 
 
 # --------------------------------------------------------------------------- conclusion parts
@@ -382,7 +389,7 @@ class A2(Claim):
     }
     hypothesis_sources = {
         "slow_attention_on_pooled_tokens": "implementation",
-        "slow_projections_outweigh_mlp": "implementation",
+        "slow_projections_outweigh_mlp": "input",
     }
     conclusion = {
         "counted_flop_equal_model": "every counted product FLOP equals numerics.model.cost.layer_flops (exact integers)",

@@ -536,7 +536,7 @@ class F3(Claim):
     }
     hypothesis_sources = {
         "target_chain_irreducible": "implementation",
-        "model_has_hidden_width": "implementation",
+        "model_has_hidden_width": "input",
         "model_is_trained": "input",
         "state_heterogeneous": "input",
         "value_map_breaks_generator_form": "implementation",
@@ -666,7 +666,10 @@ class F3(Claim):
     def diagnose(self, inst):
         ys = np.concatenate([inst.ytr, inst.yte])
         reducible = int(sum(not mk.is_irreducible(target_generator(inst.p, y)) for y in ys))
-        width = max(int(th["W1"].shape[1]) for _, th in inst.theta0)
+        width = max(inst.p["widths"])  # the input; the initialised widths must be the same
+        built = [int(th["W1"].shape[1]) for _, th in inst.theta0]
+        if built != [w for w in inst.p["widths"] for _ in range(inst.p["n_seeds"])]:
+            raise RuntimeError(f"the initialised MLP widths {built} are not the parameters' widths")
         n_steps = int(max(inst.p["steps"]))
         spread = min(float(np.abs(X - X[:1]).max()) for _, X in inst.cases)
         tol = inst.p["violation_tol"]
