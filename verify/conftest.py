@@ -266,6 +266,9 @@ def pytest_terminal_summary(terminalreporter, config):
             )
             for r in c["reasons"][:3]:
                 terminalreporter.write_line(f"       {r}")
+        terminalreporter.write_line(
+            "main instances: " + ", ".join(f"{n} {o}" for o, n in rep["outcomes"].items())
+        )
         for r in rep["incomplete_reasons"]:
             terminalreporter.write_line(f"partial: {r}")
         if paths[0].name == "report.partial.json":
