@@ -58,3 +58,23 @@ def test_an_input_sourced_hypothesis_cross_checks_the_implementation_loudly(monk
     monkeypatch.setattr(a2.Instance, "__init__", widened)
     v = CLAIMS["A2"].check({})
     assert v.outcome == "error" and "the parameters say" in v.error["message"], v.summary()
+
+
+@pytest.mark.parametrize("cid", ["A3", "D6"])
+def test_a_gate_hypothesis_read_from_the_input_names_a_model_that_changed_the_gates(
+    cid, monkeypatch
+):
+    """A3's ``gates_zero`` and D6's ``gate_zero`` are decided from the input gates; a model whose
+    stored gates differ (a planted bug in building it) is an ``error``, never a quiet exit 4."""
+    import importlib
+
+    module = importlib.import_module(f"fastslow.verify.checks.{cid.lower()}")
+    real = module.Instance.__init__
+
+    def corrupted(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.model = self.model.with_gates(1e-300)
+
+    monkeypatch.setattr(module.Instance, "__init__", corrupted)
+    v = CLAIMS[cid].check({})
+    assert v.outcome == "error" and "gates" in v.error["message"], v.summary()

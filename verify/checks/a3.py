@@ -362,7 +362,7 @@ class A3(Claim):
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
     hypothesis_sources = {
-        "gates_zero": "implementation",
+        "gates_zero": "input",
         "sigma_smooth_where_differenced": "implementation",
     }
     conclusion = {
@@ -400,7 +400,12 @@ class A3(Claim):
         return Instance(p, seed, system)
 
     def diagnose(self, inst):
-        g = np.array([lp.g for lp in inst.model.layers], dtype=float)
+        g = np.asarray(inst.gates, dtype=float)  # the input: drawn, or the user flow's
+        built = np.array([lp.g for lp in inst.model.layers], dtype=float)
+        if not np.array_equal(built, g):  # the second measurement, through the implementation
+            raise RuntimeError(
+                f"the model's gates {built.tolist()} are not the instance's {g.tolist()}"
+            )
         nonzero = int(np.count_nonzero(g))
         return {
             "gates_zero": Diagnostic(

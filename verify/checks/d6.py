@@ -851,7 +851,7 @@ class D6(Claim):
     }
     hypothesis_sources = {
         "reference_token_homogeneous": "input",
-        "gate_zero": "implementation",
+        "gate_zero": "input",
     }
     conclusion = {
         "qk_invisible_in_persistent_component": "Q, K, Qs, Ks columns of δ(Lᵀ X_L): numerical rank 0 and max column norm ≤ tol "
@@ -939,7 +939,10 @@ class D6(Claim):
 
     def diagnose(self, inst):
         spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
-        gates = [float(lp.g) for lp in inst.model.layers]
+        gates = [float(inst.p["gate"])] * inst.p["L"]  # the input
+        built = [float(lp.g) for lp in inst.model.layers]
+        if built != gates:  # the second measurement, through the implementation
+            raise RuntimeError(f"the model's gates {built} are not the parameter gate={gates[0]}")
         return {
             "reference_token_homogeneous": Diagnostic(
                 inst.reference_homogeneous(), spread, "max |X_0 − 1 x_0ᵀ| = 0 (bitwise)"
