@@ -7,20 +7,27 @@ instance of it as ``CLAIM``. The class declares, in one place,
 * ``params``: one :class:`Param` per parameter (default, type, bounds, choices, meaning); the
   command line, the sweeps and the Python API parse and validate through it, and nothing else
   describes a parameter;
-* ``hypotheses``: ``{name: meaning}``; :meth:`Claim.diagnose` computes one :class:`Diagnostic` per
-  name from the instance alone, *before* the conclusion is computed;
+* ``hypotheses``: ``{name: meaning}``; :meth:`Claim.diagnose` computes one
+  :class:`~verify.verdict.Diagnostic` per name from the instance alone, *before* the conclusion is
+  computed; ``hypothesis_sources`` says how each is decided (:data:`~verify.verdict.SOURCES`);
 * ``conclusion``: ``{part: meaning}``; :meth:`Claim.conclude` computes one :class:`Diagnostic`
   per part and the measured figures;
 * ``controls``: the negative controls, each a named :class:`Control` that says which hypothesis it
   breaks;
+* ``limits``: ``{name: meaning}``, the conditions under which the check's own numerics can decide
+  an instance (returned by :meth:`Claim.conclude` in ``Conclusion.limits``);
+* ``main_instances``: the instances the claim declares as its own, built to satisfy the hypotheses;
 * ``key_figures``: the few measured numbers a reader needs (the report and the README show them).
 
-:meth:`Claim.check` is the only place where a verdict is decided (:data:`OUTCOMES`):
+:meth:`Claim.check` is the only place where a verdict is decided
+(:data:`~verify.verdict.OUTCOMES`):
 
 * ``holds``: every hypothesis diagnostic holds and every part of the conclusion holds;
 * ``fails``: the hypotheses hold and some part of the conclusion does not (a counterexample);
 * ``outside-hypotheses``: some hypothesis diagnostic does not hold (the conclusion is still
-  computed and reported, so a negative control shows it failing);
+  computed and reported, so a negative control shows it failing). Except on a main instance: there
+  a hypothesis measured through the implementation that does not hold is a failure of the suite,
+  and the outcome is ``fails`` (:meth:`Claim.suite_faults`);
 * ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
   declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
   tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
@@ -34,7 +41,11 @@ combination, parameters whose estimated memory or time exceeds the budget) raise
 from :meth:`Claim.resolve` before any work is done.
 
 The tests, the command line (``fastslow check``), the report, the README table and the figures read
-the :class:`Verdict` and add no conditions of their own.
+the :class:`~verify.verdict.Verdict` and add no conditions of their own. The judgements that read
+verdicts live here too: a claim's status in the report (:meth:`Claim.status`), the failures a seed
+sweep allows and what fails it (:meth:`Claim.allowed_failures`, :meth:`Claim.sweep_faults`), and
+which user systems a claim checks (:meth:`Claim.accepts`). The parameters are in
+:mod:`verify.params`, the budgets in :mod:`verify.budgets`, the verdict in :mod:`verify.verdict`.
 """
 
 from __future__ import annotations
