@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fastslow.verify.claim import Verdict
+    from fastslow.verify.verdict import Verdict
 
 DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
 """The design's top-level folders, imported as ``fastslow.<name>``."""
@@ -65,21 +65,28 @@ def check(
     """The verdict of claim ``claim_id`` on ``system`` (a :mod:`fastslow.toy` system) or, without
     one, on the built-in instance ``params``/``seed`` (or the negative control ``control``).
 
-    The verdict is the same object, with the same outcomes and JSON, as for the built-in
-    instances: ``holds``, ``fails``, ``outside-hypotheses`` (a hypothesis diagnostic of your system
-    does not hold; the conclusion is still reported) or ``error``. Bad input (an unknown
-    parameter, a system of a kind the claim does not check) raises ``ValueError`` naming it and the
-    claims that do check that kind.
+    The verdict (:class:`fastslow.verify.verdict.Verdict`) is the same object, with the same
+    outcomes and JSON, as for the built-in instances, decided by the claim's unit alone:
+
+    * ``holds``: the hypotheses and the conclusion hold;
+    * ``fails``: the hypotheses hold and a part of the conclusion does not (a counterexample), or
+      a hypothesis measured through the implementation does not hold on one of the claim's
+      declared main instances (a failure of the suite);
+    * ``outside-hypotheses``: a hypothesis diagnostic of your system does not hold (the
+      conclusion is still reported);
+    * ``undecided``: the check's own numerics cannot decide this instance (a declared limit of the
+      check, in ``verdict.limits``, does not hold: integrators disagreeing beyond their
+      tolerances, no asymptotic window above the accuracy floor, an accuracy asked for and not
+      reached);
+    * ``error``: the check raised on a valid input (the exception is in ``verdict.error``).
+
+    Each hypothesis records how it was decided (``verdict.sources``: ``input``, ``theory``,
+    ``reference`` or ``implementation``). Bad input (an unknown parameter, a system of a kind the
+    claim does not check) raises ``ValueError`` naming it and the claims that do check that kind.
     """
     from fastslow.verify.registry import get_claim  # deferred: `import fastslow` stays cheap
 
-    claim = get_claim(claim_id)
-    if system is not None and not isinstance(system, claim.systems):
-        ids = ", ".join(claims_for(system)) or "none yet"
-        raise ValueError(
-            f"{claim.id} cannot be checked on a {type(system).__name__}; claims that can: {ids}"
-        )
-    return claim.check(params, seed, control=control, system=system)
+    return get_claim(claim_id).check(params, seed, control=control, system=system)
 
 
 def claims_for(system) -> list[str]:

@@ -12,9 +12,11 @@
                       [--cache DIR] [--out FILE]
 
 ``check`` decides the claim's verdict on one instance and exits 0 ``holds``, 1 ``fails``,
-4 ``outside-hypotheses``, 3 ``error`` (a valid input the check could not decide), 2 bad input (a
-one-line reason on stderr naming the value), including a claim that is still pending. ``sweep``
-exits with the code of the worst verdict among its points. ``readme`` exits 1 when it refuses a
+4 ``outside-hypotheses``, 5 ``undecided`` (the check's own numerics cannot decide the instance),
+3 ``error`` (the check raised on a valid input), 2 bad input (a one-line reason on stderr naming
+the value), including a claim that is still pending. ``sweep`` prints its counts per outcome and
+exits with the code of the worst verdict among its points (worst first: error, fails, undecided,
+outside-hypotheses, holds). ``readme`` exits 1 when it refuses a
 report (partial, pending or from a dirty tree) and then writes nothing.
 
 Every command checks its inputs and outputs before the work starts and ends a fault in one line:
@@ -39,22 +41,21 @@ from pathlib import Path
 import fastslow
 from fastslow.readme import update_readme
 from fastslow.verify import sweep as sw
-from fastslow.verify.claim import (
-    BAD_INPUT_EXIT,
+from fastslow.verify.budgets import (
     BASE_BYTES,
-    EXIT_CODES,
     MEMORY_BUDGET_ENV,
     TIME_BUDGET_ENV,
-    PendingClaim,
     budget_hint,
     format_bytes,
     memory_budget,
     parse_bytes,
     parse_seconds,
 )
+from fastslow.verify.claim import PendingClaim
 from fastslow.verify.registry import CLAIMS, get_claim
 from fastslow.verify.report import writable_dir, writable_file, write_atomic
 from fastslow.verify.systems import KINDS, System
+from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
 
 
 def _parse_kv(items, option: str = "--param") -> dict:
@@ -91,11 +92,16 @@ def _cmd_claims(args) -> int:
 def _print_verdict(v) -> None:
     ctl = f", negative control {v.control}" if v.control else ""
     print(f"{v.id}: {v.outcome.upper()} (seed {v.seed}{ctl}): {v.reason()}")
-    for kind, diags in (("hypothesis", v.hypotheses), ("conclusion", v.conclusion)):
+    for kind, diags in (
+        ("hypothesis", v.hypotheses),
+        ("conclusion", v.conclusion),
+        ("limit", v.limits),
+    ):
         for k, d in diags.items():
+            source = f" [source: {v.sources[k]}]" if kind == "hypothesis" and k in v.sources else ""
             print(
                 f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
-                f"(value {d.value}; {d.rule})"
+                f"(value {d.value}; {d.rule}){source}"
             )
     for k, val in v.figures.items():
         print(f"  {k}: {val}")
@@ -304,12 +310,10 @@ def _cmd_sweep(args) -> int:
         hint = "" if exc.cache else "; rerun with --cache DIR to keep finished points"
         print(f"fastslow sweep: {exc}{hint}", file=sys.stderr)
         return 128 + _SIGNALLED.get("signum", signal.SIGINT)
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    counts = outcome_counts(r["verdict"] for r in results)
     print(
         f"{cid}: "
-        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + ", ".join(f"{n} {k}" for k, n in counts.items())
         + f" of {len(results)} instances"
     )
     for p, r in zip(points, results):
@@ -321,11 +325,7 @@ def _cmd_sweep(args) -> int:
             Path(args.out),
             json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1),
         )
-    worst = max(
-        (r["verdict"] for r in results),
-        key=("holds", "outside-hypotheses", "undecided", "fails", "error").index,
-    )
-    return EXIT_CODES[worst]
+    return EXIT_CODES[worst_outcome(r["verdict"] for r in results)]
 
 
 def _cmd_readme(args) -> int:
@@ -376,7 +376,8 @@ def _add_check(sub) -> None:
         "check",
         help="decide one claim's verdict on an instance of your choice",
         description="Decide a claim's verdict on one instance. Exit codes: 0 holds, 1 fails, "
-        "4 outside-hypotheses, 3 error (could not decide a valid input), 2 bad input. "
+        "4 outside-hypotheses, 5 undecided (the check's own numerics cannot decide the "
+        "instance), 3 error (the check raised on a valid input), 2 bad input. "
         "The claims and their parameters are listed in docs/claims.md.",
     )
     s.add_argument("id", help="claim ID, e.g. A1")

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from fastslow.verify.registry import CLAIMS
-from fastslow.verify.report import key_figures_text, write_atomic
+from fastslow.verify.report import SCHEMA_VERSION, key_figures_text, write_atomic
 
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
 
@@ -26,9 +26,9 @@ def _cell(text: str) -> str:
 def publishable(report: dict) -> list[str]:
     """Why ``report`` may not be published (empty when it may)."""
     why = []
-    if report.get("schema_version") != 2:
+    if report.get("schema_version") != SCHEMA_VERSION:
         why.append(
-            f"the report has schema_version {report.get('schema_version')!r}, expected 2 "
+            f"the report has schema_version {report.get('schema_version')!r}, expected {SCHEMA_VERSION} "
             "(rerun pytest verify)"
         )
         return why
@@ -82,7 +82,12 @@ def claims_markdown() -> str:
         "",
         "Generated from the claim units (`verify/checks/<id>.py`) by `fastslow readme`; do not "
         "edit by hand. Each claim's verdict on an instance is one of `holds`, `fails`, "
-        "`outside-hypotheses`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 3; bad input 2).",
+        "`outside-hypotheses`, `undecided`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 5 / 3; "
+        "bad input 2). `undecided`: the check's own numerics cannot decide the instance (one of "
+        "its limits does not hold); never `fails`. Each hypothesis says how it is decided: from "
+        "the `input`, from `theory`, from a `reference` written from the formulas, or through the "
+        "`implementation` under test; one of the last kind violated on a declared main instance "
+        "is a failure of the suite (`fails`).",
         "",
     ]
     for cid, unit in CLAIMS.items():
@@ -91,9 +96,15 @@ def claims_markdown() -> str:
             lines += ["*Pending: no check is implemented yet.*", ""]
             continue
         lines += ["**Hypotheses** (diagnostics computed before the conclusion):", ""]
-        lines += [f"- `{k}`: {m}" for k, m in unit.hypotheses.items()]
+        lines += [
+            f"- `{k}` ({unit.hypothesis_sources.get(k, 'source not declared')}): {m}"
+            for k, m in unit.hypotheses.items()
+        ]
         lines += ["", "**Conclusion:**", ""]
         lines += [f"- `{k}`: {m}" for k, m in unit.conclusion.items()]
+        if unit.limits:
+            lines += ["", "**Limits of the check** (not holding: `undecided`):", ""]
+            lines += [f"- `{k}`: {m}" for k, m in unit.limits.items()]
         lines += ["", "**Negative controls** (`fastslow check " + cid + " --control NAME`):", ""]
         lines += [
             f"- `{c.name}` breaks `{c.breaks}`: {c.meaning} ("

@@ -46,7 +46,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-from fastslow.verify.claim import jsonable
+from fastslow.verify.json_values import jsonable
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import get_claim, run_check
 from fastslow.verify.report import writable_dir

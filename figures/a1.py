@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
+from fastslow.verify.verdict import Verdict
 
 SLOW_MASKS = ("blockcausal", "full")
 

@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.verdict import Verdict
 
 PARAMS = {
     **{k: CLAIMS["D1"].defaults()[k] for k in ("T", "P", "d", "h", "gamma", "gate")},

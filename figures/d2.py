@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import CLAIMS
+from fastslow.verify.verdict import Verdict
 
 CHECKS = (
     {},

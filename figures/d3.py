@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import get_claim
+from fastslow.verify.verdict import Verdict
 
 PARAMS = dict(get_claim("D3").defaults(), L=8)
 """The D3 defaults, with a deeper stack."""

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import get_claim, run_check
+from fastslow.verify.verdict import Verdict
 
 DEFAULTS = get_claim("D5").defaults()
 """The D5 unit's defaults: every panel is a D5 instance with one mask and length changed."""

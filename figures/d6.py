@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import get_claim, run_check
+from fastslow.verify.verdict import Verdict
 
 DEFAULTS = get_claim("D6").defaults()
 """The D6 unit's defaults: both panels are the default instance with one reference state."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import get_claim
+from fastslow.verify.verdict import Verdict
 
 DEFAULTS = get_claim("D7").defaults()
 SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import get_claim
+from fastslow.verify.verdict import Verdict
 
 FAMILIES = get_claim("D8").params["family"].choices
 """Every design of the check: the exponential families and the controls."""

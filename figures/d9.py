@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
+from fastslow.verify.verdict import Verdict
 
 PARAMS = {"rhos": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)}
 RHO_CASES = ((0.0, "ρ = 0", "tab:blue"), (0.6, "ρ = 0.6", "tab:orange"))

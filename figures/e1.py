@@ -14,7 +14,7 @@ import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
 from fastslow.verify.checks.e1 import SHORT, control_params
-from fastslow.verify.claim import Verdict
+from fastslow.verify.verdict import Verdict
 
 KIND_COLOURS = {"dense": "tab:gray", "coupled": "tab:blue", "frozen": "tab:orange"}
 

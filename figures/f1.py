@@ -19,9 +19,9 @@ import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
 from fastslow.numerics.model.coupling_drivers import integrate_coupling, integrate_coupling_scipy
-from fastslow.verify.claim import Verdict
 from fastslow.verify.coupling_problem import coupling_problem
 from fastslow.verify.registry import get_claim
+from fastslow.verify.verdict import Verdict
 
 ERROR_CASES = (
     ("block_bidirectional", "mean", "block_bidirectional, Y = BX"),

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
+from fastslow.verify.verdict import Verdict
 
 
 @figure("F2", "f2_tracking_error", compute=verdict_json, points=verdict_points("F2", [{}]))

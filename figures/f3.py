@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from fastslow.figures import figure, verdict_json, verdict_points
-from fastslow.verify.claim import Verdict
+from fastslow.verify.verdict import Verdict
 
 PARAMS = {"widths": (1, 2, 4, 8, 16, 32), "steps": (0, 300, 1000, 3000), "n_seeds": 3}
 

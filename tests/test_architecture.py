@@ -218,7 +218,7 @@ def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
     """Non-vacuity: an upward import, an underscore import and a bare inner import are caught."""
     fake = ROOT / "numerics" / "toy" / "_architecture_probe.py"
     fake.write_text(
-        "from fastslow.verify.claim import Param\n"
+        "from fastslow.verify.params import Param\n"
         "from fastslow.numerics.model.layer import _private\n"
         "from numerics import validation\n"
         "def f():\n    from fastslow import figures\n"

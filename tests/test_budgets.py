@@ -15,7 +15,8 @@ import pytest
 
 from fastslow.cli import main
 from fastslow.numerics.lm import blockstats, corpus
-from fastslow.verify.claim import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV, Claim
+from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV
+from fastslow.verify.claim import Claim
 from fastslow.verify.registry import CLAIMS
 
 SLACK = 8 << 20

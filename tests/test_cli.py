@@ -44,6 +44,7 @@ def test_check_prints_a_json_verdict_and_exits_0_when_the_claim_holds():
         "holds": True,
         "value": 0,
         "rule": "number of fast-mask entries with s > t; 0 required",
+        "source": "implementation",
     }
 
 
@@ -68,7 +69,7 @@ def test_a_counterexample_exits_1_and_an_undecidable_valid_input_exits_3(capsys,
     import numpy as np
 
     from fastslow.verify.checks import a1
-    from fastslow.verify.claim import Diagnostic
+    from fastslow.verify.verdict import Diagnostic
 
     real = a1.A1.conclude
 
@@ -178,3 +179,82 @@ def test_cli_check_of_the_d4_block_bidirectional_instance_holds_under_other_lapa
     with lapack.other_valid_answers(seed=0, cond=1e16):
         code = main(argv)
     assert code == 0
+
+
+def _undecided_a1(monkeypatch, conclusion_holds: bool = True):
+    """A1 with one declared limit of its check that does not hold on every instance."""
+    from fastslow.verify.checks import a1
+    from fastslow.verify.verdict import Diagnostic
+
+    real = a1.A1.conclude
+
+    def undecided(self, inst):
+        out = real(self, inst)
+        out.limits = {"resolvable": Diagnostic(False, 3.59, "ratio to the rounding floor ≥ 10")}
+        if not conclusion_holds:
+            out.parts["no_future_dependence"] = Diagnostic(False, 1.0, "forced")
+        return out
+
+    monkeypatch.setattr(a1.A1, "limits", {"resolvable": "the finite difference resolves it"})
+    monkeypatch.setattr(a1.A1, "conclude", undecided)
+
+
+@pytest.mark.parametrize("conclusion_holds", [True, False])
+def test_an_undecided_instance_exits_5_names_its_limit_and_never_fails(
+    capsys, monkeypatch, conclusion_holds
+):
+    _undecided_a1(monkeypatch, conclusion_holds)
+    assert main(["check", "A1"]) == 5
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "A1: UNDECIDED (seed 0): the check cannot decide this instance: resolvable"
+    )
+    assert "  limit resolvable: DOES NOT HOLD (value 3.59; ratio to the rounding floor ≥ 10)" in out
+    assert main(["check", "A1", "--json"]) == 5
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["verdict"] == "undecided" and payload["holds"] is False
+    assert payload["limits"] == {
+        "resolvable": {"holds": False, "value": 3.59, "rule": "ratio to the rounding floor ≥ 10"}
+    }
+
+
+def test_check_help_states_every_exit_code(capsys):
+    assert main(["check", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for code, outcome in ((0, "holds"), (1, "fails"), (4, "outside-hypotheses"), (5, "undecided")):
+        assert f"{code} {outcome}" in out
+    assert "3 error" in out and "2 bad input" in out
+
+
+def test_a_sweep_exits_with_its_worst_outcome_in_the_order_of_severity():
+    from fastslow.verify.verdict import EXIT_CODES, OUTCOMES, SEVERITY, worst_outcome
+
+    assert set(SEVERITY) == set(OUTCOMES) == set(EXIT_CODES)
+    assert worst_outcome(["holds", "outside-hypotheses"]) == "outside-hypotheses"
+    assert worst_outcome(["outside-hypotheses", "undecided", "holds"]) == "undecided"
+    assert worst_outcome(["undecided", "fails"]) == "fails"
+    assert worst_outcome(["fails", "error", "holds"]) == "error"
+    assert EXIT_CODES["undecided"] == 5
+    with pytest.raises(ValueError):
+        worst_outcome([])
+
+
+def test_a_sweep_with_an_undecided_point_counts_it_and_exits_5(tmp_path, capsys, monkeypatch):
+    _undecided_a1(monkeypatch)
+    rc = main(["sweep", "A1", "--grid", "T=8", "--grid", "P=2", "--seeds", "0:2"])
+    out = capsys.readouterr().out
+    assert rc == 5, out
+    assert "A1: 0 holds, 0 fails, 0 outside-hypotheses, 2 undecided, 0 error of 2 instances" in out
+    assert "undecided at" in out and "resolvable" in out
+
+
+def test_each_hypothesis_in_the_json_says_its_source(capsys):
+    from fastslow.verify.registry import CLAIMS
+    from fastslow.verify.verdict import SOURCES
+
+    assert main(["check", "A1", "--param", "T=8", "--param", "P=2", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert {k: h["source"] for k, h in payload["hypotheses"].items()} == dict(
+        CLAIMS["A1"].hypothesis_sources
+    )
+    assert all(h["source"] in SOURCES for h in payload["hypotheses"].values())

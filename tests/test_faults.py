@@ -26,18 +26,12 @@ from fastslow import bench
 from fastslow.cli import main
 from fastslow.verify import provenance
 from fastslow.verify import sweep as sw
-from fastslow.verify.claim import (
-    MEMORY_BUDGET_ENV,
-    TIME_BUDGET_ENV,
-    Claim,
-    Diagnostic,
-    Param,
-    Verdict,
-    parse_seconds,
-    time_budget,
-)
+from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV, parse_seconds, time_budget
+from fastslow.verify.claim import Claim, Conclusion, Control
+from fastslow.verify.params import Param
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.report import complete_report_in, write_report
+from fastslow.verify.verdict import Diagnostic, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -722,3 +716,121 @@ def test_parameters_a_user_system_replaces_are_bad_input_and_left_out_of_the_ver
     verdict = CLAIMS["D7"].check({"n_gates": 5}, system=loop)
     assert not set(CLAIMS["D7"].system_replaces) & set(verdict.params)
     assert verdict.params["n_gates"] == 5
+
+
+class _ImplementationHypothesis(Claim):
+    """A fake claim with one hypothesis of each kind of source: ``impl`` is measured through the
+    implementation (``bug`` plants a bug that breaks it everywhere, ``break_impl`` an instance
+    that breaks it), ``given`` is read from the input (``break_given`` breaks it); ``raises``
+    makes the conclusion raise; ``size`` only changes the instance (4: the check cannot decide)."""
+
+    bug = False
+
+    id, title, abstract, statement = "X1", "fake", "fake", "fake"
+    params = {
+        "break_impl": Param(False, "the implementation breaks its own hypothesis"),
+        "break_given": Param(False, "the input breaks a hypothesis"),
+        "raises": Param(False, "the conclusion raises"),
+        "size": Param(2, "a size", low=1, high=9),
+    }
+    hypotheses = {"impl": "measured through the implementation", "given": "read from the input"}
+    hypothesis_sources = {"impl": "implementation", "given": "input"}
+    conclusion = {"c": "holds"}
+    limits = {"resolvable": "the check resolves the instance"}
+    controls = (Control("given_broken", {"break_given": True}, "given", "breaks given"),)
+    main_instances = ({}, {"size": 3})
+
+    def build(self, p, seed):
+        return p
+
+    def diagnose(self, inst):
+        return {
+            "impl": Diagnostic(
+                not (inst["break_impl"] or self.bug),
+                int(inst["break_impl"] or self.bug),
+                "0 required",
+            ),
+            "given": Diagnostic(not inst["break_given"], int(inst["break_given"]), "0 required"),
+        }
+
+    def conclude(self, inst):
+        if inst["raises"]:
+            raise FloatingPointError("overflow in the conclusion")
+        return Conclusion(
+            {"c": Diagnostic(True, 0.0, "0 required")},
+            {},
+            limits={"resolvable": Diagnostic(inst["size"] != 4, inst["size"], "size ≠ 4")},
+        )
+
+
+class _Buggy(_ImplementationHypothesis):
+    bug = True
+
+
+def test_an_implementation_hypothesis_violated_on_a_main_instance_is_a_failure_of_the_suite():
+    fake = _Buggy()
+    for params in ({}, {"size": 3}):  # the two declared main instances, on any seed
+        v = fake.check(params, seed=11)
+        assert v.outcome == "fails" and v.exit_code == 1 and v.violated == ["impl"], v.summary()
+        assert v.reason().startswith("failure of the suite") and "impl" in v.reason()
+        assert "failure of the suite: impl" in v.notes[0]
+        assert v.sources == {"impl": "implementation", "given": "input"}
+    # the conclusion raised as well: still a failure of the suite, and the exception is kept
+    raising = type("_BuggyRaising", (_Buggy,), {"main_instances": ({"raises": True},)})()
+    v = raising.check({"raises": True})
+    assert v.outcome == "fails" and v.error["type"] == "FloatingPointError"
+    assert "conclusion could not be evaluated: FloatingPointError" in v.reason()
+
+
+def test_outside_a_main_instance_or_from_the_input_a_violated_hypothesis_is_outside_them():
+    fake = _ImplementationHypothesis()
+    # an instance not declared as a main instance: the claim says nothing about it
+    assert fake.check({"break_impl": True}).outcome == "outside-hypotheses"
+    assert _Buggy().check({"size": 5}).outcome == "outside-hypotheses"
+    # a hypothesis read from the input, violated on a main instance: outside, as declared
+    assert fake.check({"break_given": True}).outcome == "outside-hypotheses"
+    # a negative control stays outside the hypotheses, and fails as predicted only then
+    v = fake.check(control="given_broken")
+    assert v.outcome == "outside-hypotheses" and v.violated == ["given"]
+
+
+def test_a_limit_of_the_check_makes_the_outcome_undecided_never_fails():
+    fake = _ImplementationHypothesis()
+    v = fake.check({"size": 4})
+    assert v.outcome == "undecided" and v.exit_code == 5 and v.unresolved == ["resolvable"]
+    assert v.reason().startswith("the check cannot decide this instance: resolvable")
+    assert fake.check({"size": 4, "break_given": True}).outcome == "outside-hypotheses"
+    assert fake.check({}).outcome == "holds"
+
+
+def _sweep_verdict(outcome, seed, violated=(), failed=()):
+    hyps = {"h": Diagnostic("h" not in violated, 0, "r")}
+    parts = {"c": Diagnostic("c" not in failed, 0, "r")}
+    return Verdict("X1", outcome, hyps, parts, {}, {}, seed)
+
+
+def test_a_seed_sweep_is_judged_by_the_claim_outside_and_undecided_seeds_reported():
+    fake = _ImplementationHypothesis()
+    ok = [_sweep_verdict("holds", s) for s in range(5)]
+    assert fake.sweep_faults(ok) == []
+    assert fake.sweep_faults(ok + [_sweep_verdict("outside-hypotheses", 9, violated="h")]) == []
+    assert fake.sweep_faults(ok + [_sweep_verdict("undecided", 9)]) == []
+    assert fake.sweep_faults([_sweep_verdict("undecided", 9)])  # nothing decided
+    [why] = fake.sweep_faults(ok + [_sweep_verdict("fails", 9, failed="c")])
+    assert "seeds [9]" in why
+    [why] = fake.sweep_faults(ok + [_sweep_verdict("fails", 9, violated="h")])
+    assert "failure of the suite: h" in why
+    assert fake.sweep_faults(ok + [_sweep_verdict("error", 9)])
+
+
+def test_a_statistical_claim_may_fail_as_often_as_its_rate_but_never_as_a_suite_fault():
+    class Statistical(_ImplementationHypothesis):
+        failure_rate = 0.05
+
+    unit = Statistical()
+    assert _ImplementationHypothesis().allowed_failures(100) == 0
+    allowed = unit.allowed_failures(12)
+    assert allowed >= 1
+    ok = [_sweep_verdict("holds", s) for s in range(11)]
+    assert unit.sweep_faults(ok + [_sweep_verdict("fails", 20, failed="c")]) == []
+    assert unit.sweep_faults(ok + [_sweep_verdict("fails", 20, violated="h")])

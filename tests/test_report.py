@@ -7,7 +7,6 @@ import jsonschema
 import pytest
 
 from fastslow.readme import BEGIN, END, claims_markdown, publishable, update_readme
-from fastslow.verify.claim import Diagnostic, Verdict
 from fastslow.verify.provenance import REPO_ROOT, provenance
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.report import (
@@ -17,6 +16,7 @@ from fastslow.verify.report import (
     render_markdown,
     write_report,
 )
+from fastslow.verify.verdict import Diagnostic, Verdict
 
 PROV = {"git": {"commit": "abc123", "dirty": False}, "blas": {"summary": "openblas (Haswell)"}}
 
@@ -36,6 +36,7 @@ def verdict(outcome="holds", control=None, cid="A1", broken="slow_path_sees_only
         parts[first] = Diagnostic(False, 1.7, "r")
     elif outcome == "error":
         parts, error = {}, {"type": "LinAlgError", "message": "Singular matrix"}
+    limits = {"integrators_agree": Diagnostic(outcome != "undecided", 2e-3, "≤ 1e-3")}
     return Verdict(
         cid,
         outcome,
@@ -47,6 +48,8 @@ def verdict(outcome="holds", control=None, cid="A1", broken="slow_path_sees_only
         control,
         {"abs": 0.0},
         error=error,
+        limits=limits,
+        sources={k: "implementation" for k in hyps},
     )
 
 
@@ -111,7 +114,7 @@ def test_a_control_whose_conclusion_holds_means_the_check_has_no_teeth():
     assert statuses(led)[0]["A1"] == ("failed", "did-not-fail")
 
 
-@pytest.mark.parametrize("outcome", ["fails", "outside-hypotheses"])
+@pytest.mark.parametrize("outcome", ["fails", "outside-hypotheses", "undecided"])
 def test_a_main_instance_that_does_not_hold_fails_the_claim_with_its_reason(outcome):
     led = ClaimLedger()
     full_a1(led, main=outcome)
@@ -141,7 +144,7 @@ def test_report_validates_against_its_schema_and_is_strict_json(tmp_path):
     full_a1(led)
     rep = build_report(led, provenance())
     validate(rep)
-    assert rep["$schema"] == SCHEMA_PATH and rep["schema_version"] == 2
+    assert rep["$schema"] == SCHEMA_PATH and rep["schema_version"] == 3
     js, md = write_report(rep, tmp_path)
     loaded = json.loads(js.read_text())
     validate(loaded)
@@ -263,3 +266,51 @@ def test_pytest_verify_with_a_k_selection_writes_a_report_flagged_partial(tmp_pa
     assert rep["complete"] is False and "deselected" in rep["incomplete_reasons"][0]
     assert "PARTIAL" in (out / "REPORT.md").read_text()
     assert publishable(rep)
+
+
+def test_an_undecided_main_instance_is_never_verified_and_is_counted_as_undecided(tmp_path):
+    """The claim's status stays one of the four; the verdict stays ``undecided`` (not ``fails``),
+    counted per outcome in all and per claim, with the limit that decided it in REPORT.md."""
+    led = ClaimLedger()
+    full_a1(led, main="undecided")
+    led.record("A1", verdict("holds"), negative=False)
+    rep = build_report(led, provenance())
+    validate(rep)
+    a1 = rep["claims"][0]
+    assert a1["status"] == "failed"
+    assert "cannot decide this instance: integrators_agree" in a1["reasons"][0]
+    assert a1["outcomes"] == {
+        "holds": 1,
+        "fails": 0,
+        "outside-hypotheses": 0,
+        "undecided": 1,
+        "error": 0,
+    }
+    assert rep["outcomes"]["undecided"] == 1 and rep["outcomes"]["fails"] == 0
+    assert a1["verdicts"][0]["limits"]["integrators_agree"]["holds"] is False
+    md = render_markdown(rep)
+    assert "**undecided**" in md and "| limits | integrators_agree |" in md
+    assert "1 undecided" in md.split("## What each claim says")[0]
+
+
+def test_each_hypothesis_carries_its_source_and_the_schema_checks_it():
+    led = ClaimLedger()
+    full_a1(led)
+    rep = json.loads(json.dumps(build_report(led, provenance())))
+    hyps = rep["claims"][0]["verdicts"][0]["hypotheses"]
+    assert hyps and all(h["source"] == "implementation" for h in hyps.values())
+    validate(rep)
+    next(iter(hyps.values()))["source"] = "hearsay"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(rep)
+    rep = json.loads(json.dumps(build_report(led, provenance())))
+    rep["outcomes"]["maybe"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        validate(rep)
+
+
+def test_a_verdict_round_trips_through_json_with_its_limits_and_sources():
+    v = verdict("undecided")
+    back = Verdict.from_json(json.loads(json.dumps(v.to_json())))
+    assert back.outcome == "undecided" and back.unresolved == ["integrators_agree"]
+    assert back.sources == v.sources and back.limits == v.limits

@@ -106,7 +106,7 @@ def test_sweep_command_reports_where_the_conclusion_fails(tmp_path, capsys):
     )
     assert rc == 4  # the worst verdict: the full slow mask is outside the hypotheses
     text = capsys.readouterr().out
-    assert "A1: 2 holds, 2 outside-hypotheses of 4 instances" in text
+    assert "A1: 2 holds, 0 fails, 2 outside-hypotheses, 0 undecided, 0 error of 4 instances" in text
     assert len(json.loads(out.read_text())) == 4
     assert main(["sweep", "A1", "--seeds", "x"]) == 2
 
@@ -161,8 +161,8 @@ def test_executor_for_picks_serial_pool_or_rejects():
 
 
 def test_verdicts_survive_the_json_round_trip_including_non_finite_numbers():
-    from fastslow.verify.claim import Verdict
     from fastslow.verify.registry import run_check
+    from fastslow.verify.verdict import Verdict
 
     r = run_check("D7", {"slow_mask": "blockcausal"}, seed=0)  # g_c = inf: the gap D7 reports
     back = Verdict.from_json(sw.as_json(r.to_json()))

@@ -7,20 +7,27 @@ instance of it as ``CLAIM``. The class declares, in one place,
 * ``params``: one :class:`Param` per parameter (default, type, bounds, choices, meaning); the
   command line, the sweeps and the Python API parse and validate through it, and nothing else
   describes a parameter;
-* ``hypotheses``: ``{name: meaning}``; :meth:`Claim.diagnose` computes one :class:`Diagnostic` per
-  name from the instance alone, *before* the conclusion is computed;
+* ``hypotheses``: ``{name: meaning}``; :meth:`Claim.diagnose` computes one
+  :class:`~verify.verdict.Diagnostic` per name from the instance alone, *before* the conclusion is
+  computed; ``hypothesis_sources`` says how each is decided (:data:`~verify.verdict.SOURCES`);
 * ``conclusion``: ``{part: meaning}``; :meth:`Claim.conclude` computes one :class:`Diagnostic`
   per part and the measured figures;
 * ``controls``: the negative controls, each a named :class:`Control` that says which hypothesis it
   breaks;
+* ``limits``: ``{name: meaning}``, the conditions under which the check's own numerics can decide
+  an instance (returned by :meth:`Claim.conclude` in ``Conclusion.limits``);
+* ``main_instances``: the instances the claim declares as its own, built to satisfy the hypotheses;
 * ``key_figures``: the few measured numbers a reader needs (the report and the README show them).
 
-:meth:`Claim.check` is the only place where a verdict is decided (:data:`OUTCOMES`):
+:meth:`Claim.check` is the only place where a verdict is decided
+(:data:`~verify.verdict.OUTCOMES`):
 
 * ``holds``: every hypothesis diagnostic holds and every part of the conclusion holds;
 * ``fails``: the hypotheses hold and some part of the conclusion does not (a counterexample);
 * ``outside-hypotheses``: some hypothesis diagnostic does not hold (the conclusion is still
-  computed and reported, so a negative control shows it failing);
+  computed and reported, so a negative control shows it failing). Except on a main instance: there
+  a hypothesis measured through the implementation that does not hold is a failure of the suite,
+  and the outcome is ``fails`` (:meth:`Claim.suite_faults`);
 * ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
   declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
   tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
@@ -34,381 +41,30 @@ combination, parameters whose estimated memory or time exceeds the budget) raise
 from :meth:`Claim.resolve` before any work is done.
 
 The tests, the command line (``fastslow check``), the report, the README table and the figures read
-the :class:`Verdict` and add no conditions of their own.
+the :class:`~verify.verdict.Verdict` and add no conditions of their own. The judgements that read
+verdicts live here too: a claim's status in the report (:meth:`Claim.status`), the failures a seed
+sweep allows and what fails it (:meth:`Claim.allowed_failures`, :meth:`Claim.sweep_faults`), and
+which user systems a claim checks (:meth:`Claim.accepts`). The parameters are in
+:mod:`verify.params`, the budgets in :mod:`verify.budgets`, the verdict in :mod:`verify.verdict`.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-OUTCOMES = ("holds", "fails", "outside-hypotheses", "undecided", "error")
-"""The verdict of a claim on one instance."""
-
-EXIT_CODES = {"holds": 0, "fails": 1, "error": 3, "outside-hypotheses": 4, "undecided": 5}
-"""``fastslow check`` exit code per outcome; bad input exits 2."""
-
-BAD_INPUT_EXIT = 2
-
-SOURCES = ("input", "theory", "reference", "implementation")
-"""How a hypothesis is decided: from the inputs alone, from ``theory/`` (SymPy), from a reference
-written from the formulas (``verify/reference``), or through the implementation under test (then an
-independent second measurement must agree)."""
+from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_budget, time_hint
+from .json_values import jsonable
+from .params import Param
+from .verdict import Diagnostic, Verdict, short
 
 
 class PendingClaim(LookupError):
     """The claim is declared but has no check implemented yet."""
-
-
-# ----------------------------------------------------------------------------- memory budget
-
-MEMORY_BUDGET_ENV = "FASTSLOW_MEMORY_BUDGET"
-"""Environment variable overriding the memory budget: bytes (``8G``, ``512M``, ``1.5GiB``,
-``2000000000``) or a share of this machine's memory (``25%``)."""
-
-DEFAULT_BUDGET_SHARE = 0.5
-"""The default budget: this share of the machine's physical memory."""
-
-BASE_BYTES = 400 << 20
-"""The memory of a check before it allocates anything of its own: the interpreter, NumPy, SciPy,
-SymPy, Numba and the compiled kernels (about 300 MiB measured, rounded up)."""
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def machine_memory() -> int:
-    """Physical memory of this machine in bytes (0 when the platform does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def parse_bytes(text: str, what: str = MEMORY_BUDGET_ENV) -> int:
-    """``text`` (``8G``, ``512MiB``, ``123456``, ``25%`` of the machine's memory) in bytes;
-    ``ValueError`` naming ``what`` and the value."""
-    s = str(text).strip().lower().replace("ib", "").replace("b", "")
-    try:
-        if s.endswith("%"):
-            share = float(s[:-1]) / 100
-            if not 0 < share <= 1:
-                raise ValueError
-            value = share * machine_memory()
-        else:
-            value = float(s[:-1]) * _UNITS[s[-1]] if s and s[-1] in _UNITS else float(s)
-        if not (math.isfinite(value) and value > 0) or "_" in s:
-            raise ValueError
-    except (ValueError, KeyError, IndexError):
-        raise ValueError(
-            f"{what}={text!r}: expected a positive size like 8G, 512M, 2000000000 or a share "
-            "of this machine's memory like 25%"
-        ) from None
-    return int(value)
-
-
-def memory_budget() -> int:
-    """The memory one check (or one sweep) may use: :data:`MEMORY_BUDGET_ENV` if set, else
-    :data:`DEFAULT_BUDGET_SHARE` of the machine's memory (16 GiB when the machine does not say)."""
-    env = os.environ.get(MEMORY_BUDGET_ENV)
-    if env:
-        return parse_bytes(env)
-    total = machine_memory()
-    return int(DEFAULT_BUDGET_SHARE * total) if total else 16 << 30
-
-
-def format_bytes(n: float) -> str:
-    """``n`` bytes as ``1.5 GiB`` / ``300 MiB``."""
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n / 1024:.3g} KiB"
-
-
-def budget_hint() -> str:
-    """Where the budget comes from and how to change it, for messages."""
-    source = (
-        f"{MEMORY_BUDGET_ENV}={os.environ[MEMORY_BUDGET_ENV]}"
-        if os.environ.get(MEMORY_BUDGET_ENV)
-        else f"{DEFAULT_BUDGET_SHARE:.0%} of this machine's memory"
-    )
-    return f"{format_bytes(memory_budget())} ({source}; set {MEMORY_BUDGET_ENV} or --memory-budget)"
-
-
-# ----------------------------------------------------------------------------- time budget
-
-TIME_BUDGET_ENV = "FASTSLOW_TIME_BUDGET"
-"""Environment variable overriding the time budget of one check: seconds (``600``, ``90s``,
-``10m``, ``1.5h``)."""
-
-DEFAULT_TIME_BUDGET = 600.0
-"""The default time budget of one check, in seconds (a sweep applies it to each point)."""
-
-_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_seconds(text: str, what: str = TIME_BUDGET_ENV) -> float:
-    """``text`` (``600``, ``90s``, ``10m``, ``1.5h``) in seconds; ``ValueError`` naming ``what``
-    and the value."""
-    s = str(text).strip().lower()
-    try:
-        value = float(s[:-1]) * _SECONDS[s[-1]] if s and s[-1] in _SECONDS else float(s)
-        if not (math.isfinite(value) and value > 0) or "_" in s:
-            raise ValueError
-    except (ValueError, KeyError, IndexError):
-        raise ValueError(
-            f"{what}={text!r}: expected a positive duration like 600, 90s, 10m or 1.5h"
-        ) from None
-    return value
-
-
-def time_budget() -> float:
-    """The time one check may take, in seconds: :data:`TIME_BUDGET_ENV` if set, else
-    :data:`DEFAULT_TIME_BUDGET`."""
-    env = os.environ.get(TIME_BUDGET_ENV)
-    return parse_seconds(env) if env else DEFAULT_TIME_BUDGET
-
-
-def time_hint() -> str:
-    """Where the time budget comes from and how to change it, for messages."""
-    source = (
-        f"{TIME_BUDGET_ENV}={os.environ[TIME_BUDGET_ENV]}"
-        if os.environ.get(TIME_BUDGET_ENV)
-        else "the default"
-    )
-    return f"{time_budget():.0f} s ({source}; set {TIME_BUDGET_ENV} or --time-budget)"
-
-
-# ----------------------------------------------------------------------------- JSON helpers
-
-
-def jsonable(obj):
-    """Numpy scalars and arrays, tuples and non-finite floats as JSON-safe values (recursively).
-
-    Non-finite floats become the strings ``"inf"``, ``"-inf"``, ``"nan"`` (strict JSON has none);
-    :func:`unjsonable` turns them back.
-    """
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, numbers.Integral):
-        return int(obj)
-    if isinstance(obj, numbers.Real):
-        f = float(obj)
-        return f if math.isfinite(f) else str(f)
-    if isinstance(obj, numbers.Complex):
-        return {"re": jsonable(obj.real), "im": jsonable(obj.imag)}
-    return obj
-
-
-_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-
-
-def unjsonable(obj):
-    """Undo :func:`jsonable`'s strings for non-finite floats (recursively; lists stay lists)."""
-    if isinstance(obj, dict):
-        return {k: unjsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [unjsonable(v) for v in obj]
-    if isinstance(obj, str):
-        return _NONFINITE.get(obj, obj)
-    return obj
-
-
-# ----------------------------------------------------------------------------- parameters
-
-_KINDS = {bool: "bool", int: "int", float: "float", str: "str"}
-
-
-@dataclass(frozen=True)
-class Param:
-    """One parameter of a claim's check.
-
-    The default fixes the type: ``bool``, ``int``, ``float``, ``str``, or a non-empty tuple of
-    ints or floats (written ``1e-3,1e-1`` on the command line). ``low``/``high`` bound the value
-    (every element of a tuple), inclusive unless ``open_low``/``open_high``; ``choices`` lists the
-    allowed strings; ``min_len``/``max_len`` bound a tuple's length.
-    """
-
-    default: Any
-    meaning: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple | None = None
-    open_low: bool = False
-    open_high: bool = False
-    min_len: int = 1
-    max_len: int | None = None
-
-    @classmethod
-    def positive(cls, default: float, meaning: str, high: float = 1.0) -> Param:
-        """A float in ``(0, high]``: the usual declaration of a step size or a tolerance."""
-        return cls(default, meaning, low=0.0, high=high, open_low=True)
-
-    @property
-    def kind(self) -> str:
-        """``bool``, ``int``, ``float``, ``str``, ``tuple[int]`` or ``tuple[float]``."""
-        if isinstance(self.default, tuple):
-            inner = (
-                int
-                if self.default
-                and all(isinstance(x, int) and not isinstance(x, bool) for x in self.default)
-                else float
-            )
-            return f"tuple[{_KINDS[inner]}]"
-        return _KINDS[type(self.default)]
-
-    def describe(self) -> str:
-        """One line: type, allowed values, default."""
-        parts = [self.kind]
-        if self.choices is not None:
-            parts.append("one of " + ", ".join(map(str, self.choices)))
-        if self.low is not None or self.high is not None:
-            lo = "(" if self.open_low else "["
-            hi = ")" if self.open_high else "]"
-            parts.append(
-                f"in {lo}{'-inf' if self.low is None else self.low}, "
-                f"{'inf' if self.high is None else self.high}{hi}"
-            )
-        if self.kind.startswith("tuple"):
-            parts.append(
-                f"length ≥ {self.min_len}" + (f" and ≤ {self.max_len}" if self.max_len else "")
-            )
-        default = (
-            ",".join(map(str, self.default)) if isinstance(self.default, tuple) else self.default
-        )
-        return f"{' '.join(parts)}; default {default}"
-
-    def parse(self, name: str, raw):
-        """``raw`` (a command-line string, or already a value) as a value of this parameter's type,
-        validated; ``ValueError`` naming the parameter, the value and what was expected."""
-        if isinstance(raw, str) and self.kind != "str":
-            raw = self._from_text(name, raw)
-        return self.validate(name, raw)
-
-    def _from_text(self, name: str, text: str):
-        s = text.strip()
-        try:
-            if self.kind != "bool" and (not s.isascii() or "_" in s):
-                raise ValueError  # int("1_6") == 16 and int("١٦") == 16: never what was meant
-            if self.kind == "bool":
-                low = s.lower()
-                if low in ("1", "true", "yes", "on"):
-                    return True
-                if low in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError
-            if self.kind == "int":
-                return int(s)
-            if self.kind == "float":
-                return float(s)
-            inner = int if self.kind == "tuple[int]" else float
-            return tuple(inner(x) for x in s.split(",") if x.strip())
-        except ValueError:
-            raise ValueError(f"parameter {name}={text!r}: expected {self.describe()}") from None
-
-    def validate(self, name: str, value):
-        """``value`` if it has the right type and lies in bounds, else ``ValueError``."""
-        kind = self.kind
-
-        def bad(what: str = ""):
-            return ValueError(f"parameter {name}={value!r}: expected {what or self.describe()}")
-
-        def real(x, integral: bool):
-            if isinstance(x, (bool, np.bool_)):
-                raise bad()
-            if integral:
-                if not isinstance(x, numbers.Integral):
-                    raise bad()
-                return int(x)
-            if not isinstance(x, numbers.Real):
-                raise bad()
-            x = float(x)
-            if not math.isfinite(x):
-                raise bad("a finite number; " + self.describe())
-            return x
-
-        if kind == "bool":
-            if not isinstance(value, (bool, np.bool_)):
-                raise bad()
-            return bool(value)
-        if kind == "str":
-            if not isinstance(value, str):
-                raise bad()
-            if self.choices is not None and value not in self.choices:
-                raise bad()
-            return value
-        if kind in ("int", "float"):
-            values = (real(value, kind == "int"),)
-            out = values[0]
-        else:
-            if not isinstance(value, (tuple, list)):
-                raise bad()
-            values = tuple(real(x, kind == "tuple[int]") for x in value)
-            if len(values) < self.min_len or (
-                self.max_len is not None and len(values) > self.max_len
-            ):
-                raise bad()
-            out = values
-        for x in values:
-            if self.low is not None and (x < self.low or (self.open_low and x == self.low)):
-                raise bad()
-            if self.high is not None and (x > self.high or (self.open_high and x == self.high)):
-                raise bad()
-        if self.choices is not None and any(x not in self.choices for x in values):
-            raise bad()
-        return out
-
-
-# ----------------------------------------------------------------------------- diagnostics
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """One decided condition: a hypothesis or a part of the conclusion.
-
-    ``holds`` is the decision, ``value`` the measured number (or numbers) it rests on, ``rule`` the
-    rule in words (e.g. ``"max |∂out_t/∂X_s|, s > t, = 0 (bitwise)"``).
-    """
-
-    holds: bool
-    value: Any = None
-    rule: str = ""
-
-    def to_json(self) -> dict:
-        return jsonable({"holds": bool(self.holds), "value": self.value, "rule": self.rule})
-
-    @classmethod
-    def from_json(cls, data: dict) -> Diagnostic:
-        return cls(bool(data["holds"]), unjsonable(data.get("value")), data.get("rule", ""))
-
-
-def at_most(value, bound, rule: str) -> Diagnostic:
-    """``value ≤ bound`` (a NaN value never holds)."""
-    v = float(value)
-    return Diagnostic(bool(v <= bound), v, rule)
-
-
-def at_least(value, bound, rule: str) -> Diagnostic:
-    """``value ≥ bound`` (a NaN value never holds)."""
-    v = float(value)
-    return Diagnostic(bool(v >= bound), v, rule)
-
-
-def within(value, centre, tol, rule: str) -> Diagnostic:
-    """``|value − centre| ≤ tol`` (a NaN value never holds)."""
-    v = float(value)
-    return Diagnostic(bool(abs(v - centre) <= tol), v, rule)
 
 
 @dataclass
@@ -453,183 +109,6 @@ def control_table(rows, seed: int | None = None) -> tuple[Control, ...]:
     )
 
 
-# ----------------------------------------------------------------------------- the verdict
-
-
-@dataclass
-class Verdict:
-    """The verdict of one claim on one instance (see :data:`OUTCOMES`).
-
-    Attributes:
-        id: the claim ID.
-        outcome: ``holds`` / ``fails`` / ``outside-hypotheses`` / ``undecided`` / ``error``.
-        hypotheses: ``{name: Diagnostic}``, computed before the conclusion.
-        conclusion: ``{part: Diagnostic}`` (empty when the check raised first).
-        limits: ``{limit: Diagnostic}``: the check's own numerics (empty when the claim declares
-            none or the check raised first).
-        figures: the measured numbers.
-        params: the resolved parameters; ``seed`` the root seed; ``control`` the negative control's
-            name when the instance is one.
-        tolerance: the tolerances used, in the units their keys state.
-        error: ``{"type", "message"}`` whenever the check raised (outcome ``error``, or
-            ``outside-hypotheses`` when a hypothesis was already violated; then ``conclusion``
-            is empty). An exception is never dropped.
-        series: the arrays the claim's figures draw (not part of the report).
-        system: the description of the user system the instance was built from, if any
-            (:mod:`verify.systems`); ``None`` for the claim's built-in instances.
-    """
-
-    id: str
-    outcome: str
-    hypotheses: dict
-    conclusion: dict
-    figures: dict
-    params: dict
-    seed: int
-    control: str | None = None
-    tolerance: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
-    error: dict | None = None
-    series: dict = field(default_factory=dict)
-    system: dict | None = None
-    limits: dict = field(default_factory=dict)
-    sources: dict = field(default_factory=dict)
-    """``{hypothesis: source}`` (:data:`SOURCES`): how each hypothesis was decided."""
-
-    @property
-    def holds(self) -> bool:
-        """The outcome is ``holds``."""
-        return self.outcome == "holds"
-
-    @property
-    def hypotheses_hold(self) -> bool:
-        return bool(self.hypotheses) and all(d.holds for d in self.hypotheses.values())
-
-    @property
-    def conclusion_holds(self) -> bool:
-        return bool(self.conclusion) and all(d.holds for d in self.conclusion.values())
-
-    @property
-    def violated(self) -> list[str]:
-        """The hypotheses that do not hold."""
-        return [k for k, d in self.hypotheses.items() if not d.holds]
-
-    @property
-    def failed_parts(self) -> list[str]:
-        """The parts of the conclusion that do not hold."""
-        return [k for k, d in self.conclusion.items() if not d.holds]
-
-    @property
-    def unresolved(self) -> list[str]:
-        """The limits of the check that do not hold (why the outcome is ``undecided``)."""
-        return [k for k, d in self.limits.items() if not d.holds]
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.outcome]
-
-    def reason(self) -> str:
-        """One line: why this outcome."""
-        if self.outcome == "error":
-            err = self.error or {}
-            return f"error: {err.get('type')}: {err.get('message')}"
-        if self.outcome == "outside-hypotheses":
-            why = ", ".join(
-                f"{k} ({_short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
-                for k in self.violated
-            )
-            if self.error and not self.conclusion:
-                err = self.error
-                tail = (
-                    f"; conclusion could not be evaluated: {err.get('type')}: {err.get('message')}"
-                )
-            else:
-                tail = "; conclusion " + (
-                    "holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts)
-                )
-            return f"outside the hypotheses: {why}{tail}"
-        if self.outcome == "undecided":
-            return "the check cannot decide this instance: " + ", ".join(
-                f"{k} ({_short(self.limits[k].value)}; {self.limits[k].rule})"
-                for k in self.unresolved
-            )
-        if self.outcome == "fails":
-            return "conclusion fails: " + ", ".join(
-                f"{k} ({_short(self.conclusion[k].value)}; {self.conclusion[k].rule})"
-                for k in self.failed_parts
-            )
-        return "hypotheses and conclusion hold"
-
-    def summary(self) -> str:
-        figs = ", ".join(
-            f"{k}={_short(v)}"
-            for k, v in list(self.figures.items())[:6]
-            if not isinstance(v, (dict, list))
-        )
-        ctl = f" control={self.control}" if self.control else ""
-        return f"{self.id}: {self.outcome}{ctl} seed={self.seed}: {self.reason()} [{figs}]"
-
-    def to_json(self) -> dict:
-        return jsonable(
-            {
-                "id": self.id,
-                "verdict": self.outcome,
-                "holds": self.holds,
-                "hypotheses_hold": self.hypotheses_hold,
-                "conclusion_holds": self.conclusion_holds,
-                "hypotheses": {
-                    k: {**d.to_json(), **({"source": self.sources[k]} if k in self.sources else {})}
-                    for k, d in self.hypotheses.items()
-                },
-                "conclusion": {k: d.to_json() for k, d in self.conclusion.items()},
-                "limits": {k: d.to_json() for k, d in self.limits.items()},
-                "reason": self.reason(),
-                "figures": self.figures,
-                "params": self.params,
-                "seed": self.seed,
-                "control": self.control,
-                "tolerance": self.tolerance,
-                "notes": self.notes,
-                "error": self.error,
-                "series": self.series,
-                **({"system": self.system} if self.system is not None else {}),
-            }
-        )
-
-    @classmethod
-    def from_json(cls, data: dict) -> Verdict:
-        return cls(
-            id=data["id"],
-            outcome=data["verdict"],
-            hypotheses={k: Diagnostic.from_json(v) for k, v in data["hypotheses"].items()},
-            conclusion={k: Diagnostic.from_json(v) for k, v in data["conclusion"].items()},
-            figures=unjsonable(data["figures"]),
-            params=data["params"],
-            seed=data["seed"],
-            control=data.get("control"),
-            tolerance=unjsonable(data.get("tolerance", {})),
-            notes=list(data.get("notes", [])),
-            error=data.get("error"),
-            series=unjsonable(data.get("series", {})),
-            system=data.get("system"),
-            limits={k: Diagnostic.from_json(v) for k, v in data.get("limits", {}).items()},
-            sources={k: v["source"] for k, v in data["hypotheses"].items() if "source" in v},
-        )
-
-
-def _short(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    if isinstance(v, (list, tuple)) and len(v) <= 4:
-        return "[" + ", ".join(_short(x) for x in v) + "]"
-    if isinstance(v, (list, tuple, dict)):
-        return f"<{type(v).__name__} of {len(v)}>"
-    return str(v)
-
-
-# ----------------------------------------------------------------------------- the claim
-
-
 class Claim:
     """Base class of a claim unit; see the module docstring.
 
@@ -646,7 +125,10 @@ class Claim:
     params: ClassVar[Mapping[str, Param]] = {}
     hypotheses: ClassVar[Mapping[str, str]] = {}
     hypothesis_sources: ClassVar[Mapping[str, str]] = {}
-    """``{hypothesis: source}``, one of :data:`SOURCES` per hypothesis."""
+    """``{hypothesis: source}``, one of :data:`~verify.verdict.SOURCES` per hypothesis: how it is
+    decided (from the inputs, from ``theory/``, from a reference written from the formulas, or
+    through the implementation under test). An ``implementation`` hypothesis violated on a
+    declared main instance is a failure of the suite (:meth:`decide`)."""
     conclusion: ClassVar[Mapping[str, str]] = {}
     limits: ClassVar[Mapping[str, str]] = {}
     """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
@@ -666,6 +148,12 @@ class Claim:
     system_replaces: ClassVar[tuple[str, ...]] = ()
     """Parameters a user system supersedes for this claim beyond its kind's own
     (``System.replaces``); see :meth:`replaced_by`."""
+
+    main_instances: ClassVar[tuple[Mapping, ...]] = ({},)
+    """The claim's declared main instances, as overrides of the defaults (``{}``: the defaults),
+    each on every seed: instances built to satisfy the hypotheses. On them a hypothesis measured
+    through the implementation that does not hold is a failure of the suite (outcome ``fails``),
+    never ``outside-hypotheses``."""
 
     instance: ClassVar[Any] = None
     """The class of the claim's instance, called as ``instance(p, seed)`` by the default
@@ -743,7 +231,7 @@ class Claim:
 
     def _changed(self, p: dict) -> str:
         """The parameters of ``p`` that differ from the defaults, for messages."""
-        return ", ".join(f"{k}={_short(v)}" for k, v in p.items() if v != self.params[k].default)
+        return ", ".join(f"{k}={short(v)}" for k, v in p.items() if v != self.params[k].default)
 
     # -- provided -----------------------------------------------------------------------------
     def defaults(self) -> dict:
@@ -778,11 +266,15 @@ class Claim:
         return p
 
     def accepts(self, system) -> None:
-        """``ValueError`` naming the kinds this claim checks unless ``system`` is one of them."""
+        """``ValueError`` naming the claims that can check ``system`` unless it is one of the kinds
+        this claim checks (:attr:`systems`). A claim with limits of its own on a kind (sizes)
+        extends this."""
         if not isinstance(system, self.systems):
-            kinds = ", ".join(k.__name__ for k in self.systems) or "only its built-in instances"
+            from .registry import claims_for  # deferred: the registry imports the claim units
+
+            ids = ", ".join(claims_for(system)) or "none yet"
             raise ValueError(
-                f"{self.id} cannot be checked on a {type(system).__name__}; it checks: {kinds}"
+                f"{self.id} cannot be checked on a {type(system).__name__}; claims that can: {ids}"
             )
 
     def check(
@@ -803,6 +295,7 @@ class Claim:
         """
         overrides = dict(params or {})
         if system is not None:
+            self.accepts(system)
             dropped = [k for k in overrides if k in self.replaced_by(system)]
             if dropped:
                 raise ValueError(
@@ -821,7 +314,6 @@ class Claim:
         seed = int(seed)
         p = self.resolve(overrides)
         if system is not None:
-            self.accepts(system)
             if control is not None:
                 raise ValueError(
                     "a negative control is a built-in instance: give control or system"
@@ -868,9 +360,12 @@ class Claim:
                 if outside
                 else []
             )
+            faults = self.suite_faults(p, hyps, control, system)
+            if faults:
+                notes.insert(0, self._fault_note(faults))
             return Verdict(
                 self.id,
-                "outside-hypotheses" if outside else "error",
+                "fails" if faults else "outside-hypotheses" if outside else "error",
                 hyps,
                 {},
                 {},
@@ -890,6 +385,11 @@ class Claim:
             outcome = "holds"
         else:
             outcome = "fails"
+        faults = self.suite_faults(p, hyps, control, system)
+        notes = list(concl.notes)
+        if faults:
+            outcome = "fails"
+            notes.insert(0, self._fault_note(faults))
         return Verdict(
             self.id,
             outcome,
@@ -900,11 +400,38 @@ class Claim:
             seed,
             control,
             tolerance=concl.tolerance,
-            notes=list(concl.notes),
+            notes=notes,
             series=concl.series,
             system=described,
             limits=limits,
             sources=self._sources(hyps),
+        )
+
+    def is_main_instance(self, p: Mapping) -> bool:
+        """``p`` (resolved parameters) is one of the claim's :attr:`main_instances`."""
+        defaults = self.defaults()
+        return any(dict(p) == {**defaults, **main} for main in self.main_instances)
+
+    def suite_faults(self, p: Mapping, hyps: Mapping, control=None, system=None) -> list[str]:
+        """The hypotheses measured through the implementation (source ``implementation``) that
+        do not hold on a declared main instance (:attr:`main_instances`, no control, no user
+        system). The instance was built to satisfy them, so each is a failure of the suite: the
+        code under test, not the instance, broke the hypothesis, and the outcome is ``fails``."""
+        if control is not None or system is not None or not self.is_main_instance(p):
+            return []
+        return [
+            k
+            for k, d in hyps.items()
+            if not d.holds and self.hypothesis_sources.get(k) == "implementation"
+        ]
+
+    @staticmethod
+    def _fault_note(faults: list[str]) -> str:
+        return (
+            "failure of the suite: "
+            + ", ".join(faults)
+            + " (measured through the implementation) does not hold on a declared main instance, "
+            "built to satisfy it"
         )
 
     def _sources(self, hyps: Mapping) -> dict:
@@ -939,12 +466,125 @@ class Claim:
             and not verdict.conclusion_holds
         )
 
+    def status(self, main, controls, tests: Mapping) -> tuple[str, str, list[str]]:
+        """``(status, negative_control, reasons)`` of this claim in a report, from the verdicts of
+        its main instances (``main``) and negative controls (``controls``) and the outcomes of its
+        tests (``{test: "passed" | "failed" | "skipped"}``); the verdicts are read, never
+        re-decided.
+
+        The status (``verified`` / ``failed`` / ``error`` / ``pending``):
+
+        * ``pending``: no check is implemented, no test of the claim ran, no main instance was
+          checked, or a declared negative control did not run;
+        * ``error``: a main instance or a control could not be decided (its exception is the
+          reason);
+        * ``failed``: a test of the claim failed, a main instance's verdict is not ``holds``, or a
+          negative control did not fail as predicted. A main instance that is ``undecided`` (the
+          check's own numerics cannot decide the instance the suite declares as its own) is a
+          failure of the suite, reported with its limit: never ``verified``, and its verdict stays
+          ``undecided`` (the report counts it under that outcome, not as ``fails``);
+        * ``verified``: otherwise.
+
+        ``negative_control`` is ``fails-as-predicted`` when every declared control ran and failed
+        as predicted, ``did-not-fail`` when one did not, else ``pending``.
+        """
+        if not self.implemented:
+            return "pending", "pending", ["not implemented yet"]
+        if not [o for o in tests.values() if o != "skipped"]:
+            return "pending", "pending", ["no test of this claim ran"]
+        as_predicted: dict[str, bool] = {}
+        for v in controls:
+            as_predicted[v.control] = as_predicted.get(v.control, True) and self.fails_as_predicted(
+                v
+            )
+        missing = [c.name for c in self.controls if c.name not in as_predicted]
+        if as_predicted and not all(as_predicted.values()):
+            neg = "did-not-fail"
+        elif as_predicted and not missing:
+            neg = "fails-as-predicted"
+        else:
+            neg = "pending"
+        errors = [v for v in [*main, *controls] if v.outcome == "error"]
+        if errors:
+            return (
+                "error",
+                neg,
+                [f"{v.control or 'main instance'} (seed {v.seed}): {v.reason()}" for v in errors],
+            )
+        why = []
+        failed = sorted(n for n, o in tests.items() if o == "failed")
+        if failed:
+            why.append(f"{len(failed)} test(s) failed: " + ", ".join(failed[:5]))
+        why += [f"main instance (seed {v.seed}): {v.reason()}" for v in main if not v.holds]
+        why += [
+            f"negative control {v.control} did not fail as predicted: {v.reason()}"
+            for v in controls
+            if not self.fails_as_predicted(v)
+        ]
+        if why:
+            return "failed", neg, why
+        if not main:
+            return "pending", neg, ["no main instance was checked"]
+        if missing:
+            return "pending", neg, ["negative control(s) not run: " + ", ".join(missing)]
+        return "verified", neg, []
+
+    def allowed_failures(self, n: int) -> int:
+        """How many of ``n`` instances inside the hypotheses may fail by sampling alone
+        (:attr:`failure_rate`): the 99.9 % quantile of Binomial(n, rate); 0 for a deterministic
+        claim."""
+        if self.failure_rate == 0:
+            return 0
+        from scipy.stats import binom  # deferred: scipy.stats is slow to import, rarely needed
+
+        return int(binom.ppf(0.999, n, self.failure_rate))
+
+    def sweep_faults(self, verdicts) -> list[str]:
+        """Why a sweep of this claim's main instances over seeds does not verify it (empty when
+        it does). Each seed's verdict is the unit's own; the sweep adds no condition to it:
+
+        * no seed may end in ``error``;
+        * no seed may end ``fails`` because a hypothesis measured through the implementation is
+          violated on it (a failure of the suite; :meth:`suite_faults`), whatever the
+          :attr:`failure_rate`;
+        * among the seeds inside the hypotheses (``holds`` or ``fails``), the conclusion may fail
+          on no more than :meth:`allowed_failures`, and at least one seed must be inside.
+
+        Seeds ``outside-hypotheses`` and ``undecided`` are reported with the diagnostic that
+        decided them, not counted as failures: the claim says nothing about the first, the check
+        could not decide the second.
+        """
+        faults = [f"seed {v.seed}: {v.summary()}" for v in verdicts if v.outcome == "error"]
+        faults += [
+            f"seed {v.seed}: failure of the suite: {', '.join(v.violated)}"
+            for v in verdicts
+            if v.outcome == "fails" and v.violated
+        ]
+        inside = [v for v in verdicts if v.outcome in ("holds", "fails")]
+        if not inside:
+            faults.append("no seed is inside the hypotheses and decided")
+        failed = [v.seed for v in inside if v.outcome == "fails" and not v.violated]
+        if len(failed) > self.allowed_failures(len(inside)):
+            faults.append(
+                f"the conclusion fails on seeds {failed} of {len(inside)} inside the hypotheses "
+                f"(at most {self.allowed_failures(len(inside))} allowed)"
+            )
+        return faults
+
     def describe(self) -> str:
-        """The claim, its parameters, hypotheses, conclusion and controls, for ``--help`` texts."""
+        """The claim, its parameters, hypotheses (with their sources), conclusion, limits and
+        controls, for ``--help`` texts."""
         lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
         lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
-        lines += ["hypotheses:"] + [f"  {k}: {m}" for k, m in self.hypotheses.items()]
+        lines += ["hypotheses:"] + [
+            f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
+            for k, m in self.hypotheses.items()
+        ]
         lines += ["conclusion:"] + [f"  {k}: {m}" for k, m in self.conclusion.items()]
+        if self.limits:
+            lines += ["limits of the check (not holding: undecided):"] + [
+                f"  {k}: {m}" for k, m in self.limits.items()
+            ]
         lines += ["negative controls:"] + [
             f"  {c.name}: {c.meaning} (breaks {c.breaks}; "
             + ", ".join(f"{k}={v}" for k, v in c.params.items())

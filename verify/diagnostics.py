@@ -6,7 +6,7 @@ import numpy as np
 
 import fastslow.numerics as nm
 
-from .claim import Diagnostic
+from .verdict import Diagnostic
 
 
 def homogeneous_reference(cfg, layers, X0, E=None) -> dict:

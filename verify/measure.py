@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from fastslow.verify.claim import Diagnostic
+from fastslow.verify.verdict import Diagnostic
 
 UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
 """The unit roundoff ``u = 2^-53`` of float64."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from fastslow.numerics.model.masks import NAMED_MASKS
 from fastslow.numerics.model.weights import SIGMAS, SLOW_MASKS
 
-from .claim import Param
+from .params import Param
 
 STANDARD: dict[str, Param] = {
     "T": Param(8, "tokens (a multiple of P)", low=1, high=256),
@@ -47,9 +47,9 @@ STANDARD: dict[str, Param] = {
 def model_params(**changes) -> dict[str, Param]:
     """The standard parameters named in ``changes``, in that order, each changed for one claim.
 
-    A change is a new default value (``d=6``), a mapping of :class:`~verify.claim.Param` fields to
+    A change is a new default value (``d=6``), a mapping of :class:`~verify.params.Param` fields to
     replace (``T=dict(default=8, high=64)``, ``gate=dict(meaning="gate at t = 0")``) or a whole
-    :class:`~verify.claim.Param`. ``None`` keeps the standard parameter as it is.
+    :class:`~verify.params.Param`. ``None`` keeps the standard parameter as it is.
     """
     out = {}
     for name, change in changes.items():

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from fastslow.numerics import lapack
 
-from .claim import Verdict
 from .registry import get_claim, run_check
+from .verdict import Verdict
 
 
 def under_other_answers(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from .claim import Claim, Verdict
+from .claim import Claim
+from .verdict import Verdict
 
 IDS = (
     "A1",

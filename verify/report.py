@@ -1,15 +1,13 @@
 """The claim report: ``report.json`` (validated by ``verify/report.schema.json``) and ``REPORT.md``.
 
 A :class:`ClaimLedger` collects what one ``pytest verify`` session recorded, claim by claim: the
-verdicts of the main instances and of the negative controls (:class:`verify.claim.Verdict`, never
+verdicts of the main instances and of the negative controls (:class:`verify.verdict.Verdict`, never
 re-decided here), extra measured numbers, and the outcome and duration of every test marked
-``@pytest.mark.claim(ID)``. :func:`claim_status` turns them into the claim's status:
-
-* ``error``: a main instance or a control could not be decided (its exception is the reason);
-* ``failed``: a test of the claim failed, a main instance's verdict is ``fails`` or
-  ``outside-hypotheses``, or a negative control did not fail as predicted;
-* ``pending``: the claim has no check yet, no test of it ran, or a declared control did not run;
-* ``verified``: otherwise.
+``@pytest.mark.claim(ID)``. The claim's unit turns them into its status
+(:meth:`verify.claim.Claim.status`: ``verified`` / ``failed`` / ``error`` / ``pending``; a main
+instance whose verdict is not ``holds``, ``undecided`` included, is never ``verified``). The
+report counts the verdicts of the main instances per outcome (:data:`verify.verdict.OUTCOMES`),
+in all and per claim, beside the statuses.
 
 A report is *complete* when every test of ``verify/`` that was collected ran (no ``-k``
 deselection, no interruption, no early stop). ``fastslow readme`` publishes complete reports only.
@@ -23,14 +21,18 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .claim import Verdict, jsonable
+from .json_values import jsonable
 from .registry import CLAIMS
+from .verdict import Verdict, outcome_counts
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""3: the outcome ``undecided``, each verdict's ``limits`` and each hypothesis's ``source``, and the
+counts of main-instance verdicts per outcome (``outcomes``)."""
 SCHEMA_PATH = "verify/report.schema.json"
 """Repository-relative path of the JSON Schema that validates ``report.json``."""
 
 STATUSES = ("verified", "failed", "error", "pending")
+"""A claim's status in the report (decided by :meth:`verify.claim.Claim.status`)."""
 
 
 @dataclass
@@ -84,52 +86,6 @@ class ClaimLedger:
         e.seconds += seconds
 
 
-def claim_status(cid: str, e: _Entry) -> tuple[str, str, list[str]]:
-    """``(status, negative_control, reasons)`` of one claim from its recorded verdicts and tests."""
-    unit = CLAIMS[cid]
-    if not unit.implemented:
-        return "pending", "pending", ["not implemented yet"]
-    ran = [o for o in e.tests.values() if o != "skipped"]
-    if not ran:
-        return "pending", "pending", ["no test of this claim ran"]
-    controls: dict[str, bool] = {}
-    for v in e.controls:
-        ok = unit.fails_as_predicted(v)
-        controls[v.control] = controls.get(v.control, True) and ok
-    declared = [c.name for c in unit.controls]
-    missing = [n for n in declared if n not in controls]
-    if controls and not all(controls.values()):
-        neg = "did-not-fail"
-    elif controls and not missing:
-        neg = "fails-as-predicted"
-    else:
-        neg = "pending"
-    errors = [v for v in e.main + e.controls if v.outcome == "error"]
-    if errors:
-        return (
-            "error",
-            neg,
-            [f"{v.control or 'main instance'} (seed {v.seed}): {v.reason()}" for v in errors],
-        )
-    why = []
-    failed = sorted(n for n, o in e.tests.items() if o == "failed")
-    if failed:
-        why.append(f"{len(failed)} test(s) failed: " + ", ".join(failed[:5]))
-    why += [f"main instance (seed {v.seed}): {v.reason()}" for v in e.main if not v.holds]
-    why += [
-        f"negative control {v.control} did not fail as predicted: {v.reason()}"
-        for v in e.controls
-        if not unit.fails_as_predicted(v)
-    ]
-    if why:
-        return "failed", neg, why
-    if not e.main:
-        return "pending", neg, ["no main instance was checked"]
-    if missing:
-        return "pending", neg, ["negative control(s) not run: " + ", ".join(missing)]
-    return "verified", neg, []
-
-
 def _report_verdict(v: Verdict) -> dict:
     """A verdict as the report records it: everything but the figures' series (arrays)."""
     data = v.to_json()
@@ -152,6 +108,7 @@ def _control_entry(unit, v: Verdict) -> dict:
         "seed": v.seed,
         "hypotheses": {k: d.to_json() for k, d in v.hypotheses.items()},
         "conclusion": {k: d.to_json() for k, d in v.conclusion.items()},
+        "limits": {k: d.to_json() for k, d in v.limits.items()},
         "figures": v.figures,
         "error": v.error,
     }
@@ -168,7 +125,7 @@ def build_report(
     claims = []
     for cid, unit in CLAIMS.items():
         e = ledger.entries[cid]
-        status, neg, why = claim_status(cid, e)
+        status, neg, why = unit.status(e.main, e.controls, e.tests)
         head = e.main[0] if e.main else None
         figures = dict(head.figures) if head else {}
         figures.update(e.figures)
@@ -188,6 +145,7 @@ def build_report(
                     "key_figures": key,
                     "figures": figures,
                     "verdicts": [_report_verdict(v) for v in e.main],
+                    "outcomes": outcome_counts(v.outcome for v in e.main),
                     "controls": [_control_entry(unit, v) for v in e.controls],
                     "tolerance": dict(head.tolerance) if head else {},
                     "seconds": round(e.seconds, 3),
@@ -204,6 +162,7 @@ def build_report(
             )
         )
     counts = {s: sum(c["status"] == s for c in claims) for s in STATUSES}
+    outcomes = outcome_counts(v.outcome for e in ledger.entries.values() for v in e.main)
     return {
         "$schema": SCHEMA_PATH,
         "schema_version": SCHEMA_VERSION,
@@ -211,6 +170,7 @@ def build_report(
         "incomplete_reasons": list(incomplete_reasons or []),
         "provenance": jsonable(provenance),
         "summary": counts,
+        "outcomes": outcomes,
         "claims": claims,
     }
 
@@ -267,10 +227,11 @@ def _claim_section(c: dict) -> list[str]:
             "| | name | holds | value | rule |",
             "|---|---|---|---|---|",
         ]
-        for kind in ("hypotheses", "conclusion"):
-            for k, d in v[kind].items():
+        for kind in ("hypotheses", "conclusion", "limits"):
+            for k, d in v.get(kind, {}).items():
+                source = f" ({d['source']})" if "source" in d else ""
                 lines.append(
-                    f"| {kind[:10]} | {k} | {d['holds']} | {_cell(_fmt(d['value']))} | "
+                    f"| {kind[:10]} | {k}{source} | {d['holds']} | {_cell(_fmt(d['value']))} | "
                     f"{_cell(d['rule'])} |"
                 )
         lines.append("")
@@ -318,6 +279,8 @@ def render_markdown(report: dict) -> str:
         f"profile {prov.get('profile', 'default')}, python {prov.get('python')}, BLAS "
         f"{blas.get('summary', 'unknown')}. "
         + ", ".join(f"{v} {k}" for k, v in report["summary"].items())
+        + "; main instances: "
+        + ", ".join(f"{v} {k}" for k, v in report.get("outcomes", {}).items())
         + ".",
         "",
         "| ID | claim | status | negative control | key figures |",

@@ -55,8 +55,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from fastslow.verify import provenance
-from fastslow.verify.claim import Verdict
 from fastslow.verify.registry import run_check
+from fastslow.verify.verdict import Verdict
 
 RESULT_BYTES = 64 << 10
 """Memory held per finished point of a sweep (a verdict's JSON with its series), for budgets."""
@@ -488,7 +488,7 @@ def check_point(claim: str, seed: int, control: str | None = None, **params) -> 
 
 def check_point_error(point: dict, exc: BaseException) -> dict:
     """The result of a :func:`check_point` that raised (or whose worker died): a verdict of
-    outcome ``error`` with the exception, in :class:`verify.claim.Verdict`'s JSON form."""
+    outcome ``error`` with the exception, in :class:`verify.verdict.Verdict`'s JSON form."""
     params = {k: v for k, v in point.items() if k not in ("claim", "seed", "control")}
     v = Verdict(
         str(point.get("claim")),

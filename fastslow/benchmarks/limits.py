@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from fastslow.benchmarks import section
-from fastslow.verify.claim import BASE_BYTES, format_bytes, memory_budget, time_budget
+from fastslow.verify.budgets import BASE_BYTES, format_bytes, memory_budget, time_budget
 from fastslow.verify.registry import CLAIMS
 
 

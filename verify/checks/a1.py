@@ -26,9 +26,11 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.model.masks import block_level_mask
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic
 
 # --------------------------------------------------------------------------- the instance
 
@@ -190,6 +192,11 @@ class A1(Claim):
         "slow_path_sees_only_completed_blocks": "the slow path's token-level mask (block-level mask, shifted one block by U_c) "
         "has no entry with s ≥ the start of t's block",
         "gates_nonzero": "every layer's gate is non-zero (the slow path is switched on)",
+    }
+    hypothesis_sources = {
+        "fast_mask_causal": "implementation",
+        "slow_path_sees_only_completed_blocks": "implementation",
+        "gates_nonzero": "input",
     }
     conclusion = {
         "no_future_dependence": "max_{s>t} |Δ out_t| = 0 (bitwise)",

@@ -45,8 +45,10 @@ from fastslow.numerics.model import kernels
 from fastslow.numerics.model.cost import layer_flops, layer_ratio, layer_ratio_lower_bound_holds
 from fastslow.numerics.model.weights import SLOW_WEIGHTS, WEIGHT_NAMES, ModelConfig, init_layer
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic
 
 GRID = tuple(
     (T, P, d, k * d)
@@ -186,10 +188,17 @@ def slow_attention_rows(inst) -> list[int]:
 
 
 def mlp_margin(inst) -> int:
-    """``3d(P − 1) − 2m`` with ``d×m`` the shape of the MLP weight ``W1``: the whole-layer lower
-    bound holds iff it is ≥ 0 (:mod:`numerics.model.cost`)."""
-    d, m = (int(x) for x in np.shape(inst.layer.W1))
-    return 3 * d * (inst.cfg.P - 1) - 2 * m
+    """``3d(P − 1) − 2m`` from the parameters ``d``, ``m``, ``P``: the whole-layer lower bound
+    holds iff it is ≥ 0 (:mod:`numerics.model.cost`). Decided from the input; the instance's
+    ``W1`` must have the parameters' shape ``d×m`` (the second measurement, through the
+    implementation), else ``RuntimeError`` (outcome ``error``, never a quiet exit 4)."""
+    d, m = inst.p["d"], inst.p["m"]
+    built = tuple(int(x) for x in np.shape(inst.layer.W1))
+    if built != (d, m):
+        raise RuntimeError(
+            f"the instance's W1 is {built[0]}×{built[1]}, the parameters say {d}×{m}"
+        )
+    return 3 * d * (inst.p["P"] - 1) - 2 * m
 
 
 # --------------------------------------------------------------------------- conclusion parts
@@ -377,6 +386,10 @@ class A2(Claim):
     hypotheses = {
         "slow_attention_on_pooled_tokens": "every attention-core product of the slow path has N = T/P token rows (instrumented run)",
         "slow_projections_outweigh_mlp": "3d(P − 1) ≥ 2m, d×m the shape of W1 (exact condition of the whole-layer lower bound)",
+    }
+    hypothesis_sources = {
+        "slow_attention_on_pooled_tokens": "implementation",
+        "slow_projections_outweigh_mlp": "input",
     }
     conclusion = {
         "counted_flop_equal_model": "every counted product FLOP equals numerics.model.cost.layer_flops (exact integers)",

@@ -58,11 +58,13 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.model.autodiff import stack_vjp
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import elementwise_relative_error, relative_error, richardson_difference
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic
 
 FD_RTOL = 1e-6
 """Relative part of the finite-difference criterion ``|fd − an| ≤ 1e-6·|an| + floor``."""
@@ -359,6 +361,10 @@ class A3(Claim):
         "gates_zero": "every layer's gate g_l of the model is exactly 0.0",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
+    hypothesis_sources = {
+        "gates_zero": "input",
+        "sigma_smooth_where_differenced": "implementation",
+    }
     conclusion = {
         "output_equal_to_fast_only": "X_L of the coupled model == X_L of the fast-only model (bitwise)",
         "loss_blind_to_slow_weights": "moving every slow weight by O(slow_scale) leaves the loss unchanged (bitwise)",
@@ -394,7 +400,12 @@ class A3(Claim):
         return Instance(p, seed, system)
 
     def diagnose(self, inst):
-        g = np.array([lp.g for lp in inst.model.layers], dtype=float)
+        g = np.asarray(inst.gates, dtype=float)  # the input: drawn, or the user flow's
+        built = np.array([lp.g for lp in inst.model.layers], dtype=float)
+        if not np.array_equal(built, g):  # the second measurement, through the implementation
+            raise RuntimeError(
+                f"the model's gates {built.tolist()} are not the instance's {g.tolist()}"
+            )
         nonzero = int(np.count_nonzero(g))
         return {
             "gates_zero": Diagnostic(

@@ -81,11 +81,13 @@ from fastslow.numerics.analysis.stability import layer_jacobian
 from fastslow.numerics.lapack import svdvals
 from fastslow.numerics.model.autodiff import stack_jvp, stack_vjp
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import ratio, relative_error, richardson_difference
 from ..model_params import STANDARD, model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic
 
 TRAJECTORIES = ("generic", "fixed_point", "homogeneous_fixed_point")
 """Where ``X_0`` lies: a random state, or a fixed point of the tied map (random or
@@ -475,6 +477,12 @@ class D1(Claim):
         "fixed_point_as_constructed": f"a constructed fixed point has residual max|Φ(X*) − X*| ≤ {FIXED_POINT_RESIDUAL}, and is "
         f"token-homogeneous (≤ {HOMOGENEITY_TOL}) when E is and every gate is 0",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
+    }
+    hypothesis_sources = {
+        "product_has_order": "implementation",
+        "layer_jacobians_coincide_where_weights_tied": "implementation",
+        "fixed_point_as_constructed": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
     }
     conclusion = {
         "chain_rule_jvp_vjp": f"‖J_{{L−1}}⋯J_0 − ∂X_L/∂X_0‖_F (forward and reverse mode) ≤ "

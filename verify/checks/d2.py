@@ -57,9 +57,11 @@ from fastslow.numerics.model.depth_path import (
 )
 from fastslow.numerics.model.weights import init_layer
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..measure import asymptotic_slope, relative_error
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic
 
 PATHS = ("smooth", "step")
 """θ(t) of the untied path: a smooth blend of two random layers, or piecewise constant."""
@@ -320,6 +322,10 @@ class D2(Claim):
         "path_is_smooth": f"θ(t) is Lipschitz: its difference-quotient bound on grids of 1/{SMOOTHNESS_GRID} "
         f"and 1/{2 * SMOOTHNESS_GRID} agree to a factor {SMOOTHNESS_RATIO} "
         "(a jump doubles it), for the untied and the tied path",
+    }
+    hypothesis_sources = {
+        "depth_step_is_one_over_L": "implementation",
+        "path_is_smooth": "implementation",
     }
     conclusion = {
         "asymptotic_window_untied": "untied: some `window` consecutive ladder depths ≤ L_max have "

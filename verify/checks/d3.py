@@ -33,11 +33,13 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.analysis.linearised import homogeneous_trajectory
 
-from ..claim import Claim, Conclusion, Control, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import homogeneous_reference
 from ..measure import ratio, relative_error
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import at_most
 
 # --------------------------------------------------------------------------- the instance
 
@@ -189,6 +191,11 @@ class D3(Claim):
         "state_token_homogeneous": "the input state is 1 x_0ᵀ: max_t max|X_t − X_1| = 0 (bitwise)",
         "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
+    }
+    hypothesis_sources = {
+        "state_token_homogeneous": "input",
+        "injection_homogeneous": "input",
+        "slow_path_closed": "implementation",
     }
     conclusion = {
         "kernel_frozen_along_depth": "max_l max|A_l(X_l) − K_mask| ≤ tol · max(1, max|S|)",

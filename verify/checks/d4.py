@@ -95,7 +95,7 @@ from fastslow.numerics.model.autodiff import stack_jvp
 from fastslow.numerics.model.tangents import softmax_derivative_term
 from fastslow.theory.linearisation import factors_function
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import (
     SIGMA_SMOOTH_RULE,
     homogeneous_reference,
@@ -110,6 +110,8 @@ from ..measure import (
     taylor_remainder_order,
 )
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
 """The softmax-derivative check is not vacuous: ``‖δA‖_F / ‖δS‖_F`` (the attention change relative
@@ -572,6 +574,12 @@ class D4(Claim):
         "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
+    }
+    hypothesis_sources = {
+        "state_token_homogeneous": "input",
+        "injection_homogeneous": "input",
+        "slow_path_closed": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
     }
     conclusion = {
         "poly_form_equals_jvp": "‖Σ_j K^j δX_0 C_j − JVP‖ / max(‖JVP‖, poly_scale, jvp_scale) ≤ tol "

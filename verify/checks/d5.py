@@ -51,7 +51,7 @@ from fastslow.numerics.analysis import linearised as lin
 from fastslow.numerics.analysis.stability import layer_jacobian
 from fastslow.theory.kernels import kernel_constant as exact_kernel_constant
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
 from ..measure import (
     UNIT_ROUNDOFF,
@@ -62,6 +62,8 @@ from ..measure import (
     symbolic_agrees,
 )
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 BRUTE_FORCE_R_REL = 1e-10
 """Relative agreement of r(L) from the dense product with r(L) from the d×d products (up to L*)."""
@@ -489,6 +491,10 @@ class D5(Claim):
     hypotheses = {
         "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the d×d mode products",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
+    }
+    hypothesis_sources = {
+        "saturates_within_depth": "implementation",
+        "sigma_smooth_where_differenced": "implementation",
     }
     conclusion = {
         "bound_holds_at_every_depth": "‖δX_l − ΠδX_0D_1‖ ≤ c_K r(l) σ_min(D_1) ‖δX_0‖ + tol‖ΠδX_0D_1‖, l = 1…L",

@@ -93,7 +93,7 @@ from fastslow.numerics.model import kernels
 from fastslow.numerics.model.masks import block_level_mask, coarse_maps
 from fastslow.theory.stability import block_causal_gap_ratio
 
-from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
+from ..claim import Claim, Conclusion, control_table
 from ..measure import (
     UNIT_ROUNDOFF,
     central_difference,
@@ -105,6 +105,8 @@ from ..measure import (
     taylor_remainder_order,
 )
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
 """The three formalisations of E_d forcing: input, injection target, additive forcing."""
@@ -847,6 +849,10 @@ class D6(Claim):
         "reference_token_homogeneous": "every row of X_0 is equal (bitwise): X_0 = 1x_0ᵀ",
         "gate_zero": "every layer's gate is 0 at the reference",
     }
+    hypothesis_sources = {
+        "reference_token_homogeneous": "input",
+        "gate_zero": "input",
+    }
     conclusion = {
         "qk_invisible_in_persistent_component": "Q, K, Qs, Ks columns of δ(Lᵀ X_L): numerical rank 0 and max column norm ≤ tol "
         "(relative to the map's largest singular value)",
@@ -933,7 +939,10 @@ class D6(Claim):
 
     def diagnose(self, inst):
         spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
-        gates = [float(lp.g) for lp in inst.model.layers]
+        gates = [float(inst.p["gate"])] * inst.p["L"]  # the input
+        built = [float(lp.g) for lp in inst.model.layers]
+        if built != gates:  # the second measurement, through the implementation
+            raise RuntimeError(f"the model's gates {built} are not the parameter gate={gates[0]}")
         return {
             "reference_token_homogeneous": Diagnostic(
                 inst.reference_homogeneous(), spread, "max |X_0 − 1 x_0ᵀ| = 0 (bitwise)"

@@ -78,10 +78,12 @@ from fastslow.numerics.analysis.stability import (
 )
 from fastslow.numerics.model import kernels
 
-from ..claim import Claim, Conclusion, Diagnostic, Param, control_table
+from ..claim import Claim, Conclusion, control_table
 from ..measure import UNIT_ROUNDOFF, ratio
 from ..model_params import model_params
+from ..params import Param
 from ..systems import LinearLoop
+from ..verdict import Diagnostic
 
 FIXED_POINT_RTOL = 1e-10
 """``‖Φ_0(X*) − X*‖_F ≤ FIXED_POINT_RTOL·max(1, ‖X*‖_F)`` for ``X*`` to count as a fixed point."""
@@ -523,6 +525,11 @@ class D7(Claim):
         "gate_moves_spectrum": "J + gG is not block lower-triangular in token-block order with "
         "g-independent diagonal blocks (J above, or G on or above, the P·d "
         "block diagonal is non-zero); otherwise ρ(J + gG) = ρ(J) for all g",
+    }
+    hypothesis_sources = {
+        "reference_is_fixed_point": "implementation",
+        "reference_contractive": "implementation",
+        "gate_moves_spectrum": "implementation",
     }
     conclusion = {
         "margin_two_methods_agree": "|m(grid+Brent) − m(pencil)| ≤ margin_tol",

@@ -81,8 +81,10 @@ from fastslow.numerics.toy.data import (
 )
 from fastslow.theory.exponential_family import sum_factor
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param
+from ..claim import Claim, Conclusion, Control
 from ..measure import relative_error
+from ..params import Param
+from ..verdict import Diagnostic
 
 FAMILY_CHOICES = ("gaussian_ar1",) + EXPONENTIAL_FAMILIES + CONTROL_FAMILIES
 """The designs: the Kalman design, the exponential-family chains and the controls."""
@@ -411,6 +413,9 @@ class D8(Claim):
     hypotheses = {
         "emission_loglik_ratio_affine": "log p(x | z) − log p(x | z₀) is affine in x on the observed token values for every "
         "latent z (relative residual ≤ 1e-9): exponential family with T(x) = x",
+    }
+    hypothesis_sources = {
+        "emission_loglik_ratio_affine": "implementation",
     }
     conclusion = {
         "next_token_predictive_equal": "max |log p_full(x_t) − log p_pooled(x_t)| ≤ tolerance",

@@ -86,9 +86,11 @@ from fastslow.numerics.toy.gated_predictor import (
     train,
 )
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 MARGIN_TOL = 1e-9
 """The margin ``m(J)/‖G‖`` matches its closed form ``(1 − |a|)/|c|`` to this (absolute), and the
@@ -479,6 +481,9 @@ class D9(Claim):
     hypotheses = {
         "blocks_independent": "the data model's population cross-block moments vanish: max "
         "|C_bc| (b ≠ c) = 0 and max |D_bc| = 0",
+    }
+    hypothesis_sources = {
+        "blocks_independent": "implementation",
     }
     conclusion = {
         "population_gradient_zero": "exact population ∂R/∂g and ∂R/∂w at g = 0 are 0",

@@ -101,8 +101,10 @@ from fastslow.numerics.lm.optim import gate_noise_band
 from fastslow.numerics.lm.params import KINDS, LMConfig
 from fastslow.numerics.lm.train import RunSpec, run_all
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 FULL_TOKENS = 500_000
 FULL_SEEDS = 3
@@ -364,6 +366,11 @@ class E1(Claim):
         "cross_block_structure_weak": "the previous block's character histogram explains at most "
         "structure_max of a character's entropy beyond a shuffled-block baseline",
     }
+    hypothesis_sources = {
+        "cross_block_structure_weak": "implementation",
+    }
+    main_instances = ({}, SHORT)
+    """The full experiment and its short profile (:data:`SHORT`, swept over seeds)."""
     conclusion = {
         "gates_within_noise_band": "every final gate of every coupled run is within the noise "
         "band fixed before training",

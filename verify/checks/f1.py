@@ -207,7 +207,7 @@ from fastslow.theory.slow_manifold import (
     sigma_is_smooth,
 )
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..coupling_problem import CouplingProblem, coupling_problem
 from ..measure import (
     asymptotic_slope,
@@ -217,7 +217,9 @@ from ..measure import (
     richardson_difference,
 )
 from ..model_params import model_params
+from ..params import Param
 from ..systems import DepthFlow
+from ..verdict import Diagnostic, at_most
 
 # ----------------------------------------------------------------------------- constants
 
@@ -1549,6 +1551,16 @@ class F1(Claim):
         ),
     }
     hypotheses = {name: meaning for name, (meaning, _) in HYPOTHESIS_DIAGNOSTICS.items()}
+    hypothesis_sources = {
+        "fast_mask_block_local": "implementation",
+        "coarse_map_is_left_eigenprojector": "implementation",
+        "normally_hyperbolic": "implementation",
+        "initial_state_in_basin": "implementation",
+        "reduced_solution_exists": "implementation",
+        "mlp_nonlinearity_smooth": "input",
+        "first_order_correction_nonzero": "implementation",
+        "asymptotic_regime_resolvable": "implementation",
+    }
     conclusion = {
         "block_constant_states_critical": f"(a) max |(A(UY) − I)UY| ≤ {CRITICAL_TOL} at random Y, every layer",
         "generic_states_not_critical": f"(a) min over layers of max |(A(X) − I)X| > {GENERIC_MIN} at generic X",

@@ -78,9 +78,11 @@ from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_least, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit, symbolic_agrees
+from ..params import Param
 from ..systems import GeneratorFamily
+from ..verdict import Diagnostic, at_least, at_most
 
 CHAINS = mk.CHAIN_KINDS
 """The fast generator: the example chain or one of its negative controls."""
@@ -645,6 +647,12 @@ class F2(Claim):
         "spectral gap on the grid",
         "integration_error_resolvable": "the integrator's tolerance rtol + atol ≤ 0.1·ε² for every "
         "ε (the O(ε²) tracking error is above the integration error)",
+    }
+    hypothesis_sources = {
+        "generator_on_grid": "implementation",
+        "one_closed_class_on_grid": "implementation",
+        "initial_layer_negligible": "implementation",
+        "integration_error_resolvable": "input",
     }
     conclusion = {
         "one_zero_eigenvalue": "every Q(y) on the grid has exactly one eigenvalue at 0",

@@ -96,9 +96,11 @@ from fastslow.numerics.toy import markov as mk
 from fastslow.numerics.toy import variational as va
 from fastslow.theory import markov as tm
 
-from ..claim import Claim, Conclusion, Control, Diagnostic, Param, at_most
+from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit
 from ..model_params import model_params
+from ..params import Param
+from ..verdict import Diagnostic, at_most
 
 TARGETS = ("p_st", "discontinuous")
 """The target manifold: F2's ``p_st`` or the control's discontinuous one."""
@@ -532,6 +534,13 @@ class F3(Claim):
         "(both relative violations > violation_tol): A ⊗ Vᵀ − I "
         "is a generator iff neither holds",
     }
+    hypothesis_sources = {
+        "target_chain_irreducible": "implementation",
+        "model_has_hidden_width": "input",
+        "model_is_trained": "input",
+        "state_heterogeneous": "input",
+        "value_map_breaks_generator_form": "implementation",
+    }
     conclusion = {
         "error_falls_with_width": "Kendall τ(width, per-seed mean KL after the last step) < 0, "
         "one-sided p < 0.05",
@@ -657,7 +666,10 @@ class F3(Claim):
     def diagnose(self, inst):
         ys = np.concatenate([inst.ytr, inst.yte])
         reducible = int(sum(not mk.is_irreducible(target_generator(inst.p, y)) for y in ys))
-        width = max(int(th["W1"].shape[1]) for _, th in inst.theta0)
+        width = max(inst.p["widths"])  # the input; the initialised widths must be the same
+        built = [int(th["W1"].shape[1]) for _, th in inst.theta0]
+        if built != [w for w in inst.p["widths"] for _ in range(inst.p["n_seeds"])]:
+            raise RuntimeError(f"the initialised MLP widths {built} are not the parameters' widths")
         n_steps = int(max(inst.p["steps"]))
         spread = min(float(np.abs(X - X[:1]).max()) for _, X in inst.cases)
         tol = inst.p["violation_tol"]

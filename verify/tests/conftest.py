@@ -38,7 +38,6 @@ from pathlib import Path
 import pytest
 
 from fastslow.verify import sweep as sw
-from fastslow.verify.claim import Verdict
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.report import (
@@ -48,6 +47,7 @@ from fastslow.verify.report import (
     writable_dir,
     write_report,
 )
+from fastslow.verify.verdict import Verdict
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()
@@ -265,6 +265,9 @@ def pytest_terminal_summary(terminalreporter, config):
             )
             for r in c["reasons"][:3]:
                 terminalreporter.write_line(f"       {r}")
+        terminalreporter.write_line(
+            "main instances: " + ", ".join(f"{n} {o}" for o, n in rep["outcomes"].items())
+        )
         for r in rep["incomplete_reasons"]:
             terminalreporter.write_line(f"partial: {r}")
         if paths[0].name == "report.partial.json":
