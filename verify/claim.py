@@ -155,6 +155,10 @@ class Claim:
     through the implementation that does not hold is a failure of the suite (outcome ``fails``),
     never ``outside-hypotheses``."""
 
+    sweep_instance: ClassVar[Mapping] = {}
+    """The main instance (one of :attr:`main_instances`) that the thorough seed sweep decides on
+    further seeds; the defaults unless a claim's default instance is too costly to repeat."""
+
     instance: ClassVar[Any] = None
     """The class of the claim's instance, called as ``instance(p, seed)`` by the default
     :meth:`build`."""

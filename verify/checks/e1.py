@@ -370,6 +370,7 @@ class E1(Claim):
         "cross_block_structure_weak": "implementation",
     }
     main_instances = ({}, SHORT)
+    sweep_instance = SHORT
     """The full experiment and its short profile (:data:`SHORT`, swept over seeds)."""
     conclusion = {
         "gates_within_noise_band": "every final gate of every coupled run is within the noise "

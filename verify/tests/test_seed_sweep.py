@@ -10,21 +10,17 @@ the conclusion fails no more often than the claim's declared ``failure_rate`` al
 ``outside-hypotheses`` or ``undecided`` are reported with the diagnostics that decided them. This
 test only writes the table (counts per outcome) to the report and asserts that there is no fault.
 
-E1 is swept on its short profile (:data:`verify.checks.e1.SHORT`, one of its declared main
-instances): one E1 verdict already trains three models on three seeds each, and the full
+Each claim is swept on its ``sweep_instance``; E1 on its short profile (:data:`verify.checks.e1.SHORT`,
+one of its declared main instances): one E1 verdict already trains three models on three seeds each, and the full
 experiment on 12 further base seeds would take hours.
 """
 
 import pytest
 
-from fastslow.verify.checks.e1 import SHORT as E1_SHORT
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.verdict import outcome_counts
 
 SEEDS = list(range(101, 113))
-SWEPT_PARAMS = {"E1": E1_SHORT}
-"""The parameters of a claim's seed sweep where they are not its defaults (each one of the
-claim's declared main instances)."""
 
 
 @pytest.mark.parametrize("cid", [pytest.param(c, marks=pytest.mark.claim(c)) for c in IDS])
@@ -34,7 +30,7 @@ def test_verdicts_across_seeds(cid, claim, thorough, check_sweep):
     unit = CLAIMS[cid]
     if not unit.implemented:
         pytest.skip(f"{cid} is pending")
-    params = SWEPT_PARAMS.get(cid, {})
+    params = dict(unit.sweep_instance)
     verdicts = check_sweep([dict(claim=cid, seed=s, **params) for s in SEEDS], label=f"{cid} seeds")
     inside = [v for v in verdicts if v.outcome in ("holds", "fails")]
     claim.figure(
