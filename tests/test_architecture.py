@@ -248,7 +248,7 @@ def _reference_violations() -> list[str]:
         me = _module_name(path)
         if not (me == "verify.reference" or me.startswith("verify.reference.")):
             continue
-        for lineno, target, names, _, _ in _imports(path):
+        for lineno, target, _names, _, _ in _imports(path):
             if target.split(".")[0] in ("numerics", "theory"):
                 found.append(f"{path.relative_to(ROOT)}:{lineno} imports {target}")
             if target.split(".")[0] == "verify" and not target.startswith("verify.reference"):
