@@ -345,8 +345,13 @@ def _not_computed(reason: str) -> Diagnostic:
 
 def null_vectors(inst: CoupledChain) -> list | None:
     """The normalised null vector of every ``Q(y)`` on the grid, or ``None`` unless the numerical
-    null space is one-dimensional on the whole grid."""
-    null = [mk.unique_null_vector(Q) for Q in inst.Qs]
+    null space is one-dimensional on the whole grid and the null vector could be normalised (the
+    hypotheses, decided on the symbolic chain, already say it exists: the parts that need it then
+    fail)."""
+    try:
+        null = [mk.unique_null_vector(Q) for Q in inst.Qs]
+    except ValueError:  # the code under test finds no distribution on a generator of the chain
+        return None
     return null if all(q is not None for q in null) else None
 
 
@@ -561,7 +566,10 @@ def attention_link_row(kind: str, P: int) -> dict:
     and exactly, its ``p_st``, conserved quantities, classes and gap."""
     K = frozen_kernel(kind, P, P)  # one block: T = P
     G = (K - np.eye(P)).T  # column convention
-    p_num = mk.stationary_distribution(G)
+    try:
+        p_num = mk.stationary_distribution(G)
+    except ValueError:  # the code under test finds no distribution: every comparison fails
+        p_num = np.full(P, np.inf)
     exact = tm.within_block_stationary(kind, P)
     p_ex = np.array([float(x) for x in exact["p_st"]])
     K_ex = np.array(exact["kernel"].tolist(), dtype=float)
