@@ -306,6 +306,23 @@ CATALOGUE: tuple[Mutant, ...] = (
         ("D8",),
         "the pooled HMM filter's prediction of token k already reads token k",
     ),
+    # ------------------------------------------------------------------ numerics/lm, integrators
+    M(
+        "lm-slow-shift-missing",
+        "numerics/lm/batched.py",
+        "    out[:, P:] = np.repeat(Y[:, :-1], P, axis=1)",
+        "    out[:, :] = np.repeat(Y, P, axis=1)",
+        ("E1",),
+        "the language model's slow path without the one-block shift (reads its own block: a leak)",
+    ),
+    M(
+        "dopri5-stage-dropped",
+        "numerics/integrators/dopri5.py",
+        "            + hs * DP_A[6, 4] * k4[i]\n",
+        "\n",
+        ("D2",),
+        "DOPRI5's solution update drops the fifth stage's term (the error estimate does not see it)",
+    ),
     # ------------------------------------------------------------------ theory/
     M(
         "theory-value-factor-transposed",
@@ -334,8 +351,8 @@ CATALOGUE: tuple[Mutant, ...] = (
     M(
         "theory-curvature-sign",
         "theory/slow_manifold.py",
-        "    curv = Lv.T * A1.subs(sol) * H1",
-        "    curv = -Lv.T * A1.subs(sol) * H1",
+        "    f1_small = Lv.T * R_fast(Xm + eps * Hs) + eps * curv_small",
+        "    f1_small = Lv.T * R_fast(Xm + eps * Hs) - eps * curv_small",
         ("F1",),
         "theory's attention-curvature term of the first-order reduced flow with the wrong sign",
     ),
