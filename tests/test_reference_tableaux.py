@@ -24,7 +24,7 @@ def dop853(arrs):
         + R.runge_kutta_conditions(A, b - arrs["DOP_E5"], c, 5, "b - e5: ")
         + R.runge_kutta_conditions(A, b - arrs["DOP_E3"], c, 3, "b - e3: ")
         + [
-            R._cond("B = last row", [x], y)
+            R.condition("B = last row", [x], y)
             for x, y in zip(map(R.exact, arrs["DOP_B"]), map(R.exact, b))
         ]
     )
@@ -42,7 +42,7 @@ def radau(arrs):
 def ros34pw2(arrs):
     G = arrs["ROS_GAMMA_MATRIX"].copy()
     return R.rosenbrock_w_conditions(arrs["ROS_ALPHA"], G, arrs["ROS_B"], arrs["ROS_BHAT"]) + [
-        R._cond("γ", [R.exact(arrs["ROS_GAMMA"][0])], R.exact(G[0, 0]))
+        R.condition("γ", [R.exact(arrs["ROS_GAMMA"][0])], R.exact(G[0, 0]))
     ]
 
 

@@ -48,7 +48,7 @@ class Condition:
         return abs(self.residual) <= ROUNDING_UNITS * UNIT_ROUNDOFF * (1 + self.size)
 
 
-def _cond(name: str, terms: list, target: Fraction) -> Condition:
+def condition(name: str, terms: list, target: Fraction) -> Condition:
     return Condition(
         name, sum(terms, Fraction(0)) - target, sum((abs(t) for t in terms), Fraction(0))
     )
@@ -98,7 +98,7 @@ def runge_kutta_conditions(A, b, c, order: int, name: str = "") -> list:
     b = [exact(x) for x in b]
     c = [exact(x) for x in c]
     s = len(b)
-    out = [_cond(f"{name}c[{i}] = Σ_j a_{i}j", list(A[i][:s]), c[i]) for i in range(s)]
+    out = [condition(f"{name}c[{i}] = Σ_j a_{i}j", list(A[i][:s]), c[i]) for i in range(s)]
     memo: dict = {}
 
     def phi(t):
@@ -118,7 +118,7 @@ def runge_kutta_conditions(A, b, c, order: int, name: str = "") -> list:
         for k, t in enumerate(trees(p)):
             v = phi(t)
             out.append(
-                _cond(
+                condition(
                     f"{name}order {p} tree {k}",
                     [b[i] * v[i] for i in range(s)],
                     Fraction(1, density(t)),
@@ -134,7 +134,7 @@ def quadrature_conditions(b, c, order: int, name: str = "", extra: Fraction = Fr
     out = []
     for k in range(1, order + 1):
         terms = [bi * ci ** (k - 1) for bi, ci in zip(b, c)] + ([extra] if k == 1 else [])
-        out.append(_cond(f"{name}quadrature {k}", terms, Fraction(1, k)))
+        out.append(condition(f"{name}quadrature {k}", terms, Fraction(1, k)))
     return out
 
 
@@ -146,7 +146,7 @@ def collocation_conditions(A, c, stages: int, name: str = "") -> list:
     for i in range(len(c)):
         for k in range(1, stages + 1):
             terms = [A[i][j] * c[j] ** (k - 1) for j in range(len(c))]
-            out.append(_cond(f"{name}C({k}) row {i}", terms, c[i] ** k / k))
+            out.append(condition(f"{name}C({k}) row {i}", terms, c[i] ** k / k))
     return out
 
 
@@ -155,7 +155,7 @@ def moment_conditions(e, c, targets: list, name: str = "") -> list:
     e = [exact(x) for x in e]
     c = [exact(x) for x in c]
     return [
-        _cond(f"{name}moment {k}", [ej * cj**k for ej, cj in zip(e, c)], Fraction(t))
+        condition(f"{name}moment {k}", [ej * cj**k for ej, cj in zip(e, c)], Fraction(t))
         for k, t in enumerate(targets, start=1)
     ]
 
@@ -179,23 +179,26 @@ def rosenbrock_w_conditions(alpha, Gamma, b, bhat, name: str = "") -> list:
         return [x * y for x, y in zip(w, v)]
 
     one = [Fraction(1)] * s
-    out = [_cond(f"{name}diagonal {i} = γ", [G[i][i]], gam) for i in range(1, s)]
+    out = [condition(f"{name}diagonal {i} = γ", [G[i][i]], gam) for i in range(1, s)]
     for tag, w, order in (("b", b, 3), ("bhat", bh, 2)):
         out += [
-            _cond(f"{name}{tag}: Σb = 1", dot(w, one), Fraction(1)),
-            _cond(f"{name}{tag}: Σ b α_i = 1/2", dot(w, al), Fraction(1, 2)),
-            _cond(f"{name}{tag}: Σ b γ_i = −γ", dot(w, gi), -gam),
+            condition(f"{name}{tag}: Σb = 1", dot(w, one), Fraction(1)),
+            condition(f"{name}{tag}: Σ b α_i = 1/2", dot(w, al), Fraction(1, 2)),
+            condition(f"{name}{tag}: Σ b γ_i = −γ", dot(w, gi), -gam),
         ]
         if order >= 3:
             out += [
-                _cond(f"{name}{tag}: Σ b α_i² = 1/3", dot(w, [x * x for x in al]), Fraction(1, 3)),
-                _cond(f"{name}{tag}: bᵀα α = 1/6", dot(w, mv(a, al)), Fraction(1, 6)),
-                _cond(f"{name}{tag}: bᵀα γ = −γ/2", dot(w, mv(a, gi)), -gam / 2),
-                _cond(f"{name}{tag}: bᵀΓ α = −γ/2", dot(w, mv(Gs, al)), -gam / 2),
-                _cond(f"{name}{tag}: bᵀΓ γ = γ²", dot(w, mv(Gs, gi)), gam * gam),
+                condition(
+                    f"{name}{tag}: Σ b α_i² = 1/3", dot(w, [x * x for x in al]), Fraction(1, 3)
+                ),
+                condition(f"{name}{tag}: bᵀα α = 1/6", dot(w, mv(a, al)), Fraction(1, 6)),
+                condition(f"{name}{tag}: bᵀα γ = −γ/2", dot(w, mv(a, gi)), -gam / 2),
+                condition(f"{name}{tag}: bᵀΓ α = −γ/2", dot(w, mv(Gs, al)), -gam / 2),
+                condition(f"{name}{tag}: bᵀΓ γ = γ²", dot(w, mv(Gs, gi)), gam * gam),
             ]
     out += [
-        _cond(f"{name}stiffly accurate b_{j}", [a[s - 1][j], G[s - 1][j]], b[j]) for j in range(s)
+        condition(f"{name}stiffly accurate b_{j}", [a[s - 1][j], G[s - 1][j]], b[j])
+        for j in range(s)
     ]
-    out.append(_cond(f"{name}α_s = 1", a[s - 1], Fraction(1)))
+    out.append(condition(f"{name}α_s = 1", a[s - 1], Fraction(1)))
     return out
