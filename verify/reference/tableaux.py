@@ -49,6 +49,7 @@ class Condition:
 
 
 def condition(name: str, terms: list, target: Fraction) -> Condition:
+    """The condition ``Σ terms = target`` (exact)."""
     return Condition(
         name, sum(terms, Fraction(0)) - target, sum((abs(t) for t in terms), Fraction(0))
     )
