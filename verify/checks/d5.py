@@ -674,7 +674,9 @@ class D5(Claim):
             brute_force_parts(inst, modes),
             kernel_constant_part(inst, modes),
             coarse_stack_part(inst),
-            reference_part(inst, modes, *inst.reference),
+            reference_part(
+                inst, modes, *(getattr(inst, "reference", None) or reference_mode_ratio(inst))
+            ),
         ):
             parts.update(more_parts)
             figures.update(more_figures)
