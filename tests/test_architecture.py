@@ -239,3 +239,34 @@ def test_code_cites_the_repository_not_an_outside_spec():
     outside = "SPEC" + " §"  # spelled in two parts so that this file does not cite it
     cited = [f for f in files if outside in (ROOT / f).read_text(errors="replace")]
     assert cited == []
+
+
+def _reference_violations() -> list[str]:
+    """Imports of ``numerics`` or ``theory`` by a module of ``verify.reference``."""
+    found = []
+    for path in _sources():
+        me = _module_name(path)
+        if not (me == "verify.reference" or me.startswith("verify.reference.")):
+            continue
+        for lineno, target, _names, _, _ in _imports(path):
+            if target.split(".")[0] in ("numerics", "theory"):
+                found.append(f"{path.relative_to(ROOT)}:{lineno} imports {target}")
+            if target.split(".")[0] == "verify" and not target.startswith("verify.reference"):
+                found.append(f"{path.relative_to(ROOT)}:{lineno} imports {target}")
+    return found
+
+
+def test_references_share_no_code_with_the_code_under_test():
+    """``verify.reference`` (the formulas written out independently) imports nothing from
+    ``numerics``, ``theory`` or the rest of ``verify``: only NumPy and the standard library."""
+    assert _reference_violations() == []
+
+
+def test_the_reference_rule_sees_a_planted_import():
+    fake = ROOT / "verify" / "reference" / "_probe.py"
+    fake.write_text("from fastslow.numerics.model import kernels\nimport fastslow.theory.kernels\n")
+    try:
+        found = _reference_violations()
+    finally:
+        fake.unlink()
+    assert sum("_probe" in w for w in found) == 2

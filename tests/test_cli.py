@@ -44,7 +44,7 @@ def test_check_prints_a_json_verdict_and_exits_0_when_the_claim_holds():
         "holds": True,
         "value": 0,
         "rule": "number of fast-mask entries with s > t; 0 required",
-        "source": "implementation",
+        "source": "reference",
     }
 
 

@@ -10,10 +10,15 @@ Checked by perturbing one input token at a time by an O(1) random row and record
 entries are exact zeros in every product), so the tolerance is 0; the diagonal must be non-zero
 (otherwise the check is vacuous).
 
-Hypotheses, read off the instance's own masks (not from the parameter names): the fast mask has
-no entry above the diagonal; the slow path's effective token-level mask (the block-level slow
-mask, shifted by one block through ``U_c``) lets token ``t`` see only blocks that end before
-``t``; every gate is non-zero (otherwise the slow path is not tested).
+Hypotheses, decided independently of the model under test: the fast mask has no entry above the
+diagonal (a named mask written from its definition in :mod:`verify.reference.layer`, a user mask
+as given); the slow path's token-level mask (the block-level slow mask of the reference, shifted
+by one block through the reference ``U_c``) lets token ``t`` see only blocks that end before
+``t``; every gate is non-zero (the gates are drawn by the check). A model whose own mask or shift
+is wrong therefore satisfies the hypotheses and fails the conclusion. The conclusion also checks
+that the model computes the §1 layer (:func:`verify.against_reference.layer_part`: each layer
+against the reference on the same input, within 64 units of round-off): a wrong score scale, a
+wrong pooling or shift, a wrong norm or nonlinearity is a failure, even where causality survives.
 
 Negative controls: v1's ``slow_mask="full"`` (block ``b`` sees blocks after ``b − 1`` through the
 shifted slow output) and a bidirectional fast mask (leaks within blocks).
@@ -24,11 +29,12 @@ from __future__ import annotations
 import numpy as np
 
 import fastslow.numerics as nm
-from fastslow.numerics.model.masks import block_level_mask
 
+from ..against_reference import layer_part
 from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
 from ..params import Param
+from ..reference import layer as ref
 from ..systems import DepthFlow
 from ..verdict import Diagnostic
 
@@ -50,12 +56,16 @@ def dependence_matrix(
 
 
 def slow_token_mask(cfg: nm.ModelConfig) -> np.ndarray:
-    """``M[t, s]``: token ``t``'s slow input may read token ``s`` (block-level slow mask composed
-    with the one-block shift ``U_c`` and block pooling)."""
-    Mb = block_level_mask(cfg.slow_mask, cfg.N)  # block b' reads block c
-    shifted = np.zeros_like(Mb)
-    shifted[1:] = Mb[:-1]  # U_c: block b receives row b − 1
-    return np.kron(shifted, np.ones((cfg.P, cfg.P), dtype=bool))
+    """``M[t, s]``: token ``t``'s slow input may read token ``s`` (the reference's block-level slow
+    mask composed with its one-block shift ``U_c`` and block pooling)."""
+    return ref.slow_token_mask(cfg.slow_mask, cfg.T, cfg.P)
+
+
+def fast_mask(cfg: nm.ModelConfig) -> np.ndarray:
+    """The fast mask: a named one from the reference's definition, a user array as given."""
+    if isinstance(cfg.mask, str):
+        return ref.named_mask(cfg.mask, cfg.T, cfg.P)
+    return np.asarray(cfg.mask, dtype=bool)
 
 
 class Instance:
@@ -87,8 +97,8 @@ class Instance:
 
 
 def fast_future_entries(cfg: nm.ModelConfig) -> int:
-    """The number of fast-mask entries ``(t, s)`` with ``s > t``."""
-    return int(np.triu(cfg.mask_array, k=1).sum())
+    """The number of fast-mask entries ``(t, s)`` with ``s > t`` (:func:`fast_mask`)."""
+    return int(np.triu(fast_mask(cfg), k=1).sum())
 
 
 def slow_late_entries(cfg: nm.ModelConfig) -> int:
@@ -202,6 +212,13 @@ class A1(Claim):
         "no_future_dependence": "max_{s>t} |Δ out_t| = 0 (bitwise)",
         "slow_input_block_constant": "the slow input is the same for every token of a block (bitwise)",
         "check_not_vacuous": "every out_t depends on X_t (min diagonal dependence > 0)",
+        "model_computes_reference_layer": "each layer of the model equals the reference §1 layer "
+        "on the same input within 64 units of round-off",
+    }
+    hypothesis_sources = {
+        "fast_mask_causal": "reference",
+        "slow_path_sees_only_completed_blocks": "reference",
+        "gates_nonzero": "input",
     }
     controls = (
         Control(
@@ -282,6 +299,7 @@ class A1(Claim):
             "check_not_vacuous": Diagnostic(
                 diag_min > 0.0, diag_min, "min_t |Δ out_t| for δX_t > 0"
             ),
+            "model_computes_reference_layer": layer_part(inst.model, inst.X0),
         }
         return Conclusion(
             parts,

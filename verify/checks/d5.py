@@ -23,7 +23,12 @@ the diagonal blocks), the full stack with gate ``gate ≠ 0`` on ``U Y_0`` again
 ``U · coarse_stack(Y_0)``. Also reported: the relative within-block fluctuation
 ``‖(I − UB)δX_L‖ / ‖δX_L‖`` (linear and nonlinear) against its bound.
 
-Hypothesis: the instance saturates within its depth, ``L* ≤ L`` (measured from the d×d products).
+Hypothesis: the instance saturates within its depth, ``L* ≤ L``, decided from the reference
+(:func:`reference_mode_ratio`: the layer written from the §1 formulas, differentiated by the complex
+step along its own homogeneous trajectory, the factors ``N_l + λM_l`` read off one token probe
+with the reference kernel, the exact eigenvalues of :mod:`verify.reference.spectra`), not from the
+d×d products under test. The conclusion part ``mode_data_match_reference`` compares the two: the
+eigenvalues used must be the exact ones, and ``r(l)`` must agree for ``l ≤ L*``.
 
 Caveats: ``L*`` is the first crossing; for weak value maps ``r(L)`` is not monotone and can rise
 above ``τ`` again (the instance then fails ``saturated_after_L_star``). For the global causal mask
@@ -63,12 +68,18 @@ from ..measure import (
 )
 from ..model_params import model_params
 from ..params import Param
+from ..reference import layer as ref
+from ..reference import spectra as ref_spectra
 from ..verdict import Diagnostic, at_most
 
 BRUTE_FORCE_R_REL = 1e-10
 """Relative agreement of r(L) from the dense product with r(L) from the d×d products (up to L*)."""
 KERNEL_CONSTANT_REL = 1e-12
 """Relative agreement of the closed-form c_K with the exact rational one."""
+REFERENCE_R_REL = 1e-10
+"""Relative agreement of r(l) (d×d products under test) with r(l) of the reference, for l ≤ L*
+(the two differ by the rounding of L products of d×d factors, each exact to a few units of
+round-off; measured at the defaults on the three named masks: below 3e-15)."""
 
 
 def positive(default: float, meaning: str, high: float = 1.0) -> Param:
@@ -103,6 +114,96 @@ class Instance:
     def X0(self) -> np.ndarray:
         """The homogeneous input ``1 x_0ᵀ``."""
         return np.ones((self.cfg.T, 1)) * self.x0
+
+
+# ----------------------------------------------------------------------------- the reference
+
+
+def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
+    """``(exact distinct eigenvalues, F)`` with ``F[l, k] = N_l + λ_k M_l`` of the reference layer
+    (g = 0) along its own homogeneous trajectory from ``1 x_0ᵀ``. The linearised layer at a
+    homogeneous state is ``δX ↦ δX N + K δX M`` (theory, claim D4), so the probe ``δX = e_0 e_iᵀ``
+    returns ``e_iᵀ(N + K_00 M)`` in row 0 and ``K_10 e_iᵀ M`` in row 1 (``K`` the reference kernel;
+    ``P = 1`` or ``T = 1``: ``K = I``, only ``N + M`` is needed)."""
+    cfg = inst.cfg
+    s = ref.setting_of(cfg)
+    lams = ref_spectra.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+    Kmask = s.mask / s.mask.sum(axis=1, keepdims=True)
+    X = inst.X0
+    E = inst.X0
+    F = np.empty((inst.model.L, len(lams), cfg.d, cfg.d))
+    for l, p in enumerate(inst.model.layers):
+        w, _ = ref.weights_of(p)
+
+        def f(Z, w=w):
+            return ref.layer(s, w, 0.0, Z, E)
+
+        rows_N, rows_M = [], []
+        for i in range(cfg.d):
+            dX = np.zeros_like(X)
+            dX[0, i] = 1.0
+            out = ref.jvp(f, X, dX)
+            if len(lams) > 1:
+                Mi = out[1] / Kmask[1, 0]
+                rows_M.append(Mi)
+                rows_N.append(out[0] - Kmask[0, 0] * Mi)
+            else:
+                rows_N.append(out[0])
+                rows_M.append(np.zeros(cfg.d))
+        N, M = np.array(rows_N), np.array(rows_M)
+        for k, lam in enumerate(lams):
+            F[l, k] = N + float(lam) * M
+        X = f(X)
+    return lams, F
+
+
+def reference_mode_ratio(inst: Instance) -> tuple[list, np.ndarray]:
+    """``(exact eigenvalues, r(l))`` at depths 1…L from :func:`reference_factors`:
+    ``r = max_{λ≠1} ‖D_λ‖₂ / σ_min(D_1)`` (``inf`` where ``D_1`` is singular)."""
+    lams, F = reference_factors(inst)
+    d = inst.cfg.d
+    D = [np.eye(d) for _ in lams]
+    r = np.empty(F.shape[0])
+    for l in range(F.shape[0]):
+        D = [Dk @ F[l, k] for k, Dk in enumerate(D)]
+        smin = np.linalg.svd(D[0], compute_uv=False)[-1]
+        top = max((np.linalg.norm(Dk, 2) for Dk in D[1:]), default=0.0)
+        r[l] = top / smin if smin > 0 else np.inf
+    return lams, r
+
+
+def reference_part(
+    inst: Instance, modes: Modes, lams: list, r_ref: np.ndarray
+) -> tuple[dict, dict]:
+    """``mode_data_match_reference``: the eigenvalues used are the exact ones, and ``r(l)`` of the
+    d×d products agrees with the reference's to :data:`REFERENCE_R_REL` for ``l ≤ L*``."""
+    used = [float(x) for x in inst.lams]
+    exact = [float(x) for x in lams]
+    hits = [l + 1 for l, r in enumerate(r_ref) if r <= inst.p["tau"]]  # depths count from 1
+    L_ref = float(hits[0]) if hits else float("inf")
+    upto = inst.model.L if not np.isfinite(L_ref) else int(L_ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = elementwise_relative_error(modes.r[:upto], r_ref[:upto])
+    worst = float(np.max(rel)) if rel.size else 0.0
+    figures = {
+        "L_star_reference": L_ref,
+        "r_reference_final": float(r_ref[-1]),
+        "r_vs_reference_rel_max": worst,
+        "eigenvalues_exact": exact,
+    }
+    part = Diagnostic(
+        used == exact and worst <= REFERENCE_R_REL and modes.L_star == L_ref,
+        {
+            "eigenvalues_used": used,
+            "eigenvalues_exact": exact,
+            "r_rel_max": worst,
+            "L_star": modes.L_star,
+            "L_star_reference": L_ref,
+        },
+        f"the distinct eigenvalues used = the exact ones, max_{{l ≤ L*}} |r(l) − r_ref(l)| / "
+        f"r_ref(l) ≤ {REFERENCE_R_REL}, and L* = the reference's first depth with r_ref ≤ τ",
+    )
+    return {"mode_data_match_reference": part}, figures
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -489,11 +590,12 @@ class D5(Claim):
     }
 
     hypotheses = {
-        "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the d×d mode products",
+        "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the reference layer "
+        "(complex-step factors N_l + λM_l, exact eigenvalues)",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
     }
     hypothesis_sources = {
-        "saturates_within_depth": "implementation",
+        "saturates_within_depth": "reference",
         "sigma_smooth_where_differenced": "implementation",
     }
     conclusion = {
@@ -508,6 +610,9 @@ class D5(Claim):
         "nonlinear_matches_linear": "‖central difference of the stack − δX_L‖ / ‖δX_L‖ ≤ fd_tol",
         "kernel_constant_exact": f"T ≤ exact_max_T: |c_K − exact rational c_K| ≤ "
         f"{KERNEL_CONSTANT_REL}·max(1, c_K)",
+        "mode_data_match_reference": "the distinct eigenvalues used are the exact ones, r(l) "
+        f"agrees with the reference's to {REFERENCE_R_REL} relative for l ≤ L*, and L* is the "
+        "reference's",
         "coarse_stack_exact": "block-local fast mask (no entry outside the diagonal blocks): "
         "stack(U Y_0) = U coarse_stack(Y_0) and the output is block-constant, "
         "both ≤ tol + 10·(the stack's relative response to a rounding-size input change) relative",
@@ -543,7 +648,8 @@ class D5(Claim):
     instance = Instance
 
     def diagnose(self, inst):
-        r, _ = lin.mode_ratio(inst.N, inst.M, inst.lams)
+        inst.reference = reference_mode_ratio(inst)
+        r = inst.reference[1]
         Lstar = lin.saturation_depth(r, inst.p["tau"])
         return {
             "saturates_within_depth": Diagnostic(
@@ -570,6 +676,9 @@ class D5(Claim):
             brute_force_parts(inst, modes),
             kernel_constant_part(inst, modes),
             coarse_stack_part(inst),
+            reference_part(
+                inst, modes, *(getattr(inst, "reference", None) or reference_mode_ratio(inst))
+            ),
         ):
             parts.update(more_parts)
             figures.update(more_figures)

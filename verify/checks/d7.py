@@ -22,7 +22,11 @@ gated fixed point and the nonlinear iteration is only reported (the conclusion p
 Hypotheses, measured on the instance:
 
 * ``reference_is_fixed_point``: ``‖Φ_0(X*) − X*‖_F`` is at rounding level;
-* ``reference_contractive``: ``ρ(J) < 1`` (measured);
+* ``reference_contractive``: ``ρ(J_ref) < 1`` with ``J_ref`` the Jacobian of the reference layer
+  written from the §1 formulas (:mod:`verify.reference.layer`, complex step), not the ``J`` under
+  test (a user ``LinearLoop``'s ``J`` is its input); the conclusion part
+  ``jacobians_match_reference`` compares ``J`` and ``G`` with the reference's within 64 units of
+  round-off, so a wrong linearisation fails instead of leaving the hypotheses;
 * ``gate_moves_spectrum``: ``J + gG`` is *not* block lower-triangular in token-block order with
   ``g``-independent diagonal blocks, i.e. not (``J`` has no entry above the ``P·d`` block diagonal
   and ``G`` none on or above it). When that structure is present, ``ρ(J + gG) = ρ(J)`` for every
@@ -78,6 +82,12 @@ from fastslow.numerics.analysis.stability import (
 )
 from fastslow.numerics.model import kernels
 
+from ..against_reference import (
+    JACOBIAN_UNITS,
+    jacobian_deviation,
+    reference_layer_jacobian,
+    reference_slow_jacobian,
+)
 from ..claim import Claim, Conclusion, control_table
 from ..measure import UNIT_ROUNDOFF, ratio
 from ..model_params import model_params
@@ -148,6 +158,9 @@ class Instance:
         self.cfg, self.lp, self.Xs, self.E = reference_point(p, seed)
         self.J = layer_jacobian(self.cfg, self.lp, self.Xs, self.E)
         self.G = self.cfg.h * slow_jacobian(self.cfg, self.lp, self.Xs)
+        # the same linearisations from the reference written from the formulas (complex step)
+        self.J_ref = reference_layer_jacobian(self.cfg, self.lp, self.Xs, self.E)
+        self.G_ref = self.cfg.h * reference_slow_jacobian(self.cfg, self.lp, self.Xs)
         self.X_init = self.Xs + p["init_size"] * np.random.default_rng(i_seed).standard_normal(
             self.Xs.shape
         )
@@ -206,6 +219,7 @@ class LoopInstance:
     def __init__(self, p: dict, seed: int, system: LinearLoop):
         _, _, i_seed = np.random.SeedSequence(seed).spawn(3)
         self.p, self.J, self.G = p, system.J, system.G
+        self.J_ref, self.G_ref = None, None  # the input is the linearisation itself
         self.Xs = np.zeros(self.J.shape[0])
         self.X_init = p["init_size"] * np.random.default_rng(i_seed).standard_normal(self.Xs.shape)
 
@@ -236,6 +250,25 @@ class LoopInstance:
 # --------------------------------------------------------------------------- hypotheses
 
 
+def reference_part(inst) -> Diagnostic:
+    """``jacobians_match_reference``: ``J`` and ``G`` against the reference's, in units of
+    round-off relative to their largest entries."""
+    if inst.J_ref is None:
+        why = "not evaluated: a user LinearLoop's J and G are its input"
+        return Diagnostic(True, why, why)
+    dev = {
+        "J_units": jacobian_deviation(inst.J, inst.J_ref),
+        "G_units": jacobian_deviation(inst.G, inst.G_ref) if np.any(inst.G_ref) else 0.0,
+    }
+    if not np.any(inst.G_ref):
+        dev["G_units"] = float("inf") if np.any(inst.G) else 0.0
+    return Diagnostic(
+        max(dev.values()) <= JACOBIAN_UNITS,
+        dev,
+        f"max|J − J_ref|, max|G − G_ref| in units of u·max|ref| ≤ {JACOBIAN_UNITS}",
+    )
+
+
 def token_block_structure(J: np.ndarray, G: np.ndarray, block: int) -> dict:
     """Relative size of ``J`` above and of ``G`` on-or-above the token-block diagonal (blocks of
     ``block`` rows/columns): both 0 means ``J + gG`` is block lower-triangular with
@@ -262,12 +295,26 @@ def rho_variation(J: np.ndarray, G: np.ndarray, unit: float) -> float:
 # --------------------------------------------------------------------------- conclusion parts
 
 
+def dense_sigma_min(J: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+    """``σ_min(e^{iθ}I − J)`` on the angles ``thetas`` straight from ``numpy.linalg.svd`` (an
+    evaluation independent of :func:`numerics.analysis.stability.sigma_min_on_circle`, the code
+    under test; singular values are unique, so no LAPACK choice enters)."""
+    n = J.shape[0]
+    out = np.empty(thetas.size)
+    chunk = max(1, 2**16 // max(1, n * n))
+    for s in range(0, thetas.size, chunk):
+        z = np.exp(1j * thetas[s : s + chunk])
+        Z = z[:, None, None] * np.eye(n) - J[None]
+        out[s : s + chunk] = np.linalg.svd(Z, compute_uv=False)[:, -1]
+    return out
+
+
 def margin_parts(J: np.ndarray, rho_J: float, p: dict) -> tuple[dict, dict]:
     """The margin ``m(J)`` by grid+Brent, by the pencil bisection and by a dense grid of angles:
     the parts ``margin_two_methods_agree`` and ``margin_is_a_minimum``, and their figures."""
     m = stability_margin(J)
     cert = margin_certificate(J)
-    dense = float(sigma_min_on_circle(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
+    dense = float(dense_sigma_min(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
     gap = abs(m - cert.margin)
     figures = {
         "margin": m,
@@ -528,10 +575,13 @@ class D7(Claim):
     }
     hypothesis_sources = {
         "reference_is_fixed_point": "implementation",
-        "reference_contractive": "implementation",
+        "reference_contractive": "reference",
         "gate_moves_spectrum": "implementation",
     }
     conclusion = {
+        "jacobians_match_reference": "J and G equal the reference layer's and slow path's "
+        f"complex-step Jacobians within {JACOBIAN_UNITS} units of round-off (a user LinearLoop: "
+        "its input, not evaluated)",
         "margin_two_methods_agree": "|m(grid+Brent) − m(pencil)| ≤ margin_tol",
         "margin_is_a_minimum": "m ≤ min of σ_min on a dense grid + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
         "contractive_inside_margin": "max ρ(J + gG) < 1 over |g| ≤ 0.999·m/‖G‖₂",
@@ -626,12 +676,17 @@ class D7(Claim):
 
     def diagnose(self, inst):
         residual, fp_bound = inst.fixed_point_residual()
-        rho = spectral_radius(inst.J)
+        J_ref = inst.J if inst.J_ref is None else inst.J_ref
+        rho = float(np.max(np.abs(np.linalg.eigvals(J_ref)))) if J_ref.size else 0.0
         return {
             "reference_is_fixed_point": Diagnostic(
                 residual <= fp_bound, residual, f"‖Φ_0(X*) − X*‖_F ≤ {fp_bound:.3g}"
             ),
-            "reference_contractive": Diagnostic(rho < 1.0, rho, "ρ(J) < 1"),
+            "reference_contractive": Diagnostic(
+                rho < 1.0,
+                rho,
+                "ρ(J_ref) < 1 (J_ref: the reference layer's Jacobian; a user J as given)",
+            ),
             "gate_moves_spectrum": inst.gate_moves_spectrum(),
         }
 
@@ -660,7 +715,12 @@ class D7(Claim):
                 "nonlinear iteration reported only: Slow(X*) ≠ 0 moves the fixed point with g"
             )
         return Conclusion(
-            {**margin, **gates, "nonlinear_loop": nonlinear_loop_part(runs, slow_at_ref)},
+            {
+                **margin,
+                **gates,
+                "nonlinear_loop": nonlinear_loop_part(runs, slow_at_ref),
+                "jacobians_match_reference": reference_part(inst),
+            },
             figures,
             tolerance={
                 "margin_methods_abs": p["margin_tol"],

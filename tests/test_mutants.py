@@ -1,0 +1,74 @@
+"""The mutation catalogue (verify.mutants) applies cleanly to the current tree, and its runner
+applies, reverts and reads outcomes as it says (cheap: no claim is run here; the full run is
+``pytest verify --thorough``, verify/tests/test_mutants.py)."""
+
+import os
+from pathlib import Path
+
+from fastslow.verify import mutants as mu
+
+
+def test_every_snippet_occurs_exactly_once_in_the_current_tree():
+    assert mu.catalogue_problems() == []
+
+
+def test_the_catalogue_is_large_and_holds_the_nine_of_issue_27():
+    assert len(mu.CATALOGUE) >= 34
+    assert sum(m.origin == "issue 27" for m in mu.CATALOGUE) == 9
+    tops = {m.file.split("/")[0] for m in mu.CATALOGUE}
+    assert {"theory", "numerics", "verify"} <= tops
+    parts = {m.file.split("/")[1] for m in mu.CATALOGUE if m.file.startswith("numerics/")}
+    assert {"model", "analysis", "toy", "lm", "integrators"} <= parts
+
+
+def test_problems_are_reported(tmp_path):
+    bad = mu.Mutant("x", "numerics/model/kernels.py", "no such text", "y", ("A1",), "nothing")
+    twice = mu.Mutant("x", "numerics/model/kernels.py", "return", "y", ("Z9",), "nothing")
+    probs = mu.catalogue_problems(catalogue=(bad, twice))
+    assert any("occurs 0 times" in p for p in probs)
+    assert any("duplicated id" in p for p in probs)
+    assert any("not registered" in p for p in probs)
+
+
+def test_applied_reverts_content_and_mtime(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\ny = 2\n")
+    os.utime(f, ns=(10**18, 10**18))
+    m = mu.Mutant("t", "a.py", "y = 2", "y = 3", ("A1",), "test")
+    with mu.applied(m, tmp_path):
+        assert f.read_text() == "x = 1\ny = 3\n"
+    assert f.read_text() == "x = 1\ny = 2\n"
+    assert f.stat().st_mtime_ns == 10**18
+
+
+def test_scratch_tree_keeps_mtimes_and_leaves_caches_out(tmp_path):
+    src = tmp_path / "src"
+    (src / "pkg" / "__pycache__").mkdir(parents=True)
+    (src / "pkg" / "m.py").write_text("pass\n")
+    (src / "pkg" / "__pycache__" / "m.pyc").write_text("")
+    os.utime(src / "pkg" / "m.py", ns=(10**18, 10**18))
+    dst = mu.scratch_tree(src, tmp_path / "dst")
+    assert (dst / "pkg" / "m.py").stat().st_mtime_ns == 10**18
+    assert not (dst / "pkg" / "__pycache__").exists()
+
+
+def test_only_fails_counts_as_caught():
+    table = mu.table(
+        [
+            {
+                **mu.CATALOGUE[0].__dict__,
+                "runs": {"D5": {"outcome": o, "seconds": 1.0}},
+                "caught": o == "fails",
+            }
+            for o in ("fails", "outside-hypotheses", "undecided", "holds", "error")
+        ]
+    )
+    assert [r[5] for r in table["rows"]] == ["caught"] + ["SURVIVED"] * 4
+
+
+def test_the_mutated_file_is_really_imported_from_the_scratch_tree():
+    """The runner refuses a scratch tree whose checks would import another copy (it compares
+    ``fastslow.verify.claim.__file__`` with the scratch root)."""
+    root = Path(mu.ROOT)
+    where = mu.imported_from(root, mu.environment(root, root / ".numba_cache"))
+    assert root.resolve() in where.resolve().parents
