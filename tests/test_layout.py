@@ -149,3 +149,10 @@ def test_a_clone_without_symbolic_links_runs_its_own_code(tmp_path):
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-1000:] + res.stderr[-2000:]
     assert json.loads(res.stdout)["verdict"] == "holds"
+
+
+def test_test_files_have_unique_base_names():
+    """Test folders have no ``__init__.py``: pytest imports each test file by its base name, so two
+    files of the same name in ``tests/`` and ``verify/tests/`` would collide."""
+    names = [p.name for d in ("tests", "verify/tests") for p in (ROOT / d).glob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -1,6 +1,6 @@
 """The mutation catalogue (verify.mutants) applies cleanly to the current tree, and its runner
 applies, reverts and reads outcomes as it says (cheap: no claim is run here; the full run is
-``pytest verify --thorough``, verify/tests/test_mutants.py)."""
+``pytest verify --thorough``, verify/tests/test_mutants_caught.py)."""
 
 import os
 from pathlib import Path
