@@ -41,7 +41,13 @@ from fastslow.verify import sweep as sw
 from fastslow.verify.claim import Verdict
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import CLAIMS, run_check
-from fastslow.verify.report import ClaimLedger, build_report, writable_dir, write_report
+from fastslow.verify.report import (
+    ClaimLedger,
+    build_report,
+    profile_text,
+    writable_dir,
+    write_report,
+)
 
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()
@@ -262,7 +268,7 @@ def pytest_terminal_summary(terminalreporter, config):
         for c in rep["claims"]:
             terminalreporter.write_line(
                 f"{c['id']:>3}  {c['status']:<9} negative control: "
-                f"{c['negative_control']:<18} {c['title']}"
+                f"{c['negative_control']:<18} {c['title']}{profile_text(c)}"
             )
             for r in c["reasons"][:3]:
                 terminalreporter.write_line(f"       {r}")
