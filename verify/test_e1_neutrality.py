@@ -16,7 +16,7 @@ Planted bug: an optimiser that never updates the gates (the dead gate) must end 
 import pytest
 
 from fastslow.numerics.lm import optim
-from fastslow.verify.checks.e1 import SHORT, SHORT_SWEEP_TOKENS, SWEEP_TOKENS
+from fastslow.verify.checks.e1 import SHORT, SHORT_SWEEP_TOKENS, SWEEP_TOKENS, sweep_row
 from fastslow.verify.claim import TIME_BUDGET_ENV
 from fastslow.verify.registry import CLAIMS, run_check
 
@@ -41,35 +41,6 @@ PAPER_BUDGET = "3h"
 """The time budget of one paper-scale E1 check (its estimate exceeds the default 600 s)."""
 
 
-def sweep_row(v) -> dict:
-    """One token count of the sweep, as the report's ``token_sweep`` records it."""
-    f = v.figures
-    keys = (
-        "tokens_per_run",
-        "profile",
-        "seeds",
-        "equivalence_margin",
-        "gap_mean",
-        "gap_paired_ci90",
-        "tost_p",
-        "gap_zero_p",
-        "equivalence_margin_min",
-        "gate_ablation_cost",
-        "gate_ablation_ci90",
-        "gate_ablation_tost_p",
-        "gate_drift_p",
-        "power_at_margin",
-        "cost_ratio_cpu",
-        "lr",
-        "extra",
-    )
-    return {
-        "verdict": v.outcome,
-        "failed_parts": v.failed_parts,
-        **{k: f[k] for k in keys if k in f},
-    }
-
-
 @pytest.fixture(scope="module")
 def control():
     return run_check("E1", control="shared_structure")
@@ -85,7 +56,7 @@ def test_coupling_is_neutral_on_real_text(claim, thorough, monkeypatch):
         points = [{**SHORT, "tokens": t} for t in SHORT_SWEEP_TOKENS]
     verdicts = [run_check("E1", p, seed=0) for p in points]  # each trains its runs as a sweep
     result = claim.main(verdicts[-1])
-    claim.figure("token_sweep", [sweep_row(v) for v in verdicts])
+    claim.figure("token_sweep", [sweep_row(v.to_json()) for v in verdicts])
     for v in verdicts:
         assert v.outcome in ("holds", "fails", "undecided"), v.summary()  # inside hypotheses
         assert all(k in v.figures for k in FIGURES), v.summary()

@@ -69,7 +69,8 @@ Negative control ``shared_structure`` (``corpus=noisy_copy``): every block repea
 predecessor's characters (reshuffled, 5% noise, a fresh text block with probability 0.1): the
 structure bound is broken, the gates open and the coupled model beats the frozen one.
 
-Measured results are in ``docs/benchmarks.md`` and the report, not here.
+Measured results are in the report (``docs/report``), not here. The paper-scale check takes longer
+than the default time budget: ``fastslow check E1 --time-budget 1h``.
 """
 
 from __future__ import annotations
@@ -394,6 +395,40 @@ def notes_of(inst: Instance, f: dict) -> list[str]:
             "this verdict is the short run's",
         )
     return notes
+
+
+SWEEP_ROW_KEYS = (
+    "tokens_per_run",
+    "profile",
+    "seeds",
+    "equivalence_margin",
+    "pilot_gap_sd",
+    "gap_mean",
+    "gap_paired_ci90",
+    "tost_p",
+    "gap_zero_p",
+    "equivalence_margin_min",
+    "gate_ablation_cost",
+    "gate_ablation_ci90",
+    "gate_ablation_tost_p",
+    "gate_drift_p",
+    "power_at_margin",
+    "cost_ratio_cpu",
+    "lr",
+    "extra",
+)
+
+
+def sweep_row(v: dict) -> dict:
+    """One token count of the token sweep (the report figure ``token_sweep``), from a verdict's
+    JSON (:meth:`Verdict.to_json`, or its entry in the report)."""
+    f = v["figures"]
+    return {
+        "tokens": v["params"]["tokens"],
+        "verdict": v["verdict"],
+        "failed_parts": sorted(k for k, d in v["conclusion"].items() if not d["holds"]),
+        **{k: f[k] for k in SWEEP_ROW_KEYS if k in f},
+    }
 
 
 def fmt_ci(ci) -> str:
@@ -741,8 +776,9 @@ def conclusion_with_limits(parts, figures, limits, **kw) -> Conclusion:
 BASE_SECONDS = 15.0
 """Time estimate: imports, the corpus and its deduplication, the cross-block statistics, the first
 compilation and the timed steps."""
-UNIT_SECONDS = 2e-10
-"""Time estimate: one forward token-unit (:func:`token_units`) of one run."""
+UNIT_SECONDS = 6e-11
+"""Time estimate: one forward token-unit (:func:`token_units`) of one run (a 500k-token coupled run
+at the default size took 23 s on a lightly loaded core, estimate 39 s)."""
 CALL_SECONDS = 2e-3
 """Time estimate: the fixed cost of one layer in one training step (forward and backward: Numba
 calls, Python; an evaluation call counts a third)."""
