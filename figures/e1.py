@@ -217,7 +217,7 @@ CONTROL = e1.control_params(e1.SHORT)
 
 
 def control_points(seed: int) -> list[dict]:
-    return [{"seed": seed, "params": CONTROL}]
+    return [{"seed": seed, "params": json.loads(json.dumps(jsonable(CONTROL)))}]
 
 
 @figure("E1", "e1_shared_structure", compute=e1_verdict, points=control_points)
