@@ -13,6 +13,8 @@ so a repeated session reads them back (timings are always measured anew). The ne
 Planted bug: an optimiser that never updates the gates (the dead gate) must end ``fails``.
 """
 
+import json
+
 import pytest
 
 from fastslow.numerics.lm import optim
@@ -112,3 +114,24 @@ def test_a_dead_gate_fails(monkeypatch, tmp_path):
     assert v.figures["gate_updated_fraction_min"] == 0.0
     assert v.figures["gate_abs_max_final"] == 0.0
     assert v.conclusion["gap_equivalent"].holds  # the dead gate hides behind "neutrality"
+
+
+def test_cached_run_times_never_decide_the_cost(monkeypatch, tmp_path):
+    """Planted fault: the cached coupled runs claim 100× their training time (a run cached under
+    heavy load). The cost part is timed anew in the checking process, so nothing changes."""
+    monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))
+    params = {**SHORT, "tokens": 4000}
+    fresh = run_check("E1", params, seed=0)
+    tampered = 0
+    for f in tmp_path.glob("*.json"):
+        d = json.loads(f.read_text())
+        if d["spec"]["cfg"]["kind"] == "coupled":
+            d["train_seconds"] *= 100
+            d["seconds_per_token"] *= 100
+            f.write_text(json.dumps(d))
+            tampered += 1
+    assert tampered >= len(fresh.figures["pilot_seeds"]) + fresh.figures["seeds"]
+    again = run_check("E1", params, seed=0)
+    assert again.figures["gap_paired_ci90"] == fresh.figures["gap_paired_ci90"]  # from the cache
+    assert again.figures["cost_ratio_cpu"] < 3 and fresh.figures["cost_ratio_cpu"] < 3
+    assert again.conclusion["cost_comparable"].holds == fresh.conclusion["cost_comparable"].holds
