@@ -78,7 +78,11 @@ def e1_verdict(seed: int, params: dict) -> dict:
     if recorded is not None:
         return recorded
     if os.environ.get(TRAIN_ENV) == "1":
-        return e1.CLAIM.decide(p, seed).to_json()
+        e1.TRAIN_MISSING["progress"] = True
+        try:
+            return e1.CLAIM.decide(p, seed).to_json()
+        finally:
+            e1.TRAIN_MISSING["progress"] = None
     raise RuntimeError(
         f"E1 figure: the runs of {params or 'the defaults'} (seed {seed}) are neither in the run "
         f"cache nor in {REPORT}; set {TRAIN_ENV}=1 to train them (or run `fastslow check E1`)"
@@ -189,18 +193,20 @@ def sweep_points(seed: int) -> list[dict]:
 def e1_token_sweep(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6), constrained_layout=True)
     t = np.array([r["tokens_per_run"] for r in data], dtype=float)
-    for ax, key, what in (
-        (axes[0], "gap_paired_ci90", "gap coupled − frozen"),
-        (axes[1], "gate_ablation_ci90", "cost of zeroing the gates"),
+    for ax, key, p_key, what in (
+        (axes[0], "gap_paired_ci90", "tost_p", "gap coupled − frozen"),
+        (axes[1], "gate_ablation_ci90", "gate_ablation_tost_p", "cost of zeroing the gates"),
     ):
         margin = np.array([r["equivalence_margin"] for r in data])
         ax.fill_between(t, -margin, margin, color="tab:green", alpha=0.15, label="±Δ (pilot)")
         for x, r in zip(t, data):
             lo, hi = r[key]
-            colour = "tab:blue" if r["verdict"] == "holds" else "tab:red"
+            colour = "tab:blue" if r[p_key] < 0.05 else "tab:red"
             ax.plot([x, x], [lo, hi], "-", color=colour, lw=3)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xscale("log")
+        ax.set_xticks(t, [f"{x / 1000:.0f}k" for x in t])
+        ax.minorticks_off()
         ax.set_xlabel("training tokens per run")
         ax.set_ylabel(f"{what}, 90 % CI (nats/char)")
         ax.legend(fontsize=7)
@@ -209,7 +215,7 @@ def e1_token_sweep(data: list, seed: int):
         + ", ".join(f"{int(x / 1000)}k {r['verdict']}" for x, r in zip(t, data)),
         fontsize=8,
     )
-    axes[1].set_title("blue: holds, red: does not hold", fontsize=8)
+    axes[1].set_title("blue: this part's TOST shows equivalence (p < 0.05), red: not", fontsize=8)
     return fig, {"tokens": [r["tokens"] for r in data], "seed": seed}
 
 

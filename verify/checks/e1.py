@@ -266,9 +266,10 @@ class Instance:
         )
 
 
-TRAIN_MISSING = {"on": True}
+TRAIN_MISSING = {"on": True, "progress": None}
 """Whether a run missing from the cache is trained (``False``: a ``LookupError``; the figures set
-it, so that they never train silently)."""
+it, so that they never train silently), and whether training shows its progress on stderr
+(``None``: runs of ≥ 100k tokens do)."""
 
 
 def train_runs(inst: Instance, specs: list) -> list[dict]:
@@ -278,7 +279,12 @@ def train_runs(inst: Instance, specs: list) -> list[dict]:
     from fastslow.verify.sweep import executor_for, sweep  # deferred: imports the registry
 
     points = [
-        dict(spec=s, corpus=inst.corpus, cache_dir=None, train_missing=TRAIN_MISSING["on"])
+        dict(
+            spec=dataclasses.replace(s, progress=TRAIN_MISSING["progress"]),
+            corpus=inst.corpus,
+            cache_dir=None,
+            train_missing=TRAIN_MISSING["on"],
+        )
         for s in specs
     ]
     scheduler = inst.p["scheduler"] or None
