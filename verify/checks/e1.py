@@ -350,18 +350,20 @@ def trained_part(pilot: dict, test: dict) -> tuple[Diagnostic, dict]:
     frozen_moves = max(u for r in frozen for u in r["gate_updates"])
     part = Diagnostic(
         bool(frac >= TRAINED_STEP_FRACTION and frozen_moves == 0),
-        {"coupled_min_fraction_of_steps": frac, "frozen_max_updates": frozen_moves},
-        f"every coupled gate changed on ≥ {TRAINED_STEP_FRACTION:.0%} of its steps and no frozen "
-        "gate ever changed",
+        [frac, frozen_moves],
+        f"[least fraction of steps on which a coupled gate changed, most updates of a frozen "
+        f"gate]: ≥ {TRAINED_STEP_FRACTION} and 0",
     )
     return part, {"gate_updated_fraction_min": frac, "frozen_gate_updates_max": frozen_moves}
 
 
 def tost_part(t: dict, margin: float, alpha: float, what: str) -> Diagnostic:
+    """The TOST's p-value against ``alpha``; the rule states the interval and the margin."""
     return Diagnostic(
         t["equivalent"],
-        {"tost_p": t["p"], "ci90": t["ci"], "margin": margin},
-        f"paired TOST of {what} against Δ = {margin:.3g}: p < {alpha} (90 % interval inside ±Δ)",
+        t["p"],
+        f"paired TOST p of {what} < {alpha}: its {1 - 2 * alpha:.0%} interval "
+        f"{fmt_ci(t['ci'])} inside ±Δ = ±{margin:.4g} ({t['n']} seeds)",
     )
 
 
@@ -738,8 +740,9 @@ class E1(Claim):
         limits = {
             "powered": Diagnostic(
                 bool(margin > 0 and pw >= p["power"]),
-                {"power": pw, "seeds": n, "margin": margin},
-                f"TOST power at gap 0 ≥ {p['power']} with ≤ {p['max_test_seeds']} test seeds, Δ > 0",
+                [pw, n, margin],
+                f"[TOST power at gap 0, test seeds, Δ]: power ≥ {p['power']} with ≤ "
+                f"{p['max_test_seeds']} test seeds and Δ > 0",
             )
         }
         series = {
