@@ -273,7 +273,7 @@ POINTS: list[Point] = [
         "E1",
         {"tokens": 20000, "lr_grid": (0.003,)},
         "default model, 20k tokens, fixed lr",
-        {"tokens": 540000},
+        {"tokens": 480000, "lr_grid": (0.003,)},
     ),
     Point(
         "F1",
