@@ -80,7 +80,7 @@ GROWS = [
     ("D2", {"L_max": 4096}, ["T", "d", "L_max"]),
     ("D3", {}, ["T", "d", "L", "n_draws"]),
     ("D6", {}, ["d", "L"]),
-    ("E1", {"tokens": 100000}, ["tokens", "seeds", "T", "d", "m", "L"]),
+    ("E1", {"tokens": 100000}, ["tokens", "pilot_seeds", "T", "d", "m", "L"]),
     ("D8", {}, ["n_seq", "N", "P", "K", "n_future"]),
     ("D8", {"family": "gaussian_ar1"}, ["n_seq", "N", "n_future"]),
     ("D9", {}, ["n_grad", "n_train", "N", "seeds", "steps"]),

@@ -22,10 +22,17 @@ def test_corpus_is_deterministic_and_identified_by_its_hash(text):
     again = corpus.pydoc_corpus()
     assert again.sha256 == text.sha256
     assert np.array_equal(again.train, text.train) and np.array_equal(again.heldout, text.heldout)
+    assert np.array_equal(again.validation, text.validation)
+    assert again.split_sha256() == text.split_sha256()
+    assert len(set(text.split_sha256().values())) == 3
     norm = corpus.normalise(corpus.raw_text())
     assert hashlib.sha256(norm.encode("utf-8")).hexdigest() == text.sha256
     assert corpus.normalise(norm) == norm  # idempotent
-    assert text.chars == len(norm) and text.chars > 400_000
+    removed = sum(
+        text.stats[k]["chars_before"] - text.stats[k]["chars_after"]
+        for k in ("heldout", "validation")
+    )
+    assert text.chars + removed == len(norm) and text.chars > 400_000  # fmt: skip
     assert "pydoc_data" in text.source
 
 
@@ -39,16 +46,43 @@ def test_normalisation_and_alphabet():
 
 def test_split_is_a_partition_of_positions():
     pos = np.arange(50_003)
-    train, held = corpus.split(pos, chunk=100, heldout_every=10)
-    assert set(train).isdisjoint(held)
-    assert np.array_equal(np.sort(np.concatenate([train, held])), pos)
-    assert np.all((held // 100) % 10 == 9) and np.all((train // 100) % 10 != 9)
-    with pytest.raises(ValueError, match="heldout_every"):
-        corpus.split(pos, heldout_every=1)
+    train, val, held = corpus.split(pos, chunk=100, every=10)
+    assert set(train).isdisjoint(held) and set(train).isdisjoint(val) and set(val).isdisjoint(held)
+    assert np.array_equal(np.sort(np.concatenate([train, val, held])), pos)
+    assert np.all((held // 100) % 10 == 9) and np.all((val // 100) % 10 == 4)
+    assert np.all(((train // 100) % 10 != 9) & ((train // 100) % 10 != 4))
+    with pytest.raises(ValueError, match="every"):
+        corpus.split(pos, every=2)
 
 
 def test_real_split_sizes(text):
-    assert 0.08 < text.heldout.size / text.chars < 0.12
+    assert 0.05 < text.heldout.size / text.chars < 0.1
+    assert 0.05 < text.validation.size / text.chars < 0.1
+
+
+def test_deduplication_against_training():
+    """Oracle: a brute-force scan of every held-out string against every training string."""
+    rng = np.random.default_rng(2)
+    train = rng.integers(0, 4, 3000).astype(np.uint8)
+    part = np.concatenate([rng.integers(0, 4, 200), train[100:180], rng.integers(0, 4, 150)])
+    part = part.astype(np.uint8)
+    K = 12
+    tb = train.tobytes()
+    brute = np.mean([part[i : i + K].tobytes() in tb for i in range(part.size - K + 1)])
+    assert corpus.near_duplicate_fraction(part, train, K) == pytest.approx(brute, abs=1e-12)
+    kept, st = corpus.deduplicate(part, train, K)
+    assert st["fraction_before"] == pytest.approx(brute, abs=1e-12) and st["fraction_before"] > 0.1
+    assert st["fraction_after"] <= 0.02 and st["chars_after"] == kept.size <= part.size - 80
+    assert corpus.near_duplicate_fraction(kept, train, K) == st["fraction_after"]
+
+
+def test_real_heldout_is_deduplicated(text):
+    for split in ("heldout", "validation"):
+        st = text.stats[split]
+        assert st["fraction_before"] > 0.2 and st["fraction_after"] <= 0.05
+        assert corpus.near_duplicate_fraction(getattr(text, split), text.train) == pytest.approx(
+            st["fraction_after"]
+        )
 
 
 def test_control_corpus_is_deterministic_and_shares_blocks(text):

@@ -14,7 +14,8 @@ import pytest
 from fastslow.numerics.lm import corpus
 from fastslow.numerics.lm.optim import AdamW, Schedule, clip_scale, gate_noise_band, learning_rate
 from fastslow.numerics.lm.params import LMConfig, gate_names
-from fastslow.numerics.lm.train import RunSpec, run, run_all, run_key, train
+from fastslow.numerics.lm.train import RunSpec, cached, run, run_key, train, training_step
+from fastslow.verify.sweep import local_executor, sweep
 
 
 def test_adamw_first_step_in_closed_form():
@@ -114,25 +115,58 @@ def test_finished_runs_are_cached_by_spec_corpus_and_code(tiny_corpus, tmp_path)
     assert (tmp_path / f"{key}.json").exists() and (tmp_path / f"{key}.npz").exists()
     assert not (tmp_path / f"{key}.ckpt.npz").exists()
     assert run(spec(), tiny_corpus, cache_dir=tmp_path) == a  # read back, not retrained
+    assert cached(spec(), tiny_corpus, tmp_path) and not cached(spec(seed=9), tiny_corpus, tmp_path)
+    with pytest.raises(LookupError, match="not in the cache"):
+        run(spec(seed=9), tiny_corpus, cache_dir=tmp_path, train_missing=False)
     assert run_key(spec(lr=2e-2), tiny_corpus) != key
     other = corpus.Corpus("x", tiny_corpus.train, tiny_corpus.heldout, "0" * 64, "test")
     assert run_key(spec(), other) != key
+    # the same text hash with another held-out split is another run
+    resplit = corpus.Corpus(
+        "pydoc", tiny_corpus.train, tiny_corpus.heldout[1:], tiny_corpus.sha256, "test",
+        validation=tiny_corpus.validation,
+    )  # fmt: skip
+    assert run_key(spec(), resplit) != key
+
+
+def runs(specs, text, executor=None):
+    return sweep(
+        run, [dict(spec=s, corpus=text, cache_dir=False) for s in specs], executor=executor
+    )
 
 
 def test_the_three_kinds_share_data_and_initial_weights(tiny_corpus):
-    res = run_all([spec(k, tokens=640) for k in ("dense", "coupled", "frozen")], tiny_corpus, False)
+    res = runs([spec(k, tokens=640) for k in ("dense", "coupled", "frozen")], tiny_corpus)
     dense, coupled, frozen = res
     assert dense["heldout_loss"] == frozen["heldout_loss"]  # g = 0: the same function
     assert dense["gate_grad"] is None and frozen["gates"] == [0.0, 0.0]
     assert all(g != 0.0 for g in coupled["gates"])
     assert len(frozen["gate_grad"]["z"]) == 2
+    # every coupled gate moved on every step; frozen gates never; zeroing frozen gates is a no-op
+    assert coupled["gate_updates"] == [coupled["steps"]] * 2 and frozen["gate_updates"] == [0, 0]
+    assert frozen["heldout_loss_gates_zeroed"] == frozen["heldout_loss"]
+    assert coupled["heldout_loss_gates_zeroed"] != coupled["heldout_loss"]
+    assert dense["heldout_loss_gates_zeroed"] is None
+    assert np.isfinite(coupled["validation_loss"])
 
 
 def test_parallel_runs_equal_serial_runs(tiny_corpus):
     specs = [spec(tokens=640, seed=s) for s in (1, 2)]
-    a = run_all(specs, tiny_corpus, False, workers=1)
-    b = run_all(specs, tiny_corpus, False, workers=2)
+    a = runs(specs, tiny_corpus)
+    with local_executor(2) as pool:
+        b = runs(specs, tiny_corpus, pool)
     assert all(same(strip(x), strip(y)) for x, y in zip(a, b))
+
+
+def test_training_step_updates_the_trained_parameters_only(tiny_corpus):
+    moved = {}
+    for kind in ("coupled", "frozen"):
+        step, params = training_step(spec(kind).cfg, 4, tiny_corpus)
+        before = {k: a.copy() for k, a in params.items()}
+        step()
+        moved[kind] = {k for k in params if not np.array_equal(params[k], before[k])}
+    assert {"0.g", "1.g", "0.Q", "emb"} <= moved["coupled"]
+    assert moved["frozen"] == moved["coupled"] - {"0.g", "1.g"}
 
 
 def test_progress_line_on_stderr(tiny_corpus, capsys, monkeypatch):

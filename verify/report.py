@@ -143,6 +143,7 @@ def build_report(
                     "hypotheses": dict(unit.hypotheses),
                     "conclusion": dict(unit.conclusion),
                     "key_figures": key,
+                    **({"profile": figures["profile"]} if "profile" in figures else {}),
                     "figures": figures,
                     "verdicts": [_report_verdict(v) for v in e.main],
                     "outcomes": outcome_counts(v.outcome for v in e.main),
@@ -204,6 +205,12 @@ def key_figures_text(c: dict) -> str:
     return "; ".join(f"{k} = {_fmt(v)}" for k, v in c["key_figures"].items() if v is not None)
 
 
+def profile_text(c: dict) -> str:
+    """`` (profile: short)`` for a claim whose verdict comes from a reduced experiment, else ``""``
+    (a claim that declares a ``profile`` figure, such as E1, is labelled wherever it is shown)."""
+    return f" (profile: {c['profile']})" if c.get("profile") == "short" else ""
+
+
 def _claim_section(c: dict) -> list[str]:
     """The details of one claim in ``REPORT.md``: its verdicts, controls, notes and figures."""
     lines: list[str] = []
@@ -211,7 +218,8 @@ def _claim_section(c: dict) -> list[str]:
         "",
         f"## {c['id']}",
         "",
-        f"**{c['title']}** — {c['status']}; negative control {c['negative_control']}.",
+        f"**{c['title']}** — {c['status']}{profile_text(c)}; negative control "
+        f"{c['negative_control']}.",
         "",
         f"> {c['abstract']}",
         "",
@@ -288,12 +296,13 @@ def render_markdown(report: dict) -> str:
     ]
     for c in report["claims"]:
         lines.append(
-            f"| [{c['id']}](#{c['id'].lower()}) | {_cell(c['title'])} | **{c['status']}** | "
+            f"| [{c['id']}](#{c['id'].lower()}) | {_cell(c['title'])} | **{c['status']}**"
+            f"{profile_text(c)} | "
             f"{c['negative_control']} | {_cell(key_figures_text(c))} |"
         )
     lines += ["", "## What each claim says, as checked", ""]
     for c in report["claims"]:
-        lines.append(f"- **{c['id']}** ({c['status']}): {c['statement']}")
+        lines.append(f"- **{c['id']}** ({c['status']}{profile_text(c)}): {c['statement']}")
         for r in c["reasons"]:
             lines.append(f"  - why {c['status']}: {r}")
     for c in report["claims"]:

@@ -266,14 +266,14 @@ POINTS: list[Point] = [
     ),
     Point(
         "E1",
-        {"tokens": 1000, "seeds": 2, "T": 2, "P": 1, "d": 2, "m": 1, "L": 1, "batch": 1},
+        {"tokens": 1000, "T": 2, "P": 1, "d": 2, "m": 1, "L": 1, "batch": 1, "lr_grid": (0.01,)},
         "P = 1 (block statistics), tiny model",
     ),
     Point(
         "E1",
-        {"tokens": 20000, "seeds": 2},
-        "default model, 20k tokens, 2 seeds",
-        {"tokens": 540000},
+        {"tokens": 20000, "lr_grid": (0.003,)},
+        "default model, 20k tokens, fixed lr",
+        {"tokens": 480000, "lr_grid": (0.003,)},
     ),
     Point(
         "F1",

@@ -15,9 +15,9 @@ import numpy as np
 from fastslow.benchmarks import section
 from fastslow.benchmarks.layer import _env_note
 from fastslow.numerics.lm import corpus
-from fastslow.numerics.lm.network import Network, flops_per_token
-from fastslow.numerics.lm.optim import AdamW, clip_scale
-from fastslow.numerics.lm.params import KINDS, LMConfig, gate_names, init_params
+from fastslow.numerics.lm.network import flops_per_token
+from fastslow.numerics.lm.params import KINDS, LMConfig
+from fastslow.numerics.lm.train import training_step
 from fastslow.verify.checks.e1 import CLAIM
 from fastslow.verify.timing import interleaved_best
 
@@ -40,22 +40,6 @@ def matmul_rate(B: int, T: int, d: int, m: int, repeat: int) -> float:
     return (2 * B * T * d * m + 2 * B * T * T * d) / t / 1e9
 
 
-def step_fn(cfg: LMConfig, batch: int):
-    """One training step of ``cfg`` on a fixed batch of real-text windows."""
-    text = corpus.pydoc_corpus()
-    starts = np.random.default_rng(1).integers(0, text.train.size - cfg.T - 1, batch)
-    w = corpus.windows(text.train, starts, cfg.T + 1)
-    params = init_params(cfg, 0)
-    trained = [n for n in params if cfg.gates_trained or n not in gate_names(cfg)]
-    opt, net = AdamW(params, trained, weight_decay=0.01), Network(cfg)
-
-    def step():
-        _, grads = net.loss_and_grad(params, w)
-        opt.step(params, grads, 1e-4, clip_scale(grads, trained, 1.0)[1])
-
-    return step
-
-
 @section("training")
 def training_throughput(quick: bool) -> dict:
     """Tokens per second of the three E1 models against the FLOP floor."""
@@ -66,7 +50,9 @@ def training_throughput(quick: bool) -> dict:
     cfgs = {
         k: LMConfig(corpus.VOCAB, p["T"], p["P"], p["d"], p["m"], p["L"], kind=k) for k in KINDS
     }
-    times = interleaved_best({k: step_fn(c, batch) for k, c in cfgs.items()}, repeat)
+    text = corpus.pydoc_corpus()
+    steps = {k: training_step(c, batch, text)[0] for k, c in cfgs.items()}
+    times = interleaved_best(steps, repeat)
     rate = matmul_rate(batch, p["T"], p["d"], p["m"], repeat)
     tokens = batch * p["T"]
     rows = []

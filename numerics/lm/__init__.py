@@ -8,8 +8,9 @@ analytic VJP, batched and extended to the embedding, the head and the gate.
 Modules, bottom to top:
 
 * :mod:`numerics.lm.corpus` — the offline text (CPython's ``pydoc_data.topics``), its
-  deterministic normalisation, alphabet, SHA-256 and held-out split; the control corpus with
-  strong cross-block structure;
+  deterministic normalisation, alphabet, SHA-256, its training, validation and held-out splits
+  (held-out and validation deduplicated against training, each split hash-identified); the
+  control corpus with strong cross-block structure;
 * :mod:`numerics.lm.blockstats` — how much structure neighbouring blocks share (mutual
   information of their character statistics against a shuffled-block baseline);
 * :mod:`numerics.lm.params` — the parameters of a language model as one flat dict of arrays;
@@ -17,5 +18,6 @@ Modules, bottom to top:
 * :mod:`numerics.lm.network` — embedding, stack, head, cross-entropy and the full gradient;
 * :mod:`numerics.lm.optim` — AdamW, the warm-up/cosine schedule, clipping, and the gate's noise
   band under AdamW;
-* :mod:`numerics.lm.train` — the training loop: progress, atomic checkpoints, the run cache.
+* :mod:`numerics.lm.train` — the training loop: progress, atomic checkpoints, the run cache,
+  and a single training step for timing.
 """

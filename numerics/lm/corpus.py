@@ -13,9 +13,20 @@ alphabet is newline plus printable ASCII (96 symbols) and one symbol for anythin
 **Identity.** :attr:`Corpus.sha256` is the SHA-256 of the normalised text's UTF-8 bytes; another
 Python version that ships different topics gives a different hash, and every run records it.
 
-**Held-out split** (:func:`split`): the text is cut into chunks of ``chunk`` characters; every
-``heldout_every``-th chunk (index ``i ≡ heldout_every − 1``) is held out. The two splits share no
-character position; training windows are drawn inside the training split only.
+**Splits** (:func:`split`): the text is cut into chunks of ``chunk`` characters; chunk ``i`` is
+held out iff ``i ≡ every − 1`` and a validation chunk iff ``i ≡ every//2 − 1`` (mod ``every``);
+the rest is the training split. The three share no character position; training windows are
+drawn inside the training split only. Each split is identified by the SHA-256 of its tokens
+(:meth:`Corpus.split_sha256`).
+
+**Deduplication** (:func:`deduplicate`): the documentation repeats itself (grammar snippets,
+boilerplate), and before deduplication 30 % of held-out positions start a 64-character string
+found verbatim in the training split (chunks of 2048). Every ``K``-character string of the
+held-out (and validation) split that occurs in the training split is removed with all ``K`` of
+its positions; the remaining runs of at least ``K`` characters are concatenated. What is left has
+no ``K``-string in common with training except across the junctions of two runs;
+:func:`near_duplicate_fraction` measures it on the result (``Corpus.stats``). Caveat: a window of
+the held-out split may span a junction, where its context comes from an unrelated run.
 
 **Control corpus** (:func:`noisy_copy`): blocks of ``P`` characters; each block draws its
 characters from the same source (``bag`` consecutive characters of the text) as its predecessor
@@ -26,10 +37,11 @@ announces the next one's) in the same alphabet.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +58,9 @@ __all__ = [
     "decode",
     "pydoc_corpus",
     "split",
+    "deduplicate",
+    "near_duplicate_fraction",
+    "DUPLICATE_K",
     "noisy_copy",
     "noisy_copy_corpus",
     "windows",
@@ -67,20 +82,34 @@ _INDEX = np.full(0x110000, UNKNOWN, dtype=np.uint8)
 _INDEX[[ord(c) for c in ALPHABET]] = np.arange(len(ALPHABET), dtype=np.uint8)
 
 
+DUPLICATE_K = 64
+"""Length of the verbatim strings that deduplication removes from the held-out split."""
+
+
 @dataclass(frozen=True)
 class Corpus:
-    """An encoded corpus: ``train`` and ``heldout`` token arrays (``uint8`` indices into
-    :data:`ALPHABET`), the SHA-256 of the text they were encoded from, and where it came from."""
+    """An encoded corpus: ``train``, ``heldout`` and ``validation`` token arrays (``uint8`` indices
+    into :data:`ALPHABET`), the SHA-256 of the text they were encoded from, where it came from,
+    and ``stats`` of its deduplication (:func:`deduplicate`)."""
 
     name: str
     train: np.ndarray
     heldout: np.ndarray
     sha256: str
     source: str
+    validation: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    stats: dict = field(default_factory=dict, compare=False)
 
     @property
     def chars(self) -> int:
-        return int(self.train.size + self.heldout.size)
+        return int(self.train.size + self.heldout.size + self.validation.size)
+
+    def split_sha256(self) -> dict:
+        """``{split: SHA-256 of its tokens}`` for ``train``, ``validation`` and ``heldout``."""
+        return {
+            k: hashlib.sha256(np.ascontiguousarray(getattr(self, k)).tobytes()).hexdigest()
+            for k in ("train", "validation", "heldout")
+        }
 
 
 def raw_text() -> str:
@@ -108,25 +137,80 @@ def decode(tokens) -> str:
     return "".join(table[int(t)] for t in np.asarray(tokens).ravel())
 
 
-def split(tokens: np.ndarray, chunk: int = 4096, heldout_every: int = 10):
-    """``(train, heldout)``: chunk ``i`` (of ``chunk`` tokens) is held out iff
-    ``i % heldout_every == heldout_every − 1``; each split is its chunks concatenated in order."""
+def split(tokens: np.ndarray, chunk: int = 2048, every: int = 10):
+    """``(train, validation, heldout)``: chunk ``i`` (of ``chunk`` tokens) is held out iff
+    ``i % every == every − 1``, validation iff ``i % every == every // 2 − 1``, else training;
+    each split is its chunks concatenated in order."""
     chunk = v.positive_int("chunk", chunk)
-    every = v.positive_int("heldout_every", heldout_every)
-    if every < 2:
-        raise ValueError(f"heldout_every must be at least 2, got {every}")
-    idx = np.arange(tokens.size) // chunk
-    held = idx % every == every - 1
-    return tokens[~held].copy(), tokens[held].copy()
+    every = v.positive_int("every", every)
+    if every < 3:
+        raise ValueError(f"every must be at least 3 (three splits), got {every}")
+    idx = (np.arange(tokens.size) // chunk) % every
+    held, val = idx == every - 1, idx == every // 2 - 1
+    return tokens[~held & ~val].copy(), tokens[val].copy(), tokens[held].copy()
 
 
-def pydoc_corpus(chunk: int = 4096, heldout_every: int = 10) -> Corpus:
-    """The normalised ``pydoc_data`` text, encoded and split (see the module docstring)."""
+def _kgrams(tokens: np.ndarray, K: int) -> set:
+    b = np.ascontiguousarray(tokens, dtype=np.uint8).tobytes()
+    return {b[i : i + K] for i in range(len(b) - K + 1)}
+
+
+def _duplicate_starts(part: np.ndarray, grams: set, K: int) -> np.ndarray:
+    b = np.ascontiguousarray(part, dtype=np.uint8).tobytes()
+    return np.array([b[i : i + K] in grams for i in range(len(b) - K + 1)], dtype=bool)
+
+
+def near_duplicate_fraction(part: np.ndarray, train: np.ndarray, K: int = DUPLICATE_K) -> float:
+    """The fraction of the positions ``i`` of ``part`` (those with ``i + K ≤ len(part)``) whose
+    ``K`` characters ``part[i : i + K]`` occur verbatim somewhere in ``train``."""
+    K = v.positive_int("K", K)
+    if part.size < K:
+        return 0.0
+    return float(_duplicate_starts(part, _kgrams(train, K), K).mean())
+
+
+def deduplicate(part: np.ndarray, train: np.ndarray, K: int = DUPLICATE_K):
+    """``(kept, stats)``: ``part`` without every position covered by a ``K``-string that occurs in
+    ``train`` (runs shorter than ``K`` dropped too), the remaining runs concatenated in order;
+    ``stats`` gives the near-duplicate fraction before and after and the sizes."""
+    K = v.positive_int("K", K)
+    grams = _kgrams(train, K)
+    starts = _duplicate_starts(part, grams, K) if part.size >= K else np.zeros(0, bool)
+    edges = np.zeros(part.size + 1, dtype=np.int64)
+    hits = np.nonzero(starts)[0]
+    np.add.at(edges, hits, 1)
+    np.add.at(edges, hits + K, -1)
+    keep = np.cumsum(edges[:-1]) == 0
+    d = np.diff(np.concatenate([[0], keep.astype(np.int8), [0]]))
+    runs = [(a, z) for a, z in zip(np.nonzero(d == 1)[0], np.nonzero(d == -1)[0]) if z - a >= K]
+    kept = np.concatenate([part[a:z] for a, z in runs]) if runs else np.zeros(0, dtype=part.dtype)
+    after = _duplicate_starts(kept, grams, K).mean() if kept.size >= K else 0.0
+    stats = {
+        "K": K,
+        "fraction_before": float(starts.mean()) if starts.size else 0.0,
+        "fraction_after": float(after),
+        "chars_before": int(part.size),
+        "chars_after": int(kept.size),
+        "runs": len(runs),
+    }
+    return kept, stats
+
+
+@functools.lru_cache(maxsize=4)
+def pydoc_corpus(chunk: int = 2048, every: int = 10, K: int = DUPLICATE_K) -> Corpus:
+    """The normalised ``pydoc_data`` text, encoded, split and with its held-out and validation
+    splits deduplicated against the training split (see the module docstring). The arrays are
+    read-only (the corpus is cached)."""
     text = normalise(raw_text())
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    train, heldout = split(encode(text), chunk, heldout_every)
+    train, val, held = split(encode(text), chunk, every)
+    held, held_stats = deduplicate(held, train, K)
+    val, val_stats = deduplicate(val, train, K)
+    for a in (train, val, held):
+        a.flags.writeable = False
     src = f"pydoc_data.topics of CPython {sys.version.split()[0]} ({len(text)} characters)"
-    return Corpus("pydoc", train, heldout, sha, src)
+    stats = {"heldout": held_stats, "validation": val_stats, "chunk": chunk, "every": every}
+    return Corpus("pydoc", train, held, sha, src, validation=val, stats=stats)
 
 
 def noisy_copy(
@@ -161,17 +245,20 @@ def noisy_copy(
 
 def noisy_copy_corpus(base: Corpus, P: int, seed, **kw) -> Corpus:
     """:func:`noisy_copy` of each split of ``base`` (independent streams of ``seed``); the hash
-    is of the base text and the construction."""
-    s_train, s_held = np.random.SeedSequence(seed).spawn(2)
+    is of the base text and the construction. ``stats`` carries the near-duplicate fraction of
+    the new held-out split against the new training split."""
+    s_train, s_held, s_val = np.random.SeedSequence(seed).spawn(3)
     train = noisy_copy(base.train, P, s_train, **kw)
     held = noisy_copy(base.heldout, P, s_held, **kw)
+    val = noisy_copy(base.validation, P, s_val, **kw) if base.validation.size >= P else held[:0]
     h = hashlib.sha256()
     h.update(base.sha256.encode())
-    h.update(train.tobytes())
-    h.update(held.tobytes())
-    opts = ", ".join(f"{k}={val}" for k, val in sorted(kw.items()))
+    for a in (train, held, val):
+        h.update(a.tobytes())
+    opts = ", ".join(f"{k}={x}" for k, x in sorted(kw.items()))
     src = f"noisy block copies (P={P}{', ' + opts if opts else ''}) of {base.source}"
-    return Corpus("noisy_copy", train, held, h.hexdigest(), src)
+    stats = {"heldout": {"K": DUPLICATE_K, "fraction_after": near_duplicate_fraction(held, train)}}
+    return Corpus("noisy_copy", train, held, h.hexdigest(), src, validation=val, stats=stats)
 
 
 def windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:

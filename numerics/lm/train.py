@@ -6,11 +6,20 @@ A run is a :class:`RunSpec` (model config, optimiser, schedule, token budget, se
 * ``history``: at every evaluation, tokens seen, the mean training loss since the previous one,
   the held-out loss on the first ``eval_windows`` held-out windows, and every gate;
 * ``heldout_loss``: the final held-out loss on all (at most ``eval_max``) held-out windows;
+  ``validation_loss`` the same on the validation split (for choosing a learning rate without
+  looking at the held-out split);
+* ``heldout_loss_gates_zeroed``: the final held-out loss of the same parameters with every gate
+  set to 0 (the paired cost of closing the trained gates is its excess over ``heldout_loss``);
+* ``gate_updates``: per gate, the number of training steps that changed its value (0 for the
+  frozen model by construction; a coupled gate that never moves was never trained), out of
+  ``steps``;
 * ``gate_grad``: per layer, the mean, standard deviation and z-score of ``∂loss/∂g`` over the
   final held-out batches (for the frozen model: D9's ``∂R/∂g`` at ``g = 0`` on the trained
   network);
 * ``train_seconds`` and ``seconds_per_token``: wall-clock time of the training steps only
-  (forward, backward, update; not evaluation or checkpoints).
+  (forward, backward, update; not evaluation or checkpoints). Information only: a cached run
+  carries the time of whatever conditions it ran in, so no comparison of costs may read it
+  (:func:`training_step` gives a step to time instead).
 
 **Determinism.** The initial weights come from ``SeedSequence(seed, spawn_key=(0,))`` (the same
 for the three kinds), the windows of step ``s`` from ``SeedSequence(seed, spawn_key=(1, s))``
@@ -22,10 +31,10 @@ checkpoint equals the uninterrupted run bit for bit (``tests/test_lm_train.py``)
 step, history, time) is written to ``<cache>/<key>.ckpt.npz`` by a temporary file and
 ``os.replace`` (a reader sees the old or the new file, never a torn one); a new call resumes from
 it. A finished run is stored as ``<cache>/<key>.json`` (and its parameters as ``.npz``) and
-returned from there by later calls. ``key`` hashes the spec, the corpus SHA-256 and the
-:func:`code_version` (the sources of :mod:`numerics.lm` and the few :mod:`numerics` modules it
-computes with), so a changed
-spec, text or code never reads a stale result. The cache directory is the ``cache_dir`` argument,
+returned from there by later calls. ``key`` hashes the spec, the corpus SHA-256, the SHA-256 of
+each split and the :func:`code_version` (the sources of :mod:`numerics.lm` and the few
+:mod:`numerics` modules it computes with), so a changed spec, text, split or code never reads a
+stale result. :func:`cached` says whether a run is in the cache without training it. The cache directory is the ``cache_dir`` argument,
 else ``$FASTSLOW_LM_CACHE``, else ``~/.cache/fastslow/lm``; ``cache_dir=False`` disables it.
 """
 
@@ -53,8 +62,9 @@ from fastslow.numerics.lm.params import LMConfig, gate_names, init_params
 __all__ = [
     "RunSpec",
     "run",
-    "run_all",
+    "cached",
     "run_key",
+    "training_step",
     "code_version",
     "default_cache_dir",
     "heldout_windows",
@@ -116,7 +126,13 @@ def code_version() -> str:
 
 def run_key(spec: RunSpec, corpus: Corpus) -> str:
     blob = json.dumps(
-        {"spec": spec.describe(), "corpus": corpus.sha256, "code": code_version()}, sort_keys=True
+        {
+            "spec": spec.describe(),
+            "corpus": corpus.sha256,
+            "splits": corpus.split_sha256(),
+            "code": code_version(),
+        },
+        sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
@@ -126,10 +142,12 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "fastslow" / "lm"
 
 
-def heldout_windows(corpus: Corpus, T: int, limit: int) -> np.ndarray:
-    """Consecutive non-overlapping windows of ``T + 1`` held-out tokens (at most ``limit``)."""
-    n = min(corpus.heldout.size // (T + 1), limit)
-    return corpus.heldout[: n * (T + 1)].reshape(n, T + 1).astype(np.int64)
+def heldout_windows(corpus: Corpus, T: int, limit: int, split: str = "heldout") -> np.ndarray:
+    """Consecutive non-overlapping windows of ``T + 1`` tokens of the held-out (or
+    ``split="validation"``) split, at most ``limit``."""
+    tokens = getattr(corpus, split)
+    n = min(tokens.size // (T + 1), limit)
+    return tokens[: n * (T + 1)].reshape(n, T + 1).astype(np.int64)
 
 
 def step_windows(spec: RunSpec, corpus: Corpus, step: int) -> np.ndarray:
@@ -185,6 +203,8 @@ def gate_gradients(net: Network, params: dict, wins: np.ndarray, batch: int) -> 
 
 
 def _evaluate(net, params, wins, spec) -> float:
+    if wins.shape[0] == 0:
+        return float("nan")
     losses = [
         net.loss(params, wins[i : i + spec.batch]) for i in range(0, wins.shape[0], spec.batch)
     ]
@@ -217,12 +237,14 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
     trained = [n for n in params if n not in frozen]
     opt = AdamW(params, trained, betas=spec.betas, eps=spec.eps, weight_decay=spec.weight_decay)
     wins = heldout_windows(corpus, cfg.T, spec.eval_max)
+    gates = gate_names(cfg)
     state: dict[str, Any] = {
         "step": 0,
         "history": [],
         "seconds": 0.0,
         "loss_sum": 0.0,
         "loss_n": 0,
+        "gate_updates": [0] * len(gates),
     }
     if checkpoint is not None and checkpoint.exists():
         state = _load_checkpoint(checkpoint, params, opt)
@@ -233,8 +255,11 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
         t0 = time.perf_counter()
         loss, grads = net.loss_and_grad(params, w)
         _, scale = clip_scale(grads, trained, spec.clip)
+        before = [float(params[n]) for n in gates]
         opt.step(params, grads, learning_rate(sch, s), scale)
         state["seconds"] += time.perf_counter() - t0
+        for i, n in enumerate(gates):
+            state["gate_updates"][i] += float(params[n]) != before[i]
         state["loss_sum"] += loss
         state["loss_n"] += 1
         state["step"] = s + 1
@@ -256,6 +281,8 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
         if stop_after is not None and s + 1 >= stop_after:
             return None, params
     tokens = spec.steps * spec.batch * cfg.T
+    closed = {**params, **{n: np.zeros(()) for n in gates}}
+    val = heldout_windows(corpus, cfg.T, spec.eval_max, "validation")
     result = {
         "spec": spec.describe(),
         "corpus_sha256": corpus.sha256,
@@ -264,7 +291,11 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
         "history": state["history"],
         "heldout_loss": _evaluate(net, params, wins, spec),
         "heldout_tokens": int(wins.shape[0] * cfg.T),
-        "gates": [float(params[n]) for n in gate_names(cfg)],
+        "heldout_loss_gates_zeroed": _evaluate(net, closed, wins, spec) if cfg.slow else None,
+        "validation_loss": _evaluate(net, params, val, spec),
+        "steps": spec.steps,
+        "gate_updates": state["gate_updates"],
+        "gates": [float(params[n]) for n in gates],
         "gate_grad": gate_gradients(net, params, wins, spec.batch) if cfg.slow else None,
         "train_seconds": state["seconds"],
         "seconds_per_token": state["seconds"] / tokens,
@@ -272,37 +303,54 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
     return result, params
 
 
-def run(spec: RunSpec, corpus: Corpus, cache_dir=None) -> dict:
-    """The result of ``spec`` on ``corpus``: from the cache if present, else trained (resuming a
-    checkpoint if one exists) and stored."""
-    if cache_dir is False:
-        return train(spec, corpus)[0]
+def _cache_files(spec: RunSpec, corpus: Corpus, cache_dir) -> tuple[Path, Path, Path]:
     base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = run_key(spec, corpus)
-    done, ckpt = base / f"{key}.json", base / f"{key}.ckpt.npz"
+    return base / f"{key}.json", base / f"{key}.ckpt.npz", base / f"{key}.npz"
+
+
+def cached(spec: RunSpec, corpus: Corpus, cache_dir=None) -> bool:
+    """Whether the finished run of ``spec`` on ``corpus`` is in the cache (``cache_dir`` as for
+    :func:`run`; ``False``: never)."""
+    return cache_dir is not False and _cache_files(spec, corpus, cache_dir)[0].exists()
+
+
+def run(spec: RunSpec, corpus: Corpus, cache_dir=None, train_missing: bool = True) -> dict:
+    """The result of ``spec`` on ``corpus``: from the cache if present, else trained (resuming a
+    checkpoint if one exists) and stored; with ``train_missing=False`` a run not in the cache is
+    a ``LookupError`` instead."""
+    if cache_dir is False:
+        return train(spec, corpus)[0]
+    done, ckpt, weights = _cache_files(spec, corpus, cache_dir)
     if done.exists():
         return json.loads(done.read_text())
+    if not train_missing:
+        raise LookupError(f"run {spec.meta.get('label', spec.seed)} is not in the cache {done}")
+    key = done.stem
     result, params = train(spec, corpus, checkpoint=ckpt)
     result["cached_from"] = key
-    atomic_write(base / f"{key}.npz", lambda f: np.savez(f, **params))
+    atomic_write(weights, lambda f: np.savez(f, **params))
     atomic_write(done, lambda f: f.write(json.dumps(result).encode()))
     if ckpt.exists():
         ckpt.unlink()
     return result
 
 
-def _run_one(args):
-    spec, corpus, cache_dir = args
-    return run(spec, corpus, cache_dir)
+def training_step(cfg: LMConfig, batch: int, corpus: Corpus, seed: int = 0):
+    """``(step, params)``: a callable doing one training step of ``cfg`` (forward, backward,
+    clipping, AdamW) on a fixed batch of training windows, for timing, and the parameters that
+    every call updates."""
+    net = Network(cfg)
+    params = init_params(cfg, np.random.SeedSequence(seed, spawn_key=(0,)))
+    frozen = set() if cfg.gates_trained else set(gate_names(cfg))
+    trained = [n for n in params if n not in frozen]
+    opt = AdamW(params, trained, weight_decay=0.01)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2,)))
+    starts = rng.integers(0, corpus.train.size - cfg.T - 1, size=batch)
+    w = corpus.train[starts[:, None] + np.arange(cfg.T + 1)[None, :]].astype(np.int64)
 
+    def step() -> None:
+        _, grads = net.loss_and_grad(params, w)
+        opt.step(params, grads, 1e-4, clip_scale(grads, trained, 1.0)[1])
 
-def run_all(specs, corpus: Corpus, cache_dir=None, workers: int = 1) -> list:
-    """:func:`run` of every spec, in order; ``workers > 1`` trains them in that many processes
-    (the results are the same: every run carries its own seeds)."""
-    jobs = [(s, corpus, cache_dir) for s in specs]
-    if workers <= 1:
-        return [_run_one(j) for j in jobs]
-    from concurrent.futures import ProcessPoolExecutor  # deferred: only parallel runs need it
-
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_run_one, jobs))
+    return step, params

@@ -2,167 +2,236 @@
 
 Statement (v1: "at 500k tokens the coupling is neutral—the gate stays closed and the coupled and
 frozen ablations are within run-to-run noise—at a wall-clock cost comparable to a dense
-baseline"): three character-level language models of the suite's architecture, trained on the
-same real text with the same size, data order and schedule for ``tokens`` tokens and ``seeds``
-seeds each — *dense* (fast path only), *coupled* (slow path and gates trained from ``g = 0``),
-*frozen* (slow path present, gates held at 0) — satisfy
+baseline"), read as a **pre-registered experiment**. Three character-level language models of the
+suite's architecture, trained on the same real text with the same size, data order and schedule
+for ``tokens`` tokens — *dense* (fast path only), *coupled* (slow path and gates trained from
+``g = 0``), *frozen* (slow path present, gates held at 0) — are compared as follows, every rule
+fixed in this module before any training (:data:`PREREGISTRATION`, printed by ``fastslow check
+E1 --describe``):
 
-(a) every gate of every coupled run ends within the **noise band** fixed before training;
-(b) ``|mean over seeds of (coupled − frozen held-out loss)|`` ≤ the seed-to-seed spread (the
-    pooled standard deviation over seeds of the coupled and frozen held-out losses); the paired
-    t-statistic of the per-seed gaps is reported beside it (``loss_gap_paired_t``);
-(c) the coupled model's wall-clock per training token ≤ ``cost_factor`` × the dense model's
-    (medians over seeds, measured in the same runs; "comparable" read as 1.5×).
+1. **Learning rate**: the frozen model is trained once per rate of ``lr_grid`` (selection seed,
+   not a pilot or test seed) and the rate with the lowest loss on the *validation* split is used;
+   the held-out split is never looked at. A one-element grid fixes the rate a priori.
+2. **Margin** Δ of "within run-to-run noise": the seed-to-seed standard deviation (``ddof = 1``) of
+   the frozen model's held-out loss over ``pilot_seeds`` (≥ 5) pilot seeds, at the same token
+   count. The pilot trains coupled and frozen models, so it also gives σ, the SD of the paired gap.
+3. **Test seeds**: the least ``n ≥ 3`` whose paired TOST has power ≥ ``power`` at true gap 0 with
+   margin Δ and SD σ (:func:`tost_power`, noncentral t), at most ``max_test_seeds``. The test
+   seeds are disjoint from the pilot's. ``extra_seeds`` more are trained and the same tests are
+   reported on ``n + extra_seeds`` seeds (robustness; the verdict is the ``n``-seed one).
+4. **Primary endpoint** (b): the per-seed paired held-out gap ``coupled − frozen`` (nats per
+   character). ``gap_equivalent`` holds when the paired TOST at level ``alpha`` (0.05) rejects
+   ``|gap| ≥ Δ``, i.e. the 90 % t-interval of the mean gap lies inside ``(−Δ, Δ)``. Reported
+   beside it: the two-sided t-test of gap = 0 and the smallest margin at which equivalence would
+   hold (``equivalence_margin_min``), so a reader can apply their own.
+5. (a) **"The gate stays closed"**, by what the gate does: the paired cost of zeroing the trained
+   gates (held-out loss of each coupled test model with every gate set to 0, minus with its
+   trained gates), the same TOST against Δ (``gate_closed_by_ablation``); the gates must have been
+   trained (``gates_trained``: every gate of every coupled run changed on ≥ 90 % of its steps, every
+   frozen gate on none — a dead gate is a failure). Reported: a joint drift test over all gates of
+   the test runs, ``χ² = Σ (g / sd)²`` with ``L·n`` degrees of freedom, ``sd`` the standard
+   deviation of the final value of a gate with zero-mean gradient noise under this AdamW and
+   schedule (D9's null, :func:`numerics.lm.optim.gate_noise_band`, which also gives the Bonferroni
+   noise band ``±z·sd`` kept as a diagnostic); |g| alone does not measure openness (``g·S`` is
+   unchanged under ``g → cg, V_s → V_s/c``), which is why the ablation decides.
+6. (c) **Cost**: best-of CPU time (``time.process_time``) per training token of the coupled model
+   within ``cost_factor`` (1.5, "comparable") of the dense one's, one training step of each timed
+   round-robin in this process (:func:`verify.timing.interleaved_best`). Run times stored in the run
+   cache are never read: a cached run carries the load of its own day.
+
+Hypotheses (source: the input data): ``cross_block_structure_weak`` — the previous block's
+character histogram explains at most ``structure_max`` (5 %) of a character's entropy beyond a
+shuffled-block baseline (:mod:`numerics.lm.blockstats`; D9: zero structure ⇒ ``∂R/∂g = 0`` at
+``g = 0``); ``heldout_deduplicated`` — at most ``duplicate_max`` (5 %) of held-out positions start
+a 64-character string found verbatim in the training split (:func:`numerics.lm.corpus.deduplicate`).
 
 **Architecture** (:mod:`numerics.lm`): embedding, ``L`` untied layers Φ of
 :mod:`numerics.model.layer` (RMS norm, masked softmax attention, tanh MLP, the slow path over
 block-pooled tokens with the shifted block-causal ``U_c``, gate ``g``), RMS norm and a linear head;
-cross-entropy; AdamW with warm-up and cosine decay, global-norm clipping. The **fast mask is**
-``causal`` by default, because that is the architecture the first abstract describes for its
-experiment ("a fast path of standard causal attention over T tokens, a slow path of full attention
-over T/P pooled tokens"); the slow mask is the block-causal shifted one (v1's "full" slow mask
-leaks the future, claim A1). With a ``causal`` fast path the slow path carries no information the
-fast path could not read itself: neutrality then tests whether the coarse channel is *useful*,
-not whether it is *informative*. ``fast_mask=block_causal`` is the hierarchical reading of the
-flow-along-depth abstract (fast attention within blocks, the slow path the only channel across
-blocks); it is a parameter, not the default.
+cross-entropy; AdamW with warm-up and cosine decay, global-norm clipping. The fast mask is
+``causal`` by default (the architecture of the first abstract's experiment); with it the slow path
+carries no information the fast path could not read itself, so neutrality tests whether the coarse
+channel is *useful*. ``fast_mask=block_causal`` (the hierarchical reading) is a parameter.
+**Frozen ≡ dense**: with every gate at 0 the frozen model computes the dense model's function bit
+for bit from the same seed (tested), so the dense model is not trained: it is only timed.
 
-**Size** (defaults): ``T = 128``, ``P = 16`` (8 blocks), ``d = 64``, ``m = 256``, ``L = 4``
-(0.19M fast and head parameters, 0.05M slow ones), batches of 8 windows (1024 tokens per step,
-489 steps for 500k tokens), peak learning rate 3e-3 (chosen by the held-out loss of the coupled
-and frozen models of one seed at 3e-3 against 1e-2: 2.391/2.395 against 2.408/2.408 nats per
-character; no verdict had been computed). Large enough for the question: the models learn the
-text well past its bigram statistics within the budget (held-out ≈ 2.39 nats per character
-against 3.25 for the unigram), and on the control corpus the coupled model opens its gates and
-beats the frozen one; small enough that the nine full runs take minutes on two cores.
+**Corpus**: CPython's ``pydoc_data`` topics, character level, fixed by its SHA-256 and the SHA-256 of
+each split (training, validation, held-out; :mod:`numerics.lm.corpus`).
 
-**Frozen ≡ dense.** With every gate at 0 the slow path adds exactly ``0·S``, so the frozen
-model computes the dense model's function bit for bit from the same seed (tested); the two differ
-only in cost (frozen still computes ``S``). The gap coupled − frozen is therefore also coupled −
-dense.
-
-**Noise band** (fixed before training, :func:`numerics.lm.optim.gate_noise_band`): AdamW
-normalises each coordinate by its running RMS, so a gate whose gradient has zero mean (D9's null:
-no usable cross-block structure) ends at ``≈ −Σ_s η_s ξ_s`` whatever the gradient's scale.
-Simulating the exact update on Gaussian noise over the run's schedule gives its standard
-deviation ``sd``; the band is ``z·sd`` with ``z`` the two-sided normal quantile at
-``alpha/(L·seeds)`` (Bonferroni over all gates), so a true null leaves every gate inside with
-probability ≥ ``1 − alpha``.
-
-**Cross-block structure** (:mod:`numerics.lm.blockstats`), the hypothesis
-``cross_block_structure_weak``: the excess, over a shuffled-block baseline, of the log-likelihood
-gain per character that the previous block's character histogram (= its pooled one-hot mean)
-gives about a character of the next block, as a fraction of the character entropy, is at most
-``structure_max`` (5%). It is a lower bound on what a slow channel reading block means can carry;
-D9: zero structure ⇒ ``∂R/∂g = 0`` at ``g = 0`` and the gate stays closed. The pair mutual
-information of neighbouring blocks and, from the trained frozen models, the z-score of D9's
-``∂R/∂g`` at ``g = 0`` on held-out batches are reported too.
-
-**Profiles.** The defaults are the full experiment (3 models × 3 seeds × 500k tokens; ``pytest
-verify --thorough``, ``fastslow check E1``). The default ``pytest verify`` runs the short profile
-of ``verify/test_e1_neutrality.py`` (smaller model, fewer tokens, two seeds): its verdict is the
-short run's, and the notes say so. Finished runs are cached on disk
-(:func:`numerics.lm.train.run`), so the report's figures never retrain.
-
-**Measured** (full defaults, seed 0, CPython 3.11.7 text ``43ff7e7b…``; 4 min 19 s wall with
-``workers=2`` on the shared 2-core machine, load average 3–4): **fails** on (b). Every gate ends
-inside its band (max ``|g|`` 0.133 against 0.140), but the coupled model beats the frozen (≡
-dense) one on held-out text on every seed (gaps −0.0038, −0.0033, −0.0062 nats per character,
-mean −0.0044 = 2.8× the seed spread 0.0016; paired t = −5.0), at 0.99× the dense time per token.
-The verdict is fragile in the number of seeds: with ``seeds=5`` (the same three runs plus two)
-the gap is −0.0053 on 5 of 5 seeds (paired t = −6.6) but the spread widens to 0.0058 and E1
-holds (0.91×); with three seeds the spread itself is uncertain by a factor of about three. What
-is robust: a small, systematic gain of the coupled model of about 0.2% of the loss, of the size
-of the run-to-run noise; gates that drift steadily to about 0.95 of the null band (not a random
-walk); and on the trained coupled models a gate gradient that is still resolved on held-out data
-(max |z| 5.1), so the gates would keep opening with more tokens. The text's cross-block
-structure is small (the previous block's histogram gains 0.097 bits per character, 2.1% of the
-character entropy), yet D9's ``∂R/∂g`` at ``g = 0`` on the trained frozen models reaches |z| 3.0
-(3 seeds) and 5.9 (5 seeds, 20 gates): the slow channel is not invisible in the risk of these
-networks. With ``fast_mask=block_causal`` (the hierarchical reading) E1 holds: gap −0.0067
-against a spread of 0.0135, max ``|g|`` 0.139 against 0.140, held-out loss 2.157 (below the
-causal models' 2.396 at this budget). The short default profile holds (gap 7e-5 against a spread
-of 0.007).
+**Profiles.** The claim's defaults are the paper-scale experiment (``profile: "paper"``: 500k
+tokens per run, the default size, 5 pilot seeds); ``pytest verify --thorough`` runs it at three
+token counts (:data:`SWEEP_TOKENS`). The default ``pytest verify`` runs :data:`SHORT` (a smaller
+model, 20k tokens): its verdict is labelled ``profile: "short"`` in the figures, the notes, the
+report and the terminal summary, and is never the paper-scale result. Finished runs are cached
+on disk (:func:`numerics.lm.train.run`: losses and gates only ever decide).
 
 Negative control ``shared_structure`` (``corpus=noisy_copy``): every block repeats its
 predecessor's characters (reshuffled, 5% noise, a fresh text block with probability 0.1): the
-structure bound is broken, the gates leave the band and the coupled model beats the frozen one.
+structure bound is broken, the gates open and the coupled model beats the frozen one.
+
+Measured results are in the report (``docs/report``), not here. The paper-scale check takes longer
+than the default time budget: ``fastslow check E1 --time-budget 1h``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
 import numpy as np
+from scipy import stats
 
 from fastslow.numerics.lm import blockstats, corpus
 from fastslow.numerics.lm.optim import gate_noise_band
-from fastslow.numerics.lm.params import KINDS, LMConfig
-from fastslow.numerics.lm.train import RunSpec, run_all
+from fastslow.numerics.lm.params import LMConfig
+from fastslow.numerics.lm.train import RunSpec, run, training_step
 
 from ..claim import Claim, Conclusion, Control
-from ..measure import ratio
 from ..params import Param
 from ..verdict import Diagnostic, at_most
 
 FULL_TOKENS = 500_000
-FULL_SEEDS = 3
+SWEEP_TOKENS = (50_000, 150_000, 500_000)
+"""The token counts of the paper-scale sweep (``--thorough``): three counts spanning 10×."""
+SHORT_SWEEP_TOKENS = (2_000, 6_000, 20_000)
+"""The token counts of the short profile's sweep (the default ``pytest verify``)."""
+SIZE_KEYS = ("T", "P", "d", "m", "L", "batch")
+TRAINED_STEP_FRACTION = 0.9
+"""A coupled gate counts as trained when it changed on at least this fraction of its steps."""
+MIN_TEST_SEEDS = 3
+ASSUMED_TEST_SEEDS = 8
+"""Test seeds assumed by the time estimate (the real number comes from the pilot)."""
+SEED_STRIDE = 1000
+PILOT_OFFSET = 900
+SELECTION_OFFSET = 999
+
+PREREGISTRATION = (
+    "primary endpoint: per-seed paired held-out gap, coupled − frozen (nats/char)",
+    "learning rate: argmin of the frozen model's validation loss over lr_grid (selection seed "
+    "1000·seed + 999); a one-element grid fixes it a priori; the held-out split is not used",
+    "margin Δ: SD (ddof 1) of the frozen model's held-out loss over pilot_seeds ≥ 5 pilot seeds "
+    "1000·seed + 900 + i, disjoint from the test seeds, same token count",
+    "test: paired TOST at alpha = 0.05 (holds iff the 90 % t-interval of the mean gap lies in "
+    "(−Δ, Δ)); two-sided t-test of gap = 0 reported beside it; smallest margin at which "
+    "equivalence would hold reported",
+    "test seeds 1000·seed + i: the least n ≥ 3 with TOST power ≥ 0.8 at gap 0, margin Δ, SD σ of "
+    "the pilot's paired gaps (noncentral t, lower bound); at most max_test_seeds; extra_seeds more "
+    "reported as a robustness check",
+    "gate closed: paired cost of zeroing the trained gates, same TOST against Δ; gates trained "
+    "(every coupled gate moved on ≥ 90 % of steps, frozen gates never); joint drift χ² over all "
+    "gates of the test runs against the AdamW null drift reported; Adam noise band a diagnostic",
+    "cost: best-of CPU time per token, coupled / dense ≤ cost_factor = 1.5, one step each timed "
+    "round-robin in the checking process; cached run times never decide",
+    "data: held-out and validation splits deduplicated against training (64-character strings; "
+    "≤ 5 % of held-out positions may remain); splits identified by SHA-256",
+)
+"""The pre-registered design, fixed before any training (printed by ``--describe``)."""
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def paired_tost(x, margin: float, alpha: float = 0.05) -> dict:
+    """Two one-sided t-tests of ``|mean(x)| ≥ margin`` on the paired differences ``x``.
+
+    Returns the mean, the ``1 − 2·alpha`` t-interval (``ci``), the TOST p-value
+    ``max(P(T > t₁), P(T < t₂))`` with ``t₁,₂ = (x̄ ± margin)/(s/√n)``, ``n − 1`` degrees of
+    freedom (equivalence iff ``p < alpha`` iff ``ci`` lies inside ``(−margin, margin)``), the
+    two-sided p-value of ``mean = 0``, and ``margin_min = |x̄| + t_{1−alpha}·s/√n``, the smallest
+    margin at which equivalence would hold."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    if n < 2:
+        raise ValueError(f"a paired t-test needs at least 2 differences, got {n}")
+    mean, sd = float(x.mean()), float(x.std(ddof=1))
+    df = n - 1
+    se = sd / math.sqrt(n)
+    q = float(stats.t.ppf(1 - alpha, df))
+    if se == 0:
+        p_lo = 0.0 if mean > -margin else 1.0
+        p_hi = 0.0 if mean < margin else 1.0
+        p_zero = 1.0 if mean == 0 else 0.0
+    else:
+        p_lo = float(stats.t.sf((mean + margin) / se, df))
+        p_hi = float(stats.t.cdf((mean - margin) / se, df))
+        p_zero = float(2 * stats.t.sf(abs(mean) / se, df))
+    return {
+        "n": n,
+        "mean": mean,
+        "sd": sd,
+        "ci": [mean - q * se, mean + q * se],
+        "p": max(p_lo, p_hi),
+        "p_zero": p_zero,
+        "margin_min": abs(mean) + q * se,
+        "equivalent": bool(max(p_lo, p_hi) < alpha),
+    }
+
+
+def tost_power(n: int, margin: float, sd: float, alpha: float = 0.05, mean: float = 0.0) -> float:
+    """Power of the paired TOST with ``n`` pairs at true mean gap ``mean``, margin ``margin`` and
+    SD ``sd`` of the differences: ``P(T₁ > t_c) + P(T₂ < −t_c) − 1`` with ``T₁,₂`` noncentral t
+    (``n − 1`` degrees of freedom, noncentrality ``(mean ± margin)·√n/sd``), clipped at 0. It is a
+    lower bound of the exact power (``P(A∩B) ≥ P(A) + P(B) − 1``) and close to it once the power
+    is useful (tested against simulation)."""
+    if n < 2:
+        return 0.0
+    if sd <= 0:
+        return 1.0 if abs(mean) < margin else 0.0
+    df = n - 1
+    tc = float(stats.t.ppf(1 - alpha, df))
+    root = math.sqrt(n) / sd
+    p1 = float(stats.nct.sf(tc, df, (mean + margin) * root))
+    p2 = float(stats.nct.cdf(-tc, df, (mean - margin) * root))
+    return max(0.0, p1 + p2 - 1.0)
+
+
+def tost_seeds(
+    margin: float, sd: float, alpha: float, power: float, most: int
+) -> tuple[int, float]:
+    """``(n, power at n)``: the least ``n`` in ``[MIN_TEST_SEEDS, most]`` with
+    :func:`tost_power` ≥ ``power``, else ``most`` (and its insufficient power)."""
+    for n in range(MIN_TEST_SEEDS, most + 1):
+        pw = tost_power(n, margin, sd, alpha)
+        if pw >= power:
+            return n, pw
+    return most, tost_power(most, margin, sd, alpha)
+
+
+def gate_drift_test(gates, sd: float) -> dict:
+    """Joint drift test of final gates against D9's null: ``χ² = Σ (g/sd)²`` over every gate, with
+    as many degrees of freedom as gates (each gate ≈ N(0, sd²) under zero-mean gradient noise)."""
+    g = np.asarray(gates, dtype=float).ravel()
+    chi2 = float(np.sum((g / sd) ** 2))
+    return {"chi2": chi2, "df": int(g.size), "p": float(stats.chi2.sf(chi2, g.size))}
+
+
+# ----------------------------------------------------------------------------- the instance
+
+
+def profile_of(p: dict) -> str:
+    """``"paper"`` for ≥ 500k tokens at the default size with ≥ 5 pilot seeds, else ``"short"``."""
+    paper = p["tokens"] >= FULL_TOKENS and all(p[k] == E1.params[k].default for k in SIZE_KEYS)
+    return "paper" if paper else "short"
+
+
+CONTROL_SIZE = {"tokens": 60_000, "T": 128, "m": 128}
+"""Where the short profile's control departs from it: at 20k tokens the pilot's margin (the frozen
+model's seed-to-seed SD, 0.04 nats) still hides what the slow path learns on the control text."""
 
 
 def control_params(short: dict) -> dict:
-    """The negative control's parameters: the noisy-copy corpus in the given profile."""
-    return {**short, "corpus": "noisy_copy"}
-
-
-BASE_SECONDS = 15.0
-"""Time estimate: imports, the corpus, its cross-block statistics and the first compilation."""
-UNIT_SECONDS = 2e-10
-"""Time estimate: one forward token-unit (:func:`token_units`) of one run; measured 1.3e-10 to
-1.9e-10 s on the loaded 2-core machine (default sizes, 20k and 500k tokens; ``T = 1024, L = 1``)."""
-CALL_SECONDS = 2e-3
-"""Time estimate: the fixed cost of one layer in one training step (forward and backward: Numba
-calls, Python; an evaluation call counts a third); measured 0.9 to 1.5 ms per layer and step at
-``T = 2, d = 2`` and ``T = 16, d = 8``."""
-BAND_STEP_SECONDS = 3e-4
-"""Time estimate: one step of the simulated AdamW null drift (:func:`gate_noise_band`, 4000
-chains)."""
-TRAIN_TOKENS = 450_000
-"""Training characters of the pydoc corpus, rounded up (420,035 measured on CPython 3.11)."""
-HELDOUT_TOKENS = 45_056
-"""Held-out characters of the pydoc corpus (CPython 3.11, measured); the evaluations read at most
-this many."""
-
-
-def token_units(p: dict) -> float:
-    """Work of one forward pass per token in float multiply-adds: ``L`` layers of projections
-    ``4d²``, MLP ``2dm``, attention ``4Td`` and its softmax (``16T``), and the head ``d·97``."""
-    T, d, m = p["T"], p["d"], p["m"]
-    return p["L"] * (4 * d * d + 2 * d * m + 4 * T * d + 16 * T) + d * corpus.VOCAB
-
-
-def run_seconds(p: dict) -> float:
-    """Time estimate of one training run: training (``3×`` forward work per token) and its
-    per-step fixed cost, the ten held-out evaluations, the final held-out loss and the gate
-    gradients (forward + backward on every held-out window)."""
-    T, batch, L = p["T"], p["batch"], p["L"]
-    steps = max(1, math.ceil(p["tokens"] / (batch * T)))
-    heldout = min(HELDOUT_TOKENS, 256 * (T + 1))
-    forward = 3 * steps * batch * T + 10 * min(32 * (T + 1), heldout) + 4 * heldout
-    calls = steps + (10 * math.ceil(32 / batch) + 4 * math.ceil(256 / batch)) / 3
-    return UNIT_SECONDS * token_units(p) * forward + CALL_SECONDS * L * calls
-
-
-SHORT = {"tokens": 60_000, "seeds": 2, "d": 32, "m": 128, "L": 2, "batch": 4, "lr": 1e-2}
-"""The short profile (default ``pytest verify`` and the negative control)."""
+    """The negative control's parameters: the noisy-copy corpus in the given profile, trained long
+    enough (:data:`CONTROL_SIZE`) for the margin to settle."""
+    return {**short, **CONTROL_SIZE, "corpus": "noisy_copy"}
 
 
 class Instance:
-    """The corpus, its cross-block statistics, the run specs and the noise band, all fixed before
-    any training."""
+    """The corpus, its splits' identity and deduplication, its cross-block statistics and the seed
+    layout, all fixed before any training."""
 
     def __init__(self, p: dict, seed: int):
-        self.p = p
+        self.p, self.seed = p, seed
         base = corpus.pydoc_corpus()
         self.corpus = (
             base if p["corpus"] == "pydoc" else corpus.noisy_copy_corpus(base, p["P"], [seed, 7])
@@ -170,19 +239,13 @@ class Instance:
         self.structure = blockstats.neighbour_mutual_information(
             self.corpus.train, p["P"], corpus.VOCAB, np.random.SeedSequence(seed, spawn_key=(8,))
         )
-        self.run_seeds = [1000 * seed + i for i in range(p["seeds"])]
-        self.specs = {kind: [self.spec(kind, s) for s in self.run_seeds] for kind in KINDS}
-        sch = self.specs["coupled"][0]
-        self.band = gate_noise_band(
-            sch.schedule(),
-            betas=sch.betas,
-            eps=sch.eps,
-            gates=p["L"] * p["seeds"],
-            alpha=p["alpha"],
-            seed=np.random.SeedSequence(seed, spawn_key=(9,)),
-        )
+        self.duplicates = self.corpus.stats["heldout"]
+        root = SEED_STRIDE * seed
+        self.selection_seed = root + SELECTION_OFFSET
+        self.pilot_seeds = [root + PILOT_OFFSET + i for i in range(p["pilot_seeds"])]
+        self.test_seeds_max = [root + i for i in range(p["max_test_seeds"] + p["extra_seeds"])]
 
-    def spec(self, kind: str, s: int) -> RunSpec:
+    def spec(self, kind: str, s: int, lr: float) -> RunSpec:
         p = self.p
         cfg = LMConfig(
             vocab=corpus.VOCAB,
@@ -199,125 +262,203 @@ class Instance:
             p["tokens"],
             s,
             batch=p["batch"],
-            lr=p["lr"],
-            meta={"label": f"E1 {p['corpus']} {kind} seed {s}"},
+            lr=lr,
+            eval_max=p["heldout_windows"],
+            meta={"label": f"E1 {p['corpus']} {kind} seed {s} lr {lr:g}"},
         )
 
 
-def trained(inst: Instance) -> dict:
-    """``{kind: [result per seed]}``, every run from the cache or trained now."""
-    order = [(k, i) for i in range(inst.p["seeds"]) for k in KINDS]  # interleaved: fair timing
-    results = run_all([inst.specs[k][i] for k, i in order], inst.corpus, workers=inst.p["workers"])
-    out: dict = {k: [None] * inst.p["seeds"] for k in KINDS}
-    for (k, i), r in zip(order, results):
-        out[k][i] = r
-    return out
+TRAIN_MISSING = {"on": True, "progress": None}
+"""Whether a run missing from the cache is trained (``False``: a ``LookupError``; the figures set
+it, so that they never train silently), and whether training shows its progress on stderr
+(``None``: runs of ≥ 100k tokens do)."""
 
 
-def loss_parts(res: dict) -> tuple[dict, dict]:
-    """Part (b): the paired held-out gap coupled − frozen against the seed-to-seed spread."""
-    loss = {k: np.array([r["heldout_loss"] for r in res[k]]) for k in KINDS}
-    gaps = loss["coupled"] - loss["frozen"]
-    spread = float(np.sqrt((loss["coupled"].var(ddof=1) + loss["frozen"].var(ddof=1)) / 2))
-    gap = float(gaps.mean())
-    figures = {
-        **{f"heldout_loss_{k}": float(loss[k].mean()) for k in KINDS},
-        "loss_gap_coupled_minus_frozen": gap,
-        "loss_gap_per_seed": gaps,
-        "loss_gap_seed_spread": spread,
-        "loss_gap_over_spread": ratio(abs(gap), spread),
-        "loss_gap_paired_t": ratio(gap, float(gaps.std(ddof=1)) / np.sqrt(gaps.size)),
+def train_runs(inst: Instance, specs: list) -> list[dict]:
+    """:func:`numerics.lm.train.run` of every spec through the sweep API
+    (:func:`verify.sweep.sweep`): ``workers`` local processes, or the Dask cluster at
+    ``scheduler``; the results do not depend on either (every run carries its seeds)."""
+    from fastslow.verify.sweep import executor_for, sweep  # deferred: imports the registry
+
+    points = [
+        dict(
+            spec=dataclasses.replace(s, progress=TRAIN_MISSING["progress"]),
+            corpus=inst.corpus,
+            cache_dir=None,
+            train_missing=TRAIN_MISSING["on"],
+        )
+        for s in specs
+    ]
+    scheduler = inst.p["scheduler"] or None
+    with executor_for(inst.p["workers"], scheduler, tasks=len(points)) as ex:
+        return sweep(run, points, executor=ex, on_error=None, label="E1 runs")
+
+
+def select_lr(inst: Instance) -> tuple[float, list]:
+    """The learning rate: the grid's only value, else the argmin of the frozen model's validation
+    loss at the selection seed. Returns ``(lr, validation losses)``."""
+    grid = list(inst.p["lr_grid"])
+    if len(grid) == 1:
+        return grid[0], []
+    res = train_runs(inst, [inst.spec("frozen", inst.selection_seed, lr) for lr in grid])
+    losses = [r["validation_loss"] for r in res]
+    return grid[int(np.argmin(losses))], losses
+
+
+def paired_runs(inst: Instance, seeds: list, lr: float) -> dict:
+    """``{"coupled": [...], "frozen": [...]}``, one result per seed, interleaved."""
+    specs = [inst.spec(k, s, lr) for s in seeds for k in ("coupled", "frozen")]
+    res = train_runs(inst, specs)
+    return {"coupled": res[0::2], "frozen": res[1::2]}
+
+
+def losses(res: dict, key: str = "heldout_loss") -> dict:
+    return {k: np.array([r[key] for r in runs]) for k, runs in res.items()}
+
+
+def cpu_cost(inst: Instance, repeat: int) -> dict:
+    """Best-of CPU seconds per training token of dense, coupled and frozen, one step each timed
+    round-robin (:func:`verify.timing.interleaved_best`), measured now in this process."""
+    from fastslow.verify.timing import interleaved_best  # deferred: imports the compiled layer
+
+    p = inst.p
+    steps = {
+        k: training_step(inst.spec(k, 0, 1e-3).cfg, p["batch"], inst.corpus)[0]
+        for k in ("dense", "coupled", "frozen")
     }
-    part = at_most(
-        figures["loss_gap_over_spread"],
-        1.0,
-        "|mean(coupled − frozen held-out loss)| / pooled SD over seeds ≤ 1",
-    )
-    return {"gap_within_seed_spread": part}, figures
+    best = interleaved_best(steps, repeat)
+    return {k: t / (p["batch"] * p["T"]) for k, t in best.items()}
 
 
-def gate_parts(inst: Instance, res: dict) -> tuple[dict, dict]:
-    """Part (a): every final gate of the coupled runs against the noise band."""
-    gates = np.array([r["gates"] for r in res["coupled"]])
-    gmax = float(np.abs(gates).max())
-    z_frozen = np.array([r["gate_grad"]["z"] for r in res["frozen"]])
-    z_coupled = np.array([r["gate_grad"]["z"] for r in res["coupled"]])
-    figures = {
-        "gate_abs_max_final": gmax,
-        "gate_noise_band": inst.band["band"],
-        "gate_noise_sd": inst.band["sd"],
-        "gate_noise_z": inst.band["z"],
-        "gate_over_band": ratio(gmax, inst.band["band"]),
-        "gates_final": gates,
-        "frozen_gate_grad_z_abs_max": float(np.abs(z_frozen).max()),
-        "coupled_gate_grad_z_abs_max": float(np.abs(z_coupled).max()),
-    }
-    part = Diagnostic(
-        gmax <= inst.band["band"],
-        {"gate_abs_max": gmax, "band": inst.band["band"]},
-        f"max |g| over layers and seeds ≤ z·sd of the AdamW null drift (z = {inst.band['z']:.2f})",
-    )
-    return {"gates_within_noise_band": part}, figures
+# ----------------------------------------------------------------------------- the parts
 
 
-def cost_parts(inst: Instance, res: dict) -> tuple[dict, dict]:
-    """Part (c): median wall-clock per training token, coupled (and frozen) against dense."""
-    spt = {k: float(np.median([r["seconds_per_token"] for r in res[k]])) for k in KINDS}
-    figures = {
-        "cost_ratio_coupled_vs_dense": spt["coupled"] / spt["dense"],
-        "cost_ratio_frozen_vs_dense": spt["frozen"] / spt["dense"],
-        "tokens_per_second": 1.0 / spt["coupled"],
-        "tokens_per_second_dense": 1.0 / spt["dense"],
-        "train_seconds_total": float(sum(r["train_seconds"] for k in KINDS for r in res[k])),
-    }
-    part = at_most(
-        figures["cost_ratio_coupled_vs_dense"],
-        inst.p["cost_factor"],
-        f"median s/token coupled / dense ≤ cost_factor = {inst.p['cost_factor']}",
-    )
-    return {"cost_comparable": part}, figures
-
-
-def series_of(res: dict) -> dict:
-    """The arrays the E1 figures draw: per kind, per seed, the evaluation history."""
+def tost_figures(prefix: str, t: dict) -> dict:
     return {
-        k: [
-            {
-                "tokens": [h["tokens"] for h in r["history"]],
-                "heldout_loss": [h["heldout_loss"] for h in r["history"]],
-                "train_loss": [h["train_loss"] for h in r["history"]],
-                "gates": [h["gates"] for h in r["history"]],
-                "final_heldout_loss": r["heldout_loss"],
-                "seconds_per_token": r["seconds_per_token"],
-            }
-            for r in res[k]
-        ]
-        for k in KINDS
+        f"{prefix}_mean": t["mean"],
+        f"{prefix}_sd": t["sd"],
+        f"{prefix}_ci90": t["ci"],
+        f"{prefix}_tost_p": t["p"],
+        f"{prefix}_zero_p": t["p_zero"],
+        f"{prefix}_margin_min": t["margin_min"],
     }
 
 
-def notes_of(inst: Instance, figures: dict) -> list[str]:
+def trained_part(pilot: dict, test: dict) -> tuple[Diagnostic, dict]:
+    """Every coupled gate moved on ≥ :data:`TRAINED_STEP_FRACTION` of its steps; no frozen one."""
+    coupled = [r for part in (pilot, test) for r in part["coupled"]]
+    frozen = [r for part in (pilot, test) for r in part["frozen"]]
+    frac = min(u / r["steps"] for r in coupled for u in r["gate_updates"])
+    frozen_moves = max(u for r in frozen for u in r["gate_updates"])
+    part = Diagnostic(
+        bool(frac >= TRAINED_STEP_FRACTION and frozen_moves == 0),
+        [frac, frozen_moves],
+        f"[least fraction of steps on which a coupled gate changed, most updates of a frozen "
+        f"gate]: ≥ {TRAINED_STEP_FRACTION} and 0",
+    )
+    return part, {"gate_updated_fraction_min": frac, "frozen_gate_updates_max": frozen_moves}
+
+
+def tost_part(t: dict, margin: float, alpha: float, what: str) -> Diagnostic:
+    """The TOST's p-value against ``alpha``; the rule states the interval and the margin."""
+    return Diagnostic(
+        t["equivalent"],
+        t["p"],
+        f"paired TOST p of {what} < {alpha}: its {1 - 2 * alpha:.0%} interval "
+        f"{fmt_ci(t['ci'])} inside ±Δ = ±{margin:.4g} ({t['n']} seeds)",
+    )
+
+
+def notes_of(inst: Instance, f: dict) -> list[str]:
     p, st = inst.p, inst.structure
     notes = [
         f"corpus {inst.corpus.name}: {inst.corpus.source}, SHA-256 {inst.corpus.sha256[:16]}…; "
-        f"{inst.corpus.train.size} training and {inst.corpus.heldout.size} held-out characters",
+        f"{inst.corpus.train.size} training, {inst.corpus.validation.size} validation and "
+        f"{inst.corpus.heldout.size} held-out characters",
         f"model: T={p['T']}, P={p['P']}, d={p['d']}, m={p['m']}, L={p['L']}, fast mask "
-        f"{p['fast_mask']}; AdamW lr {p['lr']}, batch {p['batch']}×{p['T']} tokens",
+        f"{p['fast_mask']}; AdamW lr {f['lr']:g} (of {list(p['lr_grid'])}), batch "
+        f"{p['batch']}×{p['T']} tokens, {f['tokens_per_run']} tokens per run",
+        f"pre-registered: Δ = {f['equivalence_margin']:.4g} (frozen SD over {p['pilot_seeds']} "
+        f"pilot seeds), pilot gap SD {f['pilot_gap_sd']:.4g}; {f['seeds']} test seeds for power "
+        f"{f['power_at_margin']:.2f} (target {p['power']})",
+        f"gap coupled − frozen {f['gap_mean']:+.4g}, 90 % CI {fmt_ci(f['gap_paired_ci90'])}, TOST "
+        f"p = {f['tost_p']:.3g}, p(gap = 0) = {f['gap_zero_p']:.3g}; equivalence would hold at "
+        f"any margin above {f['equivalence_margin_min']:.4g}",
+        f"cost of zeroing the trained gates {f['gate_ablation_cost']:+.4g}, 90 % CI "
+        f"{fmt_ci(f['gate_ablation_ci90'])}, TOST p = {f['gate_ablation_tost_p']:.3g}; gate drift "
+        f"χ² = {f['gate_drift_chi2']:.3g} on {f['gate_drift_df']} df, p = {f['gate_drift_p']:.3g}",
+        f"with {f['extra']['seeds']} seeds (+{p['extra_seeds']}): gap 90 % CI "
+        f"{fmt_ci(f['extra']['gap_paired_ci90'])}, TOST p = {f['extra']['tost_p']:.3g}; ablation "
+        f"90 % CI {fmt_ci(f['extra']['gate_ablation_ci90'])}, TOST p = "
+        f"{f['extra']['gate_ablation_tost_p']:.3g}; the same decision: {f['extra']['same_decision']}",
         f"cross-block structure: the previous block's histogram gains "
         f"{st['bag_gain_excess_bits']:.3f} bits per character over the shuffled baseline "
         f"({100 * st['bag_gain_excess_fraction']:.1f}% of {st['char_entropy_bits']:.2f} bits); "
-        f"pair MI {st['mi_excess_bits']:.3f} bits. D9: zero structure keeps the gate closed; "
-        f"on the trained frozen models |z| of ∂R/∂g at g = 0 is at most "
-        f"{figures['frozen_gate_grad_z_abs_max']:.2f}",
+        f"D9: zero structure keeps the gate closed; on the trained frozen models |z| of ∂R/∂g at "
+        f"g = 0 is at most {f['frozen_gate_grad_z_abs_max']:.2f}",
     ]
-    if p["tokens"] < FULL_TOKENS or p["seeds"] < FULL_SEEDS:
+    if f["profile"] == "short":
         notes.insert(
             0,
-            f"SHORT RUN: {p['tokens']} tokens × {p['seeds']} seeds (the full experiment is "
-            f"{FULL_TOKENS} tokens × {FULL_SEEDS} seeds, pytest verify --thorough); this verdict "
-            "is the short run's",
+            f"profile: short — {p['tokens']} tokens per run at a reduced size; the paper-scale "
+            f"experiment is {FULL_TOKENS} tokens at the default size (pytest verify --thorough); "
+            "this verdict is the short run's",
         )
     return notes
+
+
+SWEEP_ROW_KEYS = (
+    "tokens_per_run",
+    "profile",
+    "seeds",
+    "equivalence_margin",
+    "pilot_gap_sd",
+    "gap_mean",
+    "gap_paired_ci90",
+    "tost_p",
+    "gap_zero_p",
+    "equivalence_margin_min",
+    "gate_ablation_cost",
+    "gate_ablation_ci90",
+    "gate_ablation_tost_p",
+    "gate_drift_p",
+    "power_at_margin",
+    "cost_ratio_cpu",
+    "lr",
+    "extra",
+)
+
+
+def sweep_row(v: dict) -> dict:
+    """One token count of the token sweep (the report figure ``token_sweep``), from a verdict's
+    JSON (:meth:`Verdict.to_json`, or its entry in the report)."""
+    f = v["figures"]
+    return {
+        "tokens": v["params"]["tokens"],
+        "verdict": v["verdict"],
+        "failed_parts": sorted(k for k, d in v["conclusion"].items() if not d["holds"]),
+        **{k: f[k] for k in SWEEP_ROW_KEYS if k in f},
+    }
+
+
+def fmt_ci(ci) -> str:
+    return f"[{ci[0]:+.4g}, {ci[1]:+.4g}]"
+
+
+SHORT = {
+    "tokens": 20_000,
+    "d": 32,
+    "m": 64,
+    "L": 2,
+    "T": 64,
+    "batch": 4,
+    "lr_grid": (1e-2,),
+    "heldout_windows": 64,
+    "max_test_seeds": 12,
+    "cost_repeat": 5,
+    "workers": 1,
+}
+"""The short profile (default ``pytest verify`` and the negative control)."""
 
 
 class E1(Claim):
@@ -329,14 +470,15 @@ class E1(Claim):
         "dense baseline"
     )
     statement = (
-        "Trained on the same real text for ≥ 500,000 tokens and ≥ 3 seeds, (a) every gate of "
-        "the coupled model stays within a noise band fixed before training, (b) the held-out "
-        "loss gap coupled − frozen lies within the seed-to-seed spread, and (c) the coupled "
-        "model's wall-clock per token is within a stated factor of the dense model's."
+        "A pre-registered experiment: trained on the same deduplicated real text for ≥ 500,000 "
+        "tokens, (b) the paired held-out gap coupled − frozen is within Δ (the frozen model's "
+        "seed-to-seed SD on ≥ 5 pilot seeds) by a paired TOST at α = 0.05 on a power-derived "
+        "number of test seeds, (a) the paired cost of zeroing the trained gates is within Δ by "
+        "the same TOST and the gates were trained, and (c) the coupled model's best-of CPU time "
+        "per token is within 1.5× the dense model's."
     )
     params = {
         "tokens": Param(FULL_TOKENS, "training tokens per run", low=1000, high=100_000_000),
-        "seeds": Param(FULL_SEEDS, "seeds per model", low=2, high=32),
         "corpus": Param("pydoc", "training text", choices=("pydoc", "noisy_copy")),
         "fast_mask": Param("causal", "fast attention mask", choices=("causal", "block_causal")),
         "T": Param(128, "tokens per training window (a multiple of P)", low=2, high=1024),
@@ -345,38 +487,72 @@ class E1(Claim):
         "m": Param(256, "MLP width", low=1, high=4096),
         "L": Param(4, "layers", low=1, high=32),
         "batch": Param(8, "windows per step", low=1, high=1024),
-        "lr": Param(3e-3, "peak learning rate", low=0.0, high=1.0, open_low=True),
-        "alpha": Param(0.01, "level of the gate noise band", low=0.0, high=0.5, open_low=True),
+        "lr_grid": Param(
+            (1e-3, 3e-3, 1e-2),
+            "peak learning rates; the frozen model's validation loss picks one (one value: fixed)",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+            max_len=8,
+        ),
+        "pilot_seeds": Param(5, "pilot seeds that fix the margin Δ", low=5, high=64),
+        "max_test_seeds": Param(24, "most test seeds the power rule may ask for", low=3, high=256),
+        "extra_seeds": Param(
+            2, "test seeds beyond the power-derived ones (reported)", low=0, high=64
+        ),
+        "alpha": Param(
+            0.05, "level of each one-sided test of the TOST", low=0.0, high=0.5, open_low=True
+        ),
+        "power": Param(
+            0.8, "power of the TOST at gap 0 that fixes the test seeds", low=0.5, high=0.99
+        ),
+        "heldout_windows": Param(256, "held-out windows evaluated per run", low=4, high=4096),
+        "duplicate_max": Param(
+            0.05,
+            "bound on held-out positions starting a 64-character training string",
+            low=0.0,
+            high=1.0,
+        ),
         "structure_max": Param(
             0.05,
             "bound on the cross-block structure (fraction of the character entropy)",
             low=0.0,
             high=1.0,
         ),
-        "cost_factor": Param(1.5, "bound on coupled / dense time per token", low=1.0, high=100.0),
+        "band_alpha": Param(
+            0.01, "level of the diagnostic gate noise band", low=0.0, high=0.5, open_low=True
+        ),
+        "cost_factor": Param(
+            1.5, "bound on coupled / dense CPU time per token", low=1.0, high=100.0
+        ),
+        "cost_repeat": Param(9, "round-robin repeats of the timed training steps", low=1, high=100),
         "workers": Param(
             2,
-            "processes training the runs (results do not depend on it; 2 by default so that the "
-            "full experiment fits the default time budget on two cores)",
+            "local processes training the runs (results do not depend on it)",
             low=1,
             high=64,
         ),
+        "scheduler": Param("", "Dask scheduler address for the runs (empty: local processes)"),
     }
     hypotheses = {
         "cross_block_structure_weak": "the previous block's character histogram explains at most "
         "structure_max of a character's entropy beyond a shuffled-block baseline",
+        "heldout_deduplicated": "at most duplicate_max of the held-out positions start a "
+        "64-character string found verbatim in the training split",
     }
-    hypothesis_sources = {
-        "cross_block_structure_weak": "implementation",
-    }
+    hypothesis_sources = {"cross_block_structure_weak": "input", "heldout_deduplicated": "input"}
     main_instances = ({}, SHORT)
     sweep_instance = SHORT
     """The full experiment and its short profile (:data:`SHORT`, swept over seeds)."""
     conclusion = {
-        "gates_within_noise_band": "every final gate of every coupled run is within the noise "
-        "band fixed before training",
-        "gap_within_seed_spread": "|mean held-out gap coupled − frozen| ≤ the seed-to-seed spread",
-        "cost_comparable": "coupled wall-clock per token ≤ cost_factor × dense",
+        "gap_equivalent": "paired TOST: the held-out gap coupled − frozen is within ±Δ",
+        "gate_closed_by_ablation": "paired TOST: zeroing the trained gates costs within ±Δ",
+        "gates_trained": "every coupled gate was updated (a dead gate fails); frozen gates never",
+        "cost_comparable": "best-of CPU time per token, coupled ≤ cost_factor × dense",
+    }
+    limits = {
+        "powered": "the test seeds reach the pre-registered power at Δ within max_test_seeds and "
+        "Δ > 0 (else equivalence could not be shown even if it held)",
     }
     controls = (
         Control(
@@ -389,76 +565,244 @@ class E1(Claim):
         ),
     )
     key_figures = (
-        "gate_abs_max_final",
-        "gate_noise_band",
-        "loss_gap_coupled_minus_frozen",
-        "loss_gap_seed_spread",
-        "cost_ratio_coupled_vs_dense",
+        "profile",
+        "tokens_per_run",
+        "equivalence_margin",
+        "gap_paired_ci90",
+        "tost_p",
+        "gate_ablation_ci90",
+        "seeds",
+        "cost_ratio_cpu",
     )
-    failure_rate = 0.01 + 0.05  # the band's alpha plus a rough allowance for the spread test
+    failure_rate = 0.4
+    """Each TOST has power 0.8 at a true gap of 0 by construction: both hold with probability
+    ≥ 0.64 on a neutral instance (if independent), so up to about 0.4 of seeds may fail."""
 
     instance = Instance
 
+    def describe(self) -> str:
+        """The generic description and the pre-registered design."""
+        return (
+            super().describe()
+            + "\npre-registration (fixed before any training):\n"
+            + "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(PREREGISTRATION))
+        )
+
+    def validate(self, p: dict) -> None:
+        if p["scheduler"]:
+            from fastslow.verify.sweep import probe_scheduler  # deferred: imports the registry
+
+            probe_scheduler(p["scheduler"])
+
+    def runs_estimate(self, p: dict) -> int:
+        """Training runs of one check, with :data:`ASSUMED_TEST_SEEDS` test seeds."""
+        selection = len(p["lr_grid"]) if len(p["lr_grid"]) > 1 else 0
+        return selection + 2 * (p["pilot_seeds"] + ASSUMED_TEST_SEEDS + p["extra_seeds"])
+
     def seconds_estimate(self, p: dict) -> float:
-        """Wall time: :data:`BASE_SECONDS`, the simulated null drift of the noise band, and the
-        ``3 × seeds`` runs of :func:`run_seconds` shared by ``min(workers, cores)`` processes.
-        Finished runs are read from the cache in seconds, which the estimate does not know.
-        Measured against it (loaded 2-core machine, runs trained, not cached): full defaults
-        4 min 19 s with ``workers=2`` (estimate 9 min 11 s); see the limits benchmark
-        (``fastslow bench limits``) for the other points."""
-        steps = max(1, math.ceil(p["tokens"] / (p["batch"] * p["T"])))
+        """Wall time: :data:`BASE_SECONDS`, then :meth:`runs_estimate` runs of
+        :func:`run_seconds` shared by ``min(workers, cores)`` processes. Cached runs take seconds,
+        which the estimate does not know; the real number of test seeds comes from the pilot."""
         parallel = max(1, min(p["workers"], os.cpu_count() or 1))
-        runs = len(KINDS) * p["seeds"] * run_seconds(p)
-        return BASE_SECONDS + BAND_STEP_SECONDS * steps + runs / parallel
+        return BASE_SECONDS + self.runs_estimate(p) * run_seconds(p) / parallel
 
     def memory_bytes(self, p: dict) -> int:
         """Per training process: the cached activations of ``L`` layers (scores, MLP and
         ``d``-wide intermediates of a batch, forward and backward) plus the corpus copies; and
         the cross-block statistics of the parent (:func:`blockstats.neighbour_mutual_information`:
         a ``vocab``-wide histogram per block of ``P`` training tokens and its float64 copies,
-        counted 8). Measured: ``P = 1`` (420,035 blocks) 2.27 GiB resident, where the
-        activations alone were counted 15 MiB (estimate now 2.7 GiB with the interpreter)."""
+        counted 8). Measured: ``P = 1`` 2.27 GiB resident, where the activations alone were
+        counted 15 MiB."""
         per_layer = p["batch"] * p["T"] * (3 * p["T"] + 3 * p["m"] + 12 * p["d"])
         blocks = 8 * 8 * (TRAIN_TOKENS // p["P"]) * corpus.VOCAB
         return blocks + p["workers"] * (2 * 8 * p["L"] * per_layer + 16_000_000)
 
     def diagnose(self, inst):
-        st = inst.structure
+        st, p = inst.structure, inst.p
         return {
             "cross_block_structure_weak": at_most(
                 st["bag_gain_excess_fraction"],
-                inst.p["structure_max"],
-                f"excess bag gain / H(char) ≤ structure_max = {inst.p['structure_max']}",
-            )
+                p["structure_max"],
+                f"excess bag gain / H(char) ≤ structure_max = {p['structure_max']}",
+            ),
+            "heldout_deduplicated": at_most(
+                inst.duplicates["fraction_after"],
+                p["duplicate_max"],
+                f"held-out positions starting a 64-character training string ≤ {p['duplicate_max']}",
+            ),
         }
 
     def conclude(self, inst):
-        res = trained(inst)
-        parts, figures = gate_parts(inst, res)
-        for more_parts, more_figures in (loss_parts(res), cost_parts(inst, res)):
-            parts.update(more_parts)
-            figures.update(more_figures)
-        p = inst.p
-        figures.update(
-            {
-                "tokens_per_run": int(res["coupled"][0]["tokens"]),
-                "seeds": p["seeds"],
-                "corpus_sha256": inst.corpus.sha256,
-                "corpus_source": inst.corpus.source,
-                **{f"cross_block_{k}": val for k, val in inst.structure.items()},
-            }
+        p, alpha = inst.p, inst.p["alpha"]
+        lr, lr_losses = select_lr(inst)
+        pilot = paired_runs(inst, inst.pilot_seeds, lr)
+        pl = losses(pilot)
+        margin = float(pl["frozen"].std(ddof=1))
+        pilot_gap_sd = float((pl["coupled"] - pl["frozen"]).std(ddof=1))
+        n, pw = (
+            tost_seeds(margin, pilot_gap_sd, alpha, p["power"], p["max_test_seeds"])
+            if margin > 0
+            else (p["max_test_seeds"], 0.0)
         )
+        seeds = inst.test_seeds_max[: n + p["extra_seeds"]]
+        test = paired_runs(inst, seeds, lr)
+        tl = losses(test)
+        gaps = tl["coupled"] - tl["frozen"]
+        ablation = losses({"c": test["coupled"]}, "heldout_loss_gates_zeroed")["c"] - tl["coupled"]
+        gap_t, abl_t = (
+            paired_tost(gaps[:n], margin, alpha),
+            paired_tost(ablation[:n], margin, alpha),
+        )
+        gap_x, abl_x = paired_tost(gaps, margin, alpha), paired_tost(ablation, margin, alpha)
+        gates = np.array([r["gates"] for r in test["coupled"]])
+        sp = inst.spec("coupled", 0, lr)
+        band = gate_noise_band(
+            sp.schedule(),
+            betas=sp.betas,
+            eps=sp.eps,
+            gates=gates[:n].size,
+            alpha=p["band_alpha"],
+            seed=np.random.SeedSequence(inst.seed, spawn_key=(9,)),
+        )
+        drift = gate_drift_test(gates[:n], band["sd"])
+        trained, trained_figs = trained_part(pilot, test)
+        cost = cpu_cost(inst, p["cost_repeat"])
+        ratio_cpu = cost["coupled"] / cost["dense"]
+        z_frozen = np.array([r["gate_grad"]["z"] for r in test["frozen"][:n]])
+        z_coupled = np.array([r["gate_grad"]["z"] for r in test["coupled"][:n]])
+        figures = {
+            "profile": profile_of(p),
+            "tokens_per_run": int(test["coupled"][0]["tokens"]),
+            "seeds": n,
+            "test_seeds": seeds[:n],
+            "pilot_seeds": inst.pilot_seeds,
+            "lr": lr,
+            "lr_validation_losses": lr_losses,
+            "equivalence_margin": margin,
+            "pilot_frozen_losses": pl["frozen"],
+            "pilot_gap_sd": pilot_gap_sd,
+            "power_at_margin": pw,
+            "gap_mean": gap_t["mean"],
+            "gap_per_seed": gaps[:n],
+            "gap_paired_ci90": gap_t["ci"],
+            "tost_p": gap_t["p"],
+            "gap_zero_p": gap_t["p_zero"],
+            "equivalence_margin_min": gap_t["margin_min"],
+            "gate_ablation_cost": abl_t["mean"],
+            "gate_ablation_per_seed": ablation[:n],
+            "gate_ablation_ci90": abl_t["ci"],
+            "gate_ablation_tost_p": abl_t["p"],
+            "gate_ablation_zero_p": abl_t["p_zero"],
+            "gate_ablation_margin_min": abl_t["margin_min"],
+            "extra": {
+                "seeds": len(seeds),
+                "gap_paired_ci90": gap_x["ci"],
+                "tost_p": gap_x["p"],
+                "gap_zero_p": gap_x["p_zero"],
+                "gate_ablation_ci90": abl_x["ci"],
+                "gate_ablation_tost_p": abl_x["p"],
+                "same_decision": bool(
+                    gap_x["equivalent"] == gap_t["equivalent"]
+                    and abl_x["equivalent"] == abl_t["equivalent"]
+                ),
+                "gap_per_seed": gaps,
+                "gate_ablation_per_seed": ablation,
+            },
+            **{f"heldout_loss_{k}": float(v[:n].mean()) for k, v in tl.items()},
+            "gates_final": gates[:n],
+            "gate_drift_chi2": drift["chi2"],
+            "gate_drift_df": drift["df"],
+            "gate_drift_p": drift["p"],
+            "gate_noise_sd": band["sd"],
+            "gate_noise_band": band["band"],
+            "gate_abs_max_final": float(np.abs(gates[:n]).max()),
+            **trained_figs,
+            "frozen_gate_grad_z_abs_max": float(np.abs(z_frozen).max()),
+            "coupled_gate_grad_z_abs_max": float(np.abs(z_coupled).max()),
+            "cost_ratio_cpu": ratio_cpu,
+            "cost_ratio_cpu_frozen": cost["frozen"] / cost["dense"],
+            "cpu_seconds_per_token": cost,
+            "tokens_per_second_cpu": 1.0 / cost["coupled"],
+            "heldout_near_duplicate_fraction": inst.duplicates["fraction_after"],
+            "heldout_near_duplicate_fraction_before": inst.duplicates.get("fraction_before"),
+            "corpus_sha256": inst.corpus.sha256,
+            "split_sha256": inst.corpus.split_sha256(),
+            "corpus_source": inst.corpus.source,
+            **{f"cross_block_{k}": val for k, val in inst.structure.items()},
+        }
+        parts = {
+            "gap_equivalent": tost_part(gap_t, margin, alpha, "the gap coupled − frozen"),
+            "gate_closed_by_ablation": tost_part(
+                abl_t, margin, alpha, "the cost of zeroing the gates"
+            ),
+            "gates_trained": trained,
+            "cost_comparable": at_most(
+                ratio_cpu,
+                p["cost_factor"],
+                f"best-of CPU s/token coupled / dense ≤ cost_factor = {p['cost_factor']}",
+            ),
+        }
+        limits = {
+            "powered": Diagnostic(
+                bool(margin > 0 and pw >= p["power"]),
+                [pw, n, margin],
+                f"[TOST power at gap 0, test seeds, Δ]: power ≥ {p['power']} with ≤ "
+                f"{p['max_test_seeds']} test seeds and Δ > 0",
+            )
+        }
+        series = {
+            k: [
+                {
+                    "seed": s,
+                    "tokens": [h["tokens"] for h in r["history"]],
+                    "heldout_loss": [h["heldout_loss"] for h in r["history"]],
+                    "gates": [h["gates"] for h in r["history"]],
+                    "final_heldout_loss": r["heldout_loss"],
+                }
+                for s, r in zip(seeds, test[k])
+            ]
+            for k in ("coupled", "frozen")
+        }
         return Conclusion(
             parts,
             figures,
-            tolerance={
-                "gate_band_alpha": p["alpha"],
-                "gap_over_spread": 1.0,
-                "cost_factor": p["cost_factor"],
-            },
+            limits=limits,
+            tolerance={"alpha": alpha, "power": p["power"], "cost_factor": p["cost_factor"]},
             notes=notes_of(inst, figures),
-            series=series_of(res),
+            series=series,
         )
+
+
+BASE_SECONDS = 15.0
+"""Time estimate: imports, the corpus and its deduplication, the cross-block statistics, the first
+compilation and the timed steps."""
+UNIT_SECONDS = 6e-11
+"""Time estimate: one forward token-unit (:func:`token_units`) of one run (a 500k-token coupled run
+at the default size took 23 s on a lightly loaded core, estimate 39 s)."""
+CALL_SECONDS = 2e-3
+"""Time estimate: the fixed cost of one layer in one training step (forward and backward: Numba
+calls, Python; an evaluation call counts a third)."""
+TRAIN_TOKENS = 380_000
+"""Training characters of the pydoc corpus, rounded up (372,931 measured on CPython 3.11)."""
+
+
+def token_units(p: dict) -> float:
+    """Work of one forward pass per token in float multiply-adds: ``L`` layers of projections
+    ``4d²``, MLP ``2dm``, attention ``4Td`` and its softmax (``16T``), and the head ``d·97``."""
+    T, d, m = p["T"], p["d"], p["m"]
+    return p["L"] * (4 * d * d + 2 * d * m + 4 * T * d + 16 * T) + d * corpus.VOCAB
+
+
+def run_seconds(p: dict) -> float:
+    """Time estimate of one training run: training (``3×`` forward work per token) and its
+    per-step fixed cost, the ten evaluations on 32 windows, and the final evaluations (held-out,
+    gates zeroed, validation, gate gradients: about five forward passes over ``heldout_windows``)."""
+    T, batch, L = p["T"], p["batch"], p["L"]
+    steps = max(1, math.ceil(p["tokens"] / (batch * T)))
+    final = min(p["heldout_windows"], 230) * (T + 1)
+    forward = 3 * steps * batch * T + 10 * min(32, p["heldout_windows"]) * (T + 1) + 5 * final
+    calls = steps + (10 * math.ceil(32 / batch) + 5 * math.ceil(final / (T + 1) / batch)) / 3
+    return UNIT_SECONDS * token_units(p) * forward + CALL_SECONDS * L * calls
 
 
 CLAIM = E1()

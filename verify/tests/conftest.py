@@ -44,6 +44,7 @@ from fastslow.verify.report import (
     ClaimLedger,
     build_report,
     complete_report_in,
+    profile_text,
     writable_dir,
     write_report,
 )
@@ -261,7 +262,7 @@ def pytest_terminal_summary(terminalreporter, config):
         for c in rep["claims"]:
             terminalreporter.write_line(
                 f"{c['id']:>3}  {c['status']:<9} negative control: "
-                f"{c['negative_control']:<18} {c['title']}"
+                f"{c['negative_control']:<18} {c['title']}{profile_text(c)}"
             )
             for r in c["reasons"][:3]:
                 terminalreporter.write_line(f"       {r}")
