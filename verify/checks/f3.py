@@ -376,7 +376,7 @@ def generator_measurements(inst: Instance) -> dict:
         "frozen_identity_value",
         "linearised_identity_value_no_norm",
     )
-    out = {k: [] for k in kinds}
+    out: dict[str, list[dict]] = {k: [] for k in kinds}
     eye = np.eye(cfg.T * cfg.d)
     for lp, X in inst.cases:
         A = attention_kernel(cfg, lp, X)
