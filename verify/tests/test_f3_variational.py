@@ -14,6 +14,7 @@ from fastslow.numerics.model.layer import attention_kernel
 from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.model.weights import ModelConfig, init_model
 from fastslow.numerics.toy import markov as mk
+from fastslow.numerics.toy import variational as va
 from fastslow.verify.checks.f3 import value_map_generator_form_violation
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import CLAIMS, run_check
@@ -130,8 +131,6 @@ def test_planted_training_bug_fails_the_step_part(monkeypatch, plant):
     """The step part reads the held-out mean KL, which falls strictly at every recorded step on
     the correct trainer; a training step that does not move the model, or that climbs the KL,
     must end ``fails`` on that part (planted in the trainer's gradient, one at a time)."""
-    from fastslow.numerics.toy import variational as va
-
     clean = run_check("F3", SMALL, seed=11)
     assert clean.conclusion["error_falls_with_steps"].holds, clean.summary()
     monkeypatch.setattr(va, "_kl_loss_and_grad", plant(va._kl_loss_and_grad))
