@@ -53,6 +53,7 @@ def _check(seed: int, s: int, params: dict) -> Verdict | None:
     res = run_check("D1", params, seed=sub_seed(seed, s))
     if res.outcome != "error":
         return res
+    assert res.error is not None  # an "error" verdict carries its exception
     if "no fixed point" in res.error["message"]:
         return None
     raise RuntimeError(res.summary())
@@ -62,13 +63,15 @@ def _depth_panel(seed: int) -> dict:
     """Per curve, the reversal difference at every drawn depth, one list per usable sub-seed."""
     depths, L = PARAMS["depths"], max(PARAMS["depths"])
     rows: dict = {k: [] for k in NAMES}
-    sub_seeds, s = [], 0
+    sub_seeds: list[int] = []
+    s = 0
     while len(sub_seeds) < PARAMS["seeds"]:
         fixed = _check(seed, s, {**CURVES[NAMES[2]], "L": L})
         if fixed is not None:
             sub_seeds.append(s)
             runs = [_check(seed, s, {**CURVES[k], "L": L}) for k in NAMES[:2]] + [fixed]
             for k, res in zip(NAMES, runs):
+                assert res is not None  # only the search for a fixed point can come back empty
                 by_depth = res.series["reversal_rel_difference_by_depth"]
                 rows[k].append([by_depth[l - 1] for l in depths])
         s += 1
@@ -78,7 +81,9 @@ def _depth_panel(seed: int) -> dict:
 def _distance_panel(seed: int) -> dict:
     """Per usable sub-seed, the reversal difference at each distance from the fixed point."""
     params = {**CURVES[NAMES[2]], "L": PARAMS["L_distance"]}
-    dist, sub_seeds, s = [], [], 0
+    dist: list[list[float]] = []
+    sub_seeds: list[int] = []
+    s = 0
     while len(sub_seeds) < PARAMS["seeds"]:
         first = _check(seed, s, {**params, "distance": PARAMS["distances"][0]})
         if first is not None:
@@ -86,7 +91,13 @@ def _distance_panel(seed: int) -> dict:
             runs = [first] + [
                 _check(seed, s, {**params, "distance": delta}) for delta in PARAMS["distances"][1:]
             ]
-            dist.append([res.figures["reversal_rel_difference"] for res in runs])
+            row = []
+            for res in runs:
+                # the fixed point of sub-seed s was found for the first distance, and every
+                # distance starts from that same fixed point
+                assert res is not None
+                row.append(res.figures["reversal_rel_difference"])
+            dist.append(row)
         s += 1
     return {"sub_seeds": sub_seeds, "dist": dist}
 

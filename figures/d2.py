@@ -13,7 +13,7 @@ from fastslow.figures import figure, verdict_json, verdict_points
 from fastslow.verify.registry import CLAIMS
 from fastslow.verify.verdict import Verdict
 
-CHECKS = (
+CHECKS: tuple[dict, ...] = (
     {},
     dict(CLAIMS["D2"].control("jumps_off_the_grid").params),
     dict(CLAIMS["D2"].control("plain_stack_h_one").params),
@@ -38,7 +38,7 @@ RUNS = (
 def d2_convergence(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(6.0, 4.0), constrained_layout=True)
     results = [Verdict.from_json(case) for case in data]
-    h_all = []
+    h_all: list[float] = []
     for i, name, label, style in RUNS:
         f = results[i].figures
         Ls = np.asarray(f[f"Ls_{name}"], dtype=float)

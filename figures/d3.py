@@ -12,7 +12,7 @@ from fastslow.verify.verdict import Verdict
 
 PARAMS = dict(get_claim("D3").defaults(), L=8)
 """The D3 defaults, with a deeper stack."""
-CASES = (
+CASES: tuple[tuple[str, dict], ...] = (
     ("homogeneous, g = 0", {}),
     ("homogeneous, slow path g = 0.5", {"slow": True, "gate": 0.5}),
     ("heterogeneity 1e-3", {"heterogeneity": 1e-3}),

@@ -10,7 +10,9 @@ from fastslow.figures import figure, verdict_json, verdict_points
 from fastslow.verify.registry import get_claim
 from fastslow.verify.verdict import Verdict
 
-FAMILIES = get_claim("D8").params["family"].choices
+_FAMILY_CHOICES = get_claim("D8").params["family"].choices
+assert _FAMILY_CHOICES is not None  # the family parameter is declared with its choices
+FAMILIES: tuple[str, ...] = _FAMILY_CHOICES
 """Every design of the check: the exponential families and the controls."""
 SIZES = ("n_seq", "P", "N")
 """The sizes the figure records (the check's defaults, the same for every family)."""

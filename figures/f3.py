@@ -7,16 +7,18 @@ import matplotlib.pyplot as plt
 from fastslow.figures import figure, verdict_json, verdict_points
 from fastslow.verify.verdict import Verdict
 
-PARAMS = {"widths": (1, 2, 4, 8, 16, 32), "steps": (0, 300, 1000, 3000), "n_seeds": 3}
+WIDTHS = (1, 2, 4, 8, 16, 32)
+STEPS = (0, 300, 1000, 3000)
+PARAMS = {"widths": WIDTHS, "steps": STEPS, "n_seeds": 3}
 
 
 @figure("F3", "f3_error_vs_width", compute=verdict_json, points=verdict_points("F3", [PARAMS]))
 def f3_error_vs_width(data: list, seed: int):
     res = Verdict.from_json(data[0])
     table = res.figures["kl_width_table"]
-    widths = list(PARAMS["widths"])
+    widths = list(WIDTHS)
     fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4), constrained_layout=True)
-    for s in PARAMS["steps"]:
+    for s in STEPS:
         for ax, metric in zip(axes, ("mean_kl", "max_tv")):
             vals = [table[f"width={w}"][f"steps={s}"][metric] for w in widths]
             ax.loglog(widths, vals, "o-", ms=3, label=f"{s} steps")

@@ -420,10 +420,10 @@ class SlowManifold:
     h1: sp.Matrix
     residual_invariance: list
     residual_sum: sp.Expr
-    Q_numeric: object
-    p_numeric: object
-    h1_numeric: object
-    g_reduced_numeric: object
+    Q_numeric: Callable
+    p_numeric: Callable
+    h1_numeric: Callable
+    g_reduced_numeric: Callable
     slow: sp.Expr | None = None
     atoms: tuple = ()
 

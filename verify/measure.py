@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import SupportsFloat
 
 import numpy as np
 from scipy import stats
@@ -66,7 +67,7 @@ def _norm(x, norm: str) -> float:
     raise ValueError(f"norm={norm!r}: expected 'fro' or 'max'")
 
 
-def ratio(x: float, scale: float) -> float:
+def ratio(x: SupportsFloat, scale: SupportsFloat) -> float:
     """``x / scale``; on a zero scale an exact zero ``x`` is ``0.0`` and any other ``x`` is ``inf``."""
     x, scale = float(x), float(scale)
     if scale > 0:

@@ -248,6 +248,7 @@ def fixed_point_diagnostic(inst: Instance) -> Diagnostic:
             True, "no fixed point constructed (X_0 drawn at random)", "applies to fixed points only"
         )
     E, Xs = inst.E, inst.fixed_point
+    assert Xs is not None  # constructed together with its residual
     gates = np.array([lp.g for lp in inst.model.layers], dtype=float)
     homogeneous_case = bool(np.all(E == E[:1]) and np.all(gates == 0.0))
     token_spread = float(np.abs(Xs - Xs[:1]).max())

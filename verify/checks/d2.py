@@ -50,6 +50,7 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics.integrators import integrate
 from fastslow.numerics.model.depth_path import (
+    SmoothPath,
     StepPath,
     lipschitz_estimate,
     random_smooth_path,
@@ -115,6 +116,7 @@ class Instance:
         rx = np.random.default_rng(x_seed)
         self.X0 = rx.standard_normal((cfg.T, cfg.d))
         self.E = self.X0 + 0.5 * rx.standard_normal((cfg.T, cfg.d)) if cfg.gamma else None
+        path: SmoothPath | StepPath
         if p["path"] == "smooth":
             path = random_smooth_path(cfg, w_seed, scale=p["scale"], gate=p["gate"])
         else:

@@ -156,6 +156,9 @@ class Instance:
         self.p = p
         self.model = lin.random_model(p, w_seed)
         self.cfg = self.model.config
+        mask = self.cfg.mask_name
+        assert mask is not None  # the mask parameter names one of the named masks
+        self.mask: str = mask
         self.gated = self.model.with_gates(p["gate"])
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
@@ -241,7 +244,7 @@ def numpy_eig_diagnostic(K: np.ndarray, dX0: np.ndarray, C: np.ndarray, poly: np
     ``"singular (numpy.linalg.inv raised LinAlgError)"`` and a non-finite result as
     ``"non-finite"``. Never part of a verdict."""
     w, V = lapack.eig(K)
-    out = {"eigenvector_condition": unit_column_condition(V)}
+    out: dict[str, float | str] = {"eigenvector_condition": unit_column_condition(V)}
     with np.errstate(all="ignore"):
         try:
             Wn = np.linalg.inv(V)
@@ -343,7 +346,7 @@ def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
         "jvp_rounding_scale": jvp_scale,
         "poly_rounding_scale": pred.poly_scale,
         "poly_vs_recursion_rel": relative_error(
-            poly, pred.rec, scale=max(np.linalg.norm(pred.rec), pred.poly_scale)
+            poly, pred.rec, scale=max(float(np.linalg.norm(pred.rec)), pred.poly_scale)
         ),
         "poly_cancellation_factor": ratio(pred.poly_scale, norm_jvp),
         "poly_taylor_remainder": {k: taylor_poly[k] for k in TAYLOR_REPORTED},
@@ -352,7 +355,7 @@ def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
         "jvp_taylor_slope": taylor_jvp["slope"],
         "jvp_vs_finite_difference_rel": relative_error(jvp, fd),
         "norm_dXL": norm_jvp,
-        "kernel_constant": lin.kernel_constant(inst.cfg.mask_name, inst.cfg.T, inst.cfg.P),
+        "kernel_constant": lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P),
     }
     tol = p["tol"]
     parts = {
@@ -381,9 +384,9 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
     residuals 0) and the float64 ones round them (max-norm error relative to ``max(1, max|P_λ|)``).
     Also returns the float64 projectors ``{λ: P_λ}``."""
     cfg = inst.cfg
-    exact = lin.exact_projector_residuals(cfg.mask_name, cfg.T, cfg.P)
-    exact_projs = lin.exact_spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
-    projs = lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
+    exact = lin.exact_projector_residuals(inst.mask, cfg.T, cfg.P)
+    exact_projs = lin.exact_spectral_projectors(inst.mask, cfg.T, cfg.P)
+    projs = lin.spectral_projectors(inst.mask, cfg.T, cfg.P)
     by_value = {float(lam): Pl for lam, Pl in exact_projs.items()}
     same_keys = set(by_value) == set(projs)
     rounding = float("inf")  # a float projector without an exact one (or the reverse)
@@ -401,13 +404,11 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
             default=0.0,
         )
     exact_ok = all(r == 0 for r in exact.values()) and same_keys and rounding <= tol
-    figures = {
-        "exact_projector_residuals": {k: str(r) for k, r in exact.items()},
-        "float_projectors_vs_exact_rel": rounding,
-    }
+    residuals = {k: str(r) for k, r in exact.items()}
+    figures = {"exact_projector_residuals": residuals, "float_projectors_vs_exact_rel": rounding}
     part = Diagnostic(
         exact_ok,
-        {**figures["exact_projector_residuals"], "float_rel": rounding},
+        {**residuals, "float_rel": rounding},
         "exact residuals of Σ P − I, K P − λP, P K − λP all 0; float projectors within tol",
     )
     return {"projectors_exact": part}, figures, projs
@@ -429,7 +430,7 @@ def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list
     lams = sorted(projs, reverse=True)
     D = dict(zip(lams, lin.mode_products(pred.N, pred.M, lams)))
     eig = lin.eigen_form(projs, inst.dX0, D)
-    norm_poly = np.linalg.norm(poly)
+    norm_poly = float(np.linalg.norm(poly))
     figures["eigen_form_vs_poly_rel"] = relative_error(
         eig, poly, scale=max(norm_poly, pred.poly_scale)
     )
@@ -439,7 +440,7 @@ def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list
         np.linalg.norm(inst.dX0)
         * sum(np.linalg.norm(projs[lam], 2) * np.linalg.norm(D[lam], 2) for lam in lams)
     )
-    figures["eigen_form_cancellation_factor"] = ratio(eig_scale, float(norm_poly))
+    figures["eigen_form_cancellation_factor"] = ratio(eig_scale, norm_poly)
     figures["eigen_form_vs_poly_rel_term_scaled"] = relative_error(
         eig, poly, scale=max(norm_poly, pred.poly_scale, eig_scale)
     )
@@ -472,12 +473,14 @@ def theory_factor_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
     for l, lp in enumerate(pred.ungated.layers):
         N, M = pred.N[l], pred.M[l]
         Nt, Mt = f(pred.xs[l], lp.V, lp.W1, lp.W2, cfg.h, cfg.gamma, cfg.norm_eps)
-        devs.append(symbolic_agrees(Nt, N, tol=p["tol"], scale=np.linalg.norm(N), norm="fro"))
+        devs.append(
+            symbolic_agrees(Nt, N, tol=p["tol"], scale=float(np.linalg.norm(N)), norm="fro")
+        )
         # M_l = h·Dn(x_l)·V: the norm Jacobian I/r − x xᵀ/(d r³) cancels (to ~1e-6 of its terms
         # at d = 1), so M_l is compared in units of its terms' size h‖V‖/r
         r = float(np.sqrt(np.mean(pred.xs[l] ** 2) + cfg.norm_eps)) if cfg.norm else 1.0
         m_scale = cfg.h * float(np.abs(lp.V).max()) / r
-        m_scale = max(np.linalg.norm(M), m_scale)
+        m_scale = max(float(np.linalg.norm(M)), m_scale)
         if np.any(M):
             devs.append(symbolic_agrees(Mt, M, tol=p["tol"], scale=m_scale, norm="fro"))
     dev = max([0.0, *(d.value for d in devs)])  # M_l = 0 deviates by 0
@@ -491,7 +494,8 @@ def condition_report(p: dict) -> tuple[dict, dict, list]:
     as figures and as the series the condition panel draws."""
     if not p["report_condition"]:
         return {}, {}, []
-    figures, conds = {}, {}
+    figures: dict[str, float | dict] = {}
+    conds: dict[str, dict[str, float]] = {}
     series: dict = {"cond_Ts": [], "cond_exact": [], "cond_numpy_eig": []}
     for T in p["cond_Ts"]:
         exact_c = lin.causal_eigenvector_condition(T)

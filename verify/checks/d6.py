@@ -487,7 +487,8 @@ def gate_sweep_figures(inst: Instance) -> dict:
     is biased by the ``O(g²)`` corrections at ``g_hi``).
     """
     d = inst.cfg.d
-    gates = np.geomspace(*inst.p["gate_sweep"], GATE_SWEEP_POINTS)
+    g_lo, g_hi = inst.p["gate_sweep"]
+    gates = np.geomspace(g_lo, g_hi, GATE_SWEEP_POINTS)
     vs, qks, fq, layer0, scales = [], [], [], [], []
     for g in gates:
         vm = visibility_map(

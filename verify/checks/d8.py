@@ -97,8 +97,6 @@ EXACT_DIFFERENCES = (
     "max_abs_theory_posterior_diff",
 )
 """The exact full-vs-pooled comparisons (the last one only where a symbolic oracle exists)."""
-OPEN_ENDS = dict(open_low=True, open_high=True)
-"""An interval without its ends."""
 CONTROL_MEANINGS = {
     "gaussian_scale": "latent variance N(0, s_z²): Σx² matters, the mean is not sufficient",
     "cauchy": "Cauchy tokens with latent location: the block mean is as spread as one token",
@@ -287,6 +285,7 @@ def comparisons(inst: Instance) -> dict:
     p = inst.p
     if inst.em is None:
         return compare_ar1(inst.data.x, p["P"], p["rho"], p["tau"], p["sigma"], p["n_future"])
+    assert inst.A is not None  # a chain design has its transition matrix
     return compare_chain(inst.em, inst.A, inst.data.x, p["P"], p["n_future"])
 
 
@@ -294,11 +293,14 @@ def measured_figures(res: dict, confidence: float) -> dict:
     """The exact differences of :func:`comparisons` and the log-loss gap with its interval and
     its z-score ``gap/se``."""
     lp_full, lp_pool = res.pop("lp_full"), res.pop("lp_pool")
-    figures = {"max_abs_next_token_logpdf_diff": float(np.abs(lp_full - lp_pool).max())}
+    figures: dict[str, object] = {
+        "max_abs_next_token_logpdf_diff": float(np.abs(lp_full - lp_pool).max())
+    }
     figures.update(res)
-    figures.update(gap_interval(lp_full, lp_pool, confidence))
-    se = figures["gap_se"]
-    figures["gap_z"] = figures["gap_mean"] / se if se > 0 else None
+    gap = gap_interval(lp_full, lp_pool, confidence)
+    figures.update(gap)
+    se = gap["gap_se"]
+    figures["gap_z"] = gap["gap_mean"] / se if se > 0 else None
     return figures
 
 
@@ -395,7 +397,14 @@ class D8(Claim):
         "n_seq": Param(4000, "sequences sampled", low=2, high=200_000),
         "K": Param(3, "latent states of the chain families", low=2, high=8),
         "stay": Param(0.8, "persistence of the latent chain", low=0.0, high=1.0, open_high=True),
-        "rho": Param(0.8, "AR(1) coefficient of the latent mean", low=-1.0, high=1.0, **OPEN_ENDS),
+        "rho": Param(
+            0.8,
+            "AR(1) coefficient of the latent mean",
+            low=-1.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
+        ),
         "tau": Param(1.0, "scale of the latent parameter", low=1e-6, high=1e6),
         "sigma": Param(1.0, "token noise (Gaussian families)", low=1e-6, high=1e6),
         "n_future": Param(32, "sequences on which every future token is compared", low=1, high=256),
@@ -407,7 +416,12 @@ class D8(Claim):
             high=1e-3,
         ),
         "confidence": Param(
-            0.95, "level of the interval of the log-loss gap", low=0.0, high=1.0, **OPEN_ENDS
+            0.95,
+            "level of the interval of the log-loss gap",
+            low=0.0,
+            high=1.0,
+            open_low=True,
+            open_high=True,
         ),
     }
     hypotheses = {

@@ -5,8 +5,21 @@ Statement (two parts):
 (a) In the F2 regime (``Q(y)`` irreducible for every y), a small MLP ``φ_θ(y)`` with softmax output
 trained to minimise ``E_y KL(p_st(y) ‖ φ_θ(y))`` on ``y ∈ [y_min, y_max]`` approaches ``p_st``: the
 held-out error falls with the width (Kendall's τ between width and per-seed mean KL, one-sided
-p < 0.05) and with the number of training steps (median max TV over widths strictly decreasing
-over the recorded steps), and reaches ``max TV ≤ tv_threshold`` (best width, after the last step).
+p < 0.05) and with the number of training steps (median over widths of the held-out mean KL
+strictly decreasing over the recorded steps), and reaches ``max TV ≤ tv_threshold`` (best width,
+after the last step).
+
+Which error falls with the steps. The statement is about minimising ``E_y KL(p_st ‖ φ_θ)``; more
+steps of that minimisation make the model approach ``p_st`` in the sense of that objective, and
+the held-out mean KL (the midpoint rule for ``E_y KL`` on points never trained on) is its
+measurement, the same quantity the width part ranks. It must fall strictly at every recorded
+step, with no tolerance: an optimiser that does not move, or climbs the objective, fails. The
+max TV is a supremum over ``y`` of another divergence: a step that lowers the mean can raise the
+error at the worst point (training trades accuracy between the ``y``'s, the more so while the
+step size is large), so a monotone fall of the max TV over the steps is not implied by the
+statement, and the max TV at intermediate steps is only reported (``median_max_tv_by_steps``).
+Uniform accuracy is asserted where the statement implies it, at the end of training:
+``reaches_threshold`` and ``far_below_constant_predictor``.
 
 (b) The effective token-mixing operator of a random attention block on a heterogeneous state is
 not a generator. Precisely: the update ``dX/dτ = M X − X`` is a master equation over the Td
@@ -319,15 +332,19 @@ def approximation_parts(inst: Instance) -> tuple[dict, dict]:
     }
     parts, width_figures = width_trend(sweep, widths, smax)
     figures.update(width_figures)
-    by_step = [float(np.median([table[w][s]["max_tv"] for w in widths])) for s in steps]
-    figures["median_max_tv_by_steps"] = dict(zip([str(s) for s in steps], by_step))
+    by_step = [float(np.median([table[w][s]["mean_kl"] for w in widths])) for s in steps]
+    figures["median_mean_kl_by_steps"] = dict(zip([str(s) for s in steps], by_step))
+    figures["median_max_tv_by_steps"] = {
+        str(s): float(np.median([table[w][s]["max_tv"] for w in widths])) for s in steps
+    }
     const_tv = sweep["constant_predictor"]["max_tv"]
     parts.update(
         {
             "error_falls_with_steps": Diagnostic(
                 len(steps) >= 2 and all(b < a for a, b in zip(by_step, by_step[1:])),
                 by_step,
-                "median max TV strictly decreasing over ≥ 2 recorded steps",
+                "median over widths of the held-out mean KL strictly decreasing over ≥ 2 "
+                "recorded steps",
             ),
             "reaches_threshold": at_most(
                 best, p["tv_threshold"], "best final max TV ≤ tv_threshold"
@@ -376,7 +393,7 @@ def generator_measurements(inst: Instance) -> dict:
         "frozen_identity_value",
         "linearised_identity_value_no_norm",
     )
-    out = {k: [] for k in kinds}
+    out: dict[str, list[dict]] = {k: [] for k in kinds}
     eye = np.eye(cfg.T * cfg.d)
     for lp, X in inst.cases:
         A = attention_kernel(cfg, lp, X)
@@ -544,7 +561,8 @@ class F3(Claim):
     conclusion = {
         "error_falls_with_width": "Kendall τ(width, per-seed mean KL after the last step) < 0, "
         "one-sided p < 0.05",
-        "error_falls_with_steps": "the median over widths of the max TV falls at every recorded step",
+        "error_falls_with_steps": "the median over widths of the held-out mean KL (the trained "
+        "objective) falls at every recorded step",
         "reaches_threshold": "best final max TV ≤ tv_threshold",
         "far_below_constant_predictor": "best final max TV < 0.1 × that of the best constant predictor",
         "attention_matrix_is_generator": "A(X) − I is a row-convention generator (violation ≤ 1e3·eps)",

@@ -14,6 +14,7 @@ from fastslow.numerics.model.layer import attention_kernel
 from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.model.weights import ModelConfig, init_model
 from fastslow.numerics.toy import markov as mk
+from fastslow.numerics.toy import variational as va
 from fastslow.verify.checks.f3 import value_map_generator_form_violation
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import CLAIMS, run_check
@@ -107,3 +108,32 @@ def test_frozen_operator_is_a_generator_iff_value_map_has_the_generator_form(d, 
         mk.attention_mixing_operator(cfg, lp, X, "frozen") - np.eye(4 * d), "row"
     )
     assert viol["negative_offdiag"] == 0.0 and viol["sum_defect"] <= 4 * d * np.finfo(float).eps
+
+
+def _zero_gradient(loss_and_grad):
+    def planted(params, U, P):
+        loss, grads = loss_and_grad(params, U, P)
+        return loss, {k: np.zeros_like(g) for k, g in grads.items()}
+
+    return planted
+
+
+def _ascent(loss_and_grad):
+    def planted(params, U, P):
+        loss, grads = loss_and_grad(params, U, P)
+        return loss, {k: -g for k, g in grads.items()}
+
+    return planted
+
+
+@pytest.mark.parametrize("plant", [_zero_gradient, _ascent], ids=["step_does_nothing", "kl_ascent"])
+def test_planted_training_bug_fails_the_step_part(monkeypatch, plant):
+    """The step part reads the held-out mean KL, which falls strictly at every recorded step on
+    the correct trainer; a training step that does not move the model, or that climbs the KL,
+    must end ``fails`` on that part (planted in the trainer's gradient, one at a time)."""
+    clean = run_check("F3", SMALL, seed=11)
+    assert clean.conclusion["error_falls_with_steps"].holds, clean.summary()
+    monkeypatch.setattr(va, "_kl_loss_and_grad", plant(va._kl_loss_and_grad))
+    planted = run_check("F3", SMALL, seed=11)
+    assert planted.outcome == "fails", planted.summary()
+    assert not planted.conclusion["error_falls_with_steps"].holds, planted.summary()
