@@ -53,11 +53,13 @@ def named_mask(name: str, T: int, P: int | None = None) -> np.ndarray:
     """The named T×T boolean mask (``P`` needed for the block masks)."""
     if name == "causal":
         return causal_mask(T)
+    if name not in ("block_causal", "block_bidirectional"):
+        raise ValueError(f"unknown mask {name!r}")
+    if P is None:
+        raise ValueError(f"the mask {name!r} needs the block size P")
     if name == "block_causal":
         return same_block(T, P) & causal_mask(T)
-    if name == "block_bidirectional":
-        return same_block(T, P)
-    raise ValueError(f"unknown mask {name!r}")
+    return same_block(T, P)
 
 
 def slow_level_mask(slow_mask: str, N: int) -> np.ndarray:

@@ -59,6 +59,8 @@ def distinct_eigenvalues(name: str, T: int, P: int | None = None) -> list:
     if lower:
         vals = {K[i][i] for i in range(T)}
     elif name == "block_bidirectional":
+        if P is None:
+            raise ValueError("the mask 'block_bidirectional' needs the block size P")
         vals = {Fraction(1)} | ({Fraction(0)} if P > 1 else set())
     else:
         raise ValueError(f"no exact spectrum for mask {name!r}")
