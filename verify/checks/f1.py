@@ -8,174 +8,114 @@ the deviation decays at ``(1 − λ₂)/ε + γ``); (c) ``‖X(1) − UY₀(1)�
 ``dY₀/dt = Lᵀ R_t(UY₀)``; (d) with ``X = UY + εH₁`` and
 ``dY/dt = Lᵀ R_t(UY + εH₁) + ε Lᵀ DA_{UY}[H₁] H₁`` the error is O(ε²).
 
-How it is checked.
-
-* Full flow: :func:`numerics.model.coupling.integrate_coupling` (Radau IIA by default,
-  ``method="rosw"`` for the Rosenbrock-W method; tight tolerances), untied weights (piecewise
-  constant on ``L`` intervals, breakpoints hit exactly), ``γ > 0`` towards a random,
-  non-block-constant ``E``, gate ``g ≠ 0`` (the slow path is on), the RMS norm on or off (``norm``),
-  all drawn by :func:`numerics.model.coupling.coupling_problem`. At the finest ε of each order's
-  asymptotic window the full flow is also integrated by the other stiff method; both must give the
-  same error to 1e-3 relative.
-* Reduced flows: from :func:`theory.slow_manifold.reduced_rhs`, the SymPy derivation of ``H₁``, of
-  the order-0 field ``Lᵀ R(UY)`` and of the order-1 field (attention curvature included) for *the
-  configuration that is integrated* (mask, ``P``, ``d``, norm on/off, the model's weights per
-  layer; the slow path, which couples the blocks, is the one numerical input). ``H₁`` from the same
-  derivation gives the start point of (d), ``UY₀ + εH₁``, and the reconstruction ``UY(1) + εH₁``.
-  The numerical formulas (``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` by a linear solve, the curvature
-  ``DA_{UY}[H₁]H₁`` by a central difference of the attention kernel) are kept only as an
-  independent cross-check, at points along the integrated reduced trajectory (a conclusion part).
-* Coarse variable ``Y = LᵀX`` (``coarse="auto"``: the first token of each block for
-  ``block_causal``, the stationary weighting of your own block-local mask, the block mean
-  otherwise; ``"mean"``/``"first"`` override it, to show which one is right). When the mask and coarse map are not ones the theory derives (the controls), the
-  reduced flows are the numerical block reduction with that coarse map — the reduction the controls
-  show to be wrong.
-* (c) starts from a generic ``X₀`` (off the manifold); the reduced flow starts at the base point of
-  its fast fibre, ``Lᵀ X_∞`` with ``X_∞`` the end of the pure fast flow ``dX/dτ = (A(X) − I)X``
-  (for the nonlinear bidirectional kernel the block mean is *not* conserved by the fast flow, so
-  ``BX₀`` would leave an O(1)·‖(I − UB)X₀‖² offset). (d) starts on the first-order slow manifold,
-  ``X₀ = UY₀ + εH₁`` (the O(ε) correction of the fibre base point is not part of the claim).
-* Rates, by the asymptotic-window rule fixed in advance (:func:`error_rates`, through
-  :func:`verify.measure.asymptotic_slope`): for order ``k`` (1 for (c), 2 for (d), tolerance
-  ``slope_tol0``/``slope_tol1``) the errors at ``t = 1`` are evaluated lazily on the ladder
-  ``ε_j = eps_max·10^(−j/4)``, from its largest point ``≤ min(eps_max, lin_const/c₂)`` down to the
-  order's floor (``eps_floor_leading``, ``eps_floor_first``: below 1e-4 the first-order error meets
-  the integrator floor at rtol 1e-9); the asymptotic window is the first run of ``window``
-  consecutive points whose local slopes spread by at most ``tol/2``, and the rate holds when the
-  95% interval of the slope fitted there lies in ``[k − tol, k + tol]``. ``c₂`` is the
-  reduced-flow linearity constant (:func:`reduced_linearity`), computed from the reduced flows
-  alone before any error: from the order's start point ``S`` (``Lᵀ X_∞`` for (c), ``Y₀`` for (d)),
-  ``D(ε) = Y₁^ε(1) − Y₀(1)``, ``D₁`` its Richardson slope at ``e₀ = 1e-6``,
-  ``ν(ε) = ‖D(ε) − εD₁‖ / ‖εD₁‖``, ``c₂ = ν(1e-3)/1e-3``; it chooses where the ladder starts
-  (where the reduced flow is linear to ``lin_const`` under O(ε) perturbations), and the
-  hypothesis ``asymptotic_regime_resolvable`` asks that ``window`` ladder points lie between
-  that start and the order's floor.
-* The attraction rate: the decay of ``‖(I − UB)(X − εH₁)‖`` at ``ε = rate_eps``, within ``rate_tol``
-  of ``(1 − λ₂)/ε + γ`` with ``λ₂`` from the closed-form spectrum
-  (:func:`numerics.model.masks.kernel_eigenvalues`; for your own mask the numerical one); the rate
-  is the slope of a semi-log fit (:func:`exponential_decay_rate`). For your own mask the deviation
-  is measured along the left eigenvectors of the slowest eigenvalues (:func:`slow_deviation`).
-
-Hypotheses (:data:`HYPOTHESIS_DIAGNOSTICS`, one entry per hypothesis of Tikhonov's theorem,
-computed from the instance before the conclusion):
+Hypotheses (:data:`HYPOTHESIS_DIAGNOSTICS`: those of Tikhonov's theorem, decided on the instance
+before the conclusion):
 
 * ``fast_mask_block_local``: no mask entry outside the diagonal ``P×P`` blocks;
 * ``coarse_map_is_left_eigenprojector``: ``‖LᵀK − Lᵀ‖ = 0`` and ``LᵀU = I``;
-* ``normally_hyperbolic``: ``1 − λ₂ > 0`` — the eigenvalue 1 of ``K`` has multiplicity exactly
-  ``N`` (the number of closed classes of the mask graph, counted exactly by Boolean reachability)
-  and no other eigenvalue has modulus 1 (every closed class aperiodic). Among the unit's masks only
-  the global ``causal`` mask breaks it (one closed class for ``N`` blocks), and that mask already
-  breaks block-locality: no parameter breaks it alone;
+* ``normally_hyperbolic``: ``1 − λ₂ > 0``: the eigenvalue 1 of ``K`` has multiplicity exactly
+  ``N`` (closed classes of the mask graph, counted exactly by Boolean reachability) and no other
+  eigenvalue has modulus 1 (every closed class aperiodic);
 * ``initial_state_in_basin``: the pure fast flow from ``X₀`` reaches the critical manifold,
-  ``‖(I − ULᵀ)X_∞‖ ≤ 1e-10·‖X₀‖`` at ``τ = FAST_TAU`` (longer for your own mask when its gap
-  ``1 − λ₂`` is below 1/2: :func:`fast_tau`). With the norm on, the scores are bounded and
-  every ``X₀`` is attracted; without it a very large ``scale``/``x_scale`` could make the softmax
-  nearly hard and the collapse too slow, but no control is known to break it;
-* ``reduced_solution_exists``: the leading-order flow from ``Lᵀ X_∞`` and the first-order flow from
-  ``Y₀`` (``ε = eps_max``) integrate to ``t = 1`` with finite values. ``R`` is bounded (normed,
-  saturating MLP) or Lipschitz on the unit's parameter ranges, so no parameter is known to break it;
-  it is there so that a blow-up would be reported as outside the hypotheses, not as a wrong rate;
+  ``‖(I − ULᵀ)X_∞‖ ≤ 1e-10·‖X₀‖`` at ``τ =`` :func:`fast_tau` (without the norm a large score
+  scale can leave the fast flow metastable, far from consensus);
+* ``reduced_solution_exists``: the leading-order flow from ``Lᵀ X_∞`` and the first-order flow
+  from ``Y₀`` (``ε = eps_max``) integrate to ``t = 1`` with finite values;
 * ``mlp_nonlinearity_smooth``: ``σ`` is one the derivation differentiates symbolically (tanh,
-  identity, gelu: analytic). The first-order slow manifold expands ``R`` in ε (``σ'``) and the
-  O(ε²) error needs ``σ''``; ``relu`` (no derivative at 0) is outside. The built-in instances use
-  tanh; a user flow can break it;
+  identity, gelu); ``relu`` has no ``σ'`` at 0;
 * ``first_order_correction_nonzero``: ``R`` moves block-constant states off the manifold,
-  ``(I − ULᵀ)R(UY₀) ≠ 0`` (relative ``> 1e-8``). With ``γ = 0`` (or ``E`` block-constant) it does
-  not: the MLP acts row by row and the slow path is block-constant, so the block-constant states
-  are exactly invariant, ``H₁ ≡ 0``, the reduced flow is exact on them and the first-order error
-  sits at the integrator floor — the claim holds there trivially but has no rate to measure (the
-  check used to report ``fails``). The built-in instances have ``γ = 1``; ``gamma=0`` breaks it;
-* ``asymptotic_regime_resolvable``: for each order, the ladder from the largest
-  ``ε ≤ min(eps_max, lin_const/c₂)`` down to the order's floor holds at least ``window`` points
-  (:func:`asymptotic_regime_resolvable`, from the reduced flows alone, before any error). This is
-  a hypothesis of the measurement, not of Tikhonov's theorem: with fewer points the rate rule
-  cannot find a window whatever the errors are, and the check used to report ``fails``. Found by
-  a seed sweep of the defaults (seeds 0–39: 37 holds, 2 fails, 1 outside): on seeds 5 and 21 the
-  first-order reduced solution passes within ``rho_min`` = 3.5e-4 and 6.0e-4 of the RMS norm's
-  singular point (block RMS, against ``√1e-6 = 1e-3``), ``c₂`` = 516 and 155 (≤ 7.5 on the
-  seeds that hold), so the asymptotic regime starts at ``lin_const/c₂`` = 9.7e-5 and 3.2e-4: no
-  ladder point and three at or above ``eps_floor_first = 1e-4``; above it the first-order error bends
-  (local slopes 1.3–1.9 between 1e-2 and 1e-3). Not a counterexample: seed 5 with
-  ``eps_floor_first = eps_floor_leading = 1e-6, rtol = 1e-12, atol = 1e-14`` holds, first-order
-  slope 2.054 (95% interval [2.026, 2.082]) over [5.6e-5, 5.6e-6], in 100 s.
+  ``(I − ULᵀ)R(UY₀) ≠ 0`` (relative ``> 1e-8``); with ``γ = 0`` (or ``E`` block-constant) the
+  block-constant states are exactly invariant and ``H₁ ≡ 0``.
+
+Limits of the check (:attr:`F1.limits`; one that does not hold makes the verdict ``undecided``,
+never ``fails``):
+
+* ``asymptotic_regime_resolvable``: per order, the ladder from the largest
+  ``ε ≤ min(eps_max, lin_const/c₂)`` down to the order's ``eps_floor_*`` holds ``window`` points
+  (:func:`asymptotic_regime_resolvable`, from the reduced flows alone, before any full flow:
+  ``c₂`` is the reduced-flow linearity constant, :func:`reduced_linearity`);
+* ``rates_resolved``: the rate rule decides each order above the measured accuracy floor
+  (:func:`error_rates`);
+* ``reference_integrators_agree``: SciPy's Radau and BDF agree with each other at the ε that
+  decide the rates, to :func:`agreement_bound` (the tolerances can decide the instance).
+
+When a part that verifies the integrator under test fails (``integrators_agree_with_reference``,
+``integrators_achieve_their_order``), the check has decided (``fails``): the limits, measured with
+that integrator, are then reported as superseded.
+
+Oracle (how each part is decided):
+
+* Full flow: :func:`numerics.model.coupling.integrate_coupling` (Radau IIA by default,
+  ``method="rosw"`` for ROS34PW2), untied weights (piecewise constant on ``L`` intervals,
+  breakpoints hit exactly), ``γ > 0`` towards a random non-block-constant ``E``, gate ``g ≠ 0``,
+  the RMS norm on or off, all drawn by :func:`numerics.model.coupling.coupling_problem`.
+* Reduced flows: from :func:`theory.slow_manifold.reduced_rhs`, the SymPy derivation of ``H₁``,
+  of the order-0 field and of the order-1 field (attention curvature included) for the
+  configuration that is integrated (the slow path, which couples the blocks, is the one numerical
+  input). The numerical formulas (``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` by a linear solve, the
+  curvature by a Richardson-extrapolated central difference, :data:`CURVATURE_STEP`) cross-check
+  them at points along the reduced trajectory (``theory_agrees_with_numerical_formulas``).
+  Where the theory derives no reduction (the controls' mask or coarse map) the numerical block
+  reduction with that mask and coarse map is integrated: the reduction the controls show wrong.
+* Coarse variable ``Y = LᵀX`` (``coarse="auto"``: the first token of each block for
+  ``block_causal``, the stationary weighting of your own block-local mask, the block mean
+  otherwise). (c) starts from a generic ``X₀``, the reduced flow at the base point ``Lᵀ X_∞`` of
+  its fast fibre; (d) starts on the first-order slow manifold ``UY₀ + εH₁``.
+* (a): ``|(A(UY) − I)UY| ≤ 1e-12`` on block-constant states, ``> 1e-3`` on generic ones; (b) the
+  central-difference JVP of the fast part at ``UY`` is ``(K − I)δX``, theory's normal Jacobian is
+  ``(K − I) ⊗ I_d`` exactly, and the attraction rate: the decay of the slowest mode of
+  ``X − εH₁`` (:func:`slow_deviation`: the spectral projector of ``K`` onto ``λ₂``, a polynomial
+  in ``K`` from the closed-form spectrum, basis-free) at ``ε = rate_eps``, within ``rate_tol`` of
+  ``(1 − λ₂)/ε + γ`` (:func:`exponential_decay_rate`).
+* (c), (d): the rate rule :func:`verify.measure.asymptotic_slope` (:func:`error_rates`) on the
+  ladder ``ε_j = eps_max·10^(−j/4)`` from the start :func:`rate_window_start` chooses
+  (``lin_const/c₂``) down to ``eps_floor_*`` and to the accuracy floor: an error is resolved when
+  it is at least :data:`verify.measure.RATE_RESOLUTION` times its achieved accuracy, measured at
+  each ε as the deviation of ``X(1)`` by our two stiff methods (:meth:`Instance.accuracy`). The
+  asymptotic window is the finest straight run of ``window`` resolved points with no drift below
+  it; the order is accepted when the 95% interval lies in the band ``k ± slope_tol`` (1 ± 0.05,
+  2 ± 0.1): a part fails only when the interval is disjoint from the band and not approaching it.
+  ``first_order_better_at_every_eps``: the first-order error is below the leading one over the
+  first-order window.
+* The integrators: at the ε deciding each rate, our Radau IIA and ROS34PW2 against SciPy's Radau,
+  with SciPy's BDF as the reference's own check (:func:`integrator_agreement`; allowed
+  disagreement ``REFERENCE_FACTOR·(rtol + √n·atol/‖X(1)‖)``); and each of our methods' fixed-step
+  order on a forced pendulum against SciPy's DOP853 (:func:`integrator_orders`).
 
 Negative controls: the global ``causal`` mask (not block-local; its critical manifold is the
-constants, every token collapses onto the first one, so the block reduction — block mean,
-block-constant manifold — is wrong: the error does not shrink with ε), and ``block_causal`` with the
-block mean as coarse variable (the block mean is not a left eigenvector of the block-causal kernel).
-The theory derives no reduction for either (a global mask; a coarse map that is not the kernel's),
-so on them the check integrates the numerical block reduction with the given mask and coarse map:
-the reduction whose failure the controls demonstrate. Their hypotheses are decided by the
-diagnostics above, never by the mask's name.
+constants, so the block reduction's error does not shrink with ε) and ``block_causal`` with the
+block mean as coarse variable (not a left eigenvector of the block-causal kernel). Their
+hypotheses are decided by the diagnostics above, never by the mask's name.
 
-Series for the figures (not part of the verdict): the errors of both orders on the whole ladder
-from ``eps_max`` down to ``eps_floor_first`` with the window rule applied from the top of that
-ladder (:func:`error_ladder`), and the full and reduced flows along depth at ``ε = 1e-2``
-(:func:`depth_trajectory`). They are computed after the verdict's measurements; their full flows
-are not counted in ``full_flow_work``.
+Series for the figures (not part of the verdict): both orders' errors on the whole ladder with
+the rule applied from its top (:func:`error_ladder`) and the flows along depth at ``ε = 1e-2``
+(:func:`depth_trajectory`), computed after the verdict's measurements.
 
 Caveats.
 
-* The RMS norm ``n(x) = x/√(mean x² + 1e-6)`` is singular near ``x = 0``. When the reduced solution
-  passes near it (``rho_min``, the smallest block RMS along the reduced solutions, is reported:
-  0.009–0.1 on the instances where a fixed window ``[1e-3, 1e-1]`` failed) the reduced flow is
-  strongly nonlinear under O(ε) perturbations (``c₂`` 27–74 there, ≤ 7.5 elsewhere) and the error
-  curve bends until ε is well below ``lin_const/c₂``; the fast subsystem is not the cause (the
-  collapse from ``X₀`` proceeds at exactly ``1 − λ₂``, and the attraction at ``UY`` is
-  ``(K − I) ⊗ I_d`` whatever the score scale). The rule therefore starts lower on the ladder there;
-  an instance whose reduced solution comes closer still needs ε below the floors and is outside
-  ``asymptotic_regime_resolvable`` (lower the floors, with tighter tolerances, to decide it).
-  Near that point the norm's third derivative grows like RMS⁻³, which is why the numerical
-  curvature of the cross-check is Richardson-extrapolated (:data:`CURVATURE_STEP`): seed 21's
-  trajectory passes a block of RMS 8e-4 and the plain central difference missed ``THEORY_TOL`` by
-  its own truncation error.
-* ``P ≤ 4``, ``d ≤ 4`` (the symbolic derivation, about a second per configuration, grows quickly
-  beyond); with the norm on and ``d = 1`` the curvature term nearly vanishes (``n(x) ≈ sign x``),
-  so its non-vacuity part fails there.
+* The RMS norm ``n(x) = x/√(mean x² + 1e-6)`` is singular near ``x = 0``: where the reduced
+  solution passes near it (``rho_min``, reported) the reduced flow is strongly nonlinear under
+  O(ε) perturbations (large ``c₂``), the asymptotic regime starts at small ε and may lie below the
+  floors (``undecided``: lower ``eps_floor_*`` with tighter ``rtol``/``atol``).
+* ``P ≤ 4``, ``d ≤ 4`` (the cost of the symbolic derivation); with the norm on and ``d = 1`` the
+  curvature term nearly vanishes (``n(x) ≈ sign x``), so its non-vacuity part fails there.
+* The first-order reduced flow turns stiff as ``ε·γ²·scale²`` grows: ``eps_max·γ·max(1, scale)²
+  > 1`` is bad input (:data:`STIFFNESS_MAX`); :meth:`F1.seconds_estimate` bounds the rest.
+* The measurements behind the constants are in ``docs/benchmarks.md`` ("F1's check").
 
 Your own system: a :class:`~verify.systems.DepthFlow` (``F1.systems``) is checked the same way on
-its own model (its mask, ``P``, ``d``, ``L``, σ, norm, γ, gate, scales and seed:
-:meth:`~verify.systems.DepthFlow.model`); the check's ``seed`` draws ``E`` and the start as for the
-built-in instance, and F1's other parameters (ε ladder, tolerances, method) apply. The theory
-follows your mask, block by block (a T×T block-local mask may give each block its own P×P pattern;
-each distinct pattern is one derivation). Symbolically, exact (``theory.kernels``,
-``theory.slow_manifold``): each block's kernel ``K`` (1/count on the pattern), its coarse vector
-``L`` (the stationary weighting: the left eigenvector of the eigenvalue 1 with ``Lᵀ1 = 1`` — not the
-block mean when ``K`` is not doubly stochastic), the projector ``Π = 1Lᵀ``, the normal rate
-``1 − max Re λ`` over the other eigenvalues, the normal Jacobian ``(K − I) ⊗ I_d``, ``H₁`` and the
-first-order reduced field with its attention-curvature term, all in generic entries of one block.
-Numerically: the model's weights, the N blocks and the layers assembled from the lambdified block
-fields, the slow path, and, independently in ``numerics``, the stationary weighting
-(:func:`numerics.model.masks.stationary_weighting`, one linear solve per block) and ``λ₂``
-(:func:`numerics.model.masks.subdominant_eigenvalue`, numerical eigenvalues); the check integrates
-with the numerical ``Lᵀ`` and compares it with the theory's (``coarse_vs_numerics`` ≤ 1e-14, and the
-reduced flows are the theory's only then) and the two normal rates (``normal_rate_vs_numerics`` ≤
-1e-6). Every hypothesis is decided on your flow: a mask that attends across blocks is outside
-``fast_mask_block_local``, a block with several closed classes outside ``normally_hyperbolic``,
-relu outside ``mlp_nonlinearity_smooth``, ``γ = 0`` (the DepthFlow default) outside
-``first_order_correction_nonzero``. Two measurements adapt to your spectrum: the pure fast flow
-runs longer when the gap ``1 − λ₂`` is below 1/2 (:func:`fast_tau`), and the attraction rate is
-read from the deviation's component along the left eigenvectors of the slowest eigenvalues
-(:func:`numerics.model.masks.slowest_left_eigenvectors`: it decays exactly at ``1 − λ₂``, complex
-or defective eigenvalues included), because a random pattern often has modes within a few percent
-of the slowest one, which a fit of the whole deviation mixes. The model parameters of the verdict
-(``T``, ``P``, ``mask``, …) are F1's defaults; the instance's are your flow's (the verdict's
-``system``). Size limits, checked before any work (bad input otherwise): those of F1's parameters,
-``2 ≤ T ≤ 64``, ``2 ≤ P ≤ 4``, ``d ≤ 4``, ``L ≤ 16``, ``0 ≤ γ ≤ 100``, ``|gate| ≤ 10``,
-``scale ≤ 10``, and a named σ (the compiled full flow evaluates no user activation). Where your
-first-order error is small (a few 1e-7 at the finest ε of its window) the two integrators disagree
-by more than 1e-3 relative at ``rtol = 1e-9``: pass ``rtol=1e-11, atol=1e-13``. Your flow's γ and
-scale do not enter the check ``eps_max·γ·max(1, scale)² ≤ 1`` nor the time estimate (they read
-F1's parameters): choose ``eps_max`` by that rule yourself.
-
-Time. Most of a check is the reduced flows (DOPRI5 on Python fields, about 12 000 evaluations at
-the defaults) and, the first time in a process, the symbolic derivation and the compilation. The
-first-order reduced flow turns stiff as ``ε·γ²·scale²`` grows, which made ``scale=10 gamma=100
-gate=10`` run for hours (one flow at ε = 0.1 failed after 6·10⁶ evaluations): such a ladder is now
-bad input (:data:`STIFFNESS_MAX`, with the largest admissible ``eps_max`` in the message), and
-:meth:`F1.seconds_estimate` bounds the rest (parameters beyond the time budget, 600 s by default,
-are bad input). Measured on a 2-core machine shared with other jobs: the defaults 1.7–4.3 s warm,
-28 s cold.
+its own model (mask, ``P``, ``d``, ``L``, σ, norm, γ, gate, scales and seed); the check's ``seed``
+draws ``E`` and the start, and F1's other parameters apply. The theory follows your mask block by
+block (each distinct ``P×P`` pattern is one exact derivation: kernel, coarse vector = stationary
+weighting, normal rate, ``H₁``, reduced fields); numerics computes the stationary weighting and
+``λ₂`` independently and both are compared (``coarse_vs_numerics`` ≤ 1e-14,
+``normal_rate_vs_numerics`` ≤ 1e-6). The pure fast flow runs longer when the gap ``1 − λ₂`` is
+below 1/2 (:func:`fast_tau`), and the attraction rate is read on the left eigenspaces of the
+slowest eigenvalues (:func:`numerics.model.masks.slowest_left_eigenvectors`: exact decay at
+``1 − λ₂``, defective or complex eigenvalues included). Size limits (bad input otherwise): those
+of F1's parameters, ``2 ≤ T ≤ 64``, ``2 ≤ P ≤ 4``, ``d ≤ 4``, ``L ≤ 16``, ``0 ≤ γ ≤ 100``,
+``|gate| ≤ 10``, ``scale ≤ 10``, and a named σ. Your flow's γ and scale do not enter the check
+``eps_max·γ·max(1, scale)² ≤ 1`` nor the time estimate: choose ``eps_max`` by that rule yourself.
 """
 
 from __future__ import annotations
@@ -1511,7 +1451,13 @@ def rates_resolved(p: dict, rates: dict) -> Diagnostic:
         },
         f"each order's error curve has a window of {p['window']} resolved points (error ≥ "
         f"{RATE_RESOLUTION:g} × the measured accuracy, ε ≥ its eps_floor_*) with straight local "
-        "slopes, no drift below it, and an interval that decides the band",
+        "slopes, no drift below it, and an interval that decides the band; "
+        + "; ".join(
+            f"{name}: {r['verdict']} ({len(r['h'])} resolved points down to ε = "
+            f"{r['h'][-1] if r['h'] else float('nan'):.2g}, measured floor "
+            f"{r['floor'][-1] if r['floor'] else float('nan'):.2g})"
+            for name, r in rates.items()
+        ),
     )
 
 
