@@ -65,24 +65,77 @@ def test_slope_fit_interval_covers_the_true_slope_on_noisy_data():
     assert lo < 1.5 < hi and hi - lo < 0.2
 
 
-def test_asymptotic_slope_finds_the_window_past_a_preasymptotic_bend():
-    """error = h²(1 + 1/(100h)): order 1 at coarse h, order 2 once h ≪ 1/100."""
-    ladder = 10.0 ** (-np.arange(0, 32) / 4)
-    res = ms.asymptotic_slope(ladder, lambda h: h**2 + h / 100, 1.0, 0.1)
-    assert res["holds"] and res["converged"] and res["window"][0] < 1e-3
-    res2 = ms.asymptotic_slope(ladder, lambda h: h**2 + h / 100, 2.0, 0.1)
-    assert res2["converged"] and not res2["holds"]  # the fine end is order 1, not 2
+LADDER = 0.1 * 10.0 ** (-np.arange(13) / 4)
+"""ε from 1e-1 down to 1e-4 in quarter decades (F1's first-order ladder)."""
+NOISE = np.random.default_rng(27).standard_normal(LADDER.size)
+
+
+def rate(curve, order, tol, **kw):
+    return ms.asymptotic_slope(LADDER, curve, order, tol, spread=tol, **kw)
+
+
+@pytest.mark.parametrize("c", [1e-1, 1e-2, 1e-3])
+def test_a_leading_term_c_eps_does_not_pass_as_order_2(c):
+    """c·ε + ε²: order 1 however small c is; for c = 1e-3 it is straight at slope ≈ 2 over the
+    coarse decade and bends below: the finest window decides (fails), or no window (unresolved)."""
+    res = rate(lambda e: c * e + e**2, 2.0, 0.1)
+    assert not res["holds"] and res["verdict"] in ("fails", "unresolved")
+    if c >= 1e-2:
+        assert res["verdict"] == "fails" and res["slope"] < 1.2
+
+
+@pytest.mark.parametrize(
+    "curve", [lambda e: e**2 * math.log(1 / e), lambda e: e**1.85], ids=["eps2_log", "eps1.85"]
+)
+def test_near_order_2_curves_do_not_pass_as_order_2(curve):
+    res = rate(curve, 2.0, 0.1)
+    assert not res["holds"] and res["converged"]
+
+
+@pytest.mark.parametrize("order,tol", [(1.0, 0.05), (2.0, 0.1)])
+def test_clean_orders_with_small_noise_pass(order, tol):
+    res = rate(
+        lambda e: 3 * e**order * math.exp(1e-3 * NOISE[np.argmin(abs(LADDER - e))]), order, tol
+    )
+    assert res["verdict"] == "holds" and res["window"][1] == LADDER[-1]
+
+
+def test_a_leading_order_interval_off_the_band_is_not_accepted():
+    """The band of order 1 is [0.95, 1.05] at tol 0.05: an interval [0.924, 0.933] (a straight
+    slope 0.928) is outside it."""
+    res = rate(lambda e: e**0.928, 1.0, 0.05)
+    assert res["verdict"] == "fails" and res["band"] == [0.95, 1.05]
+
+
+def test_the_floor_ends_the_ladder_and_no_window_above_it_is_unresolved():
+    """ε² on an accuracy floor of 2e-6: the points below 100·2e-6 are not resolved; with only
+    four resolved points there is no window: unresolved, not fails."""
+    res = rate(lambda e: e**2 + 2e-6, 2.0, 0.1, floor=2e-6)
+    assert res["floor_reached"] and len(res["h"]) == 4
+    assert res["verdict"] == "unresolved" and not res["converged"]
+
+
+def test_a_window_still_approaching_the_order_at_the_floor_is_unresolved():
+    """ε²(1 + 30√ε) is order 2 but its local slopes still fall from 2.24 to 2.12 over the
+    finest decade (pre-asymptotic): not a counterexample."""
+    res = rate(lambda e: e**2 * (1 + 30 * e**0.5), 2.0, 0.1)
+    assert res["verdict"] == "unresolved"
 
 
 def test_asymptotic_slope_reports_no_window_when_the_curve_never_straightens():
     ladder = 10.0 ** (-np.arange(0, 8) / 2)
     res = ms.asymptotic_slope(ladder, lambda h: h * (2 + math.sin(1 / h)), 1.0, 0.05)
-    assert not res["converged"] and not res["holds"]
+    assert not res["converged"] and res["verdict"] == "unresolved"
 
 
 def test_asymptotic_slope_stops_at_a_non_positive_error():
     res = ms.asymptotic_slope([1.0, 0.5, 0.25, 0.125], lambda h: h if h > 0.3 else 0.0, 1.0, 0.1)
-    assert res["h"] == [1.0, 0.5] and not res["converged"]
+    assert res["h"] == [1.0, 0.5] and not res["converged"] and res["floor_reached"]
+
+
+def test_errors_at_their_floor_bound_the_error_exactly():
+    assert ms.at_accuracy_floor([1e-16, 3e-15], [1e-16, 1e-16])["holds"]
+    assert not ms.at_accuracy_floor([1e-16, 3e-13], [1e-16, 1e-16])["holds"]
 
 
 # --------------------------------------------------------------------------- derivatives

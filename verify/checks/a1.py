@@ -203,11 +203,6 @@ class A1(Claim):
         "has no entry with s ≥ the start of t's block",
         "gates_nonzero": "every layer's gate is non-zero (the slow path is switched on)",
     }
-    hypothesis_sources = {
-        "fast_mask_causal": "implementation",
-        "slow_path_sees_only_completed_blocks": "implementation",
-        "gates_nonzero": "input",
-    }
     conclusion = {
         "no_future_dependence": "max_{s>t} |Δ out_t| = 0 (bitwise)",
         "slow_input_block_constant": "the slow input is the same for every token of a block (bitwise)",

@@ -196,3 +196,12 @@ def test_d7_holds_or_names_the_unmoved_spectrum_on_random_contractive_loops(loop
     assert v.outcome in ("holds", "outside-hypotheses"), v.summary()
     if v.outcome == "outside-hypotheses":
         assert v.violated == ["gate_moves_spectrum"]
+
+
+def test_a_bound_attained_exactly_holds():
+    """``J = 0``, ``G = 11ᵀ`` (3×3): ``ρ(gG) = 3|g|``, so ``g_c = m/‖G‖₂ = 1/3`` exactly; the
+    bisection lands 3.9e-13 below it, within its own half-bracket: the bound holds."""
+    v = run_check("D7", system=LinearLoop(np.zeros((3, 3)), np.ones((3, 3))))
+    assert v.outcome == "holds", v.summary()
+    assert v.figures["critical_gate"] == pytest.approx(1 / 3, rel=1e-11)
+    assert v.figures["critical_gate_comparison_slack"] < 1e-11

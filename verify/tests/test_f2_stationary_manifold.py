@@ -174,3 +174,40 @@ def test_the_causal_block_mean_is_not_conserved_at_every_block_size_up_to_64():
     defect = figures["attention_link"]["summary"]["causal_min_block_mean_defect"]
     H = np.cumsum(1.0 / np.arange(1, 65))
     assert defect == pytest.approx((H[-1] - 1.0) / 64, rel=1e-12)
+
+
+def test_a_family_whose_p_st_does_not_depend_on_y_holds_exactly():
+    """``Q(y) = (1 + y²)·Q₀``: ``p_st = (2/3, 1/3)`` for every y, so the tracking errors are
+    round-off at every ε (no rate to fit): each sits at its measured accuracy floor and the
+    bounds ``error ≤ C·ε``, ``≤ C·ε²`` hold exactly."""
+    x = sp.symbols("x0:2")
+    s = 1 + Y**2
+    Q = sp.Matrix([[-s, 2 * s], [s, -2 * s]])
+    v = run_check("F2", system=GeneratorFamily(Q, -Y + x[0] + sp.sin(T), y=Y, x=x, t=T))
+    assert v.outcome == "holds", v.summary()
+    for part in ("tracking_order_eps", "tracking_order_eps2"):
+        assert v.conclusion[part].value["max_error_over_floor"] < 10
+
+
+def test_tracking_at_the_integrators_accuracy_floor_is_undecided():
+    """LSODA raises an ``rtol`` of 1e-14 silently and its runs level off near 1e-12: the
+    accuracy is measured against a second integrator, so on ε ∈ [1e-6, 1e-5] the order-1 error
+    is not resolved and the rate is undecided (the floor named), not a counterexample."""
+    params = {"method": "LSODA", "rtol": 1e-14, "atol": 1e-16, "eps_min": 1e-6, "eps_max": 1e-5}
+    v = run_check("F2", {**params, "n_eps": 3})
+    assert v.outcome == "undecided", v.summary()
+    assert v.unresolved == ["tracking_rates_resolved"]
+    assert v.limits["tracking_rates_resolved"].value["order1"]["verdict"] == "unresolved"
+    assert "measured floor" in v.limits["tracking_rates_resolved"].rule
+
+
+def test_over_a_wide_sweep_the_rate_is_decided_above_the_measured_floor():
+    """The issue's instance (LSODA, rtol 1e-14, ε from 1e-6 to 1e-1): the order-1 errors level
+    off near 1e-12 below ε ≈ 7e-6; the rule stops there (the floor is measured, 5e-12 at
+    eps_min, not the requested 1e-14) and decides the rate on the resolved part of the sweep."""
+    params = {"method": "LSODA", "rtol": 1e-14, "atol": 1e-16, "eps_min": 1e-6}
+    v = run_check("F2", params)
+    assert v.outcome == "holds", v.summary()
+    order1 = v.limits["tracking_rates_resolved"].value["order1"]
+    assert order1["floor_reached"] and order1["finest_resolved_eps"] > 1e-5
+    assert order1["accuracy_floor_at_eps_min"] > 1e-12
