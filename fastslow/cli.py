@@ -23,7 +23,7 @@ Every command checks its inputs and outputs before the work starts and ends a fa
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
 whose estimated memory exceeds the budget (``--memory-budget`` or ``FASTSLOW_MEMORY_BUDGET``,
 default half the machine's memory) or whose estimated time for one check exceeds the time budget
-(``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 600 s; per sweep point), an output or cache that cannot be written, an unreachable
+(``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 1800 s; per sweep point), an output or cache that cannot be written, an unreachable
 ``--scheduler``: exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
 after keeping every finished sweep point in the cache; a full standard output exits 2.
 """
@@ -360,7 +360,7 @@ def _add_budget(s) -> None:
         default=None,
         metavar="SECONDS",
         help=f"refuse parameters whose estimated time for one check exceeds SECONDS (600, 90s, "
-        f"10m, 1.5h; each sweep point separately; default ${TIME_BUDGET_ENV} or 600 s)",
+        f"10m, 1.5h; each sweep point separately; default ${TIME_BUDGET_ENV} or 1800 s)",
     )
 
 

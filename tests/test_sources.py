@@ -2,8 +2,12 @@
 verdict carries it, and the instances declared as the claims' own (built to satisfy their
 hypotheses) are the ones where an implementation-sourced violation is a failure of the suite."""
 
+import ast
+from pathlib import Path
+
 import pytest
 
+from fastslow.verify import checks as checks_package
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.verdict import SOURCES
 
@@ -77,3 +81,22 @@ def test_a_gate_hypothesis_read_from_the_input_names_a_model_that_changed_the_ga
     monkeypatch.setattr(module.Instance, "__init__", corrupted)
     v = CLAIMS[cid].check({})
     assert v.outcome == "error" and "gates" in v.error["message"], v.summary()
+
+
+def test_no_claim_declaration_is_assigned_twice():
+    """A class attribute assigned twice in a unit's class body (as a three-way merge can leave it)
+    silently keeps the last one: each declaration stands once."""
+    folder = Path(checks_package.__file__).parent
+    twice = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [
+                    t.id
+                    for stmt in node.body
+                    if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                    for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                    if isinstance(t, ast.Name)
+                ]
+                twice += [f"{path.name}:{node.name}.{n}" for n in set(names) if names.count(n) > 1]
+    assert twice == []

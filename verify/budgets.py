@@ -88,8 +88,10 @@ TIME_BUDGET_ENV = "FASTSLOW_TIME_BUDGET"
 """Environment variable overriding the time budget of one check: seconds (``600``, ``90s``,
 ``10m``, ``1.5h``)."""
 
-DEFAULT_TIME_BUDGET = 600.0
-"""The default time budget of one check, in seconds (a sweep applies it to each point)."""
+DEFAULT_TIME_BUDGET = 1800.0
+"""The default time budget of one check, in seconds (a sweep applies it to each point). Every
+claim's declared main instances fit in it (tests/test_sources.py): the largest is E1's paper-scale
+experiment, estimated at about 11 minutes."""
 
 _SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
