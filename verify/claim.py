@@ -45,7 +45,8 @@ the :class:`~verify.verdict.Verdict` and add no conditions of their own. The jud
 verdicts live here too: a claim's status in the report (:meth:`Claim.status`), the failures a seed
 sweep allows and what fails it (:meth:`Claim.allowed_failures`, :meth:`Claim.sweep_faults`), and
 which user systems a claim checks (:meth:`Claim.accepts`). The parameters are in
-:mod:`verify.params`, the budgets in :mod:`verify.budgets`, the verdict in :mod:`verify.verdict`.
+:mod:`verify.params`, the budgets in :mod:`verify.budgets`, the seconds per unit of a claim's
+counted work (:meth:`Claim.work`) in :mod:`verify.cost_model`, the verdict in :mod:`verify.verdict`.
 """
 
 from __future__ import annotations
