@@ -2,21 +2,26 @@
 (tracemalloc peak, measured here at small points where the claim's own arrays dominate), and the
 time models grow with their parameters and refuse an over-budget point in one line before any work.
 
-No timed assertion: the time models are upper bounds calibrated in each claim's module and measured
-at the limits by ``fastslow bench limits``; here they are tested by monotonicity and refusals.
+No timed assertion: the time models are counts of work stated by each claim at the rates of one
+calibrated table (:mod:`verify.cost_model`), measured at the limits by ``fastslow bench limits``;
+here they are tested by their form, monotonicity and refusals.
 """
 
 from __future__ import annotations
 
+import re
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fastslow.cli import main
 from fastslow.numerics.lm import blockstats, corpus
+from fastslow.verify import checks
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV
 from fastslow.verify.claim import Claim
+from fastslow.verify.cost_model import RATES, seconds
 from fastslow.verify.registry import CLAIMS
 
 SLACK = 8 << 20
@@ -74,6 +79,29 @@ def test_e1_counts_the_block_histograms_of_its_structure_hypothesis():
 
 
 # --------------------------------------------------------------------------- time models
+
+CHECKS = Path(checks.__file__).parent
+
+
+def test_every_time_model_counts_work_at_the_calibrated_rates():
+    """No unit carries its own seconds: each states counts of kinds the table holds, and its
+    estimate is those counts at the table's rates."""
+    for cid, unit in CLAIMS.items():
+        assert type(unit).seconds_estimate is Claim.seconds_estimate, cid
+        p = unit.defaults()
+        work = unit.work(p)
+        assert set(work) <= set(RATES), (cid, set(work) - set(RATES))
+        assert all(np.isfinite(n) and n >= 0 for n in work.values()), (cid, work)
+        assert unit.seconds_estimate(p) == seconds(work)
+    for path in sorted(CHECKS.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\w*_SECONDS\b|def \w*_seconds\(", text, re.M), path.name
+
+
+def test_an_uncalibrated_kind_of_work_is_an_error():
+    with pytest.raises(KeyError):
+        seconds({"teleportation": 1})
+
 
 GROWS = [
     ("A1", {"T": 32, "P": 1}, ["T", "d", "L"]),

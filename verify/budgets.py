@@ -2,8 +2,8 @@
 
 A check refuses, before any work, parameters whose estimated peak memory
 (:meth:`verify.claim.Claim.memory_bytes` + :data:`BASE_BYTES`) exceeds :func:`memory_budget`, or
-whose estimated time (:meth:`verify.claim.Claim.seconds_estimate`) exceeds :func:`time_budget`
-(bad input, exit 2). The budgets come from :data:`MEMORY_BUDGET_ENV` and :data:`TIME_BUDGET_ENV`
+whose estimated time (:meth:`verify.claim.Claim.seconds_estimate`: the claim's counts of work at
+the rates of :mod:`verify.cost_model`) exceeds :func:`time_budget` (bad input, exit 2). The budgets come from :data:`MEMORY_BUDGET_ENV` and :data:`TIME_BUDGET_ENV`
 (the command line's ``--memory-budget`` and ``--time-budget`` set them, so sweep workers see them).
 """
 

@@ -45,7 +45,8 @@ the :class:`~verify.verdict.Verdict` and add no conditions of their own. The jud
 verdicts live here too: a claim's status in the report (:meth:`Claim.status`), the failures a seed
 sweep allows and what fails it (:meth:`Claim.allowed_failures`, :meth:`Claim.sweep_faults`), and
 which user systems a claim checks (:meth:`Claim.accepts`). The parameters are in
-:mod:`verify.params`, the budgets in :mod:`verify.budgets`, the verdict in :mod:`verify.verdict`.
+:mod:`verify.params`, the budgets in :mod:`verify.budgets`, the seconds per unit of a claim's
+counted work (:meth:`Claim.work`) in :mod:`verify.cost_model`, the verdict in :mod:`verify.verdict`.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_budget, time_hint
+from .cost_model import seconds
 from .json_values import jsonable
 from .params import Param
 from .verdict import Diagnostic, Verdict, short
@@ -210,16 +212,23 @@ class Claim:
             )
         return need
 
-    def seconds_estimate(self, p: dict) -> float:
-        """Estimated wall time in seconds of one check on the resolved parameters ``p`` (one core,
-        compiled kernels warm), computed from the parameters alone, before any work.
+    def work(self, p: dict) -> dict[str, float]:
+        """The work of one check on the resolved parameters ``p``, as counts by kind of work
+        (:data:`verify.cost_model.RATES`: ``{"start": 1, "layer": n, "attention": n·T²·(d + 24)}``),
+        computed from the parameters alone, before any work.
 
-        The generic estimate is 0: the claim declares no cost model, and its time is taken not to
+        The generic work is none: the claim declares no cost model, and its time is taken not to
         grow past the budget within its parameter bounds. A claim whose time grows with its
-        parameters (training steps, grids, sizes, ladders) overrides it with an upper bound
-        (tests check it at a few small points; at the limits it is measured and documented in the
-        claim's module)."""
-        return 0.0
+        parameters (training steps, grids, sizes, ladders) counts its work; the counts are the
+        claim's, the seconds per unit the calibration's (:mod:`verify.cost_model`)."""
+        return {}
+
+    def seconds_estimate(self, p: dict) -> float:
+        """Estimated time in seconds of one check on the resolved parameters ``p`` (one core,
+        compiled kernels warm): :meth:`work` at the calibrated rates
+        (:func:`verify.cost_model.seconds`), an upper bound (tests check it at small points,
+        ``fastslow bench limits`` at the limits)."""
+        return seconds(self.work(p))
 
     def within_time_budget(self, p: dict) -> float:
         """:meth:`seconds_estimate` of ``p``; ``ValueError`` naming the parameters when it

@@ -158,14 +158,6 @@ def slow_input_spread(model: nm.Model, X0: np.ndarray) -> tuple[float, float]:
 # --------------------------------------------------------------------------- the claim
 
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the instance and the hypotheses."""
-LAYER_SECONDS = 5e-5
-"""Time estimate: the fixed cost of one layer evaluation."""
-ATTENTION_SECONDS = 1.5e-9
-"""Time estimate: per unit ``T²·(d + 24)`` of one layer evaluation (scores, softmax, values)."""
-
-
 class A1(Claim):
     id = "A1"
     title = "Timescale and causality"
@@ -237,15 +229,12 @@ class A1(Claim):
         "min_past_diagonal_dependence",
     )
 
-    def seconds_estimate(self, p):
-        """An upper bound on the time: :data:`BASE_SECONDS` and ``(T + 1)·L`` layer evaluations
-        (the base stack and one stack per perturbed token) of :data:`LAYER_SECONDS` +
-        :data:`ATTENTION_SECONDS`·T²·(d + 24). CPU time measured against it (loaded 2-core
-        machine): ``T = 256, d = 64, L = 4`` 4.0 s (estimate 14 s); ``T = 128, d = 64, L = 8``
-        0.7 s (7.3 s); ``T = 64, d = 32, L = 32`` 0.4 s (5.8 s); at the limits ``T = 256, d = 64,
-        L = 64`` (estimate 148 s) see ``fastslow bench limits``."""
+    def work(self, p):
+        """The base stack and one stack per perturbed token: ``(T + 1)·L`` layer evaluations of
+        ``T²·(d + 24)`` attention units each."""
         T, d, L = p["T"], p["d"], p["L"]
-        return BASE_SECONDS + (T + 1) * L * (LAYER_SECONDS + ATTENTION_SECONDS * T * T * (d + 24))
+        layers = (T + 1) * L
+        return {"start": 1, "layer": layers, "attention": layers * T * T * (d + 24)}
 
     instance = Instance
     systems = (DepthFlow,)

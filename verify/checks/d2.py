@@ -226,18 +226,10 @@ def rate_parts(name: str, rate: dict, p: dict) -> dict:
 
 
 LAYER_BYTES = 2048
-"""Memory estimate: a layer's Python objects besides its ``d × d`` arrays (counted ten; measured
-``72·d² + 1.2 KiB`` per layer, fitted at ``d = 4`` and ``d = 16``)."""
+"""Memory estimate: a layer's Python objects besides its ``d × d`` arrays (counted ten)."""
 REFERENCE_STATES = 8000
-"""Memory estimate: states of ``T × d`` held by the DOPRI5 flow references at ``rtol = 1e-11``
-(measured about 3300 at ``T = 64, d = 16``), growing like ``rtol^(−1/5)``."""
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the instance, the paths' Lipschitz estimates and the hypotheses."""
-LAYER_SECONDS = 1e-3
-"""Time estimate: the fixed cost of building and evaluating one layer of a stack (measured
-0.43–0.47 ms at ``T = 8``)."""
-ATTENTION_SECONDS = 1.5e-9
-"""Time estimate: per unit ``T²·(d + 24)`` of one layer evaluation."""
+"""Memory estimate: states of ``T × d`` held by the DOPRI5 flow references at ``rtol = 1e-11``,
+growing like ``rtol^(−1/5)``."""
 
 
 def ladder_layers(p: dict) -> int:
@@ -370,29 +362,19 @@ class D2(Claim):
     def memory_bytes(self, p):
         """Every stack built is kept (:meth:`Instance.stack`): :func:`ladder_layers` layers of ten
         float64 ``d × d`` arrays and :data:`LAYER_BYTES` of objects, plus the generic attention
-        count, plus the flow references' states (:data:`REFERENCE_STATES`). Measured (tracemalloc
-        peak): ``T = 64, d = 16, L_min = 16, L_max = 256`` 49 MiB, where the stacks alone were
-        counted 29 MiB (now 92 MiB); ``T = 8, d = 16, L_min = 256, L_max = 4096`` 299 MiB
-        (estimate 349 MiB), ``d = 4`` 36 MiB (estimate 52 MiB). At the limit ``T = 64,
-        d = 16, L_min = 4096, L_max = 65536``: peak resident memory 4.95 GiB, estimate 5.79 GiB
-        with the interpreter (the generic count alone said 408 MiB). A smooth
-        path usually settles on the first window and stays far below the bound."""
+        count, plus the flow references' states (:data:`REFERENCE_STATES`). A smooth path usually
+        settles on the first window and stays far below the bound."""
         stacks = ladder_layers(p) * (80 * p["d"] ** 2 + LAYER_BYTES)
         tighter = max(1e-11 / p["rtol"], 1e-13 / p["atol"], 1.0) ** 0.2
         reference = 8 * p["T"] * p["d"] * REFERENCE_STATES * tighter
         return int(stacks + reference) + super().memory_bytes(p)
 
-    def seconds_estimate(self, p):
-        """An upper bound on the time where the flow reference is cheap beside the stacks:
-        :data:`BASE_SECONDS` and :func:`ladder_layers` layers built and evaluated, each
-        :data:`LAYER_SECONDS` + :data:`ATTENTION_SECONDS`·T²·(d + 24). CPU time measured against
-        it (loaded 2-core machine): ``T = 8, d = 16, L_min = 256, L_max = 4096`` 7.4 s (estimate
-        21 s); ``path = step, L_max = 4096`` 2.9 s (21 s); defaults 0.9 s (estimate 71 s: the
-        smooth path settles on the first window, the bound assumes the whole ladder); at the limit
-        ``T = 64, d = 16, L_min = 4096, L_max = 65536`` 61 s (estimate 321 s)."""
-        T, d = p["T"], p["d"]
-        per_layer = LAYER_SECONDS + ATTENTION_SECONDS * T * T * (d + 24)
-        return BASE_SECONDS + ladder_layers(p) * per_layer
+    def work(self, p):
+        """:func:`ladder_layers` layers built and evaluated, ``T²·(d + 24)`` attention units each
+        (the flow reference is cheap beside the stacks; a smooth path settles on the first window,
+        the count assumes the whole ladder)."""
+        T, d, layers = p["T"], p["d"], ladder_layers(p)
+        return {"start": 1, "layer_build": layers, "attention": layers * T * T * (d + 24)}
 
     instance = Instance
 

@@ -145,14 +145,6 @@ def state_figures(inst: Instance, traj: np.ndarray) -> dict:
 # --------------------------------------------------------------------------- the claim
 
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the instance, the trajectories and the hypotheses."""
-KERNEL_SECONDS = 1e-4
-"""Time estimate: the fixed cost of one attention kernel."""
-ATTENTION_SECONDS = 1e-9
-"""Time estimate: per unit ``T²·(d + 24)`` of one attention kernel (scores, softmax)."""
-
-
 class D3(Claim):
     id = "D3"
     title = "Frozen kernel"
@@ -241,16 +233,12 @@ class D3(Claim):
         "max_kernel_spread_between_qk_draws",
     )
 
-    def seconds_estimate(self, p):
-        """An upper bound on the time: :data:`BASE_SECONDS` and, at each of the ``L`` layers,
-        ``n_draws × len(temperatures)`` fresh kernels plus the trajectory's (counted 2), each
-        :data:`KERNEL_SECONDS` + :data:`ATTENTION_SECONDS`·T²·(d + 24). CPU time measured against
-        it (loaded 2-core machine): ``T = 256, d = 64, L = 4, n_draws = 5`` 0.12 s (estimate
-        5.4 s), ``T = 128, d = 8, L = 8`` 0.05 s (5.1 s); at the limits (``T = 256, d = 64,
-        L = 64, n_draws = 20``, 16 temperatures; estimate 126 s) see ``fastslow bench limits``."""
+    def work(self, p):
+        """At each of the ``L`` layers, ``n_draws × len(temperatures)`` fresh kernels plus the
+        trajectory's (counted 2), ``T²·(d + 24)`` attention units each."""
         T, d = p["T"], p["d"]
         kernels = p["L"] * (p["n_draws"] * len(p["temperatures"]) + 2)
-        return BASE_SECONDS + kernels * (KERNEL_SECONDS + ATTENTION_SECONDS * T * T * (d + 24))
+        return {"start": 1, "layer": kernels, "attention": kernels * T * T * (d + 24)}
 
     instance = Instance
 

@@ -765,14 +765,6 @@ def gate_sweep_orders(inst: Instance, f: dict, tol: float) -> Diagnostic:
 # ----------------------------------------------------------------------------- the claim
 
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the instance, the trajectory and the hypotheses."""
-JVP_SECONDS = 6e-5
-"""Time estimate: the fixed cost of one layer of one JVP column (measured 27–32 µs)."""
-JVP_ATTENTION_SECONDS = 1e-9
-"""Time estimate: per unit ``T²·d`` of one layer of one JVP column."""
-
-
 def jvp_layers(p: dict) -> int:
     """Layer-JVPs of the check: ``1 + GATE_SWEEP_POINTS`` visibility maps, each of ``L·8d² + 3Td``
     columns (every parameter entry of ``L`` layers, the bundle bases) through ``L`` layers."""
@@ -925,16 +917,11 @@ class D6(Claim):
         if not lo < hi:
             raise ValueError(f"parameter gate_sweep={p['gate_sweep']!r}: expected g_lo < g_hi")
 
-    def seconds_estimate(self, p):
-        """An upper bound on the time: :data:`BASE_SECONDS` and :func:`jvp_layers` layer-JVPs of
-        :data:`JVP_SECONDS` + :data:`JVP_ATTENTION_SECONDS`·T²·d (the finite perturbations, the
-        Taylor ladder and the dense ``∂Slow/∂X`` are small beside them). CPU time measured
-        against it (loaded 2-core machine): ``T = 8, d = 4, L = 4`` 0.43 s (estimate 5.9 s);
-        ``T = 8, d = 8, L = 8`` 5.6 s (17.5 s); ``T = 32, d = 4, L = 8`` 2.1 s (9.3 s);
-        ``T = 16, d = 8, L = 4`` 1.9 s (8.6 s): 27–32 µs per layer-JVP. At the limits
-        (``T = 8, d = 16, L = 16``, estimate 199 s) see ``fastslow bench limits``."""
-        T, d = p["T"], p["d"]
-        return BASE_SECONDS + jvp_layers(p) * (JVP_SECONDS + JVP_ATTENTION_SECONDS * T * T * d)
+    def work(self, p):
+        """:func:`jvp_layers` layer-JVPs of ``T²·d`` attention units each (the finite
+        perturbations, the Taylor ladder and the dense ``∂Slow/∂X`` are small beside them)."""
+        T, d, layers = p["T"], p["d"], jvp_layers(p)
+        return {"start": 1, "layer_jvp": layers, "attention": layers * T * T * d}
 
     instance = Instance
 

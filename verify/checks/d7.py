@@ -476,36 +476,15 @@ def curves(J: np.ndarray, G: np.ndarray, gc_plus: float, gc_minus: float) -> dic
 
 # --------------------------------------------------------------------------- time estimate
 
-BASE_SECONDS = 3.0
-"""Time estimate: imports, the reference point, the Jacobians and the hypotheses."""
 SVDS = 3000
-"""Time estimate: smallest singular values besides the dense grid (the 1001 curve angles, the
+"""Work estimate: smallest singular values besides the dense grid (the 1001 curve angles, the
 grid and refinement of :func:`numerics.analysis.stability.stability_margin`)."""
 EIGS = 600
-"""Time estimate: eigenvalue problems besides the ``n_gates`` grid (critical-gate scans and
-bisections, curve gates, candidates above g_c, the pencil certificate), calibrated on the
-measured totals."""
+"""Work estimate: eigenvalue problems besides the ``n_gates`` grid (critical-gate scans and
+bisections, curve gates, candidates above g_c, the pencil certificate)."""
 LOOP_RUNS = 2
-"""Time estimate: the loop runs above ``g_c``, which may use their whole budget (the runs at
-0 and ±below·g_c converge and stop, about 100 iterations measured)."""
-
-
-def eig_seconds(n: int) -> float:
-    """Time estimate of one spectral radius of an ``n × n`` matrix: about twice the measured
-    0.6 ms at ``n = 32`` and 7.4 ms at ``n = 96``."""
-    return 5e-4 + 1.6e-8 * n**3
-
-
-def svd_seconds(n: int) -> float:
-    """Time estimate of one smallest singular value of ``zI − J``: about twice the measured
-    0.35 ms at ``n = 32`` and 1.4 ms at ``n = 96``."""
-    return 3e-4 + 3e-9 * n**3
-
-
-def iteration_seconds(T: int, d: int) -> float:
-    """Time estimate of one iteration of the looped map: about twice the measured 0.16 ms at
-    ``T = 8, d = 4`` and 0.31 ms at ``T = 24, d = 4``."""
-    return 3e-4 + 1.2e-7 * (T * T * d + T * d * d)
+"""Work estimate: the loop runs above ``g_c``, which may use their whole budget (the runs at
+0 and ±below·g_c converge and stop)."""
 
 
 # --------------------------------------------------------------------------- the claim
@@ -665,22 +644,26 @@ class D7(Claim):
                 "norm has gain 1/√ε at 0)"
             )
 
-    def seconds_estimate(self, p):
-        """An upper bound on the wall time (one core) where the loop runs above ``g_c`` stop within
-        ``n_iter`` iterations: :data:`BASE_SECONDS`, ``dense_grid`` + :data:`SVDS` smallest
-        singular values at :func:`svd_seconds` of ``n = T·d``, ``n_gates`` + :data:`EIGS`
-        eigenvalue problems at :func:`eig_seconds`, and ``n_iter`` iterations of the
-        :data:`LOOP_RUNS` runs that need not converge at :func:`iteration_seconds`. A run whose ρ
-        lies within about 1e-3 of 1 gets up to :data:`LOOP_MAX_ITER` iterations
+    def work(self, p):
+        """The work where the loop runs above ``g_c`` stop within ``n_iter`` iterations:
+        ``dense_grid`` + :data:`SVDS` smallest singular values of ``zI − J`` (``n = T·d``),
+        ``n_gates`` + :data:`EIGS` spectral radii, and ``n_iter`` iterations of the
+        :data:`LOOP_RUNS` runs that need not converge (``T²d + Td²`` multiply-adds each). A run
+        whose ρ lies within about 1e-3 of 1 gets up to :data:`LOOP_MAX_ITER` iterations
         (:func:`loop_budget`), which is not known before the spectrum is computed: such an
-        instance may take longer. Measured against it (loaded 2-core machine): defaults 1.2 s
-        (estimate 9 s); ``T = 24, d = 4`` 11.4 s (33 s); ``T = 16, d = 6, dense_grid = 20001``
-        36 s (86 s)."""
-        n = p["T"] * p["d"]
-        svds = (p["dense_grid"] + SVDS) * svd_seconds(n)
-        eigs = (p["n_gates"] + EIGS) * eig_seconds(n)
-        loops = LOOP_RUNS * p["n_iter"] * iteration_seconds(p["T"], p["d"])
-        return BASE_SECONDS + svds + eigs + loops
+        instance may take longer."""
+        T, d = p["T"], p["d"]
+        n = T * d
+        svds, eigs = p["dense_grid"] + SVDS, p["n_gates"] + EIGS
+        iterations = LOOP_RUNS * p["n_iter"]
+        return {
+            "start": 1,
+            "python_call": svds + iterations,
+            "factor_cube": svds * n**3,
+            "eigen_call": eigs,
+            "eigen_cube": eigs * n**3,
+            "numpy_unit": iterations * (T * T * d + T * d * d),
+        }
 
     instance = Instance
 

@@ -356,24 +356,6 @@ def largest_difference(figures: dict) -> float:
 # --------------------------------------------------------------------------- the claim
 
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the emission, the sampling set-up and the hypotheses."""
-TOKEN_SECONDS = 4e-3
-"""Time estimate: the Python-level work per token position (filter loops over ``T``, the
-symbolic oracle's loop over blocks and block positions; about 1.2e-3 s measured at ``T = 1024``)."""
-ELEMENT_SECONDS = 8e-7
-"""Time estimate: per sequence, token and ``K + 3`` latent states of the chain filters (token,
-pooled, symbolic oracle, predictives); measured 3.6e-7."""
-FUTURE_SECONDS = 1.4e-7
-"""Time estimate: per compared sequence, pair of tokens and latent state of the future
-predictives; measured 3.4e-8 at ``T = 1024`` (counted four times: at ``T = 4096`` the whole check
-took 1.4 times an estimate with twice the measured constants)."""
-MIXTURE_FACTOR = 4.0
-"""Time estimate: the mixture family's filters against a one-parameter family's (measured 3.5)."""
-AR1_ELEMENT_SECONDS = 2e-7
-"""Time estimate: per sequence and token of the Kalman filters (measured 8.8e-8)."""
-
-
 class D8(Claim):
     id = "D8"
     title = "Exponential-family sufficiency"
@@ -463,35 +445,26 @@ class D8(Claim):
 
     def memory_bytes(self, p):
         """Float64 arrays of ``n_seq × T`` (× ``K`` states for the chain families: token and
-        pooled filters, predictives) and the future predictives of ``n_future × T × T`` (× ``K``).
-        Measured above the interpreter: poisson K = 8, n_seq = 20000, T = 256: 3.1 GiB (counted
-        3.9); mixture K = 8 / 2, n_seq = 5000, T = 256: 1.8 / 0.5 GiB (counted 2.6 / 1.1);
-        gaussian_ar1 n_seq = 20000, T = 256: 0.39 GiB (counted 0.49); n_future = 2, T = 2048:
-        0.26 GiB (counted 0.4)."""
+        pooled filters, predictives) and the future predictives of ``n_future × T × T`` (× ``K``)."""
         n, T, m = p["n_seq"], p["P"] * p["N"], min(p["n_future"], p["n_seq"])
         K = 1 if p["family"] in ("gaussian_ar1",) else p["K"]
         per_token = 24 * K + 60 if p["family"] == "mixture" else 12 * K
         return 8 * n * T * per_token + 3 * 8 * m * T * T * K
 
-    def seconds_estimate(self, p):
-        """An upper bound on the time: :data:`BASE_SECONDS`, :data:`TOKEN_SECONDS` per token
-        position, the filters over ``n_seq × T`` tokens (:data:`ELEMENT_SECONDS` × ``(K + 3)``,
-        × :data:`MIXTURE_FACTOR` for the mixture; :data:`AR1_ELEMENT_SECONDS` for the Kalman
-        design) and the future predictives over ``n_future × T²`` pairs (× ``K``). CPU time
-        measured against it (loaded 2-core machine; poisson ``K = 8``, ``T = 1024``): ``n_seq =
-        500`` 3.2 s (estimate 15 s), ``n_seq = 2000`` 8.9 s (28 s), ``n_seq = 500, n_future = 16``
-        7.5 s (32 s); mixture ``n_seq = 500`` 11 s (28 s); ``K = 2, n_seq = 2000`` 4.6 s (18 s);
-        gaussian_ar1 ``n_seq = 5000`` 0.45 s (10 s). At ``T = 4096``: poisson ``K = 8, n_seq =
-        300`` 24.6 s (51 s), gaussian_ar1 ``n_seq = 5000`` 7.1 s (28 s); see ``fastslow bench
-        limits``."""
+    def work(self, p):
+        """Python-level work per token position, the filters over ``n_seq × T`` tokens (``K + 3``
+        latent states of the chain filters: token, pooled, symbolic oracle, predictives; one
+        Kalman state for ``gaussian_ar1``) and the future predictives over ``n_future × T²``
+        token pairs (× ``K`` states)."""
         n, T, m = p["n_seq"], p["P"] * p["N"], min(p["n_future"], p["n_seq"])
         if p["family"] == "gaussian_ar1":
-            work = AR1_ELEMENT_SECONDS * n * T + FUTURE_SECONDS * m * T * T
+            filters = {"kalman_element": n * T}
+            future = m * T * T
         else:
-            factor = MIXTURE_FACTOR if p["family"] == "mixture" else 1.0
-            work = factor * ELEMENT_SECONDS * n * T * (p["K"] + 3)
-            work += FUTURE_SECONDS * m * T * T * p["K"]
-        return BASE_SECONDS + TOKEN_SECONDS * T + work
+            kind = "mixture_element" if p["family"] == "mixture" else "filter_element"
+            filters = {kind: n * T * (p["K"] + 3)}
+            future = m * T * T * p["K"]
+        return {"start": 1, "token_position": T, **filters, "future_element": future}
 
     def diagnose(self, inst):
         xs = inst.token_values()

@@ -107,18 +107,6 @@ GRID_FRACTION = 0.9
 GRID_LIMIT = 10.0
 """The gates of ``min_slow_risk_constant`` fill ``|g| ≤ 0.9·min(m(J)/‖G‖, 10)`` (stable)."""
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the instance, the margin and the fixed grids."""
-SET_STEP_SECONDS = 1e-5
-"""Time estimate: one gradient step of one moment set (vectorised over sets; about 4.5e-6 s
-measured)."""
-TOKEN_SECONDS = 5e-8
-"""Time estimate: sampling and reducing one token of one training, test or grid sequence
-(measured 2.4e-8 to 4e-8 s at ``T = 4096``; 2e-8 before it was measured there)."""
-GRAD_TOKEN_SECONDS = 2.5e-7
-"""Time estimate: one token of the ``n_grad`` sequences of the gradient z-score (measured 1e-7 s
-at ``T = 4096``)."""
-
 EMPIRICAL_CURVES = 4
 """The empirical ``min_w R(g)`` curves are those of the first four training sets."""
 
@@ -536,30 +524,23 @@ class D9(Claim):
 
     def memory_bytes(self, p):
         """About four float64 arrays of ``n × T`` for the largest sample (the sequences, their
-        running sums, residuals and fast estimates); measured 1.0 GiB above the interpreter at
-        ``n_grad = 131072``, ``T = 256`` (4.1 arrays); six are counted. At the largest ``n_grad``
-        the default budget of a 23 GiB machine accepts at ``T = 4096`` (61440): peak resident
-        memory 7.7 GiB against 11.6 GiB estimated, 83 s CPU against 156 s."""
+        running sums, residuals and fast estimates); six are counted."""
         n = max(p["n_grad"], p["n_train"], p["n_test"], max(p["n_grid"]))
         return 6 * 8 * n * p["P"] * p["N"]
 
-    def seconds_estimate(self, p):
-        """An upper bound on the wall time (one core): :data:`BASE_SECONDS`, the training
-        (``steps`` gradient steps for each of ``seeds × (1 + len(n_grid) + 2·len(rhos))`` moment
-        sets: the training sets, the 1/√n grid, the sweep and its population fits, at
-        :data:`SET_STEP_SECONDS` each) and the sampling (:data:`TOKEN_SECONDS` per sampled
-        token, :data:`GRAD_TOKEN_SECONDS` per token of the gradient sample). Measured (shared
-        2-core machine): defaults 2 s (estimate 6.7 s), ``steps=3000`` 4.8 s, ``seeds=128``
-        5.8 s; at the bounds (``seeds=256, steps=20000``) about 1000 s of training alone, beyond
-        the default budget. CPU time at ``T = 4096`` (``P = N = 64``, ``seeds = 4``, ``n_grid =
-        128,256,512``): ``n_grad = 4096, n_train = 512`` 6.4 s (estimate 13.9 s), ``n_grad =
-        16384`` 11.5 s (26.5 s), ``n_train = 2048`` 10.7 s (22.7 s), where the model before
-        these measurements said 7.3, 8.3 and 10.9 s."""
+    def work(self, p):
+        """The training (``steps`` gradient steps for each of ``seeds × (1 + len(n_grid) +
+        2·len(rhos))`` moment sets: the training sets, the 1/√n grid, the sweep and its population
+        fits) and the sampling (every sampled token, and the tokens of the gradient sample)."""
         sets = p["seeds"] * (1 + len(p["n_grid"]) + 2 * len(p["rhos"]))
         per_seed = p["n_train"] + p["n_test"] + sum(p["n_grid"]) + len(p["rhos"]) * p["n_train"]
         T = p["P"] * p["N"]
-        tokens = TOKEN_SECONDS * T * p["seeds"] * per_seed + GRAD_TOKEN_SECONDS * T * p["n_grad"]
-        return BASE_SECONDS + SET_STEP_SECONDS * sets * p["steps"] + tokens
+        return {
+            "start": 1,
+            "moment_step": sets * p["steps"],
+            "sampled_token": T * p["seeds"] * per_seed,
+            "gradient_token": T * p["n_grad"],
+        }
 
     instance = Instance
 

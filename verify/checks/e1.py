@@ -599,20 +599,23 @@ class E1(Claim):
         selection = len(p["lr_grid"]) if len(p["lr_grid"]) > 1 else 0
         return selection + 2 * (p["pilot_seeds"] + ASSUMED_TEST_SEEDS + p["extra_seeds"])
 
-    def seconds_estimate(self, p: dict) -> float:
-        """Wall time: :data:`BASE_SECONDS`, then :meth:`runs_estimate` runs of
-        :func:`run_seconds` shared by ``min(workers, cores)`` processes. Cached runs take seconds,
-        which the estimate does not know; the real number of test seeds comes from the pilot."""
+    def work(self, p: dict) -> dict[str, float]:
+        """The corpus, its statistics and the first compilation, then :meth:`runs_estimate` runs
+        of :func:`run_work` shared by ``min(workers, cores)`` processes (the count is per core).
+        Cached runs take seconds, which the count does not know; the real number of test seeds
+        comes from the pilot."""
         parallel = max(1, min(p["workers"], os.cpu_count() or 1))
-        return BASE_SECONDS + self.runs_estimate(p) * run_seconds(p) / parallel
+        share = self.runs_estimate(p) / parallel
+        return {"start": 1, "compile": 1, "corpus": 1} | {
+            kind: share * count for kind, count in run_work(p).items()
+        }
 
     def memory_bytes(self, p: dict) -> int:
         """Per training process: the cached activations of ``L`` layers (scores, MLP and
         ``d``-wide intermediates of a batch, forward and backward) plus the corpus copies; and
         the cross-block statistics of the parent (:func:`blockstats.neighbour_mutual_information`:
         a ``vocab``-wide histogram per block of ``P`` training tokens and its float64 copies,
-        counted 8). Measured: ``P = 1`` 2.27 GiB resident, where the activations alone were
-        counted 15 MiB."""
+        counted 8)."""
         per_layer = p["batch"] * p["T"] * (3 * p["T"] + 3 * p["m"] + 12 * p["d"])
         blocks = 8 * 8 * (TRAIN_TOKENS // p["P"]) * corpus.VOCAB
         return blocks + p["workers"] * (2 * 8 * p["L"] * per_layer + 16_000_000)
@@ -773,15 +776,6 @@ class E1(Claim):
         )
 
 
-BASE_SECONDS = 15.0
-"""Time estimate: imports, the corpus and its deduplication, the cross-block statistics, the first
-compilation and the timed steps."""
-UNIT_SECONDS = 6e-11
-"""Time estimate: one forward token-unit (:func:`token_units`) of one run (a 500k-token coupled run
-at the default size took 23 s on a lightly loaded core, estimate 39 s)."""
-CALL_SECONDS = 2e-3
-"""Time estimate: the fixed cost of one layer in one training step (forward and backward: Numba
-calls, Python; an evaluation call counts a third)."""
 TRAIN_TOKENS = 380_000
 """Training characters of the pydoc corpus, rounded up (372,931 measured on CPython 3.11)."""
 
@@ -793,16 +787,17 @@ def token_units(p: dict) -> float:
     return p["L"] * (4 * d * d + 2 * d * m + 4 * T * d + 16 * T) + d * corpus.VOCAB
 
 
-def run_seconds(p: dict) -> float:
-    """Time estimate of one training run: training (``3×`` forward work per token) and its
-    per-step fixed cost, the ten evaluations on 32 windows, and the final evaluations (held-out,
-    gates zeroed, validation, gate gradients: about five forward passes over ``heldout_windows``)."""
+def run_work(p: dict) -> dict[str, float]:
+    """The work of one training run: training (``3×`` the forward work per token) and its
+    per-step layer calls, the ten evaluations on 32 windows, and the final evaluations (held-out,
+    gates zeroed, validation, gate gradients: about five forward passes over ``heldout_windows``);
+    an evaluation's layer call counts a third of a training step's."""
     T, batch, L = p["T"], p["batch"], p["L"]
     steps = max(1, math.ceil(p["tokens"] / (batch * T)))
     final = min(p["heldout_windows"], 230) * (T + 1)
     forward = 3 * steps * batch * T + 10 * min(32, p["heldout_windows"]) * (T + 1) + 5 * final
     calls = steps + (10 * math.ceil(32 / batch) + 5 * math.ceil(final / (T + 1) / batch)) / 3
-    return UNIT_SECONDS * token_units(p) * forward + CALL_SECONDS * L * calls
+    return {"lm_unit": token_units(p) * forward, "lm_layer_call": L * calls}
 
 
 CLAIM = E1()

@@ -305,35 +305,18 @@ has ``H₁ ∝ γ`` and scores ∝ scale²). A sufficient condition found by mea
 ``γ = 100`` one flow took 116 000 evaluations at ε = 0.01 and failed after 6·10⁶ (490 s) at
 ε = 0.1; with ``scale = gate = 10`` too, more than 3 minutes at ε = 1e-3 against 0.4 s at 1e-4.
 Conservative for ``γ ≤ 1`` (``scale = 10`` at ε = 0.1: 2 600 evaluations)."""
-BASE_SECONDS = 30.0
-"""Time estimate: imports, the symbolic derivation, the first compilation of the full flow's
-kernels and the hypotheses (4–6 s warm on a quiet machine, up to 25 s cold and loaded)."""
 NFEV_BASE = 400
-"""Time estimate: reduced-field evaluations of one DOPRI5 reduced flow at ``rtol = 1e-9`` where
-it is not stiff (160–630 measured), growing like ``rtol^(−1/5)``."""
+"""Work estimate: reduced-field evaluations of one DOPRI5 reduced flow at ``rtol = 1e-9`` where
+it is not stiff, growing like ``rtol^(−1/5)``."""
 NFEV_STIFF = 1500
-"""Time estimate: the stiff part of one first-order reduced flow, evaluations per
-``ε·γ²·max(1, scale)²`` (:data:`STIFFNESS_MAX`: 116 000 evaluations measured at ``γ = 100,
-ε = 0.01``, 53 000 at ``γ = 30, ε = 0.1``, 2 600 at ``scale = 10, ε = 0.1``)."""
+"""Work estimate: the stiff part of one first-order reduced flow, evaluations per
+``ε·γ²·max(1, scale)²`` (bounded by :data:`STIFFNESS_MAX`)."""
 EXTRA_REDUCED_FLOWS = 12
-"""Time estimate: reduced flows besides one per ladder point (linearity constants, existence,
+"""Work estimate: reduced flows besides one per ladder point (linearity constants, existence,
 trajectory, the other method's ε, the series)."""
 EXTRA_FULL_FLOWS = 6
-"""Time estimate: full flows besides two per ladder point (the other method, the attraction
+"""Work estimate: full flows besides two per ladder point (the other method, the attraction
 rate, the depth trajectory, the pure fast flow)."""
-
-
-def field_seconds(T: int, d: int) -> float:
-    """Time estimate of one reduced-field evaluation (Python: lambdified blocks and the slow
-    path): about 1.5× the measured 0.08–0.3 ms at ``T = 6, d = 2`` and 0.26 ms at ``T = 64,
-    d = 4``."""
-    return 3e-4 + 5e-6 * T * d
-
-
-def full_flow_seconds(T: int, d: int, L: int) -> float:
-    """Time estimate of one full flow (compiled Radau IIA / Rosenbrock-W, dense LU of size
-    ``T·d``): 0.01–0.04 s measured at ``T = 6, d = 2``."""
-    return 0.05 + 2e-4 * L + 2e-9 * L * (T * d) ** 3
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -1870,24 +1853,32 @@ class F1(Claim):
                     f"eps_max={p['eps_max']:g} must hold window={p['window']} points)"
                 )
 
-    def seconds_estimate(self, p):
-        """An upper bound on the wall time (one core): :data:`BASE_SECONDS`, the reduced flows
-        (:func:`field_seconds` per evaluation; one per first-order ladder point and
-        :data:`EXTRA_REDUCED_FLOWS` more, each :data:`NFEV_BASE` evaluations scaled by
-        ``(1e-9/rtol)^(1/5)``, plus the stiff part :data:`NFEV_STIFF`·ε·γ²·max(1, scale)² summed
-        over the ladder and three flows at ``eps_max``) and the full flows
-        (:func:`full_flow_seconds`; two per ladder point and :data:`EXTRA_FULL_FLOWS` more).
-        For your own flow the model's sizes are those of F1's parameters, not your flow's."""
+    def work(self, p):
+        """The first check's symbolic derivation and compilation, the reduced flows (Python
+        fields of ``T·d`` units; one per first-order ladder point and :data:`EXTRA_REDUCED_FLOWS`
+        more, each :data:`NFEV_BASE` evaluations scaled by ``(1e-9/rtol)^(1/5)``, plus the stiff
+        part :data:`NFEV_STIFF`·ε·γ²·max(1, scale)² summed over the ladder and three flows at
+        ``eps_max``) and the full flows (compiled, ``L`` layers, a dense LU of size ``T·d`` per
+        layer; two per ladder point and :data:`EXTRA_FULL_FLOWS` more). For your own flow the
+        model's sizes are those of F1's parameters, not your flow's."""
         ladder = eps_ladder(p["eps_max"], min(p["eps_floor_first"], p["eps_max"]))
         deep = eps_ladder(p["eps_max"], min(p["eps_floor_leading"], p["eps_max"]))
         n_flows = len(ladder) + EXTRA_REDUCED_FLOWS
         stiffness = p["gamma"] ** 2 * max(1.0, p["scale"]) ** 2
         stiff = NFEV_STIFF * stiffness * (ladder.sum() + 3 * p["eps_max"])
         nfev = n_flows * NFEV_BASE * (1e-9 / p["rtol"]) ** 0.2 + stiff
-        full = (len(ladder) + len(deep) + EXTRA_FULL_FLOWS) * full_flow_seconds(
-            p["T"], p["d"], p["L"]
-        )
-        return BASE_SECONDS + nfev * field_seconds(p["T"], p["d"]) + full
+        full = len(ladder) + len(deep) + EXTRA_FULL_FLOWS
+        T, d, L = p["T"], p["d"], p["L"]
+        return {
+            "start": 1,
+            "compile": 1,
+            "derivation": 1,
+            "python_call": nfev,
+            "field_unit": nfev * T * d,
+            "full_flow": full,
+            "full_flow_layer": full * L,
+            "factor_cube": full * L * (T * d) ** 3,
+        }
 
     def diagnose(self, inst):
         return {name: fn(inst) for name, (_, fn) in HYPOTHESIS_DIAGNOSTICS.items()}

@@ -775,32 +775,18 @@ def attention_link_parts(P_max: int, tol: float) -> tuple[dict, dict]:
 # --------------------------------------------------------------------------- the claim
 
 
-BASE_SECONDS = 5.0
-"""Time estimate: imports, the theory's derivation, the grid's generators and the hypotheses."""
-NFEV_SECONDS = 1.6e-4
-"""Time estimate: one evaluation of the coupled field inside the stiff integrator, with its share
-of Jacobians and factorisations (measured 71–82 µs)."""
 NFEV_FLOOR = 1000
-"""Time estimate: evaluations of one tracking run at ``rtol = 1e-12`` when ε is not small
-(measured about 1000 at ε ≥ 1e-4)."""
+"""Work estimate: evaluations of one tracking run at ``rtol = 1e-12`` when ε is not small."""
 NFEV_SMALL_EPS = 1.25e5
-"""Time estimate: the extra evaluations of one run at ``ε = 1e-6``, ``rtol = 1e-12`` (measured
-122,293); they grow like ``ε^−1.4`` (measured 23,758 at 3.2e-6 and 6,031 at 1e-5)."""
+"""Work estimate: the extra evaluations of one run at ``ε = 1e-6``, ``rtol = 1e-12``; they grow
+like ``ε^−1.4``."""
 TOLERANCE_POWER = 0.55
-"""Time estimate: evaluations grow like ``(1e-12/rtol)^0.55`` (measured ×2.7 to ×3.5 from
-``rtol = 1e-12`` to 1e-13)."""
-GRID_SECONDS = 5e-4
-"""Time estimate: per point of the y-grid (generators, spectra, classes, null vectors)."""
-OUTPUT_SECONDS = 1e-5
-"""Time estimate: per output time of one tracking run."""
-LINK_SECONDS = 2e-4
-"""Time estimate: per ``P²`` of one exact attention-link row (``P = 2..P_max``; measured 8 s in
-all at ``P_max = 64``)."""
+"""Work estimate: evaluations grow like ``(1e-12/rtol)^0.55``."""
 
 
 def tracking_evaluations(p: dict) -> float:
-    """Field evaluations of the ``n_eps`` tracking runs (an upper bound from the measured
-    constants, the larger of the ``rtol`` and ``atol`` factors)."""
+    """Field evaluations of the ``n_eps`` tracking runs (an upper bound: the larger of the
+    ``rtol`` and ``atol`` factors)."""
     eps = np.geomspace(p["eps_min"], p["eps_max"], p["n_eps"])
     tighter = max(1e-12 / p["rtol"], 1e-14 / p["atol"], 1e-3) ** TOLERANCE_POWER
     return float(np.sum(NFEV_FLOOR + NFEV_SMALL_EPS * (1e-6 / eps) ** 1.4) * tighter)
@@ -933,18 +919,17 @@ class F2(Claim):
         if not p["y_min"] < p["y_max"]:
             raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
 
-    def seconds_estimate(self, p):
-        """An upper bound on the time: :data:`BASE_SECONDS`, the tracking runs
-        (:func:`tracking_evaluations` × :data:`NFEV_SECONDS`, plus :data:`OUTPUT_SECONDS` per
-        output time), the y-grid (:data:`GRID_SECONDS` per point) and the attention link
-        (:data:`LINK_SECONDS` × ``Σ P²``). CPU time measured against it (loaded 2-core machine):
-        defaults 0.6 s (estimate 5.1 s); ``eps_min = 1e-6, eps_max = 1e-5, n_eps = 3`` at
-        ``rtol = 1e-12`` 12.5 s (30 s), at ``rtol = 1e-13`` 31 s (95 s); ``n_t = n_grid =
-        10000`` 3.8 s (10.8 s); ``P_max = 64`` 8.1 s (23 s). At the limits (``n_eps = 40``,
-        ``eps_min = 1e-6``, ``rtol = 1e-14``) the estimate is beyond the default budget."""
-        link = LINK_SECONDS * sum(P * P for P in range(2, p["P_max"] + 1))
-        runs = NFEV_SECONDS * tracking_evaluations(p) + OUTPUT_SECONDS * p["n_eps"] * p["n_t"]
-        return BASE_SECONDS + runs + GRID_SECONDS * p["n_grid"] + link
+    def work(self, p):
+        """The tracking runs (:func:`tracking_evaluations` stiff evaluations and ``n_t`` output
+        times each), the y-grid (``n_grid`` points) and the attention link (``P²`` entries of one
+        exact row for ``P = 2..P_max``)."""
+        return {
+            "start": 1,
+            "stiff_evaluation": tracking_evaluations(p),
+            "output_time": p["n_eps"] * p["n_t"],
+            "grid_point": p["n_grid"],
+            "link_entry": sum(P * P for P in range(2, p["P_max"] + 1)),
+        }
 
     instance = Instance
     systems = (GeneratorFamily,)

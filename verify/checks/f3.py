@@ -88,13 +88,10 @@ breaks ``state_heterogeneous`` and, with ``V = I`` (non-negative, unit column su
 ``value_map_breaks_generator_form``.
 
 Time. The training grows with ``n_seeds × max(steps) × Σ widths × n_train``: at the parameter
-bounds it would take days (``widths`` up to 256, ``steps`` up to 100 000, 20 seeds, 10 000 points:
-about 0.34 s per Adam step at width 256). :meth:`F3.seconds_estimate` bounds the time from the
-parameters and parameters beyond the time budget (600 s by default, ``--time-budget`` or
-``FASTSLOW_TIME_BUDGET``) are bad input, refused before any work; e.g. ``steps=0,100000
-n_seeds=20`` is estimated at 1 400 s. Measured (2-core machine shared with other jobs): the
-defaults 11.5 s in a fresh process (estimate 14 s), ``widths=1,…,64,
-steps=0,300,1000,3000,10000, n_seeds=5, attn_seeds=50, T=64, d=4`` 16.8 s (140 s).
+bounds it would take days (``widths`` up to 256, ``steps`` up to 100 000, 20 seeds, 10 000
+points). :meth:`F3.work` counts it from the parameters and parameters whose estimate is beyond the
+time budget (600 s by default, ``--time-budget`` or ``FASTSLOW_TIME_BUDGET``) are bad input,
+refused before any work (e.g. ``steps=0,100000 n_seeds=20``).
 """
 
 from __future__ import annotations
@@ -137,23 +134,6 @@ sampled states."""
 
 
 # --------------------------------------------------------------------------- the instance
-
-
-BASE_SECONDS = 10.0
-"""Time estimate: imports, the first compilation of the attention kernels, the instance and the
-hypotheses."""
-TRAIN_STEP_SECONDS = 6e-5
-"""Time estimate: the fixed cost of one full-batch Adam step."""
-TRAIN_UNIT_SECONDS = 2e-7
-"""Time estimate: one Adam step per training point and hidden unit."""
-EVAL_SECONDS = 1e-3
-"""Time estimate: the fixed cost of one held-out evaluation of a snapshot."""
-EVAL_UNIT_SECONDS = 5e-7
-"""Time estimate: one held-out evaluation per held-out point and hidden unit."""
-OPERATOR_SECONDS = 0.05
-"""Time estimate: the fixed cost of one sampled attention case (five operators)."""
-OPERATOR_UNIT_SECONDS = 3e-8
-"""Time estimate: one sampled attention case per (T·d)³."""
 
 
 def target_generator(p: dict, y: float) -> np.ndarray:
@@ -653,31 +633,29 @@ class F3(Claim):
         """The dense ``Td × Td`` operators (T·d ≤ 256), the MLPs' snapshots at the recorded steps
         and the hidden activations of the widest MLP on all held-out (or training) points;
         counted as 64 operators, ``n_test × n_states`` predictions per snapshot and three
-        ``n × width`` float64 arrays. Measured (tracemalloc peak): ``widths = 128,256,
-        n_test = 100000`` 395 MiB, where the count without the activations said 142 MiB (now
-        728 MiB); ``n_test = 10`` 3.4 MiB (estimate 32 MiB)."""
+        ``n × width`` float64 arrays."""
         td = p["T"] * p["d"]
         snaps = len(p["widths"]) * p["n_seeds"] * len(p["steps"])
         hidden = 3 * max(p["n_test"], p["n_train"]) * max(p["widths"])
         return 8 * (64 * td * td + snaps * p["n_test"] * p["n_states"] * 4 + hidden)
 
-    def seconds_estimate(self, p):
-        """An upper bound on the wall time (one core): :data:`BASE_SECONDS`, the training
-        (``n_seeds × max(steps)`` Adam steps per width, each :data:`TRAIN_STEP_SECONDS` plus
-        :data:`TRAIN_UNIT_SECONDS` per training point and hidden unit), the held-out errors at
-        every recorded step and the attention operators (:data:`OPERATOR_SECONDS` per sampled case
-        plus :data:`OPERATOR_UNIT_SECONDS` × (T·d)³). The coefficients bound those measured on
-        a loaded 2-core machine (Adam steps of 43 µs on average at 64 points, 0.34 s at 10 000
-        points and width 256; 220 ns per held-out point and unit; 0.035 s + 25 ns·(Td)³ per
-        case); at small widths and few points the bound is loose: ``widths=1,…,64,
-        steps=0,…,10000, n_seeds=5, attn_seeds=50, T=64, d=4`` took 16.8 s (estimate 140 s)."""
-        widths, n_steps = p["widths"], max(p["steps"])
-        train = sum(TRAIN_STEP_SECONDS + TRAIN_UNIT_SECONDS * p["n_train"] * w for w in widths)
-        evals = len(p["steps"]) * sum(
-            EVAL_SECONDS + EVAL_UNIT_SECONDS * p["n_test"] * w for w in widths
-        )
-        attn = p["attn_seeds"] * (OPERATOR_SECONDS + OPERATOR_UNIT_SECONDS * (p["T"] * p["d"]) ** 3)
-        return BASE_SECONDS + p["n_seeds"] * (n_steps * train + evals) + attn
+    def work(self, p):
+        """The first compilation of the attention kernels, the training (``n_seeds × max(steps)``
+        full-batch Adam steps per width, ``n_train × width`` units each), the held-out errors at
+        every recorded step (``n_test × width`` units each) and the attention operators (one case
+        of ``(T·d)³`` per seed)."""
+        widths, n_steps, seeds = p["widths"], max(p["steps"]), p["n_seeds"]
+        evals = seeds * len(p["steps"]) * len(widths)
+        return {
+            "start": 1,
+            "compile": 1,
+            "adam_step": seeds * n_steps * len(widths),
+            "adam_unit": seeds * n_steps * p["n_train"] * sum(widths),
+            "evaluation": evals,
+            "evaluation_unit": seeds * len(p["steps"]) * p["n_test"] * sum(widths),
+            "operator_case": p["attn_seeds"],
+            "operator_cube": p["attn_seeds"] * (p["T"] * p["d"]) ** 3,
+        }
 
     instance = Instance
 
