@@ -1752,9 +1752,9 @@ class F1(Claim):
             1e-5, "smallest ε the leading-order rate rule may use", low=1e-8, high=0.3
         ),
         "eps_floor_first": Param(
-            1e-4,
-            "smallest ε the first-order rate rule may use (its error "
-            "reaches the integrator floor at rtol 1e-9 below)",
+            1e-5,
+            "smallest ε the first-order rate rule may use (the measured accuracy floor ends the "
+            "ladder earlier where the error reaches it)",
             low=1e-8,
             high=0.3,
         ),
