@@ -41,7 +41,7 @@ Conclusion (each a named part of the verdict):
    ``[eps_min, eps_max]``, and again by a second integrator (:data:`OTHER_METHOD`) whose deviation
    is the achieved accuracy; errors are maxima over ``t ∈ [t0, t1]``; each order's rate by the rate
    rule (:func:`verify.measure.asymptotic_slope`: the finest straight window of resolved points,
-   an error resolved at :data:`TRACKING_RESOLUTION` times its measured accuracy) in the bands
+   an error resolved at :data:`RATE_RESOLUTION` times its measured accuracy) in the bands
    ``1 ± slope_tol0`` and ``2 ± slope_tol1`` (a part fails only when the rate is measured to be
    another order); where theory's ``∂_y p_st ≡ 0`` (exact) the errors sit at the accuracy floor
    and the bounds ``error ≤ C·ε^k`` hold exactly; the correction lowers the error at every ε where
@@ -96,6 +96,7 @@ from fastslow.theory import markov as tm
 
 from ..claim import Claim, Conclusion, Control
 from ..measure import (
+    RATE_RESOLUTION,
     asymptotic_slope,
     at_accuracy_floor,
     ratio,
@@ -115,13 +116,6 @@ OTHER_METHOD = {"BDF": "Radau", "Radau": "BDF", "LSODA": "Radau"}
 """The second integrator whose run at every ε measures the achieved accuracy (:func:`accuracy`)."""
 RATE_WINDOW = 4
 """Points of the rate rule's window (at most ``n_eps``)."""
-TRACKING_RESOLUTION = 10.0
-"""A tracking error is resolved when it is at least this many times its measured accuracy (the
-deviation of two different integrators' runs, which bounds the larger of their errors): a local
-slope then moves by at most ``2·0.1/log(ε ratio)`` (0.35 at a quarter decade), and a window whose
-local slopes are moved that much is not straight (spread ≤ tol), so noise ends ``unresolved``,
-never ``holds``. Measured: two-state families at ``rtol = 1e-10`` with ε down to 2e-4 have
-order-1 errors 5.8e-10 against an accuracy of 4e-11, with local slopes 2.0000."""
 ROUNDING_FLOOR = 10 * float(np.finfo(float).eps)
 """The smallest accuracy a run is credited with (probabilities of size 1)."""
 NULL_ENTRY_MIN = -1e-12
@@ -526,7 +520,7 @@ def accuracy(run, other) -> float:
 def order_rate(eps, err, floor, k: int, tol: float) -> dict:
     """The rate of one tracking error by :func:`verify.measure.asymptotic_slope` over the ε sweep
     (coarse to fine, down to the measured accuracy floor), with ``at_floor``: every error within
-    :data:`TRACKING_RESOLUTION` of its floor, i.e. ``error ≤ C·ε^k`` holds exactly
+    :data:`RATE_RESOLUTION` of its floor, i.e. ``error ≤ C·ε^k`` holds exactly
     (a degenerate instance, e.g. a ``p_st`` that does not depend on y: its errors are round-off)."""
     order = np.argsort(eps)[::-1]
     e_of = dict(zip(np.asarray(eps, float)[order], np.asarray(err, float)[order]))
@@ -539,9 +533,9 @@ def order_rate(eps, err, floor, k: int, tol: float) -> dict:
         window=min(RATE_WINDOW, len(e_of)),
         spread=tol,
         floor=f_of.__getitem__,
-        resolution=TRACKING_RESOLUTION,
+        resolution=RATE_RESOLUTION,
     )
-    res["at_floor"] = at_accuracy_floor(err, floor, TRACKING_RESOLUTION)
+    res["at_floor"] = at_accuracy_floor(err, floor, RATE_RESOLUTION)
     return res
 
 
@@ -570,7 +564,7 @@ def rate_part(res: dict, k: int, what: str, degenerate: bool) -> Diagnostic:
         },
         f"{what}: the rate rule's 95% interval is not disjoint from [{lo:g}, {hi:g}] with "
         f"slopes moving away from {k}, or, p_st independent of y (exact), every error ≤ "
-        f"{TRACKING_RESOLUTION:g} × its measured accuracy (error ≤ C·ε^k exactly)",
+        f"{RATE_RESOLUTION:g} × its measured accuracy (error ≤ C·ε^k exactly)",
     )
 
 
@@ -596,7 +590,7 @@ def tracking_parts(inst: CoupledChain, runs: list, others: list, gap: float) -> 
         "slope_order1": {k: r1[k] for k in keys},
         "initial_layer_factor": float(np.exp(-gap * p["t0"] / inst.eps).max()),
     }
-    resolved = [(a, b) for a, b, f in zip(e0, e1, floor) if a >= TRACKING_RESOLUTION * f]
+    resolved = [(a, b) for a, b, f in zip(e0, e1, floor) if a >= RATE_RESOLUTION * f]
     worst = float(max((ratio(b, a) for a, b in resolved), default=0.0))
     parts = {
         "tracking_order_eps": rate_part(r0, 1, "order-0 error", degenerate),
@@ -605,7 +599,7 @@ def tracking_parts(inst: CoupledChain, runs: list, others: list, gap: float) -> 
             worst < 1.0,
             worst,
             "max err_order1/err_order0 < 1 over the ε whose order-0 error is resolved (≥ "
-            f"{TRACKING_RESOLUTION:g} × the measured accuracy; none: the bound holds exactly)",
+            f"{RATE_RESOLUTION:g} × the measured accuracy; none: the bound holds exactly)",
         ),
     }
     limit = Diagnostic(
@@ -626,7 +620,7 @@ def tracking_parts(inst: CoupledChain, runs: list, others: list, gap: float) -> 
             for name, r in (("order0", r0), ("order1", r1))
         },
         "each tracking error's rate is decided above the measured accuracy floor (a window of "
-        f"resolved points, error ≥ {TRACKING_RESOLUTION:g} × max |x − x_other|), or, p_st "
+        f"resolved points, error ≥ {RATE_RESOLUTION:g} × max |x − x_other|), or, p_st "
         f"independent of y, every error sits at that floor; measured floor {min(floor):.2g} … {max(floor):.2g} "
         f"(at eps_min: {floor[int(np.argmin(inst.eps))]:.2g})",
     )
