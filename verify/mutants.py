@@ -142,7 +142,9 @@ CATALOGUE: tuple[Mutant, ...] = (
     M(
         "issue-e1-dead-gate",
         "numerics/lm/train.py",
+        "    params = init_params(cfg, np.random.SeedSequence(spec.seed, spawn_key=(0,)))\n"
         "    frozen = set() if cfg.gates_trained else set(gate_names(cfg))",
+        "    params = init_params(cfg, np.random.SeedSequence(spec.seed, spawn_key=(0,)))\n"
         "    frozen = set(gate_names(cfg))",
         ("E1",),
         "the coupled model's gates are never trained (gate exactly 0)",

@@ -166,7 +166,7 @@ def reference_mode_ratio(inst: Instance) -> tuple[list, np.ndarray]:
     r = np.empty(F.shape[0])
     for l in range(F.shape[0]):
         D = [Dk @ F[l, k] for k, Dk in enumerate(D)]
-        smin = np.linalg.svd(D[0], compute_uv=False)[-1]
+        smin = lapack.svdvals(D[0])[-1]
         top = max((np.linalg.norm(Dk, 2) for Dk in D[1:]), default=0.0)
         r[l] = top / smin if smin > 0 else np.inf
     return lams, r

@@ -68,6 +68,7 @@ from __future__ import annotations
 import numpy as np
 
 import fastslow.numerics as nm
+from fastslow.numerics import lapack
 from fastslow.numerics.analysis.stability import (
     critical_gate,
     gate_spectral_radii,
@@ -303,7 +304,7 @@ def rho_variation(J: np.ndarray, G: np.ndarray, unit: float) -> float:
 
 
 def dense_sigma_min(J: np.ndarray, thetas: np.ndarray) -> np.ndarray:
-    """``σ_min(e^{iθ}I − J)`` on the angles ``thetas`` straight from ``numpy.linalg.svd`` (an
+    """``σ_min(e^{iθ}I − J)`` on the angles ``thetas`` straight from the singular values (``numerics.lapack.svdvals``, plain LAPACK: an
     evaluation independent of :func:`numerics.analysis.stability.sigma_min_on_circle`, the code
     under test; singular values are unique, so no LAPACK choice enters)."""
     n = J.shape[0]
@@ -312,7 +313,7 @@ def dense_sigma_min(J: np.ndarray, thetas: np.ndarray) -> np.ndarray:
     for s in range(0, thetas.size, chunk):
         z = np.exp(1j * thetas[s : s + chunk])
         Z = z[:, None, None] * np.eye(n) - J[None]
-        out[s : s + chunk] = np.linalg.svd(Z, compute_uv=False)[:, -1]
+        out[s : s + chunk] = lapack.svdvals(Z)[:, -1]
     return out
 
 
@@ -673,7 +674,7 @@ class D7(Claim):
     def diagnose(self, inst):
         residual, fp_bound = inst.fixed_point_residual()
         J_ref = inst.J if inst.J_ref is None else inst.J_ref
-        rho = float(np.max(np.abs(np.linalg.eigvals(J_ref)))) if J_ref.size else 0.0
+        rho = float(np.max(np.abs(lapack.eigvals(J_ref)))) if J_ref.size else 0.0
         return {
             "reference_is_fixed_point": Diagnostic(
                 residual <= fp_bound, residual, f"‖Φ_0(X*) − X*‖_F ≤ {fp_bound:.3g}"
