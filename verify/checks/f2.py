@@ -966,7 +966,15 @@ class F2(Claim):
             for section_parts, section_figures in sections:
                 parts.update(section_parts)
                 figures.update(section_figures)
-            return Conclusion(parts, figures, {"manifold_abs": tol}, [why, *inst.notes])
+            # no run was made, so no rate is left undecided: the failed parts decide (fails)
+            superseded = Diagnostic(True, None, f"no tracking run was made: {why}")
+            return Conclusion(
+                parts,
+                figures,
+                {"manifold_abs": tol},
+                [why, *inst.notes],
+                limits={"tracking_rates_resolved": superseded},
+            )
         ra, rb = inst.run(eps_lo, inst.x0), inst.run(eps_lo, inst.x0b)
         sections.append(memory_and_simplex_parts(inst, ra, rb))
         runs, series = [ra, rb], {}
