@@ -491,10 +491,7 @@ def transpose8(typingctx, x, xo, xs, y, yo, ys):
 # latency, not by the floating-point pipes. tanh8x8_into and exp8x8_into apply the same operations
 # to eight vectors as one LLVM <64 x double> value, which the code generator splits into eight
 # interleaved register operations, so eight chains advance together (bit for bit, lane by lane;
-# measured on 64 vectors with the earlier unfused degree-13 kernels: tanh 650 -> 415 ns, exp 385 ->
-# ≈ 300 ns; four vectors at once gave 470 and 300 ns). Fused multiply-adds and degree 11 instead of
-# 13 then took the set of one right-hand side of the benchmark flow (9 exp8x8_into, 8 tanh8x8_into;
-# Zen 5, best of 200) from 715 to 438 ns: exp 327 -> 173 ns, tanh 437 -> 279 ns.
+# the measured gains are in docs/benchmarks.md).
 
 _NW = 64
 

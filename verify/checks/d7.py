@@ -57,10 +57,9 @@ already), and the autoregressive slow path (``g_c = ∞``: the margin does not b
 
 Time. The cost grows with ``dense_grid`` (a smallest singular value of an ``n × n`` matrix per
 angle, ``n = T·d ≤ 96``), ``n_gates`` (an eigenvalue problem each) and ``n_iter`` (the loop runs
-that do not converge). :meth:`D7.seconds_estimate` bounds it from the parameters (parameters beyond
-the time budget, 600 s by default, are bad input); at the bounds it is about 490 s. Measured on a
-2-core machine shared with other jobs: defaults 1.2 s; ``T = 24, d = 4, dense_grid = 100001,
-n_iter = 100000, n_gates = 1001`` 86 s (estimate 455 s): the limits take minutes, not seconds.
+that do not converge). ``D7.work`` counts that work and the calibrated cost model
+(:mod:`verify.cost_model`) bounds its time from the parameters; parameters beyond the time budget
+are bad input. The measured times are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
