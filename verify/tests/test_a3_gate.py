@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from fastslow.numerics.model.masks import NAMED_MASKS
 from fastslow.numerics.model.weights import SIGMAS, SLOW_MASKS
+from fastslow.verify.checks import a3
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.strategies import blocked_params
@@ -105,8 +106,6 @@ def test_a_wrong_gate_gradient_still_fails(monkeypatch, params, seed, factor):
     """A reverse sweep whose gate gradient is off by a factor fails, also on the instance whose
     gradient the finite difference resolves only 3.6 times above its floor (off by 2, the finite
     difference contradicts it beyond that floor: the comparison has decided)."""
-    from fastslow.verify.checks import a3
-
     true_gradients = a3.gradients
 
     def wrong(inst, G_L):
