@@ -211,3 +211,23 @@ def test_over_a_wide_sweep_the_rate_is_decided_above_the_measured_floor():
     order1 = v.limits["tracking_rates_resolved"].value["order1"]
     assert order1["floor_reached"] and order1["finest_resolved_eps"] > 1e-5
     assert order1["accuracy_floor_at_eps_min"] > 1e-12
+
+
+@pytest.mark.claim("F2")
+def test_a_generator_that_is_not_the_chain_fails(monkeypatch):
+    """Planted bug: the numerical Q(y) loses 0.1 % of its diagonal (columns no longer sum to 0).
+    No tracking run is made on another chain, its limit says so, and the failed parts decide: the
+    outcome is ``fails``, never an exception or ``undecided``."""
+    from fastslow.numerics.toy import markov  # deferred: patched for this test only
+
+    real = markov._assemble
+
+    def leaky(n, entries):
+        Q = real(n, entries)
+        Q[np.diag_indices(n)] *= 0.999
+        return Q
+
+    monkeypatch.setattr(markov, "_assemble", leaky)
+    v = CLAIMS["F2"].check({})
+    assert v.outcome == "fails", v.summary()
+    assert "generator_is_the_chain" in v.failed_parts and v.error is None
