@@ -18,7 +18,9 @@ import json
 import pytest
 
 from fastslow.numerics.lm import optim
+from fastslow.numerics.lm.network import Network
 from fastslow.verify.budgets import TIME_BUDGET_ENV
+from fastslow.verify.checks import e1
 from fastslow.verify.checks.e1 import SHORT, SHORT_SWEEP_TOKENS, SWEEP_TOKENS, sweep_row
 from fastslow.verify.registry import CLAIMS, run_check
 
@@ -135,3 +137,19 @@ def test_cached_run_times_never_decide_the_cost(monkeypatch, tmp_path):
     assert again.figures["gap_paired_ci90"] == fresh.figures["gap_paired_ci90"]  # from the cache
     assert again.figures["cost_ratio_cpu"] < 3 and fresh.figures["cost_ratio_cpu"] < 3
     assert again.conclusion["cost_comparable"].holds == fresh.conclusion["cost_comparable"].holds
+
+
+def test_a_wrong_gradient_fails_the_gradient_part(monkeypatch):
+    """Planted bug: the gate's hand-written gradient with the wrong sign (training would push the
+    gate uphill). Central differences of the loss disagree by O(1)."""
+    inst = e1.Instance(CLAIMS["E1"].resolve(dict(SHORT)), 0)
+    assert e1.gradient_check(inst).holds
+    honest = Network.loss_and_grad
+
+    def flipped(self, params, windows):
+        loss, grads = honest(self, params, windows)
+        return loss, {k: -g if k.endswith(".g") else g for k, g in grads.items()}
+
+    monkeypatch.setattr(Network, "loss_and_grad", flipped)
+    diag = e1.gradient_check(inst)
+    assert not diag.holds and diag.value > 0.5, diag
