@@ -266,8 +266,11 @@ def f1_verdict_figures():
                 coarse = [d["params"]["coarse"] for d in data]
                 assert len(fig.axes) == len(coarse) == 2
                 assert all(f"coarse map {c!r}" in ax.get_title() for c, ax in zip(coarse, fig.axes))
-            else:
+            else:  # the built-in mask's eigenvalue is not claimed for a user mask
                 assert meta["params"]["mask"] == "user mask 4×4"
+                legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+                texts = [x.get_text() for lg in legends for x in lg.get_texts()]
+                assert texts and not any("λ₂ = 0" in x for x in texts), texts
         finally:
             plt.close(fig)
 
