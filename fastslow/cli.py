@@ -6,6 +6,7 @@
     fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system FILE.py:NAME]
                       [--json] [--describe]
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
+                     [--system FILE.py:NAME]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
@@ -176,17 +177,29 @@ def _cmd_figures(args) -> int:
         _set_budget(args)
         sw.max_workers(args.workers)
         ids = [get_claim(c).id for c in args.ids]
+        system = load_system(args.system) if args.system else None
+        if system is not None and (args.cache is not None or args.scheduler):
+            raise ValueError(
+                "--cache and --scheduler do not apply with --system (your system's figure points "
+                "are computed in this process and not cached)"
+            )
         outdir = writable_dir(args.out or figures.default_outdir(), "--out")
         if args.cache is not None:
             sw.prepare_cache(args.cache, "--cache")
-        with sw.executor_for(args.workers, args.scheduler) as executor:
+        skipped: list = []
+        workers = 1 if system is not None else args.workers
+        with sw.executor_for(workers, args.scheduler) as executor:
             paths = figures.render(
                 ids or None,
                 outdir=outdir,
                 seed=args.seed,
                 executor=executor,
                 cache_dir=args.cache,
+                system=system,
+                skipped=skipped,
             )
+        for name, why in skipped:
+            print(f"fastslow figures: {name} not drawn for your system: {why}", file=sys.stderr)
     except (ValueError, TypeError) as exc:
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
@@ -441,6 +454,13 @@ def _add_figures(sub) -> None:
         "--cache",
         default=None,
         help="cache folder for the computed points; an interrupted run resumes from it",
+    )
+    s.add_argument(
+        "--system",
+        default=None,
+        metavar="FILE.py:NAME",
+        help="draw the figures for your own toy system NAME defined in FILE.py (those of the "
+        "given claims, default every claim that checks its kind); computed in this process",
     )
     _add_budget(s)
     s.set_defaults(func=_cmd_figures)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fastslow.figures import figure, verdict_json, verdict_points
+from fastslow.figures import figure, instance_values, verdict_json, verdict_points
 from fastslow.verify.verdict import Verdict
 
 SLOW_MASKS = ("blockcausal", "full")
@@ -18,11 +18,16 @@ SLOW_MASKS = ("blockcausal", "full")
     points=verdict_points("A1", [{"slow_mask": m} for m in SLOW_MASKS]),
 )
 def a1_dependence(data: list, seed: int):
+    """One panel per slow mask (the built-in pair; a user flow's own slow mask alone)."""
     results = [Verdict.from_json(case) for case in data]
-    params = results[0].params  # the claim's defaults: the first case is slow_mask="blockcausal"
+    # the claim's defaults (the first case is slow_mask="blockcausal"), or a user flow's sizes
+    params = instance_values(results[0])
     T, P = params["T"], params["P"]
-    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), constrained_layout=True)
-    for ax, slow_mask, res in zip(axes, SLOW_MASKS, results):
+    masks = SLOW_MASKS if results[0].system is None else [params["slow_mask"]]
+    size = (7.5, 3.6) if len(results) > 1 else (4.6, 3.6)  # one panel: a user flow's
+    fig, axes = plt.subplots(1, len(results), figsize=size, constrained_layout=True)
+    axes = np.atleast_1d(axes)
+    for ax, slow_mask, res in zip(axes, masks, results):
         dep = np.asarray(res.figures["dependence"])
         im = ax.imshow(np.log10(dep + 1e-17), vmin=-17, vmax=1, cmap="magma", origin="upper")
         for b in range(1, T // P):
@@ -38,4 +43,4 @@ def a1_dependence(data: list, seed: int):
         ax.set_xlabel("perturbed input token s")
         ax.set_ylabel("output token t")
     fig.colorbar(im, ax=axes, label="log10 max |Δ out_t|  (future: above the diagonal)")
-    return fig, dict(params, seed=seed)
+    return fig, dict(results[0].params, seed=seed)

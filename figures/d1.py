@@ -9,6 +9,10 @@ statement about stationary trajectories only.
 Every value is the D1 check's: the depth panel reads the reversal difference of every prefix
 ``J_{l−1}⋯J_0`` (the verdict's series) from one check at the largest depth per seed and curve; the
 distance panel is one check per seed and distance.
+
+On your own ``DepthFlow`` (untied weights, generic start: a fixed point needs tied weights, which
+the flow does not have) the figure is one panel, the D1 check of your flow: ``r`` of every prefix
+``J_{l−1}⋯J_0`` against ``l`` up to the flow's depth.
 """
 
 from __future__ import annotations
@@ -102,8 +106,11 @@ def _distance_panel(seed: int) -> dict:
     return {"sub_seeds": sub_seeds, "dist": dist}
 
 
-def d1_case(seed: int, panel: str) -> dict:
-    """The data of one panel: ``"depth"`` or ``"distance"``."""
+def d1_case(seed: int, panel: str, system=None) -> dict:
+    """The data of one panel: ``"depth"`` or ``"distance"``, or ``"system"``: the D1 verdict
+    (JSON) on the user ``system``."""
+    if panel == "system":
+        return run_check("D1", {}, seed=seed, system=system).to_json()
     if panel == "depth":
         return _depth_panel(seed)
     if panel == "distance":
@@ -115,8 +122,31 @@ def _points(seed: int) -> list[dict]:
     return [dict(seed=seed, panel="depth"), dict(seed=seed, panel="distance")]
 
 
-@figure("D1", "d1_product_order", compute=d1_case, points=_points)
+def _system_points(seed: int, system) -> list[dict]:
+    return [dict(seed=seed, panel="system", system=system)]
+
+
+def _system_panel(verdict: Verdict):
+    """The one panel of a user flow: ``r`` of each prefix of its product against depth."""
+    by_depth = np.asarray(verdict.series["reversal_rel_difference_by_depth"], dtype=float)
+    depth = np.arange(1, by_depth.size + 1)
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    ax.plot(depth, np.maximum(by_depth, 1e-17), marker="o", label="your flow (exact 0 at 1e-17)")
+    tol = verdict.params["order_tol"]
+    ax.axhline(tol, color="k", lw=0.8, ls="--", label=f"{tol:g} (D1 order_tol)")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth $l$ of the prefix $J_{l-1}⋯J_0$")
+    ax.set_ylabel("relative difference, reversed product")
+    ax.set_title(f"D1: {verdict.outcome}", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig, dict(verdict.params, reversal_by_depth=by_depth.tolist())
+
+
+@figure("D1", "d1_product_order", compute=d1_case, points=_points, system_points=_system_points)
 def d1_product_order(data: list, seed: int):
+    if len(data) == 1 and data[0].get("id") == "D1":  # a user flow: one verdict (JSON)
+        return _system_panel(Verdict.from_json(data[0]))
     p = PARAMS
     depth, distance = data
     # (depths × sub-seeds) per curve; exact agreement (0.0) is drawn at 1e-17 on the log axis

@@ -40,7 +40,14 @@ def _points(seed: int) -> list[dict]:
     ]
 
 
-@figure("D4", "d4_causal_eigenbasis_condition", compute=d4_case, points=_points)
+@figure(
+    "D4",
+    "d4_causal_eigenbasis_condition",
+    compute=d4_case,
+    points=_points,
+    no_system="a ladder of sizes T of the built-in causal mask (its eigenbasis' condition "
+    "number against T), not a property of one flow",
+)
 def d4_causal_eigenbasis_condition(data: list, seed: int):
     Ts, eig_Ts = list(TS), list(EIG_TS)
     cond, acc = data[0], data[1:]

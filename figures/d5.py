@@ -30,7 +30,13 @@ def panels(cases, **params):
     return lambda seed: [dict(seed=seed, mask=m, T=T, **params) for m, T in cases]
 
 
-@figure("D5", "d5_mode_ratios", compute=d5_case, points=panels(MODE_CASES))
+@figure(
+    "D5",
+    "d5_mode_ratios",
+    compute=d5_case,
+    points=panels(MODE_CASES),
+    no_system="its panels are built-in (mask, T) cases; no form for a user flow yet",
+)
 def d5_mode_ratios(data: list, seed: int):
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.4), constrained_layout=True, sharey=True)
     for ax, (mask, T), case in zip(axes, MODE_CASES, data):
@@ -56,6 +62,7 @@ def d5_mode_ratios(data: list, seed: int):
     "d5_within_block_fluctuation",
     compute=d5_case,
     points=panels(FLUCTUATION_CASES, brute_max_Td=0),
+    no_system="its panels are built-in (mask, T) cases; no form for a user flow yet",
 )
 def d5_within_block_fluctuation(data: list, seed: int):
     fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.4), constrained_layout=True, sharey=True)

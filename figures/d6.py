@@ -29,7 +29,13 @@ def by_reference(seed: int) -> list[dict]:
     return [dict(seed=seed, reference=r) for r in REFERENCES]
 
 
-@figure("D6", "d6_visibility_spectrum", compute=d6_case, points=by_reference)
+@figure(
+    "D6",
+    "d6_visibility_spectrum",
+    compute=d6_case,
+    points=by_reference,
+    no_system="drawn for the built-in instance's two reference states; no form for a user flow yet",
+)
 def d6_visibility_spectrum(data: list, seed: int):
     params = dict(DEFAULTS)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8), sharey=True, constrained_layout=True)
@@ -59,7 +65,13 @@ def d6_visibility_spectrum(data: list, seed: int):
     return fig, dict(params, seed=seed)
 
 
-@figure("D6", "d6_second_order", compute=d6_case, points=by_reference)
+@figure(
+    "D6",
+    "d6_second_order",
+    compute=d6_case,
+    points=by_reference,
+    no_system="drawn for the built-in instance's two reference states; no form for a user flow yet",
+)
 def d6_second_order(data: list, seed: int):
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
     res, het = (Verdict.from_json(case) for case in data)

@@ -21,13 +21,23 @@ SLOW_MASKS = (("full", "-"), ("blockcausal", "--"))
     points=verdict_points("D7", [{"slow_mask": m} for m, _ in SLOW_MASKS]),
 )
 def d7_gate_spectral_radius(data: list, seed: int):
+    """Both panels; on a user system one curve on the left (the system's own loop) and the right
+    panel of the same verdict."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8), constrained_layout=True)
+    first = Verdict.from_json(data[0])
+    user = first.system
     out = {}
-    for (slow_mask, style), case in zip(SLOW_MASKS, data):
-        res = Verdict.from_json(case)
-        ax.plot(res.series["gates"], res.series["rho"], style, label=f"slow_mask={slow_mask!r}")
-        out[slow_mask] = res
-    f, full = out[DEFAULTS["slow_mask"]].figures, out[DEFAULTS["slow_mask"]].series
+    if user is None:
+        for (slow_mask, style), case in zip(SLOW_MASKS, data):
+            res = Verdict.from_json(case)
+            label = f"slow_mask={slow_mask!r}"
+            ax.plot(res.series["gates"], res.series["rho"], style, label=label)
+            out[slow_mask] = res
+        main = out[DEFAULTS["slow_mask"]]
+    else:
+        main = first
+        ax.plot(main.series["gates"], main.series["rho"], "-", label=f"{user.get('name')!r}")
+    f, full = main.figures, main.series
     b = f["bound_m_over_normG"]
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axvspan(-b, b, color="C2", alpha=0.2, label=f"|g| < m/‖G‖ = {b:.3f}")
@@ -42,7 +52,8 @@ def d7_gate_spectral_radius(data: list, seed: int):
             )
     ax.set_xlabel("gate g")
     ax.set_ylabel("ρ(J + gG)")
-    ax.set_title("looped layer at X* = 0 (o: nonlinear loop converges, x: it does not)", fontsize=8)
+    where = "looped layer at X* = 0" if user is None else f"your {user.get('kind')}"
+    ax.set_title(f"{where} (o: nonlinear loop converges, x: it does not)", fontsize=8)
     ax.legend(fontsize=7, loc="upper center")
 
     ax2.plot(full["theta"], full["sigma_min"])
@@ -54,4 +65,4 @@ def d7_gate_spectral_radius(data: list, seed: int):
     ax2.set_ylabel("σ_min(e^{iθ} I − J)")
     ax2.legend(fontsize=7)
     ax2.set_title("distance to instability on the unit circle", fontsize=8)
-    return fig, dict(DEFAULTS, seed=seed)
+    return fig, dict(DEFAULTS if user is None else main.params, seed=seed)
