@@ -125,6 +125,12 @@ def claims_markdown() -> str:
             f"| `{k}` | {_cell(s.meaning)} | {_cell(s.describe())} |"
             for k, s in unit.params.items()
         ]
+        if unit.orders:
+            lines += [
+                "",
+                "**Orders between parameters:** "
+                + "; ".join(_cell(o.describe()) for o in unit.orders),
+            ]
         lines.append("")
     return "\n".join(lines)
 

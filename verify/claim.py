@@ -61,7 +61,7 @@ import numpy as np
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_budget, time_hint
 from .cost_model import seconds
 from .json_values import jsonable
-from .params import Param
+from .params import Order, Param
 from .verdict import Diagnostic, Verdict, short
 
 
@@ -136,6 +136,10 @@ class Claim:
     """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
     instance (not hypotheses of the statement); :meth:`conclude` returns one
     :class:`Diagnostic` per limit in ``Conclusion.limits``."""
+    orders: ClassVar[tuple[Order, ...]] = ()
+    """Orders between parameters known before any work (``y_min ≤ y0 ≤ y_max``, ``s_min <
+    s_max``, a strictly increasing tuple), checked by :meth:`resolve`: a violated one is bad input.
+    Conditions that are not orders go to :meth:`validate`."""
     controls: ClassVar[tuple[Control, ...]] = ()
     key_figures: ClassVar[tuple[str, ...]] = ()
     implemented: ClassVar[bool] = True
@@ -185,8 +189,9 @@ class Claim:
         raise NotImplementedError
 
     def validate(self, p: dict) -> None:
-        """Conditions between parameters; ``ValueError`` naming the value if violated. (That the
-        block size ``P`` divides ``T`` is checked for every claim with both parameters.)"""
+        """Conditions between parameters that are not orders (:attr:`orders`); ``ValueError``
+        naming the value if violated. (That the block size ``P`` divides ``T`` is checked for every
+        claim with both parameters.)"""
 
     def memory_bytes(self, p: dict) -> int:
         """Estimated peak memory in bytes of one check on the resolved parameters ``p``, beyond
@@ -273,6 +278,8 @@ class Claim:
             p[key] = self.params[key].parse(key, raw)
         if "T" in p and "P" in p and p["T"] % p["P"]:  # T tokens in blocks of P
             raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
+        for order in self.orders:
+            order.check(p)
         self.validate(p)
         self.within_budget(p)
         self.within_time_budget(p)
@@ -589,6 +596,8 @@ class Claim:
         controls, for ``--help`` texts."""
         lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
         lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
+        if self.orders:
+            lines += ["orders between parameters:"] + [f"  {o.describe()}" for o in self.orders]
         lines += ["hypotheses:"] + [
             f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
             for k, m in self.hypotheses.items()
