@@ -16,8 +16,11 @@
 3 ``error`` (the check raised on a valid input), 2 bad input (a one-line reason on stderr naming
 the value), including a claim that is still pending. ``sweep`` prints its counts per outcome and
 exits with the code of the worst verdict among its points (worst first: error, fails, undecided,
-outside-hypotheses, holds). ``readme`` exits 1 when it refuses a
-report (partial, pending or from a dirty tree) and then writes nothing.
+outside-hypotheses, holds). ``readme`` exits 2 on a report that is not one (not JSON, not
+matching its schema, a registered claim missing or repeated, an unknown claim, a summary that
+does not count the rows) or an output it cannot write, 1 when it refuses a well-formed report
+(partial, pending or from a dirty tree); either way nothing is published (the README,
+``docs/claims.md`` and ``docs/report/`` are replaced together or not at all).
 
 Every command checks its inputs and outputs before the work starts and ends a fault in one line:
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
@@ -39,7 +42,7 @@ import sys
 from pathlib import Path
 
 import fastslow
-from fastslow.readme import update_readme
+from fastslow.readme import MalformedReport, update_readme
 from fastslow.verify import sweep as sw
 from fastslow.verify.budgets import (
     BASE_BYTES,
@@ -339,8 +342,18 @@ def _cmd_readme(args) -> int:
             f"fastslow readme: bad input: {exc.filename}: no such file (run pytest verify first)",
             file=sys.stderr,
         )
-        return 2
-    except (OSError, ValueError) as exc:
+        return BAD_INPUT_EXIT
+    except MalformedReport as exc:
+        print(f"fastslow readme: bad input: {exc}", file=sys.stderr)
+        return BAD_INPUT_EXIT
+    except OSError as exc:  # nothing was replaced, or every replaced file was restored
+        print(
+            f"fastslow readme: cannot write {exc.filename or 'an output'}: {exc.strerror or exc}; "
+            "nothing was published",
+            file=sys.stderr,
+        )
+        return BAD_INPUT_EXIT
+    except ValueError as exc:  # a well-formed report that may not be published
         print(f"fastslow readme: {exc}", file=sys.stderr)
         return 1
     print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")

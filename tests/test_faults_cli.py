@@ -11,14 +11,27 @@ only the surface is under test, and signals go to subprocesses this file starts.
 
 from __future__ import annotations
 
+import copy
+import errno
+import json
+import os
 import re
+from pathlib import Path
 
+import jsonschema
+import numpy as np
 import pytest
+from test_report import full_a1
 
 from fastslow.cli import main
+from fastslow.numerics.integrators.integration import integrate
+from fastslow.readme import BEGIN, END, claims_markdown, report_schema
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV
 from fastslow.verify.claim import Claim
-from fastslow.verify.registry import CLAIMS
+from fastslow.verify.json_schema import first_error
+from fastslow.verify.provenance import provenance
+from fastslow.verify.registry import CLAIMS, IDS
+from fastslow.verify.report import ClaimLedger, build_report
 
 
 def one_line(err: str) -> str:
@@ -110,3 +123,201 @@ def test_the_described_endpoints_are_accepted_or_refused_exactly_as_displayed(ci
         else:
             with pytest.raises(ValueError, match=name):
                 spec.parse(name, raw)
+
+
+# ------------------------------------------- integrators: non-finite values, a one-ulp span
+
+METHODS = ("rosw", "radau", "dopri5", "dop853", "auto")
+
+
+def nan_after_one(t, y):
+    """``-y`` up to ``t = 1``, NaN after: a right-hand side that turns non-finite."""
+    return -y if t < 1.0 else np.full_like(y, np.nan)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_right_hand_side_turning_nan_is_status_3_keeping_the_last_accepted_step(method):
+    r = integrate(nan_after_one, (0.0, 2.0), [1.0, 2.0], method=method, t_eval=[0.0, 0.5, 2.0])
+    assert r.status == -3 and not r.success and "non-finite" in r.message
+    # the output time passed before the failure, then the last accepted step, finite, close to 1
+    assert r.t[0] == 0.0 and r.t[1] == 0.5 and 0.5 < r.t[-1] <= 1.0 and r.t.size == 3
+    assert np.all(np.isfinite(r.y))
+    np.testing.assert_allclose(r.y[:, -1], np.exp(-r.t[-1]) * np.array([1.0, 2.0]), rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["rosw", "radau"])
+def test_a_non_finite_jacobian_is_status_3_not_step_too_small(method):
+    r = integrate(
+        lambda t, y: -y, (0.0, 1.0), [1.0], method=method, jac=lambda t, y: np.full((1, 1), np.nan)
+    )
+    assert r.status == -3
+    assert r.t.tolist() == [0.0] and r.y.tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_span_of_one_ulp_is_one_step_of_its_length(method):
+    t1 = np.nextafter(1.0, 2.0)
+    r = integrate(lambda t, y: -y, (1.0, t1), [1.0], method=method)
+    assert r.status == 0 and r.t.tolist() == [1.0, t1] and r.nsteps == 1
+    assert r.y[0, -1] == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_output_times_closer_than_the_float_spacing_are_each_reached(method):
+    r = integrate(lambda t, y: -y, (0.0, 1.0), [1.0], method=method, t_eval=[0, 1e-300, 0.5, 1])
+    assert r.status == 0 and r.t.tolist() == [0.0, 1e-300, 0.5, 1.0]
+    np.testing.assert_allclose(r.y[0], np.exp(-r.t), rtol=1e-5)
+
+
+# ------------------------------------------------------ readme: malformed reports, all or none
+
+
+def published_tree(tmp_path, report) -> tuple[Path, Path, dict]:
+    """A README with a claim table, an earlier ``docs/report/`` and ``docs/claims.md``, and
+    ``report`` (any JSON value) with its REPORT.md; returns the report's path, the README's and a
+    snapshot of every file under ``tmp_path/docs`` and the README."""
+    rep_dir = tmp_path / "rep"
+    rep_dir.mkdir()
+    js = rep_dir / "report.json"
+    js.write_text(report if isinstance(report, str) else json.dumps(report))
+    (rep_dir / "REPORT.md").write_text("# new report\n")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{BEGIN}\nold table\n{END}\nrest\n")
+    (tmp_path / "docs" / "report").mkdir(parents=True)
+    (tmp_path / "docs" / "report" / "report.json").write_text('{"old": true}')
+    (tmp_path / "docs" / "report" / "REPORT.md").write_text("# old report\n")
+    (tmp_path / "docs" / "claims.md").write_text("# old claims\n")
+    return js, readme, snapshot(tmp_path)
+
+
+def snapshot(root: Path) -> dict:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_relative_to(root / "rep")
+    }
+
+
+PROVENANCE = provenance()
+
+
+def complete_report() -> dict:
+    """A complete, schema-valid report of every registered claim (hand-made verdicts), from a
+    clean tree."""
+    led = ClaimLedger()
+    for cid in IDS:
+        full_a1(led, cid=cid)
+    prov = copy.deepcopy(PROVENANCE)
+    prov["git"] = {"commit": "abc123", "dirty": False}
+    return json.loads(json.dumps(build_report(led, prov)))
+
+
+def drop(rep, cid):
+    rep["claims"] = [c for c in rep["claims"] if c["id"] != cid]
+    return rep
+
+
+def rename(rep, old, new):
+    next(c for c in rep["claims"] if c["id"] == old)["id"] = new
+    return rep
+
+
+MALFORMED = [
+    ("empty list", lambda r: [], "expected object, got list"),
+    ("not JSON", lambda r: "{not json", "is not valid JSON"),
+    ("no complete", lambda r: {k: v for k, v in r.items() if k != "complete"}, "'complete'"),
+    ("unknown claim", lambda r: rename(r, "A2", "A9"), "'A9', not a registered claim"),
+    ("missing claim", lambda r: drop(r, "F2"), "no row for F2"),
+    (
+        "claim twice",
+        lambda r: {**r, "claims": r["claims"] + r["claims"][:1]},
+        "rows for A1 more than once",
+    ),
+    (
+        "stamp miscounts",
+        lambda r: {**r, "summary": {**r["summary"], "verified": 15, "failed": 1}},
+        "does not count its rows",
+    ),
+    ("wrong schema version", lambda r: {**r, "schema_version": 2}, "schema_version 2"),
+    (
+        "bad status",
+        lambda r: {**r, "claims": [{**r["claims"][0], "status": "great"}] + r["claims"][1:]},
+        "claims[0].status",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, spoil, message", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_a_malformed_report_is_bad_input_and_publishes_nothing(
+    name, spoil, message, tmp_path, capsys
+):
+    js, readme, before = published_tree(tmp_path, spoil(complete_report()))
+    code = main(["readme", "--report", str(js), "--readme", str(readme)])
+    assert code == 2
+    assert message in one_line(capsys.readouterr().err)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_complete_report_publishes_all_four_files(tmp_path, capsys):
+    js, readme, before = published_tree(tmp_path, complete_report())
+    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 0
+    after = snapshot(tmp_path)
+    assert after["docs/report/report.json"] == js.read_bytes()
+    assert after["docs/report/REPORT.md"] == b"# new report\n"
+    assert after["docs/claims.md"].decode() == claims_markdown()
+    table = after["README.md"].decode()
+    rows = [ln for ln in table.splitlines() if ln.startswith("| [")]
+    assert "old table" not in table and len(rows) == len(CLAIMS)
+    assert f"{len(CLAIMS)} verified" in table
+
+
+def test_a_well_formed_report_that_may_not_be_published_is_refused_with_exit_1(tmp_path, capsys):
+    rep = complete_report()
+    rep.update(complete=False, incomplete_reasons=["3 verify test(s) deselected"])
+    js, readme, before = published_tree(tmp_path, rep)
+    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 1
+    assert "partial" in one_line(capsys.readouterr().err)
+    assert snapshot(tmp_path) == before
+
+
+def test_claims_md_being_a_folder_publishes_nothing(tmp_path, capsys):
+    js, readme, _ = published_tree(tmp_path, complete_report())
+    (tmp_path / "docs" / "claims.md").unlink()
+    (tmp_path / "docs" / "claims.md").mkdir()
+    before = snapshot(tmp_path)
+    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 2
+    assert "claims.md" in one_line(capsys.readouterr().err)
+    assert snapshot(tmp_path) == before
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()], "temporary files left"
+
+
+def test_a_rename_failing_midway_restores_the_files_already_replaced(tmp_path, capsys, monkeypatch):
+    js, readme, before = published_tree(tmp_path, complete_report())
+    real = os.replace
+
+    def failing_on_the_readme(src, dst):
+        if Path(dst) == readme:
+            raise OSError(errno.EIO, "Input/output error", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_on_the_readme)
+    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 2
+    assert "nothing was published" in one_line(capsys.readouterr().err)
+    monkeypatch.setattr(os, "replace", real)
+    assert snapshot(tmp_path) == before
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()], "temporary files left"
+
+
+def test_the_schema_check_agrees_with_jsonschema_on_reports_and_their_faults():
+    schema = report_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    rep = complete_report()
+    spoiled = [rep] + [s(copy.deepcopy(rep)) for _, s, _ in MALFORMED if _ != "not JSON"]
+    spoiled += [
+        {**rep, "outcomes": {**rep["outcomes"], "maybe": 1}},
+        {**rep, "summary": {**rep["summary"], "verified": -1}},
+        {**rep, "claims": []},
+        {**rep, "provenance": {**rep["provenance"], "git": {"commit": 3, "dirty": False}}},
+    ]
+    for r in spoiled:
+        assert (first_error(r, schema) is None) == validator.is_valid(r), first_error(r, schema)
