@@ -28,37 +28,44 @@ whose estimated memory exceeds the budget (``--memory-budget`` or ``FASTSLOW_MEM
 default half the machine's memory) or whose estimated time for one check exceeds the time budget
 (``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 1800 s; per sweep point), an output or cache that cannot be written, an unreachable
 ``--scheduler``: exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
-after keeping every finished sweep point in the cache; a full standard output exits 2.
+after keeping every finished sweep point in the cache, at any moment (also while the command
+starts or its workers start, and when it was started with SIGINT ignored, as a script's background
+job is); a full standard output exits 2.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
-import os
-import signal
 import sys
-from pathlib import Path
 
-import fastslow
-from fastslow.readme import MalformedReport, update_readme
-from fastslow.verify import sweep as sw
-from fastslow.verify.budgets import (
-    BASE_BYTES,
-    MEMORY_BUDGET_ENV,
-    TIME_BUDGET_ENV,
-    budget_hint,
-    format_bytes,
-    memory_budget,
-    parse_bytes,
-    parse_seconds,
-)
-from fastslow.verify.claim import PendingClaim
-from fastslow.verify.registry import CLAIMS, get_claim
-from fastslow.verify.report import writable_dir, writable_file, write_atomic
-from fastslow.verify.systems import KINDS, System
-from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
+try:  # Ctrl-C while the command line starts (a second of imports): one line and exit 130
+    import argparse
+    import importlib.util
+    import json
+    import os
+    import signal
+    from pathlib import Path
+
+    import fastslow
+    from fastslow.readme import MalformedReport, update_readme
+    from fastslow.verify import sweep as sw
+    from fastslow.verify.budgets import (
+        BASE_BYTES,
+        MEMORY_BUDGET_ENV,
+        TIME_BUDGET_ENV,
+        budget_hint,
+        format_bytes,
+        memory_budget,
+        parse_bytes,
+        parse_seconds,
+    )
+    from fastslow.verify.claim import PendingClaim
+    from fastslow.verify.registry import CLAIMS, get_claim
+    from fastslow.verify.report import writable_dir, writable_file, write_atomic
+    from fastslow.verify.systems import KINDS, System
+    from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
+except KeyboardInterrupt:
+    print("fastslow: interrupted while starting", file=sys.stderr)
+    raise SystemExit(130) from None
 
 
 def _parse_kv(items, option: str = "--param") -> dict:
@@ -547,8 +554,11 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:  # not the main thread: leave SIGTERM alone
-        previous = None
+        # Ctrl-C stops every command, also one started with SIGINT ignored (a background job of a
+        # script, where Python would otherwise keep ignoring it and a sweep run to its end)
+        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: leave the signals alone
+        previous = previous_int = None
     try:
         code = args.func(args)
         sys.stdout.flush()
@@ -569,6 +579,7 @@ def main(argv=None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
 
 
 if __name__ == "__main__":
