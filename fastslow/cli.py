@@ -42,8 +42,11 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     import importlib.util
     import json
     import os
+    import re
     import signal
     from pathlib import Path
+
+    import numpy as np
 
     import fastslow
     from fastslow.readme import MalformedReport, update_readme
@@ -61,6 +64,7 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     from fastslow.verify.claim import PendingClaim
     from fastslow.verify.registry import CLAIMS, get_claim
     from fastslow.verify.report import writable_dir, writable_file, write_atomic
+    from fastslow.verify.suggest import did_you_mean
     from fastslow.verify.systems import KINDS, System
     from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
 except KeyboardInterrupt:
@@ -99,6 +103,42 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+SHOWN_NUMBERS = 8
+"""Human output prints an array of more numbers than this as its shape and range."""
+SHOWN_WIDTH = 200
+"""Human output shortens a value printed wider than this (``--json`` prints every value whole)."""
+
+
+def brief(value, width: int = SHOWN_WIDTH) -> str:
+    """``value`` (a verdict's JSON-able number, string, list or dict) for a person: an array of more
+    than :data:`SHOWN_NUMBERS` numbers as ``16×16 array, min …, max …, RMS …``, containers
+    shortened to about ``width`` characters with ``…``; the whole value is in ``--json``."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and value:
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):  # ragged or not numbers: shown item by item
+            arr = None
+        if arr is not None and arr.size > SHOWN_NUMBERS:
+            shape = "×".join(map(str, arr.shape))
+            finite = arr[np.isfinite(arr)]
+            if not finite.size:
+                return f"{shape} array, no finite entry"
+            rms = float(np.sqrt(np.mean(finite**2)))
+            nonfinite = f", {arr.size - finite.size} non-finite" if finite.size < arr.size else ""
+            return (
+                f"{shape} array, min {finite.min():.4g}, max {finite.max():.4g}, "
+                f"RMS {rms:.4g}{nonfinite}"
+            )
+        text = "[" + ", ".join(brief(x, width // 2) for x in value) + "]"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k}: {brief(x, width // 2)}" for k, x in value.items()) + "}"
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _print_verdict(v) -> None:
     ctl = f", negative control {v.control}" if v.control else ""
     print(f"{v.id}: {v.outcome.upper()} (seed {v.seed}{ctl}): {v.reason()}")
@@ -111,12 +151,13 @@ def _print_verdict(v) -> None:
             source = f" [source: {v.sources[k]}]" if kind == "hypothesis" and k in v.sources else ""
             print(
                 f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
-                f"(value {d.value}; {d.rule}){source}"
+                f"(value {brief(d.value)}; {d.rule}){source}"
             )
     for k, val in v.figures.items():
-        print(f"  {k}: {val}")
+        print(f"  {k}: {brief(val)}")
     for n in v.notes:
         print(f"  note: {n}")
+    print("  (arrays and long values summarised; --json prints them whole)")
 
 
 def load_system(spec: str):
@@ -254,8 +295,8 @@ def _grid_axes(unit, items) -> dict:
             raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
         if key not in unit.params:
             raise ValueError(
-                f"--grid {key}: unknown parameter of {unit.id}; expected one of "
-                f"{', '.join(unit.params)}"
+                f"--grid {key}: unknown parameter of {unit.id}{did_you_mean(key, unit.params)}; "
+                f"expected one of {', '.join(unit.params)}"
             )
         if key in axes:
             raise ValueError(f"--grid {key} is given twice; give each axis once")
@@ -519,9 +560,49 @@ def _add_readme(sub) -> None:
     s.set_defaults(func=_cmd_readme)
 
 
+def plain(text: str) -> str:
+    r"""``text`` without reStructuredText markup, for ``--help``: ``\`\`x\`\``` and
+    ``:role:\`x\``` become ``x``, a trailing ``::`` becomes ``:``."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "").replace("::", ":")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors suggest the closest subcommand or option ("did you
+    mean"). Its error is still argparse's: the usage line, then the error, exit 2."""
+
+    def error(self, message: str):
+        bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if bad:
+            choices = re.findall(r"'([^']*)'", bad.group(2))
+            message += did_you_mean(bad.group(1), choices)
+        elif message.startswith("unrecognized arguments: "):
+            options = {o for a in _all_parsers(self) for o in a._option_string_actions}
+            words = message.removeprefix("unrecognized arguments: ").split()
+            hints = [did_you_mean(w.split("=")[0], options) for w in words if w.startswith("-")]
+            message += next((h for h in hints if h), "")
+        super().error(message)
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and its subcommands' parsers."""
+    subs = [
+        p
+        for a in parser._actions
+        if isinstance(a, argparse._SubParsersAction)
+        for p in a.choices.values()
+    ]
+    return [parser, *subs]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fastslow", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(
+        prog="fastslow",
+        description=plain(__doc__.split("\n\n")[0])
+        + " Run 'fastslow COMMAND --help' for a command's options and exit codes.",
+    )
+    p.add_argument("--version", action="version", version=f"fastslow {fastslow.__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     _add_claims(sub)
     _add_check(sub)

@@ -20,14 +20,17 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import jsonschema
 import numpy as np
 import pytest
+from test_faults import STUB_PYTHON
 from test_report import full_a1
 
-from fastslow.cli import main
+import fastslow
+from fastslow.cli import brief, main
 from fastslow.numerics.integrators.integration import integrate
 from fastslow.readme import BEGIN, END, claims_markdown, report_schema
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV
@@ -329,7 +332,8 @@ def test_the_schema_check_agrees_with_jsonschema_on_reports_and_their_faults():
 
 # ------------------------------------------------- Ctrl-C at any moment of a pooled sweep
 
-ENV = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
 def group_members(pgid: int) -> list[int]:
@@ -388,3 +392,94 @@ def test_ctrl_c_at_any_moment_of_a_pooled_sweep_exits_130_within_seconds_leaving
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"left running: {left}"
+
+
+# ------------------------------------------------------------------------- CLI conventions
+
+
+def test_version_is_the_checkouts_and_the_packages(capsys):
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        version = tomllib.load(fh)["project"]["version"]
+    assert fastslow.__version__ == version
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"fastslow {version}"
+
+
+@pytest.mark.parametrize("argv", [[], ["check"], ["sweep"], ["readme"], ["figures"], ["claims"]])
+def test_help_has_no_markup(argv, capsys):
+    assert main([*argv, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and not re.search(r":[a-z]+:`", out), out
+    if not argv:
+        assert "The fastslow command line." in out and "--version" in out
+
+
+def test_human_output_summarises_arrays_and_json_keeps_them_whole(capsys):
+    assert main(["check", "A1"]) == 0
+    out = capsys.readouterr().out
+    assert "dependence: 16×16 array, min 0, max" in out
+    assert "[[" not in out and all(len(line) < 600 for line in out.splitlines())
+    assert main(["check", "A1", "--json"]) == 0
+    dependence = json.loads(capsys.readouterr().out)["figures"]["dependence"]
+    assert np.asarray(dependence).shape == (16, 16)
+
+
+def test_brief_shows_shape_range_and_non_finite_entries():
+    assert brief([1.0, 2.0]) == "[1.0, 2.0]"
+    text = brief([[float(i) for i in range(5)], [float("nan")] * 4 + [9.0]])
+    rms = np.sqrt(np.mean(np.array([0.0, 1, 2, 3, 4, 9]) ** 2))  # of the finite entries
+    assert text == f"2×5 array, min 0, max 9, RMS {rms:.4g}, 4 non-finite"
+    assert brief({"a": "x" * 500}) == "{a: " + "x" * 99 + "…}"  # each item, then the whole
+    many = brief({str(i): "x" * 50 for i in range(20)})
+    assert many.endswith("…") and len(many) == 200
+
+
+SUGGESTIONS = [
+    (["chek", "A1"], "(did you mean 'check'?)"),
+    (["check", "A1", "--sed", "3"], "(did you mean '--seed'?)"),
+    (["check", "A11"], "unknown claim ID 'A11' (did you mean 'A1'?)"),
+    (["check", "A1", "--param", "Tt=8"], "unknown parameter 'Tt' of A1 (did you mean 'T'?)"),
+    (["check", "A1", "--control", "full_slow"], "(did you mean 'full_slow_mask'?)"),
+    (["check", "A1", "--param", "slow_mask=ful"], "(did you mean 'full'?)"),
+    (["sweep", "A1", "--grid", "PP=2"], "--grid PP: unknown parameter of A1 (did you mean 'P'?)"),
+    (["figures", "F22"], "(did you mean 'F2'?)"),
+]
+
+
+@pytest.mark.parametrize("argv, hint", SUGGESTIONS, ids=[" ".join(a) for a, _ in SUGGESTIONS])
+def test_unknown_names_get_a_did_you_mean(argv, hint, capsys, no_work):
+    code = main(argv)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and hint in err.splitlines()[-1]
+
+
+def test_a_name_far_from_every_known_one_gets_no_suggestion(capsys, no_work):
+    assert main(["check", "A1", "--param", "colour=1"]) == 2
+    assert "did you mean" not in one_line(capsys.readouterr().err)
+
+
+def test_run_sh_says_it_is_setting_up_before_the_long_first_install(tmp_path):
+    venv = tmp_path / "venv"
+    stub = tmp_path / "python3"
+    stub.write_text(STUB_PYTHON.format(python=sys.executable))
+    stub.chmod(0o755)
+    env = dict(ENV, PYTHON=str(stub), FASTSLOW_VENV=str(venv))
+    res = subprocess.run(
+        ["bash", str(ROOT / "run.sh"), "no-such-job"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    lines = res.stderr.splitlines()
+    assert lines[0] == f"run.sh: setting up {venv} (first run, about a minute)..."
+    assert "pip install" in (venv / "calls").read_text()
+    res = subprocess.run(
+        ["bash", str(ROOT / "run.sh"), "no-such-job"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert "setting up" not in res.stderr  # set up once: no line of its own the second time

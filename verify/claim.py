@@ -62,6 +62,7 @@ from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_
 from .cost_model import seconds
 from .json_values import jsonable
 from .params import Order, Param
+from .suggest import did_you_mean
 from .verdict import Diagnostic, Verdict, short
 
 
@@ -260,8 +261,11 @@ class Claim:
         for c in self.controls:
             if c.name == name:
                 return c
-        known = ", ".join(c.name for c in self.controls) or "none"
-        raise ValueError(f"{self.id} has no negative control {name!r}; expected one of: {known}")
+        names = [c.name for c in self.controls]
+        raise ValueError(
+            f"{self.id} has no negative control {name!r}{did_you_mean(name, names)}; expected one "
+            f"of: {', '.join(names) or 'none'}"
+        )
 
     def resolve(self, overrides: Mapping | None = None) -> dict:
         """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
@@ -272,8 +276,8 @@ class Claim:
         for key, raw in (overrides or {}).items():
             if key not in self.params:
                 raise ValueError(
-                    f"unknown parameter {key!r} of {self.id}; expected one of "
-                    f"{', '.join(self.params)}"
+                    f"unknown parameter {key!r} of {self.id}{did_you_mean(key, self.params)}; "
+                    f"expected one of {', '.join(self.params)}"
                 )
             p[key] = self.params[key].parse(key, raw)
         if "T" in p and "P" in p and p["T"] % p["P"]:  # T tokens in blocks of P

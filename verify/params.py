@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .suggest import did_you_mean
+
 _KINDS = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
@@ -135,7 +137,7 @@ class Param:
             if not isinstance(value, str):
                 raise bad()
             if self.choices is not None and value not in self.choices:
-                raise bad()
+                raise bad(self.describe() + did_you_mean(value, map(str, self.choices)))
             return value
         if kind in ("int", "float"):
             values = (real(value, kind == "int"),)
