@@ -70,6 +70,7 @@ ORDERS = [
     (["D6", "s_min=0.1", "s_max=0.01"], "expected s_min < s_max"),
     (["D6", "gate_sweep=0.1,0.01"], "gate_sweep=0.1,0.01: expected strictly increasing"),
     (["D9", "rhos=0.2,0.1"], "rhos=0.2,0.1: expected strictly increasing"),
+    (["D8", "n_seq=10", "n_future=32"], "n_future=32, n_seq=10: expected n_future ≤ n_seq"),
 ]
 
 
