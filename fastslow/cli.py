@@ -35,13 +35,13 @@ job is); a full standard output exits 2.
 
 from __future__ import annotations
 
+import os
 import sys
 
 try:  # Ctrl-C while the command line starts (a second of imports): one line and exit 130
     import argparse
     import importlib.util
     import json
-    import os
     import re
     import signal
     from pathlib import Path
@@ -68,8 +68,10 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     from fastslow.verify.systems import KINDS, System
     from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
 except KeyboardInterrupt:
-    print("fastslow: interrupted while starting", file=sys.stderr)
-    raise SystemExit(130) from None
+    print("fastslow: interrupted while starting", file=sys.stderr, flush=True)
+    # at once: nothing ran yet, and an interrupted extension import would make the interpreter
+    # kill itself with SIGINT on a normal exit instead of exiting 130
+    os._exit(130)
 
 
 def _parse_kv(items, option: str = "--param") -> dict:

@@ -15,7 +15,6 @@ written beside their targets first, then renamed, the renamed ones rolled back o
 
 from __future__ import annotations
 
-import difflib
 import json
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,7 @@ from fastslow.verify.report import (
     key_figures_text,
     write_atomic_many,
 )
+from fastslow.verify.suggest import did_you_mean
 
 
 class MalformedReport(ValueError):
@@ -67,9 +67,9 @@ def read_report(path: Path) -> dict:
     ids = [c["id"] for c in report["claims"]]
     for cid in ids:
         if cid not in CLAIMS:
-            near = difflib.get_close_matches(cid, CLAIMS, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise MalformedReport(f"{path} has a row for {cid!r}, not a registered claim{hint}")
+            raise MalformedReport(
+                f"{path} has a row for {cid!r}, not a registered claim{did_you_mean(cid, CLAIMS)}"
+            )
     twice = sorted({c for c in ids if ids.count(c) > 1})
     missing = [c for c in CLAIMS if c not in ids]
     if twice or missing:

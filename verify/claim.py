@@ -117,7 +117,8 @@ class Claim:
 
     Subclasses set the class attributes and implement :meth:`build` (the seeded instance),
     :meth:`diagnose` (the hypotheses) and :meth:`conclude` (the conclusion and the figures), and may
-    override :meth:`validate` for conditions between parameters. A claim without a check (pending)
+    declare :attr:`orders` between parameters and override :meth:`validate` for other conditions
+    between them. A claim without a check (pending)
     leaves ``implemented = False``.
     """
 
