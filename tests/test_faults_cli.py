@@ -26,11 +26,13 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
+from numba import njit
 from test_faults import STUB_PYTHON
 from test_report import full_a1
 
 import fastslow
 from fastslow.cli import brief, main
+from fastslow.numerics.integrators.base import RHS_SIG
 from fastslow.numerics.integrators.integration import integrate
 from fastslow.readme import BEGIN, END, claims_markdown, report_schema
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV
@@ -151,6 +153,22 @@ def test_a_right_hand_side_turning_nan_is_status_3_keeping_the_last_accepted_ste
     assert r.t[0] == 0.0 and r.t[1] == 0.5 and 0.5 < r.t[-1] <= 1.0 and r.t.size == 3
     assert np.all(np.isfinite(r.y))
     np.testing.assert_allclose(r.y[:, -1], np.exp(-r.t[-1]) * np.array([1.0, 2.0]), rtol=1e-4)
+
+
+@njit(RHS_SIG)
+def nan_after_one_nb(t, y, p, seg, out):
+    """:func:`nan_after_one` compiled: the driver's compiled path."""
+    for i in range(y.size):
+        out[i] = -y[i] if t < 1.0 else np.nan
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_compiled_right_hand_side_turning_nan_is_status_3_too(method):
+    y0 = np.array([1.0, 2.0])
+    r = integrate(nan_after_one_nb, (0.0, 2.0), y0, method=method, jac="zero", t_eval=[0, 0.5, 2])
+    assert r.compiled and r.status == -3
+    assert r.t[1] == 0.5 and 0.5 < r.t[-1] <= 1.0 and r.t.size == 3
+    np.testing.assert_allclose(r.y[:, -1], np.exp(-r.t[-1]) * y0, rtol=1e-4)
 
 
 @pytest.mark.parametrize("method", ["rosw", "radau"])
