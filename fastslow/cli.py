@@ -388,10 +388,9 @@ def _cmd_readme(args) -> int:
     try:
         update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)
     except FileNotFoundError as exc:
-        print(
-            f"fastslow readme: bad input: {exc.filename}: no such file (run pytest verify first)",
-            file=sys.stderr,
-        )
+        report = Path(exc.filename or "").parent == Path(args.report).parent
+        hint = " (run pytest verify first)" if report else ""
+        print(f"fastslow readme: bad input: {exc.filename}: no such file{hint}", file=sys.stderr)
         return BAD_INPUT_EXIT
     except MalformedReport as exc:
         print(f"fastslow readme: bad input: {exc}", file=sys.stderr)

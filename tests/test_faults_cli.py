@@ -31,6 +31,7 @@ from test_faults import STUB_PYTHON
 from test_report import full_a1
 
 import fastslow
+from fastslow import bench
 from fastslow.cli import brief, main
 from fastslow.numerics.integrators.base import RHS_SIG
 from fastslow.numerics.integrators.integration import integrate
@@ -306,6 +307,18 @@ def test_a_well_formed_report_that_may_not_be_published_is_refused_with_exit_1(t
     assert snapshot(tmp_path) == before
 
 
+def test_a_missing_report_or_readme_is_named_on_one_line(tmp_path, capsys):
+    js, readme, before = published_tree(tmp_path, complete_report())
+    (js.parent / "REPORT.md").unlink()
+    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 2
+    assert "REPORT.md: no such file (run pytest verify first)" in one_line(capsys.readouterr().err)
+    (js.parent / "REPORT.md").write_text("# new report\n")
+    missing = tmp_path / "NOPE.md"
+    assert main(["readme", "--report", str(js), "--readme", str(missing)]) == 2
+    assert one_line(capsys.readouterr().err).endswith(f"{missing}: no such file")
+    assert snapshot(tmp_path) == before
+
+
 def test_claims_md_being_a_folder_publishes_nothing(tmp_path, capsys):
     js, readme, _ = published_tree(tmp_path, complete_report())
     (tmp_path / "docs" / "claims.md").unlink()
@@ -471,6 +484,14 @@ def test_unknown_names_get_a_did_you_mean(argv, hint, capsys, no_work):
     assert code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and hint in err.splitlines()[-1]
+
+
+def test_an_unknown_benchmark_section_gets_a_did_you_mean(capsys, monkeypatch):
+    monkeypatch.setattr(
+        bench, "discover", lambda: {"integrators": lambda quick: pytest.fail("ran")}
+    )
+    assert bench.main(quick=True, only=["integrator"]) == 2
+    assert "(did you mean 'integrators'?)" in one_line(capsys.readouterr().err)
 
 
 def test_a_name_far_from_every_known_one_gets_no_suggestion(capsys, no_work):
