@@ -172,6 +172,13 @@ def test_a_compiled_right_hand_side_turning_nan_is_status_3_too(method):
     np.testing.assert_allclose(r.y[:, -1], np.exp(-r.t[-1]) * y0, rtol=1e-4)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_a_right_hand_side_non_finite_from_the_start_is_status_3_at_once(method):
+    r = integrate(lambda t, y: np.full_like(y, np.nan), (0.0, 1.0), [1.0], method=method)
+    assert r.status == -3 and r.t.tolist() == [0.0] and r.y.tolist() == [[1.0]]
+    assert r.nsteps + r.nreject < 100  # not a million rejected steps ending in "max steps"
+
+
 @pytest.mark.parametrize("method", ["rosw", "radau"])
 def test_a_non_finite_jacobian_is_status_3_not_step_too_small(method):
     r = integrate(

@@ -142,6 +142,8 @@ def drive(
             if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
                 return stopped(MAX_STEPS, t, s, y, opt, Yout)
             h, hs, last = step_length(t, t_end, h, h_fixed)
+            if not np.isfinite(hs):  # the starting step of a non-finite f(t, y): no step helps
+                return stopped(NOT_FINITE, t, s, y, opt, Yout)
             # a step of the whole rest of a segment is always tried once, however short (a span
             # of one ulp is one step); shrinking below the spacing of t is a failure
             if hs <= 1e-14 * max(1.0, abs(t)) and (rejected or not last):
