@@ -35,6 +35,11 @@ if ! venv_ok; then
   touch "$VENV/.fastslow-venv"
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  if [ -f "$stamp" ]; then
+    echo "run.sh: pyproject.toml changed: updating $VENV (about a minute)..." >&2
+  else
+    echo "run.sh: setting up $VENV (first run, about a minute)..." >&2
+  fi
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]' \
     || { echo "run.sh: installing fastslow into $VENV failed (see above); rerun to retry" >&2; exit 2; }
   touch "$stamp"

@@ -50,7 +50,26 @@ _root = _source_checkout_root()
 if _root is not None:  # fastslow.numerics is <root>/numerics, and so on
     __path__.append(str(_root))
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """This copy's version: in a source checkout the ``version`` of its ``pyproject.toml`` (the
+    code that runs is the checkout's, whatever copy is installed in the environment), else the
+    installed distribution's metadata (:func:`importlib.metadata.version`); ``"unknown"`` when
+    neither says."""
+    if _root is not None and (_root / "pyproject.toml").is_file():
+        import tomllib  # deferred: only a source checkout reads its pyproject.toml
+
+        with open(_root / "pyproject.toml", "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    from importlib import metadata  # deferred: only an installed copy reads its metadata
+
+    try:
+        return metadata.version("fastslow")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+__version__ = _version()
 __all__ = ["check", "claims_for"]
 
 

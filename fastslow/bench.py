@@ -13,6 +13,7 @@ from pathlib import Path
 from fastslow.benchmarks import discover
 from fastslow.verify.provenance import provenance, short
 from fastslow.verify.report import writable_file, write_atomic_many
+from fastslow.verify.suggest import did_you_mean
 
 
 def to_markdown(table: dict) -> str:
@@ -47,7 +48,8 @@ def main(
         unknown = [n for n in names if n not in sections]
         if unknown:
             raise ValueError(
-                f"unknown benchmark section {unknown[0]!r}; known: {', '.join(sorted(sections))}"
+                f"unknown benchmark section {unknown[0]!r}{did_you_mean(unknown[0], sections)}; "
+                f"known: {', '.join(sorted(sections))}"
             )
         for path, option in ((out, "--out"), (markdown, "--markdown")):
             if path:

@@ -17,8 +17,11 @@
 3 ``error`` (the check raised on a valid input), 2 bad input (a one-line reason on stderr naming
 the value), including a claim that is still pending. ``sweep`` prints its counts per outcome and
 exits with the code of the worst verdict among its points (worst first: error, fails, undecided,
-outside-hypotheses, holds). ``readme`` exits 1 when it refuses a
-report (partial, pending or from a dirty tree) and then writes nothing.
+outside-hypotheses, holds). ``readme`` exits 2 on a report that is not one (not JSON, not
+matching its schema, a registered claim missing or repeated, an unknown claim, a summary that
+does not count the rows) or an output it cannot write, 1 when it refuses a well-formed report
+(partial, pending or from a dirty tree); either way nothing is published (the README,
+``docs/claims.md`` and ``docs/report/`` are replaced together or not at all).
 
 Every command checks its inputs and outputs before the work starts and ends a fault in one line:
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
@@ -26,37 +29,50 @@ whose estimated memory exceeds the budget (``--memory-budget`` or ``FASTSLOW_MEM
 default half the machine's memory) or whose estimated time for one check exceeds the time budget
 (``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 1800 s; per sweep point), an output or cache that cannot be written, an unreachable
 ``--scheduler``: exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
-after keeping every finished sweep point in the cache; a full standard output exits 2.
+after keeping every finished sweep point in the cache, at any moment (also while the command
+starts or its workers start, and when it was started with SIGINT ignored, as a script's background
+job is); a full standard output exits 2.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import os
-import signal
 import sys
-from pathlib import Path
 
-import fastslow
-from fastslow.readme import update_readme
-from fastslow.verify import sweep as sw
-from fastslow.verify.budgets import (
-    BASE_BYTES,
-    MEMORY_BUDGET_ENV,
-    TIME_BUDGET_ENV,
-    budget_hint,
-    format_bytes,
-    memory_budget,
-    parse_bytes,
-    parse_seconds,
-)
-from fastslow.verify.claim import PendingClaim
-from fastslow.verify.registry import CLAIMS, get_claim
-from fastslow.verify.report import writable_dir, writable_file, write_atomic
-from fastslow.verify.systems import KINDS, System
-from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
+try:  # Ctrl-C while the command line starts (a second of imports): one line and exit 130
+    import argparse
+    import importlib.util
+    import json
+    import re
+    import signal
+    from pathlib import Path
+
+    import numpy as np
+
+    import fastslow
+    from fastslow.readme import MalformedReport, update_readme
+    from fastslow.verify import sweep as sw
+    from fastslow.verify.budgets import (
+        BASE_BYTES,
+        MEMORY_BUDGET_ENV,
+        TIME_BUDGET_ENV,
+        budget_hint,
+        format_bytes,
+        memory_budget,
+        parse_bytes,
+        parse_seconds,
+    )
+    from fastslow.verify.claim import PendingClaim
+    from fastslow.verify.registry import CLAIMS, get_claim
+    from fastslow.verify.report import writable_dir, writable_file, write_atomic
+    from fastslow.verify.suggest import did_you_mean
+    from fastslow.verify.systems import KINDS, System
+    from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
+except KeyboardInterrupt:
+    print("fastslow: interrupted while starting", file=sys.stderr, flush=True)
+    # at once: nothing ran yet, and an interrupted extension import would make the interpreter
+    # kill itself with SIGINT on a normal exit instead of exiting 130
+    os._exit(130)
 
 
 def _parse_kv(items, option: str = "--param") -> dict:
@@ -90,6 +106,42 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+SHOWN_NUMBERS = 8
+"""Human output prints an array of more numbers than this as its shape and range."""
+SHOWN_WIDTH = 200
+"""Human output shortens a value printed wider than this (``--json`` prints every value whole)."""
+
+
+def brief(value, width: int = SHOWN_WIDTH) -> str:
+    """``value`` (a verdict's JSON-able number, string, list or dict) for a person: an array of more
+    than :data:`SHOWN_NUMBERS` numbers as ``16×16 array, min …, max …, RMS …``, containers
+    shortened to about ``width`` characters with ``…``; the whole value is in ``--json``."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and value:
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):  # ragged or not numbers: shown item by item
+            arr = None
+        if arr is not None and arr.size > SHOWN_NUMBERS:
+            shape = "×".join(map(str, arr.shape))
+            finite = arr[np.isfinite(arr)]
+            if not finite.size:
+                return f"{shape} array, no finite entry"
+            rms = float(np.sqrt(np.mean(finite**2)))
+            nonfinite = f", {arr.size - finite.size} non-finite" if finite.size < arr.size else ""
+            return (
+                f"{shape} array, min {finite.min():.4g}, max {finite.max():.4g}, "
+                f"RMS {rms:.4g}{nonfinite}"
+            )
+        text = "[" + ", ".join(brief(x, width // 2) for x in value) + "]"
+    elif isinstance(value, dict):
+        text = "{" + ", ".join(f"{k}: {brief(x, width // 2)}" for k, x in value.items()) + "}"
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _print_verdict(v) -> None:
     ctl = f", negative control {v.control}" if v.control else ""
     print(f"{v.id}: {v.outcome.upper()} (seed {v.seed}{ctl}): {v.reason()}")
@@ -102,12 +154,13 @@ def _print_verdict(v) -> None:
             source = f" [source: {v.sources[k]}]" if kind == "hypothesis" and k in v.sources else ""
             print(
                 f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
-                f"(value {d.value}; {d.rule}){source}"
+                f"(value {brief(d.value)}; {d.rule}){source}"
             )
     for k, val in v.figures.items():
-        print(f"  {k}: {val}")
+        print(f"  {k}: {brief(val)}")
     for n in v.notes:
         print(f"  note: {n}")
+    print("  (arrays and long values summarised; --json prints them whole)")
 
 
 def load_system(spec: str):
@@ -257,8 +310,8 @@ def _grid_axes(unit, items) -> dict:
             raise ValueError(f"--grid expects KEY=V1,V2,..., got {item!r}")
         if key not in unit.params:
             raise ValueError(
-                f"--grid {key}: unknown parameter of {unit.id}; expected one of "
-                f"{', '.join(unit.params)}"
+                f"--grid {key}: unknown parameter of {unit.id}{did_you_mean(key, unit.params)}; "
+                f"expected one of {', '.join(unit.params)}"
             )
         if key in axes:
             raise ValueError(f"--grid {key} is given twice; give each axis once")
@@ -348,12 +401,21 @@ def _cmd_readme(args) -> int:
     try:
         update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)
     except FileNotFoundError as exc:
+        report = Path(exc.filename or "").parent == Path(args.report).parent
+        hint = " (run pytest verify first)" if report else ""
+        print(f"fastslow readme: bad input: {exc.filename}: no such file{hint}", file=sys.stderr)
+        return BAD_INPUT_EXIT
+    except MalformedReport as exc:
+        print(f"fastslow readme: bad input: {exc}", file=sys.stderr)
+        return BAD_INPUT_EXIT
+    except OSError as exc:  # nothing was replaced, or every replaced file was restored
         print(
-            f"fastslow readme: bad input: {exc.filename}: no such file (run pytest verify first)",
+            f"fastslow readme: cannot write {exc.filename or 'an output'}: {exc.strerror or exc}; "
+            "nothing was published",
             file=sys.stderr,
         )
-        return 2
-    except (OSError, ValueError) as exc:
+        return BAD_INPUT_EXIT
+    except ValueError as exc:  # a well-formed report that may not be published
         print(f"fastslow readme: {exc}", file=sys.stderr)
         return 1
     print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")
@@ -519,9 +581,49 @@ def _add_readme(sub) -> None:
     s.set_defaults(func=_cmd_readme)
 
 
+def plain(text: str) -> str:
+    r"""``text`` without reStructuredText markup, for ``--help``: ``\`\`x\`\``` and
+    ``:role:\`x\``` become ``x``, a trailing ``::`` becomes ``:``."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "").replace("::", ":")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors suggest the closest subcommand or option ("did you
+    mean"). Its error is still argparse's: the usage line, then the error, exit 2."""
+
+    def error(self, message: str):
+        bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if bad:
+            choices = re.findall(r"'([^']*)'", bad.group(2))
+            message += did_you_mean(bad.group(1), choices)
+        elif message.startswith("unrecognized arguments: "):
+            options = {o for a in _all_parsers(self) for o in a._option_string_actions}
+            words = message.removeprefix("unrecognized arguments: ").split()
+            hints = [did_you_mean(w.split("=")[0], options) for w in words if w.startswith("-")]
+            message += next((h for h in hints if h), "")
+        super().error(message)
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and its subcommands' parsers."""
+    subs = [
+        p
+        for a in parser._actions
+        if isinstance(a, argparse._SubParsersAction)
+        for p in a.choices.values()
+    ]
+    return [parser, *subs]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fastslow", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(
+        prog="fastslow",
+        description=plain(__doc__.split("\n\n")[0])
+        + " Run 'fastslow COMMAND --help' for a command's options and exit codes.",
+    )
+    p.add_argument("--version", action="version", version=f"fastslow {fastslow.__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     _add_claims(sub)
     _add_check(sub)
@@ -554,8 +656,11 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:  # not the main thread: leave SIGTERM alone
-        previous = None
+        # Ctrl-C stops every command, also one started with SIGINT ignored (a background job of a
+        # script, where Python would otherwise keep ignoring it and a sweep run to its end)
+        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: leave the signals alone
+        previous = previous_int = None
     try:
         code = args.func(args)
         sys.stdout.flush()
@@ -576,6 +681,7 @@ def main(argv=None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
 
 
 if __name__ == "__main__":

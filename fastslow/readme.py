@@ -2,18 +2,37 @@
 
 ``fastslow readme`` publishes one complete report: it copies ``report.json`` and ``REPORT.md`` to
 ``docs/report/``, writes ``docs/claims.md`` from the claim units, and rewrites the part of
-README.md between ``<!-- claims:begin -->`` and ``<!-- claims:end -->``. It refuses (and writes
-nothing) when the report is partial, when a claim that has a check was not run (pending), or when
-the report comes from a working tree with uncommitted changes. Every file is written atomically.
+README.md between ``<!-- claims:begin -->`` and ``<!-- claims:end -->``.
+
+It reads the report as bad input (:class:`MalformedReport`, nothing written) when it is not JSON,
+does not match ``verify/report.schema.json``, does not hold every registered claim exactly once
+(or holds one the registry does not know), or its summary does not count its rows. It refuses a
+well-formed report (``ValueError``, nothing written) when it is partial, when a claim that has a
+check was not run (pending), or when it comes from a working tree with uncommitted changes. The
+four files are published together or not at all (:func:`verify.report.write_atomic_many`: all
+written beside their targets first, then renamed, the renamed ones rolled back on a failure).
 """
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+from fastslow.verify.json_schema import first_error
 from fastslow.verify.registry import CLAIMS
-from fastslow.verify.report import SCHEMA_VERSION, key_figures_text, write_atomic
+from fastslow.verify.report import (
+    SCHEMA_VERSION,
+    STATUSES,
+    key_figures_text,
+    write_atomic_many,
+)
+from fastslow.verify.suggest import did_you_mean
+
+
+class MalformedReport(ValueError):
+    """The report is not one ``pytest verify`` writes for this registry: bad input."""
+
 
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
 
@@ -23,15 +42,55 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def report_schema() -> dict:
+    """``verify/report.schema.json``, from the installed package."""
+    return json.loads(resources.files("fastslow.verify").joinpath("report.schema.json").read_text())
+
+
+def read_report(path: Path) -> dict:
+    """The report at ``path``, checked against its schema, the registry and its own summary;
+    :class:`MalformedReport` naming the first fault."""
+    try:
+        report = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise MalformedReport(f"{path} is not valid JSON ({exc}); rerun pytest verify") from None
+    except UnicodeDecodeError:
+        raise MalformedReport(f"{path} is not UTF-8 text; rerun pytest verify") from None
+    if isinstance(report, dict) and report.get("schema_version") not in (None, SCHEMA_VERSION):
+        raise MalformedReport(
+            f"{path} has schema_version {report.get('schema_version')!r}, expected "
+            f"{SCHEMA_VERSION} (rerun pytest verify)"
+        )
+    err = first_error(report, report_schema())
+    if err:
+        raise MalformedReport(f"{path} does not match verify/report.schema.json: {err}")
+    ids = [c["id"] for c in report["claims"]]
+    for cid in ids:
+        if cid not in CLAIMS:
+            raise MalformedReport(
+                f"{path} has a row for {cid!r}, not a registered claim{did_you_mean(cid, CLAIMS)}"
+            )
+    twice = sorted({c for c in ids if ids.count(c) > 1})
+    missing = [c for c in CLAIMS if c not in ids]
+    if twice or missing:
+        what = f"rows for {', '.join(twice)} more than once" if twice else ""
+        what += ("; " if twice and missing else "") + (
+            f"no row for {', '.join(missing)}" if missing else ""
+        )
+        raise MalformedReport(
+            f"{path} has {what}: every registered claim must be present exactly once"
+        )
+    counts = {s: sum(c["status"] == s for c in report["claims"]) for s in STATUSES}
+    if {s: report["summary"].get(s) for s in STATUSES} != counts:
+        raise MalformedReport(
+            f"{path}: the summary {report['summary']} does not count its rows {counts}"
+        )
+    return report
+
+
 def publishable(report: dict) -> list[str]:
     """Why ``report`` may not be published (empty when it may)."""
     why = []
-    if report.get("schema_version") != SCHEMA_VERSION:
-        why.append(
-            f"the report has schema_version {report.get('schema_version')!r}, expected {SCHEMA_VERSION} "
-            "(rerun pytest verify)"
-        )
-        return why
     if not report["complete"]:
         why.append("the report is partial: " + "; ".join(report["incomplete_reasons"]))
     pending = [
@@ -125,6 +184,12 @@ def claims_markdown() -> str:
             f"| `{k}` | {_cell(s.meaning)} | {_cell(s.describe())} |"
             for k, s in unit.params.items()
         ]
+        if unit.orders:
+            lines += [
+                "",
+                "**Orders between parameters:** "
+                + "; ".join(_cell(o.describe()) for o in unit.orders),
+            ]
         lines.append("")
     return "\n".join(lines)
 
@@ -138,13 +203,12 @@ def update_readme(
 ) -> None:
     """Publish ``report_path``: copy it to ``report_dir``, write ``docs/claims.md`` and the claim
     table of ``readme`` (``figure_names``: claim ID → figure names, from the figure registry).
-    ``ValueError`` (nothing written) when the report may not be published."""
+    :class:`MalformedReport` for a report that is not one (:func:`read_report`), ``ValueError``
+    when it may not be published, ``OSError`` when a file cannot be written: each before anything
+    is replaced, or with every replaced file restored (all four files or none)."""
     report_path, readme = Path(report_path), Path(readme)
-    try:
-        report = json.loads(report_path.read_text())
-        report_md = report_path.with_name("REPORT.md").read_text()
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{report_path} is not valid JSON ({exc}); rerun pytest verify") from None
+    report = read_report(report_path)
+    report_md = report_path.with_name("REPORT.md").read_text()
     why = publishable(report)
     if why:
         raise ValueError(f"refusing to publish {report_path}: " + "; ".join(why))
@@ -162,10 +226,20 @@ def update_readme(
         f"{report['provenance']['blas']['summary']}); {s['verified']} verified, "
         f"{s['failed']} failed, {s['error']} error, {s['pending']} pending._\n"
     )
-    # everything is checked and rendered before the first write
+    # everything is checked and rendered before the first write; then all four files or none
     dest = readme.parent / report_dir
+    created = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
-    write_atomic(dest / "report.json", report_path.read_text())
-    write_atomic(dest / "REPORT.md", report_md)
-    write_atomic(readme.parent / "docs" / "claims.md", claims_markdown())
-    write_atomic(readme, head + BEGIN + "\n" + table + "\n" + stamp + END + tail)
+    try:
+        write_atomic_many(
+            {
+                dest / "report.json": report_path.read_text(),
+                dest / "REPORT.md": report_md,
+                readme.parent / "docs" / "claims.md": claims_markdown(),
+                readme: head + BEGIN + "\n" + table + "\n" + stamp + END + tail,
+            }
+        )
+    except BaseException:
+        if created:
+            dest.rmdir()
+        raise

@@ -61,7 +61,8 @@ import numpy as np
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_budget, time_hint
 from .cost_model import seconds
 from .json_values import jsonable
-from .params import Param
+from .params import Order, Param
+from .suggest import did_you_mean
 from .verdict import Diagnostic, Verdict, short
 
 
@@ -116,7 +117,8 @@ class Claim:
 
     Subclasses set the class attributes and implement :meth:`build` (the seeded instance),
     :meth:`diagnose` (the hypotheses) and :meth:`conclude` (the conclusion and the figures), and may
-    override :meth:`validate` for conditions between parameters. A claim without a check (pending)
+    declare :attr:`orders` between parameters and override :meth:`validate` for other conditions
+    between them. A claim without a check (pending)
     leaves ``implemented = False``.
     """
 
@@ -136,6 +138,10 @@ class Claim:
     """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
     instance (not hypotheses of the statement); :meth:`conclude` returns one
     :class:`Diagnostic` per limit in ``Conclusion.limits``."""
+    orders: ClassVar[tuple[Order, ...]] = ()
+    """Orders between parameters known before any work (``y_min ≤ y0 ≤ y_max``, ``s_min <
+    s_max``, a strictly increasing tuple), checked by :meth:`resolve`: a violated one is bad input.
+    Conditions that are not orders go to :meth:`validate`."""
     controls: ClassVar[tuple[Control, ...]] = ()
     key_figures: ClassVar[tuple[str, ...]] = ()
     implemented: ClassVar[bool] = True
@@ -185,8 +191,9 @@ class Claim:
         raise NotImplementedError
 
     def validate(self, p: dict) -> None:
-        """Conditions between parameters; ``ValueError`` naming the value if violated. (That the
-        block size ``P`` divides ``T`` is checked for every claim with both parameters.)"""
+        """Conditions between parameters that are not orders (:attr:`orders`); ``ValueError``
+        naming the value if violated. (That the block size ``P`` divides ``T`` is checked for every
+        claim with both parameters.)"""
 
     def memory_bytes(self, p: dict) -> int:
         """Estimated peak memory in bytes of one check on the resolved parameters ``p``, beyond
@@ -255,8 +262,11 @@ class Claim:
         for c in self.controls:
             if c.name == name:
                 return c
-        known = ", ".join(c.name for c in self.controls) or "none"
-        raise ValueError(f"{self.id} has no negative control {name!r}; expected one of: {known}")
+        names = [c.name for c in self.controls]
+        raise ValueError(
+            f"{self.id} has no negative control {name!r}{did_you_mean(name, names)}; expected one "
+            f"of: {', '.join(names) or 'none'}"
+        )
 
     def resolve(self, overrides: Mapping | None = None) -> dict:
         """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
@@ -267,12 +277,14 @@ class Claim:
         for key, raw in (overrides or {}).items():
             if key not in self.params:
                 raise ValueError(
-                    f"unknown parameter {key!r} of {self.id}; expected one of "
-                    f"{', '.join(self.params)}"
+                    f"unknown parameter {key!r} of {self.id}{did_you_mean(key, self.params)}; "
+                    f"expected one of {', '.join(self.params)}"
                 )
             p[key] = self.params[key].parse(key, raw)
         if "T" in p and "P" in p and p["T"] % p["P"]:  # T tokens in blocks of P
             raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
+        for order in self.orders:
+            order.check(p)
         self.validate(p)
         self.within_budget(p)
         self.within_time_budget(p)
@@ -589,6 +601,8 @@ class Claim:
         controls, for ``--help`` texts."""
         lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
         lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
+        if self.orders:
+            lines += ["orders between parameters:"] + [f"  {o.describe()}" for o in self.orders]
         lines += ["hypotheses:"] + [
             f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
             for k, m in self.hypotheses.items()

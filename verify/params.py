@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .suggest import did_you_mean
+
 _KINDS = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
@@ -60,12 +62,7 @@ class Param:
         if self.choices is not None:
             parts.append("one of " + ", ".join(map(str, self.choices)))
         if self.low is not None or self.high is not None:
-            lo = "(" if self.open_low else "["
-            hi = ")" if self.open_high else "]"
-            parts.append(
-                f"in {lo}{'-inf' if self.low is None else self.low}, "
-                f"{'inf' if self.high is None else self.high}{hi}"
-            )
+            parts.append(f"in {self.interval()}")
         if self.kind.startswith("tuple"):
             parts.append(
                 f"length ≥ {self.min_len}" + (f" and ≤ {self.max_len}" if self.max_len else "")
@@ -74,6 +71,14 @@ class Param:
             ",".join(map(str, self.default)) if isinstance(self.default, tuple) else self.default
         )
         return f"{' '.join(parts)}; default {default}"
+
+    def interval(self) -> str:
+        """The accepted values of a bounded number as an interval, exactly as :meth:`validate`
+        decides: ``[`` and ``]`` for an endpoint that is accepted, ``(`` and ``)`` for one that is
+        not; a missing bound is ``-inf`` or ``inf``, always open (non-finite values are refused)."""
+        lo = "(-inf" if self.low is None else f"{'(' if self.open_low else '['}{self.low}"
+        hi = "inf)" if self.high is None else f"{self.high}{')' if self.open_high else ']'}"
+        return f"{lo}, {hi}"
 
     def parse(self, name: str, raw):
         """``raw`` (a command-line string, or already a value) as a value of this parameter's type,
@@ -132,7 +137,7 @@ class Param:
             if not isinstance(value, str):
                 raise bad()
             if self.choices is not None and value not in self.choices:
-                raise bad()
+                raise bad(self.describe() + did_you_mean(value, map(str, self.choices)))
             return value
         if kind in ("int", "float"):
             values = (real(value, kind == "int"),)
@@ -154,3 +159,41 @@ class Param:
         if self.choices is not None and any(x not in self.choices for x in values):
             raise bad()
         return out
+
+
+@dataclass(frozen=True)
+class Order:
+    """An order between parameters that is known before any work: the values of ``names`` (a
+    tuple-valued parameter contributes its elements in turn) must be non-decreasing, or strictly
+    increasing when ``strict``. ``why`` says what breaks otherwise.
+
+    Every claim declares its orders in :attr:`verify.claim.Claim.orders`; :meth:`Claim.resolve`
+    checks them after each parameter is parsed, so a violated order is bad input before any work.
+    """
+
+    names: tuple[str, ...]
+    why: str
+    strict: bool = True
+
+    def describe(self) -> str:
+        """The order in words: ``y_min ≤ y0 ≤ y_max (why)`` or ``steps strictly increasing``."""
+        if len(self.names) == 1:
+            how = "strictly increasing" if self.strict else "non-decreasing"
+            return f"{self.names[0]} {how} ({self.why})"
+        return (" < " if self.strict else " ≤ ").join(self.names) + f" ({self.why})"
+
+    def check(self, p) -> None:
+        """``ValueError`` naming the parameters, their values and the order expected."""
+        values = [x for k in self.names for x in (p[k] if isinstance(p[k], tuple) else (p[k],))]
+        ok = all((a < b) if self.strict else (a <= b) for a, b in zip(values, values[1:]))
+        if ok:
+            return
+        rel = " < " if self.strict else " ≤ "
+        if len(self.names) == 1:
+            k = self.names[0]
+            given = f"parameter {k}={','.join(map(str, p[k]))}"
+            expected = "strictly increasing values" if self.strict else "non-decreasing values"
+        else:
+            given = "parameters " + ", ".join(f"{k}={p[k]}" for k in self.names)
+            expected = rel.join(self.names)
+        raise ValueError(f"{given}: expected {expected} ({self.why})")

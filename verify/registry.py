@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Mapping
 
 from .claim import Claim
+from .suggest import did_you_mean
 from .verdict import Verdict
 
 IDS = (
@@ -74,7 +75,10 @@ def get_claim(claim_id: str) -> Claim:
         raise ValueError(f"a claim ID is a string like 'A1', got {claim_id!r}")
     key = claim_id.strip().upper()
     if key not in IDS:
-        raise ValueError(f"unknown claim ID {claim_id!r}; expected one of {', '.join(IDS)}")
+        raise ValueError(
+            f"unknown claim ID {claim_id!r}{did_you_mean(key, IDS)}; expected one of "
+            f"{', '.join(IDS)}"
+        )
     return CLAIMS[key]
 
 

@@ -107,9 +107,11 @@ INTERP_SIG = types.void(types.float64, types.float64, F64, F64, F64, F64)
 SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3
 STIFF = 1
 """The driver stopped because the method detected stiffness (``opt[O_DETECT] = 1``); the time,
-stop index and state reached are in ``opt[O_TSTOP]``, ``opt[O_SSTOP]`` and ``Yout[opt[O_SSTOP]]``."""
-# what a step returns instead of an error norm when its Newton iteration failed
-NEWTON_RETRY, NEWTON_SHRINK = -1.0, -2.0
+stop index and state reached are in ``opt[O_TSTOP]``, ``opt[O_SSTOP]`` and ``Yout[opt[O_SSTOP]]``.
+So it stops on every status but :data:`SUCCESS`: they hold the last accepted step."""
+# what a step returns instead of an error norm when its Newton iteration failed (NEWTON_NONFINITE:
+# on non-finite values of the right-hand side or of the Jacobian)
+NEWTON_RETRY, NEWTON_SHRINK, NEWTON_NONFINITE = -1.0, -2.0, -3.0
 # counters layout
 N_ACCEPT, N_REJECT, N_FEV, N_JEV, N_LU = 0, 1, 2, 3, 4
 # options vector layout

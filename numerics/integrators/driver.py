@@ -39,6 +39,7 @@ from fastslow.numerics.integrators.base import (
     MAX_STEPS,
     N_ACCEPT,
     N_REJECT,
+    NEWTON_NONFINITE,
     NEWTON_RETRY,
     NEWTON_SHRINK,
     NOT_FINITE,
@@ -114,6 +115,7 @@ def drive(
     because the right-hand side reads them."""
     rhs, jac = problem_functions(fns)
     cs = np.empty(2)  # the controller's memory
+    nonfinite = False  # the last rejected step met a non-finite value
     h_fixed = opt[O_HFIXED]
     kind = int(opt[O_CONTROLLER])
     expo = opt[O_EXPONENT]
@@ -130,30 +132,39 @@ def drive(
         if t_end <= t:
             Yout[s, :] = y
             continue
+        if h <= 1e-14 * max(1.0, abs(t)):  # after a segment of one tiny step: estimate afresh
+            h = 0.0
         h = start(rhs, jac, t, t_end - t, y, p, seg, h, opt, ws, wc, iw, counters)
         cs[0] = -1.0
         cs[1] = -1.0
         rejected = False
         while t < t_end:
             if counters[N_ACCEPT] + counters[N_REJECT] >= max_steps:
-                return MAX_STEPS
+                return stopped(MAX_STEPS, t, s, y, opt, Yout)
             h, hs, last = step_length(t, t_end, h, h_fixed)
-            if hs <= 1e-14 * max(1.0, abs(t)):
-                return STEP_TOO_SMALL
+            if not np.isfinite(hs):  # the starting step of a non-finite f(t, y): no step helps
+                return stopped(NOT_FINITE, t, s, y, opt, Yout)
+            # a step of the whole rest of a segment is always tried once, however short (a span
+            # of one ulp is one step); shrinking below the spacing of t is a failure
+            if hs <= 1e-14 * max(1.0, abs(t)) and (rejected or not last):
+                status = NOT_FINITE if nonfinite else STEP_TOO_SMALL
+                return stopped(status, t, s, y, opt, Yout)
             t1 = t_end if last else t + hs
             iw[IW_REJECTED] = 1 if rejected else 0
             en = step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters)
-            if en == NEWTON_RETRY or en == NEWTON_SHRINK:
+            if en == NEWTON_RETRY or en == NEWTON_SHRINK or en == NEWTON_NONFINITE:
+                nonfinite = en == NEWTON_NONFINITE
                 if h_fixed > 0.0:
-                    return NOT_FINITE
+                    return stopped(NOT_FINITE, t, s, y, opt, Yout)
                 counters[N_REJECT] += 1
                 rejected = True
-                if en == NEWTON_SHRINK:
+                if en != NEWTON_RETRY:
                     h = hs * 0.5
                 continue
-            if not np.isfinite(en):
+            nonfinite = not np.isfinite(en)
+            if nonfinite:  # shrink: an explicit stage may overflow at too large a step
                 if h_fixed > 0.0:
-                    return NOT_FINITE
+                    return stopped(NOT_FINITE, t, s, y, opt, Yout)
                 en = 1e10
             if en <= 1.0 or h_fixed > 0.0:
                 counters[N_ACCEPT] += 1
@@ -180,6 +191,17 @@ def drive(
                 h = after_reject(kind, hs, en, expo, cs, iw)
         Yout[s, :] = y
     return SUCCESS
+
+
+@njit(cache=True)
+def stopped(status, t, s, y, opt, Yout):
+    """``status``, with the last accepted step kept where the caller reads it (as for
+    :data:`STIFF`): its time in ``opt[O_TSTOP]``, its stop index in ``opt[O_SSTOP]``, its state in
+    ``Yout[s]``."""
+    opt[O_TSTOP] = t
+    opt[O_SSTOP] = s
+    Yout[s, :] = y
+    return status
 
 
 METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {

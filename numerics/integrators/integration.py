@@ -90,7 +90,9 @@ class IntegratorResult:
     Attributes:
         t: output times (``t_eval``, or ``[t0, t1]``), shape ``(K,)``.
         y: states at ``t``, shape ``(n, K)`` as in SciPy.
-        status: 0 success, −1 max steps, −2 step too small, −3 non-finite.
+        status: 0 success, −1 max steps, −2 step too small, −3 non-finite (the right-hand side or
+            the Jacobian gave a non-finite value that no shorter step avoids). On a failure ``t``
+            and ``y`` end with the last accepted step (after the output times passed before it).
         message, success: as in SciPy.
         nfev, njev, nlu: right-hand-side and Jacobian evaluations, matrix factorisations (inverses).
         nsteps, nreject: accepted and rejected steps.
@@ -292,6 +294,10 @@ def integrate(
             largest float below the breakpoint).
         h_fixed: take fixed steps of at most this size (no error control), for order tests.
 
+    A span (or a gap between output times or breakpoints) shorter than the spacing of floats
+    around ``t`` is integrated in one step of its length; the step is shrunk below that spacing
+    only on rejection, which is status −2 (−3 when the rejected steps met non-finite values).
+
     Returns:
         :class:`IntegratorResult`.
     """
@@ -413,14 +419,15 @@ def _run(method: str, spec: _Run, t_start: float, y_start: np.ndarray, h0: float
         fns = np.array(addresses, dtype=np.int64)
     args = (fns, y, ynew, spec.p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
     status = int(drive(*args, h0, np.int64(spec.max_steps), counters))
+    # on any status but SUCCESS the driver stopped at its last accepted step (opt[O_TSTOP])
     if spec.dense:
-        reached = t1 if status == SUCCESS else (opt[O_TSTOP] if status == STIFF else t_start)
+        reached = t1 if status == SUCCESS else opt[O_TSTOP]
         t_out, y_out = t_dense[t_dense <= reached], Ydense[t_dense <= reached]
     else:
         out_index = np.searchsorted(stops, outs)
-        done = stops.size if status == SUCCESS else (int(opt[O_SSTOP]) if status == STIFF else 1)
+        done = stops.size if status == SUCCESS else int(opt[O_SSTOP])
         t_out, y_out = stops[out_index[out_index < done]], Yout[out_index[out_index < done]]
-    if status == STIFF:
+    if status == STIFF or (status != SUCCESS and (t_out.size == 0 or t_out[-1] < opt[O_TSTOP])):
         t_out = np.append(t_out, opt[O_TSTOP])
         y_out = np.concatenate([y_out, Yout[int(opt[O_SSTOP])][None]])
     return status, t_out, y_out, counters, opt

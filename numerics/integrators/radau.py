@@ -27,6 +27,7 @@ from fastslow.numerics.integrators.base import (
     N_FEV,
     N_JEV,
     N_LU,
+    NEWTON_NONFINITE,
     NEWTON_RETRY,
     NEWTON_SHRINK,
     O_ATOL,
@@ -314,7 +315,8 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
 
 def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """One Radau IIA step of size ``hs`` to ``t1``: the error norm, or :data:`NEWTON_RETRY` (``J``
-    was stale and has been refreshed) / :data:`NEWTON_SHRINK` when Newton did not converge."""
+    was stale and has been refreshed) / :data:`NEWTON_SHRINK` when Newton did not converge
+    (:data:`NEWTON_NONFINITE` when it met a non-finite stage value or correction)."""
     n = y.size
     m = int(opt[O_M])
     mb = int(opt[O_MB])
@@ -337,6 +339,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     _newton_start(Qp, Zlast, hs, sc[H_OLD], iw[HAVE_POLY] == 1, y, rtol, atol, Z, W, Ys, iscale)
     newton_tol = max(10 * 2.220446049250313e-16 / rtol, min(0.03, rtol**0.5))
     converged = False
+    nonfinite = False
     rate = -1.0
     dW_old = -1.0
     n_iter = 0
@@ -347,11 +350,15 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         rhs(t1, Ys[2], p, seg, F[2])
         counters[N_FEV] += 3
         if not _newton_residual(F, W, hs, fr, fcr, fci):
-            break  # non-finite stage values: not converged
+            nonfinite = True  # non-finite stage values: not converged
+            break
         s2 = linalg.solve_pair_norm2(
             J, Fr, pr, Fc, pc, fr, fcr, fci, dr, dcr, dci, m, mb, k, kind, sw, iscale
         )
         dn = np.sqrt(s2 / (3 * n))
+        if not np.isfinite(dn):  # a non-finite Jacobian (its factors) or residual
+            nonfinite = True
+            break
         if dW_old >= 0.0:
             rate = dn / dW_old if dW_old > 0 else 0.0
         if rate >= 0.0 and (
@@ -372,7 +379,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
             iw[FRESH] = 1
             iw[KIND] = linalg.checked_structure(J, m, mb, opt[O_LOWER] > 0.0)
             return NEWTON_RETRY
-        return NEWTON_SHRINK
+        return NEWTON_NONFINITE if nonfinite else NEWTON_SHRINK
     iw[IW_RECOMPUTE] = 1 if (n_iter > 2 and rate > 1e-3) else 0
     en = _error_estimate(
         y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol

@@ -105,7 +105,7 @@ from ..measure import (
     taylor_remainder_order,
 )
 from ..model_params import model_params
-from ..params import Param
+from ..params import Order, Param
 from ..verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
@@ -905,17 +905,17 @@ class D6(Claim):
         "slow_coupling_gap_rel",
     )
 
+    orders = (
+        Order(("s_min", "s_max"), "the finite E_d perturbations run from s_min to s_max"),
+        Order(("gate_sweep",), "the reference gates g_lo < g_hi of part (d)"),
+    )
+
     def validate(self, p):
         if p["T"] * p["d"] > 128:
             raise ValueError(
                 f"parameters T={p['T']}, d={p['d']}: D6 builds dense maps, T·d must "
                 f"be ≤ 128, got {p['T'] * p['d']}"
             )
-        if not p["s_max"] > p["s_min"]:
-            raise ValueError(f"parameter s_max={p['s_max']} must exceed s_min={p['s_min']}")
-        lo, hi = p["gate_sweep"]
-        if not lo < hi:
-            raise ValueError(f"parameter gate_sweep={p['gate_sweep']!r}: expected g_lo < g_hi")
 
     def work(self, p):
         """:func:`jvp_layers` layer-JVPs of ``T²·d`` attention units each (the finite

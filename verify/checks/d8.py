@@ -83,7 +83,7 @@ from fastslow.theory.exponential_family import sum_factor
 
 from ..claim import Claim, Conclusion, Control
 from ..measure import relative_error
-from ..params import Param
+from ..params import Order, Param
 from ..verdict import Diagnostic
 
 FAMILY_CHOICES = ("gaussian_ar1",) + EXPONENTIAL_FAMILIES + CONTROL_FAMILIES
@@ -442,6 +442,14 @@ class D8(Claim):
     )
 
     instance = Instance
+
+    orders = (
+        Order(
+            ("n_future", "n_seq"),
+            "every future token is compared on n_future of the n_seq sequences",
+            strict=False,
+        ),
+    )
 
     def memory_bytes(self, p):
         """Float64 arrays of ``n_seq × T`` (× ``K`` states for the chain families: token and

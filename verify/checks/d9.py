@@ -93,7 +93,7 @@ from fastslow.numerics.toy.gated_predictor import (
 from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit
 from ..model_params import model_params
-from ..params import Param
+from ..params import Order, Param
 from ..verdict import Diagnostic, at_most
 
 MARGIN_TOL = 1e-9
@@ -511,6 +511,8 @@ class D9(Claim):
     """The default ``alpha``: at most this share of seeds fails on a true claim (Bonferroni over
     the calibrated tests; the other sampled parts have margins of 40× or more, module docstring)."""
 
+    orders = (Order(("rhos",), "the correlations of the shared-structure sweep"),)
+
     def validate(self, p):
         if p["w0"] == 0:
             raise ValueError(
@@ -519,8 +521,6 @@ class D9(Claim):
             )
         if len(set(p["n_grid"])) != len(p["n_grid"]):
             raise ValueError(f"parameter n_grid={p['n_grid']}: expected distinct sizes")
-        if list(p["rhos"]) != sorted(set(p["rhos"])):
-            raise ValueError(f"parameter rhos={p['rhos']}: expected strictly increasing values")
 
     def memory_bytes(self, p):
         """About four float64 arrays of ``n × T`` for the largest sample (the sequences, their

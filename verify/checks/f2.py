@@ -102,7 +102,7 @@ from ..measure import (
     ratio,
     symbolic_agrees,
 )
-from ..params import Param
+from ..params import Order, Param
 from ..systems import GeneratorFamily
 from ..verdict import Diagnostic, at_least, at_most
 
@@ -905,13 +905,16 @@ class F2(Claim):
     )
     key_figures = ("slope_order0", "slope_order1", "min_spectral_gap", "manifold_max_abs_error")
 
-    def validate(self, p):
-        if not p["eps_min"] < p["eps_max"]:
-            raise ValueError(f"parameter eps_max={p['eps_max']} must exceed eps_min={p['eps_min']}")
-        if not p["t0"] < p["t1"]:
-            raise ValueError(f"parameter t1={p['t1']} must exceed t0={p['t0']}")
-        if not p["y_min"] < p["y_max"]:
-            raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
+    orders = (
+        Order(("eps_min", "eps_max"), "the ε sweep runs from eps_min up to eps_max"),
+        Order(("t0", "t1"), "errors are measured over [t0, t1]"),
+        Order(("y_min", "y_max"), "the checked y-grid is [y_min, y_max]"),
+        Order(
+            ("y_min", "y0", "y_max"),
+            "the trajectory starts at y0, which must lie on the checked y-grid",
+            strict=False,
+        ),
+    )
 
     def work(self, p):
         """The tracking runs (:func:`tracking_evaluations` stiff evaluations and ``n_t`` output

@@ -109,7 +109,7 @@ from fastslow.theory import markov as tm
 from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit
 from ..model_params import model_params
-from ..params import Param
+from ..params import Order, Param
 from ..verdict import Diagnostic, at_most
 
 TARGETS = ("p_st", "discontinuous")
@@ -585,12 +585,13 @@ class F3(Claim):
     )
     key_figures = ("best_final_max_tv", "min_violation_frozen", "min_violation_linearised")
 
+    orders = (
+        Order(("steps",), "the recorded training steps"),
+        Order(("y_min", "y_max"), "the y range is [y_min, y_max]"),
+    )
+
     def validate(self, p):
-        if list(p["steps"]) != sorted(set(p["steps"])):
-            raise ValueError(f"parameter steps={p['steps']}: expected strictly increasing values")
         self._trend_grids(p)
-        if not p["y_min"] < p["y_max"]:
-            raise ValueError(f"parameter y_max={p['y_max']} must exceed y_min={p['y_min']}")
         if p["T"] * p["d"] > 256:
             raise ValueError(
                 f"parameters T={p['T']}, d={p['d']}: expected T·d ≤ 256 (dense Td×Td operators)"
