@@ -131,7 +131,8 @@ class DepthFlow(System):
     """A model of the depth flow: your mask, block size, widths, nonlinearity and weights' seed.
 
     ``mask`` is a named mask (:data:`numerics.NAMED_MASKS`) or a boolean T×T array; the rest are
-    the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model`. Claims that
+    the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model` (``value_gain``
+    adds ``value_gain·I`` to every value matrix, as claims D4 and D5 do). Claims that
     need more of the flow (a block-local mask, a smooth ``sigma``) decide that as a hypothesis.
 
     Caveat for F1 (Tikhonov along depth): its first-order statement needs a nonzero first-order
@@ -154,10 +155,11 @@ class DepthFlow(System):
     slow_scale: float = 1.0
     seed: int = 0
     name: str = "depth flow"
+    value_gain: float = 0.0
     kind: str = field(default="DepthFlow", init=False, repr=False)
     replaces: ClassVar[tuple[str, ...]] = (
         *("T", "P", "d", "L", "mask", "slow_mask", "norm", "sigma", "h", "gamma", "gate"),
-        *("gate_spread", "scale", "slow_scale", "tied", "slow"),
+        *("gate_spread", "scale", "slow_scale", "tied", "slow", "value_gain"),
     )
 
     def __post_init__(self):
@@ -193,7 +195,13 @@ class DepthFlow(System):
         """The seeded model (``h`` overrides the config's depth step)."""
         cfg = self.config if h is None else self.config.replace(h=h)
         return nm.init_model(
-            cfg, self.L, self.seed, scale=self.scale, slow_scale=self.slow_scale, gate=self.gate
+            cfg,
+            self.L,
+            self.seed,
+            scale=self.scale,
+            slow_scale=self.slow_scale,
+            gate=self.gate,
+            value_gain=self.value_gain,
         )
 
     def describe(self) -> dict:
@@ -215,6 +223,7 @@ class DepthFlow(System):
             "gate": self.gate,
             "scale": self.scale,
             "slow_scale": self.slow_scale,
+            "value_gain": self.value_gain,
             "seed": self.seed,
         }
 

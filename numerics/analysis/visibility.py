@@ -26,6 +26,9 @@ The parameter blocks are the weight names of :data:`numerics.model.weights.WEIGH
 ``"g"``; each block collects the columns of every layer slot (for a tied model one column per
 shared entry, moved in every slot).
 
+A custom (boolean) mask is accepted when it is block-local and every block's eigenvalue 1 is simple
+(``R = U``, ``L`` its blocks' stationary weightings).
+
 Caveats. The map is dense (``k·d`` rows, one JVP per column): for small models only. Ranks are
 numerical: singular values above ``rtol`` times the largest singular value of the whole map.
 """
@@ -80,6 +83,11 @@ def _named(config: ModelConfig) -> str:
 
 
 def _maps(config: ModelConfig):
+    """``(R, L)`` of the config's mask: closed forms for a named mask; for a custom mask the
+    block-local stationary weighting (``ValueError`` if the mask attends across blocks or a block's
+    eigenvalue 1 is not simple: :func:`numerics.model.masks.coarse_maps`)."""
+    if isinstance(config, ModelConfig) and config.mask_name is None:
+        return coarse_maps(config.mask_array, config.T, config.P)
     return coarse_maps(_named(config), config.T, config.P)
 
 

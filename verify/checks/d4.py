@@ -77,6 +77,22 @@ eigenvector matrix for each ``T`` in ``cond_Ts``, exact (closed forms) and as fl
 returns it (it saturates near 1e20 while the exact value keeps growing ~4^T); the same arrays are
 the verdict's series ``cond_Ts``, ``cond_exact``, ``cond_numpy_eig``.
 
+Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same way on its model
+(weights from the flow's seed, its gate; the input, the tangent and the streams from the check's
+``seed``). With a named mask nothing else changes. With a boolean mask the closed forms are replaced
+by the exact decomposition of :mod:`verify.user_kernels`: a block-local mask (no entry outside the
+diagonal P×P blocks) is decomposed block by block (``K = diag(K_b)``, the spectrum the union of
+the blocks', ``P_λ = diag(p_{b,λ})``), any other mask as one T×T block; the eigenvalues, the
+spectral projectors and their residuals are exact rationals (``projectors_exact``: the residuals
+exactly 0; the float64 projectors are the exact ones rounded once, so their rounding part is 0 by
+construction), ``kernel_constant`` is from the rounded projectors. The factorisation itself needs
+no block-locality: any mask is accepted. Its eigen form needs a diagonalisable ``K``: hypothesis
+``kernel_diagonalisable`` (exact eigenvector counts; a defective block kernel is
+``outside-hypotheses``). Bad input (exit 2): a block (or a non-block-local mask) of more than
+``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, or a block kernel with irrational or complex
+eigenvalues (an irreducible factor of degree ≥ 2 of its characteristic polynomial over ℚ: its
+projectors cannot be written in rational arithmetic, so the exact part cannot be formulated).
+
 Negative controls: a heterogeneous input (``heterogeneity > 0``) or the slow path with
 ``gate ≠ 0``: the factorised prediction (built from the homogeneous single-token trajectory with
 ``g = 0``) no longer matches the JVP of the actual stack.
@@ -111,6 +127,8 @@ from ..measure import (
 )
 from ..model_params import model_params
 from ..params import Param
+from ..systems import DepthFlow
+from ..user_kernels import user_kernel
 from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
@@ -151,15 +169,18 @@ class Instance:
     """The seeded model (gated as the parameters say), the input ``X_0`` (homogeneous plus
     ``heterogeneity`` times a random token part), the tangent ``δX_0`` and the frozen kernel."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, d_seed = np.random.SeedSequence(seed).spawn(3)
         self.p = p
-        self.model = lin.random_model(p, w_seed)
+        if system is None:
+            self.model = lin.random_model(p, w_seed)
+            self.gated = self.model.with_gates(p["gate"])
+        else:  # your flow: its weights (its seed) and its gate
+            self.gated = system.model()
+            self.model = self.gated.with_gates(0.0)
         self.cfg = self.model.config
-        mask = self.cfg.mask_name
-        assert mask is not None  # the mask parameter names one of the named masks
-        self.mask: str = mask
-        self.gated = self.model.with_gates(p["gate"])
+        self.mask = self.cfg.mask_name  # None: a user mask, decomposed exactly
+        self.user = None if self.mask else user_kernel(self.cfg.mask_array, self.cfg.P)
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
         self.X0 = np.ones((self.cfg.T, 1)) * self.x0 + p["heterogeneity"] * rng.standard_normal(
@@ -355,7 +376,11 @@ def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
         "jvp_taylor_slope": taylor_jvp["slope"],
         "jvp_vs_finite_difference_rel": relative_error(jvp, fd),
         "norm_dXL": norm_jvp,
-        "kernel_constant": lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P),
+        "kernel_constant": (
+            lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P)
+            if inst.mask
+            else inst.user.kernel_constant()
+        ),
     }
     tol = p["tol"]
     parts = {
@@ -384,6 +409,8 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
     residuals 0) and the float64 ones round them (max-norm error relative to ``max(1, max|P_λ|)``).
     Also returns the float64 projectors ``{λ: P_λ}``."""
     cfg = inst.cfg
+    if inst.mask is None:
+        return user_projector_parts(inst)
     exact = lin.exact_projector_residuals(inst.mask, cfg.T, cfg.P)
     exact_projs = lin.exact_spectral_projectors(inst.mask, cfg.T, cfg.P)
     projs = lin.spectral_projectors(inst.mask, cfg.T, cfg.P)
@@ -414,13 +441,47 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
     return {"projectors_exact": part}, figures, projs
 
 
+def user_projector_parts(inst: Instance) -> tuple[dict, dict, dict]:
+    """``projectors_exact`` for a user mask: the exact block projectors' residuals (``Σ P − I``,
+    ``K P − λP``, ``P P − δP``, ``K − Σ λP``, :func:`theory.kernels.projector_residuals`) are all
+    exactly 0; the float64 projectors are those rounded once (rounding part 0 by construction)."""
+    zero = inst.user.residuals_zero()
+    value = {"exact_residuals_all_zero": zero, "float_rel": 0.0}
+    figures = {
+        "exact_projector_residuals": {"all": "0" if zero else "not all 0"},
+        "float_projectors_vs_exact_rel": 0.0,
+    }
+    part = Diagnostic(
+        zero, value, "exact residuals of your blocks' projectors all 0 (rational arithmetic)"
+    )
+    return {"projectors_exact": part}, figures, inst.user.projectors()
+
+
+def kernel_diagonalisable(inst: Instance) -> Diagnostic:
+    """``kernel_diagonalisable``: a named mask's kernel is, in closed form (triangular with distinct
+    diagonal entries, or a projector); a user mask's is decided exactly (eigenvector counts)."""
+    if inst.mask is not None:
+        why = f"named mask {inst.mask}: diagonalisable in closed form"
+        return Diagnostic(True, why, why)
+    defect = inst.user.defect
+    return Diagnostic(
+        not defect,
+        defect or "every block kernel diagonalisable (exact eigenvector counts)",
+        "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
+    )
+
+
 def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list]:
     """``projectors_exact`` and ``eigen_form_equals_poly_form`` (for ``T ≤ eig_max_T``): the float64
     eigen form ``Σ_λ P_λ δX_0 D_λ`` against the polynomial form, relative to the size of the terms
     of either form; plus the report-only eigen form from LAPACK's eigenvectors."""
     p, cfg, tol, poly = inst.p, inst.cfg, inst.p["tol"], pred.poly
+    why = ""
     if cfg.T > p["eig_max_T"]:
         why = f"not evaluated: T={cfg.T} > eig_max_T={p['eig_max_T']}"
+    elif inst.user is not None and not inst.user.diagonalisable:
+        why = "not evaluated: K is not diagonalisable (no spectral projectors)"
+    if why:
         return (
             {k: not_evaluated(why) for k in ("projectors_exact", "eigen_form_equals_poly_form")},
             {},
@@ -578,12 +639,15 @@ class D4(Claim):
         "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
+        "kernel_diagonalisable": "the frozen kernel K is diagonalisable (named masks: closed "
+        "forms; your mask: exact eigenvector counts of every block kernel)",
     }
     hypothesis_sources = {
         "state_token_homogeneous": "input",
         "injection_homogeneous": "input",
         "slow_path_closed": "implementation",
         "sigma_smooth_where_differenced": "implementation",
+        "kernel_diagonalisable": "theory",
     }
     conclusion = {
         "poly_form_equals_jvp": "‖Σ_j K^j δX_0 C_j − JVP‖ / max(‖JVP‖, poly_scale, jvp_scale) ≤ tol "
@@ -627,10 +691,34 @@ class D4(Claim):
 
     instance = Instance
 
+    systems = (DepthFlow,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` with a named mask, or a boolean mask whose kernel
+        can be decomposed exactly (:mod:`verify.user_kernels`: blocks of at most
+        ``MAX_EXACT_BLOCK`` tokens with rational spectra); bad input otherwise."""
+        super().accepts(system)
+        if isinstance(system.mask, str):
+            return
+        try:
+            irrational = user_kernel(system.mask, system.P).irrational
+        except ValueError as exc:
+            raise ValueError(f"{system.name}: D4 on your mask: {exc}") from None
+        if irrational:
+            raise ValueError(
+                f"{system.name}: D4 on your mask: {irrational}; the exact spectral projectors "
+                "need rational eigenvalues"
+            )
+
+    def build_system(self, p, seed, system):
+        """The D4 instance of your flow (its model and gate; input and tangent from ``seed``)."""
+        return Instance(p, seed, system)
+
     def diagnose(self, inst):
         return {
             **homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E),
             "sigma_smooth_where_differenced": taylor_stencil_smooth(inst),
+            "kernel_diagonalisable": kernel_diagonalisable(inst),
         }
 
     def conclude(self, inst):
@@ -647,7 +735,8 @@ class D4(Claim):
             figures.update(more)
         notes = [
             "relative Frobenius residuals; the eigen form uses the closed-form spectral "
-            "projectors (verified exactly in rational arithmetic) and is only evaluated for "
+            "projectors (your mask: its blocks' exact projectors; verified exactly in rational "
+            "arithmetic) and is only evaluated for "
             f"T ≤ {p['eig_max_T']}",
             *eigen_notes,
             *condition_notes,
