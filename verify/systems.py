@@ -8,12 +8,14 @@ one, a generator with one closed class, a block-local mask) is decided by the cl
 (``Claim.systems``).
 
 * :class:`LinearLoop` ``(J, G)`` — a looped linear layer ``x ↦ (J + g·G)x`` with gate ``g``
-  (claim D7: the gate's stability margin and critical gate).
+  (claim D7: the gate's stability margin and critical gate; D7 also takes a :class:`DepthFlow`
+  and derives ``J`` and ``G`` at the fixed point of its first layer).
 * :class:`GeneratorFamily` ``(Q, slow, y, x, t)`` — a fast Markov generator ``Q(y)`` (columns sum
   to zero, SymPy in the slow variable ``y``) and the slow field ``dy/dt = slow(y, x, t)`` (claim
   F2: the equilibrium manifold is the stationary distribution ``p_st(y)``).
 * :class:`DepthFlow` — a model of the depth flow with your mask, block size, widths, nonlinearity
-  and seed (claims on the Transformer, e.g. F1 along depth).
+  and seed (claims on the Transformer: A1, A3, D1, D3, D4, D5, D6, D7 and F1; D4, D5 and D6 derive
+  the spectral data of a boolean mask exactly, :mod:`verify.user_kernels`).
 """
 
 from __future__ import annotations

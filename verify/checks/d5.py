@@ -320,7 +320,9 @@ def linear_response(inst: Instance, modes: Modes) -> Response:
     K = nm.frozen_kernel(cfg.mask_array)
     if inst.user is None:
         R, Lm = nm.coarse_maps(cfg.mask_name, cfg.T, cfg.P)
-    else:  # Π from the exact data of your mask (R = Π, L = I: the same product Π δX_0 D_1)
+    elif not inst.user.several_closed_classes:  # your mask: exact stationary weightings
+        R, Lm = inst.user.coarse_maps()
+    else:  # several closed classes in a block: Π = P_1 (exact), R = Π, L = I (the same Π δX_0 D_1)
         R, Lm = inst.user.persistent_projector(), np.eye(cfg.T)
     coarse_in = Lm.T @ inst.dX0
     dX = inst.dX0.copy()
