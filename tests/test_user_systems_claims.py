@@ -253,12 +253,14 @@ cyc = np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]], bool)
 two = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 1]], bool)
 z = np.zeros((3, 3), bool)
 irrational = DepthFlow(mask=np.block([[c, z], [z, cyc]]), P=3, d=2)
-two_classes = DepthFlow(mask=np.block([[f, z], [z, two]]), P=3, d=2)
-crossing = DepthFlow(mask=np.tril(np.ones((6, 6), bool)), P=3, d=2)
-wide = DepthFlow(mask="block_bidirectional", T=16, P=4, d=9)
+two_classes = DepthFlow(mask=np.block([[f, z], [z, two]]), P=3, d=2, gamma=0.5)
+crossing = DepthFlow(mask=np.tril(np.ones((6, 6), bool)), P=3, d=2, gamma=0.5)
+wide = DepthFlow(mask="block_bidirectional", T=16, P=4, d=9, gamma=0.5)
 big_block = DepthFlow(mask=np.ones((18, 18), bool), P=18, d=2)
 act = Activation("cube", lambda z: z ** 3, lambda z: 3 * z ** 2, True)
 own_sigma = DepthFlow(mask="block_bidirectional", T=4, P=2, d=2, sigma=act)
+deep = DepthFlow(mask="block_causal", T=6, P=3, d=2, L=300)
+steep = DepthFlow(mask="block_causal", T=6, P=3, d=2, gamma=5000.0)
 """
 
 BAD = [
@@ -271,6 +273,12 @@ BAD = [
     ("D7", "wide", "T·d must be ≤ 96"),
     ("D7", "own_sigma", "user nonlinearity"),
     ("D5", "own_sigma", "user nonlinearity"),
+    ("D5", "deep", "parameter L=300"),
+    ("D4", "steep", "parameter gamma=5000.0"),
+    ("D6", "steep", "parameter gamma=5000.0"),
+    ("D6", "deep", "parameter L=300"),
+    ("D6", "irrational", "parameter gamma=0.0: expected float in (0.0, 1000.0]"),
+    ("D7", "steep", "parameter gamma=5000.0"),
 ]
 
 

@@ -128,6 +128,10 @@ class GeneratorFamily(System):
         }
 
 
+LIMITED_FIELDS = ("T", "P", "d", "L", "gamma", "gate", "scale", "slow_scale", "value_gain")
+"""The fields of a :class:`DepthFlow` that :meth:`DepthFlow.within_limits` checks."""
+
+
 @dataclass
 class DepthFlow(System):
     """A model of the depth flow: your mask, block size, widths, nonlinearity and weights' seed.
@@ -228,6 +232,21 @@ class DepthFlow(System):
             "value_gain": self.value_gain,
             "seed": self.seed,
         }
+
+    def within_limits(self, claim_id: str, params, keys=LIMITED_FIELDS) -> None:
+        """``ValueError`` (one line, naming the field) when a field of ``keys`` lies outside the
+        bounds of the claim's parameter of the same name (``params``: the claim's ``Param``
+        declarations; fields without such a parameter are not checked): a claim applies the
+        limits of its own parameters (its cost, its dense maps) to your flow."""
+        for key in keys:
+            if key in params:
+                try:
+                    params[key].validate(key, getattr(self, key))
+                except ValueError as exc:
+                    raise ValueError(
+                        f"{self.name}: {exc}; {claim_id} applies the limits of its own "
+                        "parameters to your DepthFlow"
+                    ) from None
 
 
 KINDS = {cls.__name__: cls for cls in (LinearLoop, GeneratorFamily, DepthFlow)}

@@ -88,7 +88,9 @@ exactly 0; the float64 projectors are the exact ones rounded once, so their roun
 construction), ``kernel_constant`` is from the rounded projectors. The factorisation itself needs
 no block-locality: any mask is accepted. Its eigen form needs a diagonalisable ``K``: hypothesis
 ``kernel_diagonalisable`` (exact eigenvector counts; a defective block kernel is
-``outside-hypotheses``). Bad input (exit 2): a block (or a non-block-local mask) of more than
+``outside-hypotheses``). Bad input (exit 2): a field of the flow beyond the bounds of D4's parameter
+of the same name (T, P, d, L, γ, gate, scale, value_gain), a block (or a non-block-local mask) of
+more than
 ``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, or a block kernel with irrational or complex
 eigenvalues (an irreducible factor of degree ≥ 2 of its characteristic polynomial over ℚ: its
 projectors cannot be written in rational arithmetic, so the exact part cannot be formulated).
@@ -698,6 +700,7 @@ class D4(Claim):
         can be decomposed exactly (:mod:`verify.user_kernels`: blocks of at most
         ``MAX_EXACT_BLOCK`` tokens with rational spectra); bad input otherwise."""
         super().accepts(system)
+        system.within_limits(self.id, self.params)
         if isinstance(system.mask, str):
             return
         try:

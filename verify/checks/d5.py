@@ -52,7 +52,8 @@ compares ``r(l)`` and ``L*`` of the reference layer with the products'); the ref
 it is, as for the named masks). The bound needs a diagonalisable ``K``: hypothesis
 ``kernel_diagonalisable`` (exact eigenvector counts; a defective block kernel is
 ``outside-hypotheses``). The coarse stack is claimed only for a block-local mask, as for the named
-ones. Bad input (exit 2): a block (or non-block-local mask) of more than
+ones. Bad input (exit 2): a field of the flow beyond the bounds of D5's parameter of the same
+name (T, P, d, L, γ, gate, scale, value_gain), a block (or non-block-local mask) of more than
 ``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, a block kernel with irrational or complex
 eigenvalues (no rational projectors: the exact parts cannot be formulated), or a user
 nonlinearity (the reference layer decides the hypothesis and has formulas only for the named ones).
@@ -746,6 +747,7 @@ class D5(Claim):
         boolean mask whose kernel can be decomposed exactly (:mod:`verify.user_kernels`); bad
         input otherwise."""
         super().accepts(system)
+        system.within_limits(self.id, self.params)
         if not isinstance(system.sigma, str):
             raise ValueError(
                 f"{system.name}: sigma {system.sigma!r} is a user nonlinearity; D5 decides "

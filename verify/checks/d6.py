@@ -75,7 +75,9 @@ then ``L`` is each block's stationary weighting, computed in exact rational arit
 branch of (b)–(d) applies is read off the matrices as for the named masks (``Π`` neither ``UB``
 nor ``UFᵀ``: the gap of (c) is reported only). A boolean mask that is not block-local, or a block
 with several closed classes, cannot be checked: the maps ``R, L`` of the statement do not exist
-(bad input, exit 2, naming the block); so is ``T·d > 128`` (dense maps).
+(bad input, exit 2, naming the block); so is ``T·d > 128`` (dense maps) and a field of the flow
+beyond the bounds of D6's parameter of the same name (T, P, d, L ≤ 16, γ in (0, 1000], gate,
+scale, slow_scale: γ = 0 leaves no E_d formalisation of the injection).
 
 Negative controls: a heterogeneous reference (``X_0`` with independent tokens). With
 ``block_bidirectional`` the QK columns become visible (rank > 0) and ``E_d`` forcing moves the
@@ -957,6 +959,7 @@ class D6(Claim):
         block-local boolean mask whose blocks each have one closed class; bad input otherwise
         (the maps ``R, L`` of the statement do not exist)."""
         super().accepts(system)
+        system.within_limits(self.id, self.params)
         T, d = int(system.T or 0), int(system.d)
         if T * d > 128:
             raise ValueError(

@@ -65,7 +65,8 @@ complex-step Jacobian, ``gate_moves_spectrum`` from the token-block structure). 
 ``gamma = 0`` (the default of :class:`DepthFlow`) is outside ``reference_contractive``, and one
 with ``slow_mask="blockcausal"`` (also the default) is outside ``gate_moves_spectrum`` (``g_c =
 ∞``, the finding above): pass ``gamma > 0`` and ``slow_mask="full"`` for the bound to bind. Bad
-input (exit 2): ``T·d > 96`` (dense Jacobians) or a user nonlinearity (the reference layer has no
+input (exit 2): ``T·d > 96`` (dense Jacobians), a field of the flow beyond the bounds of D7's
+parameter of the same name (T, P, d, γ, scale, slow_scale), or a user nonlinearity (the reference layer has no
 formula for it, so contractivity cannot be decided from the reference).
 
 Negative controls: ``γ = 0`` (additive injection: ``ρ(J) ≥ 1``, the conclusion fails at ``g = 0``
@@ -677,6 +678,7 @@ class D7(Claim):
         super().accepts(system)
         if not isinstance(system, DepthFlow):
             return
+        system.within_limits(self.id, self.params)
         T, d = int(system.T or 0), int(system.d)
         if T * d > 96:
             raise ValueError(
