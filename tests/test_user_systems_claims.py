@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 from fastslow.cli import main
 from fastslow.numerics.analysis import linearised as lin
-from fastslow.numerics.model.masks import coarse_maps, make_mask
+from fastslow.numerics.model.masks import coarse_maps, frozen_kernel, make_mask
 from fastslow.theory.kernels import kernel_constant as exact_named_constant
 from fastslow.verify.checks import d7
 from fastslow.verify.registry import CLAIMS, run_check
+from fastslow.verify.strategies import block_local_masks
 from fastslow.verify.systems import DepthFlow
 from fastslow.verify.user_kernels import user_kernel
 
@@ -89,6 +91,43 @@ def test_exact_decomposition_reproduces_the_named_closed_forms(name):
     assert np.array_equal(R @ L.T, R2 @ L2.T)
 
 
+@settings(max_examples=30, deadline=None)
+@given(block_local_masks(T=8, P=4))
+def test_exact_decomposition_of_random_block_local_masks(mask):
+    """Irrational: K has an eigenvalue that is none of the rational roots. Diagonalisable: the
+    rounded projectors are K's to rounding (Σ P = I, K P = λP, P² = P);
+    defective: the eigenvectors of some eigenvalue are fewer than its multiplicity (numerically,
+    the rank of K − λI is above T − multiplicity)."""
+    uk = user_kernel(mask, 4)
+    K = frozen_kernel(mask)
+    if uk.irrational:  # some eigenvalue of K is none of the rational roots found
+        rational = uk.eigenvalues()
+        eig = np.linalg.eigvals(K)
+        assert any(np.abs(rational - e).min() > 1e-6 for e in eig), (uk.irrational, eig)
+    elif not uk.defect:
+        projs = uk.projectors()
+        assert np.abs(sum(projs.values()) - np.eye(8)).max() < 1e-12
+        for lam, Pl in projs.items():
+            assert np.abs(K @ Pl - lam * Pl).max() < 1e-12
+            assert np.abs(Pl @ Pl - Pl).max() < 1e-12
+        assert uk.residuals_zero() and uk.kernel_constant() < np.inf
+    else:
+        assert uk.kernel_constant() == np.inf and not uk.diagonalisable
+        defective = [
+            (lam, m)
+            for dec in uk.decompositions
+            for lam, m in dec.eigenvalues.items()
+            if np.linalg.matrix_rank(
+                np.array((dec.K - lam * np.eye(dec.K.shape[0])).tolist(), float)
+            )
+            > dec.K.shape[0] - m
+        ]
+        assert defective, uk.defect
+    if not uk.several_closed_classes:
+        R, L = uk.coarse_maps()
+        assert np.abs(L.T @ K - L.T).max() < 1e-12 and np.abs(L.T @ R - np.eye(2)).max() < 1e-12
+
+
 def test_defects_irrational_spectra_and_closed_classes_are_detected():
     assert "multiplicity 2 but 1 eigenvector" in user_kernel(blocks(CAUSAL3, DEFECTIVE3), 3).defect
     assert "tokens 3…5" in user_kernel(blocks(CAUSAL3, DEFECTIVE3), 3).defect
@@ -117,6 +156,10 @@ def test_d4_block_local_mask_of_mixed_blocks_holds():
     v = run_check("D4", system=DepthFlow(mask=blocks(CAUSAL3, FULL3, SKIP3), **D4_FLOW))
     assert v.outcome == "holds", v.summary()
     assert v.figures["eigen_form_vs_poly_rel"] < 1e-12
+    mine = v.figures["your_mask"]
+    assert mine["block_local"] and mine["blocks_decomposed"] == 3
+    assert mine["distinct_block_patterns"] == 3
+    assert mine["eigenvalues_exact"] == ["1", "1/2", "1/3", "0"]
 
 
 def test_d4_mask_that_is_not_block_local_is_decomposed_whole():

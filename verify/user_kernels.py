@@ -178,6 +178,18 @@ class UserKernel:
     def diagonalisable(self) -> bool:
         return not self.defect and not self.irrational
 
+    def summary(self) -> dict:
+        """What the verdict reports of your mask: block-locality, the blocks decomposed, the
+        distinct patterns among them, the exact eigenvalues (as strings) and any defect."""
+        return {
+            "block_local": self.block_local,
+            "entries_outside_blocks": self.outside,
+            "blocks_decomposed": len(self.blocks),
+            "distinct_block_patterns": len({id(dec) for dec in self.decompositions}),
+            "eigenvalues_exact": [str(x) for x in self.exact_eigenvalues()],
+            "defect": self.defect or self.irrational or "none",
+        }
+
     def exact_eigenvalues(self) -> list:
         """The distinct eigenvalues of ``K``, exact rationals (:class:`fractions.Fraction`),
         largest (1) first."""

@@ -736,6 +736,8 @@ class D4(Claim):
             parts.update(more)
         for more in (derivative_figures, eigen_figures, theory_figures, condition_figures):
             figures.update(more)
+        if inst.user is not None:
+            figures["your_mask"] = inst.user.summary()
         notes = [
             "relative Frobenius residuals; the eigen form uses the closed-form spectral "
             "projectors (your mask: its blocks' exact projectors; verified exactly in rational "

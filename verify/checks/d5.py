@@ -806,6 +806,8 @@ class D5(Claim):
         ):
             parts.update(more_parts)
             figures.update(more_figures)
+        if inst.user is not None:
+            figures["your_mask"] = inst.user.summary()
         cfg = inst.cfg
         notes = [
             f"c_K = {modes.c_K:.3g} for mask {cfg.mask_name or 'yours'} (T={cfg.T}, P={cfg.P})",
