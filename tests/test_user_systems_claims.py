@@ -95,23 +95,24 @@ def test_exact_decomposition_reproduces_the_named_closed_forms(name):
 @given(block_local_masks(T=8, P=4))
 def test_exact_decomposition_of_random_block_local_masks(mask):
     """Irrational: K has an eigenvalue that is none of the rational roots. Diagonalisable: the
-    rounded projectors are K's to rounding (Σ P = I, K P = λP, P² = P);
-    defective: the eigenvectors of some eigenvalue are fewer than its multiplicity (numerically,
-    the rank of K − λI is above T − multiplicity)."""
+    projectors (rounded exact ones; complex ones for irrational roots) are K's to rounding
+    (Σ P = I, K P = λP, P² = P); defective (a rational eigenvalue): the eigenvectors are fewer than
+    its multiplicity (numerically, the rank of K − λI is above n − multiplicity)."""
     uk = user_kernel(mask, 4)
     K = frozen_kernel(mask)
     if uk.irrational:  # some eigenvalue of K is none of the rational roots found
         rational = uk.eigenvalues()
         eig = np.linalg.eigvals(K)
         assert any(np.abs(rational - e).min() > 1e-6 for e in eig), (uk.irrational, eig)
-    elif not uk.defect:
+    if not uk.defect:
         projs = uk.projectors()
         assert np.abs(sum(projs.values()) - np.eye(8)).max() < 1e-12
         for lam, Pl in projs.items():
             assert np.abs(K @ Pl - lam * Pl).max() < 1e-12
             assert np.abs(Pl @ Pl - Pl).max() < 1e-12
         assert uk.residuals_zero() and uk.kernel_constant() < np.inf
-    else:
+        assert uk.primary_float_error() < 1e-12
+    elif "eigenvalue " in uk.defect:
         assert uk.kernel_constant() == np.inf and not uk.diagonalisable
         defective = [
             (lam, m)
@@ -123,6 +124,8 @@ def test_exact_decomposition_of_random_block_local_masks(mask):
             > dec.K.shape[0] - m
         ]
         assert defective, uk.defect
+    else:  # the roots of an irreducible factor lack eigenvectors
+        assert uk.kernel_constant() == np.inf and "the roots of" in uk.defect
     if not uk.several_closed_classes:
         R, L = uk.coarse_maps()
         assert np.abs(L.T @ K - L.T).max() < 1e-12 and np.abs(L.T @ R - np.eye(2)).max() < 1e-12
@@ -174,6 +177,16 @@ def test_d4_mask_that_is_not_block_local_is_decomposed_whole():
     v = run_check("D4", system=DepthFlow(mask=band, **D4_FLOW))
     assert v.outcome == "outside-hypotheses" and v.violated == ["kernel_diagonalisable"]
     assert "multiplicity 5 but 1 eigenvector" in v.hypotheses["kernel_diagonalisable"].value
+
+
+def test_d4_block_kernel_with_complex_eigenvalues_holds():
+    # the 3-cycle's eigenvalues are the cube roots of 1: E_f exact, its roots' projectors complex
+    v = run_check("D4", system=DepthFlow(mask=blocks(CAUSAL3, CYCLIC3, FULL3), **D4_FLOW))
+    assert v.outcome == "holds", v.summary()
+    assert v.figures["your_mask"]["irrational_factors"] == ["lambda**2 + lambda + 1"]
+    assert v.conclusion["projectors_exact"].value["exact_residuals_all_zero"]
+    assert v.figures["float_projectors_vs_exact_rel"] <= 1e-10
+    assert v.figures["eigen_form_vs_poly_rel"] < 1e-12
 
 
 def test_d4_defective_block_kernel_is_outside_the_hypotheses():
@@ -307,8 +320,7 @@ steep = DepthFlow(mask="block_causal", T=6, P=3, d=2, gamma=5000.0)
 """
 
 BAD = [
-    ("D4", "irrational", "irreducible factor(s) lambda**2 + lambda + 1"),
-    ("D5", "irrational", "need a rational spectrum"),
+    ("D5", "irrational", "irreducible factor(s) lambda**2 + lambda + 1"),
     ("D4", "big_block", "limited to 16"),
     ("D6", "crossing", "attends across blocks of P=3"),
     ("D6", "two_classes", "2 closed classes"),

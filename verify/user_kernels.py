@@ -23,14 +23,23 @@ counts (exact null spaces), the spectral projectors ``p_{b,λ} = V(WᵀV)⁻¹W�
 the eigenvalues rounded once to float64, and ``c_K`` from the 2-norms of the rounded projectors
 (LAPACK singular values), the number the claims use (compared with the exact one where it exists).
 
+**Irrational and complex eigenvalues.** A block whose characteristic polynomial has an
+irreducible factor ``f`` of degree ≥ 2 over ℚ (``irrational``) has irrational or complex
+eigenvalues, whose projectors are not rational. Exact there: the *primary* projector ``E_f`` (the
+sum of the spectral projectors of ``f``'s roots: the projector onto ``ker f(K)`` along
+``range f(K)``, rational) and its residuals (``Σ P = I`` over all projectors, ``P_a P_b = δ P_a``,
+``K E_f = E_f K``, ``f(K) E_f = 0``). Floating point: the roots (SymPy ``nroots``, 30 digits,
+rounded to complex128) and each root's projector ``E_f Π_{μ≠λ}(K − μI)/(λ − μ)`` in complex128;
+their sum is compared with ``E_f`` (:meth:`UserKernel.primary_float_error`). D4 takes such masks
+(its eigen form is then complex, its sum real to rounding); D5 refuses them (its exact eigenvalue
+comparison and its reference need rational eigenvalues).
+
 **What is detected.** A *defective* block kernel (an eigenvalue whose eigenvector count is below
-its algebraic multiplicity: no spectral projectors) is reported (``defect``); D4 and D5 make
+its algebraic multiplicity, for an irreducible factor ``f`` of degree k and multiplicity m: a
+nullity of ``f(K)`` below k·m; no spectral projectors) is reported (``defect``); D4 and D5 make
 diagonalisability a hypothesis, so such a mask is ``outside-hypotheses``, never silently wrong. A
-block whose characteristic polynomial has an irreducible factor of degree ≥ 2 over ℚ has irrational
-(or complex) eigenvalues: their projectors cannot be written in rational arithmetic, and the exact
-checks of D4 and D5 cannot be formulated (``irrational``; those claims refuse such a mask as bad
-input). A block whose eigenvalue 1 is not simple (its mask graph has several closed classes) has
-no unique stationary weighting (``several_closed_classes``; D6 refuses it).
+block whose eigenvalue 1 is not simple (its mask graph has several closed classes) has no unique
+stationary weighting (``several_closed_classes``; D6 refuses it).
 
 Cost: the exact decomposition of an n×n block costs O(n⁴) rational operations and more for the
 characteristic polynomial; blocks are limited to :data:`MAX_EXACT_BLOCK` tokens.
@@ -67,31 +76,77 @@ def blocks_of(mask: np.ndarray, P: int) -> list[tuple[int, int]]:
     return [(0, T)]
 
 
+LAMBDA = sp.Symbol("lambda")
+"""The variable of the characteristic polynomials."""
+
+ROOT_DIGITS = 30
+"""Digits of the roots of an irreducible factor of degree ≥ 2 (SymPy ``nroots``), then rounded to
+complex128."""
+
+
 @dataclass
 class BlockDecomposition:
     """The exact spectral data of one distinct block pattern (see the module docstring)."""
 
     K: sp.Matrix
-    eigenvalues: dict  # {Rational λ: algebraic multiplicity}, rational spectrum only
-    irrational: list  # irreducible factors of degree ≥ 2 of the characteristic polynomial
+    eigenvalues: dict  # {Rational λ: algebraic multiplicity}, the rational roots
+    irrational: list  # irreducible factors of degree ≥ 2 of the characteristic polynomial (str)
     defect: str = ""
     projectors: dict = field(default_factory=dict)  # {Rational λ: sp.Matrix}, exact
+    primary: dict = field(default_factory=dict)  # {factor (str): (E_f exact, roots, factor)}
     residuals_zero: bool = False
     L: sp.Matrix | None = None  # stationary weighting (simple eigenvalue 1), exact
     closed_classes: int = 1
+
+
+def matrix_polynomial(f, K: sp.Matrix) -> sp.Matrix:
+    """``f(K)`` exactly (Horner), ``f`` a polynomial in :data:`LAMBDA` with rational
+    coefficients."""
+    out = sp.zeros(*K.shape)
+    for c in sp.Poly(f, LAMBDA).all_coeffs():
+        out = out * K + c * sp.eye(K.shape[0])
+    return out
+
+
+def kernel_projector(F: sp.Matrix) -> sp.Matrix:
+    """The projector onto ``ker F`` along ``range F``, ``V(WᵀV)⁻¹Wᵀ`` with ``V`` and ``W`` exact
+    bases of the null spaces of ``F`` and ``Fᵀ`` (for ``F = f(K)`` with ``K`` diagonalisable:
+    the sum of the spectral projectors of the roots of ``f``)."""
+    V = sp.Matrix.hstack(*F.nullspace())
+    W = sp.Matrix.hstack(*F.T.nullspace())
+    return V * (W.T * V).inv() * W.T
+
+
+def primary_residuals_zero(K: sp.Matrix, dec: BlockDecomposition) -> bool:
+    """Exactly: ``Σ P = I`` over every projector (rational eigenvalues and primary components),
+    ``P_a P_b = δ_ab P_a``, ``K P_λ = λ P_λ`` for a rational ``λ`` and ``K E_f = E_f K``,
+    ``f(K) E_f = 0`` for an irreducible factor ``f`` of degree ≥ 2."""
+    n = K.shape[0]
+    exact = list(dec.projectors.values()) + [E for E, _, _ in dec.primary.values()]
+    if sum(exact, sp.zeros(n, n)) != sp.eye(n):
+        return False
+    for i, A in enumerate(exact):
+        for j, B in enumerate(exact):
+            if A * B != (A if i == j else sp.zeros(n, n)):
+                return False
+    if any(K * P != lam * P for lam, P in dec.projectors.items()):
+        return False
+    return all(
+        K * E == E * K and matrix_polynomial(f, K) * E == sp.zeros(n, n)
+        for E, _, f in dec.primary.values()
+    )
 
 
 def decompose_block(pattern: np.ndarray) -> BlockDecomposition:
     """The :class:`BlockDecomposition` of one block pattern (boolean n×n, rows non-empty)."""
     K = tk.frozen_kernel(pattern.tolist())
     n = K.shape[0]
-    lam = sp.Symbol("lambda")
-    _, factors = sp.factor_list(K.charpoly(lam).as_expr(), lam)
-    irrational = [sp.sstr(f) for f, _ in factors if sp.degree(f, lam) > 1]
+    _, factors = sp.factor_list(K.charpoly(LAMBDA).as_expr(), LAMBDA)
+    irrational = [sp.sstr(f) for f, _ in factors if sp.degree(f, LAMBDA) > 1]
     eigenvalues = {}
     for f, mult in factors:
-        if sp.degree(f, lam) == 1:
-            root = sp.solve(f, lam)[0]
+        if sp.degree(f, LAMBDA) == 1:
+            root = sp.solve(f, LAMBDA)[0]
             eigenvalues[root] = eigenvalues.get(root, 0) + int(mult)
     out = BlockDecomposition(K, eigenvalues, irrational)
     null_one = (K.T - sp.eye(n)).nullspace()
@@ -105,12 +160,29 @@ def decompose_block(pattern: np.ndarray) -> BlockDecomposition:
                 f"eigenvalue {value} has algebraic multiplicity {mult} but {count} "
                 f"eigenvector{'s' if count != 1 else ''}"
             )
-            break
-    if out.defect or irrational:
+            return out
+    fK = {}
+    for f, mult in factors:
+        degree = int(sp.degree(f, LAMBDA))
+        if degree > 1:
+            fK[f] = matrix_polynomial(f, K)
+            nullity = n - fK[f].rank()
+            if nullity < degree * int(mult):  # each of the conjugate roots lacks eigenvectors
+                out.defect = (
+                    f"the roots of {sp.sstr(f)} have algebraic multiplicity {mult} but "
+                    f"{nullity // degree} eigenvector(s) each"
+                )
+                return out
+    if not irrational:
+        out.projectors = tk.spectral_projectors(K)
+        residuals = tk.projector_residuals(K, out.projectors)
+        out.residuals_zero = all(m.is_zero_matrix for m in residuals.values())
         return out
-    out.projectors = tk.spectral_projectors(K)
-    residuals = tk.projector_residuals(K, out.projectors)
-    out.residuals_zero = all(m.is_zero_matrix for m in residuals.values())
+    out.projectors = {a: kernel_projector(K - a * sp.eye(n)) for a in eigenvalues}
+    for f, F in fK.items():
+        roots = tuple(complex(r) for r in sp.Poly(f, LAMBDA).nroots(n=ROOT_DIGITS))
+        out.primary[sp.sstr(f)] = (kernel_projector(F), roots, f)
+    out.residuals_zero = primary_residuals_zero(K, out)
     return out
 
 
@@ -176,7 +248,7 @@ class UserKernel:
 
     @property
     def diagonalisable(self) -> bool:
-        return not self.defect and not self.irrational
+        return not self.defect
 
     def summary(self) -> dict:
         """What the verdict reports of your mask: block-locality, the blocks decomposed, the
@@ -187,7 +259,10 @@ class UserKernel:
             "blocks_decomposed": len(self.blocks),
             "distinct_block_patterns": len({id(dec) for dec in self.decompositions}),
             "eigenvalues_exact": [str(x) for x in self.exact_eigenvalues()],
-            "defect": self.defect or self.irrational or "none",
+            "irrational_factors": sorted(
+                {f for dec in self.decompositions for f in dec.irrational}
+            ),
+            "defect": self.defect or "none",
         }
 
     def exact_eigenvalues(self) -> list:
@@ -205,8 +280,12 @@ class UserKernel:
         return self.diagonalisable and all(dec.residuals_zero for dec in self.decompositions)
 
     def projectors(self) -> dict:
-        """``{λ: P_λ}`` (float64 T×T, ``λ`` float): the exact block projectors placed on the block
-        diagonal and rounded once. Diagonalisable kernels only."""
+        """``{λ: P_λ}`` (T×T) of a diagonalisable ``K``: for a rational ``λ`` (a float key) the
+        exact block projectors placed on the block diagonal and rounded once (float64); for a root
+        ``λ`` of an irreducible factor ``f`` of degree ≥ 2 (a complex key, ``f``'s roots to
+        :data:`ROOT_DIGITS` digits rounded) the complex128 ``E_f Π_{μ≠λ}(K − μI)/(λ − μ)`` over
+        the other roots ``μ`` of ``f``, with ``E_f`` the exact primary projector rounded: floating
+        point, accurate to the conditioning of ``f``'s roots."""
         out = {}
         for lam in self.exact_eigenvalues():
             Pl = np.zeros((self.T, self.T))
@@ -215,7 +294,32 @@ class UserKernel:
                 if key in dec.projectors:
                     Pl[start:stop, start:stop] = np.array(dec.projectors[key].tolist(), dtype=float)
             out[float(lam)] = Pl
+        for (start, stop), dec in zip(self.blocks, self.decompositions):
+            K = np.array(dec.K.tolist(), dtype=float)
+            eye = np.eye(K.shape[0])
+            for E, roots, _ in dec.primary.values():
+                Ef = np.array(E.tolist(), dtype=float)
+                for lam in roots:
+                    Pl = Ef.astype(complex)
+                    for mu in roots:
+                        if mu != lam:
+                            Pl = Pl @ (K - mu * eye) / (lam - mu)
+                    out.setdefault(lam, np.zeros((self.T, self.T), complex))
+                    out[lam][start:stop, start:stop] = Pl
         return out
+
+    def primary_float_error(self) -> float:
+        """``max_f max|Σ_{λ root of f} P_λ − E_f| / max(1, max|E_f|)`` over the irreducible factors
+        of degree ≥ 2 (the complex float projectors against the exact primary projector rounded);
+        0 when there is none."""
+        worst = 0.0
+        projs = self.projectors()
+        for (start, stop), dec in zip(self.blocks, self.decompositions):
+            for E, roots, _ in dec.primary.values():
+                Ef = np.array(E.tolist(), dtype=float)
+                total = sum(projs[lam][start:stop, start:stop] for lam in roots)
+                worst = max(worst, float(np.abs(total - Ef).max()) / max(1.0, np.abs(Ef).max()))
+        return worst
 
     def kernel_constant(self) -> float:
         """``c_K = Σ_{λ≠1} ‖P_λ‖₂`` from the rounded projectors (the norm of a block-diagonal
@@ -230,7 +334,7 @@ class UserKernel:
         """``c_K`` exactly (a SymPy number: ``Σ_{λ≠1} max_b ‖p_{b,λ}‖₂``), or ``None`` when a
         projector is neither symmetric nor of rank one (no exact norm formula) or ``K`` is not
         diagonalisable."""
-        if not self.diagonalisable:
+        if not self.diagonalisable or self.irrational:
             return None
         total = sp.Integer(0)
         for lam in self.exact_eigenvalues():

@@ -82,18 +82,19 @@ Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same wa
 ``seed``). With a named mask nothing else changes. With a boolean mask the closed forms are replaced
 by the exact decomposition of :mod:`verify.user_kernels`: a block-local mask (no entry outside the
 diagonal P×P blocks) is decomposed block by block (``K = diag(K_b)``, the spectrum the union of
-the blocks', ``P_λ = diag(p_{b,λ})``), any other mask as one T×T block; the eigenvalues, the
-spectral projectors and their residuals are exact rationals (``projectors_exact``: the residuals
-exactly 0; the float64 projectors are the exact ones rounded once, so their rounding part is 0 by
-construction), ``kernel_constant`` is from the rounded projectors. The factorisation itself needs
-no block-locality: any mask is accepted. Its eigen form needs a diagonalisable ``K``: hypothesis
-``kernel_diagonalisable`` (exact eigenvector counts; a defective block kernel is
-``outside-hypotheses``). Bad input (exit 2): a field of the flow beyond the bounds of D4's parameter
-of the same name (T, P, d, L, γ, gate, scale, value_gain), a block (or a non-block-local mask) of
-more than
-``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, or a block kernel with irrational or complex
-eigenvalues (an irreducible factor of degree ≥ 2 of its characteristic polynomial over ℚ: its
-projectors cannot be written in rational arithmetic, so the exact part cannot be formulated).
+the blocks', ``P_λ = diag(p_{b,λ})``), any other mask as one T×T block. Exact (rational): the
+rational eigenvalues and their projectors, and for an irreducible factor ``f`` of degree ≥ 2 of a
+block's characteristic polynomial (irrational or complex eigenvalues) its primary projector
+``E_f``; ``projectors_exact`` requires all their residuals exactly 0. Floating point: the rational
+eigenvalues' projectors are the exact ones rounded once (rounding part 0 by construction); the
+roots of ``f`` and their projectors are complex128 (their sum against ``E_f`` within ``tol``), the
+eigen form is then complex and its imaginary part counts as error. ``kernel_constant`` is from the
+rounded projectors. The factorisation itself needs no block-locality: any mask is accepted. Its
+eigen form needs a diagonalisable ``K``: hypothesis ``kernel_diagonalisable`` (exact eigenvector
+counts, for an irreducible ``f`` the nullity of ``f(K)``; a defective block kernel is
+``outside-hypotheses``). Bad input (exit 2): a field of the flow beyond the bounds of D4's
+parameter of the same name (T, P, d, L, γ, gate, scale, value_gain), or a block (or a
+non-block-local mask) of more than ``verify.user_kernels.MAX_EXACT_BLOCK`` tokens.
 
 Negative controls: a heterogeneous input (``heterogeneity > 0``) or the slow path with
 ``gate ≠ 0``: the factorised prediction (built from the homogeneous single-token trajectory with
@@ -445,16 +446,23 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
 
 def user_projector_parts(inst: Instance) -> tuple[dict, dict, dict]:
     """``projectors_exact`` for a user mask: the exact block projectors' residuals (``Σ P − I``,
-    ``K P − λP``, ``P P − δP``, ``K − Σ λP``, :func:`theory.kernels.projector_residuals`) are all
-    exactly 0; the float64 projectors are those rounded once (rounding part 0 by construction)."""
+    ``K P − λP``, ``P P − δP``; for an irreducible factor ``f`` of degree ≥ 2 its primary
+    projector's ``K E_f − E_f K`` and ``f(K) E_f``) are all exactly 0; the float64 projectors of
+    rational eigenvalues are the exact ones rounded once, those of ``f``'s roots (complex128) must
+    sum to ``E_f`` within ``tol`` (:meth:`verify.user_kernels.UserKernel.primary_float_error`)."""
     zero = inst.user.residuals_zero()
-    value = {"exact_residuals_all_zero": zero, "float_rel": 0.0}
+    rounding = inst.user.primary_float_error()
+    value = {"exact_residuals_all_zero": zero, "float_rel": rounding}
     figures = {
         "exact_projector_residuals": {"all": "0" if zero else "not all 0"},
-        "float_projectors_vs_exact_rel": 0.0,
+        "float_projectors_vs_exact_rel": rounding,
     }
     part = Diagnostic(
-        zero, value, "exact residuals of your blocks' projectors all 0 (rational arithmetic)"
+        zero and rounding <= inst.p["tol"],
+        value,
+        "exact residuals of your blocks' projectors all 0 (rational arithmetic); the complex "
+        "float projectors of each irrational factor's roots sum to its exact primary projector "
+        "within tol",
     )
     return {"projectors_exact": part}, figures, inst.user.projectors()
 
@@ -471,6 +479,31 @@ def kernel_diagonalisable(inst: Instance) -> Diagnostic:
         defect or "every block kernel diagonalisable (exact eigenvector counts)",
         "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
     )
+
+
+def mode_products(N: np.ndarray, M: np.ndarray, lams: list) -> np.ndarray:
+    """``D_λ = Π_l (N_l + λM_l)`` for each ``λ``: :func:`numerics.analysis.linearised.mode_products`
+    for real eigenvalues; in complex128 when some are complex (irrational block spectra of your
+    mask)."""
+    if all(isinstance(lam, float) for lam in lams):
+        return lin.mode_products(N, M, lams)
+    out = []
+    for lam in lams:
+        D = np.eye(N.shape[1], dtype=complex)
+        for Nl, Ml in zip(N, M):
+            D = D @ (Nl + lam * Ml)
+        out.append(D)
+    return np.array(out)
+
+
+def eigen_error(eig: np.ndarray, poly: np.ndarray, scale: float) -> float:
+    """``‖eig − poly‖_F / scale``; a complex eigen form (complex eigenvalues) counts its imaginary
+    part as error (the exact eigen form is real)."""
+    if np.iscomplexobj(eig):
+        return relative_error(
+            np.stack([eig.real, eig.imag]), np.stack([poly, np.zeros_like(poly)]), scale=scale
+        )
+    return relative_error(eig, poly, scale=scale)
 
 
 def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list]:
@@ -490,13 +523,11 @@ def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list
             [],
         )
     parts, figures, projs = projector_parts(inst, tol)
-    lams = sorted(projs, reverse=True)
-    D = dict(zip(lams, lin.mode_products(pred.N, pred.M, lams)))
+    lams = sorted(projs, key=lambda lam: (-np.real(lam), -np.imag(lam)))
+    D = dict(zip(lams, mode_products(pred.N, pred.M, lams)))
     eig = lin.eigen_form(projs, inst.dX0, D)
     norm_poly = float(np.linalg.norm(poly))
-    figures["eigen_form_vs_poly_rel"] = relative_error(
-        eig, poly, scale=max(norm_poly, pred.poly_scale)
-    )
+    figures["eigen_form_vs_poly_rel"] = eigen_error(eig, poly, max(norm_poly, pred.poly_scale))
     # rounding scale of the float64 eigen form: the size of its terms (for the non-normal causal
     # kernel ‖P_λ‖ ~ 4^T and the terms cancel to ‖poly‖)
     eig_scale = float(
@@ -504,8 +535,8 @@ def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list
         * sum(np.linalg.norm(projs[lam], 2) * np.linalg.norm(D[lam], 2) for lam in lams)
     )
     figures["eigen_form_cancellation_factor"] = ratio(eig_scale, norm_poly)
-    figures["eigen_form_vs_poly_rel_term_scaled"] = relative_error(
-        eig, poly, scale=max(norm_poly, pred.poly_scale, eig_scale)
+    figures["eigen_form_vs_poly_rel_term_scaled"] = eigen_error(
+        eig, poly, max(norm_poly, pred.poly_scale, eig_scale)
     )
     parts["eigen_form_equals_poly_form"] = at_most(
         figures["eigen_form_vs_poly_rel_term_scaled"],
@@ -698,20 +729,15 @@ class D4(Claim):
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` with a named mask, or a boolean mask whose kernel
         can be decomposed exactly (:mod:`verify.user_kernels`: blocks of at most
-        ``MAX_EXACT_BLOCK`` tokens with rational spectra); bad input otherwise."""
+        ``MAX_EXACT_BLOCK`` tokens); bad input otherwise."""
         super().accepts(system)
         system.within_limits(self.id, self.params)
         if isinstance(system.mask, str):
             return
         try:
-            irrational = user_kernel(system.mask, system.P).irrational
+            user_kernel(system.mask, system.P)
         except ValueError as exc:
             raise ValueError(f"{system.name}: D4 on your mask: {exc}") from None
-        if irrational:
-            raise ValueError(
-                f"{system.name}: D4 on your mask: {irrational}; the exact spectral projectors "
-                "need rational eigenvalues"
-            )
 
     def build_system(self, p, seed, system):
         """The D4 instance of your flow (its model and gate; input and tangent from ``seed``)."""
