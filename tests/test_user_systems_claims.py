@@ -226,6 +226,22 @@ def test_d5_mask_that_is_not_block_local_claims_no_coarse_stack():
     same_key_figures("D5", named, v)
 
 
+def test_d5_block_kernels_with_irrational_and_complex_eigenvalues_hold():
+    # a 3-cycle (cube roots of 1) and a circulant block (roots of 4λ² − 2λ + 1): D_λ complex;
+    # the dense Jacobian product, read off with the complex projectors, gives the same L*
+    circulant = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]], bool)
+    for mask, factor in (
+        (blocks(CAUSAL3, CYCLIC3, FULL3), "lambda**2 + lambda + 1"),
+        (blocks(CAUSAL3, circulant), "4*lambda**2 - 2*lambda + 1"),
+    ):
+        v = run_check("D5", system=DepthFlow(mask=mask, **D5_FLOW))
+        assert v.outcome == "holds", v.summary()
+        assert v.figures["your_mask"]["irrational_factors"] == [factor]
+        assert v.figures["L_star_brute_force"] == v.figures["L_star"]
+        assert "not evaluated" in v.conclusion["kernel_constant_exact"].rule
+        assert v.series["lams_imag"] and max(map(abs, v.series["lams_imag"])) > 0.4
+
+
 def test_d5_defective_block_kernel_is_outside_the_hypotheses():
     v = run_check("D5", system=DepthFlow(mask=blocks(CAUSAL3, DEFECTIVE3), **D5_FLOW))
     assert v.outcome == "outside-hypotheses" and "kernel_diagonalisable" in v.violated
@@ -320,7 +336,6 @@ steep = DepthFlow(mask="block_causal", T=6, P=3, d=2, gamma=5000.0)
 """
 
 BAD = [
-    ("D5", "irrational", "irreducible factor(s) lambda**2 + lambda + 1"),
     ("D4", "big_block", "limited to 16"),
     ("D6", "crossing", "attends across blocks of P=3"),
     ("D6", "two_classes", "2 closed classes"),

@@ -30,9 +30,9 @@ sum of the spectral projectors of ``f``'s roots: the projector onto ``ker f(K)``
 ``range f(K)``, rational) and its residuals (``Σ P = I`` over all projectors, ``P_a P_b = δ P_a``,
 ``K E_f = E_f K``, ``f(K) E_f = 0``). Floating point: the roots (SymPy ``nroots``, 30 digits,
 rounded to complex128) and each root's projector ``E_f Π_{μ≠λ}(K − μI)/(λ − μ)`` in complex128;
-their sum is compared with ``E_f`` (:meth:`UserKernel.primary_float_error`). D4 takes such masks
-(its eigen form is then complex, its sum real to rounding); D5 refuses them (its exact eigenvalue
-comparison and its reference need rational eigenvalues).
+their sum is compared with ``E_f`` (:meth:`UserKernel.primary_float_error`). D4 and D5 take such
+masks (D4's eigen form is then complex, its sum real to rounding; D5's ``D_λ`` and ``r(L)`` are
+complex128 products).
 
 **What is detected.** A *defective* block kernel (an eigenvalue whose eigenvector count is below
 its algebraic multiplicity, for an irreducible factor ``f`` of degree k and multiplicity m: a
@@ -270,6 +270,19 @@ class UserKernel:
         largest (1) first."""
         vals = {value for dec in self.decompositions for value in dec.eigenvalues}
         return sorted((Fraction(int(v.p), int(v.q)) for v in vals), reverse=True)
+
+    def all_eigenvalues(self) -> list:
+        """Every distinct eigenvalue: the rational ones as floats (largest, 1, first), then the
+        roots of the irreducible factors of degree ≥ 2 as complex128 (to :data:`ROOT_DIGITS`
+        digits, rounded; by decreasing real, then imaginary part)."""
+        roots = {
+            root
+            for dec in self.decompositions
+            for _, found, _ in dec.primary.values()
+            for root in found
+        }
+        ordered = sorted(roots, key=lambda z: (-z.real, -z.imag))
+        return [float(x) for x in self.exact_eigenvalues()] + ordered
 
     def eigenvalues(self) -> np.ndarray:
         """The distinct eigenvalues rounded to float64, largest (1) first."""

@@ -42,21 +42,23 @@ gate 0; the input, the tangent and ``Y_0`` from the check's ``seed``). With a na
 else changes. With a boolean mask the closed forms are replaced by the exact decomposition of
 :mod:`verify.user_kernels`: a block-local mask block by block (``K = diag(K_b)``, the spectrum the
 union of the blocks', ``P_λ = diag(p_{b,λ})``), any other mask as one T×T block. Exact (rational):
-the distinct eigenvalues, the projectors, ``Π`` (from each block's exact stationary weighting, or
-the exact ``P_1`` when a block has several closed classes) and, where every projector with
-``λ ≠ 1`` is symmetric or of rank one, ``c_K`` (``kernel_constant_exact``: the float ``c_K`` from
-the rounded projectors against it; otherwise not evaluated). Then the eigenvalues the d×d products
-use and those of the reference are the same exact list (``mode_data_match_reference`` still
-compares ``r(l)`` and ``L*`` of the reference layer with the products'); the reference probes
-``N + λM`` through the first token pair ``(t, s)``, ``t ≠ s``, with ``K_ts ≠ 0`` (``(1, 0)`` where
-it is, as for the named masks). The bound needs a diagonalisable ``K``: hypothesis
-``kernel_diagonalisable`` (exact eigenvector counts; a defective block kernel is
-``outside-hypotheses``). The coarse stack is claimed only for a block-local mask, as for the named
-ones. Bad input (exit 2): a field of the flow beyond the bounds of D5's parameter of the same
-name (T, P, d, L, γ, gate, scale, value_gain), a block (or non-block-local mask) of more than
-``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, a block kernel with irrational or complex
-eigenvalues (no rational projectors: the exact parts cannot be formulated), or a user
-nonlinearity (the reference layer decides the hypothesis and has formulas only for the named ones).
+the rational eigenvalues and their projectors, ``Π`` (from each block's exact stationary weighting,
+or the exact ``P_1`` when a block has several closed classes) and, where every projector with
+``λ ≠ 1`` is symmetric or of rank one and the spectrum rational, ``c_K`` (``kernel_constant_exact``:
+the float ``c_K`` from the rounded projectors against it; otherwise not evaluated). A block with
+irrational or complex eigenvalues (an irreducible factor ``f`` of degree ≥ 2 of its characteristic
+polynomial) brings ``f``'s roots to 30 digits rounded to complex128, their complex128 projectors
+(built on ``f``'s exact primary projector) and complex ``D_λ``: ``r(L)`` and ``c_K`` are then
+floating point throughout. The eigenvalues the d×d products use and those of the reference are the
+same list (``mode_data_match_reference`` still compares ``r(l)`` and ``L*`` of the reference layer
+with the products'); the reference probes ``N + λM`` through the first token pair ``(t, s)``,
+``t ≠ s``, with ``K_ts ≠ 0`` (``(1, 0)`` where it is, as for the named masks). The bound needs a
+diagonalisable ``K``: hypothesis ``kernel_diagonalisable`` (exact eigenvector counts; a defective
+block kernel is ``outside-hypotheses``). The coarse stack is claimed only for a block-local mask,
+as for the named ones. Bad input (exit 2): a field of the flow beyond the bounds of D5's parameter
+of the same name (T, P, d, L, γ, gate, scale, value_gain), a block (or non-block-local mask) of
+more than ``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, or a user nonlinearity (the reference
+layer decides the hypothesis and has formulas only for the named ones).
 
 Finding (a negative control, ``rms_norm_on``): with the RMS norm on, ``r(L)`` stays ≳ 1 — ``J_n``
 kills the radial direction, so a perturbation of each token along its own state passes every
@@ -137,11 +139,12 @@ class Instance:
         # the d×d data of the homogeneous trajectory (g = 0)
         self.xs = lin.homogeneous_trajectory(self.model, self.x0)
         self.N, self.M = lin.layer_factors(self.model, self.xs)
-        self.lams = (
-            lin.distinct_eigenvalues(self.cfg.mask_name, self.cfg.T, self.cfg.P)
-            if self.user is None
-            else self.user.eigenvalues()
-        )
+        if self.user is None:
+            self.lams = lin.distinct_eigenvalues(self.cfg.mask_name, self.cfg.T, self.cfg.P)
+        elif self.user.irrational:  # complex128: the roots of the irreducible factors
+            self.lams = np.array(self.user.all_eigenvalues(), dtype=complex)
+        else:
+            self.lams = self.user.eigenvalues()
 
     @property
     def X0(self) -> np.ndarray:
@@ -162,13 +165,16 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
     s = ref.setting_of(cfg)
     if inst.user is None:
         lams = ref_spectra.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+    elif inst.user.irrational:  # the rational ones exact, the others to 30 digits, rounded
+        lams = inst.user.all_eigenvalues()
     else:
         lams = inst.user.exact_eigenvalues()
     Kmask = s.mask / s.mask.sum(axis=1, keepdims=True)
     t, j = probe_pair(Kmask)
     X = inst.X0
     E = inst.X0
-    F = np.empty((inst.model.L, len(lams), cfg.d, cfg.d))
+    kind = complex if any(isinstance(lam, complex) for lam in lams) else float
+    F = np.empty((inst.model.L, len(lams), cfg.d, cfg.d), dtype=kind)
     for l, p in enumerate(inst.model.layers):
         w, _ = ref.weights_of(p)
 
@@ -189,7 +195,7 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
                 rows_M.append(np.zeros(cfg.d))
         N, M = np.array(rows_N), np.array(rows_M)
         for k, lam in enumerate(lams):
-            F[l, k] = N + float(lam) * M
+            F[l, k] = N + (lam if isinstance(lam, complex) else float(lam)) * M
         X = f(X)
     return lams, F
 
@@ -225,8 +231,9 @@ def reference_part(
 ) -> tuple[dict, dict]:
     """``mode_data_match_reference``: the eigenvalues used are the exact ones, and ``r(l)`` of the
     d×d products agrees with the reference's to :data:`REFERENCE_R_REL` for ``l ≤ L*``."""
-    used = [float(x) for x in inst.lams]
-    exact = [float(x) for x in lams]
+    convert = spectrum_value if np.iscomplexobj(inst.lams) else float
+    used = [convert(complex(x) if convert is spectrum_value else x) for x in inst.lams]
+    exact = [convert(complex(x) if convert is spectrum_value else x) for x in lams]
     hits = [l + 1 for l, r in enumerate(r_ref) if r <= inst.p["tau"]]  # depths count from 1
     L_ref = float(hits[0]) if hits else float("inf")
     upto = inst.model.L if not np.isfinite(L_ref) else int(L_ref)
@@ -271,11 +278,39 @@ class Modes:
     per_mode_ratios: np.ndarray
 
 
+def spectrum_value(x: complex) -> str:
+    """A complex eigenvalue as JSON-able data, ``"(re+imj)"``."""
+    return str(complex(x))
+
+
+def complex_mode_data(N: np.ndarray, M: np.ndarray, lams: np.ndarray):
+    """``(r, σ_min(D_1), D_all, per-mode ratios)`` as :func:`numerics.analysis.linearised.mode_ratio`,
+    ``mode_products`` and ``per_mode_ratios`` compute them, for complex eigenvalues (your mask's
+    irrational block spectra): ``D_λ`` in complex128, 2-norms from singular values."""
+    L, d = N.shape[0], N.shape[1]
+    D_all = np.empty((L, lams.size, d, d), dtype=complex)
+    D = np.broadcast_to(np.eye(d, dtype=complex), (lams.size, d, d)).copy()
+    for l in range(L):
+        D = D @ (N[l][None] + lams[:, None, None] * M[l][None])
+        D_all[l] = D
+    s = np.linalg.svd(D_all, compute_uv=False)  # (L, n_λ, d), descending
+    smin1 = s[:, 0, -1]
+    top = s[:, 1:, 0].max(axis=1) if lams.size > 1 else np.zeros(L)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(smin1 > 0, top / np.where(smin1 > 0, smin1, 1.0), np.inf)
+        ratios = s[:, 1:, 0] / s[:, :1, -1]
+    return r, smin1, D_all, ratios
+
+
 def mode_data(inst: Instance) -> Modes:
     """The :class:`Modes` of the instance (d×d products only)."""
     cfg, N, M, lams = inst.cfg, inst.N, inst.M, inst.lams
-    r, smin1 = lin.mode_ratio(N, M, lams)
-    D_all = lin.mode_products(N, M, lams, all_depths=True)  # (L, n_λ, d, d); lams[0] == 1
+    if np.iscomplexobj(lams):
+        r, smin1, D_all, ratios = complex_mode_data(N, M, lams)
+    else:
+        r, smin1 = lin.mode_ratio(N, M, lams)
+        D_all = lin.mode_products(N, M, lams, all_depths=True)  # (L, n_λ, d, d); lams[0] == 1
+        ratios = lin.per_mode_ratios(D_all)
     top = np.array([max((np.linalg.norm(D, 2) for D in Dl[1:]), default=0.0) for Dl in D_all])
     return Modes(
         r=r,
@@ -286,9 +321,9 @@ def mode_data(inst: Instance) -> Modes:
             if inst.user is None
             else inst.user.kernel_constant()
         ),
-        D1=D_all[:, 0],
+        D1=D_all[:, 0].real,  # λ = 1: real
         top=top,
-        per_mode_ratios=lin.per_mode_ratios(D_all),
+        per_mode_ratios=ratios,
     )
 
 
@@ -552,7 +587,8 @@ def kernel_constant_part(inst: Instance, modes: Modes) -> tuple[dict, dict]:
         if value is None:
             why = (
                 "not evaluated: a projector of your mask is neither symmetric nor of rank one "
-                "(no exact norm formula), or K is not diagonalisable"
+                "(no exact norm formula), a block has irrational eigenvalues, or K is not "
+                "diagonalisable"
             )
             return {"kernel_constant_exact": not_evaluated(why)}, {}
         exact = float(value)
@@ -743,9 +779,10 @@ class D5(Claim):
     systems = (DepthFlow,)
 
     def accepts(self, system) -> None:
-        """A :class:`~verify.systems.DepthFlow` with a named nonlinearity and a named mask, or a
-        boolean mask whose kernel can be decomposed exactly (:mod:`verify.user_kernels`); bad
-        input otherwise."""
+        """A :class:`~verify.systems.DepthFlow` within D5's parameter bounds, with a named
+        nonlinearity and a named mask or a boolean mask whose kernel can be decomposed exactly
+        (:mod:`verify.user_kernels`: blocks of at most ``MAX_EXACT_BLOCK`` tokens); bad input
+        otherwise."""
         super().accepts(system)
         system.within_limits(self.id, self.params)
         if not isinstance(system.sigma, str):
@@ -757,14 +794,9 @@ class D5(Claim):
         if isinstance(system.mask, str):
             return
         try:
-            irrational = user_kernel(system.mask, system.P).irrational
+            user_kernel(system.mask, system.P)
         except ValueError as exc:
             raise ValueError(f"{system.name}: D5 on your mask: {exc}") from None
-        if irrational:
-            raise ValueError(
-                f"{system.name}: D5 on your mask: {irrational}; the exact eigenvalues and "
-                "projectors need a rational spectrum"
-            )
 
     def build_system(self, p, seed, system):
         """The D5 instance of your flow (its model; input, tangent and ``Y_0`` from ``seed``)."""
@@ -829,7 +861,10 @@ class D5(Claim):
             },
             notes=notes,
             series={
-                "lams": inst.lams.tolist(),
+                "lams": np.real(inst.lams).tolist(),
+                **(
+                    {"lams_imag": np.imag(inst.lams).tolist()} if np.iscomplexobj(inst.lams) else {}
+                ),
                 "mode_ratios": modes.per_mode_ratios.tolist(),
             },
         )
