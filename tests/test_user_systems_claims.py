@@ -266,6 +266,14 @@ def test_d6_block_local_mask_of_mixed_blocks_holds():
     assert v.outcome == "holds", v.summary()
 
 
+def test_d6_mask_that_is_not_block_local_is_one_block():
+    # the global causal mask written out: one closed class {0}, R = 1, L = e_1, as the named one
+    named = run_check("D6", system=DepthFlow(mask="causal", T=6, **D6_FLOW))
+    mine = run_check("D6", system=DepthFlow(mask=make_mask("causal", 6), **D6_FLOW))
+    assert named.outcome == mine.outcome, mine.summary()
+    same_key_figures("D6", named, mine)
+
+
 def test_d6_open_gate_of_the_flow_is_outside_the_hypotheses():
     flow = DepthFlow(mask=blocks(CAUSAL3, FULL3, SKIP3), **{**D6_FLOW, "gate": 0.3})
     v = run_check("D6", system=flow)
@@ -326,7 +334,13 @@ two = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 1]], bool)
 z = np.zeros((3, 3), bool)
 irrational = DepthFlow(mask=np.block([[c, z], [z, cyc]]), P=3, d=2)
 two_classes = DepthFlow(mask=np.block([[f, z], [z, two]]), P=3, d=2, gamma=0.5)
-crossing = DepthFlow(mask=np.tril(np.ones((6, 6), bool)), P=3, d=2, gamma=0.5)
+crossing_two = DepthFlow(
+    mask=np.eye(6, dtype=bool) | np.eye(6, k=-1, dtype=bool) & (np.arange(6) != 1)[:, None]
+    | (np.arange(6)[:, None] == 2) & (np.arange(6)[None, :] == 0),
+    P=3,
+    d=2,
+    gamma=0.5,
+)  # tokens 0 and 1 attend only to themselves (two closed classes); token 3 reads token 2
 wide = DepthFlow(mask="block_bidirectional", T=16, P=4, d=9, gamma=0.5)
 big_block = DepthFlow(mask=np.ones((18, 18), bool), P=18, d=2)
 act = Activation("cube", lambda z: z ** 3, lambda z: 3 * z ** 2, True)
@@ -337,7 +351,7 @@ steep = DepthFlow(mask="block_causal", T=6, P=3, d=2, gamma=5000.0)
 
 BAD = [
     ("D4", "big_block", "limited to 16"),
-    ("D6", "crossing", "attends across blocks of P=3"),
+    ("D6", "crossing_two", "closed class per mask (not block-local: one block)"),
     ("D6", "two_classes", "2 closed classes"),
     ("D6", "wide", "T·d must be ≤ 128"),
     ("D7", "wide", "T·d must be ≤ 96"),

@@ -387,6 +387,29 @@ class UserKernel:
         return R, L
 
 
+def exact_coarse_maps(mask, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, L)`` with ``Π = R Lᵀ`` of a boolean mask without its spectrum (no characteristic
+    polynomial: cheap for any size): the blocks of :func:`blocks_of`, ``R`` their indicators and
+    ``L`` their exact stationary weightings (:func:`theory.kernels.stationary_weighting`), rounded
+    once. ``ValueError`` naming the block when its eigenvalue 1 is not simple."""
+    m = as_mask(np.asarray(mask), np.shape(mask)[0])
+    blocks = blocks_of(m, P)
+    R, L = np.zeros((m.shape[0], len(blocks))), np.zeros((m.shape[0], len(blocks)))
+    for b, (start, stop) in enumerate(blocks):
+        K = tk.frozen_kernel(m[start:stop, start:stop].tolist())
+        try:
+            weights = tk.stationary_weighting(K)
+        except ValueError:
+            classes = len((K.T - sp.eye(K.shape[0])).nullspace())
+            raise ValueError(
+                f"the block of tokens {start}…{stop - 1}: its mask graph has {classes} closed "
+                "classes (eigenvalue 1 is not simple: no unique stationary weighting)"
+            ) from None
+        R[start:stop, b] = 1.0
+        L[start:stop, b] = np.array(weights.tolist(), dtype=float).ravel()
+    return R, L
+
+
 def user_kernel(mask, P: int) -> UserKernel:
     """The :class:`UserKernel` of a boolean T×T ``mask`` (every row non-empty) with block size
     ``P`` (dividing T). ``ValueError`` when a decomposed block exceeds :data:`MAX_EXACT_BLOCK`

@@ -66,18 +66,20 @@ Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same wa
 (weights from the flow's seed, its gate: a flow with ``gate ≠ 0`` is outside ``gate_zero``; the
 reference ``x_0`` and the perturbation streams from the check's ``seed``, ``reference`` and
 ``gate_sweep`` as given). With a named mask nothing else changes. With a boolean mask the
-statement needs the persistent component ``Π = R Lᵀ`` with ``R = U`` (block-constant persistent
-states), which holds exactly when the mask is *block-local* (no entry outside the diagonal P×P
-blocks) and every block's kernel has a simple eigenvalue 1 (its mask graph has one closed class):
-then ``L`` is each block's stationary weighting, computed in exact rational arithmetic
-(:mod:`verify.user_kernels`) and rounded once (the visibility map's own ``L``,
-:func:`numerics.model.masks.coarse_maps`, is the float64 solve of the same equations). Which
-branch of (b)–(d) applies is read off the matrices as for the named masks (``Π`` neither ``UB``
-nor ``UFᵀ``: the gap of (c) is reported only). A boolean mask that is not block-local, or a block
-with several closed classes, cannot be checked: the maps ``R, L`` of the statement do not exist
-(bad input, exit 2, naming the block); so is ``T·d > 128`` (dense maps) and a field of the flow
-beyond the bounds of D6's parameter of the same name (T, P, d, L ≤ 16, γ in (0, 1000], gate,
-scale, slow_scale: γ = 0 leaves no E_d formalisation of the injection).
+statement needs the persistent component ``Π = R Lᵀ``, the spectral projector onto the eigenvalue
+1, with ``L`` a stationary weighting: a *block-local* mask (no entry outside the diagonal P×P
+blocks) whose blocks each have a simple eigenvalue 1 (one closed class of the block's mask graph)
+gives ``R = U`` and ``L`` the blocks' stationary weightings; a mask that is not block-local is one
+block, ``R = 1`` and ``L`` the stationary law of its one closed class (as the global causal mask,
+``L = e_1``). ``L`` is computed in exact rational arithmetic
+(:func:`verify.user_kernels.exact_coarse_maps`) and rounded once (the visibility map's own ``L``,
+:func:`numerics.model.masks.coarse_maps`, is the float64 solve of the same equations). Which branch
+of (b)–(d) applies is read off the matrices as for the named masks (``Π`` neither ``UB`` nor
+``UFᵀ``: the gap of (c) is reported only). A block (or a non-block-local mask) with several closed
+classes has no unique ``L``: bad input (exit 2, naming the block); so are ``T·d > 128`` (dense
+maps) and a field of the flow beyond the bounds of D6's parameter of the same name (T, P, d,
+L ≤ 16, γ in (0, 1000], gate, scale, slow_scale: γ = 0 leaves no E_d formalisation of the
+injection).
 
 Negative controls: a heterogeneous reference (``X_0`` with independent tokens). With
 ``block_bidirectional`` the QK columns become visible (rank > 0) and ``E_d`` forcing moves the
@@ -124,7 +126,7 @@ from ..measure import (
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
-from ..user_kernels import user_kernel
+from ..user_kernels import exact_coarse_maps
 from ..verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
@@ -232,7 +234,7 @@ class Instance:
         self.dir_rng = np.random.default_rng(dir_seed)
         self.traj = nm.stack_trajectory(self.model, X0, self.E)
         if cfg.mask_name is None:  # your block-local mask: exact stationary weightings, rounded
-            R, L = user_kernel(cfg.mask_array, cfg.P).coarse_maps()
+            R, L = exact_coarse_maps(cfg.mask_array, cfg.P)
         else:
             R, L = coarse_maps(cfg.mask_name, cfg.T, cfg.P)
         self.R, self.L = R, L
@@ -955,9 +957,10 @@ class D6(Claim):
     systems = (DepthFlow,)
 
     def accepts(self, system) -> None:
-        """A :class:`~verify.systems.DepthFlow` with ``T·d ≤ 128`` and a named mask, or a
-        block-local boolean mask whose blocks each have one closed class; bad input otherwise
-        (the maps ``R, L`` of the statement do not exist)."""
+        """A :class:`~verify.systems.DepthFlow` within D6's parameter bounds with ``T·d ≤ 128``
+        and a named mask, or a boolean mask with one closed class per block (per mask when it is
+        not block-local); bad input otherwise (the maps ``R, L`` of the statement do not
+        exist)."""
         super().accepts(system)
         system.within_limits(self.id, self.params)
         T, d = int(system.T or 0), int(system.d)
@@ -967,17 +970,14 @@ class D6(Claim):
             )
         if isinstance(system.mask, str):
             return
-        uk = user_kernel(system.mask, system.P) if _block_local(system) else None
-        if uk is None:
+        try:
+            exact_coarse_maps(system.mask, system.P)
+        except ValueError as exc:
+            where = "block" if _block_local(system) else "mask (not block-local: one block)"
             raise ValueError(
-                f"{system.name}: D6 on your mask: it attends across blocks of P={system.P}; the "
-                "persistent component Π = U Lᵀ of the statement needs a block-local mask"
-            )
-        if uk.several_closed_classes:
-            raise ValueError(
-                f"{system.name}: D6 on your mask: {uk.several_closed_classes}; the statement's "
-                "L needs one closed class per block"
-            )
+                f"{system.name}: D6 on your mask: {exc}; the statement's Π = R Lᵀ needs one "
+                f"closed class per {where}"
+            ) from None
 
     def build_system(self, p, seed, system):
         """The D6 instance of your flow (its model and gate; the reference and the
