@@ -135,8 +135,12 @@ def test_validation():
         visibility_map(model, X0, output="all")
     with pytest.raises(ValueError, match="shape"):
         forced_stack(model, X0, F=np.zeros((1, 6, 3)))
+    # a custom mask: its stationary weighting (here the whole mask is one block: Y = the mean);
+    # refused when a block's eigenvalue 1 is not simple (two closed classes: no unique L)
     custom = nm.ModelConfig(T=2, P=1, d=1, mask=np.ones((2, 2), bool))
-    with pytest.raises(ValueError, match="named mask"):
-        persistent_component(custom, np.zeros((2, 1)))
+    assert np.allclose(persistent_component(custom, np.array([[1.0], [3.0]])), [[2.0]])
+    two_classes = nm.ModelConfig(T=2, P=2, d=1, mask=np.eye(2, dtype=bool))
+    with pytest.raises(ValueError, match="not simple"):
+        persistent_component(two_classes, np.zeros((2, 1)))
     assert numerical_rank([1.0, 1e-3, 1e-12], 1.0) == 2
     assert set(BLOCKS) >= {"Q", "K", "g", "X0_Ed", "E_Ed", "F_Ed"}

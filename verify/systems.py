@@ -8,12 +8,14 @@ one, a generator with one closed class, a block-local mask) is decided by the cl
 (``Claim.systems``).
 
 * :class:`LinearLoop` ``(J, G)`` — a looped linear layer ``x ↦ (J + g·G)x`` with gate ``g``
-  (claim D7: the gate's stability margin and critical gate).
+  (claim D7: the gate's stability margin and critical gate; D7 also takes a :class:`DepthFlow`
+  and derives ``J`` and ``G`` at the fixed point of its first layer).
 * :class:`GeneratorFamily` ``(Q, slow, y, x, t)`` — a fast Markov generator ``Q(y)`` (columns sum
   to zero, SymPy in the slow variable ``y``) and the slow field ``dy/dt = slow(y, x, t)`` (claim
   F2: the equilibrium manifold is the stationary distribution ``p_st(y)``).
 * :class:`DepthFlow` — a model of the depth flow with your mask, block size, widths, nonlinearity
-  and seed (claims on the Transformer, e.g. F1 along depth).
+  and seed (claims on the Transformer: A1, A3, D1, D3, D4, D5, D6, D7 and F1; D4, D5 and D6 derive
+  the spectral data of a boolean mask exactly, :mod:`verify.user_kernels`).
 """
 
 from __future__ import annotations
@@ -126,12 +128,17 @@ class GeneratorFamily(System):
         }
 
 
+LIMITED_FIELDS = ("T", "P", "d", "L", "gamma", "gate", "scale", "slow_scale", "value_gain")
+"""The fields of a :class:`DepthFlow` that :meth:`DepthFlow.within_limits` checks."""
+
+
 @dataclass
 class DepthFlow(System):
     """A model of the depth flow: your mask, block size, widths, nonlinearity and weights' seed.
 
     ``mask`` is a named mask (:data:`numerics.NAMED_MASKS`) or a boolean T×T array; the rest are
-    the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model`. Claims that
+    the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model` (``value_gain``
+    adds ``value_gain·I`` to every value matrix, as claims D4 and D5 do). Claims that
     need more of the flow (a block-local mask, a smooth ``sigma``) decide that as a hypothesis.
 
     Caveat for F1 (Tikhonov along depth): its first-order statement needs a nonzero first-order
@@ -154,10 +161,11 @@ class DepthFlow(System):
     slow_scale: float = 1.0
     seed: int = 0
     name: str = "depth flow"
+    value_gain: float = 0.0
     kind: str = field(default="DepthFlow", init=False, repr=False)
     replaces: ClassVar[tuple[str, ...]] = (
         *("T", "P", "d", "L", "mask", "slow_mask", "norm", "sigma", "h", "gamma", "gate"),
-        *("gate_spread", "scale", "slow_scale", "tied", "slow"),
+        *("gate_spread", "scale", "slow_scale", "tied", "slow", "value_gain"),
     )
 
     def __post_init__(self):
@@ -193,7 +201,13 @@ class DepthFlow(System):
         """The seeded model (``h`` overrides the config's depth step)."""
         cfg = self.config if h is None else self.config.replace(h=h)
         return nm.init_model(
-            cfg, self.L, self.seed, scale=self.scale, slow_scale=self.slow_scale, gate=self.gate
+            cfg,
+            self.L,
+            self.seed,
+            scale=self.scale,
+            slow_scale=self.slow_scale,
+            gate=self.gate,
+            value_gain=self.value_gain,
         )
 
     def describe(self) -> dict:
@@ -215,8 +229,24 @@ class DepthFlow(System):
             "gate": self.gate,
             "scale": self.scale,
             "slow_scale": self.slow_scale,
+            "value_gain": self.value_gain,
             "seed": self.seed,
         }
+
+    def within_limits(self, claim_id: str, params, keys=LIMITED_FIELDS) -> None:
+        """``ValueError`` (one line, naming the field) when a field of ``keys`` lies outside the
+        bounds of the claim's parameter of the same name (``params``: the claim's ``Param``
+        declarations; fields without such a parameter are not checked): a claim applies the
+        limits of its own parameters (its cost, its dense maps) to your flow."""
+        for key in keys:
+            if key in params:
+                try:
+                    params[key].validate(key, getattr(self, key))
+                except ValueError as exc:
+                    raise ValueError(
+                        f"{self.name}: {exc}; {claim_id} applies the limits of its own "
+                        "parameters to your DepthFlow"
+                    ) from None
 
 
 KINDS = {cls.__name__: cls for cls in (LinearLoop, GeneratorFamily, DepthFlow)}

@@ -26,6 +26,10 @@ The parameter blocks are the weight names of :data:`numerics.model.weights.WEIGH
 ``"g"``; each block collects the columns of every layer slot (for a tied model one column per
 shared entry, moved in every slot).
 
+A custom (boolean) mask is accepted when every block's eigenvalue 1 is simple: block-local, ``R = U``
+and ``L`` its blocks' stationary weightings; otherwise the whole mask is one block (``R = 1``, as
+for the global causal mask).
+
 Caveats. The map is dense (``k·d`` rows, one JVP per column): for small models only. Ranks are
 numerical: singular values above ``rtol`` times the largest singular value of the whole map.
 """
@@ -38,7 +42,7 @@ from fastslow.numerics import lapack
 from fastslow.numerics import validation as v
 from fastslow.numerics.model import kernels, tangents
 from fastslow.numerics.model.layer import check_model, check_state
-from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps
+from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps, is_block_local
 from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
 
 PARAMETER_BLOCKS = WEIGHT_NAMES + ("g",)
@@ -80,6 +84,14 @@ def _named(config: ModelConfig) -> str:
 
 
 def _maps(config: ModelConfig):
+    """``(R, L)`` of the config's mask: closed forms for a named mask; for a custom mask the
+    stationary weighting of each block of ``P`` tokens when it is block-local, else of the whole
+    mask as one block (``R = 1``); ``ValueError`` if a block's eigenvalue 1 is not simple
+    (:func:`numerics.model.masks.coarse_maps`)."""
+    if isinstance(config, ModelConfig) and config.mask_name is None:
+        mask = config.mask_array
+        P = config.P if is_block_local(mask, config.P) else config.T
+        return coarse_maps(mask, config.T, P)
     return coarse_maps(_named(config), config.T, config.P)
 
 

@@ -77,6 +77,25 @@ eigenvector matrix for each ``T`` in ``cond_Ts``, exact (closed forms) and as fl
 returns it (it saturates near 1e20 while the exact value keeps growing ~4^T); the same arrays are
 the verdict's series ``cond_Ts``, ``cond_exact``, ``cond_numpy_eig``.
 
+Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same way on its model
+(weights from the flow's seed, its gate; the input, the tangent and the streams from the check's
+``seed``). With a named mask nothing else changes. With a boolean mask the closed forms are replaced
+by the exact decomposition of :mod:`verify.user_kernels`: a block-local mask (no entry outside the
+diagonal P×P blocks) is decomposed block by block (``K = diag(K_b)``, the spectrum the union of
+the blocks', ``P_λ = diag(p_{b,λ})``), any other mask as one T×T block. Exact (rational): the
+rational eigenvalues and their projectors, and for an irreducible factor ``f`` of degree ≥ 2 of a
+block's characteristic polynomial (irrational or complex eigenvalues) its primary projector
+``E_f``; ``projectors_exact`` requires all their residuals exactly 0. Floating point: the rational
+eigenvalues' projectors are the exact ones rounded once (rounding part 0 by construction); the
+roots of ``f`` and their projectors are complex128 (their sum against ``E_f`` within ``tol``), the
+eigen form is then complex and its imaginary part counts as error. ``kernel_constant`` is from the
+rounded projectors. The factorisation itself needs no block-locality: any mask is accepted. Its
+eigen form needs a diagonalisable ``K``: hypothesis ``kernel_diagonalisable`` (exact eigenvector
+counts, for an irreducible ``f`` the nullity of ``f(K)``; a defective block kernel is
+``outside-hypotheses``). Bad input (exit 2): a field of the flow beyond the bounds of D4's
+parameter of the same name (T, P, d, L, γ, gate, scale, value_gain), or a block (or a
+non-block-local mask) of more than ``verify.user_kernels.MAX_EXACT_BLOCK`` tokens.
+
 Negative controls: a heterogeneous input (``heterogeneity > 0``) or the slow path with
 ``gate ≠ 0``: the factorised prediction (built from the homogeneous single-token trajectory with
 ``g = 0``) no longer matches the JVP of the actual stack.
@@ -111,6 +130,8 @@ from ..measure import (
 )
 from ..model_params import model_params
 from ..params import Param
+from ..systems import DepthFlow
+from ..user_kernels import user_kernel
 from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
@@ -151,15 +172,18 @@ class Instance:
     """The seeded model (gated as the parameters say), the input ``X_0`` (homogeneous plus
     ``heterogeneity`` times a random token part), the tangent ``δX_0`` and the frozen kernel."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, d_seed = np.random.SeedSequence(seed).spawn(3)
         self.p = p
-        self.model = lin.random_model(p, w_seed)
+        if system is None:
+            self.model = lin.random_model(p, w_seed)
+            self.gated = self.model.with_gates(p["gate"])
+        else:  # your flow: its weights (its seed) and its gate
+            self.gated = system.model()
+            self.model = self.gated.with_gates(0.0)
         self.cfg = self.model.config
-        mask = self.cfg.mask_name
-        assert mask is not None  # the mask parameter names one of the named masks
-        self.mask: str = mask
-        self.gated = self.model.with_gates(p["gate"])
+        self.mask = self.cfg.mask_name  # None: a user mask, decomposed exactly
+        self.user = None if self.mask else user_kernel(self.cfg.mask_array, self.cfg.P)
         rng = np.random.default_rng(x_seed)
         self.x0 = rng.standard_normal(self.cfg.d)
         self.X0 = np.ones((self.cfg.T, 1)) * self.x0 + p["heterogeneity"] * rng.standard_normal(
@@ -355,7 +379,11 @@ def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
         "jvp_taylor_slope": taylor_jvp["slope"],
         "jvp_vs_finite_difference_rel": relative_error(jvp, fd),
         "norm_dXL": norm_jvp,
-        "kernel_constant": lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P),
+        "kernel_constant": (
+            lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P)
+            if inst.mask
+            else inst.user.kernel_constant()
+        ),
     }
     tol = p["tol"]
     parts = {
@@ -384,6 +412,8 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
     residuals 0) and the float64 ones round them (max-norm error relative to ``max(1, max|P_λ|)``).
     Also returns the float64 projectors ``{λ: P_λ}``."""
     cfg = inst.cfg
+    if inst.mask is None:
+        return user_projector_parts(inst)
     exact = lin.exact_projector_residuals(inst.mask, cfg.T, cfg.P)
     exact_projs = lin.exact_spectral_projectors(inst.mask, cfg.T, cfg.P)
     projs = lin.spectral_projectors(inst.mask, cfg.T, cfg.P)
@@ -414,26 +444,90 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
     return {"projectors_exact": part}, figures, projs
 
 
+def user_projector_parts(inst: Instance) -> tuple[dict, dict, dict]:
+    """``projectors_exact`` for a user mask: the exact block projectors' residuals (``Σ P − I``,
+    ``K P − λP``, ``P P − δP``; for an irreducible factor ``f`` of degree ≥ 2 its primary
+    projector's ``K E_f − E_f K`` and ``f(K) E_f``) are all exactly 0; the float64 projectors of
+    rational eigenvalues are the exact ones rounded once, those of ``f``'s roots (complex128) must
+    sum to ``E_f`` within ``tol`` (:meth:`verify.user_kernels.UserKernel.primary_float_error`)."""
+    zero = inst.user.residuals_zero()
+    rounding = inst.user.primary_float_error()
+    value = {"exact_residuals_all_zero": zero, "float_rel": rounding}
+    figures = {
+        "exact_projector_residuals": {"all": "0" if zero else "not all 0"},
+        "float_projectors_vs_exact_rel": rounding,
+    }
+    part = Diagnostic(
+        zero and rounding <= inst.p["tol"],
+        value,
+        "exact residuals of your blocks' projectors all 0 (rational arithmetic); the complex "
+        "float projectors of each irrational factor's roots sum to its exact primary projector "
+        "within tol",
+    )
+    return {"projectors_exact": part}, figures, inst.user.projectors()
+
+
+def kernel_diagonalisable(inst: Instance) -> Diagnostic:
+    """``kernel_diagonalisable``: a named mask's kernel is, in closed form (triangular with distinct
+    diagonal entries, or a projector); a user mask's is decided exactly (eigenvector counts)."""
+    if inst.mask is not None:
+        why = f"named mask {inst.mask}: diagonalisable in closed form"
+        return Diagnostic(True, why, why)
+    defect = inst.user.defect
+    return Diagnostic(
+        not defect,
+        defect or "every block kernel diagonalisable (exact eigenvector counts)",
+        "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
+    )
+
+
+def mode_products(N: np.ndarray, M: np.ndarray, lams: list) -> np.ndarray:
+    """``D_λ = Π_l (N_l + λM_l)`` for each ``λ``: :func:`numerics.analysis.linearised.mode_products`
+    for real eigenvalues; in complex128 when some are complex (irrational block spectra of your
+    mask)."""
+    if all(isinstance(lam, float) for lam in lams):
+        return lin.mode_products(N, M, lams)
+    out = []
+    for lam in lams:
+        D = np.eye(N.shape[1], dtype=complex)
+        for Nl, Ml in zip(N, M):
+            D = D @ (Nl + lam * Ml)
+        out.append(D)
+    return np.array(out)
+
+
+def eigen_error(eig: np.ndarray, poly: np.ndarray, scale: float) -> float:
+    """``‖eig − poly‖_F / scale``; a complex eigen form (complex eigenvalues) counts its imaginary
+    part as error (the exact eigen form is real)."""
+    if np.iscomplexobj(eig):
+        return relative_error(
+            np.stack([eig.real, eig.imag]), np.stack([poly, np.zeros_like(poly)]), scale=scale
+        )
+    return relative_error(eig, poly, scale=scale)
+
+
 def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list]:
     """``projectors_exact`` and ``eigen_form_equals_poly_form`` (for ``T ≤ eig_max_T``): the float64
     eigen form ``Σ_λ P_λ δX_0 D_λ`` against the polynomial form, relative to the size of the terms
     of either form; plus the report-only eigen form from LAPACK's eigenvectors."""
     p, cfg, tol, poly = inst.p, inst.cfg, inst.p["tol"], pred.poly
+    why = ""
     if cfg.T > p["eig_max_T"]:
         why = f"not evaluated: T={cfg.T} > eig_max_T={p['eig_max_T']}"
+    elif inst.user is not None and not inst.user.diagonalisable:
+        why = "not evaluated: K is not diagonalisable (no spectral projectors)"
+    if why:
         return (
             {k: not_evaluated(why) for k in ("projectors_exact", "eigen_form_equals_poly_form")},
             {},
             [],
         )
     parts, figures, projs = projector_parts(inst, tol)
-    lams = sorted(projs, reverse=True)
-    D = dict(zip(lams, lin.mode_products(pred.N, pred.M, lams)))
+    lams = sorted(projs, key=lambda lam: (-np.real(lam), -np.imag(lam)))
+    D = dict(zip(lams, mode_products(pred.N, pred.M, lams)))
     eig = lin.eigen_form(projs, inst.dX0, D)
     norm_poly = float(np.linalg.norm(poly))
-    figures["eigen_form_vs_poly_rel"] = relative_error(
-        eig, poly, scale=max(norm_poly, pred.poly_scale)
-    )
+    figures["eigen_form_vs_poly_rel"] = eigen_error(eig, poly, max(norm_poly, pred.poly_scale))
     # rounding scale of the float64 eigen form: the size of its terms (for the non-normal causal
     # kernel ‖P_λ‖ ~ 4^T and the terms cancel to ‖poly‖)
     eig_scale = float(
@@ -441,8 +535,8 @@ def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list
         * sum(np.linalg.norm(projs[lam], 2) * np.linalg.norm(D[lam], 2) for lam in lams)
     )
     figures["eigen_form_cancellation_factor"] = ratio(eig_scale, norm_poly)
-    figures["eigen_form_vs_poly_rel_term_scaled"] = relative_error(
-        eig, poly, scale=max(norm_poly, pred.poly_scale, eig_scale)
+    figures["eigen_form_vs_poly_rel_term_scaled"] = eigen_error(
+        eig, poly, max(norm_poly, pred.poly_scale, eig_scale)
     )
     parts["eigen_form_equals_poly_form"] = at_most(
         figures["eigen_form_vs_poly_rel_term_scaled"],
@@ -578,12 +672,15 @@ class D4(Claim):
         "injection_homogeneous": "the injection γ(E − X) is homogeneous: γ · max_t max|E_t − E_1| = 0",
         "slow_path_closed": "no layer's slow path contributes: max_l |g_l| = 0 where a slow path exists",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
+        "kernel_diagonalisable": "the frozen kernel K is diagonalisable (named masks: closed "
+        "forms; your mask: exact eigenvector counts of every block kernel)",
     }
     hypothesis_sources = {
         "state_token_homogeneous": "input",
         "injection_homogeneous": "input",
         "slow_path_closed": "implementation",
         "sigma_smooth_where_differenced": "implementation",
+        "kernel_diagonalisable": "theory",
     }
     conclusion = {
         "poly_form_equals_jvp": "‖Σ_j K^j δX_0 C_j − JVP‖ / max(‖JVP‖, poly_scale, jvp_scale) ≤ tol "
@@ -627,10 +724,30 @@ class D4(Claim):
 
     instance = Instance
 
+    systems = (DepthFlow,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` with a named mask, or a boolean mask whose kernel
+        can be decomposed exactly (:mod:`verify.user_kernels`: blocks of at most
+        ``MAX_EXACT_BLOCK`` tokens); bad input otherwise."""
+        super().accepts(system)
+        system.within_limits(self.id, self.params)
+        if isinstance(system.mask, str):
+            return
+        try:
+            user_kernel(system.mask, system.P)
+        except ValueError as exc:
+            raise ValueError(f"{system.name}: D4 on your mask: {exc}") from None
+
+    def build_system(self, p, seed, system):
+        """The D4 instance of your flow (its model and gate; input and tangent from ``seed``)."""
+        return Instance(p, seed, system)
+
     def diagnose(self, inst):
         return {
             **homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E),
             "sigma_smooth_where_differenced": taylor_stencil_smooth(inst),
+            "kernel_diagonalisable": kernel_diagonalisable(inst),
         }
 
     def conclude(self, inst):
@@ -645,9 +762,12 @@ class D4(Claim):
             parts.update(more)
         for more in (derivative_figures, eigen_figures, theory_figures, condition_figures):
             figures.update(more)
+        if inst.user is not None:
+            figures["your_mask"] = inst.user.summary()
         notes = [
             "relative Frobenius residuals; the eigen form uses the closed-form spectral "
-            "projectors (verified exactly in rational arithmetic) and is only evaluated for "
+            "projectors (your mask: its blocks' exact projectors; verified exactly in rational "
+            "arithmetic) and is only evaluated for "
             f"T ≤ {p['eig_max_T']}",
             *eigen_notes,
             *condition_notes,

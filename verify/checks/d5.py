@@ -36,6 +36,30 @@ above ``τ`` again (the instance then fails ``saturated_after_L_star``). For the
 block-constant set (``block_constant_output_spread_rel``; the exact coarse stack is claimed only for
 block-local masks).
 
+Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same way on its model
+(weights from the flow's seed; its gate is the coarse-stack comparison's gate, the linear parts use
+gate 0; the input, the tangent and ``Y_0`` from the check's ``seed``). With a named mask nothing
+else changes. With a boolean mask the closed forms are replaced by the exact decomposition of
+:mod:`verify.user_kernels`: a block-local mask block by block (``K = diag(K_b)``, the spectrum the
+union of the blocks', ``P_λ = diag(p_{b,λ})``), any other mask as one T×T block. Exact (rational):
+the rational eigenvalues and their projectors, ``Π`` (from each block's exact stationary weighting,
+or the exact ``P_1`` when a block has several closed classes) and, where every projector with
+``λ ≠ 1`` is symmetric or of rank one and the spectrum rational, ``c_K`` (``kernel_constant_exact``:
+the float ``c_K`` from the rounded projectors against it; otherwise not evaluated). A block with
+irrational or complex eigenvalues (an irreducible factor ``f`` of degree ≥ 2 of its characteristic
+polynomial) brings ``f``'s roots to 30 digits rounded to complex128, their complex128 projectors
+(built on ``f``'s exact primary projector) and complex ``D_λ``: ``r(L)`` and ``c_K`` are then
+floating point throughout. The eigenvalues the d×d products use and those of the reference are the
+same list (``mode_data_match_reference`` still compares ``r(l)`` and ``L*`` of the reference layer
+with the products'); the reference probes ``N + λM`` through the first token pair ``(t, s)``,
+``t ≠ s``, with ``K_ts ≠ 0`` (``(1, 0)`` where it is, as for the named masks). The bound needs a
+diagonalisable ``K``: hypothesis ``kernel_diagonalisable`` (exact eigenvector counts; a defective
+block kernel is ``outside-hypotheses``). The coarse stack is claimed only for a block-local mask,
+as for the named ones. Bad input (exit 2): a field of the flow beyond the bounds of D5's parameter
+of the same name (T, P, d, L, γ, gate, scale, value_gain), a block (or non-block-local mask) of
+more than ``verify.user_kernels.MAX_EXACT_BLOCK`` tokens, or a user nonlinearity (the reference
+layer decides the hypothesis and has formulas only for the named ones).
+
 Finding (a negative control, ``rms_norm_on``): with the RMS norm on, ``r(L)`` stays ≳ 1 — ``J_n``
 kills the radial direction, so a perturbation of each token along its own state passes every
 layer through the residual stream for every λ and ``σ_min(D_1)`` stays O(1) — so ``L* = ∞`` for
@@ -70,6 +94,8 @@ from ..model_params import model_params
 from ..params import Param
 from ..reference import layer as ref
 from ..reference import spectra as ref_spectra
+from ..systems import DepthFlow
+from ..user_kernels import user_kernel
 from ..verdict import Diagnostic, at_most
 
 BRUTE_FORCE_R_REL = 1e-10
@@ -96,19 +122,29 @@ class Instance:
     comparison, and the d×d data of the homogeneous trajectory (``N_l, M_l`` and the distinct
     eigenvalues of ``K``)."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, d_seed, y_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.model_g = lin.random_model(p, w_seed).with_gates(p["gate"])
+        if system is None:
+            self.model_g = lin.random_model(p, w_seed).with_gates(p["gate"])
+        else:  # your flow: its weights (its seed); its gate is the coarse-stack comparison's
+            self.model_g = system.model()
         self.model = self.model_g.with_gates(0.0)
         self.cfg = self.model.config
+        # a user mask: its kernel decomposed exactly (verify.user_kernels); None for a name
+        self.user = None if self.cfg.mask_name else user_kernel(self.cfg.mask_array, self.cfg.P)
         self.x0 = np.random.default_rng(x_seed).standard_normal(self.cfg.d)
         self.dX0 = np.random.default_rng(d_seed).standard_normal((self.cfg.T, self.cfg.d))
         self.Y0 = np.random.default_rng(y_seed).standard_normal((self.cfg.N, self.cfg.d))
         # the d×d data of the homogeneous trajectory (g = 0)
         self.xs = lin.homogeneous_trajectory(self.model, self.x0)
         self.N, self.M = lin.layer_factors(self.model, self.xs)
-        self.lams = lin.distinct_eigenvalues(self.cfg.mask_name, self.cfg.T, self.cfg.P)
+        if self.user is None:
+            self.lams = lin.distinct_eigenvalues(self.cfg.mask_name, self.cfg.T, self.cfg.P)
+        elif self.user.irrational:  # complex128: the roots of the irreducible factors
+            self.lams = np.array(self.user.all_eigenvalues(), dtype=complex)
+        else:
+            self.lams = self.user.eigenvalues()
 
     @property
     def X0(self) -> np.ndarray:
@@ -127,11 +163,18 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
     ``P = 1`` or ``T = 1``: ``K = I``, only ``N + M`` is needed)."""
     cfg = inst.cfg
     s = ref.setting_of(cfg)
-    lams = ref_spectra.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+    if inst.user is None:
+        lams = ref_spectra.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+    elif inst.user.irrational:  # the rational ones exact, the others to 30 digits, rounded
+        lams = inst.user.all_eigenvalues()
+    else:
+        lams = inst.user.exact_eigenvalues()
     Kmask = s.mask / s.mask.sum(axis=1, keepdims=True)
+    t, j = probe_pair(Kmask)
     X = inst.X0
     E = inst.X0
-    F = np.empty((inst.model.L, len(lams), cfg.d, cfg.d))
+    kind = complex if any(isinstance(lam, complex) for lam in lams) else float
+    F = np.empty((inst.model.L, len(lams), cfg.d, cfg.d), dtype=kind)
     for l, p in enumerate(inst.model.layers):
         w, _ = ref.weights_of(p)
 
@@ -141,20 +184,31 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
         rows_N, rows_M = [], []
         for i in range(cfg.d):
             dX = np.zeros_like(X)
-            dX[0, i] = 1.0
+            dX[j, i] = 1.0
             out = ref.jvp(f, X, dX)
             if len(lams) > 1:
-                Mi = out[1] / Kmask[1, 0]
+                Mi = out[t] / Kmask[t, j]
                 rows_M.append(Mi)
-                rows_N.append(out[0] - Kmask[0, 0] * Mi)
+                rows_N.append(out[j] - Kmask[j, j] * Mi)
             else:
                 rows_N.append(out[0])
                 rows_M.append(np.zeros(cfg.d))
         N, M = np.array(rows_N), np.array(rows_M)
         for k, lam in enumerate(lams):
-            F[l, k] = N + float(lam) * M
+            F[l, k] = N + (lam if isinstance(lam, complex) else float(lam)) * M
         X = f(X)
     return lams, F
+
+
+def probe_pair(K: np.ndarray) -> tuple[int, int]:
+    """``(t, s)``: the token pair of the reference probe ``δX = e_s e_iᵀ``, whose row ``t`` is
+    ``K_ts e_iᵀM`` and row ``s`` is ``e_iᵀ(N + K_ss M)``: ``(1, 0)`` when ``K_10 ≠ 0`` (every named
+    mask with more than one eigenvalue), else the first ``t ≠ s`` with ``K_ts ≠ 0`` in row-major
+    order (a diagonalisable ``K ≠ I`` has one); ``(1, 0)`` for a diagonal ``K`` (unused there)."""
+    if K.shape[0] > 1 and K[1, 0] != 0:
+        return 1, 0
+    off = np.argwhere((K != 0) & ~np.eye(K.shape[0], dtype=bool))
+    return (int(off[0][0]), int(off[0][1])) if off.size else (1, 0)
 
 
 def reference_mode_ratio(inst: Instance) -> tuple[list, np.ndarray]:
@@ -177,8 +231,9 @@ def reference_part(
 ) -> tuple[dict, dict]:
     """``mode_data_match_reference``: the eigenvalues used are the exact ones, and ``r(l)`` of the
     d×d products agrees with the reference's to :data:`REFERENCE_R_REL` for ``l ≤ L*``."""
-    used = [float(x) for x in inst.lams]
-    exact = [float(x) for x in lams]
+    convert = spectrum_value if np.iscomplexobj(inst.lams) else float
+    used = [convert(complex(x) if convert is spectrum_value else x) for x in inst.lams]
+    exact = [convert(complex(x) if convert is spectrum_value else x) for x in lams]
     hits = [l + 1 for l, r in enumerate(r_ref) if r <= inst.p["tau"]]  # depths count from 1
     L_ref = float(hits[0]) if hits else float("inf")
     upto = inst.model.L if not np.isfinite(L_ref) else int(L_ref)
@@ -223,20 +278,52 @@ class Modes:
     per_mode_ratios: np.ndarray
 
 
+def spectrum_value(x: complex) -> str:
+    """A complex eigenvalue as JSON-able data, ``"(re+imj)"``."""
+    return str(complex(x))
+
+
+def complex_mode_data(N: np.ndarray, M: np.ndarray, lams: np.ndarray):
+    """``(r, σ_min(D_1), D_all, per-mode ratios)`` as :func:`numerics.analysis.linearised.mode_ratio`,
+    ``mode_products`` and ``per_mode_ratios`` compute them, for complex eigenvalues (your mask's
+    irrational block spectra): ``D_λ`` in complex128, 2-norms from singular values."""
+    L, d = N.shape[0], N.shape[1]
+    D_all = np.empty((L, lams.size, d, d), dtype=complex)
+    D = np.broadcast_to(np.eye(d, dtype=complex), (lams.size, d, d)).copy()
+    for l in range(L):
+        D = D @ (N[l][None] + lams[:, None, None] * M[l][None])
+        D_all[l] = D
+    s = np.linalg.svd(D_all, compute_uv=False)  # (L, n_λ, d), descending
+    smin1 = s[:, 0, -1]
+    top = s[:, 1:, 0].max(axis=1) if lams.size > 1 else np.zeros(L)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(smin1 > 0, top / np.where(smin1 > 0, smin1, 1.0), np.inf)
+        ratios = s[:, 1:, 0] / s[:, :1, -1]
+    return r, smin1, D_all, ratios
+
+
 def mode_data(inst: Instance) -> Modes:
     """The :class:`Modes` of the instance (d×d products only)."""
     cfg, N, M, lams = inst.cfg, inst.N, inst.M, inst.lams
-    r, smin1 = lin.mode_ratio(N, M, lams)
-    D_all = lin.mode_products(N, M, lams, all_depths=True)  # (L, n_λ, d, d); lams[0] == 1
+    if np.iscomplexobj(lams):
+        r, smin1, D_all, ratios = complex_mode_data(N, M, lams)
+    else:
+        r, smin1 = lin.mode_ratio(N, M, lams)
+        D_all = lin.mode_products(N, M, lams, all_depths=True)  # (L, n_λ, d, d); lams[0] == 1
+        ratios = lin.per_mode_ratios(D_all)
     top = np.array([max((np.linalg.norm(D, 2) for D in Dl[1:]), default=0.0) for Dl in D_all])
     return Modes(
         r=r,
         smin1=smin1,
         L_star=lin.saturation_depth(r, inst.p["tau"]),
-        c_K=lin.kernel_constant(cfg.mask_name, cfg.T, cfg.P),
-        D1=D_all[:, 0],
+        c_K=(
+            lin.kernel_constant(cfg.mask_name, cfg.T, cfg.P)
+            if inst.user is None
+            else inst.user.kernel_constant()
+        ),
+        D1=D_all[:, 0].real,  # λ = 1: real
         top=top,
-        per_mode_ratios=lin.per_mode_ratios(D_all),
+        per_mode_ratios=ratios,
     )
 
 
@@ -267,7 +354,12 @@ def linear_response(inst: Instance, modes: Modes) -> Response:
     with ``lhs = ‖δX_l − ΠδX_0D_1‖`` and ``rhs = c_K r(l) σ_min(D_1) ‖δX_0‖``."""
     cfg, L = inst.cfg, inst.model.L
     K = nm.frozen_kernel(cfg.mask_array)
-    R, Lm = nm.coarse_maps(cfg.mask_name, cfg.T, cfg.P)
+    if inst.user is None:
+        R, Lm = nm.coarse_maps(cfg.mask_name, cfg.T, cfg.P)
+    elif not inst.user.several_closed_classes:  # your mask: exact stationary weightings
+        R, Lm = inst.user.coarse_maps()
+    else:  # several closed classes in a block: Π = P_1 (exact), R = Π, L = I (the same Π δX_0 D_1)
+        R, Lm = inst.user.persistent_projector(), np.eye(cfg.T)
     coarse_in = Lm.T @ inst.dX0
     dX = inst.dX0.copy()
     lhs, rhs, fluct, fluct_bound, coarse_rel, pred_norm = (np.empty(L) for _ in range(6))
@@ -314,10 +406,10 @@ def modes_from_dense(prod: np.ndarray, projectors: dict, T: int, d: int) -> dict
     return out
 
 
-def brute_force_mode_ratio(model: nm.Model, traj: np.ndarray) -> np.ndarray:
-    """``r(L)`` at depths 1…L from the dense product of the layer Jacobians along ``traj``."""
+def brute_force_mode_ratio(model: nm.Model, traj: np.ndarray, projs: dict) -> np.ndarray:
+    """``r(L)`` at depths 1…L from the dense product of the layer Jacobians along ``traj``, the
+    modes read off with the spectral projectors ``projs``."""
     cfg = model.config
-    projs = lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
     prod = np.eye(cfg.T * cfg.d)
     r = np.empty(model.L)
     for l, p in enumerate(model.layers):
@@ -334,6 +426,20 @@ def block_local(mask: np.ndarray, P: int) -> int:
     mask = np.asarray(mask, bool)
     blocks = np.arange(mask.shape[0]) // P
     return int(np.sum(mask & (blocks[:, None] != blocks[None, :])))
+
+
+def kernel_diagonalisable(inst: Instance) -> Diagnostic:
+    """``kernel_diagonalisable``: a named mask's kernel is, in closed form (triangular with distinct
+    diagonal entries, or a projector); a user mask's is decided exactly (eigenvector counts)."""
+    if inst.user is None:
+        why = f"named mask {inst.cfg.mask_name}: diagonalisable in closed form"
+        return Diagnostic(True, why, why)
+    defect = inst.user.defect
+    return Diagnostic(
+        not defect,
+        defect or "every block kernel diagonalisable (exact eigenvector counts)",
+        "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
+    )
 
 
 def not_evaluated(why: str) -> Diagnostic:
@@ -428,7 +534,16 @@ def brute_force_parts(inst: Instance, modes: Modes) -> tuple[dict, dict]:
         return {
             k: not_evaluated(why) for k in ("brute_force_L_star_agrees", "brute_force_r_agrees")
         }, {}
-    rb = brute_force_mode_ratio(inst.model, nm.stack_trajectory(inst.model, inst.X0))
+    if inst.user is None:
+        projs = lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
+    elif inst.user.diagonalisable:
+        projs = inst.user.projectors()
+    else:
+        why = "not evaluated: K is not diagonalisable (no spectral projectors)"
+        return {
+            k: not_evaluated(why) for k in ("brute_force_L_star_agrees", "brute_force_r_agrees")
+        }, {}
+    rb = brute_force_mode_ratio(inst.model, nm.stack_trajectory(inst.model, inst.X0), projs)
     Lb = lin.saturation_depth(rb, p["tau"])
     upto = inst.model.L if not np.isfinite(L_star) else int(L_star)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -465,7 +580,18 @@ def kernel_constant_part(inst: Instance, modes: Modes) -> tuple[dict, dict]:
     if cfg.T > p["exact_max_T"]:
         why = f"not evaluated: T={cfg.T} > exact_max_T={p['exact_max_T']}"
         return {"kernel_constant_exact": not_evaluated(why)}, {}
-    exact = float(exact_kernel_constant(cfg.mask_name, cfg.T, cfg.P))
+    if inst.user is None:
+        exact = float(exact_kernel_constant(cfg.mask_name, cfg.T, cfg.P))
+    else:
+        value = inst.user.exact_kernel_constant()
+        if value is None:
+            why = (
+                "not evaluated: a projector of your mask is neither symmetric nor of rank one "
+                "(no exact norm formula), a block has irrational eigenvalues, or K is not "
+                "diagonalisable"
+            )
+            return {"kernel_constant_exact": not_evaluated(why)}, {}
+        exact = float(value)
     part = symbolic_agrees(
         exact,
         modes.c_K,
@@ -593,10 +719,13 @@ class D5(Claim):
         "saturates_within_depth": "L*(τ) = min{L : r(L) ≤ τ} ≤ L, r from the reference layer "
         "(complex-step factors N_l + λM_l, exact eigenvalues)",
         "sigma_smooth_where_differenced": SIGMA_SMOOTH_RULE,
+        "kernel_diagonalisable": "the frozen kernel K is diagonalisable (named masks: closed "
+        "forms; your mask: exact eigenvector counts of every block kernel)",
     }
     hypothesis_sources = {
         "saturates_within_depth": "reference",
         "sigma_smooth_where_differenced": "implementation",
+        "kernel_diagonalisable": "theory",
     }
     conclusion = {
         "bound_holds_at_every_depth": "‖δX_l − ΠδX_0D_1‖ ≤ c_K r(l) σ_min(D_1) ‖δX_0‖ + tol‖ΠδX_0D_1‖, l = 1…L",
@@ -647,6 +776,32 @@ class D5(Claim):
 
     instance = Instance
 
+    systems = (DepthFlow,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` within D5's parameter bounds, with a named
+        nonlinearity and a named mask or a boolean mask whose kernel can be decomposed exactly
+        (:mod:`verify.user_kernels`: blocks of at most ``MAX_EXACT_BLOCK`` tokens); bad input
+        otherwise."""
+        super().accepts(system)
+        system.within_limits(self.id, self.params)
+        if not isinstance(system.sigma, str):
+            raise ValueError(
+                f"{system.name}: sigma {system.sigma!r} is a user nonlinearity; D5 decides "
+                "saturates_within_depth from the reference layer, which has formulas only for "
+                "the named ones (tanh, relu, gelu, identity)"
+            )
+        if isinstance(system.mask, str):
+            return
+        try:
+            user_kernel(system.mask, system.P)
+        except ValueError as exc:
+            raise ValueError(f"{system.name}: D5 on your mask: {exc}") from None
+
+    def build_system(self, p, seed, system):
+        """The D5 instance of your flow (its model; input, tangent and ``Y_0`` from ``seed``)."""
+        return Instance(p, seed, system)
+
     def diagnose(self, inst):
         inst.reference = reference_mode_ratio(inst)
         r = inst.reference[1]
@@ -664,6 +819,7 @@ class D5(Claim):
                 inst.X0 if inst.cfg.gamma else None,
                 what="the central difference of the nonlinear stack",
             ),
+            "kernel_diagonalisable": kernel_diagonalisable(inst),
         }
 
     def conclude(self, inst):
@@ -682,9 +838,11 @@ class D5(Claim):
         ):
             parts.update(more_parts)
             figures.update(more_figures)
+        if inst.user is not None:
+            figures["your_mask"] = inst.user.summary()
         cfg = inst.cfg
         notes = [
-            f"c_K = {modes.c_K:.3g} for mask {cfg.mask_name} (T={cfg.T}, P={cfg.P})",
+            f"c_K = {modes.c_K:.3g} for mask {cfg.mask_name or 'yours'} (T={cfg.T}, P={cfg.P})",
             "bound_ratio = lhs/rhs of the D5 inequality (≤ 1 means the bound holds), maximised "
             "over the depths where rhs exceeds the rounding level tol·‖ΠδX_0D_1‖",
             "relative within-block fluctuation ‖(I−UB)δX_L‖/‖δX_L‖ ≤ c_K r(L) σ_min(D_1) "
@@ -703,7 +861,10 @@ class D5(Claim):
             },
             notes=notes,
             series={
-                "lams": inst.lams.tolist(),
+                "lams": np.real(inst.lams).tolist(),
+                **(
+                    {"lams_imag": np.imag(inst.lams).tolist()} if np.iscomplexobj(inst.lams) else {}
+                ),
                 "mode_ratios": modes.per_mode_ratios.tolist(),
             },
         )

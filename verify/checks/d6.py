@@ -62,6 +62,25 @@ of the trajectory. The ``E_d`` basis is any orthonormal basis of ``ker Lᵀ`` (L
 through :mod:`numerics.lapack`); it enters only through singular values and ranks, which do not
 depend on it. The singular values of every block are the verdict's series ``visibility_spectra``.
 
+Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same way on its model
+(weights from the flow's seed, its gate: a flow with ``gate ≠ 0`` is outside ``gate_zero``; the
+reference ``x_0`` and the perturbation streams from the check's ``seed``, ``reference`` and
+``gate_sweep`` as given). With a named mask nothing else changes. With a boolean mask the
+statement needs the persistent component ``Π = R Lᵀ``, the spectral projector onto the eigenvalue
+1, with ``L`` a stationary weighting: a *block-local* mask (no entry outside the diagonal P×P
+blocks) whose blocks each have a simple eigenvalue 1 (one closed class of the block's mask graph)
+gives ``R = U`` and ``L`` the blocks' stationary weightings; a mask that is not block-local is one
+block, ``R = 1`` and ``L`` the stationary law of its one closed class (as the global causal mask,
+``L = e_1``). ``L`` is computed in exact rational arithmetic
+(:func:`verify.user_kernels.exact_coarse_maps`) and rounded once (the visibility map's own ``L``,
+:func:`numerics.model.masks.coarse_maps`, is the float64 solve of the same equations). Which branch
+of (b)–(d) applies is read off the matrices as for the named masks (``Π`` neither ``UB`` nor
+``UFᵀ``: the gap of (c) is reported only). A block (or a non-block-local mask) with several closed
+classes has no unique ``L``: bad input (exit 2, naming the block); so are ``T·d > 128`` (dense
+maps) and a field of the flow beyond the bounds of D6's parameter of the same name (T, P, d,
+L ≤ 16, γ in (0, 1000], gate, scale, slow_scale: γ = 0 leaves no E_d formalisation of the
+injection).
+
 Negative controls: a heterogeneous reference (``X_0`` with independent tokens). With
 ``block_bidirectional`` the QK columns become visible (rank > 0) and ``E_d`` forcing moves the
 block mean at first order. With ``block_causal`` the persistent component (first tokens) stays
@@ -106,6 +125,8 @@ from ..measure import (
 )
 from ..model_params import model_params
 from ..params import Order, Param
+from ..systems import DepthFlow
+from ..user_kernels import exact_coarse_maps
 from ..verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
@@ -191,14 +212,19 @@ class Instance:
     independent tokens), its trajectory, the maps ``R, L`` of the persistent component, the
     projector ``I − Π`` onto ``E_d`` and the random streams of the perturbations."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, qk_seed, dir_seed, *_ = np.random.SeedSequence(seed).spawn(6)
+        if system is None:
+            cfg = nm.ModelConfig.from_params(p)
+            self.model = nm.init_model(
+                cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"], gate=p["gate"]
+            )
+        else:  # your flow: its weights (its seed) and gate; the parameters it sets follow it
+            self.model = system.model()
+            cfg = self.model.config
+            p = {**p, "L": self.model.L, "gate": float(system.gate)}
         self.p = p
-        cfg = nm.ModelConfig.from_params(p)
         self.cfg = cfg
-        self.model = nm.init_model(
-            cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"], gate=p["gate"]
-        )
         rng = np.random.default_rng(x_seed)
         X0 = np.ones((cfg.T, 1)) * rng.standard_normal(cfg.d)
         if p["reference"] == "heterogeneous":
@@ -207,7 +233,10 @@ class Instance:
         self.qk_rng = np.random.default_rng(qk_seed)
         self.dir_rng = np.random.default_rng(dir_seed)
         self.traj = nm.stack_trajectory(self.model, X0, self.E)
-        R, L = coarse_maps(cfg.mask_name, cfg.T, cfg.P)
+        if cfg.mask_name is None:  # your block-local mask: exact stationary weightings, rounded
+            R, L = exact_coarse_maps(cfg.mask_array, cfg.P)
+        else:
+            R, L = coarse_maps(cfg.mask_name, cfg.T, cfg.P)
         self.R, self.L = R, L
         self.I_Pi = decaying_projector(cfg)
 
@@ -925,6 +954,36 @@ class D6(Claim):
 
     instance = Instance
 
+    systems = (DepthFlow,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` within D6's parameter bounds with ``T·d ≤ 128``
+        and a named mask, or a boolean mask with one closed class per block (per mask when it is
+        not block-local); bad input otherwise (the maps ``R, L`` of the statement do not
+        exist)."""
+        super().accepts(system)
+        system.within_limits(self.id, self.params)
+        T, d = int(system.T or 0), int(system.d)
+        if T * d > 128:
+            raise ValueError(
+                f"{system.name}: T={T}, d={d}: D6 builds dense maps, T·d must be ≤ 128, got {T * d}"
+            )
+        if isinstance(system.mask, str):
+            return
+        try:
+            exact_coarse_maps(system.mask, system.P)
+        except ValueError as exc:
+            where = "block" if _block_local(system) else "mask (not block-local: one block)"
+            raise ValueError(
+                f"{system.name}: D6 on your mask: {exc}; the statement's Π = R Lᵀ needs one "
+                f"closed class per {where}"
+            ) from None
+
+    def build_system(self, p, seed, system):
+        """The D6 instance of your flow (its model and gate; the reference and the
+        perturbations from ``seed``)."""
+        return Instance(p, seed, system)
+
     def diagnose(self, inst):
         spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
         gates = [float(inst.p["gate"])] * inst.p["L"]  # the input
@@ -984,6 +1043,13 @@ class D6(Claim):
             notes=notes,
             series=series,
         )
+
+
+def _block_local(system: DepthFlow) -> bool:
+    """The flow's boolean mask has no entry outside the diagonal P×P blocks."""
+    mask = np.asarray(system.mask, bool)
+    blocks = np.arange(mask.shape[0]) // system.P
+    return not bool(np.any(mask & (blocks[:, None] != blocks[None, :])))
 
 
 CLAIM = D6()

@@ -52,6 +52,23 @@ no token blocks to read, so ``gate_moves_spectrum`` is the measured variation of
 ``|g| ≤ 10/‖G‖₂``, above 100 units of rounding of ``max(1, ‖J‖₂)``; a ``J`` with ``ρ(J) ≥ 1`` is
 outside the hypotheses.
 
+Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked as the built-in instance is,
+with the flow's config and weights: the looped layer ``Φ`` ties the weights of the flow's *first*
+layer (``layers[0]`` of ``system.model()``, drawn from the flow's own seed; its other layers and
+its ``gate`` are not used: D7 sets the gate itself, 0 for ``J``). The fixed point follows the
+flow's normalisation, as the built-in ``reference`` does: ``norm=False`` → ``X* = 0`` with
+``E = 0`` (a fixed point of every ``Φ_g``, so the nonlinear loop is decided); ``norm=True`` →
+random embeddings ``E`` from the check's ``seed`` and ``X*`` found by iterating ``Φ_0`` (the loop
+is reported only). ``J`` and ``G = h·∂Slow/∂X`` are the implementation's linearisations there and
+every hypothesis is decided the same way (``reference_contractive`` from the reference layer's
+complex-step Jacobian, ``gate_moves_spectrum`` from the token-block structure). So a flow with
+``gamma = 0`` (the default of :class:`DepthFlow`) is outside ``reference_contractive``, and one
+with ``slow_mask="blockcausal"`` (also the default) is outside ``gate_moves_spectrum`` (``g_c =
+∞``, the finding above): pass ``gamma > 0`` and ``slow_mask="full"`` for the bound to bind. Bad
+input (exit 2): ``T·d > 96`` (dense Jacobians), a field of the flow beyond the bounds of D7's
+parameter of the same name (T, P, d, γ, scale, slow_scale), or a user nonlinearity (the reference layer has no
+formula for it, so contractivity cannot be decided from the reference).
+
 Negative controls: ``γ = 0`` (additive injection: ``ρ(J) ≥ 1``, the conclusion fails at ``g = 0``
 already), and the autoregressive slow path (``g_c = ∞``: the margin does not bind).
 
@@ -92,7 +109,7 @@ from ..claim import Claim, Conclusion, control_table
 from ..measure import UNIT_ROUNDOFF, ratio
 from ..model_params import model_params
 from ..params import Param
-from ..systems import LinearLoop
+from ..systems import DepthFlow, LinearLoop
 from ..verdict import Diagnostic
 
 FIXED_POINT_RTOL = 1e-10
@@ -139,14 +156,22 @@ CURVE_ANGLES = 1001
 # --------------------------------------------------------------------------- the instance
 
 
-def reference_point(p: dict, seed: int):
+def reference_point(p: dict, seed: int, point=None):
     """``(config, layer params, X*, E)`` of the parameters ``p`` (gate 0; ``X*`` found by iterating
-    the looped map when ``reference="embedding"``)."""
+    the looped map when ``reference="embedding"``). ``point``: a given ``(config, layer params)``
+    (a user flow's) instead of the seeded draw."""
     w_seed, e_seed, _ = np.random.SeedSequence(seed).spawn(3)
-    cfg = nm.ModelConfig.from_params(p)
-    lp = nm.init_layer(
-        cfg, np.random.default_rng(w_seed), scale=p["scale"], slow_scale=p["slow_scale"], gate=0.0
-    )
+    if point is None:
+        cfg = nm.ModelConfig.from_params(p)
+        lp = nm.init_layer(
+            cfg,
+            np.random.default_rng(w_seed),
+            scale=p["scale"],
+            slow_scale=p["slow_scale"],
+            gate=0.0,
+        )
+    else:
+        cfg, lp = point
     if p["reference"] == "origin":
         zero = np.zeros((cfg.T, cfg.d))
         return cfg, lp, zero, zero.copy()
@@ -159,10 +184,10 @@ class Instance:
     """The reference point, the linearisations ``J`` (gate 0) and ``G = h·∂Slow/∂X`` there, and
     the loop's start ``X*`` + ``init_size``·noise."""
 
-    def __init__(self, p: dict, seed: int):
+    def __init__(self, p: dict, seed: int, point=None):
         _, _, i_seed = np.random.SeedSequence(seed).spawn(3)
         self.p = p
-        self.cfg, self.lp, self.Xs, self.E = reference_point(p, seed)
+        self.cfg, self.lp, self.Xs, self.E = reference_point(p, seed, point)
         self.J = layer_jacobian(self.cfg, self.lp, self.Xs, self.E)
         self.G = self.cfg.h * slow_jacobian(self.cfg, self.lp, self.Xs)
         # the same linearisations from the reference written from the formulas (complex step)
@@ -212,6 +237,20 @@ class Instance:
         q1.g = 1.0
         gated = kernels.layer(self.cfg, q1, self.Xs, self.E)
         return float(np.linalg.norm(gated - kernels.layer(self.cfg, self.lp, self.Xs, self.E)))
+
+
+class FlowInstance(Instance):
+    """A user :class:`~verify.systems.DepthFlow`: the loop ties the flow's first layer (its
+    weights from the flow's seed, gate 0); the fixed point is ``X* = 0`` with ``E = 0`` when the
+    flow has no RMS norm, else ``X*`` of random embeddings (from ``seed``) found by iterating
+    ``Φ_0``. ``J``, ``G`` and their reference twins are computed there as for :class:`Instance`."""
+
+    def __init__(self, p: dict, seed: int, system: DepthFlow):
+        reference = "embedding" if system.norm else "origin"
+        model = system.model()
+        lp = model.layers[0].copy()
+        lp.g = 0.0
+        super().__init__({**p, "reference": reference}, seed, point=(model.config, lp))
 
 
 VARIATION_UNITS = 100.0
@@ -617,7 +656,7 @@ class D7(Claim):
         seed=0,
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
-    systems = (LinearLoop,)
+    systems = (LinearLoop, DepthFlow)
     system_replaces = (
         "T",
         "P",
@@ -630,7 +669,28 @@ class D7(Claim):
         "scale",
         "slow_scale",
         "reference",
-    )  # a LinearLoop brings J and G: these only build the built-in model
+    )  # a LinearLoop brings J and G, a DepthFlow its model: these only build the built-in one
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.DepthFlow` small enough for dense Jacobians (``T·d ≤ 96``)
+        with a named nonlinearity (the reference layer decides contractivity); bad input
+        otherwise."""
+        super().accepts(system)
+        if not isinstance(system, DepthFlow):
+            return
+        system.within_limits(self.id, self.params)
+        T, d = int(system.T or 0), int(system.d)
+        if T * d > 96:
+            raise ValueError(
+                f"{system.name}: T={T}, d={d}: D7 builds dense Jacobians, T·d must be ≤ 96, "
+                f"got {T * d}"
+            )
+        if not isinstance(system.sigma, str):
+            raise ValueError(
+                f"{system.name}: sigma {system.sigma!r} is a user nonlinearity; D7 decides "
+                "reference_contractive from the reference layer, which has formulas only for "
+                "the named ones (tanh, relu, gelu, identity)"
+            )
 
     def validate(self, p):
         if p["T"] * p["d"] > 96:
@@ -668,6 +728,10 @@ class D7(Claim):
     instance = Instance
 
     def build_system(self, p, seed, system):
+        """A :class:`LoopInstance` of a user ``LinearLoop``; a :class:`FlowInstance` (J and G at
+        the fixed point of the flow's first layer) of a user ``DepthFlow``."""
+        if isinstance(system, DepthFlow):
+            return FlowInstance(p, seed, system)
         return LoopInstance(p, seed, system)
 
     def diagnose(self, inst):
@@ -706,6 +770,11 @@ class D7(Claim):
             "token_block_structure": getattr(inst, "structure", None),
         }
         notes = []
+        if isinstance(inst, FlowInstance):
+            notes.append(
+                f"your flow: the loop ties its first layer's weights (gate 0); fixed point "
+                f"reference={inst.p['reference']!r} (from its norm={inst.cfg.norm})"
+            )
         if not np.isfinite(gate_figures["critical_gate"]):
             notes.append("ρ(J + gG) never reaches 1: g_c = ∞ and the bound holds only vacuously")
         if slow_at_ref != 0.0:
