@@ -200,17 +200,37 @@ class Claim:
             return 16 * 8 * int(p["T"]) ** 2 * int(p["d"])
         return 0
 
-    def within_budget(self, p: dict) -> int:
-        """The estimated peak memory of ``p`` (:meth:`memory_bytes` + :data:`BASE_BYTES`);
-        ``ValueError`` naming the parameters when it exceeds :func:`memory_budget`."""
-        need = BASE_BYTES + int(self.memory_bytes(p))
+    def within_budget(self, p: dict, system=None) -> int:
+        """The estimated peak memory of ``p`` (:meth:`memory_bytes` + :data:`BASE_BYTES`) on the
+        sizes of ``system`` when one is given (:meth:`sized`); ``ValueError`` naming the
+        parameters (or the system and its sizes) when it exceeds :func:`memory_budget`."""
+        need = BASE_BYTES + int(self.memory_bytes(self.sized(p, system)))
         if need > memory_budget():
             raise ValueError(
-                f"{self.id} with {self._changed(p) or 'its default parameters'} needs about "
-                f"{format_bytes(need)} of memory (estimated from the parameters), beyond the "
-                f"memory budget of {budget_hint()}"
+                f"{self.id} {self._instance_text(p, system)} needs about {format_bytes(need)} of "
+                f"memory (estimated from {self._estimated_from(system)}), beyond the memory "
+                f"budget of {budget_hint()}"
             )
         return need
+
+    def sized(self, p: dict, system=None) -> dict:
+        """``p`` with the values that ``system``'s own sizes give the claim's parameters
+        (:meth:`verify.systems.System.sizes`, among this claim's parameters): what the cost model
+        (:meth:`work`, :meth:`memory_bytes`) reads, so that a user system is costed on its sizes,
+        not on the defaults of the parameters it replaces. ``p`` itself without a system. Only
+        for estimates: the values may lie outside the parameters' bounds."""
+        if system is None:
+            return p
+        return {**p, **{k: v for k, v in system.sizes().items() if k in p}}
+
+    def _instance_text(self, p: dict, system) -> str:
+        if system is not None:
+            return f"on your {system.label()} ({system.size_text()})"
+        return f"with {self._changed(p) or 'its default parameters'}"
+
+    @staticmethod
+    def _estimated_from(system) -> str:
+        return "the parameters" if system is None else "your system's sizes and the parameters"
 
     def work(self, p: dict) -> dict[str, float]:
         """The work of one check on the resolved parameters ``p``, as counts by kind of work
@@ -230,14 +250,15 @@ class Claim:
         ``fastslow bench limits`` at the limits)."""
         return seconds(self.work(p))
 
-    def within_time_budget(self, p: dict) -> float:
-        """:meth:`seconds_estimate` of ``p``; ``ValueError`` naming the parameters when it
-        exceeds :func:`time_budget`."""
-        need = float(self.seconds_estimate(p))
+    def within_time_budget(self, p: dict, system=None) -> float:
+        """:meth:`seconds_estimate` of ``p`` on the sizes of ``system`` when one is given
+        (:meth:`sized`); ``ValueError`` naming the parameters (or the system and its sizes) when
+        it exceeds :func:`time_budget`."""
+        need = float(self.seconds_estimate(self.sized(p, system)))
         if need > time_budget():
             raise ValueError(
-                f"{self.id} with {self._changed(p) or 'its default parameters'} would take about "
-                f"{need:.3g} s (estimated from the parameters), beyond the time budget of "
+                f"{self.id} {self._instance_text(p, system)} would take about {need:.3g} s "
+                f"(estimated from {self._estimated_from(system)}), beyond the time budget of "
                 f"{time_hint()}"
             )
         return need
@@ -258,9 +279,10 @@ class Claim:
         known = ", ".join(c.name for c in self.controls) or "none"
         raise ValueError(f"{self.id} has no negative control {name!r}; expected one of: {known}")
 
-    def resolve(self, overrides: Mapping | None = None) -> dict:
+    def resolve(self, overrides: Mapping | None = None, system=None) -> dict:
         """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
-        naming the parameter and what was expected."""
+        naming the parameter and what was expected. Memory and time are estimated on the sizes
+        of ``system`` when one is given (:meth:`sized`)."""
         if not self.implemented:
             raise PendingClaim(f"claim {self.id} is pending: no check is implemented yet")
         p = self.defaults()
@@ -274,8 +296,8 @@ class Claim:
         if "T" in p and "P" in p and p["T"] % p["P"]:  # T tokens in blocks of P
             raise ValueError(f"parameter P={p['P']} must divide T={p['T']}")
         self.validate(p)
-        self.within_budget(p)
-        self.within_time_budget(p)
+        self.within_budget(p, system)
+        self.within_time_budget(p, system)
         return p
 
     def accepts(self, system) -> None:
@@ -308,7 +330,7 @@ class Claim:
         """
         overrides = dict(params or {})
         if system is not None:
-            self.accepts(system)
+            system = self.checked_system(system)
             dropped = [k for k in overrides if k in self.replaced_by(system)]
             if dropped:
                 raise ValueError(
@@ -325,13 +347,30 @@ class Claim:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         seed = int(seed)
-        p = self.resolve(overrides)
-        if system is not None:
-            if control is not None:
-                raise ValueError(
-                    "a negative control is a built-in instance: give control or system"
-                )
+        if system is not None and control is not None:
+            raise ValueError("a negative control is a built-in instance: give control or system")
+        p = self.resolve(overrides, system)
         return self.decide(p, seed, control, system)
+
+    def checked_system(self, system):
+        """``system`` validated for this claim before any work: a validated copy of its current
+        fields (:meth:`verify.systems.System.validated`: a field mutated to NaN, a complex or
+        wrongly shaped entry after construction), one of the kinds this claim checks
+        (:meth:`accepts`), with a description that reduces to strict JSON
+        (:func:`describe_system`). ``ValueError`` or ``TypeError`` naming the fault."""
+        from .systems import System  # deferred: verify.systems imports the model (numerics)
+
+        if not isinstance(system, System):
+            raise TypeError(
+                f"system must be a fastslow.toy system (LinearLoop, GeneratorFamily, "
+                f"DepthFlow), got {type(system).__name__}"
+            )
+        if not isinstance(system, self.systems):
+            Claim.accepts(self, system)  # names the claims that check this kind
+        system = system.validated()
+        self.accepts(system)
+        describe_system(system)
+        return system
 
     def replaced_by(self, system) -> tuple[str, ...]:
         """The parameters of this claim that ``system`` supersedes (they build only the built-in
@@ -346,7 +385,7 @@ class Claim:
     def decide(self, p: dict, seed: int, control: str | None = None, system=None) -> Verdict:
         """The verdict on the resolved, validated parameters ``p`` (the work of :meth:`check`,
         after its input checks): build, diagnose, conclude; an exception is outcome ``error``."""
-        described = None if system is None else jsonable(system.describe())
+        described = None if system is None else describe_system(system)
         replaced = self.replaced_by(system)
         shown = {k: v for k, v in p.items() if k not in replaced}
         hyps: dict = {}
@@ -584,11 +623,61 @@ class Claim:
             )
         return faults
 
+    def system_kinds(self) -> dict[str, list[str]]:
+        """``{kind: [parameters it replaces]}`` for each kind of user system this claim checks
+        (:attr:`systems`, :meth:`replaced_by` of the kind)."""
+        out = {}
+        for kind in self.systems:
+            names = set(getattr(kind, "replaces", ())) | set(self.system_replaces)
+            out[kind.__name__] = [k for k in self.params if k in names]
+        return out
+
+    def to_json(self) -> dict:
+        """The claim as strict JSON for ``fastslow claims --json``: id, title, statement,
+        status (``implemented`` / ``pending``), the kinds of user system it checks with the
+        parameters each replaces, and every parameter (type, default, bounds, choices, the
+        accepted range as ``--describe`` shows it, meaning)."""
+        params = {
+            k: {
+                "type": s.kind,
+                "default": s.default,
+                "low": s.low,
+                "high": s.high,
+                "open_low": s.open_low,
+                "open_high": s.open_high,
+                "choices": None if s.choices is None else list(s.choices),
+                "range": s.describe(),
+                "meaning": s.meaning,
+            }
+            for k, s in self.params.items()
+        }
+        return jsonable(
+            {
+                "id": self.id,
+                "title": self.title,
+                "statement": self.statement,
+                "status": "implemented" if self.implemented else "pending",
+                "systems": [
+                    {"kind": kind, "replaces": replaced}
+                    for kind, replaced in self.system_kinds().items()
+                ],
+                "parameters": params,
+            }
+        )
+
     def describe(self) -> str:
         """The claim, its parameters, hypotheses (with their sources), conclusion, limits and
-        controls, for ``--help`` texts."""
+        controls, and the kinds of user system it checks, for ``--help`` texts."""
         lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
         lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
+        kinds = self.system_kinds()
+        lines += ["user systems (--system FILE.py:NAME):"] + (
+            [
+                f"  {kind}: replaces {', '.join(replaced) or 'no parameter'}"
+                for kind, replaced in kinds.items()
+            ]
+            or ["  none: built-in instances only"]
+        )
         lines += ["hypotheses:"] + [
             f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
             for k, m in self.hypotheses.items()
@@ -605,3 +694,21 @@ class Claim:
             for c in self.controls
         ]
         return "\n".join(lines)
+
+
+def describe_system(system) -> dict:
+    """``system.describe()`` as strict JSON (:func:`verify.json_values.jsonable`: any object it
+    holds reduces to a number, string, list or mapping); ``ValueError`` naming the system when
+    ``describe()`` raises or returns something other than a mapping (bad input, before work)."""
+    try:
+        described = system.describe()
+    except (Exception, SystemExit) as exc:  # the user's describe(): bad input, on one line
+        raise ValueError(
+            f"your {type(system).__name__}'s describe() raised {type(exc).__name__}: {exc}"
+        ) from None
+    if not isinstance(described, Mapping):
+        raise ValueError(
+            f"your {type(system).__name__}'s describe() returned a {type(described).__name__}; "
+            "expected a dict"
+        )
+    return jsonable(described)
