@@ -272,13 +272,13 @@ def test_the_human_verdict_names_the_system_and_its_own_seed(systems_file, capsy
 
 
 def test_the_time_budget_sees_a_large_linear_loop(systems_file, capsys, monkeypatch):
-    """n = 700 was accepted with --time-budget 10 and ran past 120 s: the estimate read D7's
+    """n = 700 was accepted with --time-budget 20 and ran past 120 s: the estimate read D7's
     default T·d = 32. It now reads n (about 9e3 s, so the default budget refuses it too)."""
     monkeypatch.setattr(Claim, "decide", stub_decide)
-    code = main(["check", "D7", "--system", f"{systems_file}:big_loop", "--time-budget", "10"])
+    code = main(["check", "D7", "--system", f"{systems_file}:big_loop", "--time-budget", "20"])
     line = one_line(capsys.readouterr().err)
     assert code == 2 and "on your LinearLoop 'big' (n=700) would take about" in line, line
-    assert "beyond the time budget of 10 s" in line
+    assert "beyond the time budget of 20 s" in line
     code = main(["check", "D7", "--system", f"{systems_file}:tiny_loop", "--time-budget", "60"])
     assert code == 3  # the stub: accepted, and nothing else refused it
 
