@@ -23,6 +23,7 @@ import sympy as sp
 
 import fastslow
 from fastslow.cli import main
+from fastslow.numerics.model.activations import Activation
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
 from fastslow.verify import sweep as sw
 from fastslow.verify.claim import Claim
@@ -400,6 +401,12 @@ def test_the_cache_key_sees_the_system_and_a_changed_file_is_refused(systems_fil
     assert a.fingerprint() == DepthFlow("causal", P=2, d=2, T=4, seed=7).fingerprint()
     assert a.fingerprint() != b.fingerprint() and c.fingerprint() != d.fingerprint()
     assert c.describe() == d.describe()  # the description alone would not tell them apart
+    same_name = [
+        Activation("soft", f, lambda z: 1 - np.tanh(z) ** 2, smooth=True)
+        for f in (np.tanh, lambda z: z / (1 + abs(z)))
+    ]
+    flows = [DepthFlow("causal", P=2, d=2, T=4, sigma=s) for s in same_name]
+    assert flows[0].fingerprint() != flows[1].fingerprint()
     spec = f"{systems_file}:flow7"
     key = {"claim": "A1", "seed": 0, "system": spec}
     assert sw.point_key(sw.check_point, {**key, "system_fingerprint": a.fingerprint()}) != (

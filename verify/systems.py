@@ -1,7 +1,9 @@
 """Your own toy systems: the kinds of system a claim can be checked on besides its built-in instances.
 
-A system is a plain description, validated when it is made (shapes, finiteness, types: a bad
-system is bad input, exit 2); whether it satisfies a claim's *hypotheses* (a spectral radius below
+A system is a plain description, validated when it is made and again, on a copy, when a claim
+checks it (:meth:`System.validated`: shapes, finiteness, real entries, types; a field mutated
+after construction included: a bad system is bad input, exit 2, never a cast with a warning nor
+an ``error`` of the check); whether it satisfies a claim's *hypotheses* (a spectral radius below
 one, a generator with one closed class, a block-local mask) is decided by the claim and reported as
 ``outside-hypotheses``, never refused. ``fastslow.check(ID, system=...)`` and
 ``fastslow check ID --system FILE.py:NAME`` take one; each claim lists the kinds it accepts
@@ -86,10 +88,12 @@ class System:
             ) from None
 
     def fingerprint(self) -> str:
-        """SHA-256 (24 hex digits) of every field's value: arrays by dtype, shape and bytes,
-        SymPy objects by ``srepr``, anything else by its JSON form (:func:`verify.json_values.jsonable`).
+        """SHA-256 (24 hex digits) of the kind and every field's value (:func:`_digest`: arrays
+        by dtype, shape and bytes, SymPy objects by ``srepr``, functions by name and bytecode,
+        dataclasses such as a user ``Activation`` field by field, anything else by its JSON form).
         Two systems with the same fingerprint build the same instance; a sweep's cache keys
-        carry it."""
+        carry it. Caveat: a function is told apart by its code and constants, not by the values
+        it reads from globals or closures."""
         h = hashlib.sha256(type(self).__qualname__.encode())
         items = (
             [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
@@ -98,16 +102,36 @@ class System:
         )
         for key, value in items:
             h.update(key.encode())
-            if isinstance(value, np.ndarray):
-                h.update(f"{value.dtype.str}{value.shape}".encode())
-                h.update(np.ascontiguousarray(value).tobytes())
-            elif isinstance(value, sp.Basic | sp.MatrixBase):
-                h.update(sp.srepr(value).encode())
-            elif isinstance(value, tuple) and all(isinstance(x, sp.Basic) for x in value):
-                h.update(sp.srepr(value).encode())
-            else:
-                h.update(json.dumps(jsonable(value), sort_keys=True).encode())
+            _digest(h, value)
         return h.hexdigest()[:24]
+
+
+def _digest(h, value, depth: int = 0) -> None:
+    """Feed ``value`` to the hash ``h`` (see :meth:`System.fingerprint`)."""
+    if depth > 20:
+        h.update(repr(type(value)).encode())
+    elif isinstance(value, np.ndarray):
+        h.update(f"{value.dtype.str}{value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else b"")
+        if value.dtype == object:
+            _digest(h, value.tolist(), depth + 1)
+    elif isinstance(value, sp.Basic | sp.MatrixBase):
+        h.update(sp.srepr(value).encode())
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}{len(value)}".encode())
+        for item in value:
+            _digest(h, item, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        h.update(type(value).__qualname__.encode())
+        for f in dataclasses.fields(value):
+            h.update(f.name.encode())
+            _digest(h, getattr(value, f.name, None), depth + 1)
+    elif callable(value) and hasattr(value, "__code__"):
+        code = value.__code__
+        h.update(f"{value.__module__}.{value.__qualname__}".encode())
+        h.update(code.co_code + repr(code.co_consts).encode())
+    else:
+        h.update(json.dumps(jsonable(value), sort_keys=True).encode())
 
 
 def _check_name(name) -> str:
