@@ -46,6 +46,10 @@ def nan_in_q():
     return GeneratorFamily(sp.Matrix([[-1, sp.nan], [1, -1]]), -y, y, x)
 
 
+def sin_of_the_fast_state():
+    return GeneratorFamily(sp.Matrix([[-1, 1 + y**2], [1, -1 - y**2]]), -y + sp.sin(x[0]), y, x)
+
+
 def complex_in_q():
     return GeneratorFamily(sp.Matrix([[-1, 1 + sp.I], [1, -1]]), -y, y, x)
 
@@ -136,6 +140,8 @@ def stub_decide(self, p, seed, control=None, system=None):
 BROKEN = [
     ("F2", "nan_in_q", "Q[0, 1] = nan is not finite"),
     ("F2", "complex_in_q", "is complex"),
+    # sin(a) was read as a free atom and h_1 kept ``a``: exit 3 NameError on a valid-looking system
+    ("F2", "sin_of_the_fast_state", "is not a rational function of the fast state a, b"),
     ("D7", "nan_set_after_construction", "J must be finite, found 1 non-finite"),
     ("D7", "complex_j", "J has complex entries"),
     ("D7", "g_reshaped_after_construction", "G must have shape 3×3, got (4, 4)"),

@@ -928,6 +928,20 @@ class F2(Claim):
     instance = Instance
     systems = (GeneratorFamily,)
 
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.GeneratorFamily` whose slow field is a rational function of
+        the fast state ``x`` (any function of ``y`` and ``t``): the exact derivation of ``h_1``
+        (:func:`theory.markov.family_slow_manifold`) substitutes ``x = p_st(y)`` in the field of
+        rational functions, and reads a non-rational function of ``x`` (``sin(x0)``) as a free
+        atom, so ``h_1`` would keep ``x`` unsubstituted. Bad input otherwise, before any work."""
+        super().accepts(system)
+        if not sp.sympify(system.slow).is_rational_function(*system.x):
+            raise ValueError(
+                f"{system.name}: slow = {system.slow} is not a rational function of the fast "
+                f"state {', '.join(map(str, system.x))}; F2 derives h_1 exactly by substituting "
+                "x = p_st(y) in rational functions (functions of y and t are allowed)"
+            )
+
     def build_system(self, p, seed, system):
         return FamilyInstance(p, seed, system)
 
