@@ -52,6 +52,7 @@ counted work (:meth:`Claim.work`) in :mod:`verify.cost_model`, the verdict in :m
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -632,10 +633,17 @@ class Claim:
             out[kind.__name__] = [k for k in self.params if k in names]
         return out
 
+    def _system_condition(self) -> str | None:
+        """What this claim requires of a user system beyond its kind (the first sentence of its
+        own :meth:`accepts`' docstring), or ``None``."""
+        if type(self).accepts is Claim.accepts:
+            return None
+        return _first_sentence(type(self).accepts.__doc__ or "") or None
+
     def to_json(self) -> dict:
         """The claim as strict JSON for ``fastslow claims --json``: id, title, statement,
         status (``implemented`` / ``pending``), the kinds of user system it checks with the
-        parameters each replaces, and every parameter (type, default, bounds, choices, the
+        parameters each replaces (and ``only_if``: what the claim requires beyond the kind), and every parameter (type, default, bounds, choices, the
         accepted range as ``--describe`` shows it, meaning)."""
         params = {
             k: {
@@ -658,7 +666,7 @@ class Claim:
                 "statement": self.statement,
                 "status": "implemented" if self.implemented else "pending",
                 "systems": [
-                    {"kind": kind, "replaces": replaced}
+                    {"kind": kind, "replaces": replaced, "only_if": self._system_condition()}
                     for kind, replaced in self.system_kinds().items()
                 ],
                 "parameters": params,
@@ -678,6 +686,8 @@ class Claim:
             ]
             or ["  none: built-in instances only"]
         )
+        if kinds and self._system_condition():
+            lines.append(f"  only if: {self._system_condition()}")
         lines += ["hypotheses:"] + [
             f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
             for k, m in self.hypotheses.items()
@@ -712,3 +722,10 @@ def describe_system(system) -> dict:
             "expected a dict"
         )
     return jsonable(described)
+
+
+def _first_sentence(doc: str) -> str:
+    """The first sentence of a docstring (up to ``. `` or ``: ``), without reST markup."""
+    text = " ".join(doc.split())
+    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text).replace("``", "")
+    return re.split(r"(?<=[^.])\. |: ", text, maxsplit=1)[0].rstrip(".")
