@@ -13,8 +13,10 @@ The few real checks are A1 on a 4-token flow (about a second).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,7 @@ import sympy as sp
 import fastslow
 from fastslow.cli import main
 from fastslow.numerics.model.activations import Activation
+from fastslow.numerics.toy import markov as mk
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
 from fastslow.verify import sweep as sw
 from fastslow.verify.claim import Claim
@@ -37,6 +40,7 @@ import numpy as np
 import sympy as sp
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
 from fastslow.numerics.model.activations import Activation
+from fastslow.numerics.toy import markov as mk
 
 y, t = sp.symbols("y t")
 x = sp.symbols("a b")
@@ -48,6 +52,19 @@ def nan_in_q():
 
 def sin_of_the_fast_state():
     return GeneratorFamily(sp.Matrix([[-1, 1 + y**2], [1, -1 - y**2]]), -y + sp.sin(x[0]), y, x)
+
+
+def stiff_slow_field():
+    n, xs = 3, sp.symbols("x0:3")
+    Q = sp.zeros(n, n)
+    for j in range(n):
+        for i in range(n):
+            if i != j:
+                Q[i, j] = (1 + (i + 2 * j) % 3) * (1 + y**2 / (i + j + 1)) + sp.Rational(i, 3) * y**2
+    for j in range(n):
+        Q[j, j] = -sum(Q[i, j] for i in range(n) if i != j)
+    slow = -y + sum((k + 1) * xs[k] for k in range(n)) * (1 + y**2) / 3
+    return GeneratorFamily(Q, slow, y, xs, t, name="stiff")
 
 
 def complex_in_q():
@@ -312,6 +329,30 @@ def test_estimates_read_the_systems_sizes_not_the_replaced_defaults():
         unit.within_time_budget(p, small)
         with pytest.raises(ValueError, match=r"on your DepthFlow 'depth flow' \(T=256"):
             unit.within_time_budget(p, large)
+
+
+def test_integrations_stop_at_their_deadline():
+    gen = lambda y: np.array([[-1.0, 1.0], [1.0, -1.0]])
+    gen_dy = lambda y: np.zeros((2, 2))
+    with pytest.raises(mk.DeadlineExceeded, match="passed its CPU-time deadline at t=0"):
+        mk.integrate_coupled(
+            gen, gen_dy, 1e-2, [0.5, 0.5], 0.1, [1.0, 0.0], [0.0, 1.0], deadline=0.0
+        )
+
+
+def test_a_stiff_user_slow_field_stops_at_the_time_budget(systems_file, monkeypatch):
+    """Its slow field made F2's BDF runs take 44 s of CPU before failing (the estimate, 5.1 s,
+    cannot see stiffness): the integrations now stop at the budget, outcome ``error`` naming it."""
+    spec = importlib.util.spec_from_file_location("mine_stiff", systems_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setenv("FASTSLOW_TIME_BUDGET", "6")
+    start = time.process_time()
+    verdict = fastslow.check("F2", module.stiff_slow_field())
+    used = time.process_time() - start
+    assert verdict.outcome == "error" and verdict.error["type"] == "DeadlineExceeded"
+    assert "ran past the time budget of 6 s" in verdict.error["message"]
+    assert used < 6 + 3, used
 
 
 # --------------------------------------------------------------------------- claims and --describe
