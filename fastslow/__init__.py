@@ -101,7 +101,11 @@ def check(
 
     Each hypothesis records how it was decided (``verdict.sources``: ``input``, ``theory``,
     ``reference`` or ``implementation``). Bad input (an unknown parameter, a system of a kind the
-    claim does not check) raises ``ValueError`` naming it and the claims that do check that kind.
+    claim does not check) raises ``ValueError`` naming it and the claims that do check that kind;
+    a broken system (non-finite or complex entries, wrong shapes, a field mutated after
+    construction: the system is validated again, on a copy, before any work; a ``describe()``
+    that raises) raises ``ValueError`` or ``TypeError`` naming the fault, and time and memory
+    are estimated on the system's own sizes (over budget: ``ValueError``).
     """
     from fastslow.verify.registry import get_claim  # deferred: `import fastslow` stays cheap
 

@@ -2,15 +2,15 @@
 
 ::
 
-    fastslow claims                                   list the claim IDs and statements
+    fastslow claims [--json]                          list the claims and the systems they check
     fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system FILE.py:NAME]
                       [--json] [--describe]
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
                      [--system FILE.py:NAME]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
-    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--workers N | --scheduler ADDR]
-                      [--cache DIR] [--out FILE]
+    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system FILE.py:NAME]
+                      [--workers N | --scheduler ADDR] [--cache DIR] [--out FILE]
 
 ``check`` decides the claim's verdict on one instance and exits 0 ``holds``, 1 ``fails``,
 4 ``outside-hypotheses``, 5 ``undecided`` (the check's own numerics cannot decide the instance),
@@ -27,8 +27,12 @@ Every command checks its inputs and outputs before the work starts and ends a fa
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
 whose estimated memory exceeds the budget (``--memory-budget`` or ``FASTSLOW_MEMORY_BUDGET``,
 default half the machine's memory) or whose estimated time for one check exceeds the time budget
-(``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 1800 s; per sweep point), an output or cache that cannot be written, an unreachable
-``--scheduler``: exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
+(``--time-budget`` or ``FASTSLOW_TIME_BUDGET``, default 1800 s; per sweep point), both estimated
+on a user system's own sizes, an output or cache that cannot be written, an unreachable
+``--scheduler``, a broken ``--system`` (a file that raises or exits while loading, a ``NAME`` that
+is not a system, non-finite, complex or wrongly shaped entries, a field mutated after
+construction, a ``describe()`` that raises), a ``--grid`` over a parameter the system replaces:
+exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
 after keeping every finished sweep point in the cache, at any moment (also while the command
 starts or its workers start, and when it was started with SIGINT ignored, as a script's background
 job is); a full standard output exits 2.
@@ -41,7 +45,6 @@ import sys
 
 try:  # Ctrl-C while the command line starts (a second of imports): one line and exit 130
     import argparse
-    import importlib.util
     import json
     import re
     import signal
@@ -52,6 +55,7 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     import fastslow
     from fastslow.readme import MalformedReport, update_readme
     from fastslow.verify import sweep as sw
+    from fastslow.verify import systems
     from fastslow.verify.budgets import (
         BASE_BYTES,
         MEMORY_BUDGET_ENV,
@@ -66,7 +70,6 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     from fastslow.verify.registry import CLAIMS, get_claim
     from fastslow.verify.report import writable_dir, writable_file, write_atomic
     from fastslow.verify.suggest import did_you_mean
-    from fastslow.verify.systems import KINDS, System
     from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
 except KeyboardInterrupt:
     print("fastslow: interrupted while starting", file=sys.stderr, flush=True)
@@ -99,10 +102,14 @@ def _set_budget(args) -> None:
 
 
 def _cmd_claims(args) -> int:
-
+    if args.json:
+        rows = [c.to_json() for c in CLAIMS.values()]
+        print(json.dumps(rows, indent=1, ensure_ascii=False, allow_nan=False))
+        return 0
     for c in CLAIMS.values():
         state = "implemented" if c.implemented else "pending"
-        print(f"{c.id:>3}  [{state}]  {c.title}: {c.statement}")
+        kinds = ", ".join(c.system_kinds()) or "built-in only"
+        print(f"{c.id:>3}  [{state}; systems: {kinds}]  {c.title}: {c.statement}")
     return 0
 
 
@@ -142,9 +149,18 @@ def brief(value, width: int = SHOWN_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _instance_text(v) -> str:
+    """Which instance a verdict is about: the seed, the negative control, or the user system
+    (its kind, its name and, when it has one, its own seed beside the check's)."""
+    if v.system is None:
+        ctl = f", negative control {v.control}" if v.control else ""
+        return f"seed {v.seed}{ctl}"
+    own = f", its seed {v.system['seed']}" if "seed" in v.system else ""
+    return f"your {v.system.get('kind')} {v.system.get('name')!r}{own}; check seed {v.seed}"
+
+
 def _print_verdict(v) -> None:
-    ctl = f", negative control {v.control}" if v.control else ""
-    print(f"{v.id}: {v.outcome.upper()} (seed {v.seed}{ctl}): {v.reason()}")
+    print(f"{v.id}: {v.outcome.upper()} ({_instance_text(v)}): {v.reason()}")
     for kind, diags in (
         ("hypothesis", v.hypotheses),
         ("conclusion", v.conclusion),
@@ -163,38 +179,8 @@ def _print_verdict(v) -> None:
     print("  (arrays and long values summarised; --json prints them whole)")
 
 
-def load_system(spec: str):
-    """The user system ``NAME`` of the Python file in ``FILE.py:NAME`` (a :mod:`fastslow.toy`
-    system, or a function of no arguments returning one); ``ValueError`` naming what is wrong."""
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path.endswith(".py") or not name.isidentifier():
-        raise ValueError(f"--system expects FILE.py:NAME, got {spec!r}")
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"--system: no such file {path!r}")
-    module_spec = importlib.util.spec_from_file_location(f"fastslow_user_{file.stem}", file)
-    if module_spec is None or module_spec.loader is None:
-        raise ValueError(f"--system: cannot load {path!r} as Python")
-    module = importlib.util.module_from_spec(module_spec)
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as exc:  # the user's file: any error is bad input, on one line
-        raise ValueError(f"--system: {path} failed to load: {type(exc).__name__}: {exc}") from None
-    if not hasattr(module, name):
-        raise ValueError(f"--system: {path} defines no {name!r}")
-    obj = getattr(module, name)
-    if callable(obj) and not isinstance(obj, System):
-        try:
-            obj = obj()
-        except Exception as exc:  # the user's function: any error is bad input, on one line
-            raise ValueError(f"--system: {name}() failed: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, System):
-        kinds = ", ".join(KINDS)
-        raise ValueError(
-            f"--system: {name} is a {type(obj).__name__}; expected one of the fastslow.toy "
-            f"systems ({kinds})"
-        )
-    return obj
+load_system = systems.load
+"""The user system of ``FILE.py:NAME`` (:func:`verify.systems.load`)."""
 
 
 def _cmd_check(args) -> int:
@@ -207,7 +193,7 @@ def _cmd_check(args) -> int:
         params = _parse_kv(args.param)
         system = load_system(args.system) if args.system else None
         verdict = fastslow.check(unit.id, system, params, args.seed, control=args.control)
-    except (PendingClaim, ValueError) as exc:
+    except (PendingClaim, ValueError, TypeError) as exc:  # raised before any work
         print(f"fastslow check: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
     if args.json:
@@ -320,9 +306,29 @@ def _grid_axes(unit, items) -> dict:
     return axes
 
 
+def _sweep_system(unit, spec: str | None, axes: dict) -> tuple:
+    """The sweep's user system (``--system FILE.py:NAME``) checked for ``unit`` as
+    :meth:`~verify.claim.Claim.check` would, and the keys it adds to every point (the spec and
+    the system's fingerprint, so the cache keys see the system); a ``--grid`` over a parameter
+    the system replaces is bad input naming it. ``(None, {})`` without a system."""
+    if spec is None:
+        return None, {}
+    system = unit.checked_system(systems.load(spec))
+    replaced = unit.replaced_by(system)
+    for key in axes:
+        if key in replaced:
+            raise ValueError(
+                f"--grid {key}: parameter {key} is set by your system "
+                f"({type(system).__name__}); grid over the parameters it leaves: "
+                f"{', '.join(k for k in unit.params if k not in replaced) or 'none'}"
+            )
+    return system, {"system": spec, "system_fingerprint": system.fingerprint()}
+
+
 def _plan_sweep(args):
-    """Validate a sweep before anything is built: workers, outputs, axes, the size of the grid and
-    its memory; return ``(claim id, axes, number of points, workers)``."""
+    """Validate a sweep before anything is built: workers, outputs, axes, the user system, the
+    size of the grid and its memory and time (on the system's sizes); return ``(claim id, axes,
+    number of points, workers, the keys a user system adds to each point)``."""
     _set_budget(args)
     sw.max_workers(args.workers)
     unit = get_claim(args.id)
@@ -331,6 +337,7 @@ def _plan_sweep(args):
     if args.cache is not None:
         sw.prepare_cache(args.cache, "--cache")
     axes = _grid_axes(unit, args.grid)
+    system, extra = _sweep_system(unit, args.system, axes)
     sizes = {k: len(v) for k, v in axes.items()}
     axes["seed"] = _parse_seeds(args.seeds)
     total = sw.grid_size(**axes)
@@ -342,7 +349,7 @@ def _plan_sweep(args):
             f"{format_bytes(held)} of results, beyond the memory budget of {budget_hint()}"
         )
     no_seed = {k: v for k, v in axes.items() if k != "seed"}
-    need = max(unit.within_budget(unit.resolve(p)) for p in sw.iter_grid(**no_seed))
+    need = max(unit.within_budget(unit.resolve(p, system), system) for p in sw.iter_grid(**no_seed))
     workers = sw.max_workers(args.workers, total)
     fits = max(1, memory_budget() // need)
     if workers > fits:
@@ -352,14 +359,13 @@ def _plan_sweep(args):
             file=sys.stderr,
         )
         workers = fits
-    return unit.id, axes, total, workers
+    return unit.id, axes, total, workers, extra
 
 
 def _cmd_sweep(args) -> int:
-
     try:
-        cid, axes, total, workers = _plan_sweep(args)
-        points = [dict(p, claim=cid) for p in sw.iter_grid(**axes)]
+        cid, axes, total, workers, extra = _plan_sweep(args)
+        points = [dict(p, claim=cid, **extra) for p in sw.iter_grid(**axes)]
         with sw.executor_for(workers, args.scheduler, tasks=total) as executor:
             results = sw.sweep(
                 sw.check_point,
@@ -369,7 +375,7 @@ def _cmd_sweep(args) -> int:
                 label=f"sweep {cid}",
                 on_error=sw.check_point_error,
             )
-    except (PendingClaim, ValueError) as exc:
+    except (PendingClaim, ValueError, TypeError) as exc:  # raised before any work
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
     except sw.SweepInterrupted as exc:
@@ -384,7 +390,7 @@ def _cmd_sweep(args) -> int:
     )
     for p, r in zip(points, results):
         if r["verdict"] != "holds":
-            shown = {k: v for k, v in p.items() if k != "claim"}
+            shown = {k: v for k, v in p.items() if k not in ("claim", "system_fingerprint")}
             print(f"  {r['verdict']} at {shown}: {r['reason']}")
     if args.out:  # checked writable before the sweep
         write_atomic(
@@ -441,7 +447,16 @@ def _add_budget(s) -> None:
 
 def _add_claims(sub) -> None:
     """The ``claims`` subcommand."""
-    s = sub.add_parser("claims", help="list the claim IDs and their statements")
+    s = sub.add_parser(
+        "claims",
+        help="list the claim IDs, their statements and the kinds of your own system each checks",
+    )
+    s.add_argument(
+        "--json",
+        action="store_true",
+        help="print every claim as JSON: id, title, statement, status, the system kinds it "
+        "checks with the parameters each replaces, and the parameters with their ranges",
+    )
     s.set_defaults(func=_cmd_claims)
 
 
@@ -478,14 +493,16 @@ def _add_check(sub) -> None:
         "--system",
         default=None,
         metavar="FILE.py:NAME",
-        help="check your own toy system NAME defined in FILE.py (a fastslow.toy system)",
+        help="check your own toy system NAME defined in FILE.py (a fastslow.toy system; "
+        "--describe lists the kinds this claim checks)",
     )
     _add_budget(s)
     s.add_argument("--json", action="store_true", help="print the verdict as JSON")
     s.add_argument(
         "--describe",
         action="store_true",
-        help="print the claim's parameters, hypotheses, conclusion and controls, and exit",
+        help="print the claim's parameters, the kinds of your own system it checks (and the "
+        "parameters each replaces), hypotheses, conclusion and controls, and exit",
     )
     s.set_defaults(func=_cmd_check)
 
@@ -552,6 +569,13 @@ def _add_sweep(sub) -> None:
     )
     s.add_argument(
         "--seeds", default="0:4", help="seeds as A:B (range) or a comma list (default 0:4)"
+    )
+    s.add_argument(
+        "--system",
+        default=None,
+        metavar="FILE.py:NAME",
+        help="sweep your own toy system NAME defined in FILE.py over the seeds (and --grid over "
+        "the parameters it does not replace); each worker loads the file again",
     )
     s.add_argument(
         "--workers",

@@ -52,6 +52,7 @@ counted work (:meth:`Claim.work`) in :mod:`verify.cost_model`, the verdict in :m
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -207,17 +208,37 @@ class Claim:
             return 16 * 8 * int(p["T"]) ** 2 * int(p["d"])
         return 0
 
-    def within_budget(self, p: dict) -> int:
-        """The estimated peak memory of ``p`` (:meth:`memory_bytes` + :data:`BASE_BYTES`);
-        ``ValueError`` naming the parameters when it exceeds :func:`memory_budget`."""
-        need = BASE_BYTES + int(self.memory_bytes(p))
+    def within_budget(self, p: dict, system=None) -> int:
+        """The estimated peak memory of ``p`` (:meth:`memory_bytes` + :data:`BASE_BYTES`) on the
+        sizes of ``system`` when one is given (:meth:`sized`); ``ValueError`` naming the
+        parameters (or the system and its sizes) when it exceeds :func:`memory_budget`."""
+        need = BASE_BYTES + int(self.memory_bytes(self.sized(p, system)))
         if need > memory_budget():
             raise ValueError(
-                f"{self.id} with {self._changed(p) or 'its default parameters'} needs about "
-                f"{format_bytes(need)} of memory (estimated from the parameters), beyond the "
-                f"memory budget of {budget_hint()}"
+                f"{self.id} {self._instance_text(p, system)} needs about {format_bytes(need)} of "
+                f"memory (estimated from {self._estimated_from(system)}), beyond the memory "
+                f"budget of {budget_hint()}"
             )
         return need
+
+    def sized(self, p: dict, system=None) -> dict:
+        """``p`` with the values that ``system``'s own sizes give the claim's parameters
+        (:meth:`verify.systems.System.sizes`, among this claim's parameters): what the cost model
+        (:meth:`work`, :meth:`memory_bytes`) reads, so that a user system is costed on its sizes,
+        not on the defaults of the parameters it replaces. ``p`` itself without a system. Only
+        for estimates: the values may lie outside the parameters' bounds."""
+        if system is None:
+            return p
+        return {**p, **{k: v for k, v in system.sizes().items() if k in p}}
+
+    def _instance_text(self, p: dict, system) -> str:
+        if system is not None:
+            return f"on your {system.label()} ({system.size_text()})"
+        return f"with {self._changed(p) or 'its default parameters'}"
+
+    @staticmethod
+    def _estimated_from(system) -> str:
+        return "the parameters" if system is None else "your system's sizes and the parameters"
 
     def work(self, p: dict) -> dict[str, float]:
         """The work of one check on the resolved parameters ``p``, as counts by kind of work
@@ -237,14 +258,15 @@ class Claim:
         ``fastslow bench limits`` at the limits)."""
         return seconds(self.work(p))
 
-    def within_time_budget(self, p: dict) -> float:
-        """:meth:`seconds_estimate` of ``p``; ``ValueError`` naming the parameters when it
-        exceeds :func:`time_budget`."""
-        need = float(self.seconds_estimate(p))
+    def within_time_budget(self, p: dict, system=None) -> float:
+        """:meth:`seconds_estimate` of ``p`` on the sizes of ``system`` when one is given
+        (:meth:`sized`); ``ValueError`` naming the parameters (or the system and its sizes) when
+        it exceeds :func:`time_budget`."""
+        need = float(self.seconds_estimate(self.sized(p, system)))
         if need > time_budget():
             raise ValueError(
-                f"{self.id} with {self._changed(p) or 'its default parameters'} would take about "
-                f"{need:.3g} s (estimated from the parameters), beyond the time budget of "
+                f"{self.id} {self._instance_text(p, system)} would take about {need:.3g} s "
+                f"(estimated from {self._estimated_from(system)}), beyond the time budget of "
                 f"{time_hint()}"
             )
         return need
@@ -268,9 +290,10 @@ class Claim:
             f"of: {', '.join(names) or 'none'}"
         )
 
-    def resolve(self, overrides: Mapping | None = None) -> dict:
+    def resolve(self, overrides: Mapping | None = None, system=None) -> dict:
         """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
-        naming the parameter and what was expected."""
+        naming the parameter and what was expected. Memory and time are estimated on the sizes
+        of ``system`` when one is given (:meth:`sized`)."""
         if not self.implemented:
             raise PendingClaim(f"claim {self.id} is pending: no check is implemented yet")
         p = self.defaults()
@@ -286,8 +309,8 @@ class Claim:
         for order in self.orders:
             order.check(p)
         self.validate(p)
-        self.within_budget(p)
-        self.within_time_budget(p)
+        self.within_budget(p, system)
+        self.within_time_budget(p, system)
         return p
 
     def accepts(self, system) -> None:
@@ -320,7 +343,7 @@ class Claim:
         """
         overrides = dict(params or {})
         if system is not None:
-            self.accepts(system)
+            system = self.checked_system(system)
             dropped = [k for k in overrides if k in self.replaced_by(system)]
             if dropped:
                 raise ValueError(
@@ -337,13 +360,30 @@ class Claim:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         seed = int(seed)
-        p = self.resolve(overrides)
-        if system is not None:
-            if control is not None:
-                raise ValueError(
-                    "a negative control is a built-in instance: give control or system"
-                )
+        if system is not None and control is not None:
+            raise ValueError("a negative control is a built-in instance: give control or system")
+        p = self.resolve(overrides, system)
         return self.decide(p, seed, control, system)
+
+    def checked_system(self, system):
+        """``system`` validated for this claim before any work: a validated copy of its current
+        fields (:meth:`verify.systems.System.validated`: a field mutated to NaN, a complex or
+        wrongly shaped entry after construction), one of the kinds this claim checks
+        (:meth:`accepts`), with a description that reduces to strict JSON
+        (:func:`describe_system`). ``ValueError`` or ``TypeError`` naming the fault."""
+        from .systems import System  # deferred: verify.systems imports the model (numerics)
+
+        if not isinstance(system, System):
+            raise TypeError(
+                f"system must be a fastslow.toy system (LinearLoop, GeneratorFamily, "
+                f"DepthFlow), got {type(system).__name__}"
+            )
+        if not isinstance(system, self.systems):
+            Claim.accepts(self, system)  # names the claims that check this kind
+        system = system.validated()
+        self.accepts(system)
+        describe_system(system)
+        return system
 
     def replaced_by(self, system) -> tuple[str, ...]:
         """The parameters of this claim that ``system`` supersedes (they build only the built-in
@@ -358,7 +398,7 @@ class Claim:
     def decide(self, p: dict, seed: int, control: str | None = None, system=None) -> Verdict:
         """The verdict on the resolved, validated parameters ``p`` (the work of :meth:`check`,
         after its input checks): build, diagnose, conclude; an exception is outcome ``error``."""
-        described = None if system is None else jsonable(system.describe())
+        described = None if system is None else describe_system(system)
         replaced = self.replaced_by(system)
         shown = {k: v for k, v in p.items() if k not in replaced}
         hyps: dict = {}
@@ -596,13 +636,72 @@ class Claim:
             )
         return faults
 
+    def system_kinds(self) -> dict[str, list[str]]:
+        """``{kind: [parameters it replaces]}`` for each kind of user system this claim checks
+        (:attr:`systems`, :meth:`replaced_by` of the kind)."""
+        out = {}
+        for kind in self.systems:
+            names = set(getattr(kind, "replaces", ())) | set(self.system_replaces)
+            out[kind.__name__] = [k for k in self.params if k in names]
+        return out
+
+    def _system_condition(self) -> str | None:
+        """What this claim requires of a user system beyond its kind (the first sentence of its
+        own :meth:`accepts`' docstring), or ``None``."""
+        if type(self).accepts is Claim.accepts:
+            return None
+        return _first_sentence(type(self).accepts.__doc__ or "") or None
+
+    def to_json(self) -> dict:
+        """The claim as strict JSON for ``fastslow claims --json``: id, title, statement,
+        status (``implemented`` / ``pending``), the kinds of user system it checks with the
+        parameters each replaces (and ``only_if``: what the claim requires beyond the kind), and every parameter (type, default, bounds, choices, the
+        accepted range as ``--describe`` shows it, meaning)."""
+        params = {
+            k: {
+                "type": s.kind,
+                "default": s.default,
+                "low": s.low,
+                "high": s.high,
+                "open_low": s.open_low,
+                "open_high": s.open_high,
+                "choices": None if s.choices is None else list(s.choices),
+                "range": s.describe(),
+                "meaning": s.meaning,
+            }
+            for k, s in self.params.items()
+        }
+        return jsonable(
+            {
+                "id": self.id,
+                "title": self.title,
+                "statement": self.statement,
+                "status": "implemented" if self.implemented else "pending",
+                "systems": [
+                    {"kind": kind, "replaces": replaced, "only_if": self._system_condition()}
+                    for kind, replaced in self.system_kinds().items()
+                ],
+                "parameters": params,
+            }
+        )
+
     def describe(self) -> str:
         """The claim, its parameters, hypotheses (with their sources), conclusion, limits and
-        controls, for ``--help`` texts."""
+        controls, and the kinds of user system it checks, for ``--help`` texts."""
         lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
         lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
         if self.orders:
             lines += ["orders between parameters:"] + [f"  {o.describe()}" for o in self.orders]
+        kinds = self.system_kinds()
+        lines += ["user systems (--system FILE.py:NAME):"] + (
+            [
+                f"  {kind}: replaces {', '.join(replaced) or 'no parameter'}"
+                for kind, replaced in kinds.items()
+            ]
+            or ["  none: built-in instances only"]
+        )
+        if kinds and self._system_condition():
+            lines.append(f"  only if: {self._system_condition()}")
         lines += ["hypotheses:"] + [
             f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
             for k, m in self.hypotheses.items()
@@ -619,3 +718,28 @@ class Claim:
             for c in self.controls
         ]
         return "\n".join(lines)
+
+
+def describe_system(system) -> dict:
+    """``system.describe()`` as strict JSON (:func:`verify.json_values.jsonable`: any object it
+    holds reduces to a number, string, list or mapping); ``ValueError`` naming the system when
+    ``describe()`` raises or returns something other than a mapping (bad input, before work)."""
+    try:
+        described = system.describe()
+    except (Exception, SystemExit) as exc:  # the user's describe(): bad input, on one line
+        raise ValueError(
+            f"your {type(system).__name__}'s describe() raised {type(exc).__name__}: {exc}"
+        ) from None
+    if not isinstance(described, Mapping):
+        raise ValueError(
+            f"your {type(system).__name__}'s describe() returned a {type(described).__name__}; "
+            "expected a dict"
+        )
+    return jsonable(described)
+
+
+def _first_sentence(doc: str) -> str:
+    """The first sentence of a docstring (up to ``. `` or ``: ``), without reST markup."""
+    text = " ".join(doc.split())
+    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text).replace("``", "")
+    return re.split(r"(?<=[^.])\. |: ", text, maxsplit=1)[0].rstrip(".")

@@ -479,17 +479,55 @@ def dask_executor(address: str, timeout: float = DASK_TIMEOUT):
 # --------------------------------------------------------------------------- claim points
 
 
-def check_point(claim: str, seed: int, control: str | None = None, **params) -> dict:
-    """One claim's verdict as a sweep point (picklable): the JSON of
-    :func:`verify.registry.run_check` (``control`` names a negative control)."""
+POINT_KEYS = ("claim", "seed", "control", "system", "system_fingerprint")
+"""The keys of a :func:`check_point` that are not the claim's parameters."""
 
-    return run_check(claim, params, seed=seed, control=control).to_json()
+_SYSTEMS: dict = {}
+"""The user systems this process has loaded for sweep points, by ``(spec, fingerprint)``."""
+
+
+def check_point(
+    claim: str,
+    seed: int,
+    control: str | None = None,
+    system: str | None = None,
+    system_fingerprint: str | None = None,
+    **params,
+) -> dict:
+    """One claim's verdict as a sweep point (picklable): the JSON of
+    :func:`verify.registry.run_check` (``control`` names a negative control).
+
+    ``system`` is a user system as ``FILE.py:NAME`` (:func:`verify.systems.load`), loaded once per
+    process (each pooled worker loads the file itself, so nothing of the user's module has to be
+    pickled); ``system_fingerprint`` (:meth:`verify.systems.System.fingerprint`, part of the
+    point and so of its cache key) is the system the sweep was planned on: a file that builds
+    another system in a worker (edited during the sweep, or drawing unseeded random numbers) is
+    a ``ValueError``, never a verdict on another system."""
+    user = None if system is None else loaded_system(system, system_fingerprint)
+    return run_check(claim, params, seed=seed, control=control, system=user).to_json()
+
+
+def loaded_system(spec: str, fingerprint: str | None = None):
+    """The system of ``spec`` (``FILE.py:NAME``), loaded once per process; ``ValueError`` when
+    its :meth:`~verify.systems.System.fingerprint` is not ``fingerprint`` (when given)."""
+    from fastslow.verify import systems  # deferred: a sweep without a system needs no model
+
+    key = (spec, fingerprint)
+    if key not in _SYSTEMS:
+        user = systems.load(spec)
+        if fingerprint is not None and user.fingerprint() != fingerprint:
+            raise ValueError(
+                f"--system {spec}: the file now builds another system than the one the sweep "
+                "was planned on (edited during the sweep, or unseeded random draws)"
+            )
+        _SYSTEMS[key] = user
+    return _SYSTEMS[key]
 
 
 def check_point_error(point: dict, exc: BaseException) -> dict:
     """The result of a :func:`check_point` that raised (or whose worker died): a verdict of
     outcome ``error`` with the exception, in :class:`verify.verdict.Verdict`'s JSON form."""
-    params = {k: v for k, v in point.items() if k not in ("claim", "seed", "control")}
+    params = {k: v for k, v in point.items() if k not in POINT_KEYS}
     v = Verdict(
         str(point.get("claim")),
         "error",

@@ -1,7 +1,9 @@
 """Your own toy systems: the kinds of system a claim can be checked on besides its built-in instances.
 
-A system is a plain description, validated when it is made (shapes, finiteness, types: a bad
-system is bad input, exit 2); whether it satisfies a claim's *hypotheses* (a spectral radius below
+A system is a plain description, validated when it is made and again, on a copy, when a claim
+checks it (:meth:`System.validated`: shapes, finiteness, real entries, types; a field mutated
+after construction included: a bad system is bad input, exit 2, never a cast with a warning nor
+an ``error`` of the check); whether it satisfies a claim's *hypotheses* (a spectral radius below
 one, a generator with one closed class, a block-local mask) is decided by the claim and reported as
 ``outside-hypotheses``, never refused. ``fastslow.check(ID, system=...)`` and
 ``fastslow check ID --system FILE.py:NAME`` take one; each claim lists the kinds it accepts
@@ -20,7 +22,14 @@ one, a generator with one closed class, a block-local mask) is decided by the cl
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import numbers
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,9 +38,16 @@ import sympy as sp
 import fastslow.numerics as nm
 from fastslow.numerics import validation as v
 
+from .json_values import jsonable
+
 
 class System:
-    """Base class of a user system: a name and a JSON description for the verdict's provenance."""
+    """Base class of a user system: a name and a JSON description for the verdict's provenance.
+
+    Systems are mutable dataclasses: they are validated when made and again, on a copy, when a
+    claim checks one (:meth:`validated`), so a field set to NaN after construction is bad input
+    too, never an ``error`` of the check.
+    """
 
     kind: str = "system"
     name: str = ""
@@ -42,6 +58,115 @@ class System:
     def describe(self) -> dict:
         """A JSON-able description (recorded in the verdict)."""
         raise NotImplementedError
+
+    def sizes(self) -> dict:
+        """The claim parameters whose values this system's own sizes stand for in a claim's cost
+        model (:meth:`verify.claim.Claim.work`, :meth:`~verify.claim.Claim.memory_bytes`), so
+        that time and memory are estimated, and refused, on the system's sizes rather than on
+        the claim's defaults. Empty: the system does not change the claim's cost."""
+        return {}
+
+    def size_text(self) -> str:
+        """The system's sizes for messages (``T=16, P=4, d=8, ...``)."""
+        return ", ".join(f"{k}={v}" for k, v in self.sizes().items()) or "no sizes"
+
+    def label(self) -> str:
+        """``LinearLoop 'name'``: the kind and the user's name, for messages."""
+        return f"{type(self).__name__} {self.name!r}"
+
+    def validated(self) -> System:
+        """A validated copy of this system, made from its current fields (so a field changed
+        after construction is checked again): ``ValueError`` or ``TypeError`` naming the system
+        and the fault. A system that is not a dataclass is returned as it is."""
+        if not dataclasses.is_dataclass(self):
+            return self
+        try:
+            return dataclasses.replace(self)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"your {self.label()} is not valid: {exc}") from None
+        except Exception as exc:  # a user field that breaks the validation itself
+            raise ValueError(
+                f"your {self.label()} is not valid: {type(exc).__name__}: {exc}"
+            ) from None
+
+    def fingerprint(self) -> str:
+        """SHA-256 (24 hex digits) of the kind and every field's value (:func:`_digest`: arrays
+        by dtype, shape and bytes, SymPy objects by ``srepr``, functions by name and bytecode,
+        dataclasses such as a user ``Activation`` field by field, anything else by its JSON form).
+        Two systems with the same fingerprint build the same instance; a sweep's cache keys
+        carry it. Caveat: a function is told apart by its code and constants, not by the values
+        it reads from globals or closures."""
+        h = hashlib.sha256(type(self).__qualname__.encode())
+        items = (
+            [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+            if dataclasses.is_dataclass(self)
+            else sorted(vars(self).items())
+        )
+        for key, value in items:
+            h.update(key.encode())
+            _digest(h, value)
+        return h.hexdigest()[:24]
+
+
+def _digest(h, value, depth: int = 0) -> None:
+    """Feed ``value`` to the hash ``h`` (see :meth:`System.fingerprint`)."""
+    if depth > 20:
+        h.update(repr(type(value)).encode())
+    elif isinstance(value, np.ndarray):
+        h.update(f"{value.dtype.str}{value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else b"")
+        if value.dtype == object:
+            _digest(h, value.tolist(), depth + 1)
+    elif isinstance(value, sp.Basic | sp.MatrixBase):
+        h.update(sp.srepr(value).encode())
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}{len(value)}".encode())
+        for item in value:
+            _digest(h, item, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        h.update(type(value).__qualname__.encode())
+        for f in dataclasses.fields(value):
+            h.update(f.name.encode())
+            _digest(h, getattr(value, f.name, None), depth + 1)
+    elif callable(value) and hasattr(value, "__code__"):
+        code = value.__code__
+        h.update(f"{value.__module__}.{value.__qualname__}".encode())
+        h.update(code.co_code + repr(code.co_consts).encode())
+    else:
+        h.update(json.dumps(jsonable(value), sort_keys=True).encode())
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    return name
+
+
+def real_array(name: str, value, **shape) -> np.ndarray:
+    """``value`` as a finite float64 array (:func:`numerics.validation.finite_array`: ``ndim``,
+    ``shape``), refusing what a cast would silently change: complex entries (even with zero
+    imaginary part), strings, booleans' cousins of other kinds. ``TypeError`` or ``ValueError``
+    naming ``name``."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
+    if np.iscomplexobj(raw) or (
+        raw.dtype == object
+        and any(
+            isinstance(x, complex)
+            or (isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real))
+            for x in raw.ravel()
+        )
+    ):
+        raise TypeError(f"{name} has complex entries; expected real numbers (nothing is cast)")
+    if raw.dtype.kind not in "biufO":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {raw.dtype}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return v.finite_array(name, raw, **shape)
 
 
 @dataclass
@@ -60,14 +185,24 @@ class LinearLoop(System):
     kind: str = field(default="LinearLoop", init=False, repr=False)
 
     def __post_init__(self):
-        self.J = v.finite_array("J", self.J, ndim=2)
+        _check_name(self.name)
+        self.J = real_array("J", self.J, ndim=2)
         n = self.J.shape[0]
         if self.J.shape != (n, n) or n == 0:
             raise ValueError(f"J must be a non-empty square matrix, got shape {self.J.shape}")
-        self.G = v.finite_array("G", self.G, shape=(n, n))
+        self.G = real_array("G", self.G, shape=(n, n))
 
     def describe(self) -> dict:
         return {"kind": self.kind, "name": self.name, "n": int(self.J.shape[0])}
+
+    def sizes(self) -> dict:
+        """A loop of ``n`` states is the dense ``n × n`` problem of a model with ``T·d = n``:
+        ``T = n``, ``d = 1`` (``P = 1``), so a claim's dense counts (``(T·d)³`` per spectrum,
+        ``T²d + Td²`` per iteration) are ``n³`` and about ``n²``."""
+        return {"T": int(self.J.shape[0]), "d": 1, "P": 1}
+
+    def size_text(self) -> str:
+        return f"n={int(self.J.shape[0])}"
 
 
 @dataclass
@@ -93,7 +228,11 @@ class GeneratorFamily(System):
     replaces: ClassVar[tuple[str, ...]] = ("n_states", "chain", "defect")
 
     def __post_init__(self):
-        self.Q = sp.Matrix(self.Q)
+        _check_name(self.name)
+        try:
+            self.Q = sp.Matrix(self.Q)
+        except (TypeError, ValueError, sp.SympifyError) as exc:
+            raise TypeError(f"Q must be a square SymPy matrix: {exc}") from None
         n = self.Q.shape[0]
         if self.Q.shape != (n, n) or n < 2:
             raise ValueError(
@@ -105,7 +244,17 @@ class GeneratorFamily(System):
         if len(self.x) != n or not all(isinstance(s, sp.Symbol) for s in self.x):
             raise ValueError(f"x must be {n} SymPy symbols (one per state), got {self.x!r}")
         self.t = sp.Symbol("t") if self.t is None else self.t
-        self.slow = sp.sympify(self.slow)
+        if not isinstance(self.t, sp.Symbol):
+            raise TypeError(f"t must be a SymPy Symbol, got {type(self.t).__name__}")
+        try:
+            self.slow = sp.sympify(self.slow)
+        except (sp.SympifyError, TypeError, ValueError) as exc:
+            raise TypeError(f"slow must be a SymPy expression: {exc}") from None
+        if not isinstance(self.slow, sp.Expr):
+            raise TypeError(f"slow must be a SymPy expression, got {type(self.slow).__name__}")
+        for (i, j), entry in np.ndenumerate(np.array(self.Q.tolist(), dtype=object)):
+            _real_expression(f"Q[{i}, {j}]", entry)
+        _real_expression("slow", self.slow)
         allowed = {self.y, self.t, *self.x}
         extra = self.slow.free_symbols - allowed
         if extra or self.Q.free_symbols - {self.y}:
@@ -117,6 +266,13 @@ class GeneratorFamily(System):
     @property
     def n(self) -> int:
         return int(self.Q.shape[0])
+
+    def sizes(self) -> dict:
+        """The chain's ``n`` states stand for a claim's ``n_states``."""
+        return {"n_states": self.n}
+
+    def size_text(self) -> str:
+        return f"n={self.n} states"
 
     def describe(self) -> dict:
         return {
@@ -130,6 +286,19 @@ class GeneratorFamily(System):
 
 LIMITED_FIELDS = ("T", "P", "d", "L", "gamma", "gate", "scale", "slow_scale", "value_gain")
 """The fields of a :class:`DepthFlow` that :meth:`DepthFlow.within_limits` checks."""
+
+
+def _real_expression(name: str, expr) -> None:
+    """``ValueError`` when the SymPy expression ``expr`` holds a non-finite number (``nan``,
+    ``oo``, ``zoo``) or the imaginary unit: a generator's rates and the slow field are real."""
+    if not isinstance(expr, sp.Basic):
+        raise TypeError(f"{name} must be a SymPy expression, got {type(expr).__name__}")
+    if expr.has(sp.nan, sp.oo, -sp.oo, sp.zoo) or any(
+        isinstance(a, sp.Float) and not np.isfinite(float(a)) for a in expr.atoms(sp.Float)
+    ):
+        raise ValueError(f"{name} = {expr} is not finite (NaN or infinity)")
+    if expr.has(sp.I):
+        raise ValueError(f"{name} = {expr} is complex; expected a real expression")
 
 
 @dataclass
@@ -169,19 +338,26 @@ class DepthFlow(System):
     )
 
     def __post_init__(self):
+        _check_name(self.name)
         if isinstance(self.mask, str):
             if self.T is None:
                 raise ValueError("T is required with a named mask")
         else:
             arr = np.asarray(self.mask)
             if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.dtype != bool:
-                raise ValueError(f"mask must be a named mask or a boolean T×T array, got {arr!r}")
+                raise ValueError(
+                    "mask must be a named mask or a boolean T×T array, got an array of dtype "
+                    f"{arr.dtype} and shape {arr.shape}"
+                )
             if self.T is not None and self.T != arr.shape[0]:
                 raise ValueError(f"T={self.T} does not match the mask's size {arr.shape[0]}")
             self.T = int(arr.shape[0])
             self.mask = arr
         self.L = v.positive_int("L", self.L)
         self.seed = v.nonneg_int("seed", self.seed)
+        v.real("scale", self.scale, low=0.0)  # the weights' fields, checked here as init_model
+        v.real("slow_scale", self.slow_scale, low=0.0)  # does, not when a claim first draws them
+        v.real("gate", self.gate)
         self.config  # noqa: B018  (validates every field through ModelConfig)
 
     @property
@@ -248,6 +424,59 @@ class DepthFlow(System):
                         "parameters to your DepthFlow"
                     ) from None
 
+    def sizes(self) -> dict:
+        """The flow's sizes and scales stand for a claim's ``T``, ``P``, ``d``, ``L``, ``gamma``,
+        ``gate``, ``scale`` and ``slow_scale``."""
+        keys = ("T", "P", "d", "L", "gamma", "gate", "scale", "slow_scale")
+        return {k: getattr(self, k) for k in keys}
+
 
 KINDS = {cls.__name__: cls for cls in (LinearLoop, GeneratorFamily, DepthFlow)}
 """The kinds of user system, by name."""
+
+
+def load(spec: str, option: str = "--system") -> System:
+    """The user system ``NAME`` of the Python file in ``FILE.py:NAME`` (a :mod:`fastslow.toy`
+    system, or a function of no arguments returning one), validated
+    (:meth:`System.validated`); ``ValueError`` naming ``option`` and what is wrong: no such file,
+    a file that raises or calls ``sys.exit`` while it is imported, no ``NAME`` in it, a ``NAME``
+    that is not (and does not return) a system, an invalid system.
+
+    Caveat: the file is executed (it is Python); a sweep's workers each execute it again to
+    rebuild the system (:func:`verify.sweep.check_point`), so it should build the same system
+    every time (seed its random draws)."""
+    path, sep, name = str(spec).rpartition(":")
+    if not sep or not path.endswith(".py") or not name.isidentifier():
+        raise ValueError(f"{option} expects FILE.py:NAME, got {spec!r}")
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{option}: no such file {path!r}")
+    module_spec = importlib.util.spec_from_file_location(f"fastslow_user_{file.stem}", file)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"{option}: cannot load {path!r} as Python")
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except SystemExit as exc:  # the user's file ends the interpreter: bad input, on one line
+        raise ValueError(f"{option}: {path} called sys.exit({exc.code!r}) while loading") from None
+    except Exception as exc:  # the user's file: any error is bad input, on one line
+        raise ValueError(f"{option}: {path} failed to load: {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, name):
+        raise ValueError(f"{option}: {path} defines no {name!r}")
+    obj = getattr(module, name)
+    if callable(obj) and not isinstance(obj, System):
+        try:
+            obj = obj()
+        except SystemExit as exc:
+            raise ValueError(f"{option}: {name}() called sys.exit({exc.code!r})") from None
+        except Exception as exc:  # the user's function: any error is bad input, on one line
+            raise ValueError(f"{option}: {name}() failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(obj, System):
+        raise ValueError(
+            f"{option}: {name} is a {type(obj).__name__}; expected one of the fastslow.toy "
+            f"systems ({', '.join(KINDS)})"
+        )
+    try:
+        return obj.validated()
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{option}: {name}: {exc}") from None

@@ -32,6 +32,7 @@ checks that both definitions agree.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -526,6 +527,10 @@ def switch_generator(n: int, y: float) -> np.ndarray:
 # --------------------------------------------------------------------------- coupled system
 
 
+class DeadlineExceeded(RuntimeError):
+    """An integration ran past its caller's CPU-time deadline (:func:`integrate_coupled`)."""
+
+
 @dataclass
 class CoupledRun:
     """A trajectory of ``ε x' = Q(y) x``, ``y' = g(y, x, t)``: times ``t`` (k,), ``x`` (k, n),
@@ -553,6 +558,7 @@ def integrate_coupled(
     rtol: float = 1e-10,
     atol: float = 1e-12,
     require_generator: bool = True,
+    deadline: float | None = None,
 ) -> CoupledRun:
     """Integrate the F2 fast–slow system with ``scipy.integrate.solve_ivp`` and the analytic Jacobian
 
@@ -567,6 +573,10 @@ def integrate_coupled(
     and starts at the initial time. With ``require_generator`` (default) ``Q(y0)`` must be a
     generator; the negative controls switch it off. Stiff methods only (``Radau``, ``BDF``,
     ``LSODA``): the fast rate is ``gap/ε``.
+
+    ``deadline`` is a :func:`time.process_time` value: past it the right-hand side raises
+    :class:`DeadlineExceeded` (with the time and the evaluations so far), so that a run whose cost
+    nobody could estimate beforehand (a stiff slow field) ends with its caller's time budget.
     """
     eps = v.real("eps", eps, low=0.0, low_open=True)
     v.choice("method", method, ("Radau", "BDF", "LSODA"))
@@ -581,7 +591,15 @@ def integrate_coupled(
     if require_generator:
         check_generator(Q0)
 
+    evaluations = [0]
+
     def rhs(t, z):
+        evaluations[0] += 1
+        if deadline is not None and time.process_time() > deadline:
+            raise DeadlineExceeded(
+                f"solve_ivp({method}) at eps={eps:g} passed its CPU-time deadline at t={t:.6g} "
+                f"after {evaluations[0]} evaluations"
+            )
         x, yy = z[:n], z[n]
         return np.concatenate([generator(yy) @ x / eps, [slow.value(yy, x, t)]])
 

@@ -1887,8 +1887,9 @@ class F1(Claim):
         more, each :data:`NFEV_BASE` evaluations scaled by ``(1e-9/rtol)^(1/5)``, plus the stiff
         part :data:`NFEV_STIFF`·ε·γ²·max(1, scale)² summed over the ladder and three flows at
         ``eps_max``) and the full flows (compiled, ``L`` layers, a dense LU of size ``T·d`` per
-        layer; two per ladder point and :data:`EXTRA_FULL_FLOWS` more). For your own flow the
-        model's sizes are those of F1's parameters, not your flow's."""
+        layer; two per ladder point and :data:`EXTRA_FULL_FLOWS` more). For your own flow ``p``
+        holds the flow's own ``T``, ``P``, ``d``, ``L``, ``gamma`` and ``scale``
+        (:meth:`~verify.claim.Claim.sized`), not F1's defaults."""
         ladder = eps_ladder(p["eps_max"], min(p["eps_floor_first"], p["eps_max"]))
         deep = eps_ladder(p["eps_max"], min(p["eps_floor_leading"], p["eps_max"]))
         n_flows = len(ladder) + EXTRA_REDUCED_FLOWS

@@ -87,6 +87,8 @@ entry and the trajectory leaves the simplex).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import sympy as sp
 
@@ -94,6 +96,7 @@ from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
 
+from ..budgets import time_budget, time_hint
 from ..claim import Claim, Conclusion, Control
 from ..measure import (
     RATE_RESOLUTION,
@@ -169,7 +172,10 @@ class CoupledChain:
 
     def setup(self, p: dict, seed: int, chain: tuple, x0, x0b) -> None:
         """Store the parameters, ``chain = (gen, gen_dy, slow)`` and the initial conditions, and
-        sample the chain on the y-grid."""
+        sample the chain on the y-grid. The instance's integrations stop when the check's CPU
+        time reaches the time budget (:func:`verify.budgets.time_budget`, counted from here):
+        the estimate (:meth:`F2.work`) cannot see a user slow field's stiffness."""
+        self.deadline = time.process_time() + time_budget()
         self.p, self.seed = p, seed
         self.gen, self.gen_dy, self.slow = chain
         self.x0, self.x0b = x0, x0b
@@ -184,19 +190,26 @@ class CoupledChain:
         p = self.p
         if t_eval is None:
             t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
-        return mk.integrate_coupled(
-            self.gen,
-            self.gen_dy,
-            eps,
-            x0,
-            p["y0"],
-            self.slow,
-            t_eval,
-            method=method or p["method"],
-            rtol=p["rtol"],
-            atol=p["atol"],
-            require_generator=False,
-        )
+        try:
+            return mk.integrate_coupled(
+                self.gen,
+                self.gen_dy,
+                eps,
+                x0,
+                p["y0"],
+                self.slow,
+                t_eval,
+                method=method or p["method"],
+                rtol=p["rtol"],
+                atol=p["atol"],
+                require_generator=False,
+                deadline=self.deadline,
+            )
+        except mk.DeadlineExceeded as exc:
+            raise mk.DeadlineExceeded(
+                f"the check ran past the time budget of {time_hint()} (CPU time) in its tracking "
+                f"runs: {exc}; the estimate before the work cannot see how stiff a slow field is"
+            ) from None
 
 
 def symbolic_chain(kind: str, n: int, defect: float) -> sp.Matrix:
@@ -919,7 +932,10 @@ class F2(Claim):
     def work(self, p):
         """The tracking runs (:func:`tracking_evaluations` stiff evaluations and ``n_t`` output
         times each), the y-grid (``n_grid`` points) and the attention link (``P²`` entries of one
-        exact row for ``P = 2..P_max``)."""
+        exact row for ``P = 2..P_max``). Caveat for a user family: the evaluations a tracking run
+        needs depend on how stiff its slow field is, which no count before the work can see (its
+        number of states barely matters; docs/benchmarks.md); its integrations stop at the time
+        budget instead (:meth:`CoupledChain.setup`: outcome ``error``, naming the budget)."""
         return {
             "start": 1,
             "stiff_evaluation": tracking_evaluations(p),
@@ -930,6 +946,20 @@ class F2(Claim):
 
     instance = Instance
     systems = (GeneratorFamily,)
+
+    def accepts(self, system) -> None:
+        """A :class:`~verify.systems.GeneratorFamily` whose slow field is a rational function of
+        the fast state ``x`` (any function of ``y`` and ``t``): the exact derivation of ``h_1``
+        (:func:`theory.markov.family_slow_manifold`) substitutes ``x = p_st(y)`` in the field of
+        rational functions, and reads a non-rational function of ``x`` (``sin(x0)``) as a free
+        atom, so ``h_1`` would keep ``x`` unsubstituted. Bad input otherwise, before any work."""
+        super().accepts(system)
+        if not sp.sympify(system.slow).is_rational_function(*system.x):
+            raise ValueError(
+                f"{system.name}: slow = {system.slow} is not a rational function of the fast "
+                f"state {', '.join(map(str, system.x))}; F2 derives h_1 exactly by substituting "
+                "x = p_st(y) in rational functions (functions of y and t are allowed)"
+            )
 
     def build_system(self, p, seed, system):
         return FamilyInstance(p, seed, system)
