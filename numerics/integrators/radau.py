@@ -68,6 +68,11 @@ PIVOTS = IW_METHOD + 4
 N_VEC = 30  # float work vectors of size n (see _vectors)
 H_LU, H_OLD, RATE = 0, 1, 2  # scalar slots at the end of the vectors
 
+STRUCTURED = ("_error_estimate",)
+"""The compiled helpers that call :mod:`numerics.integrators.linalg`: copied with the specialised
+solvers when the driver is bound for one structure of ``J``
+(:func:`numerics.integrators.driver.bound_driver`)."""
+
 
 def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, int]:
     """Sizes of ``(ws, wc, iw)``: ``J`` takes ``m·mb`` (``mb = m`` when ``J`` is not block

@@ -36,7 +36,7 @@ from fastslow.numerics.model.coupling_packing import (
     is_lower_triangular,
     pack_coupling,
 )
-from fastslow.numerics.model.coupling_rhs import coupling_rhs_nb
+from fastslow.numerics.model.coupling_rhs import rhs_for
 from fastslow.numerics.model.weights import Model, ModelConfig
 
 __all__ = [
@@ -95,7 +95,7 @@ def integrate_coupling(
     bps = [b for b in layer_breakpoints(model.L)] if not model.tied else []
     block = cfg.P if is_block_local(cfg.mask_array, cfg.P) else None
     res = integrate(
-        coupling_rhs_nb,
+        rhs_for(p),  # the path this instance takes, compiled alone (not coupling_rhs_nb's two)
         (t0, t1),
         X0,
         method=method,
@@ -150,10 +150,11 @@ def _scipy_segment_rhs(
     cfg = model.config
     if rhs == "compiled":
         out = np.empty(cfg.T * cfg.d)
+        kernel = rhs_for(p)  # coupling_rhs_nb's path for this p, compiled alone
 
         def f(t, y):
             calls[0] += 1
-            coupling_rhs_nb(t, np.ascontiguousarray(y), p, seg, out)
+            kernel(t, np.ascontiguousarray(y), p, seg, out)
             return out.copy()
 
         return f
