@@ -30,7 +30,7 @@ from scipy.integrate import solve_ivp
 from fastslow.numerics import validation as v
 from fastslow.numerics.integrators import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
-from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling_jacobian import jac_for
 from fastslow.numerics.model.coupling_packing import (
     is_block_local,
     is_lower_triangular,
@@ -99,7 +99,7 @@ def integrate_coupling(
         (t0, t1),
         X0,
         method=method,
-        jac=frozen_kernel_jac_nb,
+        jac=jac_for(p),  # frozen_kernel_jac_nb's branch for this mask, compiled alone
         jac_size=cfg.T,
         jac_block=block,
         jac_lower=block is None and is_lower_triangular(cfg.mask_array),
@@ -170,13 +170,14 @@ def _scipy_segment_rhs(
 def _scipy_segment_jac(cfg: ModelConfig, p: np.ndarray, seg: int, jac: str):
     """The frozen-kernel Jacobian of interval ``seg``, dense or sparse, as SciPy's ``jac``."""
     J = np.empty((cfg.T, cfg.T))
+    kernel = jac_for(p)  # frozen_kernel_jac_nb's branch for this mask, compiled alone
 
     def dense(t, y):
-        frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, seg, J)
+        kernel(t, np.ascontiguousarray(y), p, seg, J)
         return np.kron(J, np.eye(cfg.d))
 
     def sparse(t, y):
-        frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, seg, J)
+        kernel(t, np.ascontiguousarray(y), p, seg, J)
         return sps.kron(sps.csr_matrix(J), sps.identity(cfg.d), format="csc")
 
     return dense if jac == "dense" else sparse
