@@ -53,6 +53,7 @@ from fastslow.numerics.integrators.base import (
     STEP_TOO_SMALL,
     STIFF,
     SUCCESS,
+    copy_into,
     step_length,
 )
 from fastslow.numerics.integrators.controllers import (
@@ -117,10 +118,10 @@ def drive(
     h_fixed = opt[O_HFIXED]
     kind = int(opt[O_CONTROLLER])
     expo = opt[O_EXPONENT]
-    Yout[0, :] = y
+    copy_into(Yout[0], y)
     jd = 0
     while jd < t_dense.size and t_dense[jd] <= stops[0]:
-        Ydense[jd, :] = y
+        copy_into(Ydense[jd], y)
         jd += 1
     h = h0
     for s in range(1, stops.size):
@@ -128,7 +129,7 @@ def drive(
         t_end = stops[s]
         seg = segs[s]
         if t_end <= t:
-            Yout[s, :] = y
+            copy_into(Yout[s], y)
             continue
         h = start(rhs, jac, t, t_end - t, y, p, seg, h, opt, ws, wc, iw, counters)
         cs[0] = -1.0
@@ -160,25 +161,25 @@ def drive(
                 h = after_accept(kind, h, hs, en, expo, rejected, last, h_fixed, cs, iw)
                 while jd < t_dense.size and t_dense[jd] <= t1:  # dense outputs in (t, t1]
                     if t_dense[jd] >= t1:
-                        Ydense[jd, :] = ynew
+                        copy_into(Ydense[jd], ynew)
                     else:
                         interp((t_dense[jd] - t) / hs, hs, y, ynew, ws, Ydense[jd])
                     jd += 1
                 accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters)
                 t = t1
-                y[:] = ynew
+                copy_into(y, ynew)
                 rejected = False
                 if iw[IW_STIFF] == 1 and t < t_end:  # hand over to a stiff method
                     opt[O_TSTOP] = t
                     opt[O_SSTOP] = s
                     opt[O_H] = h
-                    Yout[s, :] = y
+                    copy_into(Yout[s], y)
                     return STIFF
             else:
                 counters[N_REJECT] += 1
                 rejected = True
                 h = after_reject(kind, hs, en, expo, cs, iw)
-        Yout[s, :] = y
+        copy_into(Yout[s], y)
     return SUCCESS
 
 

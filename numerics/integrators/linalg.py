@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from fastslow.numerics.integrators.base import copy_into
 from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.lanes import (
     add8,
@@ -477,7 +478,7 @@ def solve_real(J, F, piv, v, out, m, mb, k, kind, sw):
     """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from :func:`factor_shifted` (``sw``: scratch of
     :func:`scratch_size` for :data:`LOWER`, unused otherwise)."""
     if HAS_LOWER and kind == LOWER:
-        out[:] = v
+        copy_into(out, v)
         Xs, buf, tmp = _lower_buffers(sw, m, k)
         _forward_lower(J, out.reshape((m, k)), k, F, 0, F, buf, tmp)  # no complex columns
         return
@@ -489,7 +490,7 @@ def solve_real(J, F, piv, v, out, m, mb, k, kind, sw):
         return
     if not HAS_DENSE:
         return
-    out[:] = v
+    copy_into(out, v)
     for c in range(m):
         if piv[c] != c:
             _swap_rows(out, c, piv[c], k)
@@ -559,8 +560,8 @@ def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
         return
     if not HAS_DENSE:
         return
-    ore[:] = vre
-    oim[:] = vim
+    copy_into(ore, vre)
+    copy_into(oim, vim)
     for c in range(m):
         if piv[c] != c:
             _swap_rows(ore, c, piv[c], k)

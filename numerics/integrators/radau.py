@@ -35,6 +35,7 @@ from fastslow.numerics.integrators.base import (
     O_M,
     O_MB,
     O_RTOL,
+    copy_into,
     euler_probe,
     initial_step,
 )
@@ -383,7 +384,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
     )
     if iw[IW_REJECTED] == 1 and en > 1.0:  # refine: one more call at y + err
-        ys[:] = y
+        copy_into(ys, y)
         ys += err
         rhs(t, ys, p, seg, fi)
         counters[N_FEV] += 1
