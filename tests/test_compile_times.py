@@ -12,6 +12,7 @@ numbers: "Times a user feels").
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 from numba import njit, types
 
 import fastslow.numerics as nm
+from fastslow.benchmarks import discover, user_times
 from fastslow.numerics.integrators import driver, integrate, linalg
 from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.model import coupling_rhs
@@ -195,3 +197,22 @@ def test_the_compiled_integrators_copy_arrays_without_slice_assignment():
     folder = Path(driver.__file__).parent
     hits = [h for m in INTEGRATOR_MODULES for h in _array_slice_assignments(folder / f"{m}.py")]
     assert hits == []
+
+
+def test_the_user_times_section_runs_each_command_in_a_fresh_process_with_the_cache_given(
+    monkeypatch,
+):
+    calls = []
+
+    def fake_run(cmd, env, **kw):
+        calls.append((cmd, env["NUMBA_CACHE_DIR"], "FASTSLOW_NUMBA_CACHE_BASE" in env))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setenv("FASTSLOW_NUMBA_CACHE_BASE", "/elsewhere")
+    monkeypatch.setattr(user_times.subprocess, "run", fake_run)
+    table = user_times.user_times(quick=True)
+    assert "user_times" in discover()
+    assert [r[1].split(":")[0] for r in table["rows"]] == ["cold", "warm"]
+    assert [r[4] for r in table["rows"]] == [0, 0]
+    (cmd, cache, leaked), (_, cache2, _) = calls
+    assert cmd[-3:] == ["fastslow", "check", "F1"] and cache == cache2 and not leaked
