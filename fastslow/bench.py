@@ -1,6 +1,6 @@
 """``fastslow bench``: run every benchmark section and print its ratio table (Markdown).
 
-Timings are ratios measured in one run, never asserted in tests (targets in docs/benchmarks.md). The sections live in
+Timings are ratios measured in one run (``user_times``: whole commands, absolute), never asserted in tests (targets in docs/benchmarks.md). The sections live in
 :mod:`fastslow.benchmarks`.
 """
 

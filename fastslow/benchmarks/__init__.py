@@ -2,7 +2,8 @@
 
 A section is ``fn(quick: bool) -> dict`` returning ``{"title": str, "columns": [...],
 "rows": [[...], ...], "notes": [...]}``; every timing in it is a ratio measured in the same run
-(against SciPy, the NumPy reference, or the BLAS floor measured by the section itself).
+(against SciPy, the NumPy reference, or the BLAS floor measured by the section itself), except in
+``user_times``, which reports the absolute CPU and wall time of whole commands a user runs.
 """
 
 from __future__ import annotations

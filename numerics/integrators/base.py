@@ -199,6 +199,16 @@ def initial_step(y, f0, f1, h0, d1, rtol, atol, exponent, span):
     return min(100.0 * h0, h1, span)
 
 
+@njit(cache=True, inline="always")
+def copy_into(dst, src):
+    """``dst[:] = src`` for 1-D arrays of one size, element by element: the same values, without
+    the shape check of a slice assignment, whose error message (formatted shapes) costs about two
+    seconds of compilation per error model in a fresh process (``docs/benchmarks.md``, "Times a
+    user feels"). Inlined into its callers. The caller guarantees the sizes."""
+    for i in range(src.size):
+        dst[i] = src[i]
+
+
 @njit(cache=True)
 def axpy(a, x, y):
     """``y += a·x`` in place without a temporary (the same arithmetic as ``y += a * x``)."""

@@ -29,6 +29,7 @@ from fastslow.numerics.integrators.base import (
     O_ATOL,
     O_EXPONENT,
     O_RTOL,
+    copy_into,
     euler_probe,
     initial_step,
 )
@@ -160,4 +161,4 @@ def solution_and_error_norm(hs, y, ynew, k, n, rtol, atol):
 def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     """First same as last: ``k₁₂ = f(t1, ynew)`` is the next step's ``k₀``."""
     n = y.size
-    ws[:n] = ws[N_STAGES * n : (N_STAGES + 1) * n]
+    copy_into(ws[:n], ws[N_STAGES * n : (N_STAGES + 1) * n])

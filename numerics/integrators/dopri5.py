@@ -25,6 +25,7 @@ from fastslow.numerics.integrators.base import (
     O_DETECT,
     O_EXPONENT,
     O_RTOL,
+    copy_into,
     euler_probe,
     initial_step,
 )
@@ -166,7 +167,7 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     n = y.size
     if opt[O_DETECT] > 0.0:
         _stiffness_test(hs, ws[9 * n], ws[9 * n + 1], iw)
-    ws[:n] = ws[6 * n : 7 * n]
+    copy_into(ws[:n], ws[6 * n : 7 * n])
 
 
 @njit(cache=True)

@@ -27,7 +27,7 @@ from types import ModuleType
 import numpy as np
 from numba import njit, types
 
-from fastslow.numerics.integrators import dop853, dopri5, radau, rosw
+from fastslow.numerics.integrators import dop853, dopri5, linalg, radau, rosw
 from fastslow.numerics.integrators.base import (
     ACCEPT_SIG,
     C128,
@@ -54,6 +54,7 @@ from fastslow.numerics.integrators.base import (
     STEP_TOO_SMALL,
     STIFF,
     SUCCESS,
+    copy_into,
     step_length,
 )
 from fastslow.numerics.integrators.controllers import (
@@ -119,10 +120,10 @@ def drive(
     h_fixed = opt[O_HFIXED]
     kind = int(opt[O_CONTROLLER])
     expo = opt[O_EXPONENT]
-    Yout[0, :] = y
+    copy_into(Yout[0], y)
     jd = 0
     while jd < t_dense.size and t_dense[jd] <= stops[0]:
-        Ydense[jd, :] = y
+        copy_into(Ydense[jd], y)
         jd += 1
     h = h0
     for s in range(1, stops.size):
@@ -130,7 +131,7 @@ def drive(
         t_end = stops[s]
         seg = segs[s]
         if t_end <= t:
-            Yout[s, :] = y
+            copy_into(Yout[s], y)
             continue
         if h <= 1e-14 * max(1.0, abs(t)):  # after a segment of one tiny step: estimate afresh
             h = 0.0
@@ -171,25 +172,25 @@ def drive(
                 h = after_accept(kind, h, hs, en, expo, rejected, last, h_fixed, cs, iw)
                 while jd < t_dense.size and t_dense[jd] <= t1:  # dense outputs in (t, t1]
                     if t_dense[jd] >= t1:
-                        Ydense[jd, :] = ynew
+                        copy_into(Ydense[jd], ynew)
                     else:
                         interp((t_dense[jd] - t) / hs, hs, y, ynew, ws, Ydense[jd])
                     jd += 1
                 accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters)
                 t = t1
-                y[:] = ynew
+                copy_into(y, ynew)
                 rejected = False
                 if iw[IW_STIFF] == 1 and t < t_end:  # hand over to a stiff method
                     opt[O_TSTOP] = t
                     opt[O_SSTOP] = s
                     opt[O_H] = h
-                    Yout[s, :] = y
+                    copy_into(Yout[s], y)
                     return STIFF
             else:
                 counters[N_REJECT] += 1
                 rejected = True
                 h = after_reject(kind, hs, en, expo, cs, iw)
-        Yout[s, :] = y
+        copy_into(Yout[s], y)
     return SUCCESS
 
 
@@ -200,9 +201,12 @@ def stopped(status, t, s, y, opt, Yout):
     ``Yout[s]``."""
     opt[O_TSTOP] = t
     opt[O_SSTOP] = s
-    Yout[s, :] = y
+    copy_into(Yout[s], y)
     return status
 
+
+EXPLICIT = ("dopri5", "dop853")
+"""The methods that never solve a linear system (their driver is never specialised)."""
 
 METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
     "rosw": (rosw, INTEGRAL, rosw.ERROR_EXPONENT, False),
@@ -213,7 +217,7 @@ METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
 """Per method: its module (``workspace``, ``start``, ``step``, ``accept`` and, if it has a
 continuous extension, ``interp``), its controller, the controller's exponent, dense output."""
 
-_BOUND: dict[tuple[str, bool], Callable] = {}
+_BOUND: dict[tuple[str, bool, str], Callable] = {}
 METHOD_FUNCTIONS = ("start", "step", "accept", "interp")
 """The names :func:`drive` calls its method's functions by (globals bound by :func:`bound_driver`,
 with ``problem_functions``, which makes ``rhs`` and ``jac`` of its first argument)."""
@@ -223,7 +227,66 @@ def _interp_of(module: ModuleType):
     return getattr(module, "interp", no_interp)
 
 
-def bound_driver(method: str, compiled: bool = True) -> Callable:
+def _suffix(structure: str) -> str:
+    return "" if structure == "all" else f"_{structure}"
+
+
+def _by_kind(name: str, copies: dict) -> Callable:
+    """A Python function calling ``copies[kind]`` with its arguments, ``kind`` being the argument of
+    that name of the function ``name`` (the Python driver on a full ``J``, whose structure,
+    :data:`numerics.integrators.linalg.LOWER` or :data:`~numerics.integrators.linalg.DENSE`, is
+    known only at run time: each structure's copy is compiled when first met)."""
+    pos = next(iter(copies.values())).py_func.__code__.co_varnames.index("kind")
+
+    def call(*args):
+        return copies[int(args[pos])](*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _python_full(mod: ModuleType) -> dict:
+    """The globals binding the Python driver's ``linalg`` (and the method's ``STRUCTURED``
+    helpers) to :func:`_by_kind` dispatchers over the ``lower`` and ``dense`` copies."""
+    parts = {linalg.LOWER: "lower", linalg.DENSE: "dense"}
+    ns = ModuleType("linalg_by_kind")
+    ns.checked_structure = linalg.checked_structure
+    for name in linalg.SOLVERS:
+        copies = {kind: getattr(linalg.specialised(s), name) for kind, s in parts.items()}
+        setattr(ns, name, _by_kind(name, copies))
+    bound: dict = {"linalg": ns}
+    for name in getattr(mod, "STRUCTURED", ()):
+        helper = getattr(mod, name).py_func
+        copies = {
+            kind: njit(cache=True)(
+                with_globals(helper, f"{name}_{s}", {"linalg": linalg.specialised(s)})
+            )
+            for kind, s in parts.items()
+        }
+        bound[name] = _by_kind(name, copies)
+    return bound
+
+
+def _structured(mod: ModuleType, fns: tuple, structure: str, compiled: bool = True) -> tuple:
+    """``fns`` (the method's plain ``start``, ``step``, ``accept``, ``interp``) as copies whose
+    ``linalg`` is :func:`numerics.integrators.linalg.specialised` for ``structure``, with the
+    method's compiled helpers that solve (its ``STRUCTURED``) copied the same way; ``fns`` itself
+    for ``"all"``. Copies are named ``<name>_<structure>`` (one on-disk cache entry each)."""
+    if structure == "all":
+        return fns
+    if structure == "full" and not compiled:  # the structure is decided per call, in Python
+        bound = _python_full(mod)
+        return tuple(with_globals(f, f"{f.__name__}{_suffix(structure)}", bound) for f in fns)
+    bound = {"linalg": linalg.specialised(structure)}
+    for name in getattr(mod, "STRUCTURED", ()):
+        helper = getattr(mod, name).py_func
+        bound[name] = njit(cache=True)(
+            with_globals(helper, f"{name}{_suffix(structure)}", dict(bound))
+        )
+    return tuple(with_globals(f, f"{f.__name__}{_suffix(structure)}", bound) for f in fns)
+
+
+def bound_driver(method: str, compiled: bool = True, structure: str = "all") -> Callable:
     """:func:`drive` calling ``method``'s ``start``, ``step``, ``accept`` and ``interp``: compiled
     for :data:`DRIVE_SIG` on first use (or loaded from Numba's on-disk cache) with the method's
     functions compiled for their signatures, or, with ``compiled=False``, plain Python running the
@@ -240,11 +303,21 @@ def bound_driver(method: str, compiled: bool = True) -> Callable:
 
     Caveat: with an empty cache each driver links and re-optimises its method's functions on first
     use, so the first call of a method costs its compile time (``docs/benchmarks.md``); afterwards
-    it is loaded from the cache."""
-    key = (method, compiled)
+    it is loaded from the cache.
+
+    ``structure`` (one of :data:`numerics.integrators.linalg.STRUCTURES`, for an implicit method)
+    binds solvers holding only the linear-algebra paths of that structure of ``J``
+    (:func:`numerics.integrators.linalg.structure_of` gives it from the sizes), so that a first
+    run compiles a fraction of them (``docs/benchmarks.md``, "Times a user feels"); the compiled
+    copies are named ``drive_<method>_<structure>``. ``"all"`` (the default, and what the
+    explicit methods always use) holds every path."""
+    if method in EXPLICIT:
+        structure = "all"  # the explicit methods never solve
+    key = (method, compiled, structure)
     if key not in _BOUND:
         mod = METHODS[method][0]
         fns: tuple = (mod.start, mod.step, mod.accept, _interp_of(mod))
+        fns = _structured(mod, fns, structure, compiled)
         if compiled:
             sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
             fns = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
@@ -252,6 +325,6 @@ def bound_driver(method: str, compiled: bool = True) -> Callable:
         bound["problem_functions"] = (
             compiled_problem_functions if compiled else python_problem_functions
         )
-        fn = with_globals(drive, f"drive_{method}", bound)
+        fn = with_globals(drive, f"drive_{method}{_suffix(structure)}", bound)
         _BOUND[key] = compile_bound(fn, DRIVE_SIG) if compiled else fn
     return _BOUND[key]

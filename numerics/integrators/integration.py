@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from fastslow.numerics import validation as v
-from fastslow.numerics.integrators import driver
+from fastslow.numerics.integrators import driver, linalg
 from fastslow.numerics.integrators.base import (
     JAC_SIG,
     MAX_STEPS,
@@ -400,7 +400,8 @@ def _run(method: str, spec: _Run, t_start: float, y_start: np.ndarray, h0: float
     rhs, jac_fn = _problem_functions(fun, spec.jac, method, n, m, mb, edges, spec.fd_fevals)
     mod, controller, exponent, _ = driver.METHODS[method]
     compiled = is_compiled(fun)
-    drive = driver.bound_driver(method, compiled=compiled)
+    structure = linalg.structure_of(m, mb, n // m, spec.lower)  # the solver paths this run needs
+    drive = driver.bound_driver(method, compiled=compiled, structure=structure)
     opt = np.zeros(N_OPT)
     opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_LOWER]] = [
         spec.rtol, spec.atol, spec.h_fixed, m, mb, controller, exponent, float(detect),

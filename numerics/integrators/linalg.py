@@ -38,10 +38,15 @@ must be different arrays.
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
+
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from fastslow.numerics.integrators.base import copy_into
+from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.lanes import (
     add8,
     load8,
@@ -58,6 +63,10 @@ from fastslow.numerics.lanes import (
 )
 
 DENSE, BLOCK, LOWER = 0, 1, 2
+HAS_BLOCK = HAS_LANES = HAS_LOWER = HAS_DENSE = True
+"""Which code the solvers hold (compile-time constants: a branch behind a ``False`` one is pruned
+before typing, so its callees are never compiled). The functions of this module hold every path;
+:func:`specialised` makes copies holding only the paths of one structure (:data:`STRUCTURES`)."""
 TRSM_BLOCK = 64
 """Rows per diagonal block of the blocked triangular solve (the rest is matrix products)."""
 _LANE = np.arange(8.0)  # the lane indices, for the lane masks of _invert_real_blocks8
@@ -347,7 +356,7 @@ def factor_shifted(J, shift, m, mb, kind, F, piv):
     ``F[:, 0]`` (:data:`LOWER`; ``F`` may be ``m×1``), or the LU factors (:data:`DENSE`). Real
     ``shift`` and ``F`` for Rosenbrock-W and Radau's real eigenvalue, complex for Radau's complex
     pair (Numba compiles one specialisation per dtype)."""
-    if kind == LOWER:
+    if HAS_LOWER and kind == LOWER:
         for i in range(m):
             F[i, 0] = _reciprocal(shift - J[i, i])
         return
@@ -356,9 +365,12 @@ def factor_shifted(J, shift, m, mb, kind, F, piv):
         for j in range(w):
             F[i, j] = -J[i, j]
         F[i, i % w] += shift
-    if kind == BLOCK:
-        _invert_blocks_fast(F, piv, m, w)
-    else:
+    if HAS_BLOCK and kind == BLOCK:
+        if HAS_LANES:
+            _invert_blocks_fast(F, piv, m, w)
+        else:
+            _invert_blocks(F, piv, m, w)
+    elif HAS_DENSE:
         _lu_blocks(F, piv, m, w)
 
 
@@ -465,18 +477,20 @@ def _lower_buffers(sw, m, k):
 def solve_real(J, F, piv, v, out, m, mb, k, kind, sw):
     """``out = ((shift·I − J) ⊗ I_k)⁻¹ v`` from :func:`factor_shifted` (``sw``: scratch of
     :func:`scratch_size` for :data:`LOWER`, unused otherwise)."""
-    if kind == LOWER:
-        out[:] = v
+    if HAS_LOWER and kind == LOWER:
+        copy_into(out, v)
         Xs, buf, tmp = _lower_buffers(sw, m, k)
         _forward_lower(J, out.reshape((m, k)), k, F, 0, F, buf, tmp)  # no complex columns
         return
-    if kind == BLOCK:
-        if k % 8 == 0:
+    if HAS_BLOCK and kind == BLOCK:
+        if HAS_LANES and k % 8 == 0:
             _real_blocks8(F, v, out, m, k)
         else:
             _real_blocks(F, v, out, m, k)
         return
-    out[:] = v
+    if not HAS_DENSE:
+        return
+    copy_into(out, v)
     for c in range(m):
         if piv[c] != c:
             _swap_rows(out, c, piv[c], k)
@@ -525,7 +539,7 @@ def _div_complex(ore, oim, i, a, k):
 def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
     """``o = ((shift·I − J) ⊗ I_k)⁻¹ v`` (complex ``shift``; ``v = vre + i·vim``, ``o`` likewise)
     from :func:`factor_shifted` (``sw`` as in :func:`solve_real`)."""
-    if kind == LOWER:
+    if HAS_LOWER and kind == LOWER:
         Xs, buf, tmp = _lower_buffers(sw, m, k)
         X = Xs[: 2 * m * k].reshape((m, 2 * k))
         for i in range(m):
@@ -538,14 +552,16 @@ def solve_complex(J, Fc, piv, vre, vim, ore, oim, m, mb, k, kind, sw):
                 ore[i * k + q] = X[i, q]
                 oim[i * k + q] = X[i, k + q]
         return
-    if kind == BLOCK:
-        if k % 8 == 0:
+    if HAS_BLOCK and kind == BLOCK:
+        if HAS_LANES and k % 8 == 0:
             _complex_blocks8(Fc, vre, vim, ore, oim, m, k)
         else:
             _complex_blocks(Fc, vre, vim, ore, oim, m, k)
         return
-    ore[:] = vre
-    oim[:] = vim
+    if not HAS_DENSE:
+        return
+    copy_into(ore, vre)
+    copy_into(oim, vim)
     for c in range(m):
         if piv[c] != c:
             _swap_rows(ore, c, piv[c], k)
@@ -683,17 +699,18 @@ def _pair_blocks8(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt):
 def solve_pair_norm2(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw, wt):
     """:func:`solve_pair`, returning ``Σ_i wt_i²·(outr_i² + ocr_i² + oci_i²)`` as well (``wt`` of
     the size of ``outr``; in one pass with the solve for :data:`BLOCK`)."""
-    if kind == BLOCK:
-        if k % 8 == 0:
+    if HAS_BLOCK and kind == BLOCK:
+        if HAS_LANES and k % 8 == 0:
             return _pair_blocks8(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt)
         return _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt)
-    solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw)
     s = 0.0
-    for i in range(outr.size):
-        a = outr[i] * wt[i]
-        b = ocr[i] * wt[i]
-        c = oci[i] * wt[i]
-        s += a * a + b * b + c * c
+    if HAS_LOWER or HAS_DENSE:
+        solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw)
+        for i in range(outr.size):
+            a = outr[i] * wt[i]
+            b = ocr[i] * wt[i]
+            c = oci[i] * wt[i]
+            s += a * a + b * b + c * c
     return s
 
 
@@ -702,15 +719,17 @@ def solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, 
     """Radau's two systems at once: ``outr`` with the real shift (``Fr, pr``) and ``ocr + i·oci``
     with the complex one (``Fc, pc``). For :data:`LOWER` one substitution sweep over ``J`` with
     ``3k`` columns (``J`` read once, one BLAS product per block row), otherwise the two solves."""
-    if kind == BLOCK:
-        if k % 8 == 0:
+    if HAS_BLOCK and kind == BLOCK:
+        if HAS_LANES and k % 8 == 0:
             _pair_blocks8(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, vr[:0])
         else:
             _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, vr[:0])
         return
-    if kind != LOWER:
+    if HAS_DENSE and kind != LOWER:
         solve_real(J, Fr, pr, vr, outr, m, mb, k, kind, sw)
         solve_complex(J, Fc, pc, vcr, vci, ocr, oci, m, mb, k, kind, sw)
+        return
+    if not HAS_LOWER:
         return
     Xs, buf, tmp = _lower_buffers(sw, m, k)
     X = Xs.reshape((m, 3 * k))
@@ -725,3 +744,63 @@ def solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, 
             outr[i * k + q] = X[i, q]
             ocr[i * k + q] = X[i, k + q]
             oci[i * k + q] = X[i, 2 * k + q]
+
+
+STRUCTURES = ("block", "block_lanes", "lower", "dense", "full", "all")
+"""The code a :func:`specialised` copy holds: ``block`` the :data:`BLOCK` paths on scalar loops,
+``block_lanes`` those and their eight-lane paths, ``lower`` the :data:`LOWER` path, ``dense`` the
+:data:`DENSE` path, ``full`` the
+:data:`LOWER` and :data:`DENSE` paths (a full ``J`` whose triangularity is detected at run time),
+``all`` every path (the module's own functions)."""
+
+_FLAGS = {
+    "block": (True, False, False, False),
+    "block_lanes": (True, True, False, False),
+    "lower": (False, False, True, False),
+    "dense": (False, False, False, True),
+    "full": (False, False, True, True),
+    "all": (True, True, True, True),
+}
+SOLVERS = ("factor_shifted", "solve_real", "solve_complex", "solve_pair", "solve_pair_norm2")
+"""The functions a :func:`specialised` copy replaces (in an order where each calls only earlier ones)."""
+
+
+def structure_of(m: int, mb: int, k: int, lower: bool) -> str:
+    """The :data:`STRUCTURES` entry an integration with an ``m×m`` Jacobian (blocks of ``mb``,
+    ``k`` columns per row, declared lower triangular or not) needs: its paths are decided by
+    these sizes alone (:func:`structure` then picks :data:`BLOCK` for ``mb < m``, and only
+    :data:`LOWER`, or :data:`LOWER`/:data:`DENSE` from ``J``'s zeros, otherwise)."""
+    if mb < m:
+        return "block_lanes" if (k % 8 == 0 or mb == 8) else "block"
+    return "lower" if lower else "full"
+
+
+_SPECIALISED: dict[str, ModuleType] = {}
+
+
+def specialised(kind: str) -> ModuleType:
+    """This module's solvers (:data:`SOLVERS`) compiled with only the paths of ``kind`` (one of
+    :data:`STRUCTURES`), as the attributes of a module object that an integrator's step binds in
+    place of this module (:func:`numerics.integrators.driver.bound_driver`).
+
+    Each copy runs the same source with the switches ``HAS_*`` set (the branches of the other
+    structures pruned before typing, so their helpers are not compiled), named
+    ``<solver>__<kind>`` so that Numba's on-disk cache keeps one entry per copy. On a matrix of
+    that structure a copy computes exactly what the full function computes (the same code on the
+    paths it holds); on another structure it leaves its output unwritten, so it must only be
+    used where :func:`structure_of` gives ``kind``. ``"all"`` is this module itself."""
+    if kind == "all":
+        return sys.modules[__name__]
+    if kind not in _SPECIALISED:
+        flags = dict(zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), _FLAGS[kind]))
+        ns = ModuleType(f"{__name__}__{kind}")
+        bound: dict = dict(flags)
+        for name in SOLVERS:
+            fn = globals()[name]
+            copy = with_globals(fn.py_func, f"{name}__{kind}", bound)
+            bound[name] = njit(cache=True, error_model="numpy")(copy)
+            setattr(ns, name, bound[name])
+        ns.checked_structure = checked_structure
+        ns.scratch_size = scratch_size
+        _SPECIALISED[kind] = ns
+    return _SPECIALISED[kind]

@@ -36,6 +36,7 @@ from fastslow.numerics.integrators.base import (
     O_M,
     O_MB,
     O_RTOL,
+    copy_into,
     euler_probe,
     initial_step,
 )
@@ -68,6 +69,11 @@ FRESH, HAVE_LU, HAVE_POLY, KIND = IW_METHOD, IW_METHOD + 1, IW_METHOD + 2, IW_ME
 PIVOTS = IW_METHOD + 4
 N_VEC = 30  # float work vectors of size n (see _vectors)
 H_LU, H_OLD, RATE = 0, 1, 2  # scalar slots at the end of the vectors
+
+STRUCTURED = ("_error_estimate",)
+"""The compiled helpers that call :mod:`numerics.integrators.linalg`: copied with the specialised
+solvers when the driver is bound for one structure of ``J``
+(:func:`numerics.integrators.driver.bound_driver`)."""
 
 
 def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, int]:
@@ -385,7 +391,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
     )
     if iw[IW_REJECTED] == 1 and en > 1.0:  # refine: one more call at y + err
-        ys[:] = y
+        copy_into(ys, y)
         ys += err
         rhs(t, ys, p, seg, fi)
         counters[N_FEV] += 1

@@ -32,6 +32,7 @@ from fastslow.numerics.integrators.base import (
     O_MB,
     O_RTOL,
     axpy,
+    copy_into,
     error_norm,
     euler_probe,
     initial_step,
@@ -119,7 +120,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
         iw[HAVE_LU] = 1
         ws[7 * n] = hs
     for i in range(4):
-        ys[:] = y
+        copy_into(ys, y)
         for j in range(i):
             if ROS_A[i, j] != 0.0:
                 axpy(ROS_A[i, j], u[j], ys)
@@ -129,7 +130,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
             axpy(ROS_CMAT[i, j] / hs, u[j], fi)
         linalg.solve_real(J, F, piv, fi, u[i], m, mb, k, iw[KIND], sw)
     counters[N_FEV] += 4
-    ynew[:] = y
+    copy_into(ynew, y)
     err[:] = 0.0
     for i in range(4):
         axpy(ROS_M[i], u[i], ynew)

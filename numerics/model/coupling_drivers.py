@@ -30,13 +30,13 @@ from scipy.integrate import solve_ivp
 from fastslow.numerics import validation as v
 from fastslow.numerics.integrators import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
-from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling_jacobian import jac_for
 from fastslow.numerics.model.coupling_packing import (
     is_block_local,
     is_lower_triangular,
     pack_coupling,
 )
-from fastslow.numerics.model.coupling_rhs import coupling_rhs_nb
+from fastslow.numerics.model.coupling_rhs import rhs_for
 from fastslow.numerics.model.weights import Model, ModelConfig
 
 __all__ = [
@@ -95,11 +95,11 @@ def integrate_coupling(
     bps = [b for b in layer_breakpoints(model.L)] if not model.tied else []
     block = cfg.P if is_block_local(cfg.mask_array, cfg.P) else None
     res = integrate(
-        coupling_rhs_nb,
+        rhs_for(p),  # the path this instance takes, compiled alone (not coupling_rhs_nb's two)
         (t0, t1),
         X0,
         method=method,
-        jac=frozen_kernel_jac_nb,
+        jac=jac_for(p),  # frozen_kernel_jac_nb's branch for this mask, compiled alone
         jac_size=cfg.T,
         jac_block=block,
         jac_lower=block is None and is_lower_triangular(cfg.mask_array),
@@ -150,10 +150,11 @@ def _scipy_segment_rhs(
     cfg = model.config
     if rhs == "compiled":
         out = np.empty(cfg.T * cfg.d)
+        kernel = rhs_for(p)  # coupling_rhs_nb's path for this p, compiled alone
 
         def f(t, y):
             calls[0] += 1
-            coupling_rhs_nb(t, np.ascontiguousarray(y), p, seg, out)
+            kernel(t, np.ascontiguousarray(y), p, seg, out)
             return out.copy()
 
         return f
@@ -169,13 +170,14 @@ def _scipy_segment_rhs(
 def _scipy_segment_jac(cfg: ModelConfig, p: np.ndarray, seg: int, jac: str):
     """The frozen-kernel Jacobian of interval ``seg``, dense or sparse, as SciPy's ``jac``."""
     J = np.empty((cfg.T, cfg.T))
+    kernel = jac_for(p)  # frozen_kernel_jac_nb's branch for this mask, compiled alone
 
     def dense(t, y):
-        frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, seg, J)
+        kernel(t, np.ascontiguousarray(y), p, seg, J)
         return np.kron(J, np.eye(cfg.d))
 
     def sparse(t, y):
-        frozen_kernel_jac_nb(t, np.ascontiguousarray(y), p, seg, J)
+        kernel(t, np.ascontiguousarray(y), p, seg, J)
         return sps.kron(sps.csr_matrix(J), sps.identity(cfg.d), format="csc")
 
     return dense if jac == "dense" else sparse

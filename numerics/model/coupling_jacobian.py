@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.model.coupling_packing import (
     _BLOCKLOCAL,
     _D,
@@ -32,7 +33,12 @@ from fastslow.numerics.model.coupling_packing import (
 )
 from fastslow.numerics.model.coupling_rhs import _block_weights, _kernel_panel, _normed, _panel_work
 
-__all__ = ["frozen_kernel_jac_nb"]
+__all__ = ["frozen_kernel_jac_nb", "jac_for"]
+
+JAC_BLOCK_LOCAL = JAC_OTHER_MASKS = True
+"""Which branches :func:`frozen_kernel_jac_nb` holds (compile-time constants: a branch behind a
+``False`` one is pruned before typing, its callees never compiled); one is off in the copies
+:func:`jac_for` hands out."""
 
 
 @njit(cache=True)
@@ -48,7 +54,7 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
     Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
     Xn = _normed(y.reshape((T, d)), p, Xw)
     inv_eps = 1.0 / p[_EPS]
-    if p[_BLOCKLOCAL] > 0.0:
+    if JAC_BLOCK_LOCAL and p[_BLOCKLOCAL] > 0.0:
         m = int(p[_M])
         np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)
         _block_weights(Xn, XG, p, S, v, pb, tb)
@@ -62,7 +68,7 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
                 b0 = (i // P) * P
                 for j in range(P):
                     J[i, b0 + j] = S[i, j] / p[_EPS]
-    else:
+    elif JAC_OTHER_MASKS:
         _kernel_rows_into(Xn, p, seg, J)
     for i in range(T):
         J[i, i % J.shape[1]] -= inv_eps + p[_GAMMA]
@@ -88,3 +94,26 @@ def _kernel_rows_into(Xn, p, seg, J):
                 J[i, j] = S[i - r0, j] / eps
             for j in range(c1, T):
                 J[i, j] = 0.0
+
+
+_COPIES: dict = {}
+
+
+def jac_for(p: np.ndarray):
+    """The frozen-kernel Jacobian for the packed vector ``p``: a copy of
+    :func:`frozen_kernel_jac_nb` holding only the branch of ``p``'s mask (block-local or not,
+    :data:`JAC_OTHER_MASKS` or :data:`JAC_BLOCK_LOCAL` off; named ``frozen_kernel_jac_block`` /
+    ``frozen_kernel_jac_other`` for Numba's cache), compiled on first use. On such a ``p`` it
+    computes exactly what :func:`frozen_kernel_jac_nb` computes, without compiling the other
+    branch (``docs/benchmarks.md``, "Times a user feels")."""
+    block_local = bool(p[_BLOCKLOCAL] > 0.0)
+    if block_local not in _COPIES:
+        name, off = (
+            ("frozen_kernel_jac_block", "JAC_OTHER_MASKS")
+            if block_local
+            else ("frozen_kernel_jac_other", "JAC_BLOCK_LOCAL")
+        )
+        _COPIES[block_local] = njit(cache=True)(
+            with_globals(frozen_kernel_jac_nb.py_func, name, {off: False})
+        )
+    return _COPIES[block_local]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
 from fastslow.numerics.model.coupling_lanes import _block_local_rhs8
 from fastslow.numerics.model.coupling_packing import (
@@ -53,7 +54,19 @@ from fastslow.numerics.model.coupling_packing import (
     _scratch,
 )
 
-__all__ = ["coupling_rhs_nb", "KERNEL_PANEL"]
+ROWS_BLOCK_LOCAL = ROWS_OTHER_MASKS = True
+"""Which branches the row path holds (compile-time constants: a branch behind a ``False`` one is
+pruned before typing, its callees never compiled); on in :func:`coupling_rhs_rows_nb`, one off in
+the copies :func:`rhs_for` hands out."""
+
+__all__ = [
+    "coupling_rhs_nb",
+    "coupling_rhs_lanes_nb",
+    "coupling_rhs_rows_nb",
+    "rows_copy",
+    "rhs_for",
+    "KERNEL_PANEL",
+]
 
 
 @njit(cache=True)
@@ -62,12 +75,35 @@ def coupling_rhs_nb(t, y, p, seg, out):
     :data:`numerics.integrators.RHS_SIG`, compiled on first use). No allocation for block-local
     masks: the work arrays are the scratch tail of ``p`` (so one ``p`` must not be shared by
     concurrent calls). Block-local masks with ``d``, ``m``, ``P`` multiples of 8 take the
-    eight-lane path (:func:`_block_local_rhs8`), everything else the row-by-row one
-    (:func:`_coupling_rhs_rows`); the two agree to rounding (the tests check 1e-13)."""
+    eight-lane path (:func:`coupling_rhs_lanes_nb`), everything else the row-by-row one
+    (:func:`coupling_rhs_rows_nb`); the two agree to rounding (the tests check 1e-13).
+
+    Compiling this dispatcher compiles both paths; the drivers pass the one path an instance
+    takes (:func:`rhs_for`), so a first run compiles only that one (``docs/benchmarks.md``,
+    "Times a user feels")."""
     if _lanes_fit(p):
-        _block_local_rhs8(y, p, seg, out)
+        coupling_rhs_lanes_nb(t, y, p, seg, out)
     else:
         _coupling_rhs_rows(t, y, p, seg, out)
+
+
+def rhs_for(p: np.ndarray):
+    """The compiled right-hand side the packed vector ``p`` takes: :func:`coupling_rhs_lanes_nb`
+    when the eight-lane path applies (:func:`numerics.model.coupling_packing._lanes_fit`, evaluated
+    here in Python, no compilation), else the row path's copy for block-local masks or for the
+    others (:func:`rows_copy`). Each computes what
+    :func:`coupling_rhs_nb` computes on such a ``p`` (the same code, bit for bit); passing it
+    instead of :func:`coupling_rhs_nb` compiles one path, not both."""
+    if _lanes_fit.py_func(p):
+        return coupling_rhs_lanes_nb
+    return rows_copy(bool(p[_BLOCKLOCAL] > 0.0))
+
+
+@njit(cache=True)
+def coupling_rhs_lanes_nb(t, y, p, seg, out):
+    """:func:`coupling_rhs_nb` on the eight-lane path (:func:`_block_local_rhs8`); only for a
+    ``p`` the path fits (:func:`rhs_for` checks that; this entry does not)."""
+    _block_local_rhs8(y, p, seg, out)
 
 
 @njit(cache=True)
@@ -84,7 +120,7 @@ def _coupling_rhs_rows(t, y, p, seg, out):
     inv_eps = 1.0 / p[_EPS]
     off = _layer_offset(p, seg) + 2 * d * d
     W2 = _mat(p, off + d * m, m, d)
-    if p[_BLOCKLOCAL] > 0.0:
+    if ROWS_BLOCK_LOCAL and p[_BLOCKLOCAL] > 0.0:
         np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)  # one BLAS call
         _block_weights(Xn, XG, p, S, v, pb, tb)
         for i in range(T):  # the same sums as Σ_j S[i, j]·X[b0 + j, k] − X[i, k], rows at a time
@@ -99,7 +135,7 @@ def _coupling_rhs_rows(t, y, p, seg, out):
                 out[i * d + k] = acc[k] * inv_eps
             for k in range(m):
                 Z[i, k] = XG[i, d + k]
-    else:
+    elif ROWS_OTHER_MASKS:
         _dense_attention_into(Xn, X, p, seg, out)
         np.dot(Xn, _mat(p, off, d, m), Z)
     _add_mlp_output(Z, W2, int(p[_SIGMA]), out, v, pb, tb, zb, acc)
@@ -115,6 +151,31 @@ def _coupling_rhs_rows(t, y, p, seg, out):
         e0 = HEADER + T * int(p[_MASKW])
         for i in range(T * d):
             out[i] += gam * (p[e0 + i] - y[i])
+
+
+coupling_rhs_rows_nb = _coupling_rhs_rows
+"""The row-by-row path of :func:`coupling_rhs_nb` as an entry of its own (any mask and sizes)."""
+
+_ROW_COPIES: dict = {}
+
+
+def rows_copy(block_local: bool):
+    """The row path holding only one branch, compiled on first use: for a ``p`` of a block-local
+    mask (``block_local``) or of another mask, what :func:`coupling_rhs_rows_nb` computes (a copy
+    of the same source with :data:`ROWS_OTHER_MASKS` or :data:`ROWS_BLOCK_LOCAL` off, named
+    ``coupling_rhs_rows_block`` / ``coupling_rhs_rows_other`` for Numba's cache), without
+    compiling the other branch. Made on first call: the copy takes this module's globals as they
+    are then (all defined)."""
+    if block_local not in _ROW_COPIES:
+        name, off = (
+            ("coupling_rhs_rows_block", "ROWS_OTHER_MASKS")
+            if block_local
+            else ("coupling_rhs_rows_other", "ROWS_BLOCK_LOCAL")
+        )
+        _ROW_COPIES[block_local] = njit(cache=True)(
+            with_globals(_coupling_rhs_rows.py_func, name, {off: False})
+        )
+    return _ROW_COPIES[block_local]
 
 
 @njit(cache=True)
