@@ -410,6 +410,18 @@ def exact_coarse_maps(mask, P: int) -> tuple[np.ndarray, np.ndarray]:
     return R, L
 
 
+def require_decomposable(system, claim_id: str) -> None:
+    """``ValueError`` (one line, naming the flow and the claim) unless ``system``'s mask is named
+    or its frozen kernel decomposes exactly (:func:`user_kernel`): how D4 and D5 accept a
+    :class:`~verify.systems.DepthFlow`'s own mask before any work."""
+    if isinstance(system.mask, str):
+        return
+    try:
+        user_kernel(system.mask, system.P)
+    except ValueError as exc:
+        raise ValueError(f"{system.name}: {claim_id} on your mask: {exc}") from None
+
+
 def user_kernel(mask, P: int) -> UserKernel:
     """The :class:`UserKernel` of a boolean T×T ``mask`` (every row non-empty) with block size
     ``P`` (dividing T). ``ValueError`` when a decomposed block exceeds :data:`MAX_EXACT_BLOCK`

@@ -131,7 +131,7 @@ from ..measure import (
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
-from ..user_kernels import user_kernel
+from ..user_kernels import require_decomposable, user_kernel
 from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
@@ -732,12 +732,7 @@ class D4(Claim):
         ``MAX_EXACT_BLOCK`` tokens); bad input otherwise."""
         super().accepts(system)
         system.within_limits(self.id, self.params)
-        if isinstance(system.mask, str):
-            return
-        try:
-            user_kernel(system.mask, system.P)
-        except ValueError as exc:
-            raise ValueError(f"{system.name}: D4 on your mask: {exc}") from None
+        require_decomposable(system, self.id)
 
     def build_system(self, p, seed, system):
         """The D4 instance of your flow (its model and gate; input and tangent from ``seed``)."""

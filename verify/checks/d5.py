@@ -95,7 +95,7 @@ from ..params import Param
 from ..reference import layer as ref
 from ..reference import spectra as ref_spectra
 from ..systems import DepthFlow
-from ..user_kernels import user_kernel
+from ..user_kernels import require_decomposable, user_kernel
 from ..verdict import Diagnostic, at_most
 
 BRUTE_FORCE_R_REL = 1e-10
@@ -791,12 +791,7 @@ class D5(Claim):
                 "saturates_within_depth from the reference layer, which has formulas only for "
                 "the named ones (tanh, relu, gelu, identity)"
             )
-        if isinstance(system.mask, str):
-            return
-        try:
-            user_kernel(system.mask, system.P)
-        except ValueError as exc:
-            raise ValueError(f"{system.name}: D5 on your mask: {exc}") from None
+        require_decomposable(system, self.id)
 
     def build_system(self, p, seed, system):
         """The D5 instance of your flow (its model; input, tangent and ``Y_0`` from ``seed``)."""

@@ -207,6 +207,20 @@ def gate_drift_test(gates, sd: float) -> dict:
     return {"chi2": chi2, "df": int(g.size), "p": float(stats.chi2.sf(chi2, g.size))}
 
 
+def lm_config(p: dict, kind: str) -> LMConfig:
+    """The language model of kind ``kind`` (dense, coupled, frozen) at the sizes of ``p``."""
+    return LMConfig(
+        vocab=corpus.VOCAB,
+        T=p["T"],
+        P=p["P"],
+        d=p["d"],
+        m=p["m"],
+        L=p["L"],
+        kind=kind,
+        fast_mask=p["fast_mask"],
+    )
+
+
 GRAD_STEP = 1e-4
 """Step of the central differences of :func:`gradient_check` (on O(1) unit directions)."""
 GRAD_TOL = 1e-7
@@ -228,17 +242,7 @@ def gradient_check(inst) -> Diagnostic:
     The value is the largest ``|fd − ⟨∇, u⟩| / max(‖∇‖₂, 1e-3)`` (:data:`GRAD_TOL`). Caveat: it
     checks the derivative of the forward pass as written, not the forward pass (the other parts
     and the negative control speak for that)."""
-    p = inst.p
-    cfg = LMConfig(
-        vocab=corpus.VOCAB,
-        T=p["T"],
-        P=p["P"],
-        d=p["d"],
-        m=p["m"],
-        L=p["L"],
-        kind="coupled",
-        fast_mask=p["fast_mask"],
-    )
+    cfg = lm_config(inst.p, "coupled")
     rng = np.random.default_rng(np.random.SeedSequence(inst.seed, spawn_key=(10,)))
     starts = rng.integers(0, inst.corpus.train.size - cfg.T - 1, 2)
     windows = np.stack([inst.corpus.train[s : s + cfg.T + 1] for s in starts]).astype(np.int64)
@@ -318,18 +322,8 @@ class Instance:
 
     def spec(self, kind: str, s: int, lr: float) -> RunSpec:
         p = self.p
-        cfg = LMConfig(
-            vocab=corpus.VOCAB,
-            T=p["T"],
-            P=p["P"],
-            d=p["d"],
-            m=p["m"],
-            L=p["L"],
-            kind=kind,
-            fast_mask=p["fast_mask"],
-        )
         return RunSpec(
-            cfg,
+            lm_config(p, kind),
             p["tokens"],
             s,
             batch=p["batch"],
