@@ -385,6 +385,7 @@ def _render_system(ids, outdir: Path, seed: int, system, skipped: list | None) -
     where: dict[str, list[int]] = {}
     for sp in specs:
         where[sp.name] = []
+        assert sp.system_points is not None  # system_figures keeps only the drawable ones
         for pt in sp.system_points(seed, system):
             rest = {k: v for k, v in pt.items() if k != "system"}
             key = (sp.compute, json.dumps(jsonable(rest), sort_keys=True))

@@ -131,7 +131,7 @@ from ..measure import (
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
-from ..user_kernels import require_decomposable, user_kernel
+from ..user_kernels import UserKernel, require_decomposable, user_kernel
 from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
@@ -197,6 +197,13 @@ class Instance:
     def stack(self, X: np.ndarray) -> np.ndarray:
         """``X_L`` of the actual (gated) stack from the input ``X``."""
         return nm.stack(self.gated, X, self.E)
+
+    @property
+    def exact_user(self) -> UserKernel:
+        """The exact decomposition of your mask (an instance on a named mask has none)."""
+        if self.user is None:
+            raise ValueError(f"D4 on the named mask {self.mask!r} has no user decomposition")
+        return self.user
 
 
 @dataclass
@@ -382,7 +389,7 @@ def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
         "kernel_constant": (
             lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P)
             if inst.mask
-            else inst.user.kernel_constant()
+            else inst.exact_user.kernel_constant()
         ),
     }
     tol = p["tol"]
@@ -450,8 +457,8 @@ def user_projector_parts(inst: Instance) -> tuple[dict, dict, dict]:
     projector's ``K E_f − E_f K`` and ``f(K) E_f``) are all exactly 0; the float64 projectors of
     rational eigenvalues are the exact ones rounded once, those of ``f``'s roots (complex128) must
     sum to ``E_f`` within ``tol`` (:meth:`verify.user_kernels.UserKernel.primary_float_error`)."""
-    zero = inst.user.residuals_zero()
-    rounding = inst.user.primary_float_error()
+    zero = inst.exact_user.residuals_zero()
+    rounding = inst.exact_user.primary_float_error()
     value = {"exact_residuals_all_zero": zero, "float_rel": rounding}
     figures = {
         "exact_projector_residuals": {"all": "0" if zero else "not all 0"},
@@ -464,7 +471,7 @@ def user_projector_parts(inst: Instance) -> tuple[dict, dict, dict]:
         "float projectors of each irrational factor's roots sum to its exact primary projector "
         "within tol",
     )
-    return {"projectors_exact": part}, figures, inst.user.projectors()
+    return {"projectors_exact": part}, figures, inst.exact_user.projectors()
 
 
 def kernel_diagonalisable(inst: Instance) -> Diagnostic:
@@ -473,7 +480,7 @@ def kernel_diagonalisable(inst: Instance) -> Diagnostic:
     if inst.mask is not None:
         why = f"named mask {inst.mask}: diagonalisable in closed form"
         return Diagnostic(True, why, why)
-    defect = inst.user.defect
+    defect = inst.exact_user.defect
     return Diagnostic(
         not defect,
         defect or "every block kernel diagonalisable (exact eigenvector counts)",
