@@ -293,7 +293,7 @@ def complex_mode_data(N: np.ndarray, M: np.ndarray, lams: np.ndarray):
     for l in range(L):
         D = D @ (N[l][None] + lams[:, None, None] * M[l][None])
         D_all[l] = D
-    s = np.linalg.svd(D_all, compute_uv=False)  # (L, n_λ, d), descending
+    s = lapack.svdvals(D_all)  # (L, n_λ, d), descending
     smin1 = s[:, 0, -1]
     top = s[:, 1:, 0].max(axis=1) if lams.size > 1 else np.zeros(L)
     with np.errstate(divide="ignore", invalid="ignore"):
