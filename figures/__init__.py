@@ -460,10 +460,15 @@ def render(
         if errors:
             failed.append(f"{n} ({errors[0]['type']}: {errors[0]['message']})")
             continue
-        paths += draw(n, data[n], outdir, seed=seed)
+        try:
+            paths += draw(n, data[n], outdir, seed=seed)
+        except Exception as exc:  # drawing valid data raised: named below (exit 3), others drawn
+            failed.append(f"{n} (drawing raised {type(exc).__name__}: {exc})")
+            continue
         bar.update()
     if failed:
         raise FigureError(
-            f"{len(failed)} figure(s) not drawn, a point raised: " + "; ".join(failed)
+            f"{len(failed)} figure(s) not drawn, a point or its drawing raised: "
+            + "; ".join(failed)
         )
     return paths
