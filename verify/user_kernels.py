@@ -56,6 +56,8 @@ import sympy as sp
 from fastslow.numerics.model.masks import as_mask
 from fastslow.theory import kernels as tk
 
+from .verdict import Diagnostic
+
 MAX_EXACT_BLOCK = 16
 """The largest block (or non-block-local mask) decomposed in exact arithmetic."""
 
@@ -444,3 +446,18 @@ def user_kernel(mask, P: int) -> UserKernel:
             seen[key] = decompose_block(pattern)
         decs.append(seen[key])
     return UserKernel(m, int(P), outside_blocks(m, P), blocks, decs)
+
+
+def kernel_diagonalisable(user: UserKernel | None, mask_name: str | None) -> Diagnostic:
+    """The hypothesis ``kernel_diagonalisable`` of D4 and D5: a named mask's kernel is, in closed
+    form (triangular with distinct diagonal entries, or a projector); a user mask's (``user``, its
+    exact decomposition) is decided exactly (eigenvector counts)."""
+    if user is None:
+        why = f"named mask {mask_name}: diagonalisable in closed form"
+        return Diagnostic(True, why, why)
+    defect = user.defect
+    return Diagnostic(
+        not defect,
+        defect or "every block kernel diagonalisable (exact eigenvector counts)",
+        "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
+    )

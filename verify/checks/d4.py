@@ -131,7 +131,7 @@ from ..measure import (
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
-from ..user_kernels import UserKernel, require_decomposable, user_kernel
+from ..user_kernels import UserKernel, kernel_diagonalisable, require_decomposable, user_kernel
 from ..verdict import Diagnostic, at_most
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
@@ -474,20 +474,6 @@ def user_projector_parts(inst: Instance) -> tuple[dict, dict, dict]:
     return {"projectors_exact": part}, figures, inst.exact_user.projectors()
 
 
-def kernel_diagonalisable(inst: Instance) -> Diagnostic:
-    """``kernel_diagonalisable``: a named mask's kernel is, in closed form (triangular with distinct
-    diagonal entries, or a projector); a user mask's is decided exactly (eigenvector counts)."""
-    if inst.mask is not None:
-        why = f"named mask {inst.mask}: diagonalisable in closed form"
-        return Diagnostic(True, why, why)
-    defect = inst.exact_user.defect
-    return Diagnostic(
-        not defect,
-        defect or "every block kernel diagonalisable (exact eigenvector counts)",
-        "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
-    )
-
-
 def mode_products(N: np.ndarray, M: np.ndarray, lams: list) -> np.ndarray:
     """``D_λ = Π_l (N_l + λM_l)`` for each ``λ``: :func:`numerics.analysis.linearised.mode_products`
     for real eigenvalues; in complex128 when some are complex (irrational block spectra of your
@@ -749,7 +735,7 @@ class D4(Claim):
         return {
             **homogeneous_reference(inst.cfg, inst.gated.layers, inst.X0, inst.E),
             "sigma_smooth_where_differenced": taylor_stencil_smooth(inst),
-            "kernel_diagonalisable": kernel_diagonalisable(inst),
+            "kernel_diagonalisable": kernel_diagonalisable(inst.user, inst.mask),
         }
 
     def conclude(self, inst):

@@ -95,7 +95,7 @@ from ..params import Param
 from ..reference import layer as ref
 from ..reference import spectra as ref_spectra
 from ..systems import DepthFlow
-from ..user_kernels import require_decomposable, user_kernel
+from ..user_kernels import kernel_diagonalisable, require_decomposable, user_kernel
 from ..verdict import Diagnostic, at_most
 
 BRUTE_FORCE_R_REL = 1e-10
@@ -426,20 +426,6 @@ def block_local(mask: np.ndarray, P: int) -> int:
     mask = np.asarray(mask, bool)
     blocks = np.arange(mask.shape[0]) // P
     return int(np.sum(mask & (blocks[:, None] != blocks[None, :])))
-
-
-def kernel_diagonalisable(inst: Instance) -> Diagnostic:
-    """``kernel_diagonalisable``: a named mask's kernel is, in closed form (triangular with distinct
-    diagonal entries, or a projector); a user mask's is decided exactly (eigenvector counts)."""
-    if inst.user is None:
-        why = f"named mask {inst.cfg.mask_name}: diagonalisable in closed form"
-        return Diagnostic(True, why, why)
-    defect = inst.user.defect
-    return Diagnostic(
-        not defect,
-        defect or "every block kernel diagonalisable (exact eigenvector counts)",
-        "every eigenvalue of K has as many eigenvectors as its algebraic multiplicity (exact)",
-    )
 
 
 def not_evaluated(why: str) -> Diagnostic:
@@ -814,7 +800,7 @@ class D5(Claim):
                 inst.X0 if inst.cfg.gamma else None,
                 what="the central difference of the nonlinear stack",
             ),
-            "kernel_diagonalisable": kernel_diagonalisable(inst),
+            "kernel_diagonalisable": kernel_diagonalisable(inst.user, inst.cfg.mask_name),
         }
 
     def conclude(self, inst):
