@@ -65,16 +65,20 @@ typecheck() {
      --no-error-summary)
 }
 
+# pytest runs on every CPU (pytest-xdist; the claim report is the same on one process or several);
+# pass -n 0 to run in one process, e.g. `bash run.sh test -n 0 -x`.
+processes=(-n auto)
+
 job=${1:-}
 [ $# -gt 0 ] && shift
 case "$job" in
-  verify)  exec "$VENV/bin/python" -m pytest verify "$@" ;;
+  verify)  exec "$VENV/bin/python" -m pytest "${processes[@]}" verify "$@" ;;
   test)
     # lint, format and the public API's types first (seconds), then every test
     "$VENV/bin/ruff" check --quiet . || { echo "ruff check failed (fix with: $VENV/bin/ruff check --fix .)" >&2; exit 1; }
     "$VENV/bin/ruff" format --check --quiet . || { echo "ruff format: files need formatting (run: $VENV/bin/ruff format .)" >&2; exit 1; }
     typecheck || { echo "mypy found type errors in the public API (paths under build/typecheck/fastslow/)" >&2; exit 1; }
-    exec "$VENV/bin/python" -m pytest tests verify "$@" ;;
+    exec "$VENV/bin/python" -m pytest "${processes[@]}" tests verify "$@" ;;
   bench)   exec "$VENV/bin/fastslow" bench "$@" ;;
   figures) exec "$VENV/bin/fastslow" figures "$@" ;;
   *) echo "usage: bash run.sh {verify|test|bench|figures} [args...]" >&2; exit 2 ;;

@@ -426,6 +426,37 @@ def test_options_that_would_poison_the_report_are_usage_errors(extra, message, t
     assert not (tmp_path / "report.json").exists()
 
 
+def test_ctrl_c_on_pytest_verify_on_two_processes_writes_a_partial_report_and_stops_them(
+    tmp_path,
+):
+    """``bash run.sh verify`` runs pytest on every CPU (pytest-xdist): Ctrl-C still ends in the
+    report of what ran, marked partial, with no worker left behind."""
+    log = tmp_path / "pytest.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2"]
+        + ["verify/tests/test_d2_depth_flow.py", "--report-dir", str(tmp_path / "report")],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    while "PASSED" not in log.read_text():  # the workers have collected and are testing
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=60)  # a hang guard, not a timing assertion
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, log.read_text()
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert not report["complete"]
+    assert "the session was interrupted or stopped early" in report["incomplete_reasons"]
+    assert _gone([int(w) for w in workers.stdout.split()])
+
+
 def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
     def report(complete, why=()):  # the shape of build_report's output, without the claims
         prov = {"git": {"commit": None, "dirty": None}}

@@ -1,4 +1,5 @@
-"""Rerunning with the same seeds reproduces the claim report bit for bit (timings aside)."""
+"""Rerunning with the same seeds reproduces the claim report bit for bit (timings aside), whether
+the session runs on one process or on several (``pytest -n 2``, as ``bash run.sh`` runs it)."""
 
 import json
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _report(outdir: Path) -> dict:
+def _report(outdir: Path, *processes: str) -> dict:
     subprocess.run(
         [
             sys.executable,
@@ -23,6 +24,7 @@ def _report(outdir: Path) -> dict:
             "no:cacheprovider",
             "--report-dir",
             str(outdir),
+            *processes,
         ],
         cwd=ROOT,
         check=True,
@@ -35,8 +37,8 @@ def _report(outdir: Path) -> dict:
     return rep
 
 
-def test_two_runs_of_pytest_verify_write_identical_reports(tmp_path):
-    a, b = _report(tmp_path / "a"), _report(tmp_path / "b")
+def test_two_runs_of_pytest_verify_write_identical_reports_on_one_process_or_two(tmp_path):
+    a, b = _report(tmp_path / "a"), _report(tmp_path / "b", "-n", "2")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     a1 = next(c for c in a["claims"] if c["id"] == "A1")
     # the built-in instance (seed 7) and the user-flow instance (seed 0) of verify/tests/test_a1_causality.py

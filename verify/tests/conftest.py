@@ -23,6 +23,10 @@ bounded by the CPUs), ``--sweep-cache`` and ``--report-dir`` must be writable fo
 ``--scheduler`` must answer; otherwise pytest stops with a usage error naming the option, instead
 of marking claims failed. A failing sweep point becomes a verdict of outcome ``error``.
 
+The session may run on several processes (``pytest -n 2``, pytest-xdist; ``bash run.sh`` does):
+a test's records travel with its report (``user_properties``) to the process that writes the
+report, whichever process ran the test, so the report is the same either way.
+
 The report goes to ``--report-dir`` (default ``verify/report`` of the source checkout, or
 ``fastslow-report`` in the working directory when the package is installed). A partial session
 (``-k``, ``-x``, an interruption) never replaces a complete report: it is written beside it as
@@ -38,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from fastslow.verify import sweep as sw
+from fastslow.verify.json_values import jsonable
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.report import (
@@ -53,8 +58,11 @@ from fastslow.verify.verdict import Verdict
 _LEDGER = pytest.StashKey[ClaimLedger]()
 _CLAIM_OF = pytest.StashKey[dict]()
 _REPORT_PATHS = pytest.StashKey[tuple]()
-_DESELECTED = pytest.StashKey[list]()
+_DESELECTED = pytest.StashKey[set]()
 _REPORTED = pytest.StashKey[set]()
+_FEED = pytest.StashKey["_LedgerFeed"]()
+_EVENTS = pytest.StashKey[list]()  # one test's records, until its report carries them
+_PROPERTY = "fastslow.claim"  # the user property holding a verify test's claim and records
 _HERE = Path(__file__).resolve().parent  # verify/tests: the claim tests
 _VERIFY = _HERE.parent  # verify/: the package (fastslow.verify)
 
@@ -62,9 +70,19 @@ _VERIFY = _HERE.parent  # verify/: the package (fastslow.verify)
 def pytest_configure(config):
     config.stash[_LEDGER] = ClaimLedger()
     config.stash[_CLAIM_OF] = {}
-    config.stash[_DESELECTED] = []
+    config.stash[_DESELECTED] = set()
     config.stash[_REPORTED] = set()
     _check_options(config)
+    config.stash[_FEED] = _LedgerFeed(config)
+    config.pluginmanager.register(config.stash[_FEED], "fastslow-claim-ledger")
+
+
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _xdist_worker_count(config) -> int:
+    return int(config.workerinput.get("workercount", 1)) if _is_xdist_worker(config) else 1
 
 
 def report_dir(config) -> Path:
@@ -120,29 +138,110 @@ def pytest_collection_modifyitems(config, items):
 def pytest_deselected(items):
     if items:
         config = items[0].config
-        config.stash[_DESELECTED].extend(i.nodeid for i in items if _in_verify(i))
+        config.stash[_DESELECTED].update(i.nodeid for i in items if _in_verify(i))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
+    """Attach the claim and the records of a verify test to its report (the process that writes
+    the claim report enters them in its ledger: :class:`_LedgerFeed`)."""
     rep = yield
     cid = item.config.stash[_CLAIM_OF].get(item.nodeid)
-    if cid is not None and (rep.when == "call" or rep.outcome != "passed"):
-        item.config.stash[_LEDGER].outcome(cid, item.nodeid, rep.outcome, rep.duration)
-        item.config.stash[_REPORTED].add(item.nodeid)
+    if cid is not None:
+        events = item.stash.setdefault(_EVENTS, [])  # the claim fixture's list: emptied, kept
+        rep.user_properties.append((_PROPERTY, {"claim": cid, "events": events[:]}))
+        events.clear()
     return rep
 
 
-class ClaimRecorder:
-    """Records the results of one claim's test into the session's ledger."""
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if _is_xdist_worker(config):  # the controller writes the report: hand it what was collected
+        config.workeroutput["fastslow_claim_of"] = dict(config.stash[_CLAIM_OF])
+        config.workeroutput["fastslow_deselected"] = sorted(config.stash[_DESELECTED])
+        return
+    if not config.stash[_CLAIM_OF] or config.option.collectonly:
+        return
+    config.stash[_FEED].fill(config.stash[_LEDGER])
+    outdir = report_dir(config)
+    prov = provenance()
+    prov["profile"] = "thorough" if config.thorough else "default"
+    why = _incomplete_reasons(session, exitstatus)
+    report = build_report(config.stash[_LEDGER], prov, complete=not why, incomplete_reasons=why)
+    stem = "report.partial" if why and complete_report_in(outdir) else "report"
+    try:
+        config.stash[_REPORT_PATHS] = write_report(report, outdir, stem)
+    except OSError as exc:
+        config.stash[_REPORT_PATHS] = (f"not written to {outdir}: {exc.strerror or exc}",)
 
-    def __init__(self, ledger: ClaimLedger, claim_id: str):
-        self._ledger = ledger
+
+class _LedgerFeed:
+    """Collects each verify test's report (outcome and records) in the process that writes the
+    claim report: the only one, or the controller of ``pytest -n``."""
+
+    def __init__(self, config):
+        self.config = config
+        self.received: list[tuple] = []
+
+    def pytest_runtest_logreport(self, report):
+        payload = next((v for k, v in report.user_properties if k == _PROPERTY), None)
+        if payload is not None and not _is_xdist_worker(self.config):
+            self.received.append(
+                (report.nodeid, report.when, report.outcome, report.duration, payload)
+            )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        """``pytest -n``: the collected tests, in collection order, as soon as a worker has them
+        (so an interrupted session still knows what it did not run)."""
+        claim_of = self.config.stash[_CLAIM_OF]
+        for nodeid in ids:
+            if (self.config.rootpath / nodeid.split("::")[0]).resolve().parent == _HERE:
+                claim_of.setdefault(nodeid, None)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        """``pytest -n``: a worker's collected (in collection order) and deselected verify tests."""
+        out = getattr(node, "workeroutput", {})
+        self.config.stash[_CLAIM_OF].update(out.get("fastslow_claim_of", {}))
+        self.config.stash[_DESELECTED].update(out.get("fastslow_deselected", []))
+
+    def fill(self, ledger: ClaimLedger) -> None:
+        """Enter what was received into ``ledger`` in collection order, whichever process ran
+        which test when (the report does not depend on ``-n``)."""
+        order = {nodeid: i for i, nodeid in enumerate(self.config.stash[_CLAIM_OF])}
+        phases = {"setup": 0, "call": 1, "teardown": 2}
+        received = sorted(self.received, key=lambda r: (order.get(r[0], len(order)), phases[r[1]]))
+        for nodeid, when, outcome, duration, payload in received:
+            cid = payload["claim"]
+            for kind, *args in payload["events"]:
+                if kind in ("main", "negative"):
+                    ledger.record(cid, Verdict.from_json(args[0]), negative=kind == "negative")
+                elif kind == "figure":
+                    ledger.figure(cid, args[0], args[1])
+                else:
+                    ledger.note(cid, args[0])
+            if when == "call" or outcome != "passed":
+                ledger.outcome(cid, nodeid, outcome, duration)
+                self.config.stash[_REPORTED].add(nodeid)
+
+
+class ClaimRecorder:
+    """Records the results of one claim's test; they reach the session's ledger with the test's
+    report."""
+
+    def __init__(self, events: list, claim_id: str):
+        self._events = events
         self.id = claim_id
+
+    def _record(self, kind: str, result) -> None:
+        # the ledger's own checks, when the test records (a wrong record fails that test)
+        ClaimLedger().record(self.id, result, negative=kind == "negative")
+        self._events.append((kind, result.to_json()))
 
     def main(self, result):
         """Record the check on an instance satisfying the hypotheses; return the result."""
-        self._ledger.record(self.id, result, negative=False)
+        self._record("main", result)
         return result
 
     def holds(self, params: dict | None = None, seed: int | None = None):
@@ -154,14 +253,14 @@ class ClaimRecorder:
 
     def negative(self, result):
         """Record a negative control (a violated hypothesis); return the result."""
-        self._ledger.record(self.id, result, negative=True)
+        self._record("negative", result)
         return result
 
     def figure(self, key: str, value) -> None:
-        self._ledger.figure(self.id, key, value)
+        self._events.append(("figure", key, jsonable(value)))
 
     def note(self, text: str) -> None:
-        self._ledger.note(self.id, text)
+        self._events.append(("note", text))
 
 
 @pytest.fixture
@@ -169,7 +268,7 @@ def claim(request) -> ClaimRecorder:
     marker = request.node.get_closest_marker("claim")
     if marker is None:
         raise pytest.UsageError("the claim fixture needs @pytest.mark.claim(ID)")
-    return ClaimRecorder(request.config.stash[_LEDGER], marker.args[0])
+    return ClaimRecorder(request.node.stash.setdefault(_EVENTS, []), marker.args[0])
 
 
 @pytest.fixture(scope="session")
@@ -183,8 +282,10 @@ def sweep_executor(request):
     """The executor of the verify sweeps: serial, a local process pool, or a Dask cluster."""
     config = request.config
     workers = config.getoption("--workers")
-    if workers is None:
-        workers = (os.cpu_count() or 1) if config.thorough else 1
+    if workers is None and config.thorough:  # the CPUs, shared among the processes of pytest -n
+        workers = max(1, (os.cpu_count() or 1) // _xdist_worker_count(config))
+    elif workers is None:
+        workers = 1
     with sw.executor_for(workers, config.getoption("--scheduler")) as executor:
         yield executor
 
@@ -232,22 +333,6 @@ def _incomplete_reasons(session, exitstatus) -> list[str]:
             + ", ".join(sorted(all_files - collected_files))
         )
     return why
-
-
-def pytest_sessionfinish(session, exitstatus):
-    config = session.config
-    if not config.stash[_CLAIM_OF] or config.option.collectonly:
-        return
-    outdir = report_dir(config)
-    prov = provenance()
-    prov["profile"] = "thorough" if config.thorough else "default"
-    why = _incomplete_reasons(session, exitstatus)
-    report = build_report(config.stash[_LEDGER], prov, complete=not why, incomplete_reasons=why)
-    stem = "report.partial" if why and complete_report_in(outdir) else "report"
-    try:
-        config.stash[_REPORT_PATHS] = write_report(report, outdir, stem)
-    except OSError as exc:
-        config.stash[_REPORT_PATHS] = (f"not written to {outdir}: {exc.strerror or exc}",)
 
 
 def pytest_terminal_summary(terminalreporter, config):
