@@ -360,3 +360,23 @@ def test_a_slow_field_reproduces_the_coupling_vector_exactly():
     assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
     with pytest.raises(ValueError, match="c must have shape"):
         mk.integrate_coupled(gen, gdy, 1e-2, [0.2, 0.3, 0.5], 0.4, c[:2], t)
+
+
+# --------------------------------------------------------------------------- F2's zero test
+
+
+@pytest.mark.parametrize(
+    "expr, zero",
+    [
+        (sp.Integer(0), True),
+        (sp.sin(tm.y) ** 2 + sp.cos(tm.y) ** 2 - 1, True),  # 0 only after simplify
+        (sp.exp(tm.y) / (1 + sp.exp(tm.y)) - 1 + 1 / (1 + sp.exp(tm.y)), True),
+        (sp.exp(tm.y) - 1 - tm.y, False),  # ≠ 0 at every sample point but y = 0
+        (sp.Float("1e-25") * sp.exp(tm.y), False),  # tiny, still not 0
+    ],
+)
+def test_f2_decides_whether_d_p_st_is_identically_zero_exactly(expr, zero):
+    from fastslow.verify.checks.f2 import identically_zero
+
+    points = [sp.Float(v, 50) for v in (-1.15, 0.0, 1.15)]
+    assert identically_zero(expr, points) is zero
