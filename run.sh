@@ -67,7 +67,7 @@ typecheck() {
 
 # pytest runs on every CPU (pytest-xdist; the claim report is the same on one process or several);
 # pass -n 0 to run in one process, e.g. `bash run.sh test -n 0 -x`.
-processes=(-n auto)
+processes=(-n auto --dist worksteal)
 
 job=${1:-}
 [ $# -gt 0 ] && shift

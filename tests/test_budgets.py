@@ -32,7 +32,7 @@ MEMORY_POINTS = [
     ("A1", {"T": 64, "P": 1, "d": 16, "L": 4}),
     ("A2", {"T": 512, "P": 4, "d": 64, "m": 256}),
     ("D2", {"T": 8, "P": 1, "d": 8, "L_min": 64, "L_max": 1024}),
-    ("D2", {"T": 64, "P": 1, "d": 16, "L_min": 16, "L_max": 256}),
+    ("D2", {"T": 32, "P": 1, "d": 16, "L_min": 16, "L_max": 256}),  # peak 51 MB, estimate 57 MB
     ("D2", {"T": 8, "P": 1, "d": 4, "path": "step", "L_max": 1024}),
     ("D8", {"family": "gaussian_ar1", "P": 16, "N": 16, "n_seq": 2000, "n_future": 4}),
     ("D8", {"family": "poisson", "P": 8, "N": 16, "n_seq": 400, "K": 4, "n_future": 4}),

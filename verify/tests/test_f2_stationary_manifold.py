@@ -194,7 +194,8 @@ def test_tracking_at_the_integrators_accuracy_floor_is_undecided():
     accuracy is measured against a second integrator, so on ε ∈ [1e-6, 1e-5] the order-1 error
     is not resolved and the rate is undecided (the floor named), not a counterexample."""
     params = {"method": "LSODA", "rtol": 1e-14, "atol": 1e-16, "eps_min": 1e-6, "eps_max": 1e-5}
-    v = run_check("F2", {**params, "n_eps": 3})
+    # errors on [t0, t1] = [1, 1.5] (default [1, 4]): a third of the integration, same floor
+    v = run_check("F2", {**params, "n_eps": 3, "t1": 1.5})
     assert v.outcome == "undecided", v.summary()
     assert v.unresolved == ["tracking_rates_resolved"]
     assert v.limits["tracking_rates_resolved"].value["order1"]["verdict"] == "unresolved"
