@@ -81,10 +81,6 @@ def _is_xdist_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _xdist_worker_count(config) -> int:
-    return int(config.workerinput.get("workercount", 1)) if _is_xdist_worker(config) else 1
-
-
 def report_dir(config) -> Path:
     """Where the report goes: ``--report-dir``, else ``verify/report`` of the source checkout, else
     ``fastslow-report`` in the working directory (never into an installed package)."""
@@ -282,10 +278,9 @@ def sweep_executor(request):
     """The executor of the verify sweeps: serial, a local process pool, or a Dask cluster."""
     config = request.config
     workers = config.getoption("--workers")
-    if workers is None and config.thorough:  # the CPUs, shared among the processes of pytest -n
-        workers = max(1, (os.cpu_count() or 1) // _xdist_worker_count(config))
-    elif workers is None:
-        workers = 1
+    # under pytest -n too: a pool per process, so a long sweep left last still uses every CPU
+    if workers is None:
+        workers = (os.cpu_count() or 1) if config.thorough else 1
     with sw.executor_for(workers, config.getoption("--scheduler")) as executor:
         yield executor
 

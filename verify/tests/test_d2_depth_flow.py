@@ -21,8 +21,8 @@ def test_stack_converges_to_the_flow_with_order_one_untied_and_tied(claim, thoro
     claim.holds(params, seed=0)
 
 
-_EXAMPLES = 3 if settings.default.max_examples <= 25 else 12
-"""Random paths per run: 3 by default (and the example below), 12 under ``--thorough``."""
+_EXAMPLES = 2 if settings.default.max_examples <= 25 else 12
+"""Random paths per run: 2 by default (and the example below), 12 under ``--thorough``."""
 
 
 @settings(max_examples=_EXAMPLES)
