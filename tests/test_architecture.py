@@ -52,12 +52,22 @@ def _git_files(*patterns: str) -> list[str]:
     return [f for f in out.stdout.split() if (ROOT / f).exists()]
 
 
+_PROBES: dict[Path, Path] = {}
+"""Planted modules: their file (in a test's tmp_path) → where the checkers read them in the tree.
+Never written into the checkout, where another test process may be copying the sources."""
+
+
 def _sources() -> list[Path]:
-    return [ROOT / f for f in _git_files("*.py") if f.split("/")[0] in LAYERS]
+    return [ROOT / f for f in _git_files("*.py") if f.split("/")[0] in LAYERS] + list(_PROBES)
+
+
+def _tree_path(path: Path) -> Path:
+    """``path`` relative to the root (a planted probe: where it stands in for a module)."""
+    return _PROBES.get(path) or path.relative_to(ROOT)
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = list(_tree_path(path).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
@@ -130,7 +140,7 @@ def _violations() -> dict[str, list[str]]:
     }
     for path in _sources():
         me = _module_name(path)
-        rel = path.relative_to(ROOT)
+        rel = _tree_path(path)
         lines = path.read_text().splitlines()
         for lineno, target, names, inside, bare in _imports(path):
             where = f"{rel}:{lineno} imports {target}{(' ' + ','.join(names)) if names else ''}"
@@ -216,17 +226,15 @@ def test_imports_inside_functions_state_their_reason(violations):
 
 def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
     """Non-vacuity: an upward import, an underscore import and a bare inner import are caught."""
-    fake = ROOT / "numerics" / "toy" / "_architecture_probe.py"
+    fake = tmp_path / "_architecture_probe.py"
     fake.write_text(
         "from fastslow.verify.params import Param\n"
         "from fastslow.numerics.model.layer import _private\n"
         "from numerics import validation\n"
         "def f():\n    from fastslow import figures\n"
     )
-    try:
-        found = _violations()
-    finally:
-        fake.unlink()
+    monkeypatch.setitem(_PROBES, fake, Path("numerics/toy/_architecture_probe.py"))
+    found = _violations()
     assert any("_architecture_probe" in w for w in found["layer"])
     assert any("_architecture_probe" in w for w in found["underscore"])
     assert any("_architecture_probe" in w for w in found["inner"])
@@ -250,9 +258,9 @@ def _reference_violations() -> list[str]:
             continue
         for lineno, target, _names, _, _ in _imports(path):
             if target.split(".")[0] in ("numerics", "theory"):
-                found.append(f"{path.relative_to(ROOT)}:{lineno} imports {target}")
+                found.append(f"{_tree_path(path)}:{lineno} imports {target}")
             if target.split(".")[0] == "verify" and not target.startswith("verify.reference"):
-                found.append(f"{path.relative_to(ROOT)}:{lineno} imports {target}")
+                found.append(f"{_tree_path(path)}:{lineno} imports {target}")
     return found
 
 
@@ -262,11 +270,9 @@ def test_references_share_no_code_with_the_code_under_test():
     assert _reference_violations() == []
 
 
-def test_the_reference_rule_sees_a_planted_import():
-    fake = ROOT / "verify" / "reference" / "_probe.py"
+def test_the_reference_rule_sees_a_planted_import(tmp_path, monkeypatch):
+    fake = tmp_path / "_probe.py"
     fake.write_text("from fastslow.numerics.model import kernels\nimport fastslow.theory.kernels\n")
-    try:
-        found = _reference_violations()
-    finally:
-        fake.unlink()
+    monkeypatch.setitem(_PROBES, fake, Path("verify/reference/_probe.py"))
+    found = _reference_violations()
     assert sum("_probe" in w for w in found) == 2

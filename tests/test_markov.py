@@ -380,3 +380,13 @@ def test_f2_decides_whether_d_p_st_is_identically_zero_exactly(expr, zero):
 
     points = [sp.Float(v, 50) for v in (-1.15, 0.0, 1.15)]
     assert identically_zero(expr, points) is zero
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_reference_example_chain_is_theorys(n):
+    """verify.reference.chains writes F2's example chain from its definition, apart from theory:
+    the two must be the same generator (a difference is a bug in one of them)."""
+    from fastslow.verify.reference import chains
+
+    difference = chains.example_chain(n, tm.y) - tm.example_generator(n)
+    assert difference.applyfunc(sp.simplify) == sp.zeros(n, n)

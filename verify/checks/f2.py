@@ -106,6 +106,7 @@ from ..measure import (
     symbolic_agrees,
 )
 from ..params import Order, Param
+from ..reference import chains as reference_chains
 from ..systems import GeneratorFamily
 from ..verdict import Diagnostic, at_least, at_most
 
@@ -167,6 +168,7 @@ class CoupledChain:
     notes on what was derived how."""
 
     sm: tm.SlowManifold | None
+    reduced_inputs: tuple | None = None  # (Q, g, y, x, t) in SymPy: the inputs, not theory's
     why_not: str = NOT_THEORY_CHAIN
     notes: tuple = ()
 
@@ -302,6 +304,85 @@ def symbolic_hypotheses(Q: sp.Matrix, ys: sp.Symbol, grid: np.ndarray) -> dict:
     }
 
 
+def reduced_solution_inside_grid(inst: CoupledChain) -> Diagnostic:
+    """Hypothesis ``reduced_solution_inside_grid``: the reduced solution, ``y' = g(p_st(y), y, t)``
+    from ``y0``, exists on ``[0, t1]`` and stays in the checked grid ``[y_min, y_max]``.
+
+    Tikhonov's statement is about a reduced solution on the interval; a slow field that drives
+    ``y`` off the grid, or to infinity in finite time (``y' ≈ y²``), is outside it, whatever the
+    tracking runs then do. Decided from the inputs alone (``inst.reduced_inputs``: a user
+    family's SymPy ``Q(y)`` and slow field, or the built-in chain's from
+    :mod:`verify.reference.chains`, lambdified), never from theory or the code under test:
+    ``p_st(y)`` solves ``Q(y) p = 0``, ``1ᵀp = 1`` (the last row of ``Q`` replaced by ones),
+    integrated by LSODA at rtol 1e-9 with the grid's ends as terminal events. Not evaluated
+    (holds, value ``None``) where ``Q(y0)`` has no unique stationary distribution: another
+    hypothesis is violated there and says why."""
+    from scipy.integrate import solve_ivp  # deferred: only the checks that integrate need it
+
+    p = inst.p
+    if inst.reduced_inputs is None:
+        return Diagnostic(True, None, "not evaluated: a negative control's chain")
+    Q, slow, ys, xs, ts = inst.reduced_inputs
+    n = Q.shape[0]
+    Qf, gf = sp.lambdify(ys, Q, "numpy"), sp.lambdify((ys, xs, ts), slow, "numpy")
+    ones = np.zeros(n)
+    ones[-1] = 1.0
+
+    def p_st(y: float) -> np.ndarray:
+        B = np.array(Qf(y), dtype=float)
+        B[-1, :] = 1.0
+        return np.linalg.solve(B, ones)
+
+    try:
+        with np.errstate(all="ignore"):
+            start = p_st(p["y0"])
+    except np.linalg.LinAlgError:
+        start = None
+    if start is None or not np.all(np.isfinite(start)):
+        return Diagnostic(True, None, "not evaluated: Q(y0) has no unique stationary distribution")
+    lo, hi = p["y_min"], p["y_max"]
+
+    def field(t, y):
+        with np.errstate(all="ignore"):  # a blow-up leaves the grid first (terminal events)
+            try:
+                return [float(gf(y[0], tuple(p_st(y[0])), t))]
+            except np.linalg.LinAlgError:
+                return [np.nan]  # no unique p_st here: the integration stops, not inside
+
+    def below(t, y):
+        return y[0] - lo
+
+    def above(t, y):
+        return y[0] - hi
+
+    below.terminal = above.terminal = True  # type: ignore[attr-defined]
+    with np.errstate(all="ignore"):
+        sol = solve_ivp(
+            field,
+            (0.0, p["t1"]),
+            [p["y0"]],
+            method="LSODA",
+            rtol=1e-9,
+            atol=1e-12,
+            events=(below, above),
+        )
+    path = sol.y[0]
+    span = [float(np.min(path)), float(np.max(path))]
+    slack = 1e-9 * max(1.0, abs(lo), abs(hi))
+    reached = sol.status == 0 and bool(np.all(np.isfinite(path)))
+    inside = reached and lo - slack <= span[0] and span[1] <= hi + slack
+    value = {"y_range": span, "t_end": float(sol.t[-1]), "t1": p["t1"]}
+    if not inside:
+        value["why"] = sol.message if sol.status < 0 else "left the grid"
+    return Diagnostic(
+        inside,
+        value,
+        f"the reduced solution y' = g(p_st(y), y, t) from y0 = {p['y0']:g} reaches t1 = "
+        f"{p['t1']:g} inside [y_min, y_max] = [{lo:g}, {hi:g}] (from the SymPy Q(y) and slow "
+        "field, LSODA)",
+    )
+
+
 class Instance(CoupledChain):
     """The example chain (or a control) with the slow field ``−y + cᵀx + sin t``; for a reducible
     chain the two initial conditions put all mass in one copy vs in the other; the theory's slow
@@ -317,6 +398,10 @@ class Instance(CoupledChain):
             x0b = np.r_[np.zeros(n), x0b[n:] / x0b[n:].sum()]
         self.setup(p, seed, (gen, gen_dy, mk.linear_slow_field(c)), x0, x0b)
         self.sm = tm.slow_manifold(n)
+        if p["chain"] == "irreducible":  # a control violates another hypothesis: not evaluated
+            ys, xs, ts = sp.Symbol("y", real=True), sp.symbols(f"x0:{n}"), sp.Symbol("t")
+            slow = reference_chains.example_slow_field(xs, ys, ts)
+            self.reduced_inputs = (reference_chains.example_chain(n, ys), slow, ys, xs, ts)
 
 
 class FamilyInstance(CoupledChain):
@@ -326,6 +411,7 @@ class FamilyInstance(CoupledChain):
     def __init__(self, p: dict, seed: int, system: GeneratorFamily):
         args = (system.Q, system.slow, system.y, system.x, system.t)
         self.symbolic = (system.Q, system.y)
+        self.reduced_inputs = (system.Q, system.slow, system.y, tuple(system.x), system.t)
         fn = tm.family_functions(*args)
         chain = (fn.generator, fn.generator_dy, mk.SlowField(fn.slow, fn.slow_gradient))
         self.setup(p, seed, chain, *initial_conditions(seed, system.n))
@@ -874,6 +960,7 @@ class F2(Claim):
         "generator_on_grid": "theory",
         "one_closed_class_on_grid": "theory",
         "initial_layer_negligible": "implementation",
+        "reduced_solution_inside_grid": "reference",
     }
     hypotheses = {
         "generator_on_grid": "every Q(y) on the grid has off-diagonal rates ≥ 0 and zero column sums",
@@ -881,6 +968,8 @@ class F2(Claim):
         "communicating class",
         "initial_layer_negligible": "exp(−gap·t0/ε) ≤ 1e-3·ε² for every ε, gap = the smallest "
         "spectral gap on the grid",
+        "reduced_solution_inside_grid": "the reduced solution y' = g(p_st(y), y, t) from y0 exists "
+        "on [0, t1] and stays in [y_min, y_max] (no blow-up, no exit from the checked grid)",
     }
     limits = {
         "tracking_rates_resolved": "each tracking error's rate is decided by the rate rule above "
@@ -991,6 +1080,7 @@ class F2(Claim):
         return {
             **symbolic_hypotheses(*inst.symbolic, inst.ys),
             "initial_layer_negligible": at_most(worst, 1.0, "max_ε exp(−gap·t0/ε) / (1e-3·ε²) ≤ 1"),
+            "reduced_solution_inside_grid": reduced_solution_inside_grid(inst),
         }
 
     def conclude(self, inst):

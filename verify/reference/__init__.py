@@ -2,13 +2,15 @@
 integrators' tableaux.
 
 They share no code with :mod:`numerics` or :mod:`theory` (a test in ``tests/test_architecture.py``
-enforces it): plain NumPy, with :mod:`fractions` for exact arithmetic.
+enforces it): plain NumPy, with :mod:`fractions` for exact arithmetic (SymPy for the chains).
 
 * :mod:`~verify.reference.layer`: the named masks, block pooling ``B``, up-sampling ``U`` and its
   causal shift ``U_c``, RMS norm, softmax attention with ``β = 1/√d``, the MLP, the slow path, the
   gate and one layer ``Φ_l``, written out as dense matrices; derivatives by the complex step.
 * :mod:`~verify.reference.spectra`: the named masks' frozen kernels, their spectra and spectral
   projectors in exact rational arithmetic.
+* :mod:`~verify.reference.chains`: F2's example chain and slow field in SymPy, from their
+  definition (the built-in instance's ``reduced_solution_inside_grid``).
 * :mod:`~verify.reference.tableaux`: the order conditions of Runge–Kutta and Rosenbrock tableaux,
   evaluated exactly on the rationals the float64 coefficients stand for.
 

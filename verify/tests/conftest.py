@@ -315,7 +315,7 @@ def _incomplete_reasons(session, exitstatus) -> list[str]:
     deselected = config.stash[_DESELECTED]
     if deselected:
         why.append(f"{len(deselected)} verify test(s) deselected (-k/-m or similar)")
-    not_run = sorted(set(config.stash[_CLAIM_OF]) - config.stash[_REPORTED])
+    not_run = sorted(set(config.stash[_CLAIM_OF]) - config.stash[_REPORTED] - set(deselected))
     if not_run:
         why.append(f"{len(not_run)} collected verify test(s) did not run (stopped early)")
     if exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop:

@@ -145,6 +145,18 @@ def test_a_family_with_a_negative_rate_is_outside_the_hypotheses():
     assert "generator_on_grid" in v.violated, v.summary()
 
 
+def test_a_slow_field_that_blows_up_is_outside_the_hypotheses():
+    """``y' = y²`` from ``y0 = 0.5``: the reduced solution ``1/(2 − t)`` leaves the grid
+    ``[−2, 2]`` at ``t = 1.5`` (and blows up at 2), before ``t1 = 4``: Tikhonov's reduced solution
+    does not exist on the interval, so the claim does not apply; never an integrator ``error``."""
+    x = sp.symbols("x0:2")
+    Q = sp.Matrix([[-(1 + Y**2), 1], [1 + Y**2, -1]])
+    v = run_check("F2", system=GeneratorFamily(Q, Y**2, Y, x, T, name="blow-up"))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["reduced_solution_inside_grid"]
+    reduced = v.hypotheses["reduced_solution_inside_grid"].value
+    assert reduced["t_end"] == pytest.approx(1.5, abs=1e-6) and reduced["why"] == "left the grid"
+
+
 RANDOM_FAMILY_SWEEP = {"gap_min": 0.05, "eps_min": 2e-4, "eps_max": 2e-3, "n_eps": 5}
 """A sweep inside the hypotheses for every family :func:`generator_families` draws: its rates
 ``a·exp(b·y)`` (a ≥ 0.2, |b| ≤ 1) keep the spectral gap on [−2, 2] above 2·0.2·e^{−2} ≈ 0.054, so
