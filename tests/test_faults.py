@@ -386,6 +386,33 @@ def test_an_interrupted_pooled_sweep_keeps_finished_points_and_kills_its_workers
     assert _gone(workers)
 
 
+def _sleep_long():
+    time.sleep(120)
+
+
+def test_stopping_a_pool_kills_a_worker_it_forked_but_had_not_listed_yet():
+    """Ctrl-C between the fork of a worker and its entry in the pool's process table left that
+    worker running a point to its end; interpreter exit then joined it (a sweep that ignored
+    Ctrl-C for a minute, seen once under load). Here a child started after the pool stands in for
+    it: stopping the pool kills it too, and leaves children from before the pool alone."""
+    import multiprocessing
+
+    older = multiprocessing.Process(target=_sleep_long)
+    older.start()
+    pool = sw.local_executor(2)
+    stray = multiprocessing.Process(target=_sleep_long)  # not in the pool's table
+    stray.start()
+    try:
+        sw.stop_executor(pool)
+        stray.join(timeout=10)
+        assert stray.exitcode == -signal.SIGKILL
+        assert older.is_alive()
+    finally:
+        for proc in (older, stray):
+            proc.kill()
+            proc.join()
+
+
 def test_pool_workers_die_with_their_parent(tmp_path):
     proc, workers = _start_slow_sweep(tmp_path / "c")
     assert workers

@@ -384,19 +384,58 @@ def executor_for(workers: int | None = 1, scheduler: str | None = None, tasks: i
 
 
 def stop_executor(executor: cf.Executor) -> None:
-    """Cancel what has not started and stop what runs now: a process pool's workers are killed."""
+    """Cancel what has not started and stop what runs now: a process pool's workers are killed.
+
+    Killed too: every child this process started since a :func:`local_executor` pool was made.
+    Ctrl-C can land while the pool forks its workers, after a worker exists but before the pool's
+    process table holds it; such a worker would run a point to its end (interpreter exit joins
+    it), so the sweep would not stop within seconds."""
     if isinstance(executor, cf.ProcessPoolExecutor):
         # the pool has no public way to stop running work; its process table is the only handle
         procs = list((getattr(executor, "_processes", None) or {}).values())
         executor.shutdown(wait=False, cancel_futures=True)
+        before = getattr(executor, "children_before", None)
+        strays = set() if before is None else _children() - before - {p.pid for p in procs}
         for proc in procs:
             with contextlib.suppress(OSError, ValueError):
                 proc.kill()
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         for proc in procs:
             with contextlib.suppress(OSError, ValueError, AssertionError):
                 proc.join(timeout=2)
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, os.WNOHANG)
     else:
         executor.shutdown(wait=False)
+
+
+def _children() -> set[int]:
+    """The PIDs of this process's live children (``/proc`` on Linux, else multiprocessing's)."""
+    me, found = os.getpid(), set()
+    if not Path("/proc/self").exists():
+        import multiprocessing  # deferred: only where /proc is missing
+
+        return {p.pid for p in multiprocessing.active_children() if p.pid is not None}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if int(ppid) == me and state != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+class _LocalPool(cf.ProcessPoolExecutor):
+    """A process pool that knows which children of this process existed before it (so that
+    :func:`stop_executor` can find a worker it forked but did not yet list)."""
+
+    def __init__(self, *args, **kwargs):
+        self.children_before = _children()
+        super().__init__(*args, **kwargs)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -427,7 +466,7 @@ def _watch_parent(parent: int) -> None:
 def local_executor(workers: int | None = None) -> cf.Executor:
     """A process pool with ``workers`` processes (default: the number of CPUs) whose workers
     ignore Ctrl-C and die with this process."""
-    return cf.ProcessPoolExecutor(
+    return _LocalPool(
         max_workers=workers or os.cpu_count() or 1,
         initializer=_die_with_parent,
         initargs=(os.getpid(),),
