@@ -17,7 +17,9 @@
 3 ``error`` (the check raised on a valid input), 2 bad input (a one-line reason on stderr naming
 the value), including a claim that is still pending. ``sweep`` prints its counts per outcome and
 exits with the code of the worst verdict among its points (worst first: error, fails, undecided,
-outside-hypotheses, holds). ``readme`` exits 2 on a report that is not one (not JSON, not
+outside-hypotheses, holds). ``figures`` exits 0 when every figure is drawn, 3 when a check or a
+drawing raised on valid input, 4 when a user system is outside a claim's hypotheses and its check
+computed nothing to draw (one line each, the other figures still drawn). ``readme`` exits 2 on a report that is not one (not JSON, not
 matching its schema, a registered claim missing or repeated, an unknown claim, a summary that
 does not count the rows) or an output it cannot write, 1 when it refuses a well-formed report
 (partial, pending or from a dirty tree); either way nothing is published (the README,
@@ -242,6 +244,9 @@ def _cmd_figures(args) -> int:
     except (ValueError, TypeError) as exc:
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
+    except figures.FigureOutsideHypotheses as exc:  # the claim does not apply: its verdict's code
+        print(f"fastslow figures: {exc}", file=sys.stderr)
+        return EXIT_CODES["outside-hypotheses"]
     except figures.FigureError as exc:
         print(f"fastslow figures: {exc}", file=sys.stderr)
         return EXIT_CODES["error"]

@@ -78,6 +78,11 @@ class FigureError(RuntimeError):
     """Some figures could not be drawn because a point of their sweep raised (valid input)."""
 
 
+class FigureOutsideHypotheses(FigureError):
+    """Some figures of a user system could not be drawn because the claim does not apply to it:
+    the check is outside its hypotheses and computed none of what they draw."""
+
+
 STYLE = {
     "figure.figsize": (6.0, 3.8),
     "figure.dpi": 100,
@@ -394,7 +399,7 @@ def _render_system(ids, outdir: Path, seed: int, system, skipped: list | None) -
                 points.append(dict(figure=sp.name, point=pt))
             where[sp.name].append(keys.index(key))
     results = sweep(system_point, points, executor=None, label="figure data (your system)")
-    paths, failed = [], []
+    paths, failed, outside = [], [], []
     for sp in specs:
         data = [results[i] for i in where[sp.name]]
         errors = [d["error"] for d in data if isinstance(d, dict) and set(d) == {"error"}]
@@ -405,11 +410,22 @@ def _render_system(ids, outdir: Path, seed: int, system, skipped: list | None) -
         try:
             paths += draw(sp.name, data, outdir, seed=seed, system=desc)
         except Exception as exc:  # valid input the figure could not draw: an error, one line
-            failed.append(f"{sp.name} (drawing: {type(exc).__name__}: {exc})")
+            away = [
+                d for d in data if isinstance(d, dict) and d.get("verdict") == "outside-hypotheses"
+            ]
+            if away:  # the claim does not apply to the system: nothing was computed to draw
+                outside.append(f"{sp.name} ({away[0].get('reason', 'outside the hypotheses')})")
+            else:
+                failed.append(f"{sp.name} (drawing: {type(exc).__name__}: {exc})")
     if failed:
         raise FigureError(
             f"{len(failed)} figure(s) not drawn for your system, a check or drawing raised: "
             + "; ".join(failed)
+        )
+    if outside:
+        raise FigureOutsideHypotheses(
+            f"{len(outside)} figure(s) not drawn: your system is outside the claim's hypotheses, "
+            "so its check computed nothing to draw: " + "; ".join(outside)
         )
     return paths
 

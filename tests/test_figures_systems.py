@@ -460,3 +460,25 @@ def test_a_figure_that_fails_on_a_valid_system_is_an_error_in_one_line(
     assert main(argv) == 3
     line = one_line(capsys.readouterr().err)
     assert "d7_gate_spectral_radius" in line and "FloatingPointError: overflow in the stub" in line
+
+
+BLOW_UP = """
+import sympy as sp
+from fastslow.toy import GeneratorFamily
+y, t = sp.symbols("y t", real=True)
+x = sp.symbols("x0:2")
+family = GeneratorFamily(sp.Matrix([[-(1 + y**2), 1], [1 + y**2, -1]]), y**2, y, x, t, name="y²")
+"""
+
+
+def test_figures_of_a_system_outside_the_hypotheses_say_so_with_its_exit_code(tmp_path, capsys):
+    """F2's figures of a family whose reduced solution leaves the grid (y' = y²): the check is
+    outside its hypotheses and computed no tracking errors, so the figures are not drawn; one line
+    naming the hypothesis, exit 4 (the verdict's code), never a drawing's KeyError as exit 3."""
+    path = tmp_path / "blow.py"
+    path.write_text(BLOW_UP)
+    argv = ["figures", "F2", "--system", f"{path}:family", "--out", str(tmp_path / "out")]
+    assert main(argv) == 4
+    line = one_line(capsys.readouterr().err)
+    assert "outside the claim's hypotheses" in line and "reduced_solution_inside_grid" in line
+    assert "KeyError" not in line
