@@ -329,9 +329,10 @@ def mode_data(inst: Instance) -> Modes:
 
 def within_block_fluctuation(Z: np.ndarray, N: int, P: int) -> float:
     """``‖(I − UB) Z‖ / ‖Z‖``: the part of ``Z`` that varies inside the blocks of ``P`` tokens,
-    relative to ``Z``."""
+    relative to ``Z``; 0 where ``Z = 0`` (nothing varies)."""
     Zb = Z.reshape(N, P, Z.shape[-1])
-    return float(np.linalg.norm(Zb - Zb.mean(axis=1, keepdims=True)) / np.linalg.norm(Z))
+    size = np.linalg.norm(Z)
+    return float(np.linalg.norm(Zb - Zb.mean(axis=1, keepdims=True)) / size) if size else 0.0
 
 
 @dataclass
@@ -378,19 +379,34 @@ def linear_response(inst: Instance, modes: Modes) -> Response:
     return Response(lhs, rhs, pred_norm, coarse_rel, fluct, fluct_bound, dX)
 
 
-def nonlinear_response(inst: Instance, dX: np.ndarray) -> tuple[float, list]:
+def nonlinear_response(inst: Instance, dX: np.ndarray) -> tuple[float, list, Diagnostic]:
     """The nonlinear stack by central differences of step ``eta`` along ``δX_0`` (the injection
-    target stays at ``1 x_0ᵀ``): its relative deviation from the linear ``δX_L`` and its within-block
-    fluctuation at every depth."""
+    target stays at ``1 x_0ᵀ``): its relative deviation from the linear ``δX_L``, its within-block
+    fluctuation at every depth, and the limit ``nonlinear_response_resolved``.
+
+    The limit: a central difference carries a rounding error of about ``u·‖X_L‖/η``; where that
+    exceeds ``fd_tol`` times the response (the larger of ``‖δX_L‖`` and the difference's own
+    size, so that a response zeroed by a bug on one side is still compared), the comparison
+    cannot be decided at ``fd_tol``: a response that died out (one token, one channel, ten
+    contracting layers: ``‖δX_L‖ = 7e-12``) is ``undecided``, not a counterexample."""
     cfg = inst.cfg
     E = inst.X0 if cfg.gamma else None  # the injection target is not perturbed
 
     def trajectory(X):
         return nm.stack_trajectory(inst.model, X, E)
 
-    dtraj = central_difference(trajectory, inst.X0, inst.dX0, inst.p["eta"])
+    eta, fd_tol = inst.p["eta"], inst.p["fd_tol"]
+    dtraj = central_difference(trajectory, inst.X0, inst.dX0, eta)
     fluct = [within_block_fluctuation(Z, cfg.N, cfg.P) for Z in dtraj[1:]]
-    return relative_error(dtraj[-1], dX), fluct
+    size = max(float(np.linalg.norm(trajectory(inst.X0)[-1])), 1.0)
+    floor = float(np.finfo(float).eps) * size / eta
+    response = max(float(np.linalg.norm(dX)), float(np.linalg.norm(dtraj[-1])))
+    limit = Diagnostic(
+        floor <= fd_tol * response,
+        {"rounding_level": floor, "response": response, "fd_tol": fd_tol},
+        "u·max(‖X_L‖, 1)/η ≤ fd_tol · max(‖δX_L‖, ‖central difference‖)",
+    )
+    return relative_error(dtraj[-1], dX), fluct, limit
 
 
 def modes_from_dense(prod: np.ndarray, projectors: dict, T: int, d: int) -> dict:
@@ -441,7 +457,7 @@ def saturation_figures(p: dict, modes: Modes, resp: Response, nonlinear) -> dict
     ratio lhs/rhs is maximised over the depths where rhs exceeds the rounding level
     ``tol‖ΠδX_0D_1‖``)."""
     r, tol = modes.r, p["tol"]
-    nonlinear_rel, nl_fluct = nonlinear
+    nonlinear_rel, nl_fluct, _ = nonlinear
     bound_ratio = np.array([ratio(a, b) for a, b in zip(resp.lhs, resp.rhs)])
     resolved = resp.rhs > tol * resp.pred_norm
     after = r[int(modes.L_star) - 1 :] if np.isfinite(modes.L_star) else np.array([])
@@ -708,6 +724,11 @@ class D5(Claim):
         "kernel_diagonalisable": "the frozen kernel K is diagonalisable (named masks: closed "
         "forms; your mask: exact eigenvector counts of every block kernel)",
     }
+    limits = {
+        "nonlinear_response_resolved": "the central difference's rounding level u·max(‖X_L‖, 1)/η "
+        "is at most fd_tol times the response (max of ‖δX_L‖ and the difference's size): else "
+        "nonlinear_matches_linear cannot be decided at fd_tol",
+    }
     hypothesis_sources = {
         "saturates_within_depth": "reference",
         "sigma_smooth_where_differenced": "implementation",
@@ -807,7 +828,8 @@ class D5(Claim):
         p = inst.p
         modes = mode_data(inst)
         resp = linear_response(inst, modes)
-        figures = saturation_figures(p, modes, resp, nonlinear_response(inst, resp.dX))
+        nonlinear = nonlinear_response(inst, resp.dX)
+        figures = saturation_figures(p, modes, resp, nonlinear)
         parts = saturation_parts(p, modes, resp, figures)
         for more_parts, more_figures in (
             brute_force_parts(inst, modes),
@@ -841,6 +863,7 @@ class D5(Claim):
                 "kernel_constant_rel": KERNEL_CONSTANT_REL,
             },
             notes=notes,
+            limits={"nonlinear_response_resolved": nonlinear[2]},
             series={
                 "lams": np.real(inst.lams).tolist(),
                 **(

@@ -157,3 +157,17 @@ def test_the_coarse_stack_is_exact_to_the_stacks_own_rounding_at_depth_32_and_25
     f = v.figures
     assert f["coarse_stack_rel_max"] > 1e-12
     assert f["coarse_stack_rel_max"] <= f["stack_rounding_response_rel"]
+
+
+def test_a_response_below_the_central_differences_rounding_is_undecided():
+    """One token, one channel, ten contracting layers: ``‖δX_L‖ = 7e-12``, below the rounding
+    level of the central difference (``u·‖X_L‖/η ≈ 2e-10``). The thorough profile's random
+    instances found it: 0/0 in the within-block fluctuation (``error``), and behind it a
+    nonlinear-vs-linear comparison that no tolerance can decide. It is ``undecided``, its limit
+    named, never a counterexample."""
+    params = {"T": 1, "P": 1, "d": 1, "L": 10, "mask": "causal", "scale": 0.125}
+    params |= {"value_gain": -0.5, "norm": False, "gamma": 0.5, "tau": 0.1}
+    v = run_check("D5", params, seed=0)
+    assert v.outcome == "undecided" and v.unresolved == ["nonlinear_response_resolved"]
+    limit = v.limits["nonlinear_response_resolved"].value
+    assert limit["response"] < limit["rounding_level"] * limit["fd_tol"] ** -1
