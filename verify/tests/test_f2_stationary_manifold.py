@@ -11,7 +11,7 @@ Your own system: a :class:`~verify.systems.GeneratorFamily` is checked against t
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastslow.numerics import lapack
@@ -163,11 +163,33 @@ RANDOM_FAMILY_SWEEP = {"gap_min": 0.05, "eps_min": 2e-4, "eps_max": 2e-3, "n_eps
 ``exp(−gap·t0/ε) ≤ 1e-3·ε²`` needs ε ≤ 2e-3 (at t0 = 1)."""
 
 
+FLAT_SECOND_ORDER = GeneratorFamily(
+    sp.Matrix(
+        [
+            [-9 * sp.exp(2 * Y / 5) / 5, 9 * sp.exp(Y) / 5],
+            [9 * sp.exp(2 * Y / 5) / 5, -9 * sp.exp(Y) / 5],
+        ]
+    ),
+    sp.Rational(9, 10) * sp.Symbol("x0") - sp.Rational(3, 5) * sp.Symbol("x1") - Y + sp.sin(T),
+    Y,
+    sp.symbols("x0:2"),
+    T,
+    name="2-state family",
+)
+"""Drawn by the thorough profile: its corrected tracking errors stay within 10× the measured
+accuracy floor (about 1.4e-10) over ε ∈ [2e-4, 2e-3], so the order-1 rate is not resolved."""
+
+
 @settings(max_examples=3, deadline=None)
 @given(generator_families())
-def test_f2_holds_on_random_irreducible_families(family):
+@example(FLAT_SECOND_ORDER)
+def test_random_irreducible_families_hold_or_are_undecided_by_the_accuracy_floor(family):
+    """Inside the hypotheses a random family never ``fails``: it ``holds``, or its tracking rate
+    sits at the measured accuracy floor (the limit ``tracking_rates_resolved``: ``undecided``)."""
     v = run_check("F2", RANDOM_FAMILY_SWEEP, system=family)
-    assert v.outcome == "holds", v.summary()
+    assert v.outcome == "holds" or (
+        v.outcome == "undecided" and v.unresolved == ["tracking_rates_resolved"]
+    ), v.summary()
 
 
 @settings(max_examples=3, deadline=None)
