@@ -325,29 +325,28 @@ def reduced_solution_inside_grid(inst: CoupledChain) -> Diagnostic:
     Q, slow, ys, xs, ts = inst.reduced_inputs
     n = Q.shape[0]
     Qf, gf = sp.lambdify(ys, Q, "numpy"), sp.lambdify((ys, xs, ts), slow, "numpy")
-    ones = np.zeros(n)
-    ones[-1] = 1.0
+    e_last = np.eye(n)[-1]
 
     def p_st(y: float) -> np.ndarray:
+        """Q(y) p = 0 with 1ᵀp = 1; NaN where that has no unique solution."""
         B = np.array(Qf(y), dtype=float)
         B[-1, :] = 1.0
-        return np.linalg.solve(B, ones)
+        try:
+            return np.linalg.solve(B, e_last)
+        except np.linalg.LinAlgError:
+            return np.full(n, np.nan)
 
-    try:
-        with np.errstate(all="ignore"):
-            start = p_st(p["y0"])
-    except np.linalg.LinAlgError:
-        start = None
-    if start is None or not np.all(np.isfinite(start)):
-        return Diagnostic(True, None, "not evaluated: Q(y0) has no unique stationary distribution")
+    with np.errstate(all="ignore"):
+        if not np.all(np.isfinite(p_st(p["y0"]))):
+            return Diagnostic(
+                True, None, "not evaluated: Q(y0) has no unique stationary distribution"
+            )
     lo, hi = p["y_min"], p["y_max"]
 
     def field(t, y):
-        with np.errstate(all="ignore"):  # a blow-up leaves the grid first (terminal events)
-            try:
-                return [float(gf(y[0], tuple(p_st(y[0])), t))]
-            except np.linalg.LinAlgError:
-                return [np.nan]  # no unique p_st here: the integration stops, not inside
+        # a blow-up leaves the grid first (terminal events); a NaN stops the integration
+        with np.errstate(all="ignore"):
+            return [float(gf(y[0], tuple(p_st(y[0])), t))]
 
     def below(t, y):
         return y[0] - lo
