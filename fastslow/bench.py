@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from fastslow.benchmarks import discover
+from fastslow.verify.outputs import writable_file, write_output
 from fastslow.verify.provenance import provenance, short
-from fastslow.verify.report import writable_file, write_atomic_many
 from fastslow.verify.suggest import did_you_mean
 
 
@@ -71,10 +70,15 @@ def main(
         results["sections"][name] = table
         md.append(to_markdown(table))
         print(md[-1], "\n", flush=True)
-    files = {}
-    if out:
-        files[Path(out)] = json.dumps(results, indent=1, default=str)
-    if markdown:
-        files[Path(markdown)] = "\n\n".join(md) + "\n"
-    write_atomic_many(files)
+    try:
+        if out:
+            write_output(out, json.dumps(results, indent=1, default=str) + "\n", "--out")
+        if markdown:
+            write_output(markdown, "\n\n".join(md) + "\n", "--markdown")
+    except OSError as exc:
+        print(
+            f"fastslow bench: cannot write {exc.filename or 'an output'}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
     return 0

@@ -38,6 +38,12 @@ exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
 after keeping every finished sweep point in the cache, at any moment (also while the command
 starts or its workers start, and when it was started with SIGINT ignored, as a script's background
 job is); a full standard output exits 2.
+
+Outputs (``--out``, ``--markdown``, the README and report files) never destroy what they point at
+(:mod:`verify.outputs`): a regular file is replaced atomically and gets the umask's permissions
+(an existing one keeps its mode), a symbolic link is followed and stays a link, a character device
+or a FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written directly, ``-`` is standard
+output, and a folder, block device or socket is refused before any work (exit 2).
 """
 
 from __future__ import annotations
@@ -69,8 +75,8 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
         parse_seconds,
     )
     from fastslow.verify.claim import PendingClaim
+    from fastslow.verify.outputs import writable_dir, writable_file, write_output
     from fastslow.verify.registry import CLAIMS, get_claim
-    from fastslow.verify.report import writable_dir, writable_file, write_atomic
     from fastslow.verify.suggest import did_you_mean
     from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
 except KeyboardInterrupt:
@@ -398,10 +404,15 @@ def _cmd_sweep(args) -> int:
             shown = {k: v for k, v in p.items() if k not in ("claim", "system_fingerprint")}
             print(f"  {r['verdict']} at {shown}: {r['reason']}")
     if args.out:  # checked writable before the sweep
-        write_atomic(
-            Path(args.out),
-            json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1),
-        )
+        text = json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1)
+        try:
+            write_output(args.out, text + "\n", "--out")
+        except OSError as exc:
+            print(
+                f"fastslow sweep: cannot write --out {args.out!r}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return BAD_INPUT_EXIT
     return EXIT_CODES[worst_outcome(r["verdict"] for r in results)]
 
 

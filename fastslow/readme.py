@@ -9,7 +9,7 @@ does not match ``verify/report.schema.json``, does not hold every registered cla
 (or holds one the registry does not know), or its summary does not count its rows. It refuses a
 well-formed report (``ValueError``, nothing written) when it is partial, when a claim that has a
 check was not run (pending), or when it comes from a working tree with uncommitted changes. The
-four files are published together or not at all (:func:`verify.report.write_atomic_many`: all
+four files are published together or not at all (:func:`verify.outputs.write_atomic_many`: all
 written beside their targets first, then renamed, the renamed ones rolled back on a failure).
 """
 
@@ -20,12 +20,12 @@ from importlib import resources
 from pathlib import Path
 
 from fastslow.verify.json_schema import first_error
+from fastslow.verify.outputs import write_atomic_many
 from fastslow.verify.registry import CLAIMS
 from fastslow.verify.report import (
     SCHEMA_VERSION,
     STATUSES,
     key_figures_text,
-    write_atomic_many,
 )
 from fastslow.verify.suggest import did_you_mean
 

@@ -46,6 +46,7 @@ not need it are drawn, then :class:`FigureError` names the ones that could not b
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import pkgutil
 import textwrap
@@ -61,9 +62,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from fastslow.verify.json_values import jsonable
+from fastslow.verify.outputs import writable_dir, write_atomic_many
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import claims_for, get_claim, run_check
-from fastslow.verify.report import writable_dir
 from fastslow.verify.sweep import Progress, prepare_cache, sweep
 
 
@@ -244,13 +245,12 @@ def save(fig, outdir: Path, name: str, meta: dict) -> list[Path]:
         "Keywords": name,
     }
     try:
+        drawn = {}
         for path, meta_ in ((png, {"Software": None, "Description": text}), (pdf, pdf_meta)):
-            tmp = path.with_name(f".{path.name}.tmp")
-            try:
-                fig.savefig(tmp, format=path.suffix[1:], metadata=meta_)
-                tmp.replace(path)  # a reader never sees half a file
-            finally:
-                tmp.unlink(missing_ok=True)
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=path.suffix[1:], metadata=meta_)
+            drawn[path] = buffer.getvalue()
+        write_atomic_many(drawn)  # both or neither; a reader never sees half a file
     finally:
         plt.close(fig)
     return [png, pdf]

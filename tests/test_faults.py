@@ -504,7 +504,7 @@ def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
 
 
 def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, monkeypatch):
-    from fastslow.verify import report as rp
+    from fastslow.verify import outputs as rp
 
     (tmp_path / "report.json").write_text("old json")
     (tmp_path / "REPORT.md").write_text("old md")

@@ -34,6 +34,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .outputs import writable_file, write_output
 from .verdict import BAD_INPUT_EXIT, EXIT_CODES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -714,6 +715,13 @@ def main(argv: list[str] | None = None) -> int:
         for m in CATALOGUE:
             print(f"{m.id}\t{m.file}\t{' '.join(m.claims)}\t{m.plants}")
         return 0
+    try:
+        for path, option in ((a.json, "--json"), (a.markdown, "--markdown")):
+            if path:
+                writable_file(path, option)
+    except ValueError as exc:
+        print(f"mutants: bad input: {exc}", file=sys.stderr)
+        return 2
     done: list[dict] = []
 
     def progress(res):
@@ -724,7 +732,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         if a.json:
-            Path(a.json).write_text(json.dumps(done, indent=1, default=str))
+            write_output(a.json, json.dumps(done, indent=1, default=str), "--json")
 
     try:
         results = run_catalogue(
@@ -734,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mutants: bad input: {exc}", file=sys.stderr)
         return 2
     if a.markdown:
-        Path(a.markdown).write_text(markdown(results))
+        write_output(a.markdown, markdown(results), "--markdown")
     return 0 if all(r["caught"] for r in results) else 1
 
 

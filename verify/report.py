@@ -15,15 +15,12 @@ deselection, no interruption, no early stop). ``fastslow readme`` publishes comp
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .json_values import jsonable
+from .outputs import write_atomic_many
 from .registry import CLAIMS
 from .verdict import Verdict, outcome_counts
 
@@ -314,106 +311,6 @@ def render_markdown(report: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- writing
-
-
-def writable_file(path, what: str) -> Path:
-    """``path`` if a file can be written there (its folder exists and takes a new file; it is not
-    itself a folder), else ``ValueError`` naming ``what`` and the path. Checked before the work
-    starts, so that a computation is never lost to an unwritable output."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{what} {str(path)!r} is a folder, expected a file name")
-    parent = path.parent
-    if not parent.is_dir():
-        state = "is not a folder" if parent.exists() else "does not exist"
-        raise ValueError(f"{what} {str(path)!r}: the folder {str(parent)!r} {state}")
-    _probe(parent, what, path)
-    return path
-
-
-def writable_dir(path, what: str) -> Path:
-    """``path`` as a folder that takes new files (created with its parents if missing), else
-    ``ValueError`` naming ``what`` and the path."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{what} {str(path)!r} is a file, expected a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"{what} {str(path)!r} cannot be created: {exc.strerror or exc}") from None
-    _probe(path, what, path)
-    return path
-
-
-def _probe(folder: Path, what: str, path: Path) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".probe.", dir=folder)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise ValueError(f"{what} {str(path)!r} is not writable: {exc.strerror or exc}") from None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename, so that
-    a reader never sees a half-written file."""
-    write_atomic_many({Path(path): text})
-
-
-def write_atomic_many(files: dict) -> None:
-    """Write every ``{path: text}`` to a temporary file beside it first, then rename them all:
-    nothing is replaced unless every file was written (a full disk leaves the old files whole),
-    and when a rename fails (a path that is a folder, a device that fails) the files already
-    replaced get their old contents back: all files or none. Each file is replaced by one rename,
-    so a reader sees the old or the new file, never a missing or half-written one; the old contents
-    are kept meanwhile as a hard link (a copy where links are not supported) beside each file."""
-    temps: list[tuple[str, Path]] = []
-    replaced: list[tuple[Path, str | None]] = []  # (path, its old contents' backup or None)
-    try:
-        for path, text in files.items():
-            path = Path(path)
-            if path.is_dir():
-                raise IsADirectoryError(errno.EISDIR, "is a folder, expected a file", str(path))
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            temps.append((tmp, path))
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        for tmp, path in temps:
-            backup = _backup(path)
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                if backup is not None:
-                    Path(backup).unlink(missing_ok=True)
-                raise
-            replaced.append((path, backup))
-    except BaseException:
-        for path, backup in reversed(replaced):
-            if backup is not None:
-                os.replace(backup, path)
-            else:
-                path.unlink(missing_ok=True)
-        raise
-    finally:
-        for tmp, _ in temps:
-            Path(tmp).unlink(missing_ok=True)
-        for _, backup in replaced:
-            if backup is not None:
-                Path(backup).unlink(missing_ok=True)
-
-
-def _backup(path: Path) -> str | None:
-    """A hard link (or a copy) of ``path`` beside it, or None when there is no such file."""
-    if not path.is_file():
-        return None
-    fd, backup = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent)
-    os.close(fd)
-    os.unlink(backup)
-    try:
-        os.link(path, backup)
-    except OSError:
-        shutil.copy2(path, backup)
-    return backup
 
 
 def write_report(report: dict, outdir: Path, stem: str = "report") -> tuple[Path, Path]:

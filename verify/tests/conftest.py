@@ -43,6 +43,7 @@ import pytest
 
 from fastslow.verify import sweep as sw
 from fastslow.verify.json_values import jsonable
+from fastslow.verify.outputs import writable_dir
 from fastslow.verify.provenance import project_root, provenance
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.report import (
@@ -50,7 +51,6 @@ from fastslow.verify.report import (
     build_report,
     complete_report_in,
     profile_text,
-    writable_dir,
     write_report,
 )
 from fastslow.verify.verdict import Verdict
