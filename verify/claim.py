@@ -639,8 +639,10 @@ class Claim:
     def system_kinds(self) -> dict[str, list[str]]:
         """``{kind: [parameters it replaces]}`` for each kind of user system this claim checks
         (:attr:`systems`, :meth:`replaced_by` of the kind)."""
+        from .systems import subkinds  # deferred: verify.systems imports the model (numerics)
+
         out = {}
-        for kind in self.systems:
+        for kind in (k for base in self.systems for k in subkinds(base)):
             names = set(getattr(kind, "replaces", ())) | set(self.system_replaces)
             out[kind.__name__] = [k for k in self.params if k in names]
         return out
