@@ -121,9 +121,7 @@ class TrainedStack(DepthFlow):
     def layer(self, l: int) -> LayerParams:
         """Layer ``l``'s trained weights and gate (copies)."""
         p = self.params
-        return LayerParams(
-            **{n: p[f"{l}.{n}"].copy() for n in WEIGHT_NAMES}, g=float(p[f"{l}.g"])
-        )
+        return LayerParams(**{n: p[f"{l}.{n}"].copy() for n in WEIGHT_NAMES}, g=float(p[f"{l}.g"]))
 
     def model(self, *, h: float | None = None) -> Model:
         """The trained model (``h`` overrides the depth step)."""
@@ -140,7 +138,9 @@ class TrainedStack(DepthFlow):
         return [float(self.params[f"{l}.g"]) for l in range(self.L)]
 
     def describe(self) -> dict:
-        mask = self.mask if isinstance(self.mask, str) else np.asarray(self.mask).astype(int).tolist()
+        mask = (
+            self.mask if isinstance(self.mask, str) else np.asarray(self.mask).astype(int).tolist()
+        )
         return {
             "kind": self.kind,
             "name": self.name,
@@ -166,7 +166,11 @@ class TrainedStack(DepthFlow):
         h.update(self.weights_sha256().encode())
         conf = {k: getattr(self, k) for k in ("T", "P", "sigma", "h", "norm_eps", "slow")}
         h.update(repr(sorted(conf.items())).encode())
-        h.update(np.asarray(self.mask).tobytes() if not isinstance(self.mask, str) else self.mask.encode())
+        h.update(
+            np.asarray(self.mask).tobytes()
+            if not isinstance(self.mask, str)
+            else self.mask.encode()
+        )
         return h.hexdigest()[:24]
 
     @classmethod

@@ -135,7 +135,9 @@ def _read_npz(path: Path) -> tuple[dict, dict]:
     if meta is None:
         return raw, {}
     if meta.dtype.kind != "U" or meta.ndim != 0:
-        raise ValueError(f"{path}: entry {META_KEY!r} must be a JSON string (docs/trained_weights.md)")
+        raise ValueError(
+            f"{path}: entry {META_KEY!r} must be a JSON string (docs/trained_weights.md)"
+        )
     return raw, _meta_json(path, str(meta))
 
 
@@ -146,7 +148,7 @@ def _read_safetensors(path: Path) -> tuple[dict, dict]:
         with safe_open(str(path), framework="np") as f:
             meta = (f.metadata() or {}).get(META_KEY)
             raw = {}
-            for k in f.keys():  # noqa: SIM118  (safe_open is not a mapping)
+            for k in f.keys():
                 try:
                     raw[k] = f.get_tensor(k)
                 except (TypeError, ValueError, SafetensorError) as exc:  # e.g. bfloat16
@@ -192,7 +194,9 @@ def check_tensors(path, raw: dict) -> dict:
     path = Path(path)
     for key in ("emb", "0.W1"):
         if key not in raw:
-            raise ValueError(f"{path}: missing tensor {key!r}; expected the layout of docs/trained_weights.md")
+            raise ValueError(
+                f"{path}: missing tensor {key!r}; expected the layout of docs/trained_weights.md"
+            )
     if raw["emb"].ndim != 2 or raw["0.W1"].ndim != 2:
         name = "emb" if raw["emb"].ndim != 2 else "0.W1"
         raise ValueError(f"{path}: tensor {name!r} has shape {raw[name].shape}; expected a matrix")
