@@ -39,7 +39,7 @@ from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model
 from . import weights_file
 from .systems import DepthFlow, _check_name
 
-__all__ = ["TrainedStack", "ARMS", "PROFILES", "parse_spec", "e1_run_params"]
+__all__ = ["TrainedStack", "ARMS", "PROFILES", "parse_spec", "e1_run_params", "train_small"]
 
 ARMS = ("coupled", "frozen", "dense")
 """E1's three models; ``dense`` is the frozen run's weights without the slow path."""
@@ -231,6 +231,56 @@ class TrainedStack(DepthFlow):
                 "spec": spec.describe(),
             },
         )
+
+
+def train_small(
+    *,
+    T: int = 16,
+    P: int = 4,
+    d: int = 4,
+    m: int = 8,
+    L: int = 2,
+    tokens: int = 20_000,
+    seed: int = 0,
+    fast_mask: str = "block_causal",
+    arm: str = "coupled",
+    lr: float = 1e-2,
+    batch: int = 4,
+    cache_dir=None,
+) -> TrainedStack:
+    """Train (or read from the run cache) a language model of the suite's stack on E1's text
+    (:func:`numerics.lm.train.run`, progress on stderr) at sizes of your choice, E1's optimiser
+    and schedule: the default is small enough for every claim's dense maps (``T·d = 64``, F1's
+    ``P ≤ 4, d ≤ 4``) and trains 20k tokens in well under a minute. Named explicitly: nothing
+    else in the suite trains a network for a system."""
+    from fastslow.numerics.lm import corpus as lm_corpus  # deferred: the language models
+    from fastslow.numerics.lm.params import LMConfig  # deferred: the language models
+    from fastslow.numerics.lm.train import RunSpec  # deferred: the language models
+
+    if arm not in ARMS:
+        raise ValueError(f"arm {arm!r}: expected one of {', '.join(ARMS)}")
+    cfg = LMConfig(
+        lm_corpus.VOCAB,
+        T,
+        P,
+        d,
+        m,
+        L,
+        kind="frozen" if arm == "dense" else arm,
+        fast_mask=fast_mask,
+    )
+    label = f"{arm} seed {seed} T={T} P={P} d={d} m={m} L={L} {fast_mask}"
+    spec = RunSpec(cfg, tokens, seed, batch=batch, lr=lr, progress=True, meta={"label": label})
+    params = run_weights(spec, lm_corpus.pydoc_corpus(), cache_dir, True)
+    return TrainedStack(
+        mask=fast_mask,
+        P=P,
+        T=T,
+        slow=arm != "dense",
+        params=params,
+        name=f"trained {label} {tokens} tokens",
+        source={"trained": spec.describe()},
+    )
 
 
 def profile_for(tokens: int, profile: str | None) -> str:
