@@ -3,14 +3,19 @@
 ::
 
     fastslow claims [--json]                          list the claims and the systems they check
-    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system FILE.py:NAME]
+    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system SYSTEM]
                       [--json] [--describe]
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
-                     [--system FILE.py:NAME]
+                     [--system SYSTEM]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH]
-    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system FILE.py:NAME]
+    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system SYSTEM]
                       [--workers N | --scheduler ADDR] [--cache DIR] [--out FILE]
+    fastslow trained-report [--profile short|paper] [--train] [--out DIR]
+
+``SYSTEM`` is ``FILE.py:NAME`` (a :mod:`fastslow.toy` system defined in a Python file), trained
+weights ``FILE.safetensors`` or ``FILE.npz[:KEY=VALUE,...]`` (docs/trained_weights.md) or an E1
+run ``e1:ARM:SEED:TOKENS[:PROFILE][:train]`` from the run cache (:mod:`verify.trained`).
 
 ``check`` decides the claim's verdict on one instance and exits 0 ``holds``, 1 ``fails``,
 4 ``outside-hypotheses``, 5 ``undecided`` (the check's own numerics cannot decide the instance),
@@ -461,6 +466,14 @@ def _add_budget(s) -> None:
     )
 
 
+SYSTEM_HELP = (
+    "your own system: FILE.py:NAME (a fastslow.toy system defined in FILE.py), trained weights "
+    "FILE.safetensors or FILE.npz[:KEY=VALUE,...] (layout and settings: docs/trained_weights.md), "
+    "or an E1 run e1:ARM:SEED:TOKENS[:PROFILE][:train] (ARM coupled, frozen or dense; read from "
+    "the run cache, trained only with :train)"
+)
+
+
 def _add_claims(sub) -> None:
     """The ``claims`` subcommand."""
     s = sub.add_parser(
@@ -508,9 +521,8 @@ def _add_check(sub) -> None:
     s.add_argument(
         "--system",
         default=None,
-        metavar="FILE.py:NAME",
-        help="check your own toy system NAME defined in FILE.py (a fastslow.toy system; "
-        "--describe lists the kinds this claim checks)",
+        metavar="SYSTEM",
+        help="check " + SYSTEM_HELP + "; --describe lists the kinds this claim checks",
     )
     _add_budget(s)
     s.add_argument("--json", action="store_true", help="print the verdict as JSON")
@@ -553,9 +565,9 @@ def _add_figures(sub) -> None:
     s.add_argument(
         "--system",
         default=None,
-        metavar="FILE.py:NAME",
-        help="draw the figures for your own toy system NAME defined in FILE.py (those of the "
-        "given claims, default every claim that checks its kind); computed in this process",
+        metavar="SYSTEM",
+        help="draw the figures for " + SYSTEM_HELP + " (those of the given claims, default "
+        "every claim that checks its kind); computed in this process",
     )
     _add_budget(s)
     s.set_defaults(func=_cmd_figures)
@@ -589,9 +601,9 @@ def _add_sweep(sub) -> None:
     s.add_argument(
         "--system",
         default=None,
-        metavar="FILE.py:NAME",
-        help="sweep your own toy system NAME defined in FILE.py over the seeds (and --grid over "
-        "the parameters it does not replace); each worker loads the file again",
+        metavar="SYSTEM",
+        help="sweep " + SYSTEM_HELP + " over the seeds (and --grid over the parameters it does "
+        "not replace); each worker loads it again",
     )
     s.add_argument(
         "--workers",
@@ -610,6 +622,45 @@ def _add_sweep(sub) -> None:
     s.add_argument("--out", default=None, help="write every point and result as JSON")
     _add_budget(s)
     s.set_defaults(func=_cmd_sweep)
+
+
+def _add_trained_report(sub) -> None:
+    """The ``trained-report`` subcommand."""
+    s = sub.add_parser(
+        "trained-report",
+        help="compute the report's section on E1's trained networks (D5, D6, D7, D9 predictions)",
+        description="Check what the theory predicts for E1's trained networks (three arms, "
+        "seeds 0-2, the profile's token counts) and D9 with its shuffled-block control, and "
+        "write docs/report/trained_<profile>.json, which REPORT.md's section and the figure "
+        "e1_trained_theory (fastslow figures E1) are drawn from. Reads the run cache; a missing "
+        "run is bad input unless --train.",
+    )
+    s.add_argument("--profile", choices=("short", "paper"), default="short")
+    s.add_argument(
+        "--train",
+        action="store_true",
+        help="train the runs missing from the cache (progress on stderr)",
+    )
+    s.add_argument("--out", default=None, help="folder (default docs/report of the checkout)")
+    s.set_defaults(func=_cmd_trained_report)
+
+
+def _cmd_trained_report(args) -> int:
+    from pathlib import Path
+
+    from fastslow.verify import trained_section  # deferred: imports the language models
+
+    def progress(msg: str) -> None:
+        print(f"[trained-report] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        section = trained_section.compute(args.profile, train=args.train, progress=progress)
+        path = trained_section.write(section, Path(args.out) if args.out else None)
+    except (ValueError, TypeError) as exc:
+        print(f"fastslow trained-report: bad input: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
 
 
 def _add_readme(sub) -> None:
@@ -671,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench(sub)
     _add_sweep(sub)
     _add_readme(sub)
+    _add_trained_report(sub)
     return p
 
 

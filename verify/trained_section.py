@@ -226,3 +226,81 @@ def load(profile: str = "short", folder: Path | None = None) -> dict:
             f"--profile {profile}"
         )
     return json.loads(path.read_text())
+
+
+def _outcomes(rows: list, unit: str) -> str:
+    from .verdict import outcome_counts
+
+    counts = outcome_counts([r[unit]["outcome"] for r in rows])
+    return ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+
+
+def _reasons(rows: list, unit: str) -> str:
+    seen: dict = {}
+    for r in rows:
+        v = r[unit]
+        why = [k for k, d in v["hypotheses"].items() if not d["holds"]]
+        why += [k for k, d in (v.get("conclusion") or {}).items() if not d["holds"]]
+        seen.setdefault(", ".join(why) or "—", 0)
+        seen[", ".join(why) or "—"] += 1
+    return "; ".join(f"{k} ({n})" for k, n in seen.items())
+
+
+def _range(values) -> str:
+    values = [float(x) for x in values if x is not None]
+    if not values:
+        return "—"
+    lo, hi = min(values), max(values)
+    return f"{lo:.3g}" if lo == hi else f"{lo:.3g} – {hi:.3g}"
+
+
+def markdown(section: dict) -> list[str]:
+    """The section of ``REPORT.md``: per prediction and arm, the outcomes over seeds and token
+    counts and the measured numbers; D9 per corpus and token count."""
+    rows = section["networks"]
+    lines = [
+        "",
+        f"## The theory on E1's trained networks ({section['profile']} profile)",
+        "",
+        f"Arms coupled, frozen, dense; run seeds {section['seeds']}; tokens {section['tokens']}. "
+        "Rules written before the numbers (`verify/trained_theory.py`); regenerate with "
+        f"`fastslow trained-report --profile {section['profile']}`; figure `e1_trained_theory`.",
+        "",
+        "| prediction | arm | outcomes | not holding (count) | measured |",
+        "|---|---|---|---|---|",
+    ]
+    for unit in ("D7t", "D5t", "D6t"):
+        for arm in ARMS:
+            sel = [r for r in rows if r["arm"] == arm]
+            f = [r[unit].get("figures") or {} for r in sel]
+            if unit == "D7t":
+                ratio = [x for g in f for x in g.get("gate_over_bound_upper", [])]
+                m = [x for g in f for x in g.get("m_upper", [])]
+                meas = f"max_l \\|g_l\\|·G⁻/m⁺: {_range(ratio)}; m⁺: {_range(m)}"
+            elif unit == "D5t":
+                meas = f"L* {_range([g.get('L_star') for g in f])} vs L = {f[0].get('L')}"
+            else:
+                meas = (
+                    f"decaying share {_range([g.get('decaying_share_of_response') for g in f])}; "
+                    f"Q,K,Qs,Ks share of ‖δθ‖² "
+                    f"{_range([g.get('invisible_share_of_weight_change') for g in f])}; "
+                    f"persistent effect {_range([g.get('persistent_effect_rel') for g in f])}"
+                )
+            lines.append(
+                f"| {unit} | {arm} | {_outcomes(sel, unit)} | {_reasons(sel, unit)} | {meas} |"
+            )
+    lines += [
+        "",
+        "| D9t corpus | tokens | outcome | structure (bits) | mean \\|g\\| | cost of zeroing, 90 % CI | Δ |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in section["d9"]:
+        f = r.get("figures") or {}
+        ci = f.get("cost_ci90")
+        lines.append(
+            f"| {r['corpus']} | {r['tokens']} | {r['outcome']} | "
+            f"{_range([f.get('mi_excess_bits')])} | {_range([f.get('mean_abs_gate')])} | "
+            f"{'—' if not ci else f'[{ci[0]:+.4f}, {ci[1]:+.4f}]'} | "
+            f"{_range([f.get('margin_delta')])} |"
+        )
+    return lines + [""]
