@@ -646,8 +646,6 @@ def _add_trained_report(sub) -> None:
 
 
 def _cmd_trained_report(args) -> int:
-    from pathlib import Path
-
     from fastslow.verify import trained_section  # deferred: imports the language models
 
     def progress(msg: str) -> None:

@@ -29,7 +29,8 @@ import numpy as np
 from .claim import Claim, Conclusion
 from .outputs import write_output
 from .params import Param
-from .trained import TrainedStack, e1_run_params
+from .provenance import provenance
+from .trained import TrainedStack, e1_run_params, e1_run_spec
 from .trained_theory import (
     STRUCTURE_SDS,
     TrainedD5,
@@ -38,7 +39,7 @@ from .trained_theory import (
     corpus_named,
     structure,
 )
-from .verdict import Diagnostic
+from .verdict import Diagnostic, outcome_counts
 
 PROFILES = {
     "short": {"tokens": (2_000, 6_000, 20_000), "seeds": (0, 1, 2), "d9_seeds": (0, 1, 2, 3, 4)},
@@ -58,8 +59,6 @@ TRAIN = {"on": False}
 def run_spec(corpus_name: str, kind: str, seed: int, tokens: int, profile: str):
     """``(RunSpec, Corpus)``: E1's run of ``kind`` and ``seed`` in ``profile`` (its sizes,
     schedule and learning rate) on the named corpus."""
-    from .trained import e1_run_spec
-
     spec, base = e1_run_spec(kind, seed, tokens, profile, TRAIN["on"], "pydoc", None)
     if corpus_name == "pydoc":
         return spec, base
@@ -165,8 +164,6 @@ def compute(profile: str = "short", train: bool = False, progress=None) -> dict:
     """The section for ``profile`` (see the module docstring) as JSON: ``networks`` (one row per
     arm, seed and token count with the D5t, D6t, D7t verdicts), ``d9`` (one verdict per corpus and
     token count) and the provenance."""
-    from .provenance import provenance
-
     prof = PROFILES[profile]
     TRAIN["on"] = train
     try:
@@ -229,8 +226,6 @@ def load(profile: str = "short", folder: Path | None = None) -> dict:
 
 
 def _outcomes(rows: list, unit: str) -> str:
-    from .verdict import outcome_counts
-
     counts = outcome_counts([r[unit]["outcome"] for r in rows])
     return ", ".join(f"{n} {k}" for k, n in counts.items() if n)
 
