@@ -35,13 +35,13 @@ def test_d6_the_trained_weight_change_acts_on_the_persistent_side(nets):
     assert 0 < v.figures["invisible_share_of_weight_change"] < 1
     coupled = trained_theory.TrainedD6().check(system=nets["coupled"])
     assert coupled.outcome == "outside-hypotheses"
-    assert coupled.violated() == ["gates_closed"]
+    assert coupled.violated == ["gates_closed"]
 
 
 def test_d7_a_normed_stack_without_injection_is_outside_the_margin_statement(nets):
     v = trained_theory.TrainedD7().check(system=nets["coupled"])
     assert v.outcome == "outside-hypotheses"
-    assert v.violated() == ["injection_positive"]
+    assert v.violated == ["injection_positive"]
     # J·X = X up to the RMS norm's ε: the distance to instability is certified tiny
     assert max(v.figures["m_upper"]) < 1e-3
     assert all(g > 0 for g in v.figures["G_lower"])
@@ -82,7 +82,7 @@ def test_the_report_section_renders_from_the_committed_section(no_training):
     lines = trained_section.markdown(section)
     assert any(line.startswith("| D7t | coupled |") for line in lines)
     assert sum(line.startswith("| shuffled |") for line in lines) == len(section["tokens"])
-    outcomes = {r["D6t"]["outcome"] for r in section["networks"] if r["arm"] == "frozen"}
+    outcomes = {r["D6t"]["verdict"] for r in section["networks"] if r["arm"] == "frozen"}
     assert outcomes <= {"holds", "outside-hypotheses", "undecided", "fails"}
 
 

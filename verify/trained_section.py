@@ -156,6 +156,11 @@ class TrainedD9(Claim):
         )
 
 
+def lean(verdict: dict) -> dict:
+    """A verdict's JSON without its ``series`` (here the same numbers as its ``figures``)."""
+    return {k: v for k, v in verdict.items() if k != "series"}
+
+
 def network(arm: str, seed: int, tokens: int, profile: str) -> TrainedStack:
     return TrainedStack.from_e1(arm, seed, tokens, profile, train=TRAIN["on"])
 
@@ -172,7 +177,7 @@ def compute(profile: str = "short", train: bool = False, progress=None) -> dict:
             for seed in prof["seeds"]:
                 for arm in ARMS:
                     net = network(arm, seed, tokens, profile)
-                    verdicts = {u.id: u.check(system=net).to_json() for u in UNITS}
+                    verdicts = {u.id: lean(u.check(system=net).to_json()) for u in UNITS}
                     rows.append(
                         {"arm": arm, "seed": seed, "tokens": tokens, "gates": net.gates, **verdicts}
                     )
@@ -189,7 +194,7 @@ def compute(profile: str = "short", train: bool = False, progress=None) -> dict:
                         "seeds": tuple(prof["d9_seeds"]),
                     }
                 )
-                d9.append({"corpus": corpus, "tokens": tokens, **v.to_json()})
+                d9.append({"corpus": corpus, "tokens": tokens, **lean(v.to_json())})
                 if progress:
                     progress(f"D9 {corpus} {tokens} tokens")
     finally:
@@ -226,7 +231,7 @@ def load(profile: str = "short", folder: Path | None = None) -> dict:
 
 
 def _outcomes(rows: list, unit: str) -> str:
-    counts = outcome_counts([r[unit]["outcome"] for r in rows])
+    counts = outcome_counts([r[unit]["verdict"] for r in rows])
     return ", ".join(f"{n} {k}" for k, n in counts.items() if n)
 
 
@@ -293,7 +298,7 @@ def markdown(section: dict) -> list[str]:
         f = r.get("figures") or {}
         ci = f.get("cost_ci90")
         lines.append(
-            f"| {r['corpus']} | {r['tokens']} | {r['outcome']} | "
+            f"| {r['corpus']} | {r['tokens']} | {r['verdict']} | "
             f"{_range([f.get('mi_excess_bits')])} | {_range([f.get('mean_abs_gate')])} | "
             f"{'—' if not ci else f'[{ci[0]:+.4f}, {ci[1]:+.4f}]'} | "
             f"{_range([f.get('margin_delta')])} |"
