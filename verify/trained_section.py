@@ -295,12 +295,12 @@ def markdown(section: dict) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for r in section["d9"]:
-        f = r.get("figures") or {}
-        ci = f.get("cost_ci90")
+        fig = r.get("figures") or {}
+        ci = fig.get("cost_ci90")
         lines.append(
             f"| {r['corpus']} | {r['tokens']} | {r['verdict']} | "
-            f"{_range([f.get('mi_excess_bits')])} | {_range([f.get('mean_abs_gate')])} | "
+            f"{_range([fig.get('mi_excess_bits')])} | {_range([fig.get('mean_abs_gate')])} | "
             f"{'—' if not ci else f'[{ci[0]:+.4f}, {ci[1]:+.4f}]'} | "
-            f"{_range([f.get('margin_delta')])} |"
+            f"{_range([fig.get('margin_delta')])} |"
         )
     return lines + [""]

@@ -97,7 +97,7 @@ def reference_character(stack: TrainedStack, corpus) -> int:
 def homogeneous_reference(stack: TrainedStack, corpus) -> np.ndarray:
     """``X_0 = 1 x_cᵀ`` with ``x_c`` the trained embedding of :func:`reference_character`."""
     x = stack.embedding[reference_character(stack, corpus)]
-    return np.ones((stack.T, 1)) * x[None, :]
+    return np.ones((int(stack.T or 0), 1)) * x[None, :]
 
 
 def operating_states(stack: TrainedStack, corpus) -> np.ndarray:

@@ -32,6 +32,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ _LAYER = re.compile(r"^(\d+)\.(\w+)$")
 
 def expected_shapes(V: int, d: int, m: int, L: int) -> dict:
     """``{name: shape}`` of every tensor of the layout for these sizes (the gate as ``()``)."""
-    out = {"emb": (V, d), "head": (d, V)}
+    out: dict[str, tuple[int, ...]] = {"emb": (V, d), "head": (d, V)}
     for l in range(L):
         for n in WEIGHT_NAMES:
             out[f"{l}.{n}"] = {"W1": (d, m), "W2": (m, d)}.get(n, (d, d))
@@ -242,7 +243,7 @@ def read(path, overrides: dict | None = None) -> tuple[dict, dict, str]:
 
 def write_npz(path, tensors: dict, conf: dict) -> None:
     """Write ``tensors`` and the settings ``conf`` to ``path`` in the layout (``.npz``)."""
-    arrays = {k: np.asarray(a) for k, a in tensors.items()}
+    arrays: dict[str, Any] = {k: np.asarray(a) for k, a in tensors.items()}
     arrays[META_KEY] = np.array(json.dumps(conf))
     with open(path, "wb") as f:
         np.savez(f, **arrays)
