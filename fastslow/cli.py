@@ -642,6 +642,12 @@ def _add_trained_report(sub) -> None:
         help="train the runs missing from the cache (progress on stderr)",
     )
     s.add_argument("--out", default=None, help="folder (default docs/report of the checkout)")
+    for opt, what in (
+        ("--tokens", "token counts (default: the profile's three)"),
+        ("--seeds", "run seeds of the D5/D6/D7 networks (default 0,1,2)"),
+        ("--d9-seeds", "run seeds of each D9 verdict, at least 3 (default 0,1,2,3,4)"),
+    ):
+        s.add_argument(opt, default=None, metavar="A,B,...", help=what)
     s.set_defaults(func=_cmd_trained_report)
 
 
@@ -652,7 +658,18 @@ def _cmd_trained_report(args) -> int:
         print(f"[trained-report] {msg}", file=sys.stderr, flush=True)
 
     try:
-        section = trained_section.compute(args.profile, train=args.train, progress=progress)
+        lists = {}
+        for key in ("tokens", "seeds", "d9_seeds"):
+            raw = getattr(args, key)
+            try:
+                lists[key] = [int(x) for x in raw.split(",")] if raw else None
+            except ValueError:
+                raise ValueError(
+                    f"--{key.replace('_', '-')} expects integers A,B,..., got {raw!r}"
+                ) from None
+        section = trained_section.compute(
+            args.profile, train=args.train, progress=progress, **lists
+        )
         path = trained_section.write(section, Path(args.out) if args.out else None)
     except (ValueError, TypeError) as exc:
         print(f"fastslow trained-report: bad input: {exc}", file=sys.stderr)

@@ -192,3 +192,15 @@ def test_a_missing_e1_run_says_how_to_train_it_and_trains_nothing(tmp_path, caps
     with pytest.raises(ValueError, match=r"not in the run cache .*e1:coupled:3:2000:train"):
         TrainedStack.from_e1("coupled", 3, 2000, cache_dir=tmp_path)
     assert not any(tmp_path.iterdir())  # nothing trained, nothing written
+
+
+def test_trained_report_refuses_bad_seeds_and_never_trains_silently(tmp_path, monkeypatch, capsys):
+    assert main(["trained-report", "--d9-seeds", "0,1"]) == 2
+    assert "at least 3 seeds" in one_line(capsys.readouterr().err)
+    assert main(["trained-report", "--seeds", "a,b"]) == 2
+    assert "--seeds expects integers" in one_line(capsys.readouterr().err)
+    monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))  # an empty run cache
+    assert main(["trained-report", "--tokens", "3000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not in the run cache" in err and ":train" in err
+    assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written

@@ -165,11 +165,24 @@ def network(arm: str, seed: int, tokens: int, profile: str) -> TrainedStack:
     return TrainedStack.from_e1(arm, seed, tokens, profile, train=TRAIN["on"])
 
 
-def compute(profile: str = "short", train: bool = False, progress=None) -> dict:
+def compute(
+    profile: str = "short",
+    train: bool = False,
+    progress=None,
+    tokens=None,
+    seeds=None,
+    d9_seeds=None,
+) -> dict:
     """The section for ``profile`` (see the module docstring) as JSON: ``networks`` (one row per
     arm, seed and token count with the D5t, D6t, D7t verdicts), ``d9`` (one verdict per corpus and
-    token count) and the provenance."""
-    prof = PROFILES[profile]
+    token count) and the provenance. ``tokens``, ``seeds`` and ``d9_seeds`` replace the profile's
+    (e.g. only the token counts whose runs are cached)."""
+    prof = dict(PROFILES[profile])
+    for key, value in (("tokens", tokens), ("seeds", seeds), ("d9_seeds", d9_seeds)):
+        if value:
+            prof[key] = tuple(int(x) for x in value)
+    if len(prof["d9_seeds"]) < 3:
+        raise ValueError(f"d9_seeds must give at least 3 seeds, got {list(prof['d9_seeds'])}")
     TRAIN["on"] = train
     try:
         rows = []
