@@ -55,8 +55,12 @@ class _Units(Mapping):
             raise KeyError(cid)
         if cid not in self._loaded:
             module = importlib.import_module(f"fastslow.verify.checks.{cid.lower()}")
-            unit = getattr(module, "CLAIM", None)
-            if getattr(unit, "id", None) != cid or not callable(getattr(unit, "check", None)):
+            unit: Claim | None = getattr(module, "CLAIM", None)
+            if (
+                unit is None
+                or getattr(unit, "id", None) != cid
+                or not callable(getattr(unit, "check", None))
+            ):
                 raise TypeError(
                     f"fastslow.verify.checks.{cid.lower()} must define CLAIM, the Claim unit of {cid}"
                 )
