@@ -645,7 +645,8 @@ def _add_trained_report(sub) -> None:
     for opt, what in (
         ("--tokens", "token counts (default: the profile's three)"),
         ("--seeds", "run seeds of the D5/D6/D7 networks (default 0,1,2)"),
-        ("--d9-seeds", "run seeds of each D9 verdict, at least 3 (default 0,1,2,3,4)"),
+        ("--d9-seeds", "run seeds of each D9 verdict on E1's text, at least 3 (default 0,1,2,3,4)"),
+        ("--control-seeds", "run seeds of the shuffled-block control (default: --d9-seeds)"),
     ):
         s.add_argument(opt, default=None, metavar="A,B,...", help=what)
     s.set_defaults(func=_cmd_trained_report)
@@ -659,7 +660,7 @@ def _cmd_trained_report(args) -> int:
 
     try:
         lists = {}
-        for key in ("tokens", "seeds", "d9_seeds"):
+        for key in ("tokens", "seeds", "d9_seeds", "control_seeds"):
             raw = getattr(args, key)
             try:
                 lists[key] = [int(x) for x in raw.split(",")] if raw else None

@@ -172,17 +172,24 @@ def compute(
     tokens=None,
     seeds=None,
     d9_seeds=None,
+    control_seeds=None,
 ) -> dict:
     """The section for ``profile`` (see the module docstring) as JSON: ``networks`` (one row per
     arm, seed and token count with the D5t, D6t, D7t verdicts), ``d9`` (one verdict per corpus and
-    token count) and the provenance. ``tokens``, ``seeds`` and ``d9_seeds`` replace the profile's
-    (e.g. only the token counts whose runs are cached)."""
+    token count) and the provenance. ``tokens``, ``seeds``, ``d9_seeds`` (E1's text) and
+    ``control_seeds`` (the shuffled-block control; default: ``d9_seeds``) replace the profile's
+    (e.g. only the token counts and seeds whose runs are cached)."""
     prof = dict(PROFILES[profile])
-    for key, value in (("tokens", tokens), ("seeds", seeds), ("d9_seeds", d9_seeds)):
+    prof["control_seeds"] = prof["d9_seeds"]
+    given = {"tokens": tokens, "seeds": seeds, "d9_seeds": d9_seeds, "control_seeds": control_seeds}
+    for key, value in given.items():
         if value:
             prof[key] = tuple(int(x) for x in value)
-    if len(prof["d9_seeds"]) < 3:
-        raise ValueError(f"d9_seeds must give at least 3 seeds, got {list(prof['d9_seeds'])}")
+    if d9_seeds and not control_seeds:
+        prof["control_seeds"] = prof["d9_seeds"]
+    for key in ("d9_seeds", "control_seeds"):
+        if len(prof[key]) < 3:
+            raise ValueError(f"{key} must give at least 3 seeds, got {list(prof[key])}")
     TRAIN["on"] = train
     try:
         rows = []
@@ -204,7 +211,7 @@ def compute(
                         "corpus": corpus,
                         "tokens": tokens,
                         "profile": profile,
-                        "seeds": tuple(prof["d9_seeds"]),
+                        "seeds": tuple(prof["d9_seeds" if corpus == "pydoc" else "control_seeds"]),
                     }
                 )
                 d9.append({"corpus": corpus, "tokens": tokens, **lean(v.to_json())})
