@@ -1,4 +1,5 @@
-"""What the theory predicts for E1's trained networks (``e1_trained_theory``), drawn from the
+"""What the theory predicts for E1's trained networks (``e1_trained_theory``: the short profile;
+``e1_trained_theory_paper``: the paper scale), drawn from the
 committed section ``docs/report/trained_<profile>.json`` (:mod:`verify.trained_section`); it
 never trains. Four panels:
 
@@ -29,6 +30,10 @@ def section(profile: str) -> dict:
 
 def points(seed: int) -> list[dict]:
     return [{"profile": "short"}]
+
+
+def paper_points(seed: int) -> list[dict]:
+    return [{"profile": "paper"}]
 
 
 def _figures(row: dict, unit: str) -> dict:
@@ -120,13 +125,26 @@ def d9_panel(ax, data: dict) -> None:
     ax.legend(fontsize=7)
 
 
-@figure("E1", "e1_trained_theory", compute=section, points=points)
-def e1_trained_theory(data: list, seed: int):
-    d = data[0]
+def draw_section(d: dict):
+    """The four panels of one section."""
     fig, axes = plt.subplots(2, 2, figsize=(10.0, 7.5), constrained_layout=True)
     d7_panel(axes[0, 0], d)
     d5_panel(axes[0, 1], d)
     d6_panel(axes[1, 0], d)
     d9_panel(axes[1, 1], d)
-    fig.suptitle(f"The theory on E1's trained networks ({d['profile']} profile)", fontsize=10)
+    fig.suptitle(
+        f"The theory on E1's trained networks ({d['profile']} profile, run seeds "
+        f"{d['seeds']}, tokens {d['tokens']})",
+        fontsize=10,
+    )
     return fig, {"profile": d["profile"], "tokens": d["tokens"], "seeds": d["seeds"]}
+
+
+@figure("E1", "e1_trained_theory", compute=section, points=points)
+def e1_trained_theory(data: list, seed: int):
+    return draw_section(data[0])
+
+
+@figure("E1", "e1_trained_theory_paper", compute=section, points=paper_points)
+def e1_trained_theory_paper(data: list, seed: int):
+    return draw_section(data[0])
