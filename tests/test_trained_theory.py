@@ -71,9 +71,12 @@ def no_training(monkeypatch):
     monkeypatch.setattr(lm_train, "train", refuse)
 
 
-def test_the_figure_regenerates_from_the_committed_section(tmp_path, no_training):
-    data = [figures.figure_data("e1_trained_theory", p) for p in [{"profile": "short"}]]
-    paths = figures.draw("e1_trained_theory", data, tmp_path)
+@pytest.mark.parametrize(
+    "name,profile", [("e1_trained_theory", "short"), ("e1_trained_theory_paper", "paper")]
+)
+def test_the_figure_regenerates_from_the_committed_section(tmp_path, no_training, name, profile):
+    data = [figures.figure_data(name, {"profile": profile})]
+    paths = figures.draw(name, data, tmp_path)
     assert all(p.stat().st_size > 0 for p in paths)
 
 
