@@ -119,7 +119,7 @@ def point_key(fn: Callable, point: dict) -> str:
     """A stable key for ``fn`` at ``point`` (the cache file name); it includes the thread count
     of :mod:`numerics.threads` when that is not 1 (results differ in the last digits between
     thread counts), so a single-threaded point keeps the key it always had."""
-    what = {"fn": f"{fn.__module__}.{fn.__qualname__}", "point": point}
+    what: dict = {"fn": f"{fn.__module__}.{fn.__qualname__}", "point": point}
     n = threads.requested()
     if n != 1:
         what["threads"] = n
