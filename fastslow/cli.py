@@ -8,7 +8,7 @@
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
                      [--system FILE.py:NAME]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
-    fastslow readme [--report PATH] [--readme PATH]
+    fastslow readme [--report PATH] [--readme PATH] [--figure-dir DIR] [--allow-lower-profile]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system FILE.py:NAME]
                       [--workers N | --scheduler ADDR] [--cache DIR] [--out FILE]
 
@@ -21,9 +21,11 @@ outside-hypotheses, holds). ``figures`` exits 0 when every figure is drawn, 3 wh
 drawing raised on valid input, 4 when a user system is outside a claim's hypotheses and its check
 computed nothing to draw (one line each, the other figures still drawn). ``readme`` exits 2 on a report that is not one (not JSON, not
 matching its schema, a registered claim missing or repeated, an unknown claim, a summary that
-does not count the rows) or an output it cannot write, 1 when it refuses a well-formed report
-(partial, pending or from a dirty tree); either way nothing is published (the README,
-``docs/claims.md`` and ``docs/report/`` are replaced together or not at all).
+does not count the rows), an output it cannot write, or a report it refuses to publish
+(partial, pending, from a dirty tree, statuses that disagree with its own verdicts, text holding
+the table's markers, rows of a lower profile than those published unless
+``--allow-lower-profile``); either way nothing is published (the README, ``docs/claims.md`` and
+``docs/report/`` are replaced together or not at all).
 
 Every command checks its inputs and outputs before the work starts and ends a fault in one line:
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
@@ -421,7 +423,13 @@ def _cmd_readme(args) -> int:
     from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
 
     try:
-        update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)
+        update_readme(
+            Path(args.readme),
+            Path(args.report),
+            figures.available(),
+            args.figure_dir,
+            allow_lower_profile=args.allow_lower_profile,
+        )
     except FileNotFoundError as exc:
         report = Path(exc.filename or "").parent == Path(args.report).parent
         hint = " (run pytest verify first)" if report else ""
@@ -439,7 +447,7 @@ def _cmd_readme(args) -> int:
         return BAD_INPUT_EXIT
     except ValueError as exc:  # a well-formed report that may not be published
         print(f"fastslow readme: {exc}", file=sys.stderr)
-        return 1
+        return BAD_INPUT_EXIT
     print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")
     return 0
 
@@ -614,10 +622,46 @@ def _add_sweep(sub) -> None:
 
 def _add_readme(sub) -> None:
     """The ``readme`` subcommand."""
-    s = sub.add_parser("readme", help="regenerate the README's claim table from the last report")
-    s.add_argument("--report", default="verify/report/report.json")
-    s.add_argument("--readme", default="README.md")
-    s.add_argument("--figure-dir", default="docs/figures")
+    s = sub.add_parser(
+        "readme",
+        help="publish the last complete report: the README's claim table, docs/claims.md and "
+        "docs/report/",
+        description="Publish a complete report written by pytest verify: copy it to docs/report/, "
+        "write docs/claims.md from the claim units and rewrite the README's claim table, all four "
+        "files or none. Refused (exit 2, nothing written, one line why): a report that is not one "
+        "(not JSON, not matching its schema, a claim missing or repeated), partial, pending, from "
+        "a working tree with uncommitted changes, whose statuses disagree with its own verdicts, "
+        "whose text holds the table's markers, or whose rows are of a lower profile than those "
+        "already published (a default run never replaces a thorough one unless "
+        "--allow-lower-profile). Exit 0 when published.",
+    )
+    s.add_argument(
+        "--report",
+        default="verify/report/report.json",
+        metavar="PATH",
+        help="the report.json to publish (REPORT.md beside it is copied too; default "
+        "%(default)s, written by pytest verify)",
+    )
+    s.add_argument(
+        "--readme",
+        default="README.md",
+        metavar="PATH",
+        help="the README whose table (between its claims:begin and claims:end markers) is "
+        "rewritten; docs/ beside it receives claims.md and report/ (default %(default)s)",
+    )
+    s.add_argument(
+        "--figure-dir",
+        default="docs/figures",
+        metavar="DIR",
+        help="the folder the table's figure links point to, relative to the README (default "
+        "%(default)s)",
+    )
+    s.add_argument(
+        "--allow-lower-profile",
+        action="store_true",
+        help="publish even rows of a lower profile than those already published (a default run "
+        "over a thorough one, E1's short run over its paper-scale row); the footer names them",
+    )
     s.set_defaults(func=_cmd_readme)
 
 

@@ -305,11 +305,11 @@ def test_a_complete_report_publishes_all_four_files(tmp_path, capsys):
     assert f"{len(CLAIMS)} verified" in table
 
 
-def test_a_well_formed_report_that_may_not_be_published_is_refused_with_exit_1(tmp_path, capsys):
+def test_a_well_formed_report_that_may_not_be_published_is_refused_with_exit_2(tmp_path, capsys):
     rep = complete_report()
     rep.update(complete=False, incomplete_reasons=["3 verify test(s) deselected"])
     js, readme, before = published_tree(tmp_path, rep)
-    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 1
+    assert main(["readme", "--report", str(js), "--readme", str(readme)]) == 2
     assert "partial" in one_line(capsys.readouterr().err)
     assert snapshot(tmp_path) == before
 

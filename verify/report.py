@@ -210,6 +210,18 @@ def profile_text(c: dict) -> str:
     return f" (profile: {c['profile']})" if c.get("profile") == "short" else ""
 
 
+def off_scale_text(report: dict) -> str:
+    """``"; not at the paper's scale: E1 (profile short)"`` naming each row whose claim declares a
+    scale (``profile``) other than the paper's, else ``""``: the summary line of ``REPORT.md`` and
+    the README's footer carry it, so a count of verified claims never hides a reduced run."""
+    rows = [
+        f"{c['id']} (profile {c['profile']})"
+        for c in report["claims"]
+        if c.get("profile") and c["profile"] != "paper"
+    ]
+    return f"; not at the paper's scale: {', '.join(rows)}" if rows else ""
+
+
 def _claim_section(c: dict) -> list[str]:
     """The details of one claim in ``REPORT.md``: its verdicts, controls, notes and figures."""
     lines: list[str] = []
@@ -288,6 +300,7 @@ def render_markdown(report: dict) -> str:
         + ", ".join(f"{v} {k}" for k, v in report["summary"].items())
         + "; main instances: "
         + ", ".join(f"{v} {k}" for k, v in report.get("outcomes", {}).items())
+        + off_scale_text(report)
         + ".",
         "",
         "| ID | claim | status | negative control | key figures |",
