@@ -130,9 +130,10 @@ SHOWN_WIDTH = 200
 
 
 def brief(value, width: int = SHOWN_WIDTH) -> str:
-    """``value`` (a verdict's JSON-able number, string, list or dict) for a person: an array of more
-    than :data:`SHOWN_NUMBERS` numbers as ``16×16 array, min …, max …, RMS …``, containers
-    shortened to about ``width`` characters with ``…``; the whole value is in ``--json``."""
+    """``value`` (a verdict's JSON-able number, string, list or dict) for a person: a float to 4
+    significant digits, an array of more than :data:`SHOWN_NUMBERS` numbers as ``16×16 array,
+    min …, max …, RMS …``, containers shortened to about ``width`` characters with ``…``; the whole
+    value is in ``--json``."""
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, (list, tuple)) and value:
@@ -154,6 +155,8 @@ def brief(value, width: int = SHOWN_WIDTH) -> str:
         text = "[" + ", ".join(brief(x, width // 2) for x in value) + "]"
     elif isinstance(value, dict):
         text = "{" + ", ".join(f"{k}: {brief(x, width // 2)}" for k, x in value.items()) + "}"
+    elif isinstance(value, (float, np.floating)):  # 4 significant digits; --json has them all
+        text = f"{float(value):.4g}"
     else:
         text = str(value)
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -170,7 +173,11 @@ def _instance_text(v) -> str:
 
 
 def _print_verdict(v) -> None:
-    print(f"{v.id}: {v.outcome.upper()} ({_instance_text(v)}): {v.reason()}")
+    head = f"{v.id}: {v.outcome.upper()} ({_instance_text(v)}): {v.reason()}"
+    shown = get_claim(v.id).control_text(v) if v.control else None
+    if shown:  # a control's verdict says whether it failed as it should
+        head += f" [{shown}]"
+    print(head)
     for kind, diags in (
         ("hypothesis", v.hypotheses),
         ("conclusion", v.conclusion),
@@ -179,13 +186,15 @@ def _print_verdict(v) -> None:
         for k, d in diags.items():
             source = f" [source: {v.sources[k]}]" if kind == "hypothesis" and k in v.sources else ""
             print(
-                f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
-                f"(value {brief(d.value)}; {d.rule}){source}"
+                f"  {kind} {k}: {d.shown()} (value {brief(d.value)}; {d.rule}){source}"
+                if d.evaluated
+                else f"  {kind} {k}: {d.value}"
             )
     for k, val in v.figures.items():
         print(f"  {k}: {brief(val)}")
     for n in v.notes:
-        print(f"  note: {n}")
+        if n != shown:
+            print(f"  note: {n}")
     print("  (arrays and long values summarised; --json prints them whole)")
 
 

@@ -464,7 +464,7 @@ def test_human_output_summarises_arrays_and_json_keeps_them_whole(capsys):
 
 
 def test_brief_shows_shape_range_and_non_finite_entries():
-    assert brief([1.0, 2.0]) == "[1.0, 2.0]"
+    assert brief([1.0, 2.0]) == "[1, 2]" and brief(0.29977311686832053) == "0.2998"
     text = brief([[float(i) for i in range(5)], [float("nan")] * 4 + [9.0]])
     rms = np.sqrt(np.mean(np.array([0.0, 1, 2, 3, 4, 9]) ** 2))  # of the finite entries
     assert text == f"2×5 array, min 0, max 9, RMS {rms:.4g}, 4 non-finite"

@@ -352,6 +352,7 @@ class Claim:
                 )
         if control is not None:
             ctl = self.control(control)
+            self._keeps_control(ctl, overrides)
             overrides = {**ctl.params, **overrides}
             if seed is None:
                 seed = ctl.seed
@@ -363,7 +364,35 @@ class Claim:
         if system is not None and control is not None:
             raise ValueError("a negative control is a built-in instance: give control or system")
         p = self.resolve(overrides, system)
-        return self.decide(p, seed, control, system)
+        verdict = self.decide(p, seed, control, system)
+        if control is not None and not self.fails_as_predicted(verdict):
+            verdict.notes.insert(0, self.control_text(verdict))
+        return verdict
+
+    def _keeps_control(self, ctl: Control, overrides: Mapping) -> None:
+        """``ValueError`` when ``overrides`` change a parameter the negative control ``ctl`` sets
+        (what it violates): a control stays a control; the other parameters may change."""
+        for key, raw in overrides.items():
+            if key in ctl.params and key in self.params:
+                spec = self.params[key]
+                if spec.parse(key, raw) != spec.parse(key, ctl.params[key]):
+                    raise ValueError(
+                        f"parameter {key}={raw} changes what the negative control {ctl.name} sets "
+                        f"({key}={ctl.params[key]}, which breaks {ctl.breaks}); drop it, or check "
+                        "that instance without --control"
+                    )
+
+    def control_text(self, verdict: Verdict) -> str:
+        """``"negative control NAME: fails as predicted"`` or ``"... did not fail as predicted
+        (it breaks HYP: expected outside-hypotheses with HYP violated and the conclusion
+        failing)"`` for a control's verdict (:meth:`fails_as_predicted`)."""
+        ctl = self.control(verdict.control or "")
+        if self.fails_as_predicted(verdict):
+            return f"negative control {ctl.name}: fails as predicted"
+        return (
+            f"negative control {ctl.name} did not fail as predicted (it breaks {ctl.breaks}: "
+            f"expected outside-hypotheses with {ctl.breaks} violated and the conclusion failing)"
+        )
 
     def checked_system(self, system):
         """``system`` validated for this claim before any work: a validated copy of its current

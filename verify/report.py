@@ -22,7 +22,7 @@ from pathlib import Path
 from .json_values import jsonable
 from .outputs import write_atomic_many
 from .registry import CLAIMS
-from .verdict import Verdict, outcome_counts
+from .verdict import NOT_EVALUATED, Diagnostic, Verdict, outcome_counts
 
 SCHEMA_VERSION = 3
 """3: the outcome ``undecided``, each verdict's ``limits`` and each hypothesis's ``source``, and the
@@ -249,8 +249,10 @@ def _claim_section(c: dict) -> list[str]:
         for kind in ("hypotheses", "conclusion", "limits"):
             for k, d in v.get(kind, {}).items():
                 source = f" ({d['source']})" if "source" in d else ""
+                shown = Diagnostic.from_json(d)
+                holds = d["holds"] if shown.evaluated else NOT_EVALUATED
                 lines.append(
-                    f"| {kind[:10]} | {k}{source} | {d['holds']} | {_cell(_fmt(d['value']))} | "
+                    f"| {kind[:10]} | {k}{source} | {holds} | {_cell(_fmt(d['value']))} | "
                     f"{_cell(d['rule'])} |"
                 )
         lines.append("")

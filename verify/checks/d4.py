@@ -132,7 +132,7 @@ from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
 from ..user_kernels import UserKernel, kernel_diagonalisable, require_decomposable, user_kernel
-from ..verdict import Diagnostic, at_most
+from ..verdict import Diagnostic, at_most, not_evaluated
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
 """The softmax-derivative check is not vacuous: ``‖δA‖_F / ‖δS‖_F`` (the attention change relative
@@ -295,11 +295,6 @@ def numpy_eig_diagnostic(K: np.ndarray, dX0: np.ndarray, C: np.ndarray, poly: np
 def mixes_tokens(mask: np.ndarray) -> bool:
     """Some token attends to more than one token (otherwise ``δA = 0`` trivially)."""
     return bool(np.asarray(mask).sum(axis=1).max() > 1)
-
-
-def not_evaluated(why: str) -> Diagnostic:
-    """A part that the parameters exclude from this instance (holds; the reason is its value)."""
-    return Diagnostic(True, why, why)
 
 
 # ----------------------------------------------------------------------------- conclusion parts
