@@ -55,14 +55,14 @@ import sys
 
 try:  # Ctrl-C while the command line starts (a second of imports): one line and exit 130
     import argparse
+    import contextlib
     import json
     import re
     import signal
     from pathlib import Path
 
-    import numpy as np
-
     import fastslow
+    from fastslow.cli_output import as_json, brief, print_verdict  # noqa: F401 (brief: API)
     from fastslow.readme import MalformedReport, update_readme
     from fastslow.verify import sweep as sw
     from fastslow.verify import systems
@@ -77,7 +77,7 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
         parse_seconds,
     )
     from fastslow.verify.claim import PendingClaim
-    from fastslow.verify.outputs import writable_dir, writable_file, write_output
+    from fastslow.verify.outputs import stdout_to_stderr, writable_dir, writable_file, write_output
     from fastslow.verify.registry import CLAIMS, get_claim
     from fastslow.verify.suggest import did_you_mean
     from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
@@ -114,88 +114,13 @@ def _set_budget(args) -> None:
 def _cmd_claims(args) -> int:
     if args.json:
         rows = [c.to_json() for c in CLAIMS.values()]
-        print(json.dumps(rows, indent=1, ensure_ascii=False, allow_nan=False))
+        print(as_json(rows))
         return 0
     for c in CLAIMS.values():
         state = "implemented" if c.implemented else "pending"
         kinds = ", ".join(c.system_kinds()) or "built-in only"
         print(f"{c.id:>3}  [{state}; systems: {kinds}]  {c.title}: {c.statement}")
     return 0
-
-
-SHOWN_NUMBERS = 8
-"""Human output prints an array of more numbers than this as its shape and range."""
-SHOWN_WIDTH = 200
-"""Human output shortens a value printed wider than this (``--json`` prints every value whole)."""
-
-
-def brief(value, width: int = SHOWN_WIDTH) -> str:
-    """``value`` (a verdict's JSON-able number, string, list or dict) for a person: a float to 4
-    significant digits, an array of more than :data:`SHOWN_NUMBERS` numbers as ``16×16 array,
-    min …, max …, RMS …``, containers shortened to about ``width`` characters with ``…``; the whole
-    value is in ``--json``."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)) and value:
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):  # ragged or not numbers: shown item by item
-            arr = None
-        if arr is not None and arr.size > SHOWN_NUMBERS:
-            shape = "×".join(map(str, arr.shape))
-            finite = arr[np.isfinite(arr)]
-            if not finite.size:
-                return f"{shape} array, no finite entry"
-            rms = float(np.sqrt(np.mean(finite**2)))
-            nonfinite = f", {arr.size - finite.size} non-finite" if finite.size < arr.size else ""
-            return (
-                f"{shape} array, min {finite.min():.4g}, max {finite.max():.4g}, "
-                f"RMS {rms:.4g}{nonfinite}"
-            )
-        text = "[" + ", ".join(brief(x, width // 2) for x in value) + "]"
-    elif isinstance(value, dict):
-        text = "{" + ", ".join(f"{k}: {brief(x, width // 2)}" for k, x in value.items()) + "}"
-    elif isinstance(value, (float, np.floating)):  # 4 significant digits; --json has them all
-        text = f"{float(value):.4g}"
-    else:
-        text = str(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _instance_text(v) -> str:
-    """Which instance a verdict is about: the seed, the negative control, or the user system
-    (its kind, its name and, when it has one, its own seed beside the check's)."""
-    if v.system is None:
-        ctl = f", negative control {v.control}" if v.control else ""
-        return f"seed {v.seed}{ctl}"
-    own = f", its seed {v.system['seed']}" if "seed" in v.system else ""
-    return f"your {v.system.get('kind')} {v.system.get('name')!r}{own}; check seed {v.seed}"
-
-
-def _print_verdict(v) -> None:
-    head = f"{v.id}: {v.outcome.upper()} ({_instance_text(v)}): {v.reason()}"
-    shown = get_claim(v.id).control_text(v) if v.control else None
-    if shown:  # a control's verdict says whether it failed as it should
-        head += f" [{shown}]"
-    print(head)
-    for kind, diags in (
-        ("hypothesis", v.hypotheses),
-        ("conclusion", v.conclusion),
-        ("limit", v.limits),
-    ):
-        for k, d in diags.items():
-            source = f" [source: {v.sources[k]}]" if kind == "hypothesis" and k in v.sources else ""
-            print(
-                f"  {kind} {k}: {d.shown()} (value {brief(d.value)}; {d.rule}){source}"
-                if d.evaluated
-                else f"  {kind} {k}: {d.value}"
-            )
-    for k, val in v.figures.items():
-        print(f"  {k}: {brief(val)}")
-    for n in v.notes:
-        if n != shown:
-            print(f"  note: {n}")
-    print("  (arrays and long values summarised; --json prints them whole)")
 
 
 load_system = systems.load
@@ -206,19 +131,21 @@ def _cmd_check(args) -> int:
     try:
         _set_budget(args)
         unit = get_claim(args.id)
-        if args.describe:
-            print(unit.describe())
-            return 0
         params = _parse_kv(args.param)
+        if args.describe:  # what it would check, after the same input checks as a check
+            _describe_inputs(unit, params, args)
+            print(as_json(unit.to_json()) if args.json else unit.describe())
+            return 0
         system = load_system(args.system) if args.system else None
-        verdict = fastslow.check(unit.id, system, params, args.seed, control=args.control)
+        with stdout_to_stderr() if args.json else contextlib.nullcontext():  # user code prints
+            verdict = fastslow.check(unit.id, system, params, args.seed, control=args.control)
     except (PendingClaim, ValueError, TypeError) as exc:  # raised before any work
         print(f"fastslow check: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
     if args.json:
-        print(json.dumps(verdict.to_json(), indent=1, ensure_ascii=False, allow_nan=False))
+        print(as_json(verdict.to_json()))
     else:
-        _print_verdict(verdict)
+        print_verdict(verdict)
     if verdict.outcome == "error":
         print(
             f"fastslow check: {verdict.id} could not be decided on this valid input: "
@@ -228,12 +155,26 @@ def _cmd_check(args) -> int:
     return verdict.exit_code
 
 
+def _describe_inputs(unit, params: dict, args) -> None:
+    """``--describe``'s other options checked as a check would check them (``ValueError``):
+    every ``--param`` value, the seed, the control's name."""
+    if args.control is not None:
+        unit.control(args.control)
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {args.seed}")
+    unit.resolve({**(unit.control(args.control).params if args.control else {}), **params})
+
+
 def _cmd_figures(args) -> int:
     from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
 
+    outdir = Path(args.out or figures.default_outdir())
+    made = not outdir.exists()  # a folder this command creates is removed again if left empty
     try:
         _set_budget(args)
         sw.max_workers(args.workers)
+        if args.seed < 0:
+            raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
         ids = [get_claim(c).id for c in args.ids]
         system = load_system(args.system) if args.system else None
         if system is not None and (args.cache is not None or args.scheduler):
@@ -241,7 +182,7 @@ def _cmd_figures(args) -> int:
                 "--cache and --scheduler do not apply with --system (your system's figure points "
                 "are computed in this process and not cached)"
             )
-        outdir = writable_dir(args.out or figures.default_outdir(), "--out")
+        outdir = writable_dir(outdir, "--out")
         if args.cache is not None:
             sw.prepare_cache(args.cache, "--cache")
         skipped: list = []
@@ -259,12 +200,15 @@ def _cmd_figures(args) -> int:
         for name, why in skipped:
             print(f"fastslow figures: {name} not drawn for your system: {why}", file=sys.stderr)
     except (ValueError, TypeError) as exc:
+        _remove_if_empty(outdir, made)
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
     except figures.FigureOutsideHypotheses as exc:  # the claim does not apply: its verdict's code
+        _remove_if_empty(outdir, made)
         print(f"fastslow figures: {exc}", file=sys.stderr)
         return EXIT_CODES["outside-hypotheses"]
     except figures.FigureError as exc:
+        _remove_if_empty(outdir, made)
         print(f"fastslow figures: {exc}", file=sys.stderr)
         return EXIT_CODES["error"]
     for p in paths:
@@ -272,6 +216,15 @@ def _cmd_figures(args) -> int:
     if not paths:
         print("no figures registered for these claims", file=sys.stderr)
     return 0
+
+
+def _remove_if_empty(folder: Path, made: bool) -> None:
+    """Remove ``folder`` when this command created it (``made``) and left nothing in it."""
+    if made:
+        try:
+            folder.rmdir()  # only an empty folder; anything written stays
+        except OSError:
+            pass
 
 
 def _cmd_bench(args) -> int:
@@ -335,7 +288,7 @@ def _sweep_system(unit, spec: str | None, axes: dict) -> tuple:
     the system replaces is bad input naming it. ``(None, {})`` without a system."""
     if spec is None:
         return None, {}
-    system = unit.checked_system(systems.load(spec))
+    system = unit.checked_system(sw.planned_system(spec))
     replaced = unit.replaced_by(system)
     for key in axes:
         if key in replaced:
@@ -415,7 +368,9 @@ def _cmd_sweep(args) -> int:
             shown = {k: v for k, v in p.items() if k not in ("claim", "system_fingerprint")}
             print(f"  {r['verdict']} at {shown}: {r['reason']}")
     if args.out:  # checked writable before the sweep
-        text = json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1)
+        # keys sorted: a cached result (read back from JSON) and a fresh one give the same bytes
+        rows = [{"point": p, "result": r} for p, r in zip(points, results)]
+        text = json.dumps(rows, indent=1, sort_keys=True)
         try:
             write_output(args.out, text + "\n", "--out")
         except OSError as exc:

@@ -381,7 +381,9 @@ def test_claims_json_is_machine_readable(capsys):
         assert [s["kind"] for s in row["systems"]] == [k.__name__ for k in unit.systems]
         for s in row["systems"]:
             assert set(s["replaces"]) <= set(unit.params)
-            assert (s["only_if"] is None) == (type(unit).accepts is Claim.accepts)
+            assert s["only_if"] is None or type(unit).accepts is not Claim.accepts
+            assert s["only_if"] is None or s["kind"] in (type(unit).accepts.__doc__ or "")
+            assert s["needs"] == unit.system_terms.get(s["kind"])
         assert list(row["parameters"]) == list(unit.params)
         for k, spec in unit.params.items():
             assert row["parameters"][k]["range"] == spec.describe()
@@ -393,7 +395,7 @@ def test_describe_says_which_kinds_and_what_each_replaces(capsys):
     out = capsys.readouterr().out
     assert "user systems (--system FILE.py:NAME):\n  GeneratorFamily: replaces n_states," in out
     assert (
-        "  only if: A GeneratorFamily whose slow field is a rational function of the fast " in out
+        "    only if: A GeneratorFamily whose slow field is a rational function of the fast " in out
     )
     assert main(["check", "A2", "--describe"]) == 0
     assert "  none: built-in instances only" in capsys.readouterr().out

@@ -563,6 +563,26 @@ def loaded_system(spec: str, fingerprint: str | None = None):
     return _SYSTEMS[key]
 
 
+def planned_system(spec: str):
+    """The system of ``spec`` (``FILE.py:NAME``) a sweep is planned on, loaded twice: a file that
+    builds another system the second time (a random generator of its own left unseeded; the
+    global ones are seeded by :func:`verify.systems.user_code`) is a ``ValueError`` on one line,
+    before any point is computed, since every worker loads it again. The system is kept for the
+    points computed in this process."""
+    from fastslow.verify import systems  # deferred: a sweep without a system needs no model
+
+    first = systems.load(spec)
+    fingerprint = first.fingerprint()
+    if systems.load(spec).fingerprint() != fingerprint:
+        raise ValueError(
+            f"--system {spec}: the file builds a different system each time it is loaded (a "
+            "random generator left unseeded?); seed it, e.g. np.random.default_rng(0), so "
+            "that every sweep point checks the same system"
+        )
+    _SYSTEMS[(spec, fingerprint)] = first
+    return first
+
+
 def check_point_error(point: dict, exc: BaseException) -> dict:
     """The result of a :func:`check_point` that raised (or whose worker died): a verdict of
     outcome ``error`` with the exception, in :class:`verify.verdict.Verdict`'s JSON form."""
