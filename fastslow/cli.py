@@ -62,6 +62,7 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     from pathlib import Path
 
     import fastslow
+    from fastslow import cli_help
     from fastslow.cli_output import as_json, brief, print_verdict  # noqa: F401 (brief: API)
     from fastslow.readme import MalformedReport, update_readme
     from fastslow.verify import sweep as sw
@@ -120,6 +121,8 @@ def _cmd_claims(args) -> int:
         state = "implemented" if c.implemented else "pending"
         kinds = ", ".join(c.system_kinds()) or "built-in only"
         print(f"{c.id:>3}  [{state}; systems: {kinds}]  {c.title}: {c.statement}")
+        for kind, needs in c.system_terms.items():  # the hypotheses in the kind's own fields
+            print(f"       your {kind} needs: {needs}")
     return 0
 
 
@@ -358,15 +361,17 @@ def _cmd_sweep(args) -> int:
         print(f"fastslow sweep: {exc}{hint}", file=sys.stderr)
         return 128 + _SIGNALLED.get("signum", signal.SIGINT)
     counts = outcome_counts(r["verdict"] for r in results)
+    summary = sys.stderr if args.out == "-" else sys.stdout  # standard output holds the JSON
     print(
         f"{cid}: "
         + ", ".join(f"{n} {k}" for k, n in counts.items())
-        + f" of {len(results)} instances"
+        + f" of {len(results)} instances",
+        file=summary,
     )
     for p, r in zip(points, results):
         if r["verdict"] != "holds":
             shown = {k: v for k, v in p.items() if k not in ("claim", "system_fingerprint")}
-            print(f"  {r['verdict']} at {shown}: {r['reason']}")
+            print(f"  {r['verdict']} at {shown}: {r['reason']}", file=summary)
     if args.out:  # checked writable before the sweep
         # keys sorted: a cached result (read back from JSON) and a fresh one give the same bytes
         rows = [{"point": p, "result": r} for p, r in zip(points, results)]
@@ -438,6 +443,7 @@ def _add_claims(sub) -> None:
     s = sub.add_parser(
         "claims",
         help="list the claim IDs, their statements and the kinds of your own system each checks",
+        description=cli_help.COMMANDS["claims"],
     )
     s.add_argument(
         "--json",
@@ -453,10 +459,7 @@ def _add_check(sub) -> None:
     s = sub.add_parser(
         "check",
         help="decide one claim's verdict on an instance of your choice",
-        description="Decide a claim's verdict on one instance. Exit codes: 0 holds, 1 fails, "
-        "4 outside-hypotheses, 5 undecided (the check's own numerics cannot decide the "
-        "instance), 3 error (the check raised on a valid input), 2 bad input. "
-        "The claims and their parameters are listed in docs/claims.md.",
+        description=cli_help.COMMANDS["check"],
     )
     s.add_argument("id", help="claim ID, e.g. A1")
     s.add_argument(
@@ -497,14 +500,23 @@ def _add_check(sub) -> None:
 
 def _add_figures(sub) -> None:
     """The ``figures`` subcommand."""
-    s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")
+    s = sub.add_parser(
+        "figures",
+        help="regenerate figures (all, or those of the given claims)",
+        description=cli_help.COMMANDS["figures"],
+    )
     s.add_argument("ids", nargs="*", help="claim IDs (default: all)")
     s.add_argument(
         "--out",
         default=None,
         help="output folder (default figures/out of the source checkout, else ./fastslow-figures)",
     )
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="root seed of every figure's points (a non-negative integer; default 0)",
+    )
     s.add_argument(
         "--workers",
         type=int,
@@ -535,7 +547,11 @@ def _add_figures(sub) -> None:
 
 def _add_bench(sub) -> None:
     """The ``bench`` subcommand."""
-    s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")
+    s = sub.add_parser(
+        "bench",
+        help="run the benchmarks and print the ratio tables",
+        description=cli_help.COMMANDS["bench"],
+    )
     s.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     s.add_argument("--out", default=None, help="also write the results as JSON to this file")
     s.add_argument(
@@ -547,7 +563,11 @@ def _add_bench(sub) -> None:
 
 def _add_sweep(sub) -> None:
     """The ``sweep`` subcommand."""
-    s = sub.add_parser("sweep", help="run a claim's check over a parameter grid and many seeds")
+    s = sub.add_parser(
+        "sweep",
+        help="run a claim's check over a parameter grid and many seeds",
+        description=cli_help.COMMANDS["sweep"],
+    )
     s.add_argument("id", help="claim ID, e.g. D5")
     s.add_argument(
         "--grid",
@@ -579,7 +599,13 @@ def _add_sweep(sub) -> None:
     s.add_argument(
         "--cache", default=None, help="cache folder; an interrupted sweep resumes from it"
     )
-    s.add_argument("--out", default=None, help="write every point and result as JSON")
+    s.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="write every point and its verdict as JSON (keys sorted: the same bytes fresh or "
+        "from the cache; - for standard output)",
+    )
     _add_budget(s)
     s.set_defaults(func=_cmd_sweep)
 
@@ -629,13 +655,6 @@ def _add_readme(sub) -> None:
     s.set_defaults(func=_cmd_readme)
 
 
-def plain(text: str) -> str:
-    r"""``text`` without reStructuredText markup, for ``--help``: ``\`\`x\`\``` and
-    ``:role:\`x\``` become ``x``, a trailing ``::`` becomes ``:``."""
-    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
-    return text.replace("``", "").replace("::", ":")
-
-
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors suggest the closest subcommand or option ("did you
     mean"). Its error is still argparse's: the usage line, then the error, exit 2."""
@@ -665,11 +684,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="fastslow",
-        description=plain(__doc__.split("\n\n")[0])
-        + " Run 'fastslow COMMAND --help' for a command's options and exit codes.",
-    )
+    p = Parser(prog="fastslow", description=cli_help.TOOL, epilog=cli_help.EXIT_CODES)
     p.add_argument("--version", action="version", version=f"fastslow {fastslow.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 

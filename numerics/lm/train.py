@@ -248,7 +248,12 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
     }
     if checkpoint is not None and checkpoint.exists():
         state = _load_checkpoint(checkpoint, params, opt)
-    show = spec.progress if spec.progress is not None else spec.tokens >= 100_000
+    # by default only long runs, and only on a terminal (a log or a pipe gets no progress lines)
+    show = (
+        spec.progress
+        if spec.progress is not None
+        else (spec.tokens >= 100_000 and sys.stderr.isatty())
+    )
     evals, last_shown = _eval_steps(spec), time.perf_counter()
     for s in range(state["step"], spec.steps):
         w = step_windows(spec, corpus, s)

@@ -713,6 +713,13 @@ class D4(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "gate=0.0 and gamma=0.0, the defaults (slow_path_closed, "
+        "injection_homogeneous), sigma='tanh', 'gelu' or 'identity' "
+        "(sigma_smooth_where_differenced), and a mask whose frozen kernel is diagonalisable "
+        "(kernel_diagonalisable: the named masks are; a boolean mask is decided exactly, block "
+        "by block); value_gain and norm are free"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` with a named mask, or a boolean mask whose kernel
