@@ -105,7 +105,7 @@ from ..measure import UNIT_ROUNDOFF
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow, LinearLoop
-from ..verdict import Diagnostic
+from ..verdict import Diagnostic, not_evaluated
 from .d7_spectrum import curves, gate_parts, margin_parts, rho_variation, token_block_structure
 
 FIXED_POINT_RTOL = 1e-10
@@ -272,8 +272,7 @@ def reference_part(inst) -> Diagnostic:
     """``jacobians_match_reference``: ``J`` and ``G`` against the reference's, in units of
     round-off relative to their largest entries."""
     if inst.J_ref is None:
-        why = "not evaluated: a user LinearLoop's J and G are its input"
-        return Diagnostic(True, why, why)
+        return not_evaluated("a user LinearLoop's J and G are its input")
     dev = {
         "J_units": jacobian_deviation(inst.J, inst.J_ref),
         "G_units": jacobian_deviation(inst.G, inst.G_ref) if np.any(inst.G_ref) else 0.0,
