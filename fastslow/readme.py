@@ -161,6 +161,7 @@ def claims_markdown() -> str:
             f"- `{k}` ({unit.hypothesis_sources.get(k, 'source not declared')}): {m}"
             for k, m in unit.hypotheses.items()
         ]
+        lines += _system_lines(unit)
         lines += ["", "**Conclusion:**", ""]
         lines += [f"- `{k}`: {m}" for k, m in unit.conclusion.items()]
         if unit.limits:
@@ -280,3 +281,16 @@ def _refusal(report: dict, published: Path, allow_lower_profile: bool) -> list[s
     if lowered:
         why.append(lowered_text(lowered, published))
     return why
+
+
+def _system_lines(unit) -> list[str]:
+    """``docs/claims.md``'s lines on the user systems a claim checks: what its hypotheses ask of
+    each kind's fields (``Claim.system_terms``)."""
+    if not unit.system_terms:
+        return []
+    lines = [
+        "",
+        "**Your own system** (`--system FILE.py:NAME`; what the hypotheses ask of it):",
+        "",
+    ]
+    return lines + [f"- `{kind}`: {needs}" for kind, needs in unit.system_terms.items()]

@@ -503,6 +503,16 @@ class D7(Claim):
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
     systems = (LinearLoop, DepthFlow)
+    system_terms = {
+        "LinearLoop": "ρ(J) < 1 (reference_contractive: J is the loop's Jacobian with the gate "
+        "closed, as given), and J + g·G not block lower-triangular with g-independent diagonal "
+        "blocks (gate_moves_spectrum: some entry of J above, or of G on or above, the "
+        "diagonal is non-zero; otherwise ρ(J + gG) = ρ(J) for every g)",
+        "DepthFlow": "gamma > 0 (reference_contractive: with the default gamma=0.0 the reference "
+        "layer's Jacobian has ρ(J) = 1; D7's own instance uses gamma=1.0), slow_mask='full' "
+        "(gate_moves_spectrum: with the default 'blockcausal' the gate cannot move the spectrum, "
+        "g_c = ∞, a finding), a named nonlinearity and T·d ≤ 96 (dense Jacobians)",
+    }
     system_replaces = (
         "T",
         "P",

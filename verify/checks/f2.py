@@ -334,6 +334,14 @@ class F2(Claim):
 
     instance = Instance
     systems = (GeneratorFamily,)
+    system_terms = {
+        "GeneratorFamily": "Q(y) a generator on the grid [y_min, y_max] (off-diagonal rates ≥ 0, "
+        "columns summing to 0: generator_on_grid) with one closed class (one_closed_class_on_grid), "
+        "a measured interval that starts after the initial layer (initial_layer_negligible: "
+        "t0 ≥ max_ε ε·ln(1e3/ε²)/gap for your chain's smallest spectral gap; the verdict names "
+        "the t0 it needs), a reduced solution from y0 that stays in [y_min, y_max] up to t1 "
+        "(reduced_solution_inside_grid), and a slow field rational in x"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.GeneratorFamily` whose slow field is a rational function of
