@@ -450,7 +450,7 @@ def test_help_has_no_markup(argv, capsys):
     out = capsys.readouterr().out
     assert "``" not in out and not re.search(r":[a-z]+:`", out), out
     if not argv:
-        assert "The fastslow command line." in out and "--version" in out
+        assert "fastslow checks, claim by claim" in out and "--version" in out
 
 
 def test_human_output_summarises_arrays_and_json_keeps_them_whole(capsys):

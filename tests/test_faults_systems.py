@@ -364,11 +364,14 @@ def test_a_stiff_user_slow_field_stops_at_the_time_budget(systems_file, monkeypa
 
 def test_claims_lists_the_kinds_each_claim_checks(capsys):
     assert main(["claims"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    lines = [ln for ln in out if not ln.startswith("       your ")]
     for cid, line in zip(IDS, lines, strict=True):
         kinds = [k.__name__ for k in CLAIMS[cid].systems]
         assert line.split()[0] == cid
         assert f"systems: {', '.join(kinds) or 'built-in only'}]" in line, line
+        for kind in kinds:  # what the hypotheses ask of each kind, under the claim
+            assert f"       your {kind} needs: {CLAIMS[cid].system_terms[kind]}" in out
 
 
 def test_claims_json_is_machine_readable(capsys):

@@ -27,6 +27,9 @@ import dataclasses
 import hashlib
 import importlib.util
 import json
+import os
+import posix
+import random
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -521,10 +524,6 @@ def user_code():
     :class:`UserExit` instead of ending the process unseen, and Python's and NumPy's global
     random generators are seeded with 0 for the block and restored after it (a file that draws
     from them builds the same system every time it is loaded)."""
-    import os
-    import posix
-    import random
-
     exits = (os._exit, posix._exit)
     states = (random.getstate(), np.random.get_state())
     for module in (os, posix):
