@@ -3,14 +3,19 @@
 ::
 
     fastslow claims [--json]                          list the claims and the systems they check
-    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system FILE.py:NAME]
+    fastslow check ID [--param KEY=VALUE ...] [--seed N] [--control NAME | --system SYSTEM]
                       [--json] [--describe]
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
-                     [--system FILE.py:NAME]
+                     [--system SYSTEM]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
     fastslow readme [--report PATH] [--readme PATH] [--figure-dir DIR] [--allow-lower-profile]
-    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system FILE.py:NAME]
+    fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system SYSTEM]
                       [--workers N | --scheduler ADDR] [--cache DIR] [--out FILE]
+    fastslow trained-report [--profile short|paper] [--train] [--out DIR]
+
+``SYSTEM`` is ``FILE.py:NAME`` (a :mod:`fastslow.toy` system defined in a Python file), trained
+weights ``FILE.safetensors`` or ``FILE.npz[:KEY=VALUE,...]`` (docs/trained_weights.md) or an E1
+run ``e1:ARM:SEED:TOKENS[:PROFILE][:train]`` from the run cache (:mod:`verify.trained`).
 
 ``check`` decides the claim's verdict on one instance and exits 0 ``holds``, 1 ``fails``,
 4 ``outside-hypotheses``, 5 ``undecided`` (the check's own numerics cannot decide the instance),
@@ -64,7 +69,7 @@ try:  # Ctrl-C while the command line starts (a second of imports): one line and
     import fastslow
     from fastslow import cli_help
     from fastslow.cli_output import as_json, brief, print_verdict  # noqa: F401 (brief: API)
-    from fastslow.readme import MalformedReport, update_readme
+    from fastslow.cli_readme import add_readme
     from fastslow.verify import sweep as sw
     from fastslow.verify import systems
     from fastslow.verify.budgets import (
@@ -387,40 +392,6 @@ def _cmd_sweep(args) -> int:
     return EXIT_CODES[worst_outcome(r["verdict"] for r in results)]
 
 
-def _cmd_readme(args) -> int:
-
-    from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
-
-    try:
-        update_readme(
-            Path(args.readme),
-            Path(args.report),
-            figures.available(),
-            args.figure_dir,
-            allow_lower_profile=args.allow_lower_profile,
-        )
-    except FileNotFoundError as exc:
-        report = Path(exc.filename or "").parent == Path(args.report).parent
-        hint = " (run pytest verify first)" if report else ""
-        print(f"fastslow readme: bad input: {exc.filename}: no such file{hint}", file=sys.stderr)
-        return BAD_INPUT_EXIT
-    except MalformedReport as exc:
-        print(f"fastslow readme: bad input: {exc}", file=sys.stderr)
-        return BAD_INPUT_EXIT
-    except OSError as exc:  # nothing was replaced, or every replaced file was restored
-        print(
-            f"fastslow readme: cannot write {exc.filename or 'an output'}: {exc.strerror or exc}; "
-            "nothing was published",
-            file=sys.stderr,
-        )
-        return BAD_INPUT_EXIT
-    except ValueError as exc:  # a well-formed report that may not be published
-        print(f"fastslow readme: {exc}", file=sys.stderr)
-        return BAD_INPUT_EXIT
-    print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")
-    return 0
-
-
 def _add_budget(s) -> None:
     s.add_argument(
         "--memory-budget",
@@ -436,6 +407,14 @@ def _add_budget(s) -> None:
         help=f"refuse parameters whose estimated time for one check exceeds SECONDS (600, 90s, "
         f"10m, 1.5h; each sweep point separately; default ${TIME_BUDGET_ENV} or 1800 s)",
     )
+
+
+SYSTEM_HELP = (
+    "your own system: FILE.py:NAME (a fastslow.toy system defined in FILE.py), trained weights "
+    "FILE.safetensors or FILE.npz[:KEY=VALUE,...] (layout and settings: docs/trained_weights.md), "
+    "or an E1 run e1:ARM:SEED:TOKENS[:PROFILE][:train] (ARM coupled, frozen or dense; read from "
+    "the run cache, trained only with :train)"
+)
 
 
 def _add_claims(sub) -> None:
@@ -483,9 +462,8 @@ def _add_check(sub) -> None:
     s.add_argument(
         "--system",
         default=None,
-        metavar="FILE.py:NAME",
-        help="check your own toy system NAME defined in FILE.py (a fastslow.toy system; "
-        "--describe lists the kinds this claim checks)",
+        metavar="SYSTEM",
+        help="check " + SYSTEM_HELP + "; --describe lists the kinds this claim checks",
     )
     _add_budget(s)
     s.add_argument("--json", action="store_true", help="print the verdict as JSON")
@@ -537,9 +515,9 @@ def _add_figures(sub) -> None:
     s.add_argument(
         "--system",
         default=None,
-        metavar="FILE.py:NAME",
-        help="draw the figures for your own toy system NAME defined in FILE.py (those of the "
-        "given claims, default every claim that checks its kind); computed in this process",
+        metavar="SYSTEM",
+        help="draw the figures for " + SYSTEM_HELP + " (those of the given claims, default "
+        "every claim that checks its kind); computed in this process",
     )
     _add_budget(s)
     s.set_defaults(func=_cmd_figures)
@@ -581,9 +559,9 @@ def _add_sweep(sub) -> None:
     s.add_argument(
         "--system",
         default=None,
-        metavar="FILE.py:NAME",
-        help="sweep your own toy system NAME defined in FILE.py over the seeds (and --grid over "
-        "the parameters it does not replace); each worker loads the file again",
+        metavar="SYSTEM",
+        help="sweep " + SYSTEM_HELP + " over the seeds (and --grid over the parameters it does "
+        "not replace); each worker loads it again",
     )
     s.add_argument(
         "--workers",
@@ -610,49 +588,64 @@ def _add_sweep(sub) -> None:
     s.set_defaults(func=_cmd_sweep)
 
 
-def _add_readme(sub) -> None:
-    """The ``readme`` subcommand."""
+def _add_trained_report(sub) -> None:
+    """The ``trained-report`` subcommand."""
     s = sub.add_parser(
-        "readme",
-        help="publish the last complete report: the README's claim table, docs/claims.md and "
-        "docs/report/",
-        description="Publish a complete report written by pytest verify: copy it to docs/report/, "
-        "write docs/claims.md from the claim units and rewrite the README's claim table, all four "
-        "files or none. Refused (exit 2, nothing written, one line why): a report that is not one "
-        "(not JSON, not matching its schema, a claim missing or repeated), partial, pending, from "
-        "a working tree with uncommitted changes, whose statuses disagree with its own verdicts, "
-        "whose text holds the table's markers, or whose rows are of a lower profile than those "
-        "already published (a default run never replaces a thorough one unless "
-        "--allow-lower-profile). Exit 0 when published.",
+        "trained-report",
+        help="compute the report's section on E1's trained networks (D5, D6, D7, D9 predictions)",
+        description="Check what the theory predicts for E1's trained networks (three arms, "
+        "seeds 0-2, the profile's token counts) and D9 with its shuffled-block control, and "
+        "write docs/report/trained_<profile>.json, which REPORT.md's section and the figure "
+        "e1_trained_theory (fastslow figures E1) are drawn from. Reads the run cache; a missing "
+        "run is bad input unless --train.",
     )
     s.add_argument(
-        "--report",
-        default="verify/report/report.json",
-        metavar="PATH",
-        help="the report.json to publish (REPORT.md beside it is copied too; default "
-        "%(default)s, written by pytest verify)",
+        "--profile",
+        choices=("short", "paper"),
+        default="short",
+        help="the token counts: short (the default pytest verify's) or paper (up to 500k)",
     )
     s.add_argument(
-        "--readme",
-        default="README.md",
-        metavar="PATH",
-        help="the README whose table (between its claims:begin and claims:end markers) is "
-        "rewritten; docs/ beside it receives claims.md and report/ (default %(default)s)",
-    )
-    s.add_argument(
-        "--figure-dir",
-        default="docs/figures",
-        metavar="DIR",
-        help="the folder the table's figure links point to, relative to the README (default "
-        "%(default)s)",
-    )
-    s.add_argument(
-        "--allow-lower-profile",
+        "--train",
         action="store_true",
-        help="publish even rows of a lower profile than those already published (a default run "
-        "over a thorough one, E1's short run over its paper-scale row); the footer names them",
+        help="train the runs missing from the cache (progress on stderr)",
     )
-    s.set_defaults(func=_cmd_readme)
+    s.add_argument("--out", default=None, help="folder (default docs/report of the checkout)")
+    for opt, what in (
+        ("--tokens", "token counts (default: the profile's three)"),
+        ("--seeds", "run seeds of the D5/D6/D7 networks (default 0,1,2)"),
+        ("--d9-seeds", "run seeds of each D9 verdict on E1's text, at least 3 (default 0,1,2,3,4)"),
+        ("--control-seeds", "run seeds of the shuffled-block control (default: --d9-seeds)"),
+    ):
+        s.add_argument(opt, default=None, metavar="A,B,...", help=what)
+    s.set_defaults(func=_cmd_trained_report)
+
+
+def _cmd_trained_report(args) -> int:
+    from fastslow.verify import trained_section  # deferred: imports the language models
+
+    def progress(msg: str) -> None:
+        print(f"[trained-report] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        lists = {}
+        for key in ("tokens", "seeds", "d9_seeds", "control_seeds"):
+            raw = getattr(args, key)
+            try:
+                lists[key] = [int(x) for x in raw.split(",")] if raw else None
+            except ValueError:
+                raise ValueError(
+                    f"--{key.replace('_', '-')} expects integers A,B,..., got {raw!r}"
+                ) from None
+        section = trained_section.compute(
+            args.profile, train=args.train, progress=progress, **lists
+        )
+        path = trained_section.write(section, Path(args.out) if args.out else None)
+    except (ValueError, TypeError) as exc:
+        print(f"fastslow trained-report: bad input: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
 
 
 class Parser(argparse.ArgumentParser):
@@ -693,7 +686,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_figures(sub)
     _add_bench(sub)
     _add_sweep(sub)
-    _add_readme(sub)
+    add_readme(sub)
+    _add_trained_report(sub)
     return p
 
 

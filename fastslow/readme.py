@@ -30,6 +30,7 @@ from fastslow.verify.report import (
     off_scale_text,
 )
 from fastslow.verify.suggest import did_you_mean
+from fastslow.verify.trained_claims import evaluated_at
 
 
 class MalformedReport(ValueError):
@@ -174,6 +175,13 @@ def claims_markdown() -> str:
             + ")"
             for c in unit.controls
         ]
+        trained = evaluated_at(cid)
+        if trained:
+            lines += [
+                "",
+                "**On trained weights** (`--system FILE.safetensors`, `--system e1:ARM:SEED:TOKENS`; "
+                f"[trained_weights.md](trained_weights.md)): evaluated at {trained}.",
+            ]
         lines += [
             "",
             "**Key figures:** " + ", ".join(f"`{k}`" for k in unit.key_figures),

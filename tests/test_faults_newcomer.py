@@ -270,7 +270,7 @@ def test_top_level_help_describes_the_tool_and_every_command_and_option(capsys):
     parser = build_parser()
     assert "fast-slow" in parser.description and "exit codes" in parser.epilog
     subs = next(a for a in parser._actions if a.dest == "command").choices
-    assert set(subs) == {"claims", "check", "figures", "bench", "sweep", "readme"}
+    assert set(subs) == {"claims", "check", "figures", "bench", "sweep", "readme", "trained-report"}
     for name, sub in subs.items():
         assert sub.description, name
         for action in sub._actions:

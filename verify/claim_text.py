@@ -22,11 +22,20 @@ if TYPE_CHECKING:
 
 def system_kinds(unit: Claim) -> dict[str, list[str]]:
     """``{kind: [parameters it replaces]}`` for each kind of user system ``unit`` checks
-    (``unit.systems``; the kind's ``replaces`` and the claim's ``system_replaces``)."""
-    out = {}
-    for kind in unit.systems:
-        names = set(getattr(kind, "replaces", ())) | set(unit.system_replaces)
-        out[kind.__name__] = [k for k in unit.params if k in names]
+    (``unit.systems`` and the kinds derived from them, :func:`verify.systems.subkinds`; the
+    kind's ``replaces`` and the claim's ``system_replaces``)."""
+    return {kind.__name__: replaced for kind, _, replaced in _kinds(unit)}
+
+
+def _kinds(unit: Claim) -> list[tuple[type, type, list[str]]]:
+    """``(kind, the declared kind it derives from, parameters it replaces)`` per kind."""
+    from .systems import subkinds  # deferred: verify.systems imports the model (numerics)
+
+    out = []
+    for base in unit.systems:
+        for kind in subkinds(base):
+            names = set(getattr(kind, "replaces", ())) | set(unit.system_replaces)
+            out.append((kind, base, [k for k in unit.params if k in names]))
     return out
 
 
@@ -51,12 +60,13 @@ def system_rows(unit: Claim) -> list[dict]:
     (:func:`system_condition`)."""
     return [
         {
-            "kind": kind,
+            "kind": kind.__name__,
             "replaces": replaced,
-            "needs": unit.system_terms.get(kind),
-            "only_if": system_condition(unit, kind),
+            "needs": unit.system_terms.get(kind.__name__) or unit.system_terms.get(base.__name__),
+            "only_if": system_condition(unit, kind.__name__)
+            or system_condition(unit, base.__name__),
         }
-        for kind, replaced in system_kinds(unit).items()
+        for kind, base, replaced in _kinds(unit)
     ]
 
 

@@ -287,6 +287,20 @@ def _claim_section(c: dict) -> list[str]:
     return lines
 
 
+def trained_sections() -> list[str]:
+    """The sections on E1's trained networks, from the committed ``docs/report/trained_*.json``
+    (:mod:`verify.trained_section`; none when they have not been computed)."""
+    from . import trained_section  # deferred: the section's units import the language models
+
+    lines: list[str] = []
+    for profile in ("paper", "short"):
+        try:
+            lines += trained_section.markdown(trained_section.load(profile))
+        except ValueError:
+            continue
+    return lines
+
+
 def render_markdown(report: dict) -> str:
     """``REPORT.md``: a one-screen summary, the qualified form of each claim, then the details."""
     prov = report["provenance"]
@@ -321,6 +335,7 @@ def render_markdown(report: dict) -> str:
             lines.append(f"  - why {c['status']}: {r}")
     for c in report["claims"]:
         lines += _claim_section(c)
+    lines += trained_sections()
     lines += ["", "## Provenance", "", "```json", json.dumps(prov, indent=1), "```", ""]
     return "\n".join(lines)
 

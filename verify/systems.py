@@ -443,8 +443,18 @@ KINDS = {cls.__name__: cls for cls in (LinearLoop, GeneratorFamily, DepthFlow)}
 """The kinds of user system, by name."""
 
 
+def subkinds(kind: type) -> list[type]:
+    """``kind`` and the kinds derived from it (a claim that checks a :class:`DepthFlow` checks a
+    :class:`~verify.trained.TrainedStack` too)."""
+    from . import trained  # deferred: verify.trained imports this module (TrainedStack)
+
+    return [kind, *(k for k in (trained.TrainedStack,) if issubclass(k, kind) and k is not kind)]
+
+
 def load(spec: str, option: str = "--system") -> System:
-    """The user system ``NAME`` of the Python file in ``FILE.py:NAME`` (a :mod:`fastslow.toy`
+    """The user system of ``spec``: trained weights (``FILE.npz``, ``FILE.safetensors`` or
+    ``e1:ARM:SEED:TOKENS``, :func:`verify.trained.parse_spec`), or the system ``NAME`` of the
+    Python file in ``FILE.py:NAME`` (a :mod:`fastslow.toy`
     system, or a function of no arguments returning one), validated
     (:meth:`System.validated`); ``ValueError`` naming ``option`` and what is wrong: no such file,
     a file that raises or calls ``sys.exit`` while it is imported, no ``NAME`` in it, a ``NAME``
@@ -458,9 +468,16 @@ def load(spec: str, option: str = "--system") -> System:
     Caveat: the file is executed (it is Python); a sweep's workers each execute it again to
     rebuild the system (:func:`verify.sweep.check_point`), so it must build the same system
     every time: a generator of its own (``np.random.default_rng()``) must be seeded."""
+    from . import trained  # deferred: verify.trained imports this module (TrainedStack)
+
+    if trained.is_trained_spec(str(spec)):
+        return trained.parse_spec(str(spec), option).validated()
     path, sep, name = str(spec).rpartition(":")
     if not sep or not path.endswith(".py") or not name.isidentifier():
-        raise ValueError(f"{option} expects FILE.py:NAME, got {spec!r}")
+        raise ValueError(
+            f"{option} expects FILE.py:NAME, FILE.npz|FILE.safetensors[:KEY=VALUE,...] or "
+            f"e1:ARM:SEED:TOKENS[:PROFILE][:train], got {spec!r}"
+        )
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{option}: no such file {path!r}")
