@@ -52,13 +52,13 @@ counted work (:meth:`Claim.work`) in :mod:`verify.cost_model`, the verdict in :m
 from __future__ import annotations
 
 import numbers
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from . import claim_text
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_budget, time_hint
 from .cost_model import seconds
 from .json_values import jsonable
@@ -154,6 +154,11 @@ class Claim:
     """For a statistical conclusion (a confidence interval, a z-score): the probability that it
     fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
+
+    system_terms: ClassVar[Mapping[str, str]] = {}
+    """``{kind: text}``: what the claim's hypotheses ask of each kind of user system it checks,
+    in that kind's own fields and values (``DepthFlow``: ``gate=0``, ``gamma > 0``, ``norm=False``
+    ...; ``LinearLoop``: ``ρ(J) < 1`` ...), shown by ``fastslow claims`` and ``--describe``."""
 
     system_replaces: ClassVar[tuple[str, ...]] = ()
     """Parameters a user system supersedes for this claim beyond its kind's own
@@ -351,6 +356,7 @@ class Claim:
                 )
         if control is not None:
             ctl = self.control(control)
+            self._keeps_control(ctl, overrides)
             overrides = {**ctl.params, **overrides}
             if seed is None:
                 seed = ctl.seed
@@ -362,7 +368,35 @@ class Claim:
         if system is not None and control is not None:
             raise ValueError("a negative control is a built-in instance: give control or system")
         p = self.resolve(overrides, system)
-        return self.decide(p, seed, control, system)
+        verdict = self.decide(p, seed, control, system)
+        if control is not None and not self.fails_as_predicted(verdict):
+            verdict.notes.insert(0, self.control_text(verdict))
+        return verdict
+
+    def _keeps_control(self, ctl: Control, overrides: Mapping) -> None:
+        """``ValueError`` when ``overrides`` change a parameter the negative control ``ctl`` sets
+        (what it violates): a control stays a control; the other parameters may change."""
+        for key, raw in overrides.items():
+            if key in ctl.params and key in self.params:
+                spec = self.params[key]
+                if spec.parse(key, raw) != spec.parse(key, ctl.params[key]):
+                    raise ValueError(
+                        f"parameter {key}={raw} changes what the negative control {ctl.name} sets "
+                        f"({key}={ctl.params[key]}, which breaks {ctl.breaks}); drop it, or check "
+                        "that instance without --control"
+                    )
+
+    def control_text(self, verdict: Verdict) -> str:
+        """``"negative control NAME: fails as predicted"`` or ``"... did not fail as predicted
+        (it breaks HYP: expected outside-hypotheses with HYP violated and the conclusion
+        failing)"`` for a control's verdict (:meth:`fails_as_predicted`)."""
+        ctl = self.control(verdict.control or "")
+        if self.fails_as_predicted(verdict):
+            return f"negative control {ctl.name}: fails as predicted"
+        return (
+            f"negative control {ctl.name} did not fail as predicted (it breaks {ctl.breaks}: "
+            f"expected outside-hypotheses with {ctl.breaks} violated and the conclusion failing)"
+        )
 
     def checked_system(self, system):
         """``system`` validated for this claim before any work: a validated copy of its current
@@ -637,88 +671,17 @@ class Claim:
 
     def system_kinds(self) -> dict[str, list[str]]:
         """``{kind: [parameters it replaces]}`` for each kind of user system this claim checks
-        (:attr:`systems`, :meth:`replaced_by` of the kind)."""
-        from .systems import subkinds  # deferred: verify.systems imports the model (numerics)
-
-        out = {}
-        for kind in (k for base in self.systems for k in subkinds(base)):
-            names = set(getattr(kind, "replaces", ())) | set(self.system_replaces)
-            out[kind.__name__] = [k for k in self.params if k in names]
-        return out
-
-    def _system_condition(self) -> str | None:
-        """What this claim requires of a user system beyond its kind (the first sentence of its
-        own :meth:`accepts`' docstring), or ``None``."""
-        if type(self).accepts is Claim.accepts:
-            return None
-        return _first_sentence(type(self).accepts.__doc__ or "") or None
+        (:func:`verify.claim_text.system_kinds`)."""
+        return claim_text.system_kinds(self)
 
     def to_json(self) -> dict:
-        """The claim as strict JSON for ``fastslow claims --json``: id, title, statement,
-        status (``implemented`` / ``pending``), the kinds of user system it checks with the
-        parameters each replaces (and ``only_if``: what the claim requires beyond the kind), and every parameter (type, default, bounds, choices, the
-        accepted range as ``--describe`` shows it, meaning)."""
-        params = {
-            k: {
-                "type": s.kind,
-                "default": s.default,
-                "low": s.low,
-                "high": s.high,
-                "open_low": s.open_low,
-                "open_high": s.open_high,
-                "choices": None if s.choices is None else list(s.choices),
-                "range": s.describe(),
-                "meaning": s.meaning,
-            }
-            for k, s in self.params.items()
-        }
-        return jsonable(
-            {
-                "id": self.id,
-                "title": self.title,
-                "statement": self.statement,
-                "status": "implemented" if self.implemented else "pending",
-                "systems": [
-                    {"kind": kind, "replaces": replaced, "only_if": self._system_condition()}
-                    for kind, replaced in self.system_kinds().items()
-                ],
-                "parameters": params,
-            }
-        )
+        """The claim as strict JSON for ``fastslow claims --json`` and ``--describe --json``
+        (:func:`verify.claim_text.claim_json`)."""
+        return claim_text.claim_json(self)
 
     def describe(self) -> str:
-        """The claim, its parameters, hypotheses (with their sources), conclusion, limits and
-        controls, and the kinds of user system it checks, for ``--help`` texts."""
-        lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
-        lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
-        if self.orders:
-            lines += ["orders between parameters:"] + [f"  {o.describe()}" for o in self.orders]
-        kinds = self.system_kinds()
-        lines += ["user systems (--system FILE.py:NAME):"] + (
-            [
-                f"  {kind}: replaces {', '.join(replaced) or 'no parameter'}"
-                for kind, replaced in kinds.items()
-            ]
-            or ["  none: built-in instances only"]
-        )
-        if kinds and self._system_condition():
-            lines.append(f"  only if: {self._system_condition()}")
-        lines += ["hypotheses:"] + [
-            f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
-            for k, m in self.hypotheses.items()
-        ]
-        lines += ["conclusion:"] + [f"  {k}: {m}" for k, m in self.conclusion.items()]
-        if self.limits:
-            lines += ["limits of the check (not holding: undecided):"] + [
-                f"  {k}: {m}" for k, m in self.limits.items()
-            ]
-        lines += ["negative controls:"] + [
-            f"  {c.name}: {c.meaning} (breaks {c.breaks}; "
-            + ", ".join(f"{k}={v}" for k, v in c.params.items())
-            + ")"
-            for c in self.controls
-        ]
-        return "\n".join(lines)
+        """The claim as text for ``--describe`` (:func:`verify.claim_text.claim_description`)."""
+        return claim_text.claim_description(self)
 
 
 def describe_system(system) -> dict:
@@ -737,10 +700,3 @@ def describe_system(system) -> dict:
             "expected a dict"
         )
     return jsonable(described)
-
-
-def _first_sentence(doc: str) -> str:
-    """The first sentence of a docstring (up to ``. `` or ``: ``), without reST markup."""
-    text = " ".join(doc.split())
-    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text).replace("``", "")
-    return re.split(r"(?<=[^.])\. |: ", text, maxsplit=1)[0].rstrip(".")

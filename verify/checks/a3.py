@@ -418,6 +418,12 @@ class A3(Claim):
 
     instance = Instance
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "gate=0.0, the default (gates_zero), and a nonlinearity smooth where the "
+        "finite-difference oracle differences it: sigma='tanh', 'gelu' or 'identity' "
+        "(sigma='relu' only while no MLP pre-activation sits at or crosses its kink: "
+        "sigma_smooth_where_differenced)"
+    }
 
     def build_system(self, p, seed, system):
         """The A3 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)

@@ -222,6 +222,14 @@ class D5(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "norm=False (with the RMS norm on, L* = ∞: saturates_within_depth fails, a "
+        "finding) and weights whose decaying modes shrink against the persistent one within "
+        "its L layers: a positive value_gain (D5's own instance: value_gain=0.8, gamma=0.8, "
+        "scale=0.3, L=32; a negative one, -1.5, makes them grow, L* = ∞); a named "
+        "nonlinearity (sigma='tanh', 'gelu', 'relu' or 'identity') and a mask whose frozen kernel "
+        "is diagonalisable (kernel_diagonalisable)"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` within D5's parameter bounds, with a named

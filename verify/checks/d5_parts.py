@@ -20,7 +20,7 @@ from ..measure import (
     relative_error,
     symbolic_agrees,
 )
-from ..verdict import Diagnostic, at_most
+from ..verdict import Diagnostic, at_most, not_evaluated
 from .d5_measurements import (
     Instance,
     Modes,
@@ -78,11 +78,6 @@ def reference_part(
         f"r_ref(l) ≤ {REFERENCE_R_REL}, and L* = the reference's first depth with r_ref ≤ τ",
     )
     return {"mode_data_match_reference": part}, figures
-
-
-def not_evaluated(why: str) -> Diagnostic:
-    """A part that the parameters exclude from this instance (holds; the reason is its value)."""
-    return Diagnostic(True, why, why)
 
 
 def saturation_figures(p: dict, modes: Modes, resp: Response, nonlinear) -> dict:

@@ -105,7 +105,7 @@ from ..measure import UNIT_ROUNDOFF
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow, LinearLoop
-from ..verdict import Diagnostic
+from ..verdict import Diagnostic, not_evaluated
 from .d7_spectrum import curves, gate_parts, margin_parts, rho_variation, token_block_structure
 
 FIXED_POINT_RTOL = 1e-10
@@ -272,8 +272,7 @@ def reference_part(inst) -> Diagnostic:
     """``jacobians_match_reference``: ``J`` and ``G`` against the reference's, in units of
     round-off relative to their largest entries."""
     if inst.J_ref is None:
-        why = "not evaluated: a user LinearLoop's J and G are its input"
-        return Diagnostic(True, why, why)
+        return not_evaluated("a user LinearLoop's J and G are its input")
     dev = {
         "J_units": jacobian_deviation(inst.J, inst.J_ref),
         "G_units": jacobian_deviation(inst.G, inst.G_ref) if np.any(inst.G_ref) else 0.0,
@@ -504,6 +503,16 @@ class D7(Claim):
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
     systems = (LinearLoop, DepthFlow)
+    system_terms = {
+        "LinearLoop": "ρ(J) < 1 (reference_contractive: J is the loop's Jacobian with the gate "
+        "closed, as given), and J + g·G not block lower-triangular with g-independent diagonal "
+        "blocks (gate_moves_spectrum: some entry of J above, or of G on or above, the "
+        "diagonal is non-zero; otherwise ρ(J + gG) = ρ(J) for every g)",
+        "DepthFlow": "gamma > 0 (reference_contractive: with the default gamma=0.0 the reference "
+        "layer's Jacobian has ρ(J) = 1; D7's own instance uses gamma=1.0), slow_mask='full' "
+        "(gate_moves_spectrum: with the default 'blockcausal' the gate cannot move the spectrum, "
+        "g_c = ∞, a finding), a named nonlinearity and T·d ≤ 96 (dense Jacobians)",
+    }
     system_replaces = (
         "T",
         "P",

@@ -390,6 +390,14 @@ class F1(Claim):
     )
     instance = Instance
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "a block-local mask with one closed class per block (fast_mask_block_local, "
+        "normally_hyperbolic: mask='block_causal' or 'block_bidirectional'), gamma > 0 "
+        "(first_order_correction_nonzero: with the default gamma=0.0 the manifold is exactly "
+        "invariant and there is no rate to measure; e.g. gamma=0.2), a smooth nonlinearity "
+        "(mlp_nonlinearity_smooth: sigma='tanh', 'gelu' or 'identity', not 'relu') and F1's "
+        "sizes (T ≤ 64, 2 ≤ P ≤ 4, d ≤ 4, L ≤ 16); any gate"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise)."""
