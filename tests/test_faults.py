@@ -780,16 +780,19 @@ def test_parameters_a_user_system_replaces_are_bad_input_and_left_out_of_the_ver
 class _ImplementationHypothesis(Claim):
     """A fake claim with one hypothesis of each kind of source: ``impl`` is measured through the
     implementation (``bug`` plants a bug that breaks it everywhere, ``break_impl`` an instance
-    that breaks it), ``given`` is read from the input (``break_given`` breaks it); ``raises``
-    makes the conclusion raise; ``size`` only changes the instance (4: the check cannot decide)."""
+    that breaks it), ``given`` is read from the input (``break_given`` breaks it, ``given_bug``
+    plants a bug in what decides it); ``raises`` makes the conclusion raise; ``fail_part`` makes
+    the conclusion fail; ``size`` only changes the instance (4: the check cannot decide)."""
 
     bug = False
+    given_bug = False
 
     id, title, abstract, statement = "X1", "fake", "fake", "fake"
     params = {
         "break_impl": Param(False, "the implementation breaks its own hypothesis"),
         "break_given": Param(False, "the input breaks a hypothesis"),
         "raises": Param(False, "the conclusion raises"),
+        "fail_part": Param(False, "the conclusion fails"),
         "size": Param(2, "a size", low=1, high=9),
     }
     hypotheses = {"impl": "measured through the implementation", "given": "read from the input"}
@@ -809,14 +812,18 @@ class _ImplementationHypothesis(Claim):
                 int(inst["break_impl"] or self.bug),
                 "0 required",
             ),
-            "given": Diagnostic(not inst["break_given"], int(inst["break_given"]), "0 required"),
+            "given": Diagnostic(
+                not (inst["break_given"] or self.given_bug),
+                int(inst["break_given"] or self.given_bug),
+                "0 required",
+            ),
         }
 
     def conclude(self, inst):
         if inst["raises"]:
             raise FloatingPointError("overflow in the conclusion")
         return Conclusion(
-            {"c": Diagnostic(True, 0.0, "0 required")},
+            {"c": Diagnostic(not inst["fail_part"], float(inst["fail_part"]), "0 required")},
             {},
             limits={"resolvable": Diagnostic(inst["size"] != 4, inst["size"], "size ≠ 4")},
         )
@@ -851,6 +858,38 @@ def test_outside_a_main_instance_or_from_the_input_a_violated_hypothesis_is_outs
     # a negative control stays outside the hypotheses, and fails as predicted only then
     v = fake.check(control="given_broken")
     assert v.outcome == "outside-hypotheses" and v.violated == ["given"]
+
+
+class _BuggyGiven(_ImplementationHypothesis):
+    given_bug = True
+
+
+def test_any_hypothesis_violated_on_a_main_instance_at_its_main_seed_is_a_failure_of_the_suite():
+    """Issue 35: a declared main instance at its main seed (0: ``fastslow check ID``) is built to
+    satisfy every hypothesis, so a violated one, whatever its source (here ``input``; a reference
+    or a theory function deciding it wrongly alike), is ``fails`` with the hypothesis named, not
+    ``outside-hypotheses`` (exit 4). At another seed (a fresh random draw) it stays outside; user
+    parameters and negative controls stay outside."""
+    fake = _BuggyGiven()
+    for params in ({}, {"size": 3}):
+        v = fake.check(params)
+        assert v.outcome == "fails" and v.exit_code == 1 and v.violated == ["given"], v.summary()
+        assert v.reason().startswith("failure of the suite") and "given" in v.reason()
+        assert "failure of the suite: given" in v.notes[0]
+    assert fake.check({}, seed=11).outcome == "outside-hypotheses"
+    assert fake.check({"size": 5}).outcome == "outside-hypotheses"
+    assert fake.check(control="given_broken").outcome == "outside-hypotheses"
+    raising = type("_GivenRaising", (_BuggyGiven,), {"main_instances": ({"raises": True},)})()
+    v = raising.check({"raises": True})
+    assert v.outcome == "fails" and v.error["type"] == "FloatingPointError"
+
+
+def test_a_limit_never_hides_a_failed_part_of_the_conclusion():
+    """A part of the conclusion that does not hold decides the verdict (``fails``) even where a
+    limit of the check is also hit; the limit is still reported."""
+    v = _ImplementationHypothesis().check({"size": 4, "fail_part": True})
+    assert v.outcome == "fails" and v.failed_parts == ["c"] and v.unresolved == ["resolvable"]
+    assert v.reason().startswith("conclusion fails: c")
 
 
 def test_a_limit_of_the_check_makes_the_outcome_undecided_never_fails():

@@ -25,13 +25,18 @@ instance of it as ``CLAIM``. The class declares, in one place,
 * ``holds``: every hypothesis diagnostic holds and every part of the conclusion holds;
 * ``fails``: the hypotheses hold and some part of the conclusion does not (a counterexample);
 * ``outside-hypotheses``: some hypothesis diagnostic does not hold (the conclusion is still
-  computed and reported, so a negative control shows it failing). Except on a main instance: there
-  a hypothesis measured through the implementation that does not hold is a failure of the suite,
-  and the outcome is ``fails`` (:meth:`Claim.suite_faults`);
-* ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
-  declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
-  tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
-  reached) does not hold. A limit of the check is never a hypothesis and never ``fails``;
+  computed and reported, so a negative control shows it failing). Except on a declared main
+  instance, which is built to satisfy its hypotheses: there a violated hypothesis is a failure of
+  the suite, and the outcome is ``fails`` with the hypothesis named (:meth:`Claim.suite_faults`:
+  whatever its source at the main seeds, :attr:`Claim.main_seeds`; one measured through the
+  implementation at any seed). User systems, user parameters and negative controls keep
+  ``outside-hypotheses``;
+* ``undecided``: the hypotheses hold, every part of the conclusion holds, but the check's own
+  numerics cannot decide this instance: a declared limit of the check (:attr:`Claim.limits`:
+  integrators disagreeing beyond what their tolerances allow, no asymptotic window above the
+  accuracy floor, an accuracy asked for and not reached) does not hold. A limit of the check is
+  never a hypothesis and never ``fails``, and it never hides a part of the conclusion that fails:
+  a part that does not hold is decided (``fails``) whatever the limits say;
 * ``error``: the check raised on a valid input (``LinAlgError``, ``FloatingPointError``, a failed
   integration, ...). The exception is part of the verdict; it is never called bad input, and it
   is kept in the verdict whatever the outcome.
@@ -132,8 +137,8 @@ class Claim:
     hypothesis_sources: ClassVar[Mapping[str, str]] = {}
     """``{hypothesis: source}``, one of :data:`~verify.verdict.SOURCES` per hypothesis: how it is
     decided (from the inputs, from ``theory/``, from a reference written from the formulas, or
-    through the implementation under test). An ``implementation`` hypothesis violated on a
-    declared main instance is a failure of the suite (:meth:`decide`)."""
+    through the implementation under test). A hypothesis violated on a declared main instance is
+    a failure of the suite (:meth:`suite_faults`)."""
     conclusion: ClassVar[Mapping[str, str]] = {}
     limits: ClassVar[Mapping[str, str]] = {}
     """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
@@ -162,7 +167,15 @@ class Claim:
     """The claim's declared main instances, as overrides of the defaults (``{}``: the defaults),
     each on every seed: instances built to satisfy the hypotheses. On them a hypothesis measured
     through the implementation that does not hold is a failure of the suite (outcome ``fails``),
-    never ``outside-hypotheses``."""
+    never ``outside-hypotheses``; at the :attr:`main_seeds` so is a hypothesis of any source."""
+
+    main_seeds: ClassVar[tuple[int, ...]] = (0,)
+    """The seeds at which the main instances are declared outright (``fastslow check ID`` with no
+    parameters runs seed 0): there every hypothesis, whatever its source (a reference, theory, the
+    inputs), is known to hold, so a violated one is a defect of the suite, not of the instance.
+    At other seeds a main instance draws its random parts afresh and may leave a hypothesis that
+    is not measured through the implementation (a random start outside the basin): those seeds
+    stay ``outside-hypotheses``."""
 
     sweep_instance: ClassVar[Mapping] = {}
     """The main instance (one of :attr:`main_instances`) that the thorough seed sweep decides on
@@ -425,7 +438,7 @@ class Claim:
                 if outside
                 else []
             )
-            faults = self.suite_faults(p, hyps, control, system)
+            faults = self.suite_faults(p, hyps, control, system, seed)
             if faults:
                 notes.insert(0, self._fault_note(faults))
             return Verdict(
@@ -444,13 +457,13 @@ class Claim:
             )
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
+        elif not all(d.holds for d in parts.values()):
+            outcome = "fails"  # decided: a limit of the check does not hide a failed part
         elif not all(d.holds for d in limits.values()):
             outcome = "undecided"
-        elif all(d.holds for d in parts.values()):
-            outcome = "holds"
         else:
-            outcome = "fails"
-        faults = self.suite_faults(p, hyps, control, system)
+            outcome = "holds"
+        faults = self.suite_faults(p, hyps, control, system, seed)
         notes = list(concl.notes)
         if faults:
             outcome = "fails"
@@ -477,17 +490,22 @@ class Claim:
         defaults = self.defaults()
         return any(dict(p) == {**defaults, **main} for main in self.main_instances)
 
-    def suite_faults(self, p: Mapping, hyps: Mapping, control=None, system=None) -> list[str]:
-        """The hypotheses measured through the implementation (source ``implementation``) that
-        do not hold on a declared main instance (:attr:`main_instances`, no control, no user
-        system). The instance was built to satisfy them, so each is a failure of the suite: the
-        code under test, not the instance, broke the hypothesis, and the outcome is ``fails``."""
+    def suite_faults(
+        self, p: Mapping, hyps: Mapping, control=None, system=None, seed: int | None = None
+    ) -> list[str]:
+        """The hypotheses that do not hold on a declared main instance (:attr:`main_instances`,
+        no control, no user system): at a main seed (:attr:`main_seeds`) every violated
+        hypothesis, whatever its source; at other seeds those measured through the implementation
+        (source ``implementation``). The instance was built to satisfy them, so each is a failure
+        of the suite (the code under test, a reference or a theory function broke it, not the
+        instance), and the outcome is ``fails``."""
         if control is not None or system is not None or not self.is_main_instance(p):
             return []
+        any_source = seed in self.main_seeds
         return [
             k
             for k, d in hyps.items()
-            if not d.holds and self.hypothesis_sources.get(k) == "implementation"
+            if not d.holds and (any_source or self.hypothesis_sources.get(k) == "implementation")
         ]
 
     @staticmethod
@@ -495,8 +513,7 @@ class Claim:
         return (
             "failure of the suite: "
             + ", ".join(faults)
-            + " (measured through the implementation) does not hold on a declared main instance, "
-            "built to satisfy it"
+            + " does not hold on a declared main instance, built to satisfy it"
         )
 
     def _sources(self, hyps: Mapping) -> dict:
