@@ -68,6 +68,7 @@ from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_
 from .cost_model import seconds
 from .json_values import jsonable
 from .params import Order, Param
+from .registry import claims_for
 from .suggest import did_you_mean
 from .verdict import Diagnostic, Verdict, short
 
@@ -331,8 +332,6 @@ class Claim:
         this claim checks (:attr:`systems`). A claim with limits of its own on a kind (sizes)
         extends this."""
         if not isinstance(system, self.systems):
-            from .registry import claims_for  # deferred: the registry imports the claim units
-
             ids = ", ".join(claims_for(system)) or "none yet"
             raise ValueError(
                 f"{self.id} cannot be checked on a {type(system).__name__}; claims that can: {ids}"
