@@ -797,8 +797,9 @@ class _ImplementationHypothesis(Claim):
     }
     hypotheses = {"impl": "measured through the implementation", "given": "read from the input"}
     hypothesis_sources = {"impl": "implementation", "given": "input"}
-    conclusion = {"c": "holds"}
+    conclusion = {"c": "holds", "g": "holds where resolvable"}
     limits = {"resolvable": "the check resolves the instance"}
+    limit_governs = {"resolvable": ("g",)}
     controls = (Control("given_broken", {"break_given": True}, "given", "breaks given"),)
     main_instances = ({}, {"size": 3})
 
@@ -823,7 +824,10 @@ class _ImplementationHypothesis(Claim):
         if inst["raises"]:
             raise FloatingPointError("overflow in the conclusion")
         return Conclusion(
-            {"c": Diagnostic(not inst["fail_part"], float(inst["fail_part"]), "0 required")},
+            {
+                "c": Diagnostic(not inst["fail_part"], float(inst["fail_part"]), "0 required"),
+                "g": Diagnostic(inst["size"] != 4, inst["size"], "size ≠ 4"),
+            },
             {},
             limits={"resolvable": Diagnostic(inst["size"] != 4, inst["size"], "size ≠ 4")},
         )
@@ -886,10 +890,23 @@ def test_any_hypothesis_violated_on_a_main_instance_at_its_main_seed_is_a_failur
 
 def test_a_limit_never_hides_a_failed_part_of_the_conclusion():
     """A part of the conclusion that does not hold decides the verdict (``fails``) even where a
-    limit of the check is also hit; the limit is still reported."""
-    v = _ImplementationHypothesis().check({"size": 4, "fail_part": True})
-    assert v.outcome == "fails" and v.failed_parts == ["c"] and v.unresolved == ["resolvable"]
-    assert v.reason().startswith("conclusion fails: c")
+    limit of the check is also hit, unless that limit governs it (``limit_governs``: ``g`` cannot
+    be decided where ``resolvable`` does not hold); the limit is still reported."""
+    fake = _ImplementationHypothesis()
+    v = fake.check({"size": 4, "fail_part": True})
+    assert v.outcome == "fails" and v.failed_parts == ["c", "g"] and v.unresolved == ["resolvable"]
+    assert fake.decided_failures(v.conclusion, v.limits) == ["c"]
+    v = fake.check({"size": 4})
+    assert v.outcome == "undecided" and v.failed_parts == ["g"], v.summary()
+
+
+def test_every_claims_limit_governs_declared_limits_and_parts():
+    from fastslow.verify.registry import CLAIMS
+
+    for cid, unit in CLAIMS.items():
+        for limit, parts in unit.limit_governs.items():
+            assert limit in unit.limits, (cid, limit)
+            assert set(parts) <= set(unit.conclusion), (cid, parts)
 
 
 def test_a_limit_of_the_check_makes_the_outcome_undecided_never_fails():

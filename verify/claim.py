@@ -31,12 +31,12 @@ instance of it as ``CLAIM``. The class declares, in one place,
   whatever its source at the main seeds, :attr:`Claim.main_seeds`; one measured through the
   implementation at any seed). User systems, user parameters and negative controls keep
   ``outside-hypotheses``;
-* ``undecided``: the hypotheses hold, every part of the conclusion holds, but the check's own
-  numerics cannot decide this instance: a declared limit of the check (:attr:`Claim.limits`:
-  integrators disagreeing beyond what their tolerances allow, no asymptotic window above the
-  accuracy floor, an accuracy asked for and not reached) does not hold. A limit of the check is
-  never a hypothesis and never ``fails``, and it never hides a part of the conclusion that fails:
-  a part that does not hold is decided (``fails``) whatever the limits say;
+* ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
+  declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
+  tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
+  reached) does not hold. A limit of the check is never a hypothesis and never ``fails``, and it
+  hides only the parts of the conclusion it governs (:attr:`Claim.limit_governs`): any other
+  part that fails is decided (``fails``) whatever the limits say;
 * ``error``: the check raised on a valid input (``LinAlgError``, ``FloatingPointError``, a failed
   integration, ...). The exception is part of the verdict; it is never called bad input, and it
   is kept in the verdict whatever the outcome.
@@ -145,6 +145,12 @@ class Claim:
     """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
     instance (not hypotheses of the statement); :meth:`conclude` returns one
     :class:`Diagnostic` per limit in ``Conclusion.limits``."""
+    limit_governs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """``{limit: (part, …)}``: the parts of the conclusion that a limit of the check governs, i.e.
+    that cannot be decided when the limit does not hold (a rate part when no asymptotic window is
+    resolvable, a comparison with a finite difference below its rounding). Only those may fail
+    behind a limit that does not hold (outcome ``undecided``); any other part that fails decides
+    the verdict (``fails``) whatever the limits say (:meth:`decide`)."""
     orders: ClassVar[tuple[Order, ...]] = ()
     """Orders between parameters known before any work (``y_min ≤ y0 ≤ y_max``, ``s_min <
     s_max``, a strictly increasing tuple), checked by :meth:`resolve`: a violated one is bad input.
@@ -456,8 +462,8 @@ class Claim:
             )
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
-        elif not all(d.holds for d in parts.values()):
-            outcome = "fails"  # decided: a limit of the check does not hide a failed part
+        elif self.decided_failures(parts, limits):
+            outcome = "fails"  # a limit of the check hides only the parts it governs
         elif not all(d.holds for d in limits.values()):
             outcome = "undecided"
         else:
@@ -483,6 +489,17 @@ class Claim:
             limits=limits,
             sources=self._sources(hyps),
         )
+
+    def decided_failures(self, parts: Mapping, limits: Mapping) -> list[str]:
+        """The parts of the conclusion that fail and that no limit not holding governs
+        (:attr:`limit_governs`): each is a decided counterexample, whatever the limits say."""
+        hidden = {
+            part
+            for limit, d in limits.items()
+            if not d.holds
+            for part in self.limit_governs.get(limit, ())
+        }
+        return [k for k, d in parts.items() if not d.holds and k not in hidden]
 
     def is_main_instance(self, p: Mapping) -> bool:
         """``p`` (resolved parameters) is one of the claim's :attr:`main_instances`."""

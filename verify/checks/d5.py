@@ -167,6 +167,7 @@ class D5(Claim):
         "is at most fd_tol times the response (max of ‖δX_L‖ and the difference's size): else "
         "nonlinear_matches_linear cannot be decided at fd_tol",
     }
+    limit_governs = {"nonlinear_response_resolved": ("nonlinear_matches_linear",)}
     hypothesis_sources = {
         "saturates_within_depth": "reference",
         "sigma_smooth_where_differenced": "implementation",

@@ -183,6 +183,13 @@ OTHER_METHOD = {"radau": "rosw", "rosw": "radau"}
 """The method that cross-checks each one."""
 
 USER_FLOW_LIMITS = ("T", "P", "d", "L", "gamma", "gate", "scale")
+RATE_PARTS = (
+    "leading_order_error_O_eps",
+    "first_order_error_O_eps2",
+    "first_order_better_at_every_eps",
+)
+"""The parts measured on the ε ladder: undecidable where no asymptotic window is resolvable (the
+limits ``asymptotic_regime_resolvable`` and ``rates_resolved``)."""
 """the fields of your DepthFlow checked against the bounds of F1's parameters of the same name
 (the cost of the symbolic derivation and of the stiff full flows)."""
 
@@ -360,6 +367,12 @@ class F1(Claim):
         "attraction_rate_resolvable": "the slowest mode's deviation from a generic start reaches "
         "the fit band (1e-6 … 1e-2 of its start) with ≥ 3 samples before the first layer ends "
         "(a start metastable through the layer leaves no rate to fit)",
+    }
+    limit_governs = {
+        "asymptotic_regime_resolvable": RATE_PARTS,
+        "rates_resolved": RATE_PARTS,
+        "reference_integrators_agree": ("integrators_agree_with_reference",),
+        "attraction_rate_resolvable": ("attraction_rate",),
     }
     controls = (
         Control(
