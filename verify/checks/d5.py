@@ -95,6 +95,7 @@ from .d5_parts import (
     brute_force_parts,
     coarse_stack_part,
     kernel_constant_part,
+    named_spectra_part,
     reference_part,
     saturation_figures,
     saturation_parts,
@@ -188,6 +189,9 @@ class D5(Claim):
         "mode_data_match_reference": "the distinct eigenvalues used are the exact ones, r(l) "
         f"agrees with the reference's to {REFERENCE_R_REL} relative for l ≤ L*, and L* is the "
         "reference's",
+        "named_spectra_match_reference": "every named mask at small (T, P): the closed-form "
+        "eigenvalues, multiplicities and spectral projectors the engine uses equal the "
+        "reference's exact spectrum of the explicitly built kernel",
         "coarse_stack_exact": "block-local fast mask (no entry outside the diagonal blocks): "
         "stack(U Y_0) = U coarse_stack(Y_0) and the output is block-constant, "
         "both ≤ tol + 10·(the stack's relative response to a rounding-size input change) relative",
@@ -274,6 +278,7 @@ class D5(Claim):
             brute_force_parts(inst, modes),
             kernel_constant_part(inst, modes),
             coarse_stack_part(inst),
+            named_spectra_part(),
             reference_part(
                 inst, modes, *(getattr(inst, "reference", None) or reference_mode_ratio(inst))
             ),
