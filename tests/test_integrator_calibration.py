@@ -1,6 +1,8 @@
 """Error control of the four integrators, calibrated on problems with known solutions.
 
-Three oracles, none of them the code under test:
+Three oracles, none of them the code under test (the first two are
+:mod:`verify.integrator_calibration`, which claims F1 and D2 also run as their part
+``error_control_calibrated``):
 
 1. **The error estimate of one step**, from the threshold tolerance: a first step of length ``h``
    (span ``h``, ``atol`` negligible) is accepted iff ``‖est/max(|y₀|, |y₁|)‖_RMS ≤ rtol``, so the
@@ -27,102 +29,36 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.integrate as si
 import scipy.linalg
 
 from fastslow.numerics.integrators import integrate
-from fastslow.numerics.integrators import tableaux as tb
+from fastslow.verify import integrator_calibration as cal
 
-IMPLICIT = ("radau", "rosw")
-SCIPY = {"dopri5": si.RK45, "dop853": si.DOP853, "radau": si.Radau}
-ATOL = 1e-300
-"""Negligible against ``rtol·|y|``: the scaled norm is then exactly proportional to ``1/rtol``."""
+IMPLICIT = cal.IMPLICIT
 
 
-def _linear(n=3, seed=0):
-    rng = np.random.default_rng(seed)
-    A = 0.5 * rng.standard_normal((n, n)) - np.eye(n)
-    return A, rng.standard_normal(n)
-
-
-def _ours_accepts(method, A, y0, h, rtol):
-    kw = {"jac": lambda t, y: A} if method in IMPLICIT else {}
-    r = integrate(
-        lambda t, y: A @ y, (0.0, h), y0, method=method, rtol=rtol, atol=ATOL, first_step=h, **kw
-    )
-    assert r.success
-    return r.nreject == 0
-
-
-def _scipy_accepts(method, A, y0, h, rtol):
-    kw = {"jac": A} if method == "radau" else {}
-    s = SCIPY[method](lambda t, y: A @ y, 0.0, y0, h, rtol=rtol, atol=ATOL, first_step=h, **kw)
-    s.step()
-    return s.t == h
-
-
-def _threshold(accepts, *args) -> float:
-    """The smallest ``rtol`` at which the first step is accepted (bisection in ``log10 rtol``)."""
-    lo, hi = -13.0, 2.0
-    assert accepts(*args, 10.0**hi) and not accepts(*args, 10.0**lo)
-    for _ in range(44):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if accepts(*args, 10.0**mid) else (mid, hi)
-    return 10.0**hi
-
-
-@pytest.mark.parametrize("method", ["dopri5", "dop853", "radau"])
-@pytest.mark.parametrize(("n", "h"), [(3, 0.2), (3, 0.5), (11, 0.3)])
-def test_one_step_error_estimate_equals_scipys(method, n, h):
-    """Our threshold tolerance equals SciPy's to 1e-6 relative (measured: 2e-8 or better); ``n =
-    11`` takes the eight-lane loops and the scalar tail."""
-    A, y0 = _linear(n)
-    with np.errstate(all="ignore"):
-        ours = _threshold(_ours_accepts, method, A, y0, h)
-        ref = _threshold(_scipy_accepts, method, A, y0, h)
-    assert ours == pytest.approx(ref, rel=1e-6), (ours, ref)
-
-
-def _rosw_estimate_norm(A, y0, h) -> float:
-    """``‖(R − R̂)(hA)y₀ / max(|y₀|, |y₁|)‖_RMS`` from the stability functions of the tableau: the
-    stages ``K`` of a Rosenbrock method with ``W = A`` on ``y' = Ay`` solve
-    ``(I − (α + Γ) ⊗ hA) K = 1 ⊗ hAy₀``, ``y₁ = y₀ + Σ b_i K_i``, ``ŷ₁ = y₀ + Σ b̂_i K_i``."""
-    n, s = y0.size, tb.ROS_B.size
-    Z = h * A
-    M = np.eye(s * n) - np.kron(tb.ROS_ALPHA + tb.ROS_GAMMA_MATRIX, Z)
-    K = np.linalg.solve(M, np.tile(Z @ y0, s)).reshape(s, n)
-    y1 = y0 + tb.ROS_B @ K
-    est = (tb.ROS_B - tb.ROS_BHAT) @ K
-    return float(np.sqrt(np.mean((est / np.maximum(abs(y0), abs(y1))) ** 2)))
-
-
-@pytest.mark.parametrize(("n", "h"), [(3, 0.05), (3, 0.5), (11, 0.2)])
-def test_one_step_rosenbrock_estimate_equals_the_stability_functions(n, h):
-    """ROS34PW2's threshold tolerance equals the norm of ``(R − R̂)(hA)y₀`` to 1e-6 relative."""
-    A, y0 = _linear(n)
-    ours = _threshold(_ours_accepts, "rosw", A, y0, h)
-    assert ours == pytest.approx(_rosw_estimate_norm(A, y0, h), rel=1e-6)
+@pytest.mark.parametrize("method", ["dopri5", "dop853", "radau", "rosw"])
+@pytest.mark.parametrize(("n", "h"), [(3, 0.05), (3, 0.2), (3, 0.5), (11, 0.3)])
+def test_one_step_error_estimate_equals_the_oracles(method, n, h):
+    """Our threshold tolerance equals SciPy's (DOPRI5, DOP853, Radau IIA) or the norm of
+    ``(R − R̂)(hA)y₀`` (ROS34PW2) to 1e-6 relative (measured: 2e-8 or better); ``n = 11`` takes the
+    eight-lane loops and the scalar tail. (DOP853 at ``h = 0.05`` sits at SciPy's ``rtol`` floor
+    2.2e-14 and is skipped.)"""
+    if method == "dop853" and h < 0.1:
+        pytest.skip("the estimate is below SciPy's smallest rtol")
+    assert cal.estimate_deviation(method, n, h) <= cal.THRESHOLD_REL
 
 
 @pytest.mark.parametrize("method", ["dopri5", "dop853", "radau", "rosw"])
 def test_identical_copies_take_the_same_steps(method):
-    """``k = 16`` identical copies of a 3-dimensional system take the steps of one copy: same
-    accepted and rejected steps, and the same solution (to rounding)."""
-    A, y0 = _linear(seed=4)
-    big = np.kron(np.eye(16), A)
-    runs = []
-    for M, y in ((A, y0), (big, np.tile(y0, 16))):
-        kw = {"jac": lambda t, y, M=M: M} if method in IMPLICIT else {}
-        runs.append(
-            integrate(
-                lambda t, y, M=M: M @ y, (0.0, 3.0), y, method=method, rtol=1e-6, atol=1e-9, **kw
-            )
-        )
-    one, many = runs
-    assert (one.nsteps, one.nreject) == (many.nsteps, many.nreject)
-    np.testing.assert_allclose(
-        many.y[:, -1].reshape(16, 3), np.tile(one.y[:, -1], (16, 1)), rtol=1e-12, atol=1e-15
-    )
+    """16 identical copies of a 3-dimensional system take the steps of one copy: same accepted
+    and rejected steps, and the same solution (to rounding)."""
+    assert cal.copies_take_the_same_steps(method)
+
+
+def test_the_claims_error_control_part_holds_for_every_method():
+    part = cal.error_control_part(("dopri5", "dop853", "radau", "rosw"))
+    assert part.holds, part.value
 
 
 # --------------------------------------------------------------------------- proportionality
