@@ -107,6 +107,11 @@ GRID_FRACTION = 0.9
 GRID_LIMIT = 10.0
 """The gates of ``min_slow_risk_constant`` fill ``|g| ≤ 0.9·min(m(J)/‖G‖, 10)`` (stable)."""
 
+SCIPY_REL = 1e-10
+"""The claim's intervals and t statistic agree with SciPy's to this (both exact formulas; they
+differ by rounding only)."""
+
+
 EMPIRICAL_CURVES = 4
 """The empirical ``min_w R(g)`` curves are those of the first four training sets."""
 
@@ -188,12 +193,14 @@ def gradient_parts(inst: Instance) -> tuple[dict, dict]:
     p, toy = inst.p, inst.toy
     gi = per_sequence_gate_gradient(toy, sample(toy, p["n_grad"], inst.rho, inst.s_grad), p["w0"])
     z = mean_interval(gi, 0.95)["z"]
+    z_scipy = float(stats.ttest_1samp(gi, 0.0).statistic)
     z_max = normal_quantile(per_test_level(p))
     dg, dw = risk_gradient(toy, inst.pop, 0.0, p["w0"])
     figures = {
         "grad_g_at_0_mean": float(gi.mean()),
         "grad_g_at_0_z": z,
         "grad_g_at_0_z_max": z_max,
+        "grad_g_at_0_z_scipy": z_scipy,
         "grad_g_at_0_population": dg,
         "grad_w_at_0_population": dw,
     }
@@ -218,10 +225,12 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
     g = np.asarray(res.g)
     gm, gsd = float(g.mean()), float(g.std(ddof=1))
     half = mean_interval(g, 1 - level)["half"]
+    scipy_cis = [stats.ttest_1samp(g, 0.0).confidence_interval(1 - level)]
     test = stack_moments(sampled_moments(toy, p["n_test"], inst.rho, inst.test_seeds))
     r_frozen = np.asarray(test.Q)
     gap = np.asarray(risk(toy, test, res.g, res.w)) - r_frozen
     gap_half = mean_interval(gap, 0.95)["half"]
+    scipy_cis.append(stats.ttest_1samp(gap, 0.0).confidence_interval(0.95))
     run_sd = float(r_frozen.std(ddof=1))
     figures = {
         "learned_gate_mean": gm,
@@ -245,6 +254,7 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
             figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1"
         ),
     }
+    figures["intervals_scipy"] = [(float(c.low), float(c.high)) for c in scipy_cis]
     return parts, figures
 
 
@@ -270,6 +280,23 @@ def rms_decay_slope(grid, gg, level: float) -> dict:
         "ci": (slope - sh, slope + sh),
         "kurtosis": kurtosis,
         "se_residuals": fit["stderr"],
+    }
+
+
+def scipy_part(figures: dict) -> dict:
+    """``statistics_match_scipy``: the learned gate's and the ablation gap's t-intervals and the
+    gradient's t statistic (:func:`verify.measure.mean_interval`) against SciPy's one-sample t test
+    on the same samples (recorded by :func:`gradient_parts` and :func:`learned_gate_parts`)."""
+    ours = [figures["learned_gate_ci"], figures["ablation_gap_ci"]]
+    pairs = [(a, b) for o, t in zip(ours, figures["intervals_scipy"]) for a, b in zip(o, t)]
+    pairs.append((figures["grad_g_at_0_z"], figures["grad_g_at_0_z_scipy"]))
+    dev = max(abs(a - b) / max(abs(b), 1e-300) for a, b in pairs)
+    return {
+        "statistics_match_scipy": Diagnostic(
+            bool(dev <= SCIPY_REL),
+            dev,
+            f"max relative deviation from scipy.stats.ttest_1samp ≤ {SCIPY_REL:g}",
+        )
     }
 
 
@@ -494,6 +521,9 @@ class D9(Claim):
         "gradient_consistent_with_zero": "|z| of the mean per-sequence gate gradient below the "
         "two-sided normal critical value at alpha/3",
         "gate_ci_contains_zero": "the (1 − alpha/3) t-interval of the mean learned gate contains 0",
+        "statistics_match_scipy": "the t-intervals (learned gate, ablation gap) and the gradient's "
+        "t statistic equal SciPy's one-sample t test (ttest_1samp, its confidence_interval) to "
+        f"{SCIPY_REL:g} relative",
         "gate_shrinks_like_inv_sqrt_n": "the (1 − alpha/3) interval of the log–log slope of RMS "
         "gate vs n (standard error from the RMS's sampling noise) contains −0.5 and lies below 0",
         "min_slow_risk_constant": "population spread of min_w R(g) ≤ 1e-12 and empirical spread "
@@ -585,6 +615,7 @@ class D9(Claim):
         ):
             parts.update(more_parts)
             figures.update(more_figures)
+        parts.update(scipy_part(figures))
         return Conclusion(
             parts,
             figures,
