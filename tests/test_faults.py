@@ -900,6 +900,31 @@ def test_a_limit_never_hides_a_failed_part_of_the_conclusion():
     assert v.outcome == "undecided" and v.failed_parts == ["g"], v.summary()
 
 
+class _Instrumented(_ImplementationHypothesis):
+    """The fake with an instrument checked before the conclusion (``check_instruments``)."""
+
+    conclusion = {**_ImplementationHypothesis.conclusion, "instr": "the instrument is right"}
+    broken_instrument = False
+
+    def check_instruments(self, inst):
+        return {"instr": Diagnostic(not self.broken_instrument, 0, "0 required")}
+
+
+def test_an_instrument_shown_wrong_decides_fails_even_when_the_conclusion_then_raises():
+    """An instrument part (computed before ``conclude``) that fails decides ``fails``; when the
+    conclusion then raises (the broken instrument's run fails), the outcome is still ``fails``
+    with the exception kept, not ``error``. A correct instrument leaves the exception an error."""
+    assert _Instrumented().check({}).outcome == "holds"
+    broken = type("_Broken", (_Instrumented,), {"broken_instrument": True})()
+    v = broken.check({})
+    assert v.outcome == "fails" and v.failed_parts == ["instr"], v.summary()
+    v = broken.check({"raises": True})
+    assert v.outcome == "fails" and v.failed_parts == ["instr"], v.summary()
+    assert v.error["type"] == "FloatingPointError"
+    assert any("instrument shown wrong: instr" in n for n in v.notes)
+    assert _Instrumented().check({"raises": True}).outcome == "error"
+
+
 def test_every_claims_limit_governs_declared_limits_and_parts():
     from fastslow.verify.registry import CLAIMS
 

@@ -193,6 +193,14 @@ class Claim:
     :meth:`build`."""
 
     # -- to implement -------------------------------------------------------------------------
+    def check_instruments(self, inst) -> dict:
+        """Parts of the conclusion that check an instrument the conclusion relies on (an
+        integrator's error control, an optimiser, a statistic) against an oracle, computed before
+        :meth:`conclude` (default: none). When :meth:`conclude` then raises and one of them does
+        not hold, the outcome is ``fails``: the instrument is shown wrong, and the exception it
+        caused is kept in the verdict, never a quiet ``error``."""
+        return {}
+
     def build(self, p: dict, seed: int):
         """The seeded instance of the resolved parameters ``p`` (default: ``instance(p, seed)``)."""
         if self.instance is None:
@@ -420,13 +428,17 @@ class Claim:
         replaced = self.replaced_by(system)
         shown = {k: v for k, v in p.items() if k not in replaced}
         hyps: dict = {}
+        instruments: dict = {}
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
             with np.errstate(over="raise", invalid="raise"):
                 inst = self.build(p, seed) if system is None else self.build_system(p, seed, system)
                 hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis", "hypotheses")
+                instruments = dict(self.check_instruments(inst))
                 concl = self.conclude(inst)
-                parts = self._named(concl.parts, self.conclusion, "conclusion part")
+                parts = self._named(
+                    {**concl.parts, **instruments}, self.conclusion, "conclusion part"
+                )
                 limits = self._named(concl.limits, self.limits, "limit")
         except (KeyboardInterrupt, SystemExit, PendingClaim):
             raise
@@ -446,11 +458,17 @@ class Claim:
             faults = self.suite_faults(p, hyps, control, system, seed)
             if faults:
                 notes.insert(0, self._fault_note(faults))
+            broken = [k for k, d in instruments.items() if not d.holds]
+            if broken:
+                notes.append(
+                    f"instrument shown wrong: {', '.join(broken)}; the conclusion could not be "
+                    f"evaluated: {error['type']}: {error['message']}"
+                )
             return Verdict(
                 self.id,
-                "fails" if faults else "outside-hypotheses" if outside else "error",
+                "fails" if faults or broken else "outside-hypotheses" if outside else "error",
                 hyps,
-                {},
+                {k: d for k, d in instruments.items() if isinstance(d, Diagnostic)},
                 {},
                 shown,
                 seed,

@@ -409,6 +409,11 @@ class D2(Claim):
             ),
         }
 
+    def check_instruments(self, inst):
+        """The reference integrator DOPRI5's error control against SciPy's, before the flow it
+        integrates is compared with the stacks."""
+        return {"error_control_calibrated": error_control_part(("dopri5",))}
+
     def conclude(self, inst):
         p = inst.p
         parts, figures, reference = {}, {"ladder": list(inst.ladder)}, {}
@@ -416,7 +421,6 @@ class D2(Claim):
             rate, reference[name] = measured_rate(inst, name)
             figures.update(rate_figures(name, rate, p["window"]))
             parts.update(rate_parts(name, rate, p))
-        parts["error_control_calibrated"] = error_control_part(("dopri5",))
         figures["max_abs_hL_minus_one"] = float(
             max(abs(m.config.h * m.L - 1.0) for m in inst.stacks)
         )

@@ -56,11 +56,7 @@ window of :data:`ORDER_WINDOW` points."""
 ORDER_WINDOW = 4
 
 
-INTEGRATOR_PARTS = (
-    "integrators_agree_with_reference",
-    "integrators_achieve_their_order",
-    "error_control_calibrated",
-)
+INTEGRATOR_PARTS = ("integrators_agree_with_reference", "integrators_achieve_their_order")
 """The parts that verify the integrator under test (when one fails, the check has decided)."""
 
 
