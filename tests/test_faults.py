@@ -906,7 +906,7 @@ class _Instrumented(_ImplementationHypothesis):
     conclusion = {**_ImplementationHypothesis.conclusion, "instr": "the instrument is right"}
     broken_instrument = False
 
-    def check_instruments(self, inst):
+    def check_instruments(self, p):
         return {"instr": Diagnostic(not self.broken_instrument, 0, "0 required")}
 
 

@@ -193,12 +193,13 @@ class Claim:
     :meth:`build`."""
 
     # -- to implement -------------------------------------------------------------------------
-    def check_instruments(self, inst) -> dict:
-        """Parts of the conclusion that check an instrument the conclusion relies on (an
-        integrator's error control, an optimiser, a statistic) against an oracle, computed before
-        :meth:`conclude` (default: none). When :meth:`conclude` then raises and one of them does
-        not hold, the outcome is ``fails``: the instrument is shown wrong, and the exception it
-        caused is kept in the verdict, never a quiet ``error``."""
+    def check_instruments(self, p: dict) -> dict:
+        """Parts of the conclusion that check an instrument the check relies on (an integrator's
+        error control, an optimiser, a statistic) against an oracle, from the parameters alone,
+        before the instance is built (default: none). When building, diagnosing or concluding
+        then raises and one of them does not hold, the outcome is ``fails``: the instrument is
+        shown wrong, and the exception it caused is kept in the verdict, never a quiet
+        ``error``."""
         return {}
 
     def build(self, p: dict, seed: int):
@@ -432,9 +433,9 @@ class Claim:
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
             with np.errstate(over="raise", invalid="raise"):
+                instruments = dict(self.check_instruments(p))
                 inst = self.build(p, seed) if system is None else self.build_system(p, seed, system)
                 hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis", "hypotheses")
-                instruments = dict(self.check_instruments(inst))
                 concl = self.conclude(inst)
                 parts = self._named(
                     {**concl.parts, **instruments}, self.conclusion, "conclusion part"

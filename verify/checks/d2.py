@@ -409,7 +409,7 @@ class D2(Claim):
             ),
         }
 
-    def check_instruments(self, inst):
+    def check_instruments(self, p):
         """The reference integrator DOPRI5's error control against SciPy's, before the flow it
         integrates is compared with the stacks."""
         return {"error_control_calibrated": error_control_part(("dopri5",))}

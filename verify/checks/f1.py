@@ -485,7 +485,7 @@ class F1(Claim):
     def diagnose(self, inst):
         return {name: fn(inst) for name, (_, fn) in HYPOTHESIS_DIAGNOSTICS.items()}
 
-    def check_instruments(self, inst):
+    def check_instruments(self, p):
         """Radau IIA's and ROS34PW2's error control against their oracles, before the runs that
         rely on it (a broken estimate would otherwise end the runs in an exception)."""
         return {"error_control_calibrated": error_control_part(("radau", "rosw"))}
