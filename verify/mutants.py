@@ -518,6 +518,15 @@ CATALOGUE: tuple[Mutant, ...] = (
         "the causal projectors keyed by 1/(k + 1.0001) (a mask the default instances do not use)",
         "issue 35",
     ),
+    M(
+        "causal-kernel-eigenvalues",
+        "numerics/model/masks.py",
+        "        return {1.0 / (t + 1): 1 for t in range(T)}",
+        "        return {1.0 / (t + 1.001): 1 for t in range(T)}",
+        ("D5", "D4"),
+        "the causal kernel's eigenvalues 1/(t + 1.001) (issue 35's undisclosed bug: D4 and D5 held)",
+        "issue 35",
+    ),
 )
 del M
 
