@@ -146,10 +146,12 @@ def claims_markdown() -> str:
         "edit by hand. Each claim's verdict on an instance is one of `holds`, `fails`, "
         "`outside-hypotheses`, `undecided`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 5 / 3; "
         "bad input 2). `undecided`: the check's own numerics cannot decide the instance (one of "
-        "its limits does not hold); never `fails`. Each hypothesis says how it is decided: from "
-        "the `input`, from `theory`, from a `reference` written from the formulas, or through the "
-        "`implementation` under test; one of the last kind violated on a declared main instance "
-        "is a failure of the suite (`fails`).",
+        "its limits does not hold, and no part of the conclusion it does not govern fails); never "
+        "`fails`. Each hypothesis says how it is decided: from the `input`, from `theory`, from a "
+        "`reference` written from the formulas, or through the `implementation` under test; a "
+        "hypothesis violated on a declared main instance (at its main seed whatever its source, "
+        "at any seed when measured through the implementation) is a failure of the suite "
+        "(`fails`).",
         "",
     ]
     for cid, unit in CLAIMS.items():

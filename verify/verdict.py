@@ -205,8 +205,8 @@ class Verdict:
                 for k in self.unresolved
             )
         if self.outcome == "fails" and self.violated:
-            # a hypothesis measured through the implementation, violated on a declared main
-            # instance: a failure of the suite (verify.claim.Claim.suite_faults)
+            # a hypothesis violated on a declared main instance: a failure of the suite
+            # (verify.claim.Claim.suite_faults)
             why = ", ".join(
                 f"{k} ({short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
                 for k in self.violated
@@ -219,8 +219,8 @@ class Verdict:
                 + ("holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts))
             )
             return (
-                "failure of the suite: a hypothesis measured through the implementation does not "
-                f"hold on a declared main instance: {why}{tail}"
+                "failure of the suite: a hypothesis does not hold on a declared main instance "
+                f"(built to satisfy it): {why}{tail}"
             )
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(

@@ -399,6 +399,7 @@ class A3(Claim):
         "finite_difference_resolves_gate_gradient": f"min_l |∂L/∂g_l| / (FD rounding floor_l) > "
         f"{RESOLVED:g} (or the finite difference contradicts the gradient beyond its floor)",
     }
+    limit_governs = {"finite_difference_resolves_gate_gradient": ("gate_gradient_matches_fd",)}
     controls = (
         Control(
             "nonzero_gate",
