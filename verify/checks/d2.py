@@ -85,7 +85,7 @@ def flow_solution(cfg, path, X0, E, rtol, atol):
     f = nm.make_rhs(path, form="layer", E=E, config=cfg)
     T, d = X0.shape
     res = integrate(
-        lambda t, y: f(t, y.reshape(T, d)),
+        lambda t, y: np.asarray(f(t, y.reshape(T, d))).ravel(),
         (0.0, 1.0),
         X0,
         method="dopri5",
