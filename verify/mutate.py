@@ -1,0 +1,583 @@
+"""Automated mutation testing with cosmic-ray: ``bash run.sh mutate`` (opt-in, resumable).
+
+**What it measures.** cosmic-ray enumerates every source mutation its operators can make in
+``theory/``, ``numerics/`` and ``verify/`` (the claim tests, the hand catalogue :mod:`verify.mutants`
+and this module excluded). A sample of them (:func:`sample`, fixed seed) is executed one by one: the
+mutation is written into a scratch copy of the tree (``build/mutate/tree``), and the *kill command*
+(:func:`kill`, a fresh process per mutant) runs
+
+1. the unit tests of the mutated module: the files of ``tests/`` that import it (:func:`unit_tests`;
+   when none does, those that import a module importing it), with ``pytest -x``;
+2. then every claim whose unit imports the mutated module, directly or not (:func:`claims_of`), at
+   its :attr:`~verify.claim.Claim.sweep_instance` (the main instance the seed sweep repeats; E1's
+   short profile), the claims whose unit imports it directly first, then the cheapest first.
+
+A mutant is **killed** when a unit test fails or a claim's main instance ends anything but
+``holds`` (``pytest verify`` asserts that a declared main instance holds; the reason is recorded:
+the failing test, or the claim and its outcome), and **killed by timeout** when the kill command
+runs past the session's timeout (a mutant that makes a loop run forever; reported apart). A mutant
+no test and no claim reaches (no importer) survives. Claims that do not hold on the unmutated tree
+(:func:`baseline`) are never used to kill.
+
+**Fresh processes and caches.** Each mutant runs in its own process, so Numba compiles the mutated
+source. The Numba cache needs no care beyond that: :mod:`numerics.jit_cache` keys the cache by the
+content of every file of ``numerics``, so a mutant of ``numerics`` compiles into a directory of its
+own (here a temporary one, removed afterwards: cold, correct, expensive: the integrators compile
+for about a minute) and a mutant elsewhere reuses the unmutated tree's compiled kernels. cosmic-ray
+writes the original source back after each mutant, which changes the file's modification time;
+the kill command puts the unmutated files' times back (Numba's per-file check and Python's ``.pyc``
+read them). cosmic-ray runs the kill command with ``PYTHONDONTWRITEBYTECODE=1``.
+
+**Sampling.** Uniform across operators and files: per package an equal share of the sample; within
+a package, repeatedly an operator family uniformly at random, a file uniformly among the files that
+family can mutate, a mutation uniformly in that file (:func:`sample`, ``--seed``). The session
+database holds only the sample, interleaved by package, so a partial run is a uniform sub-sample.
+
+**Commands.** ``python -m fastslow.verify.mutate run [--n N] [--seed S] [--timeout T]`` (set up if
+needed, then execute the pending mutants; resumes an interrupted session; prints progress),
+``status``, ``report`` (``docs/mutants.md``'s automated section), ``kill`` (the kill command;
+internal). Everything lives in ``build/mutate/`` (``--dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository root."""
+
+PACKAGES = ("theory", "numerics", "verify")
+"""The folders mutated."""
+
+EXCLUDED = ("verify/tests/*", "verify/mutants.py", "verify/mutate.py")
+"""Files never mutated: the claim tests (they are the checks), the hand catalogue and this tool."""
+
+SCANNED = ("theory", "numerics", "verify", "figures", "fastslow", "tests")
+"""The folders whose imports make the module graph."""
+
+NAME = "fastslow"
+
+DEFAULT_DIR = ROOT / "build" / "mutate"
+DEFAULT_N = 360
+DEFAULT_SEED = 35
+
+
+# ----------------------------------------------------------------------------- the module graph
+
+
+def module_name(rel: str) -> str:
+    """``fastslow.numerics.model.kernels`` for ``numerics/model/kernels.py`` (the design folders
+    are ``fastslow.<folder>``; ``fastslow/cli.py`` is ``fastslow.cli``; tests keep their path)."""
+    parts = list(Path(rel).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts[0] == NAME:
+        parts = parts[1:]
+    return ".".join([NAME, *parts]) if parts else NAME
+
+
+def python_files(root: Path, folders=SCANNED) -> list[str]:
+    """Relative paths of the ``.py`` files under ``folders`` (outputs and caches left out)."""
+    out = []
+    for folder in folders:
+        for p in sorted((root / folder).rglob("*.py")):
+            rel = p.relative_to(root).as_posix()
+            if "__pycache__" not in rel and "/out/" not in rel and "/report/" not in rel:
+                out.append(rel)
+    return out
+
+
+def imports_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
+    """The files of the tree that ``rel`` imports (any import statement, also inside functions),
+    with the ``__init__.py`` of every package on the way; ``known`` maps module names to files."""
+    tree = ast.parse((root / rel).read_text(), filename=rel)
+    mod = module_name(rel)
+    pkg = mod if rel.endswith("__init__.py") else mod.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names.add(target)
+            names.update(f"{target}.{a.name}" for a in node.names)
+    out = set()
+    for name in names:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            if ".".join(parts[:i]) in known:
+                out.add(known[".".join(parts[:i])])
+    out.discard(rel)
+    return out
+
+
+def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """``{file: files it imports}`` over :data:`SCANNED`; a claim unit's test file
+    (``verify/tests/test_<id>_*.py``) also imports ``verify/checks/<id>.py`` (the registry imports
+    the units by name)."""
+    files = python_files(root)
+    known = {module_name(f): f for f in files if not f.startswith("tests/")}
+    graph = {f: imports_of(root, f, known) for f in files}
+    for f in files:
+        name = Path(f).name
+        if f.startswith("verify/tests/test_") and name[5:7].isalnum():
+            unit = f"verify/checks/{name[5:7]}.py"
+            if unit in graph:
+                graph[f].add(unit)
+    return graph
+
+
+def closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every file ``start`` imports, directly or not (``start`` included)."""
+    seen, todo = {start}, [start]
+    while todo:
+        for g in graph.get(todo.pop(), ()):
+            if g not in seen:
+                seen.add(g)
+                todo.append(g)
+    return seen
+
+
+def unit_tests(graph: dict[str, set[str]], rel: str) -> list[str]:
+    """The files of ``tests/`` that import ``rel``; when none does, those importing a file that
+    imports it."""
+    tests = sorted(f for f in graph if f.startswith("tests/test_"))
+    direct = [t for t in tests if rel in graph[t]]
+    if direct:
+        return direct
+    importers = {f for f, deps in graph.items() if rel in deps}
+    return [t for t in tests if graph[t] & importers]
+
+
+def near_claims(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
+    """The claims whose unit is ``rel`` or imports it directly."""
+    return [
+        c
+        for c in ids
+        if f"verify/checks/{c.lower()}.py" == rel
+        or rel in graph.get(f"verify/checks/{c.lower()}.py", ())
+    ]
+
+
+def claims_of(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
+    """The claims whose unit (``verify/checks/<id>.py``) imports ``rel`` directly or not; those
+    importing it directly (or the unit itself) first, in ``ids`` order otherwise."""
+    near, far = [], []
+    for cid in ids:
+        unit = f"verify/checks/{cid.lower()}.py"
+        if unit == rel or rel in graph.get(unit, ()):
+            near.append(cid)
+        elif rel in closure(graph, unit):
+            far.append(cid)
+    return near + far
+
+
+# ----------------------------------------------------------------------------- the session
+
+
+def manifest(root: Path) -> dict[str, list]:
+    """``{file: [sha256, mtime_ns]}`` of every ``.py`` file of the design folders."""
+    out = {}
+    for rel in python_files(root, ("theory", "numerics", "verify", "figures", "fastslow")):
+        p = root / rel
+        out[rel] = [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
+    return out
+
+
+def config_text(timeout: float) -> str:
+    """The cosmic-ray configuration: the three packages, the exclusions, the kill command."""
+    return (
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(list(PACKAGES))}\n"
+        f"timeout = {float(timeout)}\n"
+        f"excluded-modules = {json.dumps(list(EXCLUDED))}\n"
+        f'test-command = "{os.path.abspath(sys.executable)} -m {NAME}.verify.mutate kill"\n'
+        "\n[cosmic-ray.distributor]\n"
+        'name = "local"\n'
+    )
+
+
+def operator_family(name: str) -> str:
+    """``ReplaceBinaryOperator`` for ``core/ReplaceBinaryOperator_Add_Mul``."""
+    return name.split("/")[-1].split("_")[0]
+
+
+def package_of(path: str) -> str:
+    return Path(path).parts[0]
+
+
+def sample(items: list[tuple], n: int, seed: int) -> list[tuple]:
+    """``n`` of ``items`` (``(job_id, module_path, operator, ...)``), an equal share per package,
+    uniform across operator families and files within one (module docstring), interleaved by
+    package; deterministic for a given ``seed`` and population."""
+    rng = random.Random(seed)
+    by_pkg: dict[str, list[tuple]] = defaultdict(list)
+    for it in sorted(items, key=lambda t: (t[1], t[2], t[3])):
+        by_pkg[package_of(it[1])].append(it)
+    pkgs = [p for p in PACKAGES if by_pkg[p]]
+    share = {p: n // len(pkgs) + (i < n % len(pkgs)) for i, p in enumerate(pkgs)}
+    picked: dict[str, list[tuple]] = {}
+    for p in pkgs:
+        pool: dict[str, dict[str, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+        for it in by_pkg[p]:
+            pool[operator_family(it[2])][it[1]].append(it)
+        chosen = []
+        while len(chosen) < share[p] and pool:
+            fam = rng.choice(sorted(pool))
+            f = rng.choice(sorted(pool[fam]))
+            bucket = pool[fam][f]
+            chosen.append(bucket.pop(rng.randrange(len(bucket))))
+            if not bucket:
+                del pool[fam][f]
+            if not pool[fam]:
+                del pool[fam]
+        picked[p] = chosen
+    out = []
+    for i in range(max(map(len, picked.values()))):
+        out += [picked[p][i] for p in pkgs if i < len(picked[p])]
+    return out
+
+
+def _cosmic_ray(*args, cwd: Path) -> None:
+    exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
+    subprocess.run([str(exe), *args], cwd=cwd, check=True)
+
+
+def setup(work: Path, n: int, seed: int, timeout: float) -> None:
+    """Scratch tree, manifest, module graph, baseline, population and the sampled session."""
+    from .mutants import scratch_tree
+
+    work.mkdir(parents=True, exist_ok=True)
+    tree = work / "tree"
+    print(f"mutate: copying the tree to {tree}", flush=True)
+    scratch_tree(ROOT, tree)
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", *PACKAGES], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    graph = module_graph(tree)
+    (work / "graph.json").write_text(json.dumps({k: sorted(v) for k, v in graph.items()}))
+    (tree / "cosmic-ray.toml").write_text(config_text(timeout))
+    if not (work / "population.sqlite").exists():  # the tree's mutations do not depend on time
+        print("mutate: enumerating mutations (cosmic-ray init, minutes)", flush=True)
+        _cosmic_ray("init", "cosmic-ray.toml", str(work / "population.sqlite"), cwd=tree)
+    with sqlite3.connect(work / "population.sqlite") as db:
+        rows = db.execute(
+            "select job_id, module_path, operator_name, occurrence from mutation_specs"
+        ).fetchall()
+    chosen = sample(rows, n, seed)
+    pop = defaultdict(int)
+    for r in rows:
+        pop[package_of(r[1])] += 1
+    (work / "session.json").write_text(
+        json.dumps(
+            {
+                "commit": commit,
+                "uncommitted_changes": bool(dirty),
+                "seed": seed,
+                "n": len(chosen),
+                "timeout": timeout,
+                "population": dict(pop),
+                "population_total": len(rows),
+            },
+            indent=1,
+        )
+    )
+    _write_session(work, [r[0] for r in chosen])
+    (work / "manifest.json").write_text(json.dumps(manifest(tree)))
+    baseline(work)
+
+
+def _write_session(work: Path, job_ids: list[str]) -> None:
+    """``session.sqlite``: the population's database with only ``job_ids``, in that order."""
+    shutil.copy(work / "population.sqlite", work / "session.tmp")
+    with sqlite3.connect(work / "session.tmp") as db:
+        cols = [r[1] for r in db.execute("pragma table_info(work_items)")]
+        spec_cols = [r[1] for r in db.execute("pragma table_info(mutation_specs)")]
+        items = {r[cols.index("job_id")]: r for r in db.execute("select * from work_items")}
+        specs = defaultdict(list)
+        for r in db.execute("select * from mutation_specs"):
+            specs[r[spec_cols.index("job_id")]].append(r)
+        db.execute("delete from mutation_specs")
+        db.execute("delete from work_items")
+        q1 = ",".join("?" * len(cols))
+        q2 = ",".join("?" * len(spec_cols))
+        for j in job_ids:
+            db.execute(f"insert into work_items values ({q1})", items[j])
+            db.executemany(f"insert into mutation_specs values ({q2})", specs[j])
+    (work / "session.tmp").replace(work / "session.sqlite")
+
+
+def baseline(work: Path) -> dict:
+    """Every claim at its sweep instance on the unmutated scratch tree (fills the Numba cache the
+    mutants outside ``numerics`` reuse); claims not holding here never kill a mutant."""
+    tree = work / "tree"
+    env = _env(tree, work / "numba_cache")
+    print("mutate: baseline (every claim on the unmutated tree)", flush=True)
+    out = subprocess.run(
+        [sys.executable, "-m", f"{NAME}.verify.mutate", "baseline-run"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"baseline failed: {out.stderr[-2000:]}")
+    res = json.loads(lines[-1])
+    (work / "baseline.json").write_text(json.dumps(res, indent=1))
+    for cid, r in res.items():
+        print(f"  {cid}: {r['outcome']} ({r['seconds']:.0f} s)", flush=True)
+    return res
+
+
+def _env(tree: Path, cache: Path) -> dict:
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=str(tree),
+        NUMBA_CACHE_DIR=str(cache),
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        NUMBA_NUM_THREADS="1",
+        FASTSLOW_MUTATE_DIR=str(tree.parent),
+    )
+    env.pop("FASTSLOW_NUMBA_CACHE_BASE", None)
+    return env
+
+
+def _claim_runs(ids) -> dict:
+    """``{id: {outcome, seconds, detail}}`` of each claim at its sweep instance, in this process,
+    stopping at the first that does not hold."""
+    from .registry import CLAIMS
+
+    out = {}
+    for cid in ids:
+        t0 = time.perf_counter()
+        try:
+            v = CLAIMS[cid].check(dict(CLAIMS[cid].sweep_instance))
+            outcome = v.outcome
+            detail = list(v.failed_parts) + list(v.violated) + list(v.unresolved)
+            if v.outcome == "error":
+                detail = [str(getattr(v, "error", ""))[:200]]
+        except Exception as exc:  # a mutant may break the unit itself
+            outcome, detail = "exception", [f"{type(exc).__name__}: {exc}"[:200]]
+        out[cid] = {"outcome": outcome, "seconds": time.perf_counter() - t0, "detail": detail}
+        print(f"claim {cid}: {outcome} {detail} ({out[cid]['seconds']:.1f} s)", flush=True)
+    return out
+
+
+def kill() -> int:
+    """The kill command (run by cosmic-ray in the scratch tree, one process per mutant): exit 1
+    when the mutant is killed, 0 when it survives (module docstring)."""
+    work = Path(os.environ.get("FASTSLOW_MUTATE_DIR", Path.cwd().parent))
+    tree = work / "tree"
+    man = json.loads((work / "manifest.json").read_text())
+    mutated = []
+    for rel, (sha, mtime) in man.items():
+        p = tree / rel
+        if hashlib.sha256(p.read_bytes()).hexdigest() != sha:
+            mutated.append(rel)
+        elif p.stat().st_mtime_ns != mtime:
+            os.utime(p, ns=(mtime, mtime))
+    if len(mutated) != 1:
+        print(f"mutate: expected one mutated file, found {mutated}")
+        return 2
+    rel = mutated[0]
+    graph = {k: set(v) for k, v in json.loads((work / "graph.json").read_text()).items()}
+    base = json.loads((work / "baseline.json").read_text())
+    from .registry import IDS
+
+    ok = [c for c in claims_of(graph, rel, IDS) if base.get(c, {}).get("outcome") == "holds"]
+    near = set(claims_of(graph, rel, IDS)[: len(near_claims(graph, rel, IDS))])
+    cost = lambda c: (c not in near, base[c]["seconds"])  # direct importers, then cheapest
+    claims = sorted(ok, key=cost)
+    units = unit_tests(graph, rel)
+    print(f"mutated {rel}; unit tests {units}; claims {claims}", flush=True)
+    tmp = None
+    if rel.startswith("numerics/"):  # jit_cache keys by content: a fresh, cold directory anyway
+        tmp = tempfile.mkdtemp(prefix="numba-", dir=work)
+        os.environ["NUMBA_CACHE_DIR"] = tmp
+    try:
+        if units:
+            import pytest
+
+            code = pytest.main(
+                ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "--no-header", *units]
+            )
+            if code != 0:
+                print(f"KILLED by unit tests ({code}): {units}", flush=True)
+                return 1
+        runs = _claim_runs(claims)
+        bad = [c for c, r in runs.items() if r["outcome"] != "holds"]
+        if bad:
+            print(f"KILLED by claim {bad[0]}: {runs[bad[0]]['outcome']}", flush=True)
+            return 1
+        print("SURVIVED", flush=True)
+        return 0
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def results(work: Path) -> list[dict]:
+    """One row per sampled mutant: file, line, operator, occurrence, outcome (``pending``,
+    ``killed``, ``timeout``, ``survived``, ``incompetent``), the kill reason and the diff."""
+    with sqlite3.connect(work / "session.sqlite") as db:
+        specs = db.execute(
+            "select w.rowid, m.job_id, m.module_path, m.operator_name, m.occurrence, "
+            "m.start_pos_row from mutation_specs m join work_items w on w.job_id = m.job_id "
+            "order by w.rowid"
+        ).fetchall()
+        res = {
+            r[0]: r[1:]
+            for r in db.execute(
+                "select job_id, worker_outcome, test_outcome, output, diff from work_results"
+            )
+        }
+    rows = []
+    for _, job, path, op, occ, line in specs:
+        r = {"job": job, "file": path, "line": line, "operator": op, "occurrence": occ}
+        if job not in res:
+            r["outcome"] = "pending"
+        else:
+            worker, test, output, diff = res[job]
+            output = output or ""
+            if "SKIPPED" in str(worker) or "NO_TEST" in str(worker):
+                r["outcome"] = "no-mutation"
+            elif str(test).endswith("KILLED") and output == "timeout":
+                r["outcome"] = "timeout"
+            elif str(test).endswith("KILLED"):
+                r["outcome"] = "killed"
+            elif str(test).endswith("SURVIVED"):
+                r["outcome"] = "survived"
+            else:
+                r["outcome"] = "incompetent"
+            reason = [ln for ln in output.splitlines() if ln.startswith(("KILLED", "SURVIVED"))]
+            r["reason"] = reason[-1] if reason else output.strip().splitlines()[-1:]
+            r["diff"] = [
+                ln
+                for ln in (diff or "").splitlines()
+                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))
+            ]
+        rows.append(r)
+    return rows
+
+
+def score(rows: list[dict], equivalent: dict[str, str] | None = None) -> dict:
+    """Per package: mutants run, killed (timeouts included, also counted apart), equivalent,
+    surviving, and the score killed / (run − equivalent)."""
+    equivalent = equivalent or {}
+    out = {}
+    for p in (*PACKAGES, "all"):
+        rs = [r for r in rows if p == "all" or package_of(r["file"]) == p]
+        done = [r for r in rs if r["outcome"] in ("killed", "timeout", "survived")]
+        killed = sum(r["outcome"] in ("killed", "timeout") for r in done)
+        eq = sum(r["outcome"] == "survived" and r["job"] in equivalent for r in done)
+        surv = sum(r["outcome"] == "survived" for r in done) - eq
+        out[p] = {
+            "sampled": len(rs),
+            "run": len(done),
+            "killed": killed,
+            "timeout": sum(r["outcome"] == "timeout" for r in done),
+            "equivalent": eq,
+            "surviving": surv,
+            "score": killed / (len(done) - eq) if len(done) > eq else float("nan"),
+        }
+    return out
+
+
+def status(work: Path) -> str:
+    rows = results(work)
+    s = score(rows)["all"]
+    return (
+        f"{s['run']}/{s['sampled']} mutants run: {s['killed']} killed "
+        f"({s['timeout']} by timeout), {s['surviving']} survived"
+    )
+
+
+def run(work: Path, n: int, seed: int, timeout: float) -> int:
+    """Set up (once) and execute the pending mutants, printing progress every 30 s."""
+    if not (work / "session.sqlite").exists() or not (work / "baseline.json").exists():
+        setup(work, n, seed, timeout)
+    print(f"mutate: {status(work)}; executing (cosmic-ray exec)", flush=True)
+    exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
+    env = _env(work / "tree", work / "numba_cache")
+    proc = subprocess.Popen(
+        [str(exe), "exec", "cosmic-ray.toml", str(work / "session.sqlite")],
+        cwd=work / "tree",
+        env=env,
+    )
+    last = ""
+    try:
+        while proc.poll() is None:
+            time.sleep(30)
+            now = status(work)
+            if now != last:
+                print(f"mutate {time.strftime('%H:%M:%S')}: {now}", flush=True)
+                last = now
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        print("mutate: interrupted; `bash run.sh mutate` resumes the session", file=sys.stderr)
+        return 130
+    print(f"mutate: {status(work)}", flush=True)
+    return proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fastslow.verify.mutate", description=__doc__)
+    ap.add_argument(
+        "command",
+        nargs="?",
+        default="run",
+        choices=("run", "status", "report", "kill", "baseline-run"),
+    )
+    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="session folder")
+    ap.add_argument("--n", type=int, default=DEFAULT_N, help="mutants sampled")
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per mutant")
+    a = ap.parse_args(argv)
+    if a.command == "kill":
+        return kill()
+    if a.command == "baseline-run":
+        from .registry import CLAIMS, IDS
+
+        runs = {}
+        for cid in IDS:
+            if CLAIMS[cid].implemented:
+                runs.update(_claim_runs([cid]))
+        print(json.dumps(runs), flush=True)
+        return 0
+    if a.command == "status":
+        print(status(a.dir))
+        return 0
+    if a.command == "report":
+        print(json.dumps(score(results(a.dir)), indent=1))
+        return 0
+    return run(a.dir, a.n, a.seed, a.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
