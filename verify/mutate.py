@@ -196,6 +196,8 @@ def manifest(root: Path) -> dict[str, list]:
     """``{file: [sha256, mtime_ns]}`` of every ``.py`` file of the design folders."""
     out = {}
     for rel in python_files(root, ("theory", "numerics", "verify", "figures", "fastslow")):
+        if rel in ("verify/mutate.py", "verify/line_coverage.py"):
+            continue  # the tool itself: never mutated; may be updated during a session
         p = root / rel
         out[rel] = [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
     return out
@@ -466,6 +468,8 @@ def results(work: Path) -> list[dict]:
             output = output or ""
             if "SKIPPED" in str(worker) or "NO_TEST" in str(worker):
                 r["outcome"] = "no-mutation"
+            elif "expected one mutated file" in output:
+                r["outcome"] = "incompetent"
             elif str(test).endswith("KILLED") and output == "timeout":
                 r["outcome"] = "timeout"
             elif str(test).endswith("KILLED"):
@@ -506,6 +510,84 @@ def score(rows: list[dict], equivalent: dict[str, str] | None = None) -> dict:
             "score": killed / (len(done) - eq) if len(done) > eq else float("nan"),
         }
     return out
+
+
+TRIAGE = ROOT / "verify" / "mutate_triage.json"
+"""The triage of surviving mutants, ``{"file:line operator #occurrence": [verdict, reason]}``:
+verdict ``equivalent`` (the reason: why no behaviour changes) or ``killed`` (the check added that
+kills it now), or ``open`` (a missing check, named)."""
+
+BEGIN, END = "<!-- cosmic-ray: begin -->", "<!-- cosmic-ray: end -->"
+
+
+def mutant_key(r: dict) -> str:
+    return f"{r['file']}:{r['line']} {r['operator'].split('/')[-1]} #{r['occurrence']}"
+
+
+def report_markdown(work: Path) -> str:
+    """docs/mutants.md's automated section: the session, the score per package, every survivor
+    with its triage (:data:`TRIAGE`)."""
+    rows = results(work)
+    info = json.loads((work / "session.json").read_text())
+    triage = json.loads(TRIAGE.read_text()) if TRIAGE.exists() else {}
+    eq = {r["job"]: 1 for r in rows if triage.get(mutant_key(r), [""])[0] == "equivalent"}
+    sc = score(rows, eq)
+    pop = info["population"]
+    lines = [
+        BEGIN,
+        "## Automated mutation testing (cosmic-ray)",
+        "",
+        f"`bash run.sh mutate` on the tree of commit {info['commit'][:7]}"
+        + (" (with uncommitted changes)" if info["uncommitted_changes"] else "")
+        + f": cosmic-ray 8 enumerates {info['population_total']} mutations "
+        + f"({', '.join(f'{p}/ {n}' for p, n in pop.items())}); a sample of {info['n']} (seed "
+        + f"{info['seed']}, uniform across operator families and files, an equal share per "
+        + "package) is run, each in a fresh process: the mutated module's unit tests (`pytest -x`), "
+        + "then every claim whose unit imports the module, at its sweep instance. Killed: a unit "
+        + "test fails or a claim's main instance ends anything but `holds`; a mutant running past "
+        + f"{info['timeout']:.0f} s is killed by timeout (counted with the killed, shown apart). "
+        + "Score = killed / (run − equivalent).",
+        "",
+        "| package | sampled | run | killed (by timeout) | equivalent | surviving | score |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p, v in sc.items():
+        lines.append(
+            f"| {p} | {v['sampled']} | {v['run']} | {v['killed']} ({v['timeout']}) | "
+            f"{v['equivalent']} | {v['surviving']} | "
+            + (f"{100 * v['score']:.0f} %" if v["run"] > v["equivalent"] else "—")
+            + " |"
+        )
+    surv = [r for r in rows if r["outcome"] == "survived"]
+    lines += ["", f"Every surviving mutant ({len(surv)}), triaged:", ""]
+    lines += ["| mutant | change | triage |", "|---|---|---|"]
+    for r in surv:
+        change = " / ".join(x.strip() for x in r.get("diff", []))[:160].replace("|", "\\|")
+        verdict = triage.get(mutant_key(r), ["untriaged", ""])
+        lines.append(f"| `{mutant_key(r)}` | `{change}` | {verdict[0]}: {verdict[1]} |")
+    killers = defaultdict(int)
+    for r in rows:
+        if r["outcome"] == "killed":
+            why = str(r.get("reason", ""))
+            killers["unit tests" if "unit tests" in why else "a claim"] += 1
+    lines += [
+        "",
+        "Killed by: " + ", ".join(f"{k} {n}" for k, n in sorted(killers.items())) + ".",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(work: Path, doc: Path = ROOT / "docs" / "mutants.md") -> None:
+    """Replace (or append) the automated section of ``doc``."""
+    text = doc.read_text() if doc.exists() else ""
+    section = report_markdown(work)
+    if BEGIN in text:
+        head, _, rest = text.partition(BEGIN)
+        text = head + section + rest.partition(END)[2].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    doc.write_text(text)
 
 
 def status(work: Path) -> str:
@@ -574,6 +656,7 @@ def main(argv: list[str] | None = None) -> int:
         print(status(a.dir))
         return 0
     if a.command == "report":
+        write_report(a.dir)
         print(json.dumps(score(results(a.dir)), indent=1))
         return 0
     return run(a.dir, a.n, a.seed, a.timeout)
