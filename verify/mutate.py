@@ -305,8 +305,26 @@ def setup(work: Path, n: int, seed: int, timeout: float) -> None:
         )
     )
     _write_session(work, [r[0] for r in chosen])
-    (work / "manifest.json").write_text(json.dumps(manifest(tree)))
+    man = manifest(tree)
+    (work / "manifest.json").write_text(json.dumps(man))
+    for rel in man:  # the unmutated sources, to repair a tree left mutated by an interruption
+        (work / "pristine" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(tree / rel, work / "pristine" / rel)
     baseline(work)
+
+
+def repair(work: Path) -> list[str]:
+    """Put back the unmutated source of any file of the tree that differs from it (a session
+    stopped while a mutant was applied leaves it in place); the files repaired."""
+    man = json.loads((work / "manifest.json").read_text())
+    fixed = []
+    for rel, (sha, mtime) in man.items():
+        p = work / "tree" / rel
+        if hashlib.sha256(p.read_bytes()).hexdigest() != sha:
+            shutil.copyfile(work / "pristine" / rel, p)
+            os.utime(p, ns=(mtime, mtime))
+            fixed.append(rel)
+    return fixed
 
 
 def _write_session(work: Path, job_ids: list[str]) -> None:
@@ -603,6 +621,8 @@ def run(work: Path, n: int, seed: int, timeout: float) -> int:
     """Set up (once) and execute the pending mutants, printing progress every 30 s."""
     if not (work / "session.sqlite").exists() or not (work / "baseline.json").exists():
         setup(work, n, seed, timeout)
+    for rel in repair(work):
+        print(f"mutate: {rel} was left mutated by an interrupted run: restored", flush=True)
     print(f"mutate: {status(work)}; executing (cosmic-ray exec)", flush=True)
     exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
     env = _env(work / "tree", work / "numba_cache")
@@ -639,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="session folder")
     ap.add_argument("--n", type=int, default=DEFAULT_N, help="mutants sampled")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample")
-    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per mutant")
+    ap.add_argument("--timeout", type=float, default=2400.0, help="seconds per mutant")
     a = ap.parse_args(argv)
     if a.command == "kill":
         return kill()
