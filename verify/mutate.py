@@ -226,7 +226,8 @@ def package_of(path: str) -> str:
 
 
 def sample(items: list[tuple], n: int, seed: int) -> list[tuple]:
-    """``n`` of ``items`` (``(job_id, module_path, operator, ...)``), an equal share per package,
+    """``n`` of ``items`` (``(job_id, module_path, operator, ...)``), an equal share per package
+    (a package with fewer mutations gives all it has, the others share the rest),
     uniform across operator families and files within one (module docstring), interleaved by
     package; deterministic for a given ``seed`` and population."""
     rng = random.Random(seed)
@@ -234,7 +235,21 @@ def sample(items: list[tuple], n: int, seed: int) -> list[tuple]:
     for it in sorted(items, key=lambda t: (t[1], t[2], t[3])):
         by_pkg[package_of(it[1])].append(it)
     pkgs = [p for p in PACKAGES if by_pkg[p]]
-    share = {p: n // len(pkgs) + (i < n % len(pkgs)) for i, p in enumerate(pkgs)}
+    share, left, open_ = (
+        {},
+        n,
+        list(pkgs),
+    )  # equal shares; a short package's rest goes to the others
+    while open_:
+        each = {p: left // len(open_) + (i < left % len(open_)) for i, p in enumerate(open_)}
+        short = [p for p in open_ if len(by_pkg[p]) <= each[p]]
+        if not short:
+            share.update(each)
+            break
+        for p in short:
+            share[p] = len(by_pkg[p])
+            left -= share[p]
+            open_.remove(p)
     picked: dict[str, list[tuple]] = {}
     for p in pkgs:
         pool: dict[str, dict[str, list[tuple]]] = defaultdict(lambda: defaultdict(list))
