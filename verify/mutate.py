@@ -279,7 +279,7 @@ def _cosmic_ray(*args, cwd: Path) -> None:
 
 def setup(work: Path, n: int, seed: int, timeout: float) -> None:
     """Scratch tree, manifest, module graph, baseline, population and the sampled session."""
-    from .mutants import scratch_tree
+    from .mutants import scratch_tree  # deferred: keeps `status`/`report` free of the catalogue
 
     work.mkdir(parents=True, exist_ok=True)
     tree = work / "tree"
@@ -402,7 +402,7 @@ def _env(tree: Path, cache: Path) -> dict:
 def _claim_runs(ids) -> dict:
     """``{id: {outcome, seconds, detail}}`` of each claim at its sweep instance, in this process,
     stopping at the first that does not hold."""
-    from .registry import CLAIMS
+    from .registry import CLAIMS  # deferred: the Numba cache directory is chosen first
 
     out = {}
     for cid in ids:
@@ -439,7 +439,7 @@ def kill() -> int:
     rel = mutated[0]
     graph = {k: set(v) for k, v in json.loads((work / "graph.json").read_text()).items()}
     base = json.loads((work / "baseline.json").read_text())
-    from .registry import IDS
+    from .registry import IDS  # deferred: the Numba cache directory is chosen first
 
     ok = [c for c in claims_of(graph, rel, IDS) if base.get(c, {}).get("outcome") == "holds"]
     near = set(claims_of(graph, rel, IDS)[: len(near_claims(graph, rel, IDS))])
@@ -453,7 +453,7 @@ def kill() -> int:
         os.environ["NUMBA_CACHE_DIR"] = tmp
     try:
         if units:
-            import pytest
+            import pytest  # deferred: only a mutant with unit tests needs pytest
 
             code = pytest.main(
                 ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "--no-header", *units]
@@ -679,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "kill":
         return kill()
     if a.command == "baseline-run":
-        from .registry import CLAIMS, IDS
+        from .registry import CLAIMS, IDS  # deferred: imports every claim unit
 
         runs = {}
         for cid in IDS:
