@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -320,6 +321,12 @@ def setup(work: Path, n: int, seed: int, timeout: float) -> None:
         )
     )
     _write_session(work, [r[0] for r in chosen])
+    spec = importlib.util.spec_from_file_location("_jc", tree / "numerics" / "jit_cache.py")
+    jc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jc)
+    info = json.loads((work / "session.json").read_text())
+    info["numba_dir"] = jc.fingerprint(tree / "numerics")[:16]
+    (work / "session.json").write_text(json.dumps(info, indent=1))
     man = manifest(tree)
     (work / "manifest.json").write_text(json.dumps(man))
     for rel in man:  # the unmutated sources, to repair a tree left mutated by an interruption
@@ -420,6 +427,36 @@ def _claim_runs(ids) -> dict:
     return out
 
 
+def compiled_sources(graph: dict[str, set[str]], root: Path) -> set[str]:
+    """The files of ``numerics`` that Numba-compiled code can depend on: those with compiled
+    functions (``njit``, ``@overload``) and every file they import, directly or not."""
+    out: set[str] = set()
+    for f in graph:
+        if not f.startswith("numerics/") or f.endswith(("__init__.py", "jit_cache.py")):
+            continue
+        text = (root / f).read_text()
+        if "njit" in text or "@overload" in text or "@jit" in text:
+            out |= closure(graph, f)
+    return out
+
+
+def warm_start(work: Path, base: Path) -> None:
+    """Give a mutant of ``numerics`` that no compiled code depends on the unmutated tree's compiled
+    functions: its cache directory (``<base>/<fingerprint of the mutated package>``, see
+    :mod:`numerics.jit_cache`) starts as hard links to the unmutated one's files (Numba replaces a
+    file it rewrites, never writes through a link; its per-file check still guards each compiled
+    function's own source)."""
+    spec = importlib.util.spec_from_file_location(
+        "_jc", work / "tree" / "numerics" / "jit_cache.py"
+    )
+    jc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jc)
+    mutated = jc.fingerprint(work / "tree" / "numerics")[:16]
+    pristine = work / "numba_cache" / json.loads((work / "session.json").read_text())["numba_dir"]
+    if pristine.is_dir():
+        shutil.copytree(pristine, base / mutated, copy_function=os.link)
+
+
 def kill() -> int:
     """The kill command (run by cosmic-ray in the scratch tree, one process per mutant): exit 1
     when the mutant is killed, 0 when it survives (module docstring)."""
@@ -448,9 +485,11 @@ def kill() -> int:
     units = unit_tests(graph, rel)
     print(f"mutated {rel}; unit tests {units}; claims {claims}", flush=True)
     tmp = None
-    if rel.startswith("numerics/"):  # jit_cache keys by content: a fresh, cold directory anyway
+    if rel.startswith("numerics/"):  # jit_cache keys by content: a directory of the mutant's own
         tmp = tempfile.mkdtemp(prefix="numba-", dir=work)
         os.environ["NUMBA_CACHE_DIR"] = tmp
+        if rel not in compiled_sources(graph, tree):
+            warm_start(work, Path(tmp))
     try:
         if units:
             import pytest  # deferred: only a mutant with unit tests needs pytest
