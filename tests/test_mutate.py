@@ -6,6 +6,7 @@ from collections import Counter
 
 from fastslow.verify import line_coverage as lc
 from fastslow.verify import mutate as mt
+from fastslow.verify import mutate_report as mr
 
 
 def _population():
@@ -56,7 +57,7 @@ def test_score_counts_timeouts_as_killed_and_equivalents_apart():
         {"job": "d", "file": "theory/x.py", "outcome": "survived"},
         {"job": "e", "file": "verify/x.py", "outcome": "pending"},
     ]
-    s = mt.score(rows, {"d": "equivalent"})
+    s = mr.score(rows, {"d": "equivalent"})
     assert s["theory"] == {
         "sampled": 4,
         "run": 4,

@@ -63,7 +63,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("theory", "numerics", "verify")
 """The folders mutated."""
 
-EXCLUDED = ("verify/tests/*", "verify/mutants.py", "verify/mutate.py")
+EXCLUDED = (
+    "verify/tests/*",
+    "verify/mutants.py",
+    "verify/mutate.py",
+    "verify/mutate_report.py",
+    "verify/line_coverage.py",
+)
 """Files never mutated: the claim tests (they are the checks), the hand catalogue and this tool."""
 
 SCANNED = ("theory", "numerics", "verify", "figures", "fastslow", "tests")
@@ -197,7 +203,7 @@ def manifest(root: Path) -> dict[str, list]:
     """``{file: [sha256, mtime_ns]}`` of every ``.py`` file of the design folders."""
     out = {}
     for rel in python_files(root, ("theory", "numerics", "verify", "figures", "fastslow")):
-        if rel in ("verify/mutate.py", "verify/line_coverage.py"):
+        if rel in ("verify/mutate.py", "verify/mutate_report.py", "verify/line_coverage.py"):
             continue  # the tool itself: never mutated; may be updated during a session
         p = root / rel
         out[rel] = [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
@@ -512,157 +518,9 @@ def kill() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-# ----------------------------------------------------------------------------- results
-
-
-def results(work: Path) -> list[dict]:
-    """One row per sampled mutant: file, line, operator, occurrence, outcome (``pending``,
-    ``killed``, ``timeout``, ``survived``, ``incompetent``), the kill reason and the diff."""
-    with sqlite3.connect(work / "session.sqlite") as db:
-        specs = db.execute(
-            "select w.rowid, m.job_id, m.module_path, m.operator_name, m.occurrence, "
-            "m.start_pos_row from mutation_specs m join work_items w on w.job_id = m.job_id "
-            "order by w.rowid"
-        ).fetchall()
-        res = {
-            r[0]: r[1:]
-            for r in db.execute(
-                "select job_id, worker_outcome, test_outcome, output, diff from work_results"
-            )
-        }
-    rows = []
-    for _, job, path, op, occ, line in specs:
-        r = {"job": job, "file": path, "line": line, "operator": op, "occurrence": occ}
-        if job not in res:
-            r["outcome"] = "pending"
-        else:
-            worker, test, output, diff = res[job]
-            output = output or ""
-            if "SKIPPED" in str(worker) or "NO_TEST" in str(worker):
-                r["outcome"] = "no-mutation"
-            elif "expected one mutated file" in output:
-                r["outcome"] = "incompetent"
-            elif str(test).endswith("KILLED") and output == "timeout":
-                r["outcome"] = "timeout"
-            elif str(test).endswith("KILLED"):
-                r["outcome"] = "killed"
-            elif str(test).endswith("SURVIVED"):
-                r["outcome"] = "survived"
-            else:
-                r["outcome"] = "incompetent"
-            reason = [ln for ln in output.splitlines() if ln.startswith(("KILLED", "SURVIVED"))]
-            r["reason"] = reason[-1] if reason else output.strip().splitlines()[-1:]
-            r["diff"] = [
-                ln
-                for ln in (diff or "").splitlines()
-                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))
-            ]
-        rows.append(r)
-    return rows
-
-
-def score(rows: list[dict], equivalent: dict[str, str] | None = None) -> dict:
-    """Per package: mutants run, killed (timeouts included, also counted apart), equivalent,
-    surviving, and the score killed / (run − equivalent)."""
-    equivalent = equivalent or {}
-    out = {}
-    for p in (*PACKAGES, "all"):
-        rs = [r for r in rows if p == "all" or package_of(r["file"]) == p]
-        done = [r for r in rs if r["outcome"] in ("killed", "timeout", "survived")]
-        killed = sum(r["outcome"] in ("killed", "timeout") for r in done)
-        eq = sum(r["outcome"] == "survived" and r["job"] in equivalent for r in done)
-        surv = sum(r["outcome"] == "survived" for r in done) - eq
-        out[p] = {
-            "sampled": len(rs),
-            "run": len(done),
-            "killed": killed,
-            "timeout": sum(r["outcome"] == "timeout" for r in done),
-            "equivalent": eq,
-            "surviving": surv,
-            "score": killed / (len(done) - eq) if len(done) > eq else float("nan"),
-        }
-    return out
-
-
-TRIAGE = ROOT / "verify" / "mutate_triage.json"
-"""The triage of surviving mutants, ``{"file:line operator #occurrence": [verdict, reason]}``:
-verdict ``equivalent`` (the reason: why no behaviour changes) or ``killed`` (the check added that
-kills it now), or ``open`` (a missing check, named)."""
-
-BEGIN, END = "<!-- cosmic-ray: begin -->", "<!-- cosmic-ray: end -->"
-
-
-def mutant_key(r: dict) -> str:
-    return f"{r['file']}:{r['line']} {r['operator'].split('/')[-1]} #{r['occurrence']}"
-
-
-def report_markdown(work: Path) -> str:
-    """docs/mutants.md's automated section: the session, the score per package, every survivor
-    with its triage (:data:`TRIAGE`)."""
-    rows = results(work)
-    info = json.loads((work / "session.json").read_text())
-    triage = json.loads(TRIAGE.read_text()) if TRIAGE.exists() else {}
-    eq = {r["job"]: 1 for r in rows if triage.get(mutant_key(r), [""])[0] == "equivalent"}
-    sc = score(rows, eq)
-    pop = info["population"]
-    lines = [
-        BEGIN,
-        "## Automated mutation testing (cosmic-ray)",
-        "",
-        f"`bash run.sh mutate` on the tree of commit {info['commit'][:7]}"
-        + (" (with uncommitted changes)" if info["uncommitted_changes"] else "")
-        + f": cosmic-ray 8 enumerates {info['population_total']} mutations "
-        + f"({', '.join(f'{p}/ {n}' for p, n in pop.items())}); a sample of {info['n']} (seed "
-        + f"{info['seed']}, uniform across operator families and files, an equal share per "
-        + "package) is run, each in a fresh process: the mutated module's unit tests (`pytest -x`), "
-        + "then every claim whose unit imports the module, at its sweep instance. Killed: a unit "
-        + "test fails or a claim's main instance ends anything but `holds`; a mutant running past "
-        + f"{info['timeout']:.0f} s is killed by timeout (counted with the killed, shown apart). "
-        + "Score = killed / (run − equivalent).",
-        "",
-        "| package | sampled | run | killed (by timeout) | equivalent | surviving | score |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for p, v in sc.items():
-        lines.append(
-            f"| {p} | {v['sampled']} | {v['run']} | {v['killed']} ({v['timeout']}) | "
-            f"{v['equivalent']} | {v['surviving']} | "
-            + (f"{100 * v['score']:.0f} %" if v["run"] > v["equivalent"] else "—")
-            + " |"
-        )
-    surv = [r for r in rows if r["outcome"] == "survived"]
-    lines += ["", f"Every surviving mutant ({len(surv)}), triaged:", ""]
-    lines += ["| mutant | change | triage |", "|---|---|---|"]
-    for r in surv:
-        change = " / ".join(x.strip() for x in r.get("diff", []))[:160].replace("|", "\\|")
-        verdict = triage.get(mutant_key(r), ["untriaged", ""])
-        lines.append(f"| `{mutant_key(r)}` | `{change}` | {verdict[0]}: {verdict[1]} |")
-    killers = defaultdict(int)
-    for r in rows:
-        if r["outcome"] == "killed":
-            why = str(r.get("reason", ""))
-            killers["unit tests" if "unit tests" in why else "a claim"] += 1
-    lines += [
-        "",
-        "Killed by: " + ", ".join(f"{k} {n}" for k, n in sorted(killers.items())) + ".",
-        END,
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def write_report(work: Path, doc: Path = ROOT / "docs" / "mutants.md") -> None:
-    """Replace (or append) the automated section of ``doc``."""
-    text = doc.read_text() if doc.exists() else ""
-    section = report_markdown(work)
-    if BEGIN in text:
-        head, _, rest = text.partition(BEGIN)
-        text = head + section + rest.partition(END)[2].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    doc.write_text(text)
-
-
 def status(work: Path) -> str:
+    from .mutate_report import results, score  # deferred: imports this module
+
     rows = results(work)
     s = score(rows)["all"]
     return (
@@ -708,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         "command",
         nargs="?",
         default="run",
-        choices=("run", "status", "report", "kill", "baseline-run"),
+        choices=("run", "status", "report", "kill", "baseline-run", "rerun"),
     )
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="session folder")
     ap.add_argument("--n", type=int, default=DEFAULT_N, help="mutants sampled")
@@ -726,10 +584,17 @@ def main(argv: list[str] | None = None) -> int:
                 runs.update(_claim_runs([cid]))
         print(json.dumps(runs), flush=True)
         return 0
+    if a.command == "rerun":
+        from .mutate_report import rerun_survivors  # deferred: imports this module
+
+        rerun_survivors(a.dir, a.dir.with_name(a.dir.name + "-rerun"))
+        return 0
     if a.command == "status":
         print(status(a.dir))
         return 0
     if a.command == "report":
+        from .mutate_report import results, score, write_report  # deferred: imports this module
+
         write_report(a.dir)
         print(json.dumps(score(results(a.dir)), indent=1))
         return 0
