@@ -49,25 +49,30 @@ def test_the_module_map_finds_unit_tests_and_claims():
     assert "verify/checks/d7.py" in g["verify/tests/test_d7_margin.py"]
 
 
-def test_score_counts_timeouts_as_killed_and_equivalents_apart():
+def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
     rows = [
         {"job": "a", "file": "theory/x.py", "outcome": "killed"},
         {"job": "b", "file": "theory/x.py", "outcome": "timeout"},
         {"job": "c", "file": "theory/x.py", "outcome": "survived"},
         {"job": "d", "file": "theory/x.py", "outcome": "survived"},
+        {"job": "f", "file": "theory/x.py", "outcome": "survived"},
+        {"job": "g", "file": "theory/x.py", "outcome": "survived"},
         {"job": "e", "file": "verify/x.py", "outcome": "pending"},
     ]
-    s = mr.score(rows, {"d": "equivalent"})
+    s = mr.score(rows, {"d": "equivalent", "f": "killed", "g": "removed"})
     assert s["theory"] == {
-        "sampled": 4,
-        "run": 4,
+        "sampled": 6,
+        "run": 6,
         "killed": 2,
         "timeout": 1,
         "equivalent": 1,
+        "killed_since": 1,
+        "removed": 1,
         "surviving": 1,
-        "score": 2 / 3,
+        "score": 2 / 5,
+        "score_now": 3 / 4,
     }
-    assert s["verify"]["run"] == 0 and s["all"]["sampled"] == 5
+    assert s["verify"]["run"] == 0 and s["all"]["sampled"] == 7
 
 
 def test_compiled_functions_are_the_jitted_ones(tmp_path):

@@ -62,25 +62,32 @@ def results(work: Path) -> list[dict]:
     return rows
 
 
-def score(rows: list[dict], equivalent: dict[str, str] | None = None) -> dict:
-    """Per package: mutants run, killed (timeouts included, also counted apart), equivalent,
-    surviving, and the score killed / (run − equivalent)."""
-    equivalent = equivalent or {}
+def score(rows: list[dict], triage: dict[str, str] | None = None) -> dict:
+    """Per package: mutants run, killed (timeouts included, also counted apart), and the survivors
+    by triage (``triage``: job → ``equivalent``, ``killed`` by a check added since, ``removed``
+    with code no check ran, else surviving); ``score`` = killed / (run − equivalent) as run,
+    ``score_now`` = (killed + killed since) / (run − equivalent − removed)."""
+    triage = triage or {}
     out = {}
     for p in (*PACKAGES, "all"):
         rs = [r for r in rows if p == "all" or package_of(r["file"]) == p]
         done = [r for r in rs if r["outcome"] in ("killed", "timeout", "survived")]
         killed = sum(r["outcome"] in ("killed", "timeout") for r in done)
-        eq = sum(r["outcome"] == "survived" and r["job"] in equivalent for r in done)
-        surv = sum(r["outcome"] == "survived" for r in done) - eq
+        surv = [triage.get(r["job"], "") for r in done if r["outcome"] == "survived"]
+        eq, new, gone = surv.count("equivalent"), surv.count("killed"), surv.count("removed")
         out[p] = {
             "sampled": len(rs),
             "run": len(done),
             "killed": killed,
             "timeout": sum(r["outcome"] == "timeout" for r in done),
             "equivalent": eq,
-            "surviving": surv,
+            "killed_since": new,
+            "removed": gone,
+            "surviving": len(surv) - eq - new - gone,
             "score": killed / (len(done) - eq) if len(done) > eq else float("nan"),
+            "score_now": (killed + new) / (len(done) - eq - gone)
+            if len(done) > eq + gone
+            else float("nan"),
         }
     return out
 
@@ -103,8 +110,8 @@ def report_markdown(work: Path) -> str:
     rows = results(work)
     info = json.loads((work / "session.json").read_text())
     triage = json.loads(TRIAGE.read_text()) if TRIAGE.exists() else {}
-    eq = {r["job"]: 1 for r in rows if triage.get(mutant_key(r), [""])[0] == "equivalent"}
-    sc = score(rows, eq)
+    verdicts = {r["job"]: triage.get(mutant_key(r), [""])[0] for r in rows}
+    sc = score(rows, verdicts)
     pop = info["population"]
     lines = [
         BEGIN,
@@ -119,17 +126,22 @@ def report_markdown(work: Path) -> str:
         + "then every claim whose unit imports the module, at its sweep instance. Killed: a unit "
         + "test fails or a claim's main instance ends anything but `holds`; a mutant running past "
         + f"{info['timeout']:.0f} s is killed by timeout (counted with the killed, shown apart). "
-        + "Score = killed / (run − equivalent).",
+        + "Score = killed / (run − equivalent) as the run found it; now: with the survivors a "
+        + "check added since kills, and without those whose code was removed (it ran in no check).",
         "",
-        "| package | sampled | run | killed (by timeout) | equivalent | surviving | score |",
-        "|---|---|---|---|---|---|---|",
+        "| package | sampled | run | killed (by timeout) | equivalent | killed by a new check | "
+        "removed with dead code | surviving | score (run) | score (now) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def pct(x):
+        return "—" if x != x else f"{100 * x:.0f} %"
+
     for p, v in sc.items():
         lines.append(
             f"| {p} | {v['sampled']} | {v['run']} | {v['killed']} ({v['timeout']}) | "
-            f"{v['equivalent']} | {v['surviving']} | "
-            + (f"{100 * v['score']:.0f} %" if v["run"] > v["equivalent"] else "—")
-            + " |"
+            f"{v['equivalent']} | {v['killed_since']} | {v['removed']} | {v['surviving']} | "
+            f"{pct(v['score'])} | {pct(v['score_now'])} |"
         )
     surv = [r for r in rows if r["outcome"] == "survived"]
     lines += ["", f"Every surviving mutant ({len(surv)}), triaged:", ""]
