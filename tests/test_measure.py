@@ -133,6 +133,22 @@ def test_asymptotic_slope_stops_at_a_non_positive_error():
     assert res["h"] == [1.0, 0.5] and not res["converged"] and res["floor_reached"]
 
 
+@pytest.mark.parametrize("bad", [0.0, -1e-3, float("nan")])
+def test_taylor_window_ends_the_ladder_at_a_non_positive_or_non_finite_error(bad):
+    """Points past the first unusable error are never read, even where a clean window of the
+    expected order follows: the rate cannot be measured below rounding."""
+    ladder = 2.0 ** -np.arange(12)
+    calls = []
+
+    def err(h):
+        calls.append(h)
+        return bad if h == ladder[4] else h**2
+
+    res = ms.taylor_window(ladder, err, 2.0, 0.1)
+    assert res["h"] == list(ladder[:4]) and calls == list(ladder[:5])
+    assert not res["converged"] and not res["holds"]
+
+
 def test_errors_at_their_floor_bound_the_error_exactly():
     assert ms.at_accuracy_floor([1e-16, 5e-16], [1e-16, 1e-16])["holds"]
     assert not ms.at_accuracy_floor([1e-16, 3e-15], [1e-16, 1e-16])["holds"]
