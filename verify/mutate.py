@@ -163,14 +163,16 @@ def closure(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 def unit_tests(graph: dict[str, set[str]], rel: str) -> list[str]:
-    """The files of ``tests/`` that import ``rel``; when none does, those importing a file that
-    imports it."""
+    """The test files that import ``rel``: of ``tests/`` and of ``verify/tests/`` (a claim's
+    test file may check more than its main instance, e.g. D8's symbolic factorisation); when no
+    file of ``tests/`` does, those of ``tests/`` importing a file that imports it."""
     tests = sorted(f for f in graph if f.startswith("tests/test_"))
+    claim_tests = sorted(f for f in graph if f.startswith("verify/tests/test_") and rel in graph[f])
     direct = [t for t in tests if rel in graph[t]]
     if direct:
-        return direct
+        return direct + claim_tests
     importers = {f for f, deps in graph.items() if rel in deps}
-    return [t for t in tests if graph[t] & importers]
+    return [t for t in tests if graph[t] & importers] + claim_tests
 
 
 def near_claims(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
