@@ -6,8 +6,9 @@ and this module excluded). A sample of them (:func:`sample`, fixed seed) is exec
 mutation is written into a scratch copy of the tree (``build/mutate/tree``), and the *kill command*
 (:func:`kill`, a fresh process per mutant) runs
 
-1. the unit tests of the mutated module: the files of ``tests/`` that import it (:func:`unit_tests`;
-   when none does, those that import a module importing it), with ``pytest -x``;
+1. the tests of the mutated module: the files of ``tests/`` that import it (when none does, those
+   that import a module importing it) and the claim test files of ``verify/tests/`` that import it
+   (:func:`unit_tests`), with ``pytest -x``;
 2. then every claim whose unit imports the mutated module, directly or not (:func:`claims_of`), at
    its :attr:`~verify.claim.Claim.sweep_instance` (the main instance the seed sweep repeats; E1's
    short profile), the claims whose unit imports it directly first, then the cheapest first.
@@ -15,8 +16,9 @@ mutation is written into a scratch copy of the tree (``build/mutate/tree``), and
 A mutant is **killed** when a unit test fails or a claim's main instance ends anything but
 ``holds`` (``pytest verify`` asserts that a declared main instance holds; the reason is recorded:
 the failing test, or the claim and its outcome), and **killed by timeout** when the kill command
-runs past the session's timeout (a mutant that makes a loop run forever; reported apart). A mutant
-no test and no claim reaches (no importer) survives. Claims that do not hold on the unmutated tree
+runs past the session's timeout (a mutant that makes a loop run forever; reported apart: on this
+machine a survivor of ``numerics`` compiling the integrators cold takes 10–20 min, far below it). A
+mutant no test and no claim reaches (no importer) survives. Claims that do not hold on the unmutated tree
 (:func:`baseline`) are never used to kill.
 
 **Fresh processes and caches.** Each mutant runs in its own process, so Numba compiles the mutated
