@@ -24,8 +24,9 @@ mutant no test and no claim reaches (no importer) survives. Claims that do not h
 **Fresh processes and caches.** Each mutant runs in its own process, so Numba compiles the mutated
 source. The Numba cache needs no care beyond that: :mod:`numerics.jit_cache` keys the cache by the
 content of every file of ``numerics``, so a mutant of ``numerics`` compiles into a directory of its
-own (here a temporary one, removed afterwards: cold, correct, expensive: the integrators compile
-for about a minute) and a mutant elsewhere reuses the unmutated tree's compiled kernels. cosmic-ray
+own (here a temporary one, removed afterwards). It starts cold (the integrators compile for
+minutes) when compiled code can depend on the mutated file (:func:`compiled_sources`), else as
+hard links to the unmutated tree's compiled functions (:func:`warm_start`) and a mutant elsewhere reuses the unmutated tree's compiled kernels. cosmic-ray
 writes the original source back after each mutant, which changes the file's modification time;
 the kill command puts the unmutated files' times back (Numba's per-file check and Python's ``.pyc``
 read them). cosmic-ray runs the kill command with ``PYTHONDONTWRITEBYTECODE=1``.
@@ -33,7 +34,8 @@ read them). cosmic-ray runs the kill command with ``PYTHONDONTWRITEBYTECODE=1``.
 **Sampling.** Uniform across operators and files: per package an equal share of the sample; within
 a package, repeatedly an operator family uniformly at random, a file uniformly among the files that
 family can mutate, a mutation uniformly in that file (:func:`sample`, ``--seed``). The session
-database holds only the sample, interleaved by package, so a partial run is a uniform sub-sample.
+database holds only the sample; cosmic-ray runs the pending mutants in random order, so a partial
+run is a uniform sub-sample of it.
 
 **Commands.** ``python -m fastslow.verify.mutate run [--n N] [--seed S] [--timeout T]`` (set up if
 needed, then execute the pending mutants; resumes an interrupted session; prints progress),
