@@ -4,16 +4,24 @@ The IDs are the API: test markers, the report, the figures and ``fastslow check`
 Each claim is declared once, by the ``CLAIM`` object of its module ``verify.checks.<id>`` (see
 :mod:`verify.claim`); this module only finds it. Units are imported on first use, so listing the
 IDs costs nothing.
+
+The registry stands below :mod:`verify.claim`: it finds a unit by its module's name and reads it by
+its attributes (``id``, ``implemented``, ``systems``, ``check``), so the claim machinery can name
+the claims that check a system (:func:`claims_for`) without an import cycle; ``Claim`` is imported
+for type annotations only.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from .claim import Claim
 from .suggest import did_you_mean
 from .verdict import Verdict
+
+if TYPE_CHECKING:
+    from .claim import Claim
 
 IDS = (
     "A1",
@@ -47,8 +55,12 @@ class _Units(Mapping):
             raise KeyError(cid)
         if cid not in self._loaded:
             module = importlib.import_module(f"fastslow.verify.checks.{cid.lower()}")
-            unit = getattr(module, "CLAIM", None)
-            if not isinstance(unit, Claim) or unit.id != cid:
+            unit: Claim | None = getattr(module, "CLAIM", None)
+            if (
+                unit is None
+                or getattr(unit, "id", None) != cid
+                or not callable(getattr(unit, "check", None))
+            ):
                 raise TypeError(
                     f"fastslow.verify.checks.{cid.lower()} must define CLAIM, the Claim unit of {cid}"
                 )

@@ -512,6 +512,11 @@ class D1(Claim):
     key_figures = ("chain_rule_rel_fd", "reversal_rel_difference", "layer_jacobian_spread")
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "L ≥ 2 layers and T·d > 1 (product_has_order: a single factor, or 1×1 "
+        "factors, commute), T·d ≤ 64 (dense Jacobians), and sigma='tanh', 'gelu' or 'identity' "
+        "(sigma_smooth_where_differenced; 'relu' only away from its kink); any mask and gate"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` small enough for dense Jacobians (bad input

@@ -86,16 +86,11 @@ import numpy as np
 import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis.stability import (
-    critical_gate,
-    gate_spectral_radii,
     iterate_linear_loop,
     iterate_looped_map,
     layer_jacobian,
-    margin_certificate,
-    sigma_min_on_circle,
     slow_jacobian,
     spectral_radius,
-    stability_margin,
 )
 from fastslow.numerics.model import kernels
 
@@ -106,11 +101,19 @@ from ..against_reference import (
     reference_slow_jacobian,
 )
 from ..claim import Claim, Conclusion, control_table
-from ..measure import UNIT_ROUNDOFF, ratio
+from ..measure import UNIT_ROUNDOFF
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow, LinearLoop
-from ..verdict import Diagnostic
+from ..verdict import Diagnostic, not_evaluated
+from .d7_spectrum import (
+    curves,
+    gate_parts,
+    margin_parts,
+    margin_search_part,
+    rho_variation,
+    token_block_structure,
+)
 
 FIXED_POINT_RTOL = 1e-10
 """``‖Φ_0(X*) − X*‖_F ≤ FIXED_POINT_RTOL·max(1, ‖X*‖_F)`` for ``X*`` to count as a fixed point."""
@@ -124,33 +127,9 @@ LOOP_STEP_TOL = 1e-12
 LOOP_MAX_ITER = 200_000
 """The largest iteration budget of a loop run, whatever its linear rate."""
 
-GATE_BISECTION_TOL = 1e-12
-"""Relative tolerance of the bisection for ``g_c`` (:func:`numerics.analysis.stability.critical_gate`,
-its default): it returns the midpoint of a bracket of width ``≤ GATE_BISECTION_TOL·max(1, g_c)``,
-so ``g_c`` is known to half of that. ``g_c ≥ m/‖G‖₂`` is decided up to this and the margin's own
-uncertainty (the two margin methods' measured gap, divided by ``‖G‖₂``): where the bound is
-attained exactly (``J = 0``, ``G = 11ᵀ``: ``g_c = m/‖G‖₂ = 1/3``) the bisection lands 3.9e-13
-below it."""
-MINIMUM_SLACK = 1e-12
-"""The margin may exceed the dense-grid minimum of σ_min and ``1 − ρ(J)`` by this (rounding)."""
-
-INSIDE_FRACTION = 0.999
-"""The gates of ``contractive_inside_margin`` fill ``|g| ≤ 0.999·m/‖G‖₂``."""
-
-WIDE_GATES = np.linspace(-10.0, 10.0, 81)
-"""Gates (in units of the gate scale) over which the variation of ``ρ(J + gG)`` is reported."""
 
 ABOVE_CANDIDATES = 41
 """Gates of ``[g_c, above·g_c]`` (the first, ``g_c`` itself, excluded) searched for the largest ρ."""
-
-CURVE_GATES = 801
-CURVE_SPAN = 1.6
-CURVE_SPAN_INFINITE = 5.0
-"""The ρ(J + gG) curve of the series: 801 gates on ``[−s, s]`` with ``s = 1.6·max(g_c⁺, g_c⁻)``
-over the finite critical gates (5 when none is finite)."""
-
-CURVE_ANGLES = 1001
-"""The σ_min(e^{iθ}I − J) curve of the series: 1001 angles on ``[0, 2π]``."""
 
 
 # --------------------------------------------------------------------------- the instance
@@ -300,8 +279,7 @@ def reference_part(inst) -> Diagnostic:
     """``jacobians_match_reference``: ``J`` and ``G`` against the reference's, in units of
     round-off relative to their largest entries."""
     if inst.J_ref is None:
-        why = "not evaluated: a user LinearLoop's J and G are its input"
-        return Diagnostic(True, why, why)
+        return not_evaluated("a user LinearLoop's J and G are its input")
     dev = {
         "J_units": jacobian_deviation(inst.J, inst.J_ref),
         "G_units": jacobian_deviation(inst.G, inst.G_ref) if np.any(inst.G_ref) else 0.0,
@@ -315,117 +293,7 @@ def reference_part(inst) -> Diagnostic:
     )
 
 
-def token_block_structure(J: np.ndarray, G: np.ndarray, block: int) -> dict:
-    """Relative size of ``J`` above and of ``G`` on-or-above the token-block diagonal (blocks of
-    ``block`` rows/columns): both 0 means ``J + gG`` is block lower-triangular with
-    ``g``-independent diagonal blocks."""
-    n = J.shape[0]
-    b = np.arange(n) // block
-    upper = b[:, None] < b[None, :]
-    on_or_upper = b[:, None] <= b[None, :]
-    return {
-        "J_above_block_diagonal_rel": ratio(np.abs(J[upper]).max(initial=0.0), np.abs(J).max()),
-        "G_on_or_above_block_diagonal_rel": ratio(
-            np.abs(G[on_or_upper]).max(initial=0.0), np.abs(G).max()
-        ),
-        "G_max_abs": float(np.abs(G).max()),
-    }
-
-
-def rho_variation(J: np.ndarray, G: np.ndarray, unit: float) -> float:
-    """``max − min`` of ``ρ(J + gG)`` over the gates :data:`WIDE_GATES`·``unit``."""
-    rho = gate_spectral_radii(J, G, WIDE_GATES * unit)
-    return float(rho.max() - rho.min())
-
-
 # --------------------------------------------------------------------------- conclusion parts
-
-
-def dense_sigma_min(J: np.ndarray, thetas: np.ndarray) -> np.ndarray:
-    """``σ_min(e^{iθ}I − J)`` on the angles ``thetas`` straight from the singular values (``numerics.lapack.svdvals``, plain LAPACK: an
-    evaluation independent of :func:`numerics.analysis.stability.sigma_min_on_circle`, the code
-    under test; singular values are unique, so no LAPACK choice enters)."""
-    n = J.shape[0]
-    out = np.empty(thetas.size)
-    chunk = max(1, 2**16 // max(1, n * n))
-    for s in range(0, thetas.size, chunk):
-        z = np.exp(1j * thetas[s : s + chunk])
-        Z = z[:, None, None] * np.eye(n) - J[None]
-        out[s : s + chunk] = lapack.svdvals(Z)[:, -1]
-    return out
-
-
-def margin_parts(J: np.ndarray, rho_J: float, p: dict) -> tuple[dict, dict]:
-    """The margin ``m(J)`` by grid+Brent, by the pencil bisection and by a dense grid of angles:
-    the parts ``margin_two_methods_agree`` and ``margin_is_a_minimum``, and their figures."""
-    m = stability_margin(J)
-    cert = margin_certificate(J)
-    dense = float(dense_sigma_min(J, np.linspace(0.0, 2 * np.pi, p["dense_grid"])).min())
-    gap = abs(m - cert.margin)
-    figures = {
-        "margin": m,
-        "margin_pencil": cert.margin,
-        "margin_pencil_bracket": [cert.lower, cert.upper],
-        "margin_dense_grid": dense,
-        "margin_methods_abs_gap": gap,
-        "one_minus_rho": 1.0 - rho_J,
-    }
-    parts = {
-        "margin_two_methods_agree": Diagnostic(
-            gap <= p["margin_tol"], gap, f"|m − m_pencil| ≤ {p['margin_tol']:g}"
-        ),
-        "margin_is_a_minimum": Diagnostic(
-            bool(m <= dense + MINIMUM_SLACK and m <= 1.0 - rho_J + MINIMUM_SLACK),
-            [m, dense, 1.0 - rho_J],
-            "m ≤ dense-grid min + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
-        ),
-    }
-    return parts, figures
-
-
-def gate_parts(J: np.ndarray, G: np.ndarray, m: float, m_gap: float, p: dict) -> tuple[dict, dict]:
-    """ρ(J + gG) strictly inside the bound ``m/‖G‖₂`` and the critical gates ``g_c^±`` against
-    it (up to the bisection's tolerance and the margin's measured uncertainty ``m_gap``,
-    :data:`GATE_BISECTION_TOL`): the parts ``contractive_inside_margin``,
-    ``critical_gates_above_bound`` and ``critical_gate_finite``, and their figures."""
-    nG = float(np.linalg.norm(G, 2))
-    bound = m / nG if nG > 0 else float("inf")
-    gc_plus = critical_gate(J, G, sign=+1, tol=GATE_BISECTION_TOL)
-    gc_minus = critical_gate(J, G, sign=-1, tol=GATE_BISECTION_TOL)
-    gc = min(gc_plus, gc_minus)
-    slack = (
-        GATE_BISECTION_TOL * max(1.0, gc) / 2 + m_gap / nG if np.isfinite(gc) and nG > 0 else 0.0
-    )
-    inner = np.linspace(-INSIDE_FRACTION, INSIDE_FRACTION, p["n_gates"]) * (
-        bound if np.isfinite(bound) else 1.0
-    )
-    rho_inner_max = float(gate_spectral_radii(J, G, inner).max())
-    figures = {
-        "norm_G": nG,
-        "bound_m_over_normG": bound,
-        "critical_gate_plus": gc_plus,
-        "critical_gate_minus": gc_minus,
-        "critical_gate": gc,
-        "bound_tightness_gc_over_bound": gc / bound if bound > 0 and np.isfinite(gc) else None,
-        "critical_gate_comparison_slack": slack,
-        "max_rho_inside_margin": rho_inner_max,
-        "rho_variation_over_wide_gates": rho_variation(
-            J, G, bound if np.isfinite(bound) and bound > 0 else 1.0
-        ),
-    }
-    parts = {
-        "contractive_inside_margin": Diagnostic(
-            bool(rho_inner_max < 1.0), rho_inner_max, "max ρ(J + gG) over |g| ≤ 0.999·m/‖G‖ < 1"
-        ),
-        "critical_gates_above_bound": Diagnostic(
-            bool(gc_plus >= bound - slack and gc_minus >= bound - slack),
-            [gc_minus, gc_plus, bound],
-            f"[g_c⁻, g_c⁺] ≥ m/‖G‖ − {slack:.2g} (the bisection's half-bracket "
-            f"{GATE_BISECTION_TOL:g}·max(1, g_c)/2 and the margin methods' gap / ‖G‖)",
-        ),
-        "critical_gate_finite": Diagnostic(bool(np.isfinite(gc)), gc, "min(g_c⁺, g_c⁻) < ∞"),
-    }
-    return parts, figures
 
 
 def loop_budget(rho: float, p: dict) -> int:
@@ -496,21 +364,6 @@ def nonlinear_loop_part(runs: dict, slow_at_ref: float) -> Diagnostic:
         "converges to X* at 0 and ±below·g_c, not at the most unstable gate of "
         "(g_c, above·g_c] (ρ > 1); decided only when Slow(X*) = 0",
     )
-
-
-def curves(J: np.ndarray, G: np.ndarray, gc_plus: float, gc_minus: float) -> dict:
-    """The series the figure draws: ρ(J + gG) on :data:`CURVE_GATES` gates around the critical
-    gates and σ_min(e^{iθ}I − J) on :data:`CURVE_ANGLES` angles of the circle."""
-    finite = [g for g in (gc_plus, gc_minus) if np.isfinite(g)]
-    span = CURVE_SPAN * max(finite) if finite else CURVE_SPAN_INFINITE
-    gates = np.linspace(-span, span, CURVE_GATES)
-    theta = np.linspace(0, 2 * np.pi, CURVE_ANGLES)
-    return {
-        "gates": gates.tolist(),
-        "rho": np.asarray(gate_spectral_radii(J, G, gates)).tolist(),
-        "theta": theta.tolist(),
-        "sigma_min": np.asarray(sigma_min_on_circle(J, theta)).tolist(),
-    }
 
 
 # --------------------------------------------------------------------------- time estimate
@@ -614,7 +467,11 @@ class D7(Claim):
         f"complex-step Jacobians within {JACOBIAN_UNITS} units of round-off (a user LinearLoop: "
         "its input, not evaluated)",
         "margin_two_methods_agree": "|m(grid+Brent) − m(pencil)| ≤ margin_tol",
-        "margin_is_a_minimum": "m ≤ min of σ_min on a dense grid + 1e-12 and m ≤ 1 − ρ(J) + 1e-12",
+        "margin_is_a_minimum": "dense-grid min of σ_min − Δ/2 ≤ m ≤ dense-grid min + 1e-12 (Δ the "
+        "grid's spacing; σ_min is 1-Lipschitz in θ) and m ≤ 1 − ρ(J) + 1e-12",
+        "margin_search_checked": "on six seeded non-normal 6×6 matrices (real and complex, "
+        "minima at any angle) the two margin methods agree to margin_tol and lie in the dense "
+        "grid's bracket",
         "contractive_inside_margin": "max ρ(J + gG) < 1 over |g| ≤ 0.999·m/‖G‖₂",
         "critical_gates_above_bound": "g_c⁺ ≥ m/‖G‖₂ and g_c⁻ ≥ m/‖G‖₂",
         "critical_gate_finite": "min(g_c⁺, g_c⁻) < ∞: the margin bound binds",
@@ -657,6 +514,16 @@ class D7(Claim):
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
     systems = (LinearLoop, DepthFlow)
+    system_terms = {
+        "LinearLoop": "ρ(J) < 1 (reference_contractive: J is the loop's Jacobian with the gate "
+        "closed, as given), and J + g·G not block lower-triangular with g-independent diagonal "
+        "blocks (gate_moves_spectrum: some entry of J above, or of G on or above, the "
+        "diagonal is non-zero; otherwise ρ(J + gG) = ρ(J) for every g)",
+        "DepthFlow": "gamma > 0 (reference_contractive: with the default gamma=0.0 the reference "
+        "layer's Jacobian has ρ(J) = 1; D7's own instance uses gamma=1.0), slow_mask='full' "
+        "(gate_moves_spectrum: with the default 'blockcausal' the gate cannot move the spectrum, "
+        "g_c = ∞, a finding), a named nonlinearity and T·d ≤ 96 (dense Jacobians)",
+    }
     system_replaces = (
         "T",
         "P",
@@ -754,6 +621,8 @@ class D7(Claim):
         p, J, G = inst.p, inst.J, inst.G
         rho_J = spectral_radius(J)
         margin, margin_figures = margin_parts(J, rho_J, p)
+        search, search_figures = margin_search_part(p)
+        margin_figures.update(search_figures)
         gates, gate_figures = gate_parts(
             J, G, margin_figures["margin"], margin_figures["margin_methods_abs_gap"], p
         )
@@ -784,6 +653,7 @@ class D7(Claim):
         return Conclusion(
             {
                 **margin,
+                **search,
                 **gates,
                 "nonlinear_loop": nonlinear_loop_part(runs, slow_at_ref),
                 "jacobians_match_reference": reference_part(inst),

@@ -509,7 +509,7 @@ SHORT = {
     "lr_grid": (1e-2,),
     "heldout_windows": 64,
     "max_test_seeds": 12,
-    "cost_repeat": 5,
+    "cost_repeat": 20,
     "workers": 1,
 }
 """The short profile (default ``pytest verify`` and the negative control)."""
@@ -610,6 +610,7 @@ class E1(Claim):
         "powered": "the test seeds reach the pre-registered power at Δ within max_test_seeds and "
         "Δ > 0 (else equivalence could not be shown even if it held)",
     }
+    limit_governs = {"powered": ("gap_equivalent", "gate_closed_by_ablation")}
     controls = (
         Control(
             "shared_structure",

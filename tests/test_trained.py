@@ -1,0 +1,206 @@
+"""Trained weights as a user system (:mod:`verify.trained`, :mod:`verify.weights_file`).
+
+* A tiny PyTorch-style ``state_dict`` (``(out, in)`` matrices), converted by the mapping of
+  docs/trained_weights.md and written with ``safetensors.numpy.save_file``, loads with the same
+  weights and is checked by the claims (API and command line).
+* Broken files (missing tensor, wrong shape, non-finite entry, wrong dtype, unexpected tensor,
+  missing setting, not a weights file): each is exit 2 with one line naming it.
+* An E1 run missing from the run cache is one line saying how to train it, never trained.
+
+Sizes: V = 5, T = 8, P = 4, d = 3, m = 4, L = 2 (each check about a second).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from fastslow import check
+from fastslow.cli import main
+from fastslow.toy import TrainedStack
+from fastslow.verify import weights_file
+from fastslow.verify.systems import load
+
+V, T, P, d, m, L = 5, 8, 4, 3, 4, 2
+SETTINGS = {"T": T, "P": P, "fast_mask": "block_causal"}
+
+
+def torch_state_dict(seed: int = 0) -> dict:
+    """A ``state_dict`` of the architecture as PyTorch stores it (``nn.Linear`` weights are
+    ``(out, in)``), as NumPy arrays (what ``.numpy()`` gives)."""
+    rng = np.random.default_rng(seed)
+    sd = {
+        "embedding.weight": rng.standard_normal((V, d)).astype(np.float32),
+        "head.weight": rng.standard_normal((V, d)).astype(np.float32),
+    }
+    for l in range(L):
+        for part, names in (("attn", "qkv"), ("slow", "qkv")):
+            for n in names:
+                sd[f"layers.{l}.{part}.{n}.weight"] = (
+                    rng.standard_normal((d, d)) / np.sqrt(d)
+                ).astype(np.float32)
+        sd[f"layers.{l}.mlp.fc1.weight"] = rng.standard_normal((m, d)).astype(np.float32)
+        sd[f"layers.{l}.mlp.fc2.weight"] = rng.standard_normal((d, m)).astype(np.float32)
+        sd[f"layers.{l}.gate"] = np.array([0.1 - 0.15 * l], np.float32)  # trained, open
+    return sd
+
+
+def to_layout(sd: dict) -> dict:
+    """The mapping of docs/trained_weights.md, as written there."""
+    t = {"emb": sd["embedding.weight"], "head": sd["head.weight"].T}
+    for l in range(L):
+        a, f, s = f"layers.{l}.attn.", f"layers.{l}.mlp.", f"layers.{l}.slow."
+        t |= {
+            f"{l}.Q": sd[a + "q.weight"].T,
+            f"{l}.K": sd[a + "k.weight"].T,
+            f"{l}.V": sd[a + "v.weight"].T,
+            f"{l}.W1": sd[f + "fc1.weight"].T,
+            f"{l}.W2": sd[f + "fc2.weight"].T,
+            f"{l}.Qs": sd[s + "q.weight"].T,
+            f"{l}.Ks": sd[s + "k.weight"].T,
+            f"{l}.Vs": sd[s + "v.weight"].T,
+            f"{l}.g": sd[f"layers.{l}.gate"],
+        }
+    return {k: np.ascontiguousarray(v) for k, v in t.items()}
+
+
+@pytest.fixture
+def weights(tmp_path):
+    """``(path, state_dict)`` of the tiny network written to safetensors with its settings."""
+    sd = torch_state_dict()
+    path = tmp_path / "tiny.safetensors"
+    save_file(to_layout(sd), str(path), metadata={"fastslow": json.dumps(SETTINGS)})
+    return path, sd
+
+
+def one_line(err: str) -> str:
+    lines = [x for x in err.strip().splitlines() if x]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_a_state_dict_in_safetensors_loads_with_its_weights(weights):
+    path, sd = weights
+    net = TrainedStack.from_file(path)
+    assert (net.T, net.P, net.d, net.m, net.L, net.vocab) == (T, P, d, m, L, V)
+    model = net.model()
+    assert model.config.mask_name == "block_causal"
+    np.testing.assert_array_equal(model.layers[1].W1, sd["layers.1.mlp.fc1.weight"].T)
+    np.testing.assert_array_equal(model.layers[0].Vs, sd["layers.0.slow.v.weight"].T)
+    np.testing.assert_array_equal(net.embedding, sd["embedding.weight"])
+    assert model.layers[0].W1.dtype == np.float64
+    # the same tensors as .npz, settings given with the file name: the same system
+    npz = path.with_suffix(".npz")
+    np.savez(npz, **to_layout(sd))
+    again = load(f"{npz}:T={T},P={P},fast_mask=block_causal")
+    assert again.weights_sha256() == net.weights_sha256()
+    assert again.fingerprint() == net.fingerprint()
+
+
+def test_the_claims_check_a_trained_stack(weights):
+    path, _ = weights
+    net = TrainedStack.from_file(path)
+    assert check("A1", system=net).outcome == "holds"
+    d7 = check("D7", system=net)  # block_causal, a tiny stack: decided on it like any flow
+    assert d7.outcome in ("holds", "outside-hypotheses")
+    assert d7.system["kind"] == "TrainedStack"
+    assert d7.system["source"]["sha256"]
+
+
+def test_the_command_line_checks_a_weights_file(weights, capsys):
+    path, _ = weights
+    assert main(["check", "A1", "--system", str(path)]) == 0
+    assert "TrainedStack" in capsys.readouterr().out
+
+
+def test_claims_lists_the_trained_stack(capsys):
+    assert main(["claims"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("D7"))
+    assert "TrainedStack" in line
+
+
+def broken(tensors: dict, name: str, kind: str) -> dict:
+    t = dict(tensors)
+    if kind == "missing":
+        del t[name]
+    elif kind == "shape":
+        t[name] = np.zeros((d, d + 1), np.float32)
+    elif kind == "nonfinite":
+        t[name] = t[name].copy()
+        t[name].flat[1] = np.nan
+    elif kind == "dtype":
+        t[name] = t[name].astype(np.int32)
+    elif kind == "unexpected":
+        t[name] = np.zeros(d, np.float32)
+    return t
+
+
+BROKEN = [
+    ("1.W2", "missing", "missing tensor '1.W2'; expected shape (4, 3)"),
+    ("0.Q", "shape", "tensor '0.Q' has shape (3, 4); expected (3, 3)"),
+    ("0.K", "nonfinite", "tensor '0.K' has 1 non-finite entries"),
+    ("emb", "dtype", "tensor 'emb' has dtype int32; expected floating point"),
+    ("0.bias", "unexpected", "unexpected tensor '0.bias': not in the layout"),
+]
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+@pytest.mark.parametrize("name,kind,message", BROKEN, ids=[b[1] for b in BROKEN])
+def test_a_broken_weights_file_is_exit_2_naming_the_tensor(
+    tmp_path, capsys, suffix, name, kind, message
+):
+    tensors = broken(to_layout(torch_state_dict()), name, kind)
+    path = tmp_path / f"w{suffix}"
+    if suffix == ".npz":
+        weights_file.write_npz(path, tensors, SETTINGS)
+    else:
+        save_file(tensors, str(path), metadata={"fastslow": json.dumps(SETTINGS)})
+    assert main(["check", "D7", "--system", str(path)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert message in line and str(path) in line
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("{npz}", "setting T is missing"),
+        ("{npz}:T=8,P=3", "P must divide T"),
+        ("{npz}:T=8,P=4,fast_mask=diagonal", "setting fast_mask='diagonal': expected one of"),
+        ("{npz}:T=8,P=4,colour=red", "unknown setting 'colour'"),
+        ("{bad}", "not a readable safetensors file"),
+        ("{tmp}/none.npz", "no such weights file"),
+        ("e1:coupled:x:20000", "expects e1:ARM:SEED:TOKENS"),
+        ("e1:sparse:0:20000", "E1 arm 'sparse'"),
+    ],
+)
+def test_bad_settings_and_files_are_exit_2(tmp_path, capsys, spec, message):
+    npz = tmp_path / "plain.npz"
+    np.savez(npz, **to_layout(torch_state_dict()))
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a safetensors file")
+    arg = spec.format(npz=npz, bad=bad, tmp=tmp_path)
+    assert main(["check", "A1", "--system", arg]) == 2
+    assert message in one_line(capsys.readouterr().err)
+
+
+def test_a_missing_e1_run_says_how_to_train_it_and_trains_nothing(tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"not in the run cache .*e1:coupled:3:2000:train"):
+        TrainedStack.from_e1("coupled", 3, 2000, cache_dir=tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing trained, nothing written
+
+
+def test_trained_report_refuses_bad_seeds_and_never_trains_silently(tmp_path, monkeypatch, capsys):
+    assert main(["trained-report", "--d9-seeds", "0,1"]) == 2
+    assert "at least 3 seeds" in one_line(capsys.readouterr().err)
+    assert main(["trained-report", "--seeds", "a,b"]) == 2
+    assert "--seeds expects integers" in one_line(capsys.readouterr().err)
+    monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))  # an empty run cache
+    assert main(["trained-report", "--tokens", "3000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not in the run cache" in err and ":train" in err
+    assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written

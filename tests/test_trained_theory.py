@@ -1,0 +1,95 @@
+"""The theory's predictions on trained networks (:mod:`verify.trained_theory`,
+:mod:`verify.trained_section`) and their figure.
+
+* On a small network trained by the suite (seconds, its own run cache): D6t holds on the frozen
+  arm (gates 0: the response to the trained weight change is persistent and Q, K, Qs, Ks are
+  invisible), and is outside ``gates_closed`` on the coupled arm; D7t is outside
+  ``injection_positive`` (γ = 0) and certifies ``m⁺`` at the RMS norm's ε level; D5t decides.
+* The shuffled-block control corpus has no cross-block structure by D9t's rule; E1's text has.
+* The figure ``e1_trained_theory`` and the REPORT.md section regenerate from the committed
+  ``docs/report/trained_short.json`` without training (training raises in this test).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastslow import figures
+from fastslow.numerics.lm import train as lm_train
+from fastslow.verify import trained_section, trained_theory
+from fastslow.verify.trained import train_small
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("lm")
+    kw = dict(T=16, P=4, d=4, m=8, L=2, tokens=4_000, fast_mask="causal", cache_dir=cache)
+    return {arm: train_small(arm=arm, **kw) for arm in ("coupled", "frozen")}
+
+
+def test_d6_the_trained_weight_change_acts_on_the_persistent_side(nets):
+    v = trained_theory.TrainedD6().check(system=nets["frozen"])
+    assert v.outcome == "holds", v.reason()
+    assert v.figures["decaying_share_of_response"] <= trained_theory.D6_TOL
+    assert 0 < v.figures["invisible_share_of_weight_change"] < 1
+    coupled = trained_theory.TrainedD6().check(system=nets["coupled"])
+    assert coupled.outcome == "outside-hypotheses"
+    assert coupled.violated == ["gates_closed"]
+
+
+def test_d7_a_normed_stack_without_injection_is_outside_the_margin_statement(nets):
+    v = trained_theory.TrainedD7().check(system=nets["coupled"])
+    assert v.outcome == "outside-hypotheses"
+    assert v.violated == ["injection_positive"]
+    # J·X = X up to the RMS norm's ε: the distance to instability is certified tiny
+    assert max(v.figures["m_upper"]) < 1e-3
+    assert all(g > 0 for g in v.figures["G_lower"])
+
+
+def test_d5_decides_saturation_on_the_frozen_arm(nets):
+    v = trained_theory.TrainedD5().check(system=nets["frozen"])
+    assert v.hypotheses["gates_closed"].holds
+    assert v.outcome in ("holds", "outside-hypotheses")
+    assert len(v.figures["r"]) == 2
+
+
+def test_the_shuffled_block_control_has_no_cross_block_structure():
+    P = 16
+    shuffled = trained_theory.structure(trained_theory.corpus_named("shuffled", P), P, 0)
+    pydoc = trained_theory.structure(trained_theory.corpus_named("pydoc", P), P, 0)
+    rule = trained_theory.STRUCTURE_SDS
+    assert abs(shuffled["mi_excess_bits"]) <= rule * shuffled["mi_shuffled_sd"]
+    assert abs(pydoc["mi_excess_bits"]) > rule * pydoc["mi_shuffled_sd"]
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("a figure or report section trained a network")
+
+    monkeypatch.setattr(lm_train, "train", refuse)
+
+
+@pytest.mark.parametrize(
+    "name,profile", [("e1_trained_theory", "short"), ("e1_trained_theory_paper", "paper")]
+)
+def test_the_figure_regenerates_from_the_committed_section(tmp_path, no_training, name, profile):
+    data = [figures.figure_data(name, {"profile": profile})]
+    paths = figures.draw(name, data, tmp_path)
+    assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_the_report_section_renders_from_the_committed_section(no_training):
+    section = trained_section.load("short")
+    lines = trained_section.markdown(section)
+    assert any(line.startswith("| D7t | coupled |") for line in lines)
+    assert sum(line.startswith("| shuffled |") for line in lines) == len(section["tokens"])
+    outcomes = {r["D6t"]["verdict"] for r in section["networks"] if r["arm"] == "frozen"}
+    assert outcomes <= {"holds", "outside-hypotheses", "undecided", "fails"}
+
+
+def test_a_missing_section_names_the_command(tmp_path):
+    with pytest.raises(ValueError, match="fastslow trained-report --profile paper"):
+        trained_section.load("paper", tmp_path)
+    assert np.isfinite(trained_theory.TAU)
