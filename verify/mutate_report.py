@@ -13,6 +13,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from scipy.stats import beta
+
 from .mutate import NAME, PACKAGES, ROOT, _env, baseline, manifest, module_graph, package_of
 
 
@@ -126,10 +128,20 @@ def report_markdown(work: Path) -> str:
         + "then every claim whose unit imports the module, at its sweep instance. Killed: a unit "
         + "test fails or a claim's main instance ends anything but `holds`; a mutant running past "
         + f"{info['timeout']:.0f} s is killed by timeout (counted with the killed, shown apart). "
-        + "Score = killed / (run − equivalent) as the run found it; now: with the survivors a "
-        + "check added since kills, and without those whose code was removed (it ran in no check).",
+        + "Score = killed / (run − equivalent) as the run found it; now: with the survivors "
+        + "killed since (by a check added since, or by one the kill command runs since), and "
+        + "without those whose code was removed (it ran in no check). The interval is the exact "
+        + "95 % (Clopper–Pearson) interval of the score now over the mutants run."
+        + (
+            f" **Partial run:** {sc['all']['run']} of {sc['all']['sampled']} sampled mutants ran "
+            "(each in a fresh process; on a 2-core machine shared with other jobs a mutant of "
+            "`numerics` whose compiled code must be rebuilt takes 10–20 min); `bash run.sh mutate` "
+            "resumes the session."
+            if sc["all"]["run"] < sc["all"]["sampled"]
+            else ""
+        ),
         "",
-        "| package | sampled | run | killed (by timeout) | equivalent | killed by a new check | "
+        "| package | sampled | run | killed (by timeout) | equivalent | killed since | "
         "removed with dead code | surviving | score (run) | score (now) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -137,11 +149,20 @@ def report_markdown(work: Path) -> str:
     def pct(x):
         return "—" if x != x else f"{100 * x:.0f} %"
 
+    def interval(v):
+        n = v["run"] - v["equivalent"] - v["removed"]
+        k = v["killed"] + v["killed_since"]
+        if n <= 0:
+            return ""
+        lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+        hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+        return f" [{100 * lo:.0f}, {100 * hi:.0f}]"
+
     for p, v in sc.items():
         lines.append(
             f"| {p} | {v['sampled']} | {v['run']} | {v['killed']} ({v['timeout']}) | "
             f"{v['equivalent']} | {v['killed_since']} | {v['removed']} | {v['surviving']} | "
-            f"{pct(v['score'])} | {pct(v['score_now'])} |"
+            f"{pct(v['score'])} | {pct(v['score_now'])}{interval(v)} |"
         )
     surv = [r for r in rows if r["outcome"] == "survived"]
     lines += ["", f"Every surviving mutant ({len(surv)}), triaged:", ""]
