@@ -293,3 +293,12 @@ def test_overflowing_stack_raises_instead_of_returning_nan():
         FloatingPointError, match=r"layer \d+ produced non-finite or overflowing values"
     ):
         nm.stack(model, np.ones((4, 2)))
+
+
+def test_a_ragged_array_is_refused_as_not_an_array_of_numbers():
+    """NumPy's own ``ValueError`` for a ragged nested list becomes the one-line refusal naming
+    the argument (a bad input, not an error of the computation)."""
+    from fastslow.numerics import validation  # deferred: only this test reads the module itself
+
+    with pytest.raises(TypeError, match="X must be an array of real numbers"):
+        validation.finite_array("X", [[1.0, 2.0], [3.0]])

@@ -285,6 +285,9 @@ def test_reduced_rhs_invalid_arguments():
         block_reduction("causal", 2, 1, False)
     with pytest.raises(ValueError, match="E must have shape"):
         reduced_rhs(0, "block_causal", 2, 1, False, [], np.zeros((3, 1)), 1.0, 1.0)
+    for E in (np.zeros((4, 2)), np.zeros(4)):  # width ≠ d; not a matrix (T divisible by P)
+        with pytest.raises(ValueError, match="E must have shape"):
+            reduced_rhs(0, "block_causal", 2, 1, False, [], E, 1.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------
