@@ -171,6 +171,16 @@ def report_markdown(work: Path) -> str:
         change = " / ".join(x.strip() for x in r.get("diff", []))[:160].replace("|", "\\|")
         verdict = triage.get(mutant_key(r), ["untriaged", ""])
         lines.append(f"| `{mutant_key(r)}` | `{change}` | {verdict[0]}: {verdict[1]} |")
+    again = work.with_name(work.name + "-rerun") / "rerun.json"
+    if again.exists():
+        redo = json.loads(again.read_text())
+        lines += [
+            "",
+            f"Survivors re-run against a newer tree (`python -m fastslow.verify.mutate rerun`, "
+            f"{len(redo)} so far): "
+            + "; ".join(f"`{mutant_key(r)}` {r['rerun']}" for r in redo)
+            + ".",
+        ]
     killers = defaultdict(int)
     for r in rows:
         if r["outcome"] == "killed":
@@ -199,7 +209,7 @@ def write_report(work: Path, doc: Path = ROOT / "docs" / "mutants.md") -> None:
 def rerun_survivors(work: Path, again: Path) -> list[dict]:
     """The survivors of the session in ``work``, applied to a fresh copy of the current tree (in
     ``again``: its own manifest, graph and baseline) by their source lines (the removed line must
-    occur exactly once in the file, else the mutant is reported ``gone``) and run through the same
+    occur exactly once in the file, else it is reported not re-applied) and run through the same
     kill command; one row per survivor with the new outcome."""
     from .mutants import Mutant, applied  # deferred: the catalogue's snippet machinery
 
@@ -229,7 +239,7 @@ def rerun_survivors(work: Path, again: Path) -> list[dict]:
         old, new = "\n".join(minus) + "\n", "\n".join(plus) + "\n"
         path = again / "tree" / r["file"]
         if not path.exists() or path.read_text().count(old) != 1:
-            out.append({**r, "rerun": "gone"})
+            out.append({**r, "rerun": "not re-applied (its line is not unique there)"})
             continue
         with applied(Mutant(r["job"], r["file"], old, new, (), ""), again / "tree"):
             env = _env(again / "tree", again / "numba_cache")
