@@ -178,7 +178,10 @@ def report_markdown(work: Path) -> str:
             "",
             f"Survivors re-run against a newer tree (`python -m fastslow.verify.mutate rerun`, "
             f"{len(redo)} so far): "
-            + "; ".join(f"`{mutant_key(r)}` {r['rerun']}" for r in redo)
+            + "; ".join(
+                f"`{mutant_key(r)}` {r['rerun'].replace('gone', 'not re-applied (its line is not unique there)')}"
+                for r in redo
+            )
             + ".",
         ]
     killers = defaultdict(int)
