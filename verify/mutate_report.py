@@ -179,7 +179,7 @@ def report_markdown(work: Path) -> str:
             f"Survivors re-run against a newer tree (`python -m fastslow.verify.mutate rerun`, "
             f"{len(redo)} so far): "
             + "; ".join(
-                f"`{mutant_key(r)}` {r['rerun'].replace('gone', 'not re-applied (its line is not unique there)')}"
+                f"`{mutant_key(r)}` {r['rerun'].replace('gone', 'not re-applied (its line is gone or not unique there)')}"
                 for r in redo
             )
             + ".",
@@ -242,7 +242,7 @@ def rerun_survivors(work: Path, again: Path) -> list[dict]:
         old, new = "\n".join(minus) + "\n", "\n".join(plus) + "\n"
         path = again / "tree" / r["file"]
         if not path.exists() or path.read_text().count(old) != 1:
-            out.append({**r, "rerun": "not re-applied (its line is not unique there)"})
+            out.append({**r, "rerun": "not re-applied (its line is gone or not unique there)"})
             continue
         with applied(Mutant(r["job"], r["file"], old, new, (), ""), again / "tree"):
             env = _env(again / "tree", again / "numba_cache")
