@@ -5,6 +5,8 @@
 #   bash run.sh test     # ruff, mypy, then every test: tests/ (unit, property) and verify/ (claims)
 #   bash run.sh bench    # benchmark tables (ratios measured in one run)
 #   bash run.sh figures  # regenerate every figure into figures/out/
+#   bash run.sh coverage # line coverage of theory/, numerics/, verify/, figures/ for the tests
+#   bash run.sh mutate   # opt-in, hours: cosmic-ray mutation run (resumable; build/mutate/)
 #
 # Extra arguments go to the command, e.g. `bash run.sh verify -k A1 --thorough`.
 set -euo pipefail
@@ -79,5 +81,20 @@ case "$job" in
     exec "$VENV/bin/python" -m pytest "${processes[@]}" tests verify "$@" ;;
   bench)   exec "$VENV/bin/fastslow" bench "$@" ;;
   figures) exec "$VENV/bin/fastslow" figures "$@" ;;
-  *) echo "usage: bash run.sh {verify|test|bench|figures} [args...]" >&2; exit 2 ;;
+  coverage)
+    # one niced pass of every test under coverage.py (the table: docs/benchmarks.md, "Line coverage")
+    rm -rf build/coverage && mkdir -p build/coverage
+    rc=0
+    nice -n 5 "$VENV/bin/python" -m coverage run -m pytest "${processes[@]}" tests verify "$@" || rc=$?
+    "$VENV/bin/python" -m coverage combine --quiet
+    "$VENV/bin/python" -m coverage json --quiet -o build/coverage/coverage.json
+    "$VENV/bin/python" -m fastslow.verify.line_coverage build/coverage/coverage.json
+    exit $rc ;;
+  mutate)
+    # opt-in: cosmic-ray (the `mutate` extra) is installed on first use; niced, resumable
+    "$VENV/bin/python" -c 'import cosmic_ray' 2>/dev/null \
+      || "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test,mutate]' \
+      || { echo "run.sh: installing cosmic-ray failed (see above)" >&2; exit 2; }
+    exec nice -n 10 "$VENV/bin/python" -m fastslow.verify.mutate "$@" ;;
+  *) echo "usage: bash run.sh {verify|test|bench|figures|coverage|mutate} [args...]" >&2; exit 2 ;;
 esac

@@ -161,6 +161,27 @@ def test_coupling_rhs_is_the_kernel_generator_over_eps_plus_the_remainder(seed):
     np.testing.assert_allclose(g(0.3, X), nm.layer_increment(cfg, p, X, E), rtol=1e-14)
 
 
+def test_the_public_one_point_wrappers_are_the_functions_they_validate():
+    """``depth_rhs`` (one point of ``make_rhs``) and ``masked_softmax`` (the row softmax on a mask,
+    against a scalar transcription), with their one-line refusals."""
+    rng = np.random.default_rng(5)
+    cfg = nm.ModelConfig(T=6, P=3, d=2, mask="block_causal", gamma=0.7)
+    model = nm.Model(cfg, (nm.init_layer(cfg, rng, gate=0.4),))
+    X, E = rng.standard_normal((2, 6, 2))
+    for form, eps in (("coupling", 1e-2), ("layer", None)):
+        f = nm.make_rhs(model, form=form, eps=eps, E=E)
+        np.testing.assert_array_equal(
+            nm.depth_rhs(model, 0.3, X, form=form, eps=eps, E=E), f(0.3, X)
+        )
+    S = rng.standard_normal((5, 5))
+    mask = np.tril(np.ones((5, 5), dtype=bool))
+    np.testing.assert_allclose(nm.masked_softmax(S, mask), _softmax_rows(S, mask), rtol=1e-14)
+    with pytest.raises(ValueError, match="at least one entry"):
+        nm.masked_softmax(S, np.triu(mask, k=1))
+    with pytest.raises(ValueError, match="boolean array of shape"):
+        nm.masked_softmax(S, mask[:4])
+
+
 def _cfg():
     return nm.ModelConfig(T=4, P=2, d=3)
 
@@ -272,3 +293,12 @@ def test_overflowing_stack_raises_instead_of_returning_nan():
         FloatingPointError, match=r"layer \d+ produced non-finite or overflowing values"
     ):
         nm.stack(model, np.ones((4, 2)))
+
+
+def test_a_ragged_array_is_refused_as_not_an_array_of_numbers():
+    """NumPy's own ``ValueError`` for a ragged nested list becomes the one-line refusal naming
+    the argument (a bad input, not an error of the computation)."""
+    from fastslow.numerics import validation  # deferred: only this test reads the module itself
+
+    with pytest.raises(TypeError, match="X must be an array of real numbers"):
+        validation.finite_array("X", [[1.0, 2.0], [3.0]])

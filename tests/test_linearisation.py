@@ -85,6 +85,8 @@ def test_bad_activations_are_rejected_naming_the_choices():
         tl.activation(a * b)
     with pytest.raises(ValueError, match="one variable"):
         tl.activation(sp.Lambda((a, b), a * b))
+    with pytest.raises(ValueError, match="one variable"):  # a constant: no variable at all
+        tl.activation(sp.Lambda((), sp.Integer(1)))
     with pytest.raises(TypeError, match="NumPy counterpart"):
         tl.activation(np.tanh)
 

@@ -187,3 +187,15 @@ def test_the_stationary_weighting_of_a_pattern_that_is_not_doubly_stochastic():
 def test_a_custom_mask_without_a_block_weighting_is_refused(mask, match):
     with pytest.raises(ValueError, match=match):
         mk.coarse_maps(mask, 4, 2)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [[], [[True, False]], [[True], [True, True]], np.ones((2, 3), dtype=bool)],
+    ids=["empty", "one_row_of_two", "ragged", "rectangular"],
+)
+def test_a_mask_pattern_that_is_not_square_is_refused(pattern):
+    """theory.kernels.pattern_matrix refuses an empty or non-square pattern in one line (a
+    cosmic-ray survivor let a non-square one through to a later IndexError)."""
+    with pytest.raises(ValueError, match="non-empty square matrix"):
+        exact.pattern_matrix(pattern)

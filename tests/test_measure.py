@@ -128,9 +128,41 @@ def test_asymptotic_slope_reports_no_window_when_the_curve_never_straightens():
     assert not res["converged"] and res["verdict"] == "unresolved"
 
 
+def test_asymptotic_slope_tries_coarser_windows_after_one_the_finer_points_leave():
+    """Local slopes (coarse to fine) 1 ×6, 0.97 ×4, then 1.025: the finest straight window
+    (slope 0.97) is rejected because the last slope leaves it by more than the spread (0.05); the
+    next coarser one (slope ≈ 0.976) is straight and every finer slope stays within the spread of
+    it, so it is the asymptotic window and the rate 1 ± 0.1 holds."""
+    slopes = [1.0] * 6 + [0.97] * 4 + [1.025]
+    h = 2.0 ** -np.arange(len(slopes) + 1)
+    err = [1.0]
+    for i, s in enumerate(slopes):
+        err.append(err[-1] * (h[i + 1] / h[i]) ** s)
+    table = dict(zip(h, err))
+    res = ms.asymptotic_slope(h, table.__getitem__, 1.0, 0.1)
+    assert res["converged"] and res["verdict"] == "holds"
+    assert res["window"] == [h[5], h[9]] and abs(res["slope"] - 0.976) < 1e-3
+
+
 def test_asymptotic_slope_stops_at_a_non_positive_error():
     res = ms.asymptotic_slope([1.0, 0.5, 0.25, 0.125], lambda h: h if h > 0.3 else 0.0, 1.0, 0.1)
     assert res["h"] == [1.0, 0.5] and not res["converged"] and res["floor_reached"]
+
+
+@pytest.mark.parametrize("bad", [0.0, -1e-3, float("nan")])
+def test_taylor_window_ends_the_ladder_at_a_non_positive_or_non_finite_error(bad):
+    """Points past the first unusable error are never read, even where a clean window of the
+    expected order follows: the rate cannot be measured below rounding."""
+    ladder = 2.0 ** -np.arange(12)
+    calls = []
+
+    def err(h):
+        calls.append(h)
+        return bad if h == ladder[4] else h**2
+
+    res = ms.taylor_window(ladder, err, 2.0, 0.1)
+    assert res["h"] == list(ladder[:4]) and calls == list(ladder[:5])
+    assert not res["converged"] and not res["holds"]
 
 
 def test_errors_at_their_floor_bound_the_error_exactly():

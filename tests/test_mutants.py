@@ -72,3 +72,24 @@ def test_the_mutated_file_is_really_imported_from_the_scratch_tree():
     root = Path(mu.ROOT)
     where = mu.imported_from(root, mu.environment(root, root / ".numba_cache"))
     assert root.resolve() in where.resolve().parents
+
+
+def test_a_claim_is_checked_on_further_seeds_until_one_fails(tmp_path, monkeypatch):
+    """A planted bug visible only on a later seed is caught; seeds after a failing one are not
+    run; the claim's sweep instance (with the mutant's parameters) is what each seed decides."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    m = mu.Mutant("t", "a.py", "x = 1", "x = 2", ("D7",), "test", params={"extra": 3})
+    calls = []
+
+    def fake(root, env, cid, timeout, params, seed):
+        calls.append((cid, seed, params))
+        return {"outcome": "fails" if seed == mu.SEEDS[1] else "holds", "seconds": 1.0}
+
+    monkeypatch.setattr(mu, "run_check", fake)
+    monkeypatch.setattr(mu, "check_instance", lambda cid: {"sweep": True})
+    res = mu.run_mutant(m, tmp_path, tmp_path / "cache")
+    assert res["caught"]
+    assert [c[1] for c in calls] == list(mu.SEEDS[:2])
+    assert all(c[2] == {"sweep": True, "extra": 3} for c in calls)
+    assert res["runs"]["D7"]["seeds"] == {mu.SEEDS[0]: "holds", mu.SEEDS[1]: "fails"}
+    assert len(mu.SEEDS) >= 3 and mu.SEEDS[0] == 0

@@ -85,6 +85,39 @@ def test_numeric_functions_match_the_expressions():
         assert np.allclose(fn(y, E, Q, K, W1, W2, 0.7, 1.3), val, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("mask", ["block_bidirectional", "block_causal"])
+def test_the_full_derivation_agrees_with_the_one_f1_integrates(mask):
+    """Two SymPy derivations of the same reduction check each other: :func:`slow_manifold` (the
+    softmax Taylor expansion of (a)–(d), all of ``G₂``) and :func:`block_reduction` (the restricted
+    derivation behind F1's reduced flows). ``H₁``, the order-0 field and the curvature agree to
+    rounding; ``reduced1 = LᵀG₂`` (the O(ε) coefficient of dy/dt) is the ε-derivative of
+    ``block_reduction``'s ``f1(ε) = LᵀR(1yᵀ + εH₁) + ε·curvature`` at 0, taken by Richardson
+    extrapolation of difference quotients (remainder O(ε²) = 1e-6 at ε = 1e-3; the tolerance 1e-4
+    allows a second-derivative coefficient up to 100)."""
+    sm = slow_manifold(mask, 2, 2)
+    red = block_reduction(mask, 2, 2, False)
+    rng = np.random.default_rng(11)
+    y, E = rng.standard_normal(2), rng.standard_normal((2, 2))
+    Q, K, W1, W2 = (rng.standard_normal((2, 2)) for _ in range(4))
+    w = (y, E, Q, K, W1, W2, 0.7, 1.3)
+    assert _rel(sm.H1_fn(*w), red.H1_fn(*w, 1e-6)) < 1e-12
+    assert _rel(sm.reduced0_fn(*w), red.f0_fn(*w, 1e-6)) < 1e-12
+    curv = red.curvature_fn(*w, 1e-6)
+    assert np.abs(sm.curvature_fn(*w) - curv).max() < 1e-12 * max(1.0, np.abs(curv).max())
+    f0 = red.f0_fn(*w, 1e-6)
+
+    def quotient(eps):
+        return (red.f1_fn(*w, 1e-6, eps) - f0) / eps
+
+    eps = 1e-3
+    slope = 2 * quotient(eps / 2) - quotient(eps)
+    if mask == "block_causal":  # L = e₁ and LᵀH₁ = 0: the first token's field has no O(ε) term
+        assert np.abs(slope).max() < 1e-6 and np.abs(sm.reduced1_fn(*w)).max() < 1e-12
+    else:
+        assert np.abs(sm.reduced1_fn(*w)).max() > 1e-2  # not a vacuous 0 = 0
+        assert _rel(sm.reduced1_fn(*w), slope) < 1e-4
+
+
 def test_invalid_arguments():
     with pytest.raises(ValueError, match="mask"):
         slow_manifold("causal", 2, 2)
@@ -252,6 +285,9 @@ def test_reduced_rhs_invalid_arguments():
         block_reduction("causal", 2, 1, False)
     with pytest.raises(ValueError, match="E must have shape"):
         reduced_rhs(0, "block_causal", 2, 1, False, [], np.zeros((3, 1)), 1.0, 1.0)
+    for E in (np.zeros((4, 2)), np.zeros(4)):  # width ≠ d; not a matrix (T divisible by P)
+        with pytest.raises(ValueError, match="E must have shape"):
+            reduced_rhs(0, "block_causal", 2, 1, False, [], E, 1.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------

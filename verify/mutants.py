@@ -3,7 +3,8 @@
 A :class:`Mutant` names one exact snippet of one source file (it must occur there exactly once),
 its replacement, what the replacement plants and the claims to run. :func:`run_mutant` applies it to
 a scratch copy of the tree, runs ``python -m fastslow check ID --json`` for each of its claims
-with ``PYTHONPATH`` set to the scratch copy, and records each claim's outcome. A mutant is
+with ``PYTHONPATH`` set to the scratch copy, at the claim's sweep instance and on several seeds
+(:data:`SEEDS`), and records each claim's outcome. A mutant is
 **caught** when some claim ends ``fails``; ending only in ``holds``, ``outside-hypotheses``,
 ``undecided`` or ``error`` is a survivor (a planted bug that hides behind a hypothesis, a limit of
 the check or an exception is not caught).
@@ -44,6 +45,11 @@ EXIT_OUTCOMES = {code: outcome for outcome, code in EXIT_CODES.items()} | {
     BAD_INPUT_EXIT: "bad-input"
 }
 """``fastslow check`` exit codes, read back as outcomes."""
+
+SEEDS = (0, 101, 102)
+"""The seeds each claim of a mutant is checked on: the default seed, then the first two seeds of the
+thorough profile's sweep (verify/tests/test_seed_sweep.py), as ``pytest verify`` decides a claim on
+more than one seed: a planted bug visible only on some instances is still caught."""
 
 CHECK_TIMEOUT = 1800.0
 """Seconds one ``fastslow check`` of a mutant may take before it counts as ``timeout``."""
@@ -641,16 +647,22 @@ def check_instance(cid: str) -> dict:
 
 
 def run_check(
-    root: Path, env: dict, cid: str, timeout: float = CHECK_TIMEOUT, params: dict | None = None
+    root: Path,
+    env: dict,
+    cid: str,
+    timeout: float = CHECK_TIMEOUT,
+    params: dict | None = None,
+    seed: int = 0,
 ) -> dict:
-    """``fastslow check cid --json`` in ``root`` at ``params`` (default
+    """``fastslow check cid --json --seed seed`` in ``root`` at ``params`` (default
     :func:`check_instance`): outcome, the failing conclusion parts, violated hypotheses, undecided
     limits, the error and the seconds taken."""
     params = check_instance(cid) if params is None else params
     t0 = time.perf_counter()
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "fastslow", "check", cid, "--json", *param_arguments(params)],
+            [sys.executable, "-m", "fastslow", "check", cid, "--json", "--seed", str(seed)]
+            + param_arguments(params),
             cwd=root,
             env=env,
             capture_output=True,
@@ -676,15 +688,37 @@ def run_check(
     return res
 
 
-def run_mutant(mutant: Mutant, root: Path, cache: Path, timeout: float = CHECK_TIMEOUT) -> dict:
-    """Apply ``mutant`` to the scratch tree ``root``, run its claims, revert. ``caught`` when some
-    claim ends ``fails``."""
+def run_mutant(
+    mutant: Mutant,
+    root: Path,
+    cache: Path,
+    timeout: float = CHECK_TIMEOUT,
+    seeds: tuple[int, ...] = SEEDS,
+) -> dict:
+    """Apply ``mutant`` to the scratch tree ``root``, run each of its claims on each of ``seeds``
+    (in order, a claim's remaining seeds skipped once one ends ``fails``), revert. ``caught`` when
+    some claim ends ``fails`` on some seed. ``runs`` holds each claim's decisive run (the first
+    ``fails``, else the first seed's) with ``seeds``: the outcome per seed run."""
     env = environment(root, cache)
+    runs = {}
     with applied(mutant, root):
-        runs = {
-            cid: run_check(root, env, cid, timeout, {**check_instance(cid), **mutant.params})
-            for cid in mutant.claims
-        }
+        for cid in mutant.claims:
+            per_seed = {}
+            for seed in seeds:
+                r = run_check(
+                    root, env, cid, timeout, {**check_instance(cid), **mutant.params}, seed
+                )
+                per_seed[seed] = r
+                if r["outcome"] == "fails":
+                    break
+            decisive = next(
+                (r for r in per_seed.values() if r["outcome"] == "fails"), per_seed[seeds[0]]
+            )
+            runs[cid] = {
+                **decisive,
+                "seconds": sum(r["seconds"] for r in per_seed.values()),
+                "seeds": {s: r["outcome"] for s, r in per_seed.items()},
+            }
     return {
         **asdict(mutant),
         "runs": runs,
@@ -737,7 +771,10 @@ def describe_run(run: dict) -> str:
     }.get(o)
     if o == "error" and run.get("error"):
         why = [run["error"].get("type", "")]
-    return f"{o} ({', '.join(why)})" if why else o
+    text = f"{o} ({', '.join(why)})" if why else o
+    if len(run.get("seeds", {})) > 1:
+        text += " [seeds " + ", ".join(f"{s}: {x}" for s, x in run["seeds"].items()) + "]"
+    return text
 
 
 def table(results: list[dict]) -> dict:
@@ -774,9 +811,11 @@ def markdown(results: list[dict], header: str = "") -> str:
         lines += [header, ""]
     lines += [
         "Each mutant is applied to a scratch copy of the tree (`verify/mutants.py`) and its claims "
-        "run through `python -m fastslow check ID --json` at their default parameters (E1 at its "
-        "short profile, the instance it declares for repeated runs), with the mutant's own "
-        "parameters where the mutated code serves another instance (shown with the claims).",
+        "run through `python -m fastslow check ID --json` at their sweep instance (the main "
+        "instance the seed sweep repeats: the defaults, E1's short profile) on the seeds "
+        f"{', '.join(map(str, SEEDS))} (a claim's later seeds are skipped once one fails), with "
+        "the mutant's own parameters where the mutated code serves another instance (shown with "
+        "the claims).",
         "",
         "| " + " | ".join(t["columns"]) + " |",
         "|" + "---|" * len(t["columns"]),

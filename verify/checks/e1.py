@@ -398,17 +398,6 @@ def cpu_cost(inst: Instance, repeat: int) -> dict:
 # ----------------------------------------------------------------------------- the parts
 
 
-def tost_figures(prefix: str, t: dict) -> dict:
-    return {
-        f"{prefix}_mean": t["mean"],
-        f"{prefix}_sd": t["sd"],
-        f"{prefix}_ci90": t["ci"],
-        f"{prefix}_tost_p": t["p"],
-        f"{prefix}_zero_p": t["p_zero"],
-        f"{prefix}_margin_min": t["margin_min"],
-    }
-
-
 def trained_part(pilot: dict, test: dict) -> tuple[Diagnostic, dict]:
     """Every coupled gate moved on ≥ :data:`TRAINED_STEP_FRACTION` of its steps; no frozen one."""
     coupled = [r for part in (pilot, test) for r in part["coupled"]]

@@ -128,17 +128,6 @@ def runge_kutta_conditions(A, b, c, order: int, name: str = "") -> list:
     return out
 
 
-def quadrature_conditions(b, c, order: int, name: str = "", extra: Fraction = Fraction(0)) -> list:
-    """``extra·[k = 1] + Σ b_i c_i^{k−1} = 1/k`` for ``k = 1 … order``."""
-    b = [exact(x) for x in b]
-    c = [exact(x) for x in c]
-    out = []
-    for k in range(1, order + 1):
-        terms = [bi * ci ** (k - 1) for bi, ci in zip(b, c)] + ([extra] if k == 1 else [])
-        out.append(condition(f"{name}quadrature {k}", terms, Fraction(1, k)))
-    return out
-
-
 def collocation_conditions(A, c, stages: int, name: str = "") -> list:
     """``C(q)``: ``Σ_j a_ij c_j^{k−1} = c_i^k / k`` for ``k = 1 … q`` (``q`` = ``stages``)."""
     A = [[exact(a) for a in row] for row in A]
