@@ -204,3 +204,32 @@ def test_trained_report_refuses_bad_seeds_and_never_trains_silently(tmp_path, mo
     err = capsys.readouterr().err
     assert "not in the run cache" in err and ":train" in err
     assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written
+
+
+def layout_of_width(width: int, seed: int = 1) -> dict:
+    """Tensors of the layout at width ``width`` (V, m, L as above), gates open."""
+    rng = np.random.default_rng(seed)
+    t = {"emb": rng.standard_normal((V, width))}
+    for l in range(L):
+        for n in ("Q", "K", "V", "Qs", "Ks", "Vs"):
+            t[f"{l}.{n}"] = rng.standard_normal((width, width)) / np.sqrt(width)
+        t[f"{l}.W1"] = rng.standard_normal((width, m))
+        t[f"{l}.W2"] = rng.standard_normal((m, width))
+        t[f"{l}.g"] = np.array(0.05)
+    return t
+
+
+def test_a_hypothesis_its_declaration_decides_comes_before_the_size_limits(tmp_path, capsys):
+    # d = 5 is beyond F1's sizes (d ≤ 4): with E1's causal mask the flow is outside F1's
+    # hypothesis fast_mask_block_local, which the declaration decides: exit 4 naming it
+    path = tmp_path / "wide.npz"
+    weights_file.write_npz(path, layout_of_width(5), {"T": T, "P": P, "fast_mask": "causal"})
+    v = check("F1", system=TrainedStack.from_file(path))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["fast_mask_block_local"]
+    assert v.hypotheses["fast_mask_block_local"].value == P * P  # the block below the diagonal
+    assert not v.conclusion and "d=5" in v.notes[0]
+    assert main(["check", "F1", "--system", str(path)]) == 4
+    assert "fast_mask_block_local" in capsys.readouterr().out
+    # a block-local mask of the same size: the size limit decides, bad input naming it
+    assert main(["check", "F1", "--system", f"{path}:fast_mask=block_causal"]) == 2
+    assert "d=5" in one_line(capsys.readouterr().err)

@@ -155,6 +155,13 @@ class Claim:
     fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
 
+    declared_hypotheses: ClassVar[Mapping[str, Any]] = {}
+    """``{hypothesis: function(system) -> Diagnostic}``: hypotheses that a user system's declared
+    structure decides (its fast mask and block size, its σ, its gates), at the cost of reading it,
+    by the function the claim's own diagnostic uses. :meth:`check` decides them before the
+    system's size limits and the budgets (:meth:`limits_or_outside`): a system outside one of them
+    is ``outside-hypotheses`` whatever its size, never bad input for being large."""
+
     system_replaces: ClassVar[tuple[str, ...]] = ()
     """Parameters a user system supersedes for this claim beyond its kind's own
     (``System.replaces``); see :meth:`replaced_by`."""
@@ -291,10 +298,13 @@ class Claim:
             f"of: {', '.join(names) or 'none'}"
         )
 
-    def resolve(self, overrides: Mapping | None = None, system=None) -> dict:
+    def resolve(
+        self, overrides: Mapping | None = None, system=None, *, budgets: bool = True
+    ) -> dict:
         """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
         naming the parameter and what was expected. Memory and time are estimated on the sizes
-        of ``system`` when one is given (:meth:`sized`)."""
+        of ``system`` when one is given (:meth:`sized`); ``budgets=False`` leaves them to the
+        caller (:meth:`limits_or_outside`)."""
         if not self.implemented:
             raise PendingClaim(f"claim {self.id} is pending: no check is implemented yet")
         p = self.defaults()
@@ -310,8 +320,9 @@ class Claim:
         for order in self.orders:
             order.check(p)
         self.validate(p)
-        self.within_budget(p, system)
-        self.within_time_budget(p, system)
+        if budgets:
+            self.within_budget(p, system)
+            self.within_time_budget(p, system)
         return p
 
     def accepts(self, system) -> None:
@@ -342,7 +353,7 @@ class Claim:
         """
         overrides = dict(params or {})
         if system is not None:
-            system = self.checked_system(system)
+            system = self.checked_system(system, limits=False)
             dropped = [k for k in overrides if k in self.replaced_by(system)]
             if dropped:
                 raise ValueError(
@@ -361,15 +372,53 @@ class Claim:
         seed = int(seed)
         if system is not None and control is not None:
             raise ValueError("a negative control is a built-in instance: give control or system")
-        p = self.resolve(overrides, system)
-        return self.decide(p, seed, control, system)
+        if system is None:
+            return self.decide(self.resolve(overrides), seed, control)
+        p = self.resolve(overrides, budgets=False)
+        outside = self.limits_or_outside(p, seed, system)
+        return outside if outside is not None else self.decide(p, seed, None, system)
 
-    def checked_system(self, system):
+    def limits_or_outside(self, p: dict, seed: int, system) -> Verdict | None:
+        """The size limits of ``system`` (:meth:`accepts`) and the budgets on its sizes, after
+        the hypotheses its declaration decides (:attr:`declared_hypotheses`): ``None`` when it is
+        within them (the check goes on); the ``outside-hypotheses`` verdict, without the
+        conclusion, when a declared hypothesis does not hold and a limit refuses the system (the
+        statement does not apply, so its size is no reason to refuse it); else the limit's
+        ``ValueError`` (bad input). Within the limits an instance outside a declared hypothesis
+        is checked as any other (its conclusion computed and reported)."""
+        declared = {k: fn(system) for k, fn in self.declared_hypotheses.items()}
+        try:
+            self.accepts(system)
+            self.within_budget(p, system)
+            self.within_time_budget(p, system)
+        except ValueError as exc:
+            if all(d.holds for d in declared.values()):
+                raise
+            return Verdict(
+                self.id,
+                "outside-hypotheses",
+                declared,
+                {},
+                {},
+                {k: v for k, v in p.items() if k not in self.replaced_by(system)},
+                seed,
+                notes=[
+                    "decided from your system's declaration before its size: the conclusion was "
+                    f"not computed ({exc})"
+                ],
+                system=describe_system(system),
+                sources=self._sources(declared),
+            )
+        return None
+
+    def checked_system(self, system, *, limits: bool = True):
         """``system`` validated for this claim before any work: a validated copy of its current
         fields (:meth:`verify.systems.System.validated`: a field mutated to NaN, a complex or
         wrongly shaped entry after construction), one of the kinds this claim checks
         (:meth:`accepts`), with a description that reduces to strict JSON
-        (:func:`describe_system`). ``ValueError`` or ``TypeError`` naming the fault."""
+        (:func:`describe_system`). ``ValueError`` or ``TypeError`` naming the fault.
+        ``limits=False`` checks the kind only, leaving the claim's size limits (:meth:`accepts`)
+        to :meth:`limits_or_outside`."""
         from .systems import System  # deferred: verify.systems imports the model (numerics)
 
         if not isinstance(system, System):
@@ -380,7 +429,8 @@ class Claim:
         if not isinstance(system, self.systems):
             Claim.accepts(self, system)  # names the claims that check this kind
         system = system.validated()
-        self.accepts(system)
+        if limits:
+            self.accepts(system)
         describe_system(system)
         return system
 

@@ -133,6 +133,7 @@ from .f1_hypotheses import (
     HYPOTHESIS_DIAGNOSTICS,
     asymptotic_regime_resolvable,
     attraction_rate_resolvable,
+    mask_block_local,
 )
 from .f1_instance import METHODS, Instance
 from .f1_integrators import (
@@ -390,9 +391,12 @@ class F1(Claim):
     )
     instance = Instance
     systems = (DepthFlow,)
+    declared_hypotheses = {"fast_mask_block_local": lambda system: mask_block_local(system.config)}
 
     def accepts(self, system) -> None:
-        """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise)."""
+        """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise;
+        a flow whose fast mask is not block-local is outside the hypotheses whatever its size:
+        :attr:`declared_hypotheses`)."""
         super().accepts(system)
         for key in USER_FLOW_LIMITS:
             try:
