@@ -233,3 +233,37 @@ def test_a_hypothesis_its_declaration_decides_comes_before_the_size_limits(tmp_p
     # a block-local mask of the same size: the size limit decides, bad input naming it
     assert main(["check", "F1", "--system", f"{path}:fast_mask=block_causal"]) == 2
     assert "d=5" in one_line(capsys.readouterr().err)
+
+
+def test_d7_loops_every_trained_layer_and_d6_reads_every_layers_gate(weights):
+    net = TrainedStack.from_file(weights[0])  # gates 0.1 and -0.05: one per layer
+    d7 = check("D7", system=net)
+    assert d7.outcome != "error", d7.summary()
+    assert set(d7.hypotheses["reference_is_fixed_point"].value) == {"layer 0", "layer 1"}
+    assert len(d7.figures["per_layer"]) == L
+    d6 = check("D6", system=net)  # per-layer gates are the input, not an error
+    assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
+    assert d6.hypotheses["gate_zero"].value == pytest.approx(0.1)
+
+
+def test_declared_hypotheses_of_d6_and_d7_come_before_their_size_limits(tmp_path, capsys):
+    # T·d = 8·17 beyond D7's dense limit (96) and D6's d ≤ 16; E1's causal mask and
+    # autoregressive slow path fix ρ(J + gG) (g_c = ∞); the gates are open
+    path = tmp_path / "wide.npz"
+    weights_file.write_npz(path, layout_of_width(17), {"T": T, "P": P, "fast_mask": "causal"})
+    net = TrainedStack.from_file(path)
+    d7 = check("D7", system=net)
+    assert d7.outcome == "outside-hypotheses" and d7.violated == ["gate_moves_spectrum"]
+    assert d7.hypotheses["gate_moves_spectrum"].value["slow_mask"] == "blockcausal"
+    d6 = check("D6", system=net)
+    assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
+    assert main(["check", "D7", "--system", str(path)]) == 4
+    capsys.readouterr()
+    # closed gates and no slow path: D6's hypothesis holds, its size limit decides (bad input);
+    # D7's gate cannot move a spectrum without a slow path: outside at any size
+    closed = tmp_path / "closed.npz"
+    tensors = {k: (np.zeros(()) if k.endswith(".g") else a) for k, a in layout_of_width(17).items()}
+    weights_file.write_npz(closed, tensors, {"T": T, "P": P, "fast_mask": "causal", "slow": False})
+    assert main(["check", "D6", "--system", str(closed)]) == 2
+    assert "d=17" in one_line(capsys.readouterr().err)
+    assert check("D7", system=TrainedStack.from_file(closed)).violated == ["gate_moves_spectrum"]

@@ -29,12 +29,18 @@ EVALUATED_AT = {
     "on the frozen kernel of the fast mask)",
     "D5": "the trained stack at a homogeneous state from the check's seed (the mode ratios of the "
     "frozen kernel, the saturation depth L*)",
-    "D6": "the trained stack at a homogeneous reference X_0 = E from the check's seed, every gate "
-    "closed (an open trained gate is outside D6's hypotheses); dense maps: T·d ≤ 128",
-    "D7": "the fixed point X* of the first trained layer (gate 0) iterated from random "
-    "embeddings of the check's seed (with RMS norm); J and G there; dense: T·d ≤ 96",
+    "D6": "the trained stack at a homogeneous reference X_0 = E from the check's seed; its "
+    "statement is at closed gates: every layer's own trained gate must be 0 (gate_zero, decided "
+    "from the weights before the sizes: an open gate is outside at any size); dense maps: "
+    "T·d ≤ 128",
+    "D7": "every trained layer in turn: the fixed point X* of its looped layer (gate 0) iterated "
+    "from random embeddings of the check's seed (with RMS norm), J and G there; each part holds "
+    "when it holds for every layer. The autoregressive slow path with a causal or block-local "
+    "fast mask fixes ρ(J + gG) (gate_moves_spectrum, decided from the masks before the sizes); "
+    "dense: T·d ≤ 96",
     "F1": "the full depth flow of the trained weights from the check's start and injection; "
-    "F1 needs a block-local fast mask (E1's causal mask is not) and its sizes (P ≤ 4, d ≤ 4)",
+    "F1 needs a block-local fast mask (decided from the mask before the sizes: E1's causal mask "
+    "is outside) and its sizes (P ≤ 4, d ≤ 4)",
 }
 """At which states each claim evaluates a trained network."""
 
