@@ -21,8 +21,10 @@ EVALUATED_AT = {
     "gate non-zero), at Gaussian token states X_0 from the check's seed",
     "A3": "the trained weights and gates at Gaussian X_0 from the check's seed; A3's statement is "
     "at closed gates (g = 0), so an open trained gate is outside its hypotheses",
-    "D1": "the trained weights and gates at Gaussian X_0 from the check's seed (dense "
-    "Jacobians: T·d ≤ 64)",
+    "D1": "the trained weights and gates at Gaussian X_0 from the check's seed; dense Jacobians "
+    "at the network's own size within the memory and time budgets (E1's short profile, "
+    "n = T·d = 2048: estimated 300 s, 464 MiB; the paper profile, n = 8192: about 10 h, refused "
+    "by the default time budget)",
     "D3": "the trained stack at a homogeneous state X_0 = 1 xᵀ (x from the check's seed); its "
     "statement is at closed gates",
     "D4": "the trained stack at a homogeneous state from the check's seed (the linearised stack "
