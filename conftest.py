@@ -9,6 +9,9 @@
   sweeps run (:mod:`verify.sweep`): serially by default, on a local process pool of all CPUs
   under ``--thorough``, on a Dask cluster with ``--scheduler``; cached (resumable) with
   ``--sweep-cache``.
+* Threads: BLAS, OpenMP and Numba run ``$FASTSLOW_THREADS`` threads (default 1), set here for this
+  process and its workers (:mod:`numerics.threads`), so a plain ``python -m pytest verify`` times
+  and computes as ``bash run.sh verify`` does.
 * One module name per file: the design packages (``verify/`` …) are collected as plain folders, so
   pytest never imports their ``__init__.py`` as a top-level ``verify`` beside ``fastslow.verify``.
   Test files live in folders without ``__init__.py`` (``tests/``, ``verify/tests/``) and are
@@ -86,6 +89,12 @@ def pytest_collect_directory(path, parent):
 
 
 def pytest_configure(config):
+    from fastslow.numerics import threads  # deferred: importing numerics keys the Numba cache
+
+    try:
+        config.threads = threads.pin()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     thorough = config.getoption("--thorough")
     config.thorough = thorough
     settings.load_profile("thorough" if thorough else os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -46,10 +46,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 trap - INT TERM
 
-# Single-threaded BLAS and Numba for stable test timings; a project-local Numba cache.
-export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-export NUMBA_NUM_THREADS=${NUMBA_NUM_THREADS:-1}
+# A project-local Numba cache. Threads: fastslow and its pytest configuration set BLAS, OpenMP and
+# Numba to $FASTSLOW_THREADS (default 1) themselves, so run.sh and a plain pytest time alike.
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.numba_cache}
 
 # mypy on the installed layout: fastslow/ with the design folders inside it, copied to build/typecheck

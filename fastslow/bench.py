@@ -1,7 +1,9 @@
 """``fastslow bench``: run every benchmark section and print its ratio table (Markdown).
 
-Timings are ratios measured in one run (``user_times``: whole commands, absolute), never asserted in tests (targets in docs/benchmarks.md). The sections live in
-:mod:`fastslow.benchmarks`.
+Timings are ratios measured in one run (``user_times``: whole commands, absolute), never asserted
+in tests (targets in docs/benchmarks.md). The sections live in :mod:`fastslow.benchmarks`. BLAS,
+OpenMP and Numba run ``$FASTSLOW_THREADS`` threads (default 1), set by :func:`main` for every
+section and the commands it starts (:mod:`numerics.threads`); the provenance records the counts.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import sys
 
 from fastslow.benchmarks import discover
+from fastslow.numerics import threads
 from fastslow.verify.outputs import writable_file, write_output
 from fastslow.verify.provenance import provenance, short
 from fastslow.verify.suggest import did_you_mean
@@ -44,6 +47,7 @@ def main(
     sections = discover()
     names = only or list(sections)
     try:
+        threads.pin()
         unknown = [n for n in names if n not in sections]
         if unknown:
             raise ValueError(

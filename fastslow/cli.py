@@ -39,10 +39,18 @@ on a user system's own sizes, an output or cache that cannot be written, an unre
 ``--scheduler``, a broken ``--system`` (a file that raises or exits while loading, a ``NAME`` that
 is not a system, non-finite, complex or wrongly shaped entries, a field mutated after
 construction, a ``describe()`` that raises), a ``--grid`` over a parameter the system replaces:
-exit 2 before anything is computed. Ctrl-C (SIGINT) exits 130 and SIGTERM 143
-after keeping every finished sweep point in the cache, at any moment (also while the command
-starts or its workers start, and when it was started with SIGINT ignored, as a script's background
-job is); a full standard output exits 2.
+exit 2 before anything is computed. A full standard output exits 2.
+
+Signals, one rule from the command's first statement to its last (:mod:`fastslow.signals`):
+Ctrl-C (SIGINT) ends any command with exit 130 and SIGTERM with 143, one line and no traceback
+wherever it lands (while the command loads, parses, starts its workers or runs), after keeping
+every finished sweep point in the cache; nothing partial is written. A command started with SIGINT
+ignored (a script's background job, as POSIX shells start it) keeps ignoring it to its end;
+SIGTERM still stops it.
+
+Threads: BLAS, OpenMP and Numba run ``FASTSLOW_THREADS`` threads (default 1), set by the command
+itself for it and its workers whatever ``OPENBLAS_NUM_THREADS`` and the like say
+(:mod:`numerics.threads`): timings and cached results are those of ``bash run.sh``.
 
 Outputs (``--out``, ``--markdown``, the README and report files) never destroy what they point at
 (:mod:`verify.outputs`): a regular file is replaced atomically and gets the umask's permissions
@@ -56,16 +64,19 @@ from __future__ import annotations
 import os
 import sys
 
-try:  # Ctrl-C while the command line starts (a second of imports): one line and exit 130
+from fastslow import signals
+
+try:  # a signal while the command line loads (a second of imports): one line, 130 or 143
     import argparse
     import json
     import re
-    import signal
     from pathlib import Path
 
+    signals.point("imports")
     import numpy as np
 
     import fastslow
+    from fastslow.numerics import threads
     from fastslow.readme import MalformedReport, update_readme
     from fastslow.verify import sweep as sw
     from fastslow.verify import systems
@@ -88,7 +99,7 @@ except KeyboardInterrupt:
     print("fastslow: interrupted while starting", file=sys.stderr, flush=True)
     # at once: nothing ran yet, and an interrupted extension import would make the interpreter
     # kill itself with SIGINT on a normal exit instead of exiting 130
-    os._exit(130)
+    os._exit(signals.exit_code())
 
 
 def _parse_kv(items, option: str = "--param") -> dict:
@@ -397,7 +408,7 @@ def _cmd_sweep(args) -> int:
     except sw.SweepInterrupted as exc:
         hint = "" if exc.cache else "; rerun with --cache DIR to keep finished points"
         print(f"fastslow sweep: {exc}{hint}", file=sys.stderr)
-        return 128 + _SIGNALLED.get("signum", signal.SIGINT)
+        return signals.exit_code()
     counts = outcome_counts(r["verdict"] for r in results)
     print(
         f"{cid}: "
@@ -728,9 +739,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fastslow",
         description=plain(__doc__.split("\n\n")[0])
         + " Run 'fastslow COMMAND --help' for a command's options and exit codes.",
+        epilog=f"Environment: {threads.ENV}=N runs BLAS, OpenMP and Numba on N threads (default "
+        "1, for every command and its workers; it overrides OPENBLAS_NUM_THREADS and the like). "
+        "Ctrl-C exits 130 and SIGTERM 143 at any moment, without a traceback or a partial output; "
+        "a command started with SIGINT ignored (a script's background job) keeps ignoring it.",
     )
     p.add_argument("--version", action="version", version=f"fastslow {fastslow.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    signals.point("parse")
 
     _add_claims(sub)
     _add_check(sub)
@@ -742,54 +758,48 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_SIGNALLED: dict = {}
-
-
-def _terminate(signum, frame) -> None:
-    """SIGTERM: stop like Ctrl-C (finished sweep points are kept), exit 143."""
-    _SIGNALLED["signum"] = signum
-    raise KeyboardInterrupt
-
-
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's last flush cannot fail again."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    """Run one command (``argv``: the arguments, default ``sys.argv[1:]``) and return its exit
+    code, under the signal rule of :mod:`fastslow.signals` (installed here when the ``fastslow``
+    entry point has not done so already, and then put back on return)."""
+    previous = signals.install()
+    command = "fastslow"
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on bad usage already
-        return int(exc.code or 0)
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-        # Ctrl-C stops every command, also one started with SIGINT ignored (a background job of a
-        # script, where Python would otherwise keep ignoring it and a sweep run to its end)
-        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:  # not the main thread: leave the signals alone
-        previous = previous_int = None
-    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse exits 2 on bad usage already
+            return int(exc.code or 0)
+        command = f"fastslow {args.command}"
+        try:
+            threads.pin()
+        except ValueError as exc:
+            print(f"{command}: bad input: {exc}", file=sys.stderr)
+            return BAD_INPUT_EXIT
+        signals.point("run")
         code = args.func(args)
         sys.stdout.flush()
         return code
     except BrokenPipeError:  # e.g. `fastslow claims | head`
         _quiet_stdout()
         return 0
-    except KeyboardInterrupt:
-        signum = _SIGNALLED.get("signum", signal.SIGINT)
-        print(f"fastslow {args.command}: interrupted", file=sys.stderr)
-        return 128 + signum
+    except KeyboardInterrupt:  # SIGINT or SIGTERM (fastslow.signals)
+        signals.stop_handling()
+        print(f"{command}: interrupted", file=sys.stderr)
+        return signals.exit_code()
     except OSError as exc:  # a full disk or a failing device under stdout or an output
         where = exc.filename or "standard output"
-        print(f"fastslow {args.command}: cannot write {where}: {exc.strerror}", file=sys.stderr)
+        print(f"{command}: cannot write {where}: {exc.strerror}", file=sys.stderr)
         if exc.filename is None:
             _quiet_stdout()
         return BAD_INPUT_EXIT
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-            signal.signal(signal.SIGINT, previous_int)
+        signals.restore(previous)
 
 
 if __name__ == "__main__":

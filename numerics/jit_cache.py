@@ -16,10 +16,10 @@ so stale machine code would run.
 Any edit of any source file therefore selects a fresh, empty directory (Numba's own per-file
 check keeps working inside it). ``<base>`` is, in order: the ``base`` argument; the user's
 ``NUMBA_CACHE_DIR`` (``run.sh`` sets ``$PWD/.numba_cache``); ``numba.config.CACHE_DIR`` if Numba
-is already imported and it is set; ``<repo>/.numba_cache``. If ``<base>`` is not writable, a user
-cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``, then the temporary directory) is used; if
-none is, a warning is issued and Numba's default applies (the staleness problem comes back, but
-importing never fails).
+is already imported and it is set; the user's cache folder, ``$XDG_CACHE_HOME/fastslow/numba`` or
+``~/.cache/fastslow/numba`` (:mod:`numerics.user_cache`). If ``<base>`` is not writable, the user's
+cache folder, then the temporary directory, is used; if none is, a warning is issued and Numba's
+default applies (the staleness problem comes back, but importing never fails).
 
 The directory is set both in ``os.environ["NUMBA_CACHE_DIR"]`` and, if Numba is already
 imported, in ``numba.config.CACHE_DIR``. The environment variable matters: Numba reads it at
@@ -62,6 +62,8 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+
+from fastslow.numerics.user_cache import user_cache_dir
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 """The ``numerics`` package directory (the default package to fingerprint)."""
@@ -113,20 +115,27 @@ def _default_base(package_dir: Path) -> Path:
     cfg = sys.modules.get("numba.core.config")
     if cfg is not None and getattr(cfg, "CACHE_DIR", ""):
         return Path(_strip_applied(cfg.CACHE_DIR))
-    return package_dir.parent / ".numba_cache"
+    return _user_base() or Path(tempfile.gettempdir()) / f"fastslow-numba-{_uid()}"
+
+
+def _user_base() -> Path | None:
+    """``<user cache folder>/numba`` (None when there is no home folder to put it in)."""
+    try:
+        return user_cache_dir() / "numba"
+    except (RuntimeError, KeyError, OSError):
+        return None
+
+
+def _uid():
+    return os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
 
 
 def _fallback_bases() -> list[Path]:
     out = []
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        out.append(Path(xdg) / "fastslow-numba")
-    try:
-        out.append(Path.home() / ".cache" / "fastslow-numba")
-    except (RuntimeError, KeyError, OSError):
-        pass
-    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    out.append(Path(tempfile.gettempdir()) / f"fastslow-numba-{uid}")
+    user = _user_base()
+    if user is not None:
+        out.append(user)
+    out.append(Path(tempfile.gettempdir()) / f"fastslow-numba-{_uid()}")
     return out
 
 

@@ -30,7 +30,9 @@ DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")  # installed as fa
 NUMERICS_LAYERS = {
     "validation": 0,
     "lapack": 0,
-    "jit_cache": 0,
+    "user_cache": 0,
+    "threads": 0,
+    "jit_cache": 0.5,  # infrastructure too, resting on user_cache (where every cache lives)
     "lanes": 0,
     "integrators": 1,
     "model": 2,

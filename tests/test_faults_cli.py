@@ -2,7 +2,7 @@
 conventions): parameter combinations known before any work, ``--describe``'s ranges against what
 the parser accepts, the integrators on a right-hand side that turns non-finite and on a span
 shorter than one step, ``fastslow readme`` on malformed reports and half-published trees, an
-interrupted pooled sweep, ``--version``, help text, summaries and suggestions.
+``--version``, help text, summaries and suggestions.
 
 Every case ends as the contract says: one line, the documented exit code, no traceback, nothing
 lost and nothing left running. Heavy checks are never run: :meth:`Claim.decide` is stubbed where
@@ -16,10 +16,8 @@ import errno
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -369,68 +367,11 @@ def test_the_schema_check_agrees_with_jsonschema_on_reports_and_their_faults():
         assert (first_error(r, schema) is None) == validator.is_valid(r), first_error(r, schema)
 
 
-# ------------------------------------------------- Ctrl-C at any moment of a pooled sweep
+# --------------------------------------------------------------------------------- paths
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group ``pgid`` (from ``/proc``; zombies count as gone)."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(stat.parent.name))
-    return members
-
-
-@pytest.mark.parametrize(
-    "delay, inherited",
-    [(0.5, signal.SIG_DFL), (2.0, signal.SIG_DFL), (5.0, signal.SIG_DFL), (5.0, signal.SIG_IGN)],
-    ids=["0.5s", "2s", "5s", "5s-started-ignoring-SIGINT"],
-)
-def test_ctrl_c_at_any_moment_of_a_pooled_sweep_exits_130_within_seconds_leaving_nothing(
-    delay, inherited, tmp_path
-):
-    """``fastslow sweep F1 --seeds 0:200 --workers 2`` and SIGINT to its process group (as Ctrl-C
-    sends it) while it imports, while its workers start and while they run; also when it was
-    started with SIGINT ignored (a script's background job), where it used to run to the end."""
-    argv = ["sweep", "F1", "--seeds", "0:200", "--workers", "2", "--cache", str(tmp_path / "c")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fastslow", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-        start_new_session=True,  # its own process group: what is left of it can be found
-        preexec_fn=lambda: signal.signal(signal.SIGINT, inherited),
-    )
-    try:
-        time.sleep(delay)
-        os.killpg(proc.pid, signal.SIGINT)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=30)  # a hang guard; the time is asserted below
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    # 130, or killed by SIGINT after printing its line (the interpreter does so when Ctrl-C hit
-    # code run by a C extension's import): the shell reports 130 for both
-    assert proc.returncode in (130, -signal.SIGINT), err
-    assert "interrupted" in one_line(err)
-    assert took < 5.0, f"exited {took:.1f} s after Ctrl-C"
-    deadline = time.monotonic() + 5.0
-    while group_members(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = group_members(proc.pid)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert not left, f"left running: {left}"
+# Ctrl-C and SIGTERM at every moment of a command: tests/test_signals.py
 
 
 # ------------------------------------------------------------------------- CLI conventions

@@ -167,10 +167,36 @@ def test_configure_falls_back_when_base_is_not_writable(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     pkg = _make_package(tmp_path)
     d = jit_cache.configure(package_dir=pkg, base=not_a_dir / "cache")
-    assert d == tmp_path / "xdg" / "fastslow-numba" / jit_cache.fingerprint(pkg)[:16]
+    assert d == tmp_path / "xdg" / "fastslow" / "numba" / jit_cache.fingerprint(pkg)[:16]
     assert os.environ["NUMBA_CACHE_DIR"] == str(d)
     # a second configure in a child-like environment reuses the same base, no nesting
     assert jit_cache.configure(package_dir=pkg) == d
+
+
+def test_without_numba_cache_dir_the_cache_is_under_xdg_cache_home(
+    tmp_path, monkeypatch, restore_cache_settings
+):
+    """The order: the ``base`` argument, ``NUMBA_CACHE_DIR``, then ``$XDG_CACHE_HOME/fastslow``
+    (``~/.cache/fastslow`` without it)."""
+    for var in ("NUMBA_CACHE_DIR", jit_cache.BASE_ENV):
+        monkeypatch.delenv(var, raising=False)
+    cfg = sys.modules.get("numba.core.config")
+    if cfg is not None:
+        monkeypatch.setattr(cfg, "CACHE_DIR", "")
+    pkg = _make_package(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    fp = jit_cache.fingerprint(pkg)[:16]
+    assert jit_cache.configure(package_dir=pkg) == tmp_path / "xdg" / "fastslow" / "numba" / fp
+    for var in ("NUMBA_CACHE_DIR", jit_cache.BASE_ENV):
+        monkeypatch.delenv(var)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    if cfg is not None:
+        monkeypatch.setattr(cfg, "CACHE_DIR", "")
+    d = tmp_path / "home" / ".cache" / "fastslow" / "numba" / fp
+    assert jit_cache.configure(package_dir=pkg) == d
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "explicit"))
+    assert jit_cache.configure(package_dir=pkg) == tmp_path / "explicit" / fp
 
 
 def test_prune_keeps_the_newest_marked_directories(tmp_path):

@@ -5,13 +5,16 @@ schedule's defining values; the noise band against ``√(Σ η_s²)``, the drift
 gradient under Adam; bit-for-bit equality of repeated, resumed and cached runs.
 """
 
+import hashlib
 import json
 import math
 
 import numpy as np
 import pytest
 
+from fastslow.numerics import threads
 from fastslow.numerics.lm import corpus
+from fastslow.numerics.lm import train as train_module
 from fastslow.numerics.lm.optim import AdamW, Schedule, clip_scale, gate_noise_band, learning_rate
 from fastslow.numerics.lm.params import LMConfig, gate_names
 from fastslow.numerics.lm.train import RunSpec, cached, run, run_key, train, training_step
@@ -127,6 +130,39 @@ def test_finished_runs_are_cached_by_spec_corpus_and_code(tiny_corpus, tmp_path)
         validation=tiny_corpus.validation,
     )  # fmt: skip
     assert run_key(spec(), resplit) != key
+
+
+def test_the_run_key_holds_the_thread_count_and_a_single_thread_keeps_the_old_key(
+    tiny_corpus, monkeypatch
+):
+    """Results differ in the last digits between BLAS thread counts, so the count is in the key;
+    at one thread (the default) the key is the one computed before the count was keyed, so runs
+    cached then are still found."""
+    before = json.dumps(
+        {
+            "spec": spec().describe(),
+            "corpus": tiny_corpus.sha256,
+            "splits": tiny_corpus.split_sha256(),
+            "code": train_module.code_version(),
+        },
+        sort_keys=True,
+    )
+    monkeypatch.setattr(threads, "blas_threads", lambda: 1)
+    one = run_key(spec(), tiny_corpus)
+    assert one == hashlib.sha256(before.encode()).hexdigest()[:24]
+    monkeypatch.setattr(threads, "blas_threads", lambda: 2)
+    assert run_key(spec(), tiny_corpus) != one
+
+
+def test_the_run_cache_is_the_variable_then_xdg_cache_home_then_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv(train_module.CACHE_ENV, raising=False)
+    assert train_module.default_cache_dir() == tmp_path / "home" / ".cache" / "fastslow" / "lm"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert train_module.default_cache_dir() == tmp_path / "xdg" / "fastslow" / "lm"
+    monkeypatch.setenv(train_module.CACHE_ENV, str(tmp_path / "lm"))
+    assert train_module.default_cache_dir() == tmp_path / "lm"
 
 
 def runs(specs, text, executor=None):

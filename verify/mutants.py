@@ -516,6 +516,7 @@ def environment(root: Path, cache: Path) -> dict:
     env.update(
         PYTHONPATH=str(root),
         NUMBA_CACHE_DIR=str(cache),
+        FASTSLOW_THREADS="1",
         OPENBLAS_NUM_THREADS="1",
         OMP_NUM_THREADS="1",
         NUMBA_NUM_THREADS="1",

@@ -1,4 +1,5 @@
-"""Provenance: package versions, git commit and dirty flag, platform, thread settings.
+"""Provenance: package versions, git commit and dirty flag, platform, thread settings (the
+variables and the counts in effect: :func:`numerics.threads.effective`).
 
 Every report, figure and benchmark embeds :func:`provenance`. It contains no timestamp, so that a
 rerun with the same seeds and the same code reproduces the report's results bit for bit.
@@ -19,6 +20,7 @@ import numpy  # noqa: F401  (loads numpy's BLAS so that threadpoolctl sees it)
 import scipy.linalg  # noqa: F401  (and SciPy's)
 from threadpoolctl import threadpool_info
 
+from fastslow.numerics import threads
 from fastslow.numerics.jit_cache import ACTIVE as numba_cache
 
 PACKAGES = (
@@ -32,7 +34,7 @@ PACKAGES = (
     "pytest",
     "threadpoolctl",
 )
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+THREAD_VARS = (threads.ENV, *threads.THREAD_VARS)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,6 +148,7 @@ def provenance(seeds: dict | None = None, params: dict | None = None) -> dict:
         "source_fingerprint": source_fingerprint(),
         "numba_cache": numba_cache["fingerprint"],
         "threads": {k: os.environ.get(k) for k in THREAD_VARS},
+        "threads_effective": threads.effective(),
         "blas": blas_state(),
     }
     if seeds is not None:

@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+from fastslow.numerics import threads
 from fastslow.verify import provenance
 from fastslow.verify.registry import run_check
 from fastslow.verify.verdict import Verdict
@@ -115,10 +116,14 @@ def grid(**axes: Iterable) -> list[dict]:
 
 
 def point_key(fn: Callable, point: dict) -> str:
-    """A stable key for ``fn`` at ``point`` (the cache file name)."""
-    text = json.dumps(
-        {"fn": f"{fn.__module__}.{fn.__qualname__}", "point": point}, sort_keys=True, default=str
-    )
+    """A stable key for ``fn`` at ``point`` (the cache file name); it includes the thread count
+    of :mod:`numerics.threads` when that is not 1 (results differ in the last digits between
+    thread counts), so a single-threaded point keeps the key it always had."""
+    what: dict = {"fn": f"{fn.__module__}.{fn.__qualname__}", "point": point}
+    n = threads.requested()
+    if n != 1:
+        what["threads"] = n
+    text = json.dumps(what, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

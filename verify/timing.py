@@ -24,22 +24,29 @@ A2_PS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def interleaved_best(fns: dict, repeat: int = 5) -> dict:
-    """Best CPU time (``time.process_time``) of each callable, timed round-robin: one call each per
-    round, after one warm call each.
+    """Best CPU time (``time.process_time``) of each callable over ``repeat`` rounds, the arms
+    interleaved round by round (one call each per round, after one warm call each), the order
+    reversed every other round.
 
-    Why CPU time and round-robin: the benchmark machine is shared (load averages of 5–6 on 2
-    cores were seen), and wall times then vary by 2–4× between neighbouring calls. With one BLAS
-    thread the process's CPU time equals its wall time on an idle machine but does not count the
-    time it waits for a core; the round-robin order exposes all candidates to the same load. With
-    several threads CPU time adds the threads up, on both sides of every ratio (floor included).
+    Why CPU time, interleaving and the best: the machine is shared (load averages of 5–14 on 2
+    cores were seen), and wall times then vary by 2–4× between neighbouring calls. CPU time does
+    not count the time the process waits for a core; interleaving exposes every arm to the same
+    load in every round (a burst of load hits all arms, not one), and reversing the order gives
+    no arm the first or last place in every round; the best of the rounds is each arm's time
+    least disturbed by what runs beside it. CPU time adds up every thread of the process, so a
+    ratio of these times is only meaningful at a fixed thread count (:mod:`numerics.threads`,
+    1 by default: with OpenBLAS' spinning threads a larger model was charged up to 7× a smaller
+    one's time on a loaded machine). ``tests/test_timing.py`` checks that a ratio's decision is
+    the same beside a busy process as without one.
     """
     for fn in fns.values():
         fn()
     best = {k: float("inf") for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
+    order = list(fns)
+    for r in range(repeat):
+        for k in order if r % 2 == 0 else order[::-1]:
             t0 = time.process_time()
-            fn()
+            fns[k]()
             best[k] = min(best[k], time.process_time() - t0)
     return best
 

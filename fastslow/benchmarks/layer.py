@@ -21,7 +21,7 @@ from fastslow.verify.timing import A2_PS, a2_attention_times, interleaved_best, 
 
 
 def _env_note() -> str:
-    keys = ("OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "NUMBA_NUM_THREADS")
+    keys = ("FASTSLOW_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "NUMBA_NUM_THREADS")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return (
         "environment: "

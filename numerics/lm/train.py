@@ -32,10 +32,13 @@ step, history, time) is written to ``<cache>/<key>.ckpt.npz`` by a temporary fil
 ``os.replace`` (a reader sees the old or the new file, never a torn one); a new call resumes from
 it. A finished run is stored as ``<cache>/<key>.json`` (and its parameters as ``.npz``) and
 returned from there by later calls. ``key`` hashes the spec, the corpus SHA-256, the SHA-256 of
-each split and the :func:`code_version` (the sources of :mod:`numerics.lm` and the few
-:mod:`numerics` modules it computes with), so a changed spec, text, split or code never reads a
-stale result. :func:`cached` says whether a run is in the cache without training it. The cache directory is the ``cache_dir`` argument,
-else ``$FASTSLOW_LM_CACHE``, else ``~/.cache/fastslow/lm``; ``cache_dir=False`` disables it.
+each split, the :func:`code_version` (the sources of :mod:`numerics.lm` and the few
+:mod:`numerics` modules it computes with) and the BLAS thread count when it is not 1, so a changed
+spec, text, split, code or thread count never reads a stale result (single-threaded runs, the
+default of :mod:`numerics.threads`, keep the keys they had before the thread count was keyed).
+:func:`cached` says whether a run is in the cache without training it. The cache directory is the
+``cache_dir`` argument, else ``$FASTSLOW_LM_CACHE``, else ``$XDG_CACHE_HOME/fastslow/lm``, else
+``~/.cache/fastslow/lm``; ``cache_dir=False`` disables it.
 """
 
 from __future__ import annotations
@@ -54,10 +57,12 @@ from typing import Any
 
 import numpy as np
 
+from fastslow.numerics import threads
 from fastslow.numerics.lm.corpus import Corpus
 from fastslow.numerics.lm.network import Network
 from fastslow.numerics.lm.optim import AdamW, Schedule, clip_scale, learning_rate
 from fastslow.numerics.lm.params import LMConfig, gate_names, init_params
+from fastslow.numerics.user_cache import user_cache_dir
 
 __all__ = [
     "RunSpec",
@@ -125,21 +130,31 @@ def code_version() -> str:
 
 
 def run_key(spec: RunSpec, corpus: Corpus) -> str:
-    blob = json.dumps(
-        {
-            "spec": spec.describe(),
-            "corpus": corpus.sha256,
-            "splits": corpus.split_sha256(),
-            "code": code_version(),
-        },
-        sort_keys=True,
-    )
+    """The cache key of ``spec`` on ``corpus``: spec, corpus, splits, code and, when it is not 1,
+    the BLAS thread count in effect (:func:`numerics.threads.blas_threads`; results differ in the
+    last digits between thread counts). A single-threaded run keeps the key it always had."""
+    what = {
+        "spec": spec.describe(),
+        "corpus": corpus.sha256,
+        "splits": corpus.split_sha256(),
+        "code": code_version(),
+    }
+    n = threads.blas_threads()
+    if n != 1:
+        what["blas_threads"] = n
+    blob = json.dumps(what, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
+CACHE_ENV = "FASTSLOW_LM_CACHE"
+"""The variable naming the run cache's folder (first in :func:`default_cache_dir`'s order)."""
+
+
 def default_cache_dir() -> Path:
-    env = os.environ.get("FASTSLOW_LM_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "fastslow" / "lm"
+    """The run cache's folder: ``$FASTSLOW_LM_CACHE``, else ``$XDG_CACHE_HOME/fastslow/lm``, else
+    ``~/.cache/fastslow/lm``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else user_cache_dir() / "lm"
 
 
 def heldout_windows(corpus: Corpus, T: int, limit: int, split: str = "heldout") -> np.ndarray:

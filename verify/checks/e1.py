@@ -520,7 +520,7 @@ SHORT = {
     "lr_grid": (1e-2,),
     "heldout_windows": 64,
     "max_test_seeds": 12,
-    "cost_repeat": 5,
+    "cost_repeat": 20,
     "workers": 1,
 }
 """The short profile (default ``pytest verify`` and the negative control)."""
