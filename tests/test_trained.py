@@ -244,6 +244,7 @@ def test_d7_loops_every_trained_layer_and_d6_reads_every_layers_gate(weights):
     d6 = check("D6", system=net)  # per-layer gates are the input, not an error
     assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
     assert d6.hypotheses["gate_zero"].value == pytest.approx(0.1)
+    assert d6.conclusion  # within D6's limits the conclusion is computed and reported
 
 
 def test_declared_hypotheses_of_d6_and_d7_come_before_their_size_limits(tmp_path, capsys):
