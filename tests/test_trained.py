@@ -241,10 +241,13 @@ def test_d7_loops_every_trained_layer_and_d6_reads_every_layers_gate(weights):
     assert d7.outcome != "error", d7.summary()
     assert set(d7.hypotheses["reference_is_fixed_point"].value) == {"layer 0", "layer 1"}
     assert len(d7.figures["per_layer"]) == L
+    # within D7's limits a flow outside a declared hypothesis is checked as any other: the
+    # hypothesis measured, the conclusion computed and reported
+    assert "gate_moves_spectrum" in d7.violated and d7.conclusion
     d6 = check("D6", system=net)  # per-layer gates are the input, not an error
     assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
     assert d6.hypotheses["gate_zero"].value == pytest.approx(0.1)
-    assert d6.conclusion  # within D6's limits the conclusion is computed and reported
+    assert not d6.conclusion and "gamma=0.0" in d6.notes[0]  # D6's limit γ > 0 refuses it
 
 
 def test_declared_hypotheses_of_d6_and_d7_come_before_their_size_limits(tmp_path, capsys):

@@ -403,8 +403,8 @@ class Claim:
                 {k: v for k, v in p.items() if k not in self.replaced_by(system)},
                 seed,
                 notes=[
-                    "decided from your system's declaration before its size: the conclusion was "
-                    f"not computed ({exc})"
+                    "decided from your system's declaration before the claim's limits on it: "
+                    f"the conclusion was not computed ({exc})"
                 ],
                 system=describe_system(system),
                 sources=self._sources(declared),
