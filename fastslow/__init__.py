@@ -88,9 +88,9 @@ def check(
     outcomes and JSON, as for the built-in instances, decided by the claim's unit alone:
 
     * ``holds``: the hypotheses and the conclusion hold;
-    * ``fails``: the hypotheses hold and a part of the conclusion does not (a counterexample), or
-      a hypothesis measured through the implementation does not hold on one of the claim's
-      declared main instances (a failure of the suite);
+    * ``fails``: the hypotheses hold and a part of the conclusion does not (a counterexample;
+      a limit of the check hides only the parts it governs), or a hypothesis does not hold on one
+      of the claim's declared main instances (a failure of the suite);
     * ``outside-hypotheses``: a hypothesis diagnostic of your system does not hold (the
       conclusion is still reported);
     * ``undecided``: the check's own numerics cannot decide this instance (a declared limit of the

@@ -8,7 +8,7 @@
     fastslow figures [ID ...] [--out DIR] [--seed N] [--workers N | --scheduler ADDR] [--cache DIR]
                      [--system SYSTEM]
     fastslow bench [SECTION ...] [--quick] [--out FILE] [--markdown FILE]
-    fastslow readme [--report PATH] [--readme PATH]
+    fastslow readme [--report PATH] [--readme PATH] [--figure-dir DIR] [--allow-lower-profile]
     fastslow sweep ID [--grid KEY=V1,V2 ...] [--seeds A:B] [--system SYSTEM]
                       [--workers N | --scheduler ADDR] [--cache DIR] [--out FILE]
     fastslow trained-report [--profile short|paper] [--train] [--out DIR]
@@ -26,9 +26,11 @@ outside-hypotheses, holds). ``figures`` exits 0 when every figure is drawn, 3 wh
 drawing raised on valid input, 4 when a user system is outside a claim's hypotheses and its check
 computed nothing to draw (one line each, the other figures still drawn). ``readme`` exits 2 on a report that is not one (not JSON, not
 matching its schema, a registered claim missing or repeated, an unknown claim, a summary that
-does not count the rows) or an output it cannot write, 1 when it refuses a well-formed report
-(partial, pending or from a dirty tree); either way nothing is published (the README,
-``docs/claims.md`` and ``docs/report/`` are replaced together or not at all).
+does not count the rows), an output it cannot write, or a report it refuses to publish
+(partial, pending, from a dirty tree, statuses that disagree with its own verdicts, text holding
+the table's markers, rows of a lower profile than those published unless
+``--allow-lower-profile``); either way nothing is published (the README, ``docs/claims.md`` and
+``docs/report/`` are replaced together or not at all).
 
 Every command checks its inputs and outputs before the work starts and ends a fault in one line:
 a parameter given twice, a grid with an empty or repeated axis, ``--workers`` below 1, parameters
@@ -68,16 +70,17 @@ from fastslow import signals
 
 try:  # a signal while the command line loads (a second of imports): one line, 130 or 143
     import argparse
+    import contextlib
     import json
     import re
     from pathlib import Path
 
     signals.point("imports")
-    import numpy as np
-
     import fastslow
+    from fastslow import cli_help
+    from fastslow.cli_output import as_json, brief, print_verdict  # noqa: F401 (brief: API)
+    from fastslow.cli_readme import add_readme
     from fastslow.numerics import threads
-    from fastslow.readme import MalformedReport, update_readme
     from fastslow.verify import sweep as sw
     from fastslow.verify import systems
     from fastslow.verify.budgets import (
@@ -91,7 +94,7 @@ try:  # a signal while the command line loads (a second of imports): one line, 1
         parse_seconds,
     )
     from fastslow.verify.claim import PendingClaim
-    from fastslow.verify.outputs import writable_dir, writable_file, write_output
+    from fastslow.verify.outputs import stdout_to_stderr, writable_dir, writable_file, write_output
     from fastslow.verify.registry import CLAIMS, get_claim
     from fastslow.verify.suggest import did_you_mean
     from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES, outcome_counts, worst_outcome
@@ -128,79 +131,15 @@ def _set_budget(args) -> None:
 def _cmd_claims(args) -> int:
     if args.json:
         rows = [c.to_json() for c in CLAIMS.values()]
-        print(json.dumps(rows, indent=1, ensure_ascii=False, allow_nan=False))
+        print(as_json(rows))
         return 0
     for c in CLAIMS.values():
         state = "implemented" if c.implemented else "pending"
         kinds = ", ".join(c.system_kinds()) or "built-in only"
         print(f"{c.id:>3}  [{state}; systems: {kinds}]  {c.title}: {c.statement}")
+        for kind, needs in c.system_terms.items():  # the hypotheses in the kind's own fields
+            print(f"       your {kind} needs: {needs}")
     return 0
-
-
-SHOWN_NUMBERS = 8
-"""Human output prints an array of more numbers than this as its shape and range."""
-SHOWN_WIDTH = 200
-"""Human output shortens a value printed wider than this (``--json`` prints every value whole)."""
-
-
-def brief(value, width: int = SHOWN_WIDTH) -> str:
-    """``value`` (a verdict's JSON-able number, string, list or dict) for a person: an array of more
-    than :data:`SHOWN_NUMBERS` numbers as ``16×16 array, min …, max …, RMS …``, containers
-    shortened to about ``width`` characters with ``…``; the whole value is in ``--json``."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)) and value:
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):  # ragged or not numbers: shown item by item
-            arr = None
-        if arr is not None and arr.size > SHOWN_NUMBERS:
-            shape = "×".join(map(str, arr.shape))
-            finite = arr[np.isfinite(arr)]
-            if not finite.size:
-                return f"{shape} array, no finite entry"
-            rms = float(np.sqrt(np.mean(finite**2)))
-            nonfinite = f", {arr.size - finite.size} non-finite" if finite.size < arr.size else ""
-            return (
-                f"{shape} array, min {finite.min():.4g}, max {finite.max():.4g}, "
-                f"RMS {rms:.4g}{nonfinite}"
-            )
-        text = "[" + ", ".join(brief(x, width // 2) for x in value) + "]"
-    elif isinstance(value, dict):
-        text = "{" + ", ".join(f"{k}: {brief(x, width // 2)}" for k, x in value.items()) + "}"
-    else:
-        text = str(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _instance_text(v) -> str:
-    """Which instance a verdict is about: the seed, the negative control, or the user system
-    (its kind, its name and, when it has one, its own seed beside the check's)."""
-    if v.system is None:
-        ctl = f", negative control {v.control}" if v.control else ""
-        return f"seed {v.seed}{ctl}"
-    own = f", its seed {v.system['seed']}" if "seed" in v.system else ""
-    return f"your {v.system.get('kind')} {v.system.get('name')!r}{own}; check seed {v.seed}"
-
-
-def _print_verdict(v) -> None:
-    print(f"{v.id}: {v.outcome.upper()} ({_instance_text(v)}): {v.reason()}")
-    for kind, diags in (
-        ("hypothesis", v.hypotheses),
-        ("conclusion", v.conclusion),
-        ("limit", v.limits),
-    ):
-        for k, d in diags.items():
-            source = f" [source: {v.sources[k]}]" if kind == "hypothesis" and k in v.sources else ""
-            print(
-                f"  {kind} {k}: {'holds' if d.holds else 'DOES NOT HOLD'} "
-                f"(value {brief(d.value)}; {d.rule}){source}"
-            )
-    for k, val in v.figures.items():
-        print(f"  {k}: {brief(val)}")
-    for n in v.notes:
-        print(f"  note: {n}")
-    print("  (arrays and long values summarised; --json prints them whole)")
 
 
 load_system = systems.load
@@ -211,19 +150,21 @@ def _cmd_check(args) -> int:
     try:
         _set_budget(args)
         unit = get_claim(args.id)
-        if args.describe:
-            print(unit.describe())
-            return 0
         params = _parse_kv(args.param)
+        if args.describe:  # what it would check, after the same input checks as a check
+            _describe_inputs(unit, params, args)
+            print(as_json(unit.to_json()) if args.json else unit.describe())
+            return 0
         system = load_system(args.system) if args.system else None
-        verdict = fastslow.check(unit.id, system, params, args.seed, control=args.control)
+        with stdout_to_stderr() if args.json else contextlib.nullcontext():  # user code prints
+            verdict = fastslow.check(unit.id, system, params, args.seed, control=args.control)
     except (PendingClaim, ValueError, TypeError) as exc:  # raised before any work
         print(f"fastslow check: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
     if args.json:
-        print(json.dumps(verdict.to_json(), indent=1, ensure_ascii=False, allow_nan=False))
+        print(as_json(verdict.to_json()))
     else:
-        _print_verdict(verdict)
+        print_verdict(verdict)
     if verdict.outcome == "error":
         print(
             f"fastslow check: {verdict.id} could not be decided on this valid input: "
@@ -233,12 +174,26 @@ def _cmd_check(args) -> int:
     return verdict.exit_code
 
 
+def _describe_inputs(unit, params: dict, args) -> None:
+    """``--describe``'s other options checked as a check would check them (``ValueError``):
+    every ``--param`` value, the seed, the control's name."""
+    if args.control is not None:
+        unit.control(args.control)
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {args.seed}")
+    unit.resolve({**(unit.control(args.control).params if args.control else {}), **params})
+
+
 def _cmd_figures(args) -> int:
     from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
 
+    outdir = Path(args.out or figures.default_outdir())
+    made = not outdir.exists()  # a folder this command creates is removed again if left empty
     try:
         _set_budget(args)
         sw.max_workers(args.workers)
+        if args.seed < 0:
+            raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
         ids = [get_claim(c).id for c in args.ids]
         system = load_system(args.system) if args.system else None
         if system is not None and (args.cache is not None or args.scheduler):
@@ -246,7 +201,7 @@ def _cmd_figures(args) -> int:
                 "--cache and --scheduler do not apply with --system (your system's figure points "
                 "are computed in this process and not cached)"
             )
-        outdir = writable_dir(args.out or figures.default_outdir(), "--out")
+        outdir = writable_dir(outdir, "--out")
         if args.cache is not None:
             sw.prepare_cache(args.cache, "--cache")
         skipped: list = []
@@ -264,12 +219,15 @@ def _cmd_figures(args) -> int:
         for name, why in skipped:
             print(f"fastslow figures: {name} not drawn for your system: {why}", file=sys.stderr)
     except (ValueError, TypeError) as exc:
+        _remove_if_empty(outdir, made)
         print(f"fastslow figures: bad input: {exc}", file=sys.stderr)
         return 2
     except figures.FigureOutsideHypotheses as exc:  # the claim does not apply: its verdict's code
+        _remove_if_empty(outdir, made)
         print(f"fastslow figures: {exc}", file=sys.stderr)
         return EXIT_CODES["outside-hypotheses"]
     except figures.FigureError as exc:
+        _remove_if_empty(outdir, made)
         print(f"fastslow figures: {exc}", file=sys.stderr)
         return EXIT_CODES["error"]
     for p in paths:
@@ -277,6 +235,15 @@ def _cmd_figures(args) -> int:
     if not paths:
         print("no figures registered for these claims", file=sys.stderr)
     return 0
+
+
+def _remove_if_empty(folder: Path, made: bool) -> None:
+    """Remove ``folder`` when this command created it (``made``) and left nothing in it."""
+    if made:
+        try:
+            folder.rmdir()  # only an empty folder; anything written stays
+        except OSError:
+            pass
 
 
 def _cmd_bench(args) -> int:
@@ -340,7 +307,7 @@ def _sweep_system(unit, spec: str | None, axes: dict) -> tuple:
     the system replaces is bad input naming it. ``(None, {})`` without a system."""
     if spec is None:
         return None, {}
-    system = unit.checked_system(systems.load(spec))
+    system = unit.checked_system(sw.planned_system(spec))
     replaced = unit.replaced_by(system)
     for key in axes:
         if key in replaced:
@@ -410,17 +377,21 @@ def _cmd_sweep(args) -> int:
         print(f"fastslow sweep: {exc}{hint}", file=sys.stderr)
         return signals.exit_code()
     counts = outcome_counts(r["verdict"] for r in results)
+    summary = sys.stderr if args.out == "-" else sys.stdout  # standard output holds the JSON
     print(
         f"{cid}: "
         + ", ".join(f"{n} {k}" for k, n in counts.items())
-        + f" of {len(results)} instances"
+        + f" of {len(results)} instances",
+        file=summary,
     )
     for p, r in zip(points, results):
         if r["verdict"] != "holds":
             shown = {k: v for k, v in p.items() if k not in ("claim", "system_fingerprint")}
-            print(f"  {r['verdict']} at {shown}: {r['reason']}")
+            print(f"  {r['verdict']} at {shown}: {r['reason']}", file=summary)
     if args.out:  # checked writable before the sweep
-        text = json.dumps([{"point": p, "result": r} for p, r in zip(points, results)], indent=1)
+        # keys sorted: a cached result (read back from JSON) and a fresh one give the same bytes
+        rows = [{"point": p, "result": r} for p, r in zip(points, results)]
+        text = json.dumps(rows, indent=1, sort_keys=True)
         try:
             write_output(args.out, text + "\n", "--out")
         except OSError as exc:
@@ -430,34 +401,6 @@ def _cmd_sweep(args) -> int:
             )
             return BAD_INPUT_EXIT
     return EXIT_CODES[worst_outcome(r["verdict"] for r in results)]
-
-
-def _cmd_readme(args) -> int:
-
-    from fastslow import figures  # deferred: matplotlib adds 0.5 s to every other command
-
-    try:
-        update_readme(Path(args.readme), Path(args.report), figures.available(), args.figure_dir)
-    except FileNotFoundError as exc:
-        report = Path(exc.filename or "").parent == Path(args.report).parent
-        hint = " (run pytest verify first)" if report else ""
-        print(f"fastslow readme: bad input: {exc.filename}: no such file{hint}", file=sys.stderr)
-        return BAD_INPUT_EXIT
-    except MalformedReport as exc:
-        print(f"fastslow readme: bad input: {exc}", file=sys.stderr)
-        return BAD_INPUT_EXIT
-    except OSError as exc:  # nothing was replaced, or every replaced file was restored
-        print(
-            f"fastslow readme: cannot write {exc.filename or 'an output'}: {exc.strerror or exc}; "
-            "nothing was published",
-            file=sys.stderr,
-        )
-        return BAD_INPUT_EXIT
-    except ValueError as exc:  # a well-formed report that may not be published
-        print(f"fastslow readme: {exc}", file=sys.stderr)
-        return 1
-    print(f"updated the claim table in {args.readme}, docs/claims.md and docs/report/")
-    return 0
 
 
 def _add_budget(s) -> None:
@@ -490,6 +433,7 @@ def _add_claims(sub) -> None:
     s = sub.add_parser(
         "claims",
         help="list the claim IDs, their statements and the kinds of your own system each checks",
+        description=cli_help.COMMANDS["claims"],
     )
     s.add_argument(
         "--json",
@@ -505,10 +449,7 @@ def _add_check(sub) -> None:
     s = sub.add_parser(
         "check",
         help="decide one claim's verdict on an instance of your choice",
-        description="Decide a claim's verdict on one instance. Exit codes: 0 holds, 1 fails, "
-        "4 outside-hypotheses, 5 undecided (the check's own numerics cannot decide the "
-        "instance), 3 error (the check raised on a valid input), 2 bad input. "
-        "The claims and their parameters are listed in docs/claims.md.",
+        description=cli_help.COMMANDS["check"],
     )
     s.add_argument("id", help="claim ID, e.g. A1")
     s.add_argument(
@@ -548,14 +489,23 @@ def _add_check(sub) -> None:
 
 def _add_figures(sub) -> None:
     """The ``figures`` subcommand."""
-    s = sub.add_parser("figures", help="regenerate figures (all, or those of the given claims)")
+    s = sub.add_parser(
+        "figures",
+        help="regenerate figures (all, or those of the given claims)",
+        description=cli_help.COMMANDS["figures"],
+    )
     s.add_argument("ids", nargs="*", help="claim IDs (default: all)")
     s.add_argument(
         "--out",
         default=None,
         help="output folder (default figures/out of the source checkout, else ./fastslow-figures)",
     )
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="root seed of every figure's points (a non-negative integer; default 0)",
+    )
     s.add_argument(
         "--workers",
         type=int,
@@ -586,7 +536,11 @@ def _add_figures(sub) -> None:
 
 def _add_bench(sub) -> None:
     """The ``bench`` subcommand."""
-    s = sub.add_parser("bench", help="run the benchmarks and print the ratio tables")
+    s = sub.add_parser(
+        "bench",
+        help="run the benchmarks and print the ratio tables",
+        description=cli_help.COMMANDS["bench"],
+    )
     s.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     s.add_argument("--out", default=None, help="also write the results as JSON to this file")
     s.add_argument(
@@ -598,7 +552,11 @@ def _add_bench(sub) -> None:
 
 def _add_sweep(sub) -> None:
     """The ``sweep`` subcommand."""
-    s = sub.add_parser("sweep", help="run a claim's check over a parameter grid and many seeds")
+    s = sub.add_parser(
+        "sweep",
+        help="run a claim's check over a parameter grid and many seeds",
+        description=cli_help.COMMANDS["sweep"],
+    )
     s.add_argument("id", help="claim ID, e.g. D5")
     s.add_argument(
         "--grid",
@@ -630,7 +588,13 @@ def _add_sweep(sub) -> None:
     s.add_argument(
         "--cache", default=None, help="cache folder; an interrupted sweep resumes from it"
     )
-    s.add_argument("--out", default=None, help="write every point and result as JSON")
+    s.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="write every point and its verdict as JSON (keys sorted: the same bytes fresh or "
+        "from the cache; - for standard output)",
+    )
     _add_budget(s)
     s.set_defaults(func=_cmd_sweep)
 
@@ -646,7 +610,12 @@ def _add_trained_report(sub) -> None:
         "e1_trained_theory (fastslow figures E1) are drawn from. Reads the run cache; a missing "
         "run is bad input unless --train.",
     )
-    s.add_argument("--profile", choices=("short", "paper"), default="short")
+    s.add_argument(
+        "--profile",
+        choices=("short", "paper"),
+        default="short",
+        help="the token counts: short (the default pytest verify's) or paper (up to 500k)",
+    )
     s.add_argument(
         "--train",
         action="store_true",
@@ -690,22 +659,6 @@ def _cmd_trained_report(args) -> int:
     return 0
 
 
-def _add_readme(sub) -> None:
-    """The ``readme`` subcommand."""
-    s = sub.add_parser("readme", help="regenerate the README's claim table from the last report")
-    s.add_argument("--report", default="verify/report/report.json")
-    s.add_argument("--readme", default="README.md")
-    s.add_argument("--figure-dir", default="docs/figures")
-    s.set_defaults(func=_cmd_readme)
-
-
-def plain(text: str) -> str:
-    r"""``text`` without reStructuredText markup, for ``--help``: ``\`\`x\`\``` and
-    ``:role:\`x\``` become ``x``, a trailing ``::`` becomes ``:``."""
-    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
-    return text.replace("``", "").replace("::", ":")
-
-
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors suggest the closest subcommand or option ("did you
     mean"). Its error is still argparse's: the usage line, then the error, exit 2."""
@@ -737,9 +690,9 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="fastslow",
-        description=plain(__doc__.split("\n\n")[0])
-        + " Run 'fastslow COMMAND --help' for a command's options and exit codes.",
-        epilog=f"Environment: {threads.ENV}=N runs BLAS, OpenMP and Numba on N threads (default "
+        description=cli_help.TOOL,
+        epilog=cli_help.EXIT_CODES
+        + f" Environment: {threads.ENV}=N runs BLAS, OpenMP and Numba on N threads (default "
         "1, for every command and its workers; it overrides OPENBLAS_NUM_THREADS and the like). "
         "Ctrl-C exits 130 and SIGTERM 143 at any moment, without a traceback or a partial output; "
         "a command started with SIGINT ignored (a script's background job) keeps ignoring it.",
@@ -753,7 +706,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_figures(sub)
     _add_bench(sub)
     _add_sweep(sub)
-    _add_readme(sub)
+    add_readme(sub)
     _add_trained_report(sub)
     return p
 

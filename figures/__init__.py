@@ -357,14 +357,24 @@ def describe_system(system) -> dict:
 def system_figures(claim_ids, system) -> tuple[list[FigureSpec], list[tuple[str, str]]]:
     """The figures drawn for ``system`` (of ``claim_ids``, or of every claim that checks its
     kind) and the skipped ones with the reason. ``ValueError`` when a named claim does not check
-    the kind, or when no figure can be drawn."""
+    the system (its kind, or a limit of its own such as a size), or when no figure can be drawn;
+    without named claims, a claim whose limits refuse the system is skipped with its reason and
+    the others are drawn."""
     _discover()
     ids = claims_for(system) if claim_ids is None else [get_claim(c).id for c in claim_ids]
+    skipped: list[tuple[str, str]] = []
+    refused = []
     for cid in ids:
-        get_claim(cid).accepts(system)
-    specs = [sp for cid in ids for sp in FIGURES.get(cid, [])]
+        try:
+            get_claim(cid).accepts(system)
+        except ValueError as exc:
+            if claim_ids is not None:
+                raise
+            refused.append(cid)
+            skipped += [(sp.name, f"{cid} does not check it: {exc}") for sp in FIGURES.get(cid, [])]
+    specs = [sp for cid in ids if cid not in refused for sp in FIGURES.get(cid, [])]
     drawn = [sp for sp in specs if sp.system_points is not None]
-    skipped = [(sp.name, sp.no_system) for sp in specs if sp.system_points is None]
+    skipped += [(sp.name, sp.no_system) for sp in specs if sp.system_points is None]
     if not drawn:
         why = "; ".join(f"{n}: {r}" for n, r in skipped) or "none registered"
         raise ValueError(

@@ -64,12 +64,19 @@ def finite_array(
 ) -> np.ndarray:
     """Return ``value`` as a float64 array after checking dimension, shape and finiteness.
 
-    ``shape`` may contain ``None`` for a free axis.
+    ``shape`` may contain ``None`` for a free axis. What a cast would silently change is refused
+    (``TypeError``), never cast: booleans (a boolean matrix is not 0/1 numbers by accident) and
+    complex entries (even with a zero imaginary part).
     """
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
+    _refuse_cast(name, raw)
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
     if ndim is not None and arr.ndim != ndim:
@@ -84,6 +91,20 @@ def finite_array(
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} must be finite, found {bad} non-finite entries (NaN or inf)")
     return arr
+
+
+def _refuse_cast(name: str, raw: np.ndarray) -> None:
+    """``TypeError`` when ``raw`` holds booleans, complex numbers or anything but real numbers."""
+    kind = raw.dtype.kind
+    items = raw.ravel().tolist() if kind == "O" else ()
+    if kind == "b" or any(isinstance(x, (bool, np.bool_)) for x in items):
+        raise TypeError(f"{name} is boolean; expected real numbers (nothing is cast)")
+    if kind == "c" or any(
+        isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real) for x in items
+    ):
+        raise TypeError(f"{name} has complex entries; expected real numbers (nothing is cast)")
+    if kind not in "iufO":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {raw.dtype}")
 
 
 def divides(P: int, T: int) -> int:

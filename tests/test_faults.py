@@ -780,22 +780,26 @@ def test_parameters_a_user_system_replaces_are_bad_input_and_left_out_of_the_ver
 class _ImplementationHypothesis(Claim):
     """A fake claim with one hypothesis of each kind of source: ``impl`` is measured through the
     implementation (``bug`` plants a bug that breaks it everywhere, ``break_impl`` an instance
-    that breaks it), ``given`` is read from the input (``break_given`` breaks it); ``raises``
-    makes the conclusion raise; ``size`` only changes the instance (4: the check cannot decide)."""
+    that breaks it), ``given`` is read from the input (``break_given`` breaks it, ``given_bug``
+    plants a bug in what decides it); ``raises`` makes the conclusion raise; ``fail_part`` makes
+    the conclusion fail; ``size`` only changes the instance (4: the check cannot decide)."""
 
     bug = False
+    given_bug = False
 
     id, title, abstract, statement = "X1", "fake", "fake", "fake"
     params = {
         "break_impl": Param(False, "the implementation breaks its own hypothesis"),
         "break_given": Param(False, "the input breaks a hypothesis"),
         "raises": Param(False, "the conclusion raises"),
+        "fail_part": Param(False, "the conclusion fails"),
         "size": Param(2, "a size", low=1, high=9),
     }
     hypotheses = {"impl": "measured through the implementation", "given": "read from the input"}
     hypothesis_sources = {"impl": "implementation", "given": "input"}
-    conclusion = {"c": "holds"}
+    conclusion = {"c": "holds", "g": "holds where resolvable"}
     limits = {"resolvable": "the check resolves the instance"}
+    limit_governs = {"resolvable": ("g",)}
     controls = (Control("given_broken", {"break_given": True}, "given", "breaks given"),)
     main_instances = ({}, {"size": 3})
 
@@ -809,14 +813,21 @@ class _ImplementationHypothesis(Claim):
                 int(inst["break_impl"] or self.bug),
                 "0 required",
             ),
-            "given": Diagnostic(not inst["break_given"], int(inst["break_given"]), "0 required"),
+            "given": Diagnostic(
+                not (inst["break_given"] or self.given_bug),
+                int(inst["break_given"] or self.given_bug),
+                "0 required",
+            ),
         }
 
     def conclude(self, inst):
         if inst["raises"]:
             raise FloatingPointError("overflow in the conclusion")
         return Conclusion(
-            {"c": Diagnostic(True, 0.0, "0 required")},
+            {
+                "c": Diagnostic(not inst["fail_part"], float(inst["fail_part"]), "0 required"),
+                "g": Diagnostic(inst["size"] != 4, inst["size"], "size ≠ 4"),
+            },
             {},
             limits={"resolvable": Diagnostic(inst["size"] != 4, inst["size"], "size ≠ 4")},
         )
@@ -851,6 +862,76 @@ def test_outside_a_main_instance_or_from_the_input_a_violated_hypothesis_is_outs
     # a negative control stays outside the hypotheses, and fails as predicted only then
     v = fake.check(control="given_broken")
     assert v.outcome == "outside-hypotheses" and v.violated == ["given"]
+
+
+class _BuggyGiven(_ImplementationHypothesis):
+    given_bug = True
+
+
+def test_any_hypothesis_violated_on_a_main_instance_at_its_main_seed_is_a_failure_of_the_suite():
+    """Issue 35: a declared main instance at its main seed (0: ``fastslow check ID``) is built to
+    satisfy every hypothesis, so a violated one, whatever its source (here ``input``; a reference
+    or a theory function deciding it wrongly alike), is ``fails`` with the hypothesis named, not
+    ``outside-hypotheses`` (exit 4). At another seed (a fresh random draw) it stays outside; user
+    parameters and negative controls stay outside."""
+    fake = _BuggyGiven()
+    for params in ({}, {"size": 3}):
+        v = fake.check(params)
+        assert v.outcome == "fails" and v.exit_code == 1 and v.violated == ["given"], v.summary()
+        assert v.reason().startswith("failure of the suite") and "given" in v.reason()
+        assert "failure of the suite: given" in v.notes[0]
+    assert fake.check({}, seed=11).outcome == "outside-hypotheses"
+    assert fake.check({"size": 5}).outcome == "outside-hypotheses"
+    assert fake.check(control="given_broken").outcome == "outside-hypotheses"
+    raising = type("_GivenRaising", (_BuggyGiven,), {"main_instances": ({"raises": True},)})()
+    v = raising.check({"raises": True})
+    assert v.outcome == "fails" and v.error["type"] == "FloatingPointError"
+
+
+def test_a_limit_never_hides_a_failed_part_of_the_conclusion():
+    """A part of the conclusion that does not hold decides the verdict (``fails``) even where a
+    limit of the check is also hit, unless that limit governs it (``limit_governs``: ``g`` cannot
+    be decided where ``resolvable`` does not hold); the limit is still reported."""
+    fake = _ImplementationHypothesis()
+    v = fake.check({"size": 4, "fail_part": True})
+    assert v.outcome == "fails" and v.failed_parts == ["c", "g"] and v.unresolved == ["resolvable"]
+    assert fake.decided_failures(v.conclusion, v.limits) == ["c"]
+    v = fake.check({"size": 4})
+    assert v.outcome == "undecided" and v.failed_parts == ["g"], v.summary()
+
+
+class _Instrumented(_ImplementationHypothesis):
+    """The fake with an instrument checked before the conclusion (``check_instruments``)."""
+
+    conclusion = {**_ImplementationHypothesis.conclusion, "instr": "the instrument is right"}
+    broken_instrument = False
+
+    def check_instruments(self, p):
+        return {"instr": Diagnostic(not self.broken_instrument, 0, "0 required")}
+
+
+def test_an_instrument_shown_wrong_decides_fails_even_when_the_conclusion_then_raises():
+    """An instrument part (computed before ``conclude``) that fails decides ``fails``; when the
+    conclusion then raises (the broken instrument's run fails), the outcome is still ``fails``
+    with the exception kept, not ``error``. A correct instrument leaves the exception an error."""
+    assert _Instrumented().check({}).outcome == "holds"
+    broken = type("_Broken", (_Instrumented,), {"broken_instrument": True})()
+    v = broken.check({})
+    assert v.outcome == "fails" and v.failed_parts == ["instr"], v.summary()
+    v = broken.check({"raises": True})
+    assert v.outcome == "fails" and v.failed_parts == ["instr"], v.summary()
+    assert v.error["type"] == "FloatingPointError"
+    assert any("instrument shown wrong: instr" in n for n in v.notes)
+    assert _Instrumented().check({"raises": True}).outcome == "error"
+
+
+def test_every_claims_limit_governs_declared_limits_and_parts():
+    from fastslow.verify.registry import CLAIMS
+
+    for cid, unit in CLAIMS.items():
+        for limit, parts in unit.limit_governs.items():
+            assert limit in unit.limits, (cid, limit)
+            assert set(parts) <= set(unit.conclusion), (cid, parts)
 
 
 def test_a_limit_of_the_check_makes_the_outcome_undecided_never_fails():

@@ -364,11 +364,14 @@ def test_a_stiff_user_slow_field_stops_at_the_time_budget(systems_file, monkeypa
 
 def test_claims_lists_the_kinds_each_claim_checks(capsys):
     assert main(["claims"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    lines = [ln for ln in out if not ln.startswith("       your ")]
     for cid, line in zip(IDS, lines, strict=True):
-        kinds = list(CLAIMS[cid].system_kinds())  # each kind and its subkinds (TrainedStack)
+        kinds = list(CLAIMS[cid].system_kinds())  # the declared kinds and those derived from them
         assert line.split()[0] == cid
         assert f"systems: {', '.join(kinds) or 'built-in only'}]" in line, line
+        for kind in [k.__name__ for k in CLAIMS[cid].systems]:  # what each kind's fields need
+            assert f"       your {kind} needs: {CLAIMS[cid].system_terms[kind]}" in out
 
 
 def test_claims_json_is_machine_readable(capsys):
@@ -379,9 +382,18 @@ def test_claims_json_is_machine_readable(capsys):
         unit = CLAIMS[row["id"]]
         assert row["status"] == ("implemented" if unit.implemented else "pending")
         assert [s["kind"] for s in row["systems"]] == list(unit.system_kinds())
+        declared = [k.__name__ for k in unit.systems]
         for s in row["systems"]:
+            # a derived kind (TrainedStack) is described as the kind it derives from (DepthFlow)
+            base = s["kind"] if s["kind"] in declared else "DepthFlow"
             assert set(s["replaces"]) <= set(unit.params)
-            assert (s["only_if"] is None) == (type(unit).accepts is Claim.accepts)
+            assert s["only_if"] is None or type(unit).accepts is not Claim.accepts
+            assert (
+                s["only_if"] is None
+                or base in (type(unit).accepts.__doc__ or "")
+                or s["kind"] in (type(unit).accepts.__doc__ or "")
+            )
+            assert s["needs"] == unit.system_terms.get(s["kind"], unit.system_terms.get(base))
         assert list(row["parameters"]) == list(unit.params)
         for k, spec in unit.params.items():
             assert row["parameters"][k]["range"] == spec.describe()
@@ -393,7 +405,7 @@ def test_describe_says_which_kinds_and_what_each_replaces(capsys):
     out = capsys.readouterr().out
     assert "user systems (--system FILE.py:NAME):\n  GeneratorFamily: replaces n_states," in out
     assert (
-        "  only if: A GeneratorFamily whose slow field is a rational function of the fast " in out
+        "    only if: A GeneratorFamily whose slow field is a rational function of the fast " in out
     )
     assert main(["check", "A2", "--describe"]) == 0
     assert "  none: built-in instances only" in capsys.readouterr().out

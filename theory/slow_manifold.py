@@ -52,6 +52,7 @@ no first-order slow manifold in this sense (its expansion needs ``σ'`` and the 
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -73,6 +74,11 @@ __all__ = [
     "block_pattern",
     "block_patterns",
 ]
+
+
+def _is_int(value) -> bool:
+    """``value`` is an integer of any kind (Python's, NumPy's), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
 def block_pattern(mask, P: int):
@@ -290,12 +296,13 @@ def slow_manifold(
 ) -> SlowManifold:
     """Derive (a)–(d) of the module docstring for one block of ``P`` tokens of width ``d``
     (``mask`` a name of :data:`MASKS` or a P×P boolean pattern; cached per canonical pattern)."""
+    P, d = (int(x) if _is_int(x) else x for x in (P, d))  # NumPy integers as Python's
     return _slow_manifold(block_pattern(mask, P), P, d, norm)
 
 
 @cache
 def _slow_manifold(mask, P: int, d: int, norm: bool) -> SlowManifold:
-    if not (isinstance(P, int) and 1 <= P <= 4 and isinstance(d, int) and 1 <= d <= 3):
+    if not (_is_int(P) and 1 <= P <= 4 and _is_int(d) and 1 <= d <= 3):
         raise ValueError(f"need integers 1 ≤ P ≤ 4 and 1 ≤ d ≤ 3 (symbolic cost), got P={P}, d={d}")
     eps, beta, gamma = sp.symbols("epsilon beta gamma", positive=True)
     norm_eps = sp.Rational(1, 10**6)
@@ -585,7 +592,7 @@ def _checked_block_args(mask, P, d, norm, m, sigma) -> int:
         raise ValueError(f"sigma {sigma!r} {why}; expected one of {list(SIGMA_FUNCS)}")
     m = d if m is None else m
     for name, val, hi in (("P", P, 8), ("d", d, 6), ("m", m, 12)):
-        if not (isinstance(val, int) and 1 <= val <= hi):
+        if not (_is_int(val) and 1 <= val <= hi):
             raise ValueError(
                 f"need an integer 1 ≤ {name} ≤ {hi} (symbolic cost), got {name}={val!r}"
             )

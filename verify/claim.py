@@ -25,13 +25,18 @@ instance of it as ``CLAIM``. The class declares, in one place,
 * ``holds``: every hypothesis diagnostic holds and every part of the conclusion holds;
 * ``fails``: the hypotheses hold and some part of the conclusion does not (a counterexample);
 * ``outside-hypotheses``: some hypothesis diagnostic does not hold (the conclusion is still
-  computed and reported, so a negative control shows it failing). Except on a main instance: there
-  a hypothesis measured through the implementation that does not hold is a failure of the suite,
-  and the outcome is ``fails`` (:meth:`Claim.suite_faults`);
+  computed and reported, so a negative control shows it failing). Except on a declared main
+  instance, which is built to satisfy its hypotheses: there a violated hypothesis is a failure of
+  the suite, and the outcome is ``fails`` with the hypothesis named (:meth:`Claim.suite_faults`:
+  whatever its source at the main seeds, :attr:`Claim.main_seeds`; one measured through the
+  implementation at any seed). User systems, user parameters and negative controls keep
+  ``outside-hypotheses``;
 * ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
   declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
   tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
-  reached) does not hold. A limit of the check is never a hypothesis and never ``fails``;
+  reached) does not hold. A limit of the check is never a hypothesis and never ``fails``, and it
+  hides only the parts of the conclusion it governs (:attr:`Claim.limit_governs`): any other
+  part that fails is decided (``fails``) whatever the limits say;
 * ``error``: the check raised on a valid input (``LinAlgError``, ``FloatingPointError``, a failed
   integration, ...). The exception is part of the verdict; it is never called bad input, and it
   is kept in the verdict whatever the outcome.
@@ -52,13 +57,13 @@ counted work (:meth:`Claim.work`) in :mod:`verify.cost_model`, the verdict in :m
 from __future__ import annotations
 
 import numbers
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from . import claim_text
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget, time_budget, time_hint
 from .cost_model import seconds
 from .json_values import jsonable
@@ -133,13 +138,19 @@ class Claim:
     hypothesis_sources: ClassVar[Mapping[str, str]] = {}
     """``{hypothesis: source}``, one of :data:`~verify.verdict.SOURCES` per hypothesis: how it is
     decided (from the inputs, from ``theory/``, from a reference written from the formulas, or
-    through the implementation under test). An ``implementation`` hypothesis violated on a
-    declared main instance is a failure of the suite (:meth:`decide`)."""
+    through the implementation under test). A hypothesis violated on a declared main instance is
+    a failure of the suite (:meth:`suite_faults`)."""
     conclusion: ClassVar[Mapping[str, str]] = {}
     limits: ClassVar[Mapping[str, str]] = {}
     """``{limit: meaning}``: the conditions under which the check's own numerics can decide an
     instance (not hypotheses of the statement); :meth:`conclude` returns one
     :class:`Diagnostic` per limit in ``Conclusion.limits``."""
+    limit_governs: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """``{limit: (part, …)}``: the parts of the conclusion that a limit of the check governs, i.e.
+    that cannot be decided when the limit does not hold (a rate part when no asymptotic window is
+    resolvable, a comparison with a finite difference below its rounding). Only those may fail
+    behind a limit that does not hold (outcome ``undecided``); any other part that fails decides
+    the verdict (``fails``) whatever the limits say (:meth:`decide`)."""
     orders: ClassVar[tuple[Order, ...]] = ()
     """Orders between parameters known before any work (``y_min ≤ y0 ≤ y_max``, ``s_min <
     s_max``, a strictly increasing tuple), checked by :meth:`resolve`: a violated one is bad input.
@@ -161,6 +172,10 @@ class Claim:
     by the function the claim's own diagnostic uses. :meth:`check` decides them before the
     system's size limits and the budgets (:meth:`limits_or_outside`): a system outside one of them
     is ``outside-hypotheses`` whatever its size, never bad input for being large."""
+    system_terms: ClassVar[Mapping[str, str]] = {}
+    """``{kind: text}``: what the claim's hypotheses ask of each kind of user system it checks,
+    in that kind's own fields and values (``DepthFlow``: ``gate=0``, ``gamma > 0``, ``norm=False``
+    ...; ``LinearLoop``: ``ρ(J) < 1`` ...), shown by ``fastslow claims`` and ``--describe``."""
 
     system_replaces: ClassVar[tuple[str, ...]] = ()
     """Parameters a user system supersedes for this claim beyond its kind's own
@@ -170,7 +185,15 @@ class Claim:
     """The claim's declared main instances, as overrides of the defaults (``{}``: the defaults),
     each on every seed: instances built to satisfy the hypotheses. On them a hypothesis measured
     through the implementation that does not hold is a failure of the suite (outcome ``fails``),
-    never ``outside-hypotheses``."""
+    never ``outside-hypotheses``; at the :attr:`main_seeds` so is a hypothesis of any source."""
+
+    main_seeds: ClassVar[tuple[int, ...]] = (0,)
+    """The seeds at which the main instances are declared outright (``fastslow check ID`` with no
+    parameters runs seed 0): there every hypothesis, whatever its source (a reference, theory, the
+    inputs), is known to hold, so a violated one is a defect of the suite, not of the instance.
+    At other seeds a main instance draws its random parts afresh and may leave a hypothesis that
+    is not measured through the implementation (a random start outside the basin): those seeds
+    stay ``outside-hypotheses``."""
 
     sweep_instance: ClassVar[Mapping] = {}
     """The main instance (one of :attr:`main_instances`) that the thorough seed sweep decides on
@@ -181,6 +204,15 @@ class Claim:
     :meth:`build`."""
 
     # -- to implement -------------------------------------------------------------------------
+    def check_instruments(self, p: dict) -> dict:
+        """Parts of the conclusion that check an instrument the check relies on (an integrator's
+        error control, an optimiser, a statistic) against an oracle, from the parameters alone,
+        before the instance is built (default: none). When building, diagnosing or concluding
+        then raises and one of them does not hold, the outcome is ``fails``: the instrument is
+        shown wrong, and the exception it caused is kept in the verdict, never a quiet
+        ``error``."""
+        return {}
+
     def build(self, p: dict, seed: int):
         """The seeded instance of the resolved parameters ``p`` (default: ``instance(p, seed)``)."""
         if self.instance is None:
@@ -362,6 +394,7 @@ class Claim:
                 )
         if control is not None:
             ctl = self.control(control)
+            self._keeps_control(ctl, overrides)
             overrides = {**ctl.params, **overrides}
             if seed is None:
                 seed = ctl.seed
@@ -373,10 +406,39 @@ class Claim:
         if system is not None and control is not None:
             raise ValueError("a negative control is a built-in instance: give control or system")
         if system is None:
-            return self.decide(self.resolve(overrides), seed, control)
-        p = self.resolve(overrides, budgets=False)
-        outside = self.limits_or_outside(p, seed, system)
-        return outside if outside is not None else self.decide(p, seed, None, system)
+            verdict = self.decide(self.resolve(overrides), seed, control)
+        else:
+            p = self.resolve(overrides, budgets=False)
+            outside = self.limits_or_outside(p, seed, system)
+            verdict = outside if outside is not None else self.decide(p, seed, None, system)
+        if control is not None and not self.fails_as_predicted(verdict):
+            verdict.notes.insert(0, self.control_text(verdict))
+        return verdict
+
+    def _keeps_control(self, ctl: Control, overrides: Mapping) -> None:
+        """``ValueError`` when ``overrides`` change a parameter the negative control ``ctl`` sets
+        (what it violates): a control stays a control; the other parameters may change."""
+        for key, raw in overrides.items():
+            if key in ctl.params and key in self.params:
+                spec = self.params[key]
+                if spec.parse(key, raw) != spec.parse(key, ctl.params[key]):
+                    raise ValueError(
+                        f"parameter {key}={raw} changes what the negative control {ctl.name} sets "
+                        f"({key}={ctl.params[key]}, which breaks {ctl.breaks}); drop it, or check "
+                        "that instance without --control"
+                    )
+
+    def control_text(self, verdict: Verdict) -> str:
+        """``"negative control NAME: fails as predicted"`` or ``"... did not fail as predicted
+        (it breaks HYP: expected outside-hypotheses with HYP violated and the conclusion
+        failing)"`` for a control's verdict (:meth:`fails_as_predicted`)."""
+        ctl = self.control(verdict.control or "")
+        if self.fails_as_predicted(verdict):
+            return f"negative control {ctl.name}: fails as predicted"
+        return (
+            f"negative control {ctl.name} did not fail as predicted (it breaks {ctl.breaks}: "
+            f"expected outside-hypotheses with {ctl.breaks} violated and the conclusion failing)"
+        )
 
     def limits_or_outside(self, p: dict, seed: int, system) -> Verdict | None:
         """The size limits of ``system`` (:meth:`accepts`) and the budgets on its sizes, after
@@ -451,13 +513,17 @@ class Claim:
         replaced = self.replaced_by(system)
         shown = {k: v for k, v in p.items() if k not in replaced}
         hyps: dict = {}
+        instruments: dict = {}
         try:
             # overflow or an invalid operation anywhere in a check is an error, never a silent NaN
             with np.errstate(over="raise", invalid="raise"):
+                instruments = dict(self.check_instruments(p))
                 inst = self.build(p, seed) if system is None else self.build_system(p, seed, system)
                 hyps = self._named(self.diagnose(inst), self.hypotheses, "hypothesis", "hypotheses")
                 concl = self.conclude(inst)
-                parts = self._named(concl.parts, self.conclusion, "conclusion part")
+                parts = self._named(
+                    {**concl.parts, **instruments}, self.conclusion, "conclusion part"
+                )
                 limits = self._named(concl.limits, self.limits, "limit")
         except (KeyboardInterrupt, SystemExit, PendingClaim):
             raise
@@ -474,14 +540,20 @@ class Claim:
                 if outside
                 else []
             )
-            faults = self.suite_faults(p, hyps, control, system)
+            faults = self.suite_faults(p, hyps, control, system, seed)
             if faults:
                 notes.insert(0, self._fault_note(faults))
+            broken = [k for k, d in instruments.items() if not d.holds]
+            if broken:
+                notes.append(
+                    f"instrument shown wrong: {', '.join(broken)}; the conclusion could not be "
+                    f"evaluated: {error['type']}: {error['message']}"
+                )
             return Verdict(
                 self.id,
-                "fails" if faults else "outside-hypotheses" if outside else "error",
+                "fails" if faults or broken else "outside-hypotheses" if outside else "error",
                 hyps,
-                {},
+                {k: d for k, d in instruments.items() if isinstance(d, Diagnostic)},
                 {},
                 shown,
                 seed,
@@ -493,13 +565,13 @@ class Claim:
             )
         if not all(d.holds for d in hyps.values()):
             outcome = "outside-hypotheses"
+        elif self.decided_failures(parts, limits):
+            outcome = "fails"  # a limit of the check hides only the parts it governs
         elif not all(d.holds for d in limits.values()):
             outcome = "undecided"
-        elif all(d.holds for d in parts.values()):
-            outcome = "holds"
         else:
-            outcome = "fails"
-        faults = self.suite_faults(p, hyps, control, system)
+            outcome = "holds"
+        faults = self.suite_faults(p, hyps, control, system, seed)
         notes = list(concl.notes)
         if faults:
             outcome = "fails"
@@ -521,22 +593,38 @@ class Claim:
             sources=self._sources(hyps),
         )
 
+    def decided_failures(self, parts: Mapping, limits: Mapping) -> list[str]:
+        """The parts of the conclusion that fail and that no limit not holding governs
+        (:attr:`limit_governs`): each is a decided counterexample, whatever the limits say."""
+        hidden = {
+            part
+            for limit, d in limits.items()
+            if not d.holds
+            for part in self.limit_governs.get(limit, ())
+        }
+        return [k for k, d in parts.items() if not d.holds and k not in hidden]
+
     def is_main_instance(self, p: Mapping) -> bool:
         """``p`` (resolved parameters) is one of the claim's :attr:`main_instances`."""
         defaults = self.defaults()
         return any(dict(p) == {**defaults, **main} for main in self.main_instances)
 
-    def suite_faults(self, p: Mapping, hyps: Mapping, control=None, system=None) -> list[str]:
-        """The hypotheses measured through the implementation (source ``implementation``) that
-        do not hold on a declared main instance (:attr:`main_instances`, no control, no user
-        system). The instance was built to satisfy them, so each is a failure of the suite: the
-        code under test, not the instance, broke the hypothesis, and the outcome is ``fails``."""
+    def suite_faults(
+        self, p: Mapping, hyps: Mapping, control=None, system=None, seed: int | None = None
+    ) -> list[str]:
+        """The hypotheses that do not hold on a declared main instance (:attr:`main_instances`,
+        no control, no user system): at a main seed (:attr:`main_seeds`) every violated
+        hypothesis, whatever its source; at other seeds those measured through the implementation
+        (source ``implementation``). The instance was built to satisfy them, so each is a failure
+        of the suite (the code under test, a reference or a theory function broke it, not the
+        instance), and the outcome is ``fails``."""
         if control is not None or system is not None or not self.is_main_instance(p):
             return []
+        any_source = seed in self.main_seeds
         return [
             k
             for k, d in hyps.items()
-            if not d.holds and self.hypothesis_sources.get(k) == "implementation"
+            if not d.holds and (any_source or self.hypothesis_sources.get(k) == "implementation")
         ]
 
     @staticmethod
@@ -544,8 +632,7 @@ class Claim:
         return (
             "failure of the suite: "
             + ", ".join(faults)
-            + " (measured through the implementation) does not hold on a declared main instance, "
-            "built to satisfy it"
+            + " does not hold on a declared main instance, built to satisfy it"
         )
 
     def _sources(self, hyps: Mapping) -> dict:
@@ -687,88 +774,17 @@ class Claim:
 
     def system_kinds(self) -> dict[str, list[str]]:
         """``{kind: [parameters it replaces]}`` for each kind of user system this claim checks
-        (:attr:`systems`, :meth:`replaced_by` of the kind)."""
-        from .systems import subkinds  # deferred: verify.systems imports the model (numerics)
-
-        out = {}
-        for kind in (k for base in self.systems for k in subkinds(base)):
-            names = set(getattr(kind, "replaces", ())) | set(self.system_replaces)
-            out[kind.__name__] = [k for k in self.params if k in names]
-        return out
-
-    def _system_condition(self) -> str | None:
-        """What this claim requires of a user system beyond its kind (the first sentence of its
-        own :meth:`accepts`' docstring), or ``None``."""
-        if type(self).accepts is Claim.accepts:
-            return None
-        return _first_sentence(type(self).accepts.__doc__ or "") or None
+        (:func:`verify.claim_text.system_kinds`)."""
+        return claim_text.system_kinds(self)
 
     def to_json(self) -> dict:
-        """The claim as strict JSON for ``fastslow claims --json``: id, title, statement,
-        status (``implemented`` / ``pending``), the kinds of user system it checks with the
-        parameters each replaces (and ``only_if``: what the claim requires beyond the kind), and every parameter (type, default, bounds, choices, the
-        accepted range as ``--describe`` shows it, meaning)."""
-        params = {
-            k: {
-                "type": s.kind,
-                "default": s.default,
-                "low": s.low,
-                "high": s.high,
-                "open_low": s.open_low,
-                "open_high": s.open_high,
-                "choices": None if s.choices is None else list(s.choices),
-                "range": s.describe(),
-                "meaning": s.meaning,
-            }
-            for k, s in self.params.items()
-        }
-        return jsonable(
-            {
-                "id": self.id,
-                "title": self.title,
-                "statement": self.statement,
-                "status": "implemented" if self.implemented else "pending",
-                "systems": [
-                    {"kind": kind, "replaces": replaced, "only_if": self._system_condition()}
-                    for kind, replaced in self.system_kinds().items()
-                ],
-                "parameters": params,
-            }
-        )
+        """The claim as strict JSON for ``fastslow claims --json`` and ``--describe --json``
+        (:func:`verify.claim_text.claim_json`)."""
+        return claim_text.claim_json(self)
 
     def describe(self) -> str:
-        """The claim, its parameters, hypotheses (with their sources), conclusion, limits and
-        controls, and the kinds of user system it checks, for ``--help`` texts."""
-        lines = [f"{self.id} {self.title}: {self.statement}", "", "parameters:"]
-        lines += [f"  {k}: {s.meaning} ({s.describe()})" for k, s in self.params.items()]
-        if self.orders:
-            lines += ["orders between parameters:"] + [f"  {o.describe()}" for o in self.orders]
-        kinds = self.system_kinds()
-        lines += ["user systems (--system FILE.py:NAME):"] + (
-            [
-                f"  {kind}: replaces {', '.join(replaced) or 'no parameter'}"
-                for kind, replaced in kinds.items()
-            ]
-            or ["  none: built-in instances only"]
-        )
-        if kinds and self._system_condition():
-            lines.append(f"  only if: {self._system_condition()}")
-        lines += ["hypotheses:"] + [
-            f"  {k} [{self.hypothesis_sources.get(k, 'source not declared')}]: {m}"
-            for k, m in self.hypotheses.items()
-        ]
-        lines += ["conclusion:"] + [f"  {k}: {m}" for k, m in self.conclusion.items()]
-        if self.limits:
-            lines += ["limits of the check (not holding: undecided):"] + [
-                f"  {k}: {m}" for k, m in self.limits.items()
-            ]
-        lines += ["negative controls:"] + [
-            f"  {c.name}: {c.meaning} (breaks {c.breaks}; "
-            + ", ".join(f"{k}={v}" for k, v in c.params.items())
-            + ")"
-            for c in self.controls
-        ]
-        return "\n".join(lines)
+        """The claim as text for ``--describe`` (:func:`verify.claim_text.claim_description`)."""
+        return claim_text.claim_description(self)
 
 
 def describe_system(system) -> dict:
@@ -787,10 +803,3 @@ def describe_system(system) -> dict:
             "expected a dict"
         )
     return jsonable(described)
-
-
-def _first_sentence(doc: str) -> str:
-    """The first sentence of a docstring (up to ``. `` or ``: ``), without reST markup."""
-    text = " ".join(doc.split())
-    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text).replace("``", "")
-    return re.split(r"(?<=[^.])\. |: ", text, maxsplit=1)[0].rstrip(".")

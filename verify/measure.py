@@ -125,6 +125,38 @@ def slope_fit(h, err) -> dict:
     }
 
 
+def mean_interval(x, confidence: float) -> dict:
+    """The two-sided Student-t interval of the mean of the i.i.d. sample ``x`` at ``confidence``.
+
+    ``se = s/√n`` with ``s`` the sample SD (``ddof = 1``), ``half = t_{n−1}(½ + confidence/2)·se``
+    (``n − 1`` degrees of freedom), ``ci = mean ± half``, ``z = mean/se`` (the one-sample t
+    statistic against 0). Exact coverage for Gaussian samples, asymptotically for others (the
+    central limit theorem). With one value the interval is unbounded (``se = inf``). Returns
+    ``mean``, ``se``, ``df``, ``half``, ``ci`` and ``z``.
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    n, mean = x.size, float(np.mean(x))
+    if n < 2:
+        return {
+            "mean": mean,
+            "se": math.inf,
+            "df": 0,
+            "half": math.inf,
+            "ci": (-math.inf, math.inf),
+            "z": 0.0,
+        }
+    se = float(np.std(x, ddof=1) / math.sqrt(n))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * se
+    return {
+        "mean": mean,
+        "se": se,
+        "df": n - 1,
+        "half": half,
+        "ci": (mean - half, mean + half),
+        "z": ratio(mean, se) if mean >= 0 else -ratio(-mean, se),
+    }
+
+
 def local_slopes(h, err) -> np.ndarray:
     """Slopes of ``log err`` against ``log h`` between neighbouring points."""
     lh, le = np.log(np.asarray(h, float)), np.log(np.asarray(err, float))

@@ -13,7 +13,8 @@ Every output of the suite goes through this module, so one rule holds everywhere
   pipe): it is opened for writing as a shell's ``>`` would open it, never renamed over, so
   ``--out /dev/null`` cannot replace the machine's device with a regular file. A write that the
   device refuses (``/dev/full``) is an :class:`OSError` naming it.
-* ``-`` is standard output.
+* ``-`` is standard output, and what a user's code prints goes to standard error
+  (:func:`stdout_to_stderr`), never into an output.
 * **Anything else is refused before the work starts**: a folder, a block device, a socket, a
   folder that does not exist or does not take new files (:func:`writable_file`,
   :func:`writable_dir`: ``ValueError`` naming the option and the path).
@@ -27,6 +28,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,3 +238,25 @@ def _backup(path: Path) -> str | None:
     except OSError:
         shutil.copy2(path, backup)
     return backup
+
+
+@contextmanager
+def stdout_to_stderr():
+    """Inside the block, everything written to standard output goes to standard error: Python's
+    ``sys.stdout`` and file descriptor 1 (which ``os.write`` or a C extension reach), so that a
+    user's code (a system file that prints) never enters a ``--json`` document or ``--out -``.
+    Where file descriptor 1 cannot be moved (no such descriptor), only ``sys.stdout`` is."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        saved = None
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)

@@ -22,7 +22,7 @@ from pathlib import Path
 from .json_values import jsonable
 from .outputs import write_atomic_many
 from .registry import CLAIMS
-from .verdict import Verdict, outcome_counts
+from .verdict import NOT_EVALUATED, Diagnostic, Verdict, outcome_counts
 
 SCHEMA_VERSION = 3
 """3: the outcome ``undecided``, each verdict's ``limits`` and each hypothesis's ``source``, and the
@@ -210,6 +210,18 @@ def profile_text(c: dict) -> str:
     return f" (profile: {c['profile']})" if c.get("profile") == "short" else ""
 
 
+def off_scale_text(report: dict) -> str:
+    """``"; not at the paper's scale: E1 (profile short)"`` naming each row whose claim declares a
+    scale (``profile``) other than the paper's, else ``""``: the summary line of ``REPORT.md`` and
+    the README's footer carry it, so a count of verified claims never hides a reduced run."""
+    rows = [
+        f"{c['id']} (profile {c['profile']})"
+        for c in report["claims"]
+        if c.get("profile") and c["profile"] != "paper"
+    ]
+    return f"; not at the paper's scale: {', '.join(rows)}" if rows else ""
+
+
 def _claim_section(c: dict) -> list[str]:
     """The details of one claim in ``REPORT.md``: its verdicts, controls, notes and figures."""
     lines: list[str] = []
@@ -237,8 +249,10 @@ def _claim_section(c: dict) -> list[str]:
         for kind in ("hypotheses", "conclusion", "limits"):
             for k, d in v.get(kind, {}).items():
                 source = f" ({d['source']})" if "source" in d else ""
+                shown = Diagnostic.from_json(d)
+                holds = d["holds"] if shown.evaluated else NOT_EVALUATED
                 lines.append(
-                    f"| {kind[:10]} | {k}{source} | {d['holds']} | {_cell(_fmt(d['value']))} | "
+                    f"| {kind[:10]} | {k}{source} | {holds} | {_cell(_fmt(d['value']))} | "
                     f"{_cell(d['rule'])} |"
                 )
         lines.append("")
@@ -302,6 +316,7 @@ def render_markdown(report: dict) -> str:
         + ", ".join(f"{v} {k}" for k, v in report["summary"].items())
         + "; main instances: "
         + ", ".join(f"{v} {k}" for k, v in report.get("outcomes", {}).items())
+        + off_scale_text(report)
         + ".",
         "",
         "| ID | claim | status | negative control | key figures |",

@@ -128,20 +128,40 @@ def point_key(fn: Callable, point: dict) -> str:
 
 
 class Progress:
-    """A minimal progress line on stderr; silent when stderr is not a terminal or under CI."""
+    """A minimal progress line on stderr; silent when stderr is not a terminal or under CI.
+
+    The time left is estimated from the items computed in this run only (items taken from a
+    cache, :meth:`skip`, take no time and would make it too short); until one is computed the
+    line says it is estimating, never a NaN."""
 
     def __init__(self, total: int, label: str, enabled: bool | None = None):
         if enabled is None:
             enabled = sys.stderr.isatty() and os.environ.get("CI", "") != "true"
         self.total, self.label, self.enabled = total, label, enabled
-        self.done, self.t0 = 0, time.perf_counter()
+        self.done, self.skipped, self.t0 = 0, 0, time.perf_counter()
+
+    def skip(self, n: int) -> None:
+        """``n`` items done without work (from the cache)."""
+        self.skipped += n
+        self.update(n)
+
+    def text(self) -> str:
+        """The progress line (without its carriage return)."""
+        computed = self.done - self.skipped
+        if self.done >= self.total:
+            left = "done"
+        elif computed <= 0:
+            left = "estimating the time left"
+        else:
+            rate = computed / max(time.perf_counter() - self.t0, 1e-9)
+            left = f"{(self.total - self.done) / rate:.0f} s left"
+        cached = f", {self.skipped} from the cache" if self.skipped else ""
+        return f"{self.label}: {self.done}/{self.total}{cached}  ({left})"
 
     def update(self, n: int = 1) -> None:
         self.done += n
         if self.enabled:
-            rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-            eta = (self.total - self.done) / rate if rate > 0 else float("nan")
-            sys.stderr.write(f"\r{self.label}: {self.done}/{self.total}  ({eta:5.0f} s left)")
+            sys.stderr.write(f"\r{self.text()}\x1b[K")  # and clear the rest of a longer line
             if self.done >= self.total:
                 sys.stderr.write("\n")
             sys.stderr.flush()
@@ -276,7 +296,7 @@ def sweep(
             _set_aside(f, value)
         todo.append(i)
     bar = Progress(len(points), label or fn.__qualname__, progress)
-    bar.update(len(points) - len(todo))
+    bar.skip(len(points) - len(todo))
     stored: set[int] = set()
 
     def store(i: int, value) -> None:
@@ -566,6 +586,26 @@ def loaded_system(spec: str, fingerprint: str | None = None):
             )
         _SYSTEMS[key] = user
     return _SYSTEMS[key]
+
+
+def planned_system(spec: str):
+    """The system of ``spec`` (``FILE.py:NAME``) a sweep is planned on, loaded twice: a file that
+    builds another system the second time (a random generator of its own left unseeded; the
+    global ones are seeded by :func:`verify.systems.user_code`) is a ``ValueError`` on one line,
+    before any point is computed, since every worker loads it again. The system is kept for the
+    points computed in this process."""
+    from fastslow.verify import systems  # deferred: a sweep without a system needs no model
+
+    first = systems.load(spec)
+    fingerprint = first.fingerprint()
+    if systems.load(spec).fingerprint() != fingerprint:
+        raise ValueError(
+            f"--system {spec}: the file builds a different system each time it is loaded (a "
+            "random generator left unseeded?); seed it, e.g. np.random.default_rng(0), so "
+            "that every sweep point checks the same system"
+        )
+    _SYSTEMS[(spec, fingerprint)] = first
+    return first
 
 
 def check_point_error(point: dict, exc: BaseException) -> dict:

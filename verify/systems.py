@@ -22,11 +22,14 @@ one, a generator with one closed class, a block-local mask) is decided by the cl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
 import json
-import numbers
+import os
+import posix
+import random
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +41,9 @@ import sympy as sp
 import fastslow.numerics as nm
 from fastslow.numerics import validation as v
 
+from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget
 from .json_values import jsonable
+from .outputs import stdout_to_stderr
 
 
 class System:
@@ -144,29 +149,11 @@ def _check_name(name) -> str:
 
 def real_array(name: str, value, **shape) -> np.ndarray:
     """``value`` as a finite float64 array (:func:`numerics.validation.finite_array`: ``ndim``,
-    ``shape``), refusing what a cast would silently change: complex entries (even with zero
-    imaginary part), strings, booleans' cousins of other kinds. ``TypeError`` or ``ValueError``
-    naming ``name``."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers: {exc}") from None
-    if np.iscomplexobj(raw) or (
-        raw.dtype == object
-        and any(
-            isinstance(x, complex)
-            or (isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real))
-            for x in raw.ravel()
-        )
-    ):
-        raise TypeError(f"{name} has complex entries; expected real numbers (nothing is cast)")
-    if raw.dtype.kind not in "biufO":
-        raise TypeError(f"{name} must be an array of real numbers, got dtype {raw.dtype}")
+    ``shape``), refusing what a cast would silently change: booleans, complex entries (even with
+    zero imaginary part), strings. ``TypeError`` or ``ValueError`` naming ``name``."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        return v.finite_array(name, raw, **shape)
+        return v.finite_array(name, value, **shape)
 
 
 @dataclass
@@ -284,6 +271,10 @@ class GeneratorFamily(System):
         }
 
 
+MASK_BYTES_PER_ENTRY = 2
+"""Bytes per entry of a named ``T × T`` mask while it is built (the boolean mask and the boolean
+array it is cut from)."""
+
 LIMITED_FIELDS = ("T", "P", "d", "L", "gamma", "gate", "scale", "slow_scale", "value_gain")
 """The fields of a :class:`DepthFlow` that :meth:`DepthFlow.within_limits` checks."""
 
@@ -353,12 +344,29 @@ class DepthFlow(System):
                 raise ValueError(f"T={self.T} does not match the mask's size {arr.shape[0]}")
             self.T = int(arr.shape[0])
             self.mask = arr
+        # sizes of any integer kind (numpy's included) become Python ints, once, here
+        self.P, self.d = v.positive_int("P", self.P), v.positive_int("d", self.d)
+        self.T = v.positive_int("T", self.T) if self.T is not None else None
         self.L = v.positive_int("L", self.L)
         self.seed = v.nonneg_int("seed", self.seed)
         v.real("scale", self.scale, low=0.0)  # the weights' fields, checked here as init_model
         v.real("slow_scale", self.slow_scale, low=0.0)  # does, not when a claim first draws them
         v.real("gate", self.gate)
+        self._mask_fits_budget()
         self.config  # noqa: B018  (validates every field through ModelConfig)
+
+    def _mask_fits_budget(self) -> None:
+        """``ValueError`` when building a named mask of ``T`` tokens (``T × T`` booleans and the
+        temporary of the same size they are made from) would exceed the memory budget: decided
+        from ``T`` before anything is allocated."""
+        if not isinstance(self.mask, str) or self.T is None:
+            return
+        need = BASE_BYTES + MASK_BYTES_PER_ENTRY * self.T**2
+        if need > memory_budget():
+            raise ValueError(
+                f"T={self.T}: the {self.mask} mask alone needs about {format_bytes(need)} "
+                f"({self.T}×{self.T} entries), beyond the memory budget of {budget_hint()}"
+            )
 
     @property
     def config(self) -> nm.ModelConfig:
@@ -452,9 +460,14 @@ def load(spec: str, option: str = "--system") -> System:
     a file that raises or calls ``sys.exit`` while it is imported, no ``NAME`` in it, a ``NAME``
     that is not (and does not return) a system, an invalid system.
 
+    The file runs under :func:`user_code`: what it prints goes to standard error, ``os._exit``
+    is bad input like ``sys.exit`` (whatever the code), and Python's and NumPy's global random
+    generators start from seed 0 (so ``np.random.randn`` draws the same system on every load;
+    the caller's generator state is restored afterwards).
+
     Caveat: the file is executed (it is Python); a sweep's workers each execute it again to
-    rebuild the system (:func:`verify.sweep.check_point`), so it should build the same system
-    every time (seed its random draws)."""
+    rebuild the system (:func:`verify.sweep.check_point`), so it must build the same system
+    every time: a generator of its own (``np.random.default_rng()``) must be seeded."""
     from . import trained  # deferred: verify.trained imports this module (TrainedStack)
 
     if trained.is_trained_spec(str(spec)):
@@ -473,9 +486,10 @@ def load(spec: str, option: str = "--system") -> System:
         raise ValueError(f"{option}: cannot load {path!r} as Python")
     module = importlib.util.module_from_spec(module_spec)
     try:
-        module_spec.loader.exec_module(module)
-    except SystemExit as exc:  # the user's file ends the interpreter: bad input, on one line
-        raise ValueError(f"{option}: {path} called sys.exit({exc.code!r}) while loading") from None
+        with user_code():
+            module_spec.loader.exec_module(module)
+    except (SystemExit, UserExit) as exc:  # the file ends the interpreter: bad input, one line
+        raise ValueError(f"{option}: {path} called {_exit_call(exc)} while loading") from None
     except Exception as exc:  # the user's file: any error is bad input, on one line
         raise ValueError(f"{option}: {path} failed to load: {type(exc).__name__}: {exc}") from None
     if not hasattr(module, name):
@@ -483,9 +497,10 @@ def load(spec: str, option: str = "--system") -> System:
     obj = getattr(module, name)
     if callable(obj) and not isinstance(obj, System):
         try:
-            obj = obj()
-        except SystemExit as exc:
-            raise ValueError(f"{option}: {name}() called sys.exit({exc.code!r})") from None
+            with user_code():
+                obj = obj()
+        except (SystemExit, UserExit) as exc:
+            raise ValueError(f"{option}: {name}() called {_exit_call(exc)}") from None
         except Exception as exc:  # the user's function: any error is bad input, on one line
             raise ValueError(f"{option}: {name}() failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(obj, System):
@@ -497,3 +512,46 @@ def load(spec: str, option: str = "--system") -> System:
         return obj.validated()
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{option}: {name}: {exc}") from None
+
+
+class UserExit(BaseException):
+    """A user's file called ``os._exit`` while :func:`user_code` held it (a ``BaseException``, so
+    the file's own ``except Exception`` cannot swallow it)."""
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+
+def _exit_call(exc: BaseException) -> str:
+    """``sys.exit(0)`` or ``os._exit(3)``, as the user's file called it."""
+    return (
+        f"{'os._exit' if isinstance(exc, UserExit) else 'sys.exit'}({getattr(exc, 'code', None)!r})"
+    )
+
+
+def _refuse_exit(code=0):
+    raise UserExit(code)
+
+
+@contextlib.contextmanager
+def user_code():
+    """Run a user's system file (or the function in it that builds the system): its standard
+    output goes to standard error (:func:`verify.outputs.stdout_to_stderr`), ``os._exit`` raises
+    :class:`UserExit` instead of ending the process unseen, and Python's and NumPy's global
+    random generators are seeded with 0 for the block and restored after it (a file that draws
+    from them builds the same system every time it is loaded)."""
+    exits = (os._exit, posix._exit)
+    states = (random.getstate(), np.random.get_state())
+    for module in (os, posix):
+        module._exit = _refuse_exit
+    random.seed(0)
+    np.random.seed(0)
+    try:
+        with stdout_to_stderr():
+            yield
+    finally:
+        for module, original in zip((os, posix), exits):
+            module._exit = original
+        random.setstate(states[0])
+        np.random.set_state(states[1])

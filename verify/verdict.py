@@ -56,12 +56,37 @@ class Diagnostic:
     value: Any = None
     rule: str = ""
 
+    @property
+    def evaluated(self) -> bool:
+        """``False`` for a part the instance's parameters exclude (:func:`not_evaluated`): it
+        counts as holding for the outcome and is shown as "not evaluated", never as holding."""
+        return not (isinstance(self.value, str) and self.value.startswith(NOT_EVALUATED))
+
+    def shown(self) -> str:
+        """``holds``, ``DOES NOT HOLD`` or ``not evaluated``, for a person."""
+        if not self.evaluated:
+            return NOT_EVALUATED
+        return "holds" if self.holds else "DOES NOT HOLD"
+
     def to_json(self) -> dict:
         return jsonable({"holds": bool(self.holds), "value": self.value, "rule": self.rule})
 
     @classmethod
     def from_json(cls, data: dict) -> Diagnostic:
         return cls(bool(data["holds"]), unjsonable(data.get("value")), data.get("rule", ""))
+
+
+NOT_EVALUATED = "not evaluated"
+"""How the value of a part that was not evaluated begins (:func:`not_evaluated`)."""
+
+
+def not_evaluated(why: str) -> Diagnostic:
+    """A part that the instance's parameters exclude (``why``: which, and the bound): it holds
+    for the outcome (it says nothing against the claim) and its value, beginning with
+    :data:`NOT_EVALUATED`, marks it as not evaluated (:attr:`Diagnostic.evaluated`) wherever it
+    is shown."""
+    text = why if why.startswith(NOT_EVALUATED) else f"{NOT_EVALUATED}: {why}"
+    return Diagnostic(True, text, text)
 
 
 def at_most(value, bound, rule: str) -> Diagnostic:
@@ -180,8 +205,8 @@ class Verdict:
                 for k in self.unresolved
             )
         if self.outcome == "fails" and self.violated:
-            # a hypothesis measured through the implementation, violated on a declared main
-            # instance: a failure of the suite (verify.claim.Claim.suite_faults)
+            # a hypothesis violated on a declared main instance: a failure of the suite
+            # (verify.claim.Claim.suite_faults)
             why = ", ".join(
                 f"{k} ({short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
                 for k in self.violated
@@ -194,14 +219,17 @@ class Verdict:
                 + ("holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts))
             )
             return (
-                "failure of the suite: a hypothesis measured through the implementation does not "
-                f"hold on a declared main instance: {why}{tail}"
+                "failure of the suite: a hypothesis does not hold on a declared main instance "
+                f"(built to satisfy it): {why}{tail}"
             )
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(
                 f"{k} ({short(self.conclusion[k].value)}; {self.conclusion[k].rule})"
                 for k in self.failed_parts
             )
+        skipped = [k for k, d in self.conclusion.items() if not d.evaluated]
+        if skipped:
+            return f"hypotheses and conclusion hold (not evaluated: {', '.join(skipped)})"
         return "hypotheses and conclusion hold"
 
     def summary(self) -> str:

@@ -185,7 +185,12 @@ def initial_step(y, f0, f1, h0, d1, rtol, atol, exponent, span):
     Why the second half: ``h₀`` alone ignores how fast ``f`` turns; on the depth flow it starts
     several times too small, and the integral controller, growing at most fivefold per step, pays
     for it with extra steps (DOPRI5, ε = 1e-2, first layer at rtol 1e-5: 38 steps with ``h₀``
-    alone, SciPy's RK45 35 with this estimate)."""
+    alone, SciPy's RK45 35 with this estimate).
+
+    A non-finite ``‖f₀‖`` (``f(t, y)`` is ±inf or NaN) gives NaN: no step helps, and the driver
+    stops with the non-finite status at ``(t, y)``."""
+    if not (np.isfinite(d1) and h0 > 0.0):
+        return np.nan
     n = y.size
     d2 = 0.0
     for i in range(n):

@@ -126,15 +126,31 @@ def _stops(t0: float, t1: float, t_eval, breakpoints, t_start: float):
     return stops, segs, edges
 
 
+def _real_result(name: str, value, shape: tuple) -> np.ndarray:
+    """What a Python ``fun`` or ``jac`` returned, as float64 of exactly ``shape`` (``(n,)`` for
+    ``fun``, ``(m, m)`` for ``jac``): ``ValueError`` for another shape (never broadcast: a
+    length-1 result is not ``n`` equal values), ``TypeError`` for complex, boolean or non-numeric
+    values (never cast). Non-finite values pass: the driver stops on them with status −3."""
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.shape != shape:
+        raise ValueError(
+            f"{name} returned shape {arr.shape}, expected {shape} (nothing is broadcast)"
+        )
+    if arr.dtype.kind not in "fiu":
+        what = {"c": "complex", "b": "boolean"}.get(arr.dtype.kind, f"dtype {arr.dtype}")
+        raise TypeError(f"{name} returned {what} values, expected real numbers (nothing is cast)")
+    return arr.astype(np.float64, copy=False)
+
+
 def _forward_difference_jacobian(fun, t: float, y: np.ndarray) -> np.ndarray:
     """``∂f/∂y`` at ``(t, y)`` by forward differences, step ``√u·max(|y_j|, 1)`` per column."""
-    f0 = np.asarray(fun(t, y), dtype=np.float64).ravel()
+    f0 = _real_result("fun", fun(t, y), y.shape)
     J = np.empty((f0.size, y.size))
     for j in range(y.size):
         step = np.sqrt(np.finfo(float).eps) * max(abs(y[j]), 1.0)
         yj = y.copy()
         yj[j] += step
-        J[:, j] = (np.asarray(fun(t, yj), dtype=np.float64).ravel() - f0) / (yj[j] - y[j])
+        J[:, j] = (_real_result("fun", fun(t, yj), y.shape) - f0) / (yj[j] - y[j])
     return J
 
 
@@ -192,13 +208,13 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
     left = np.nextafter(edges[1:], -np.inf)  # left limit at each segment's right end
 
     def rhs(t, y, p_, seg, out):
-        out[:] = np.asarray(fun(min(t, left[seg]), y), dtype=np.float64).ravel()
+        out[:] = _real_result("fun", fun(min(t, left[seg]), y), (n,))
 
     def full_jac(t, y):
         if jac is None:
             fd_fevals[0] += n + 1
             return _forward_difference_jacobian(fun, t, y)
-        return np.asarray(jac(t, y), dtype=np.float64).reshape(m, m)
+        return _real_result("jac", jac(t, y), (m, m))
 
     if jac == "zero" or not implicit:
         jac_fn = zero_jac
@@ -257,8 +273,12 @@ def integrate(
 
     Args:
         fun: a compiled ``rhs(t, y, p, seg, out)`` (signature :data:`RHS_SIG`) or a Python
-            callable ``f(t, y) -> array``.
-        y0: initial state (flattened to 1-D; the result keeps the flat shape).
+            callable ``f(t, y) -> array`` returning real numbers of shape ``(n,)`` exactly
+            (another shape is a ``ValueError``, never broadcast; complex or boolean values a
+            ``TypeError``, never cast). A non-finite value (±inf, NaN), at ``t0``, at a
+            breakpoint or anywhere, ends the run with status −3 and the last good state.
+        y0: initial state, real (complex or boolean entries are a ``TypeError``, never cast;
+            flattened to 1-D; the result keeps the flat shape).
         method: ``"auto"`` (the default: DOPRI5 with Hairer's stiffness detection, handing over
             to Radau IIA once the problem is found stiff, as LSODA switches from Adams to BDF;
             ``extra["switched_at"]`` is the time of the switch or ``None``), ``"rosw"`` (stiff,
@@ -419,7 +439,10 @@ def _run(method: str, spec: _Run, t_start: float, y_start: np.ndarray, h0: float
         )
         fns = np.array(addresses, dtype=np.int64)
     args = (fns, y, ynew, spec.p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
-    status = int(drive(*args, h0, np.int64(spec.max_steps), counters))
+    # the driver decides on non-finite values itself (status −3, or a shorter step); the Python
+    # driver's NumPy scalars would also warn (or raise, under a caller's errstate) on them
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        status = int(drive(*args, h0, np.int64(spec.max_steps), counters))
     # on any status but SUCCESS the driver stopped at its last accepted step (opt[O_TSTOP])
     if spec.dense:
         reached = t1 if status == SUCCESS else opt[O_TSTOP]

@@ -240,6 +240,15 @@ def _progress(spec: RunSpec, step: int, seconds: float, loss: float, params: dic
     )
 
 
+def shows_progress(spec: RunSpec) -> bool:
+    """Whether a run prints its progress lines on stderr: as ``spec.progress`` says, else only a
+    long run (100k tokens or more) and only when stderr is a terminal (a log file or a pipe gets
+    no progress lines)."""
+    if spec.progress is not None:
+        return bool(spec.progress)
+    return spec.tokens >= 100_000 and sys.stderr.isatty()
+
+
 def _eval_steps(spec: RunSpec) -> set:
     return {round((k + 1) * spec.steps / spec.evals) - 1 for k in range(spec.evals)}
 
@@ -264,7 +273,7 @@ def train(spec: RunSpec, corpus: Corpus, checkpoint: Path | None = None, stop_af
     }
     if checkpoint is not None and checkpoint.exists():
         state = _load_checkpoint(checkpoint, params, opt)
-    show = spec.progress if spec.progress is not None else spec.tokens >= 100_000
+    show = shows_progress(spec)
     evals, last_shown = _eval_steps(spec), time.perf_counter()
     for s in range(state["step"], spec.steps):
         w = step_windows(spec, corpus, s)

@@ -238,6 +238,13 @@ class A1(Claim):
 
     instance = Instance
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "a causal fast mask (mask='causal' or 'block_causal', or a boolean mask with "
+        "no entry above the diagonal: fast_mask_causal), slow_mask='blockcausal' (the default; "
+        "'full' lets a token see its own and later blocks: slow_path_sees_only_completed_blocks) "
+        "and a gate that is not 0 (gates_nonzero: the default gate=0.0 switches the slow path "
+        "off, so pass e.g. gate=0.5)"
+    }
 
     def build_system(self, p, seed, system):
         return Instance(p, seed, system)

@@ -399,6 +399,7 @@ class A3(Claim):
         "finite_difference_resolves_gate_gradient": f"min_l |∂L/∂g_l| / (FD rounding floor_l) > "
         f"{RESOLVED:g} (or the finite difference contradicts the gradient beyond its floor)",
     }
+    limit_governs = {"finite_difference_resolves_gate_gradient": ("gate_gradient_matches_fd",)}
     controls = (
         Control(
             "nonzero_gate",
@@ -418,6 +419,12 @@ class A3(Claim):
 
     instance = Instance
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "gate=0.0, the default (gates_zero), and a nonlinearity smooth where the "
+        "finite-difference oracle differences it: sigma='tanh', 'gelu' or 'identity' "
+        "(sigma='relu' only while no MLP pre-activation sits at or crosses its kink: "
+        "sigma_smooth_where_differenced)"
+    }
 
     def build_system(self, p, seed, system):
         """The A3 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)

@@ -514,6 +514,11 @@ class D1(Claim):
     key_figures = ("chain_rule_rel_fd", "reversal_rel_difference", "layer_jacobian_spread")
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "L ≥ 2 layers and T·d > 1 (product_has_order: a single factor, or 1×1 "
+        "factors, commute), dense n×n Jacobians (n = T·d) within the memory and time budgets, and sigma='tanh', 'gelu' or 'identity' "
+        "(sigma_smooth_where_differenced; 'relu' only away from its kink); any mask and gate"
+    }
 
     def sized(self, p: dict, system=None) -> dict:
         """``p`` with a user flow's own ``T``, ``P``, ``d``, ``L``: the dense Jacobians of your

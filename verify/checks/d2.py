@@ -59,6 +59,7 @@ from fastslow.numerics.model.depth_path import (
 from fastslow.numerics.model.weights import init_layer
 
 from ..claim import Claim, Conclusion, Control
+from ..integrator_calibration import error_control_part
 from ..measure import asymptotic_slope, relative_error
 from ..model_params import model_params
 from ..params import Param
@@ -330,6 +331,10 @@ class D2(Claim):
         "L_max have local slopes spreading ≤ slope_tol/2",
         "order_one_tied": "tied: the 95% interval of the slope fitted on the asymptotic window lies "
         "in [1 − slope_tol, 1 + slope_tol]",
+        "error_control_calibrated": "the reference integrator DOPRI5: its one-step error "
+        "estimate equals SciPy's RK45 (threshold rtol on y' = Ay, 1e-6 relative) and identical "
+        "copies of a system take the steps of one (the error norm does not depend on the "
+        "dimension)",
     }
     controls = (
         Control(
@@ -403,6 +408,11 @@ class D2(Claim):
                 f"fine ≤ {SMOOTHNESS_RATIO}·coarse",
             ),
         }
+
+    def check_instruments(self, p):
+        """The reference integrator DOPRI5's error control against SciPy's, before the flow it
+        integrates is compared with the stacks."""
+        return {"error_control_calibrated": error_control_part(("dopri5",))}
 
     def conclude(self, inst):
         p = inst.p

@@ -243,6 +243,12 @@ class D3(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "gate=0.0, the default (slow_path_closed: the slow path gives block 1 zero, "
+        "so it breaks homogeneity), and gamma=0.0, the default (injection_homogeneous: the "
+        "injection γ(E − X) pulls towards the drawn embeddings E, which are not homogeneous); "
+        "any mask, sizes and nonlinearity"
+    }
 
     def build_system(self, p, seed, system):
         """The D3 instance of your flow: its model, with a token-homogeneous input from ``seed``

@@ -132,7 +132,7 @@ from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
 from ..user_kernels import UserKernel, kernel_diagonalisable, require_decomposable, user_kernel
-from ..verdict import Diagnostic, at_most
+from ..verdict import Diagnostic, at_most, not_evaluated
 
 SOFTMAX_DA_MIN = 1e3 * float(np.finfo(float).eps) / 2
 """The softmax-derivative check is not vacuous: ``‖δA‖_F / ‖δS‖_F`` (the attention change relative
@@ -295,11 +295,6 @@ def numpy_eig_diagnostic(K: np.ndarray, dX0: np.ndarray, C: np.ndarray, poly: np
 def mixes_tokens(mask: np.ndarray) -> bool:
     """Some token attends to more than one token (otherwise ``δA = 0`` trivially)."""
     return bool(np.asarray(mask).sum(axis=1).max() > 1)
-
-
-def not_evaluated(why: str) -> Diagnostic:
-    """A part that the parameters exclude from this instance (holds; the reason is its value)."""
-    return Diagnostic(True, why, why)
 
 
 # ----------------------------------------------------------------------------- conclusion parts
@@ -718,6 +713,13 @@ class D4(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "gate=0.0 and gamma=0.0, the defaults (slow_path_closed, "
+        "injection_homogeneous), sigma='tanh', 'gelu' or 'identity' "
+        "(sigma_smooth_where_differenced), and a mask whose frozen kernel is diagonalisable "
+        "(kernel_diagonalisable: the named masks are; a boolean mask is decided exactly, block "
+        "by block); value_gain and norm are free"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` with a named mask, or a boolean mask whose kernel

@@ -95,6 +95,7 @@ from .d5_parts import (
     brute_force_parts,
     coarse_stack_part,
     kernel_constant_part,
+    named_spectra_part,
     reference_part,
     saturation_figures,
     saturation_parts,
@@ -167,6 +168,7 @@ class D5(Claim):
         "is at most fd_tol times the response (max of ‖δX_L‖ and the difference's size): else "
         "nonlinear_matches_linear cannot be decided at fd_tol",
     }
+    limit_governs = {"nonlinear_response_resolved": ("nonlinear_matches_linear",)}
     hypothesis_sources = {
         "saturates_within_depth": "reference",
         "sigma_smooth_where_differenced": "implementation",
@@ -187,6 +189,9 @@ class D5(Claim):
         "mode_data_match_reference": "the distinct eigenvalues used are the exact ones, r(l) "
         f"agrees with the reference's to {REFERENCE_R_REL} relative for l ≤ L*, and L* is the "
         "reference's",
+        "named_spectra_match_reference": "every named mask at small (T, P): the closed-form "
+        "eigenvalues, multiplicities and spectral projectors the engine uses equal the "
+        "reference's exact spectrum of the explicitly built kernel",
         "coarse_stack_exact": "block-local fast mask (no entry outside the diagonal blocks): "
         "stack(U Y_0) = U coarse_stack(Y_0) and the output is block-constant, "
         "both ≤ tol + 10·(the stack's relative response to a rounding-size input change) relative",
@@ -222,6 +227,14 @@ class D5(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
+    system_terms = {
+        "DepthFlow": "norm=False (with the RMS norm on, L* = ∞: saturates_within_depth fails, a "
+        "finding) and weights whose decaying modes shrink against the persistent one within "
+        "its L layers: a positive value_gain (D5's own instance: value_gain=0.8, gamma=0.8, "
+        "scale=0.3, L=32; a negative one, -1.5, makes them grow, L* = ∞); a named "
+        "nonlinearity (sigma='tanh', 'gelu', 'relu' or 'identity') and a mask whose frozen kernel "
+        "is diagonalisable (kernel_diagonalisable)"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` within D5's parameter bounds, with a named
@@ -273,6 +286,7 @@ class D5(Claim):
             brute_force_parts(inst, modes),
             kernel_constant_part(inst, modes),
             coarse_stack_part(inst),
+            named_spectra_part(),
             reference_part(
                 inst, modes, *(getattr(inst, "reference", None) or reference_mode_ratio(inst))
             ),

@@ -20,7 +20,8 @@ from ..measure import (
     relative_error,
     symbolic_agrees,
 )
-from ..verdict import Diagnostic, at_most
+from ..reference import spectra as ref_spectra
+from ..verdict import Diagnostic, at_most, not_evaluated
 from .d5_measurements import (
     Instance,
     Modes,
@@ -43,6 +44,57 @@ REFERENCE_R_REL = 1e-10
 """Relative agreement of r(l) (d×d products under test) with r(l) of the reference, for l ≤ L*
 (the two differ by the rounding of L products of d×d factors, each exact to a few units of
 round-off; measured at the defaults on the three named masks: below 3e-15)."""
+
+
+NAMED_SPECTRA_SIZES = ((8, 4), (6, 2))
+"""``(T, P)`` at which :func:`named_spectra_part` checks the closed-form spectra of every named mask
+(small: the reference's projectors are exact rational products, ``O(k·T³)`` operations)."""
+
+
+NAMED_PROJECTOR_REL = 1e-12
+"""Relative agreement (max norm, on the largest entry) of the float closed-form projectors with
+the exact rational ones (their entries are integers up to ``C(T, T/2)²`` times ``1``)."""
+
+
+def named_spectra_part() -> tuple[dict, dict]:
+    """``named_spectra_match_reference``: for each named mask at :data:`NAMED_SPECTRA_SIZES`, the
+    closed forms the engine uses (the eigenvalues with multiplicities of
+    :func:`numerics.kernel_eigenvalues`, the distinct eigenvalues of
+    :func:`~numerics.analysis.linearised.distinct_eigenvalues`, the eigenvalues and matrices of
+    :func:`~numerics.analysis.linearised.spectral_projectors`) against the reference's exact
+    spectrum of the explicitly built kernel (:mod:`verify.reference.spectra`: the diagonal of a
+    triangular ``K``, multiplicities the exact traces of its Lagrange projectors). Independent of
+    the instance's mask, so a closed form wrong for a mask this instance does not use still fails
+    the claim that relies on it."""
+    worst, bad = 0.0, []
+    for T, P in NAMED_SPECTRA_SIZES:
+        for name in nm.NAMED_MASKS:
+            proj = ref_spectra.projectors(name, T, P)
+            exact = {float(lam): m for lam, m in ref_spectra.multiplicities(proj).items()}
+            closed = nm.kernel_eigenvalues(name, T, P)
+            distinct = [float(x) for x in lin.distinct_eigenvalues(name, T, P)]
+            projs = lin.spectral_projectors(name, T, P)
+            same = (
+                closed == exact
+                and distinct == sorted(exact, reverse=True)
+                and sorted(projs) == sorted(exact)
+            )
+            if same:
+                for lam, Pl in proj.items():
+                    ref = ref_spectra.as_float(Pl)
+                    dev = relative_error(projs[float(lam)], ref, norm="max")
+                    worst = max(worst, dev)
+                    same = same and dev <= NAMED_PROJECTOR_REL
+            if not same:
+                bad.append(f"{name} T={T} P={P}")
+    part = Diagnostic(
+        not bad,
+        {"mismatched": bad, "projector_rel_max": worst},
+        "every named mask at (T, P) in "
+        f"{list(NAMED_SPECTRA_SIZES)}: closed-form eigenvalues and multiplicities == the "
+        f"reference's exact ones; projectors ≤ {NAMED_PROJECTOR_REL} relative",
+    )
+    return {"named_spectra_match_reference": part}, {"named_spectra_projector_rel_max": worst}
 
 
 def reference_part(
@@ -78,11 +130,6 @@ def reference_part(
         f"r_ref(l) ≤ {REFERENCE_R_REL}, and L* = the reference's first depth with r_ref ≤ τ",
     )
     return {"mode_data_match_reference": part}, figures
-
-
-def not_evaluated(why: str) -> Diagnostic:
-    """A part that the parameters exclude from this instance (holds; the reason is its value)."""
-    return Diagnostic(True, why, why)
 
 
 def saturation_figures(p: dict, modes: Modes, resp: Response, nonlinear) -> dict:

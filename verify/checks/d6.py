@@ -288,6 +288,12 @@ class D6(Claim):
 
     systems = (DepthFlow,)
     declared_hypotheses = {"gate_zero": lambda system: gates_closed(layer_gates_of(system))}
+    system_terms = {
+        "DepthFlow": "gate=0.0, the default (gate_zero: the homogeneous trajectory needs the slow "
+        "path closed), gamma > 0 (D6's own range for γ: the default gamma=0.0 is refused, pass "
+        "e.g. gamma=0.5), T·d ≤ 128, and a mask with one closed class per block (the maps R, L "
+        "exist; named masks do)"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` within D6's parameter bounds with ``T·d ≤ 128``

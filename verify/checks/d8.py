@@ -56,7 +56,6 @@ for any seed.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import stdtrit
 
 from fastslow.numerics.toy.bayes import (
     hmm_future_logpdf,
@@ -82,7 +81,7 @@ from fastslow.numerics.toy.data import (
 from fastslow.theory.exponential_family import sum_factor
 
 from ..claim import Claim, Conclusion, Control
-from ..measure import relative_error
+from ..measure import mean_interval, relative_error
 from ..params import Order, Param
 from ..verdict import Diagnostic
 
@@ -265,15 +264,11 @@ def compare_ar1(x: np.ndarray, P: int, rho: float, tau: float, sigma: float, n_f
 
 def gap_interval(lp_full: np.ndarray, lp_pool: np.ndarray, confidence: float) -> dict:
     """Expected log-loss gap (nats/token) with a t-interval over sequences."""
-    per_seq = (lp_full - lp_pool).mean(axis=1)
-    n = per_seq.size
-    mean = float(per_seq.mean())
-    se = float(per_seq.std(ddof=1) / np.sqrt(n)) if n > 1 else float("inf")
-    q = float(stdtrit(max(n - 1, 1), 0.5 + confidence / 2))
+    m = mean_interval((lp_full - lp_pool).mean(axis=1), confidence)
     return {
-        "gap_mean": mean,
-        "gap_se": se,
-        "gap_ci": (mean - q * se, mean + q * se),
+        "gap_mean": m["mean"],
+        "gap_se": m["se"],
+        "gap_ci": m["ci"],
         "logloss_full": float(-lp_full.mean()),
         "logloss_pooled": float(-lp_pool.mean()),
     }

@@ -91,7 +91,7 @@ from fastslow.numerics.toy.gated_predictor import (
 )
 
 from ..claim import Claim, Conclusion, Control
-from ..measure import ratio, slope_fit
+from ..measure import mean_interval, ratio, slope_fit
 from ..model_params import model_params
 from ..params import Order, Param
 from ..verdict import Diagnostic, at_most
@@ -106,6 +106,11 @@ POPULATION_SPREAD_TOL = 1e-12
 GRID_FRACTION = 0.9
 GRID_LIMIT = 10.0
 """The gates of ``min_slow_risk_constant`` fill ``|g| ≤ 0.9·min(m(J)/‖G‖, 10)`` (stable)."""
+
+SCIPY_REL = 1e-10
+"""The claim's intervals and t statistic agree with SciPy's to this (both exact formulas; they
+differ by rounding only)."""
+
 
 EMPIRICAL_CURVES = 4
 """The empirical ``min_w R(g)`` curves are those of the first four training sets."""
@@ -128,12 +133,6 @@ def per_test_level(p: dict) -> float:
 def normal_quantile(level: float) -> float:
     """The two-sided critical value of a standard normal at false-alarm rate ``level``."""
     return float(stats.norm.ppf(1 - level / 2))
-
-
-def t_quantile(level: float, df: int) -> float:
-    """The two-sided critical value of Student's t with ``df`` degrees of freedom at false-alarm
-    rate ``level``."""
-    return float(stats.t.ppf(1 - level / 2, df))
 
 
 def train_from(toy: GatedToy, moments: list, p: dict):
@@ -193,13 +192,15 @@ def gradient_parts(inst: Instance) -> tuple[dict, dict]:
     ``gradient_consistent_with_zero``."""
     p, toy = inst.p, inst.toy
     gi = per_sequence_gate_gradient(toy, sample(toy, p["n_grad"], inst.rho, inst.s_grad), p["w0"])
-    z = float(gi.mean() / (gi.std(ddof=1) / np.sqrt(gi.size)))
+    z = mean_interval(gi, 0.95)["z"]
+    z_scipy = float(stats.ttest_1samp(gi, 0.0).statistic)
     z_max = normal_quantile(per_test_level(p))
     dg, dw = risk_gradient(toy, inst.pop, 0.0, p["w0"])
     figures = {
         "grad_g_at_0_mean": float(gi.mean()),
         "grad_g_at_0_z": z,
         "grad_g_at_0_z_max": z_max,
+        "grad_g_at_0_z_scipy": z_scipy,
         "grad_g_at_0_population": dg,
         "grad_w_at_0_population": dw,
     }
@@ -219,15 +220,17 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
     vs frozen ablation on fresh test data: the parts ``gate_ci_contains_zero`` and
     ``ablation_within_run_noise``."""
     p, toy = inst.p, inst.toy
-    S, level = p["seeds"], per_test_level(p)
+    level = per_test_level(p)
     res = train_from(toy, moms, p)
     g = np.asarray(res.g)
     gm, gsd = float(g.mean()), float(g.std(ddof=1))
-    half = t_quantile(level, S - 1) * gsd / np.sqrt(S)
+    half = mean_interval(g, 1 - level)["half"]
+    scipy_cis = [stats.ttest_1samp(g, 0.0).confidence_interval(1 - level)]
     test = stack_moments(sampled_moments(toy, p["n_test"], inst.rho, inst.test_seeds))
     r_frozen = np.asarray(test.Q)
     gap = np.asarray(risk(toy, test, res.g, res.w)) - r_frozen
-    gap_half = t_quantile(0.05, S - 1) * float(gap.std(ddof=1)) / np.sqrt(S)
+    gap_half = mean_interval(gap, 0.95)["half"]
+    scipy_cis.append(stats.ttest_1samp(gap, 0.0).confidence_interval(0.95))
     run_sd = float(r_frozen.std(ddof=1))
     figures = {
         "learned_gate_mean": gm,
@@ -251,7 +254,50 @@ def learned_gate_parts(inst: Instance, moms: list) -> tuple[dict, dict]:
             figures["ablation_gap_over_run_sd"], 1.0, "|mean gap| / run-to-run SD ≤ 1"
         ),
     }
+    figures["intervals_scipy"] = [(float(c.low), float(c.high)) for c in scipy_cis]
     return parts, figures
+
+
+def rms_decay_slope(grid, gg, level: float) -> dict:
+    """The least-squares slope of ``log RMS_n`` against ``log n`` (rows of ``gg``: the ``S`` gates
+    learned at each ``n`` of ``grid``) with its two-sided normal interval at false-alarm rate
+    ``level``; the variance of ``log RMS_n`` is ``max(ψ'(S/2)/4, (κ − 1)/(4S))`` (see
+    :func:`decay_part`). Returns ``rms``, ``slope``, ``se``, ``ci``, ``kurtosis`` and
+    ``se_residuals`` (the residual-based standard error, for comparison)."""
+    gg = np.asarray(gg, dtype=float)
+    S = gg.shape[1]
+    rms = np.sqrt(np.mean(gg * gg, axis=1))
+    fit = slope_fit(grid, rms)
+    kurtosis = float(np.mean((gg / rms[:, None]) ** 4))
+    x = np.log(np.asarray(grid, dtype=float))
+    var_log_rms = max(float(special.polygamma(1, S / 2)) / 4, (kurtosis - 1.0) / (4 * S))
+    se = float(np.sqrt(var_log_rms / np.sum((x - x.mean()) ** 2)))
+    slope, sh = fit["slope"], normal_quantile(level) * se
+    return {
+        "rms": rms,
+        "slope": slope,
+        "se": se,
+        "ci": (slope - sh, slope + sh),
+        "kurtosis": kurtosis,
+        "se_residuals": fit["stderr"],
+    }
+
+
+def scipy_part(figures: dict) -> dict:
+    """``statistics_match_scipy``: the learned gate's and the ablation gap's t-intervals and the
+    gradient's t statistic (:func:`verify.measure.mean_interval`) against SciPy's one-sample t test
+    on the same samples (recorded by :func:`gradient_parts` and :func:`learned_gate_parts`)."""
+    ours = [figures["learned_gate_ci"], figures["ablation_gap_ci"]]
+    pairs = [(a, b) for o, t in zip(ours, figures["intervals_scipy"]) for a, b in zip(o, t)]
+    pairs.append((figures["grad_g_at_0_z"], figures["grad_g_at_0_z_scipy"]))
+    dev = max(abs(a - b) / max(abs(b), 1e-300) for a, b in pairs)
+    return {
+        "statistics_match_scipy": Diagnostic(
+            bool(dev <= SCIPY_REL),
+            dev,
+            f"max relative deviation from scipy.stats.ttest_1samp ≤ {SCIPY_REL:g}",
+        )
+    }
 
 
 def decay_part(inst: Instance) -> tuple[dict, dict]:
@@ -274,21 +320,16 @@ def decay_part(inst: Instance) -> tuple[dict, dict]:
     for n, sq in zip(grid, inst.s_grid.spawn(len(grid))):
         moms += sampled_moments(toy, n, inst.rho, sq.spawn(S))
     gg = np.asarray(train_from(toy, moms, p).g).reshape(len(grid), S)
-    rms = np.sqrt(np.mean(gg * gg, axis=1))
-    fit = slope_fit(grid, rms)
-    kurtosis = float(np.mean((gg / rms[:, None]) ** 4))
-    x = np.log(np.asarray(grid, dtype=float))
-    var_log_rms = max(float(special.polygamma(1, S / 2)) / 4, (kurtosis - 1.0) / (4 * S))
-    se = float(np.sqrt(var_log_rms / np.sum((x - x.mean()) ** 2)))
-    slope, sh = fit["slope"], normal_quantile(per_test_level(p)) * se
-    slope_ci = (slope - sh, slope + sh)
+    fit = rms_decay_slope(grid, gg, per_test_level(p))
+    rms, slope, slope_ci, se = fit["rms"], fit["slope"], fit["ci"], fit["se"]
+    kurtosis = fit["kurtosis"]
     figures = {
         "n_grid": grid,
         "learned_gate_rms_by_n": rms,
         "gate_rms_slope": slope,
         "gate_rms_slope_ci": slope_ci,
         "gate_rms_slope_se": se,
-        "gate_rms_slope_se_residuals": fit["stderr"],
+        "gate_rms_slope_se_residuals": fit["se_residuals"],
         "learned_gate_kurtosis": kurtosis,
     }
     part = Diagnostic(
@@ -357,7 +398,7 @@ def sweep_parts(inst: Instance, margin: float) -> tuple[dict, dict]:
     figures = {
         "rhos": rhos,
         "sweep_gate_mean": gmean,
-        "sweep_gate_ci_half": t_quantile(0.05, S - 1) * gs.std(axis=1, ddof=1) / np.sqrt(S),
+        "sweep_gate_ci_half": np.array([mean_interval(row, 0.95)["half"] for row in gs]),
         "sweep_gate_population": np.asarray(rpop.g),
         "sweep_population_risk_change_mean": change,
         "sweep_max_gate_over_margin": over_margin,
@@ -480,6 +521,9 @@ class D9(Claim):
         "gradient_consistent_with_zero": "|z| of the mean per-sequence gate gradient below the "
         "two-sided normal critical value at alpha/3",
         "gate_ci_contains_zero": "the (1 − alpha/3) t-interval of the mean learned gate contains 0",
+        "statistics_match_scipy": "the t-intervals (learned gate, ablation gap) and the gradient's "
+        "t statistic equal SciPy's one-sample t test (ttest_1samp, its confidence_interval) to "
+        f"{SCIPY_REL:g} relative",
         "gate_shrinks_like_inv_sqrt_n": "the (1 − alpha/3) interval of the log–log slope of RMS "
         "gate vs n (standard error from the RMS's sampling noise) contains −0.5 and lies below 0",
         "min_slow_risk_constant": "population spread of min_w R(g) ≤ 1e-12 and empirical spread "
@@ -571,6 +615,7 @@ class D9(Claim):
         ):
             parts.update(more_parts)
             figures.update(more_figures)
+        parts.update(scipy_part(figures))
         return Conclusion(
             parts,
             figures,

@@ -621,6 +621,7 @@ class E1(Claim):
         "powered": "the test seeds reach the pre-registered power at Δ within max_test_seeds and "
         "Δ > 0 (else equivalence could not be shown even if it held)",
     }
+    limit_governs = {"powered": ("gap_equivalent", "gate_closed_by_ablation")}
     controls = (
         Control(
             "shared_structure",

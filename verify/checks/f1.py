@@ -125,6 +125,7 @@ import numpy as np
 
 from ..claim import Claim, Conclusion, Control
 from ..coupling_problem import coupling_problem
+from ..integrator_calibration import error_control_part
 from ..model_params import model_params
 from ..params import Param
 from ..systems import DepthFlow
@@ -184,6 +185,13 @@ OTHER_METHOD = {"radau": "rosw", "rosw": "radau"}
 """The method that cross-checks each one."""
 
 USER_FLOW_LIMITS = ("T", "P", "d", "L", "gamma", "gate", "scale")
+RATE_PARTS = (
+    "leading_order_error_O_eps",
+    "first_order_error_O_eps2",
+    "first_order_better_at_every_eps",
+)
+"""The parts measured on the ε ladder: undecidable where no asymptotic window is resolvable (the
+limits ``asymptotic_regime_resolvable`` and ``rates_resolved``)."""
 """the fields of your DepthFlow checked against the bounds of F1's parameters of the same name
 (the cost of the symbolic derivation and of the stiff full flows)."""
 
@@ -348,6 +356,10 @@ class F1(Claim):
         "wherever SciPy's Radau and BDF agree with each other to that bound",
         "integrators_achieve_their_order": "with fixed steps on a forced pendulum our Radau IIA "
         f"shows order 5 and ROS34PW2 order 3 (rate rule, band ± {ORDER_TOL})",
+        "error_control_calibrated": "the one-step error estimates of our Radau IIA and ROS34PW2 "
+        "equal SciPy's Radau and the ROS34PW2 stability functions' (threshold rtol on y' = Ay, "
+        "1e-6 relative), and identical copies of a system take the steps of one (the error norm "
+        "does not depend on the dimension)",
     }
     limits = {
         "asymptotic_regime_resolvable": "per order, the ladder from the largest ε ≤ "
@@ -361,6 +373,12 @@ class F1(Claim):
         "attraction_rate_resolvable": "the slowest mode's deviation from a generic start reaches "
         "the fit band (1e-6 … 1e-2 of its start) with ≥ 3 samples before the first layer ends "
         "(a start metastable through the layer leaves no rate to fit)",
+    }
+    limit_governs = {
+        "asymptotic_regime_resolvable": RATE_PARTS,
+        "rates_resolved": RATE_PARTS,
+        "reference_integrators_agree": ("integrators_agree_with_reference",),
+        "attraction_rate_resolvable": ("attraction_rate",),
     }
     controls = (
         Control(
@@ -392,6 +410,14 @@ class F1(Claim):
     instance = Instance
     systems = (DepthFlow,)
     declared_hypotheses = {"fast_mask_block_local": lambda system: mask_block_local(system.config)}
+    system_terms = {
+        "DepthFlow": "a block-local mask with one closed class per block (fast_mask_block_local, "
+        "normally_hyperbolic: mask='block_causal' or 'block_bidirectional'), gamma > 0 "
+        "(first_order_correction_nonzero: with the default gamma=0.0 the manifold is exactly "
+        "invariant and there is no rate to measure; e.g. gamma=0.2), a smooth nonlinearity "
+        "(mlp_nonlinearity_smooth: sigma='tanh', 'gelu' or 'identity', not 'relu') and F1's "
+        "sizes (T ≤ 64, 2 ≤ P ≤ 4, d ≤ 4, L ≤ 16); any gate"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise;
@@ -470,6 +496,11 @@ class F1(Claim):
 
     def diagnose(self, inst):
         return {name: fn(inst) for name, (_, fn) in HYPOTHESIS_DIAGNOSTICS.items()}
+
+    def check_instruments(self, p):
+        """Radau IIA's and ROS34PW2's error control against their oracles, before the runs that
+        rely on it (a broken estimate would otherwise end the runs in an exception)."""
+        return {"error_control_calibrated": error_control_part(("radau", "rosw"))}
 
     def conclude(self, inst):
         p = inst.p

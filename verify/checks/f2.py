@@ -21,7 +21,8 @@ that differs from it fails the conclusion part ``same_generator_as_theory``:
   irreducibility is reported as a figure;
 * ``initial_layer_negligible``: with the smallest spectral gap on the grid,
   ``exp(−gap·t0/ε) ≤ 1e-3·ε²`` for every ε of the sweep, so errors measured after ``t0`` are not
-  initial-layer transients.
+  initial-layer transients. A system it puts outside is told the ``t0`` that would bring it in
+  (:func:`t0_needed`).
 
 Limit of the check (``undecided``, never ``fails``): ``tracking_rates_resolved``, each tracking
 rate is decided above the accuracy floor measured against a second integrator (not read from the
@@ -31,7 +32,9 @@ the limit names the measured floor.
 Conclusion (each a named part of the verdict):
 
 1. the spectrum on the grid: exactly one eigenvalue at 0 (eigenvalues used as a multiset), the
-   others with ``Re λ < 0`` and the spectral gap ≥ ``gap_min``; the one-dimensional null vector
+   others with ``Re λ < 0`` (a spectral gap > 0: how large a gap the measured ε need is the
+   hypothesis ``initial_layer_negligible``, decided from the system's own gap, never a bound of
+   the conclusion); the one-dimensional null vector
    normalised by its sum is a probability vector (min entry ≥ −1e-12);
 2. the manifold: ``p_st(y)`` of ``theory.markov`` (Markov chain tree theorem, exact) against the
    normalised numerical null vector of ``Q(y)`` (≤ ``manifold_tol``), after checking that both
@@ -96,7 +99,7 @@ from fastslow.theory import markov as tm
 from ..claim import Claim, Conclusion, Control
 from ..params import Order, Param
 from ..systems import GeneratorFamily
-from ..verdict import Diagnostic, at_most
+from ..verdict import Diagnostic
 from .f2_attention import attention_link_parts
 from .f2_chain import (
     H1_TOL_FACTOR,
@@ -152,6 +155,33 @@ def tracking_evaluations(p: dict) -> float:
     return float(np.sum(NFEV_FLOOR + NFEV_SMALL_EPS * (1e-6 / eps) ** 1.4) * tighter)
 
 
+def t0_needed(gap: float, eps: np.ndarray) -> float:
+    """The smallest ``t0`` with ``exp(−gap·t0/ε) ≤ LAYER_FACTOR·ε²`` at every ``ε`` of ``eps``:
+    ``max_ε ε·ln(1/(LAYER_FACTOR·ε²))/gap`` (``inf`` without a gap)."""
+    if not gap > 0:
+        return float("inf")
+    return float(np.max(eps * np.log(1.0 / (LAYER_FACTOR * eps**2)) / gap))
+
+
+def initial_layer_part(inst) -> Diagnostic:
+    """``initial_layer_negligible`` from the system's smallest spectral gap on the grid and the
+    measured interval's start ``t0``; its rule names the ``t0`` that would bring the system in
+    (a time-scale requirement decided from the system, never a bound of the conclusion)."""
+    gap = spectrum_on_grid(inst)["min_spectral_gap"]
+    layer = np.exp(-gap * inst.p["t0"] / inst.eps) if gap > 0 else np.ones_like(inst.eps)
+    worst = float(np.max(layer / (LAYER_FACTOR * inst.eps**2)))
+    need = t0_needed(gap, inst.eps)
+    rule = f"max_ε exp(−gap·t0/ε) / (1e-3·ε²) ≤ 1 (gap {gap:.4g}, t0 = {inst.p['t0']:.4g}"
+    if worst > 1.0 and np.isfinite(need):
+        grow = " and t1 above it" if need >= inst.p["t1"] else ""
+        rule += f"; the parameter t0 ≥ {need:.4g}{grow} would bring it in)"
+    elif worst > 1.0:
+        rule += "; no spectral gap: no t0 brings it in)"
+    else:
+        rule += f"; needs t0 ≥ {need:.4g})"
+    return Diagnostic(bool(worst <= 1.0), worst, rule)
+
+
 class F2(Claim):
     id = "F2"
     title = "Equilibrium manifold = stationary distribution"
@@ -199,7 +229,6 @@ class F2(Claim):
             "spread of the window's local slopes)",
             **POSITIVE,
         ),
-        "gap_min": Param(1.0, "required lower bound on the spectral gap on the grid", low=0.0),
         "defect": Param(1.0, "column-sum defect of the not_generator_mass control", **POSITIVE),
         "P_max": Param(6, "largest block size of the attention link", low=2, high=64),
     }
@@ -214,7 +243,8 @@ class F2(Claim):
         "one_closed_class_on_grid": "the jump graph of every Q(y) on the grid has exactly one closed "
         "communicating class",
         "initial_layer_negligible": "exp(−gap·t0/ε) ≤ 1e-3·ε² for every ε, gap = the smallest "
-        "spectral gap on the grid",
+        "spectral gap on the grid (when it does not hold, the rule names the t0 that would bring "
+        "the system in: t0 ≥ max_ε ε·ln(1e3/ε²)/gap)",
         "reduced_solution_inside_grid": "the reduced solution y' = g(p_st(y), y, t) from y0 exists "
         "on [0, t1] and stays in [y_min, y_max] (no blow-up, no exit from the checked grid)",
     }
@@ -227,7 +257,9 @@ class F2(Claim):
         "generator_is_the_chain": "the numerical Q(y) equals the symbolic chain (theory's, or the "
         "user's SymPy Q) on the grid to manifold_tol (else the runs are not made)",
         "one_zero_eigenvalue": "every Q(y) on the grid has exactly one eigenvalue at 0",
-        "attracting_at_spectral_gap": "all other eigenvalues have Re λ < 0, and the smallest gap ≥ gap_min",
+        "attracting_at_spectral_gap": "all other eigenvalues have Re λ < 0 (a spectral gap > 0 "
+        "on the grid; how large a gap the measured ε need is the hypothesis "
+        "initial_layer_negligible)",
         "equilibrium_is_probability": "the 1-D null vector normalised by its sum has entries ≥ −1e-12",
         "same_generator_as_theory": "numerics and theory define the same Q(y) (≤ manifold_tol)",
         "manifold_is_p_st": "max |null vector − exact p_st(y)| ≤ manifold_tol on the grid",
@@ -302,6 +334,14 @@ class F2(Claim):
 
     instance = Instance
     systems = (GeneratorFamily,)
+    system_terms = {
+        "GeneratorFamily": "Q(y) a generator on the grid [y_min, y_max] (off-diagonal rates ≥ 0, "
+        "columns summing to 0: generator_on_grid) with one closed class (one_closed_class_on_grid), "
+        "a measured interval that starts after the initial layer (initial_layer_negligible: "
+        "t0 ≥ max_ε ε·ln(1e3/ε²)/gap for your chain's smallest spectral gap; the verdict names "
+        "the t0 it needs), a reduced solution from y0 that stays in [y_min, y_max] up to t1 "
+        "(reduced_solution_inside_grid), and a slow field rational in x"
+    }
 
     def accepts(self, system) -> None:
         """A :class:`~verify.systems.GeneratorFamily` whose slow field is a rational function of
@@ -321,12 +361,9 @@ class F2(Claim):
         return FamilyInstance(p, seed, system)
 
     def diagnose(self, inst):
-        gap = spectrum_on_grid(inst)["min_spectral_gap"]
-        layer = np.exp(-gap * inst.p["t0"] / inst.eps) if gap > 0 else np.ones_like(inst.eps)
-        worst = float(np.max(layer / (LAYER_FACTOR * inst.eps**2)))
         return {
             **symbolic_hypotheses(*inst.symbolic, inst.ys),
-            "initial_layer_negligible": at_most(worst, 1.0, "max_ε exp(−gap·t0/ε) / (1e-3·ε²) ≤ 1"),
+            "initial_layer_negligible": initial_layer_part(inst),
             "reduced_solution_inside_grid": reduced_solution_inside_grid(inst),
         }
 
@@ -398,7 +435,6 @@ class F2(Claim):
             "x0_dependence_abs": eps_lo,
             "simplex_abs": SIMPLEX_TOL,
             "zero_eigenvalue_abs": inst.zero_tol,
-            "gap_min": p["gap_min"],
         }
         return Conclusion(
             parts, figures, tolerance, notes, series, limits={"tracking_rates_resolved": limit}

@@ -11,6 +11,8 @@ enforces it): plain NumPy, with :mod:`fractions` for exact arithmetic (SymPy for
   projectors in exact rational arithmetic.
 * :mod:`~verify.reference.chains`: F2's example chain and slow field in SymPy, from their
   definition (the built-in instance's ``reduced_solution_inside_grid``).
+* :mod:`~verify.reference.optim`: Adam and AdamW from their published update rules (Kingma & Ba
+  2015; Loshchilov & Hutter 2019), step by step, against which the optimisers are checked.
 * :mod:`~verify.reference.tableaux`: the order conditions of Runge–Kutta and Rosenbrock tableaux,
   evaluated exactly on the rationals the float64 coefficients stand for.
 

@@ -1,0 +1,84 @@
+"""Fault injection for ``integrate`` (issue #37): its inputs validated (real, shapes exact, nothing
+broadcast or cast), and a right-hand side that is ±inf or NaN at ``t0`` or at a breakpoint ends
+the run with status −3 and the last good state, in all five methods, Python and compiled."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from numba import njit
+
+from fastslow.numerics.integrators.base import RHS_SIG
+from fastslow.numerics.integrators.integration import integrate
+
+METHODS = ("rosw", "radau", "dopri5", "dop853", "auto")
+Y0 = np.array([1.0, 2.0])
+
+
+def run(fun, method, y0=Y0, **kw):
+    """``integrate`` on ``[0, 1]`` with every warning an error (a cast is never silent)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return integrate(fun, (0.0, 1.0), y0, method=method, **kw)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_a_right_hand_side_non_finite_at_t0_is_status_3_at_y0(method, value):
+    r = run(lambda t, y: np.full_like(y, value), method)
+    assert r.status == -3 and not r.success and "non-finite" in r.message
+    assert r.t.tolist() == [0.0] and r.y[:, -1].tolist() == Y0.tolist()
+
+
+@njit(RHS_SIG)
+def inf_everywhere_nb(t, y, p, seg, out):
+    for i in range(y.size):
+        out[i] = np.inf
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_compiled_right_hand_side_infinite_at_t0_is_status_3_too(method):
+    r = run(inf_everywhere_nb, method, jac="zero")
+    assert r.compiled and r.status == -3 and r.t.tolist() == [0.0]
+    assert r.y[:, -1].tolist() == Y0.tolist()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+def test_a_right_hand_side_non_finite_exactly_at_a_breakpoint_stops_there(method, value):
+    def fun(t, y):
+        return np.full_like(y, value) if t == 0.5 else -y
+
+    r = run(fun, method, breakpoints=[0.5], t_eval=[0.0, 0.25, 0.5, 1.0])
+    assert r.status == -3
+    assert r.t[-1] == 0.5 and np.all(np.isfinite(r.y))
+    np.testing.assert_allclose(r.y[:, -1], np.exp(-0.5) * Y0, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "fun, y0, error, message",
+    [
+        (lambda t, y: -y + 0j, Y0, TypeError, "fun returned complex values"),
+        (lambda t, y: -y, [1.0 + 0j, 2.0], TypeError, "y0 has complex entries"),
+        (lambda t, y: -y, [True, False], TypeError, "y0 is boolean"),
+        (lambda t, y: y > 0, Y0, TypeError, "fun returned boolean values"),
+        (lambda t, y: np.array([-1.0]), Y0, ValueError, r"shape \(1,\), expected \(2,\)"),
+        (lambda t, y: -np.vstack([y, y]), Y0, ValueError, r"shape \(2, 2\), expected \(2,\)"),
+        (lambda t, y: -y[:, None], Y0, ValueError, r"shape \(2, 1\)"),
+    ],
+    ids=["complex rhs", "complex y0", "boolean y0", "boolean rhs", "length-1 rhs", "2-D", "column"],
+)
+def test_inputs_and_results_are_never_cast_or_broadcast(method, fun, y0, error, message):
+    with pytest.raises(error, match=message):
+        run(fun, method, y0=y0)
+
+
+@pytest.mark.parametrize("method", ["rosw", "radau"])
+def test_a_jacobian_of_the_wrong_shape_or_kind_is_refused(method):
+    with pytest.raises(ValueError, match=r"jac returned shape \(4,\)"):
+        run(lambda t, y: -y, method, jac=lambda t, y: -np.eye(2).ravel())
+    with pytest.raises(TypeError, match="jac returned complex"):
+        run(lambda t, y: -y, method, jac=lambda t, y: -np.eye(2) + 0j)
