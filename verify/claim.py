@@ -167,11 +167,8 @@ class Claim:
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
 
     declared_hypotheses: ClassVar[Mapping[str, Any]] = {}
-    """``{hypothesis: function(system) -> Diagnostic}``: hypotheses that a user system's declared
-    structure decides (its fast mask and block size, its σ, its gates), at the cost of reading it,
-    by the function the claim's own diagnostic uses. :meth:`check` decides them before the
-    system's size limits and the budgets (:meth:`limits_or_outside`): a system outside one of them
-    is ``outside-hypotheses`` whatever its size, never bad input for being large."""
+    """``{hypothesis: function(system) -> Diagnostic}``: hypotheses a user system's declaration
+    decides (its masks, its gates), decided before its size limits (:meth:`limits_or_outside`)."""
     system_terms: ClassVar[Mapping[str, str]] = {}
     """``{kind: text}``: what the claim's hypotheses ask of each kind of user system it checks,
     in that kind's own fields and values (``DepthFlow``: ``gate=0``, ``gamma > 0``, ``norm=False``
@@ -441,13 +438,10 @@ class Claim:
         )
 
     def limits_or_outside(self, p: dict, seed: int, system) -> Verdict | None:
-        """The size limits of ``system`` (:meth:`accepts`) and the budgets on its sizes, after
-        the hypotheses its declaration decides (:attr:`declared_hypotheses`): ``None`` when it is
-        within them (the check goes on); the ``outside-hypotheses`` verdict, without the
-        conclusion, when a declared hypothesis does not hold and a limit refuses the system (the
-        statement does not apply, so its size is no reason to refuse it); else the limit's
-        ``ValueError`` (bad input). Within the limits an instance outside a declared hypothesis
-        is checked as any other (its conclusion computed and reported)."""
+        """``None`` when ``system`` is within the claim's limits (:meth:`accepts`, the budgets);
+        when not, the ``outside-hypotheses`` verdict without the conclusion if a hypothesis its
+        declaration decides (:attr:`declared_hypotheses`) does not hold (the statement does not
+        apply, so its size is no reason to refuse it), else the limit's ``ValueError``."""
         declared = {k: fn(system) for k, fn in self.declared_hypotheses.items()}
         try:
             self.accepts(system)
