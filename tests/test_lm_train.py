@@ -118,6 +118,10 @@ def test_finished_runs_are_cached_by_spec_corpus_and_code(tiny_corpus, tmp_path)
     assert (tmp_path / f"{key}.json").exists() and (tmp_path / f"{key}.npz").exists()
     assert not (tmp_path / f"{key}.ckpt.npz").exists()
     assert run(spec(), tiny_corpus, cache_dir=tmp_path) == a  # read back, not retrained
+    params = train_module.run_params(spec(), tiny_corpus, tmp_path, train_missing=False)
+    _, trained = train(spec(), tiny_corpus)
+    assert params.keys() == trained.keys()
+    assert all(np.array_equal(params[k], trained[k]) for k in trained)
     assert cached(spec(), tiny_corpus, tmp_path) and not cached(spec(seed=9), tiny_corpus, tmp_path)
     with pytest.raises(LookupError, match="not in the cache"):
         run(spec(seed=9), tiny_corpus, cache_dir=tmp_path, train_missing=False)

@@ -204,3 +204,70 @@ def test_trained_report_refuses_bad_seeds_and_never_trains_silently(tmp_path, mo
     err = capsys.readouterr().err
     assert "not in the run cache" in err and ":train" in err
     assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written
+
+
+def layout_of_width(width: int, seed: int = 1) -> dict:
+    """Tensors of the layout at width ``width`` (V, m, L as above), gates open."""
+    rng = np.random.default_rng(seed)
+    t = {"emb": rng.standard_normal((V, width))}
+    for l in range(L):
+        for n in ("Q", "K", "V", "Qs", "Ks", "Vs"):
+            t[f"{l}.{n}"] = rng.standard_normal((width, width)) / np.sqrt(width)
+        t[f"{l}.W1"] = rng.standard_normal((width, m))
+        t[f"{l}.W2"] = rng.standard_normal((m, width))
+        t[f"{l}.g"] = np.array(0.05)
+    return t
+
+
+def test_a_hypothesis_its_declaration_decides_comes_before_the_size_limits(tmp_path, capsys):
+    # d = 5 is beyond F1's sizes (d ≤ 4): with E1's causal mask the flow is outside F1's
+    # hypothesis fast_mask_block_local, which the declaration decides: exit 4 naming it
+    path = tmp_path / "wide.npz"
+    weights_file.write_npz(path, layout_of_width(5), {"T": T, "P": P, "fast_mask": "causal"})
+    v = check("F1", system=TrainedStack.from_file(path))
+    assert v.outcome == "outside-hypotheses" and v.violated == ["fast_mask_block_local"]
+    assert v.hypotheses["fast_mask_block_local"].value == P * P  # the block below the diagonal
+    assert not v.conclusion and "d=5" in v.notes[0]
+    assert main(["check", "F1", "--system", str(path)]) == 4
+    assert "fast_mask_block_local" in capsys.readouterr().out
+    # a block-local mask of the same size: the size limit decides, bad input naming it
+    assert main(["check", "F1", "--system", f"{path}:fast_mask=block_causal"]) == 2
+    assert "d=5" in one_line(capsys.readouterr().err)
+
+
+def test_d7_loops_every_trained_layer_and_d6_reads_every_layers_gate(weights):
+    net = TrainedStack.from_file(weights[0])  # gates 0.1 and -0.05: one per layer
+    d7 = check("D7", system=net)
+    assert d7.outcome != "error", d7.summary()
+    assert set(d7.hypotheses["reference_is_fixed_point"].value) == {"layer 0", "layer 1"}
+    assert len(d7.figures["per_layer"]) == L
+    # within D7's limits a flow outside a declared hypothesis is checked as any other: the
+    # hypothesis measured, the conclusion computed and reported
+    assert "gate_moves_spectrum" in d7.violated and d7.conclusion
+    d6 = check("D6", system=net)  # per-layer gates are the input, not an error
+    assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
+    assert d6.hypotheses["gate_zero"].value == pytest.approx(0.1)
+    assert not d6.conclusion and "gamma=0.0" in d6.notes[0]  # D6's limit γ > 0 refuses it
+
+
+def test_declared_hypotheses_of_d6_and_d7_come_before_their_size_limits(tmp_path, capsys):
+    # T·d = 8·17 beyond D7's dense limit (96) and D6's d ≤ 16; E1's causal mask and
+    # autoregressive slow path fix ρ(J + gG) (g_c = ∞); the gates are open
+    path = tmp_path / "wide.npz"
+    weights_file.write_npz(path, layout_of_width(17), {"T": T, "P": P, "fast_mask": "causal"})
+    net = TrainedStack.from_file(path)
+    d7 = check("D7", system=net)
+    assert d7.outcome == "outside-hypotheses" and d7.violated == ["gate_moves_spectrum"]
+    assert d7.hypotheses["gate_moves_spectrum"].value["slow_mask"] == "blockcausal"
+    d6 = check("D6", system=net)
+    assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
+    assert main(["check", "D7", "--system", str(path)]) == 4
+    capsys.readouterr()
+    # closed gates and no slow path: D6's hypothesis holds, its size limit decides (bad input);
+    # D7's gate cannot move a spectrum without a slow path: outside at any size
+    closed = tmp_path / "closed.npz"
+    tensors = {k: (np.zeros(()) if k.endswith(".g") else a) for k, a in layout_of_width(17).items()}
+    weights_file.write_npz(closed, tensors, {"T": T, "P": P, "fast_mask": "causal", "slow": False})
+    assert main(["check", "D6", "--system", str(closed)]) == 2
+    assert "d=17" in one_line(capsys.readouterr().err)
+    assert check("D7", system=TrainedStack.from_file(closed)).violated == ["gate_moves_spectrum"]

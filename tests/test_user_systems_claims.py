@@ -291,7 +291,9 @@ def test_d7_on_a_contractive_depth_flow_holds_and_records_the_flow():
     assert v.outcome == "holds", v.summary()
     assert v.system["kind"] == "DepthFlow" and v.system["seed"] == 7 and v.system["name"] == "mine"
     assert np.isfinite(v.figures["critical_gate"]) and v.figures["dimension"] == 12
-    assert v.conclusion["jacobians_match_reference"].value["J_units"] <= 64
+    # every layer's loop (L = 2), each part's value per layer
+    assert all(x["J_units"] <= 64 for x in v.conclusion["jacobians_match_reference"].value.values())
+    assert len(v.figures["per_layer"]) == 2
     assert "reference" not in v.params  # set by the flow (its norm)
 
 
@@ -342,11 +344,14 @@ crossing_two = DepthFlow(
     gamma=0.5,
 )  # tokens 0 and 1 attend only to themselves (two closed classes); token 3 reads token 2
 wide = DepthFlow(mask="block_bidirectional", T=16, P=4, d=9, gamma=0.5)
+wide_full = DepthFlow(mask="block_bidirectional", T=16, P=4, d=9, gamma=0.5, slow_mask="full")
 big_block = DepthFlow(mask=np.ones((18, 18), bool), P=18, d=2)
 act = Activation("cube", lambda z: z ** 3, lambda z: 3 * z ** 2, True)
 own_sigma = DepthFlow(mask="block_bidirectional", T=4, P=2, d=2, sigma=act)
+own_sigma_full = DepthFlow(mask="block_bidirectional", T=4, P=2, d=2, sigma=act, slow_mask="full")
 deep = DepthFlow(mask="block_causal", T=6, P=3, d=2, L=300)
 steep = DepthFlow(mask="block_causal", T=6, P=3, d=2, gamma=5000.0)
+steep_full = DepthFlow(mask="block_causal", T=6, P=3, d=2, gamma=5000.0, slow_mask="full")
 """
 
 BAD = [
@@ -354,16 +359,33 @@ BAD = [
     ("D6", "crossing_two", "closed class per mask (not block-local: one block)"),
     ("D6", "two_classes", "2 closed classes"),
     ("D6", "wide", "T·d must be ≤ 128"),
-    ("D7", "wide", "T·d must be ≤ 96"),
-    ("D7", "own_sigma", "user nonlinearity"),
+    ("D7", "wide_full", "T·d must be ≤ 96"),
+    ("D7", "own_sigma_full", "user nonlinearity"),
     ("D5", "own_sigma", "user nonlinearity"),
     ("D5", "deep", "parameter L=300"),
     ("D4", "steep", "parameter gamma=5000.0"),
     ("D6", "steep", "parameter gamma=5000.0"),
     ("D6", "deep", "parameter L=300"),
     ("D6", "irrational", "parameter gamma=0.0: expected float in (0.0, 1000.0]"),
-    ("D7", "steep", "parameter gamma=5000.0"),
+    ("D7", "steep_full", "parameter gamma=5000.0"),
 ]
+
+
+OUTSIDE_AT_ANY_SIZE = [
+    ("D7", "wide", "gate_moves_spectrum"),  # the autoregressive slow path fixes ρ(J + gG)
+    ("D7", "steep", "gate_moves_spectrum"),
+    ("D7", "own_sigma", "gate_moves_spectrum"),
+]
+
+
+@pytest.mark.parametrize("cid,name,hypothesis", OUTSIDE_AT_ANY_SIZE)
+def test_a_flow_outside_a_declared_hypothesis_is_exit_4_whatever_its_size(
+    tmp_path, capsys, cid, name, hypothesis
+):
+    f = tmp_path / "flows.py"
+    f.write_text(FLOWS)
+    assert main(["check", cid, "--system", f"{f}:{name}"]) == 4
+    assert hypothesis in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("cid,name,message", BAD)

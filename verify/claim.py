@@ -166,6 +166,9 @@ class Claim:
     fails by sampling alone on an instance that satisfies the hypotheses; 0 for deterministic
     claims. Seed sweeps allow that many failures (and no more, up to binomial noise)."""
 
+    declared_hypotheses: ClassVar[Mapping[str, Any]] = {}
+    """``{hypothesis: function(system) -> Diagnostic}``: hypotheses a user system's declaration
+    decides (its masks, its gates), decided before its size limits (:meth:`limits_or_outside`)."""
     system_terms: ClassVar[Mapping[str, str]] = {}
     """``{kind: text}``: what the claim's hypotheses ask of each kind of user system it checks,
     in that kind's own fields and values (``DepthFlow``: ``gate=0``, ``gamma > 0``, ``norm=False``
@@ -324,10 +327,13 @@ class Claim:
             f"of: {', '.join(names) or 'none'}"
         )
 
-    def resolve(self, overrides: Mapping | None = None, system=None) -> dict:
+    def resolve(
+        self, overrides: Mapping | None = None, system=None, *, budgets: bool = True
+    ) -> dict:
         """The defaults updated by ``overrides`` (strings parsed), validated: ``ValueError``
         naming the parameter and what was expected. Memory and time are estimated on the sizes
-        of ``system`` when one is given (:meth:`sized`)."""
+        of ``system`` when one is given (:meth:`sized`); ``budgets=False`` leaves them to the
+        caller (:meth:`limits_or_outside`)."""
         if not self.implemented:
             raise PendingClaim(f"claim {self.id} is pending: no check is implemented yet")
         p = self.defaults()
@@ -343,8 +349,9 @@ class Claim:
         for order in self.orders:
             order.check(p)
         self.validate(p)
-        self.within_budget(p, system)
-        self.within_time_budget(p, system)
+        if budgets:
+            self.within_budget(p, system)
+            self.within_time_budget(p, system)
         return p
 
     def accepts(self, system) -> None:
@@ -375,7 +382,7 @@ class Claim:
         """
         overrides = dict(params or {})
         if system is not None:
-            system = self.checked_system(system)
+            system = self.checked_system(system, limits=False)
             dropped = [k for k in overrides if k in self.replaced_by(system)]
             if dropped:
                 raise ValueError(
@@ -395,8 +402,12 @@ class Claim:
         seed = int(seed)
         if system is not None and control is not None:
             raise ValueError("a negative control is a built-in instance: give control or system")
-        p = self.resolve(overrides, system)
-        verdict = self.decide(p, seed, control, system)
+        if system is None:
+            verdict = self.decide(self.resolve(overrides), seed, control)
+        else:
+            p = self.resolve(overrides, budgets=False)
+            outside = self.limits_or_outside(p, seed, system)
+            verdict = outside if outside is not None else self.decide(p, seed, None, system)
         if control is not None and not self.fails_as_predicted(verdict):
             verdict.notes.insert(0, self.control_text(verdict))
         return verdict
@@ -426,12 +437,44 @@ class Claim:
             f"expected outside-hypotheses with {ctl.breaks} violated and the conclusion failing)"
         )
 
-    def checked_system(self, system):
+    def limits_or_outside(self, p: dict, seed: int, system) -> Verdict | None:
+        """``None`` when ``system`` is within the claim's limits (:meth:`accepts`, the budgets);
+        when not, the ``outside-hypotheses`` verdict without the conclusion if a hypothesis its
+        declaration decides (:attr:`declared_hypotheses`) does not hold (the statement does not
+        apply, so its size is no reason to refuse it), else the limit's ``ValueError``."""
+        declared = {k: fn(system) for k, fn in self.declared_hypotheses.items()}
+        try:
+            self.accepts(system)
+            self.within_budget(p, system)
+            self.within_time_budget(p, system)
+        except ValueError as exc:
+            if all(d.holds for d in declared.values()):
+                raise
+            return Verdict(
+                self.id,
+                "outside-hypotheses",
+                declared,
+                {},
+                {},
+                {k: v for k, v in p.items() if k not in self.replaced_by(system)},
+                seed,
+                notes=[
+                    "decided from your system's declaration before the claim's limits on it: "
+                    f"the conclusion was not computed ({exc})"
+                ],
+                system=describe_system(system),
+                sources=self._sources(declared),
+            )
+        return None
+
+    def checked_system(self, system, *, limits: bool = True):
         """``system`` validated for this claim before any work: a validated copy of its current
         fields (:meth:`verify.systems.System.validated`: a field mutated to NaN, a complex or
         wrongly shaped entry after construction), one of the kinds this claim checks
         (:meth:`accepts`), with a description that reduces to strict JSON
-        (:func:`describe_system`). ``ValueError`` or ``TypeError`` naming the fault."""
+        (:func:`describe_system`). ``ValueError`` or ``TypeError`` naming the fault.
+        ``limits=False`` checks the kind only, leaving the claim's size limits (:meth:`accepts`)
+        to :meth:`limits_or_outside`."""
         from .systems import System  # deferred: verify.systems imports the model (numerics)
 
         if not isinstance(system, System):
@@ -442,7 +485,8 @@ class Claim:
         if not isinstance(system, self.systems):
             Claim.accepts(self, system)  # names the claims that check this kind
         system = system.validated()
-        self.accepts(system)
+        if limits:
+            self.accepts(system)
         describe_system(system)
         return system
 

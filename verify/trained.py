@@ -341,21 +341,11 @@ def e1_run_spec(arm, seed, tokens, profile, train, corpus, cache_dir):
 
 
 def run_weights(spec, corpus, cache_dir, train: bool) -> dict:
-    """The trained parameters of the run ``spec``: :func:`numerics.lm.train.run` (from the cache,
-    or trained when ``train``) names the cache entry it came from (``cached_from``), whose
-    parameters :func:`numerics.lm.train.run` stored beside it as ``<key>.npz`` in
-    :func:`numerics.lm.train.default_cache_dir` (or ``cache_dir``).
-
-    Caveat: the file name is the one rule of the cache's layout read here; a public
-    ``run_params`` in :mod:`numerics.lm.train` would hold it, but any edit there changes the
-    code version that keys every cached run."""
+    """The trained parameters of the run ``spec`` (:func:`numerics.lm.train.run_params`: from
+    the run cache, or trained when ``train``)."""
     from fastslow.numerics.lm import train as lm_train  # deferred: the language models
 
-    result = lm_train.run(spec, corpus, cache_dir, train_missing=train)
-    base = Path(cache_dir) if cache_dir is not None else lm_train.default_cache_dir()
-    path = base / f"{result['cached_from']}.npz"
-    with np.load(path, allow_pickle=False) as z:
-        return {k: np.array(z[k]) for k in z.files}
+    return lm_train.run_params(spec, corpus, cache_dir, train_missing=train)
 
 
 def missing_message(arm, seed, tokens, spec, corpus, cache_dir) -> str:

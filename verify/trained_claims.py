@@ -21,20 +21,28 @@ EVALUATED_AT = {
     "gate non-zero), at Gaussian token states X_0 from the check's seed",
     "A3": "the trained weights and gates at Gaussian X_0 from the check's seed; A3's statement is "
     "at closed gates (g = 0), so an open trained gate is outside its hypotheses",
-    "D1": "the trained weights and gates at Gaussian X_0 from the check's seed (dense "
-    "Jacobians: T·d ≤ 64)",
+    "D1": "the trained weights and gates at Gaussian X_0 from the check's seed; dense Jacobians "
+    "at the network's own size within the memory and time budgets (E1's short profile, "
+    "n = T·d = 2048: estimated 300 s, 464 MiB; the paper profile, n = 8192: about 10 h, refused "
+    "by the default time budget)",
     "D3": "the trained stack at a homogeneous state X_0 = 1 xᵀ (x from the check's seed); its "
     "statement is at closed gates",
     "D4": "the trained stack at a homogeneous state from the check's seed (the linearised stack "
     "on the frozen kernel of the fast mask)",
     "D5": "the trained stack at a homogeneous state from the check's seed (the mode ratios of the "
     "frozen kernel, the saturation depth L*)",
-    "D6": "the trained stack at a homogeneous reference X_0 = E from the check's seed, every gate "
-    "closed (an open trained gate is outside D6's hypotheses); dense maps: T·d ≤ 128",
-    "D7": "the fixed point X* of the first trained layer (gate 0) iterated from random "
-    "embeddings of the check's seed (with RMS norm); J and G there; dense: T·d ≤ 96",
+    "D6": "the trained stack at a homogeneous reference X_0 = E from the check's seed; its "
+    "statement is at closed gates: every layer's own trained gate must be 0 (gate_zero, decided "
+    "from the weights before the sizes: an open gate is outside at any size); dense maps: "
+    "T·d ≤ 128",
+    "D7": "every trained layer in turn: the fixed point X* of its looped layer (gate 0) iterated "
+    "from random embeddings of the check's seed (with RMS norm), J and G there; each part holds "
+    "when it holds for every layer. The autoregressive slow path with a causal or block-local "
+    "fast mask fixes ρ(J + gG) (gate_moves_spectrum, decided from the masks before the sizes); "
+    "dense: T·d ≤ 96",
     "F1": "the full depth flow of the trained weights from the check's start and injection; "
-    "F1 needs a block-local fast mask (E1's causal mask is not) and its sizes (P ≤ 4, d ≤ 4)",
+    "F1 needs a block-local fast mask (decided from the mask before the sizes: E1's causal mask "
+    "is outside) and its sizes (P ≤ 4, d ≤ 4)",
 }
 """At which states each claim evaluates a trained network."""
 

@@ -67,6 +67,7 @@ from fastslow.numerics.user_cache import user_cache_dir
 __all__ = [
     "RunSpec",
     "run",
+    "run_params",
     "cached",
     "run_key",
     "training_step",
@@ -358,6 +359,14 @@ def run(spec: RunSpec, corpus: Corpus, cache_dir=None, train_missing: bool = Tru
     if ckpt.exists():
         ckpt.unlink()
     return result
+
+
+def run_params(spec: RunSpec, corpus: Corpus, cache_dir=None, train_missing: bool = True) -> dict:
+    """The trained parameters ``{name: array}`` of ``spec`` on ``corpus``: :func:`run` (from the
+    cache, or trained when ``train_missing``), then the weights it stored beside its result."""
+    run(spec, corpus, cache_dir, train_missing)
+    with np.load(_cache_files(spec, corpus, cache_dir)[2], allow_pickle=False) as z:
+        return {k: np.array(z[k]) for k in z.files}
 
 
 def training_step(cfg: LMConfig, batch: int, corpus: Corpus, seed: int = 0):

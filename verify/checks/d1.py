@@ -4,7 +4,7 @@ Claim (our formalisation):
 
 1. **Chain rule.** ``∂X_L/∂X_0 = J_{L−1} ⋯ J_0`` with ``J_l = ∂Φ_l/∂X`` evaluated at the trajectory
    point ``X_l`` (``E`` held constant). Checked with dense matrices at small sizes
-   (``n = T·d ≤ 64``): ``J_l`` from :func:`numerics.model.autodiff.layer_jvp` on basis vectors, and
+   (``n = T·d ≤ 64``; a user flow at its own size, within the memory and time budgets): ``J_l`` from :func:`numerics.model.autodiff.layer_jvp` on basis vectors, and
    ``∂X_L/∂X_0`` three ways:
 
    * forward mode (:func:`~numerics.model.autodiff.stack_jvp` on basis vectors) and reverse mode
@@ -95,7 +95,9 @@ token-homogeneous injection target)."""
 TARGETS = ("input", "random")
 """The injection target ``E`` of a generic trajectory: ``X_0`` itself, or an independent draw."""
 MAX_DENSE = 64
-"""Largest ``n = T·d``: the check builds dense ``n×n`` Jacobians."""
+"""Largest ``n = T·d`` of the built-in instance: the check builds dense ``n×n`` Jacobians. A user
+flow is not capped: its Jacobians are costed on its sizes and refused by the memory and time
+budgets (:meth:`D1.work`; at E1's short profile, ``n = 2048``, a few minutes)."""
 CHAIN_RTOL = 1e-12
 """Forward and reverse mode against the product, over the rounding scale ``√n·Π‖J_l‖₂``."""
 SPREAD_TOL = 1e-13
@@ -116,21 +118,24 @@ check seeds ``seed + s·2³²`` this is the stream ``[seed, s, 7]`` its distance
 # --------------------------------------------------------------------------- dense Jacobians
 
 
+def basis(cfg, k: int) -> np.ndarray:
+    """The ``k``-th basis state ``e_k`` (``T × d``), without building the ``n×n`` identity."""
+    e = np.zeros(cfg.T * cfg.d)
+    e[k] = 1.0
+    return e.reshape(cfg.T, cfg.d)
+
+
 def stack_jacobian_forward(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
     """Dense ``∂X_L/∂X_0`` from :func:`stack_jvp` on basis vectors."""
     cfg, n = model.config, model.config.T * model.config.d
-    cols = [
-        stack_jvp(model, X0, np.eye(n)[k].reshape(cfg.T, cfg.d), E=E)[1].ravel() for k in range(n)
-    ]
+    cols = [stack_jvp(model, X0, basis(cfg, k), E=E)[1].ravel() for k in range(n)]
     return np.column_stack(cols)
 
 
 def stack_jacobian_reverse(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
     """Dense ``∂X_L/∂X_0`` from :func:`stack_vjp` on basis cotangents (one row each)."""
     cfg, n = model.config, model.config.T * model.config.d
-    rows = [
-        stack_vjp(model, X0, np.eye(n)[k].reshape(cfg.T, cfg.d), E=E)[0].ravel() for k in range(n)
-    ]
+    rows = [stack_vjp(model, X0, basis(cfg, k), E=E)[0].ravel() for k in range(n)]
     return np.vstack(rows)
 
 
@@ -143,10 +148,7 @@ def stack_jacobian_fd(model: nm.Model, X0: np.ndarray, E, step: float) -> np.nda
     def out(X):
         return nm.stack(model, X, E)
 
-    cols = [
-        richardson_difference(out, X0, np.eye(n)[k].reshape(cfg.T, cfg.d), step).ravel()
-        for k in range(n)
-    ]
+    cols = [richardson_difference(out, X0, basis(cfg, k), step).ravel() for k in range(n)]
     return np.column_stack(cols)
 
 
@@ -514,19 +516,41 @@ class D1(Claim):
     systems = (DepthFlow,)
     system_terms = {
         "DepthFlow": "L ≥ 2 layers and T·d > 1 (product_has_order: a single factor, or 1×1 "
-        "factors, commute), T·d ≤ 64 (dense Jacobians), and sigma='tanh', 'gelu' or 'identity' "
+        "factors, commute), dense n×n Jacobians (n = T·d) within the memory and time budgets, and sigma='tanh', 'gelu' or 'identity' "
         "(sigma_smooth_where_differenced; 'relu' only away from its kink); any mask and gate"
     }
 
-    def accepts(self, system) -> None:
-        """A :class:`~verify.systems.DepthFlow` small enough for dense Jacobians (bad input
-        otherwise)."""
-        super().accepts(system)
-        if system.T * system.d > MAX_DENSE:
-            raise ValueError(
-                f"{system.name}: T={system.T}, d={system.d}: D1 builds dense Jacobians, T·d must "
-                f"be ≤ {MAX_DENSE}, got T·d = {system.T * system.d}"
-            )
+    def sized(self, p: dict, system=None) -> dict:
+        """``p`` with a user flow's own ``T``, ``P``, ``d``, ``L``: the dense Jacobians of your
+        flow are costed (:meth:`work`, :meth:`memory_bytes`) and refused by the budgets on its
+        sizes, not capped at the built-in instance's ``T·d ≤ 64``."""
+        if isinstance(system, DepthFlow):
+            return {**p, "T": int(system.T or 0), "P": system.P, "d": system.d, "L": system.L}
+        return super().sized(p, system)
+
+    def memory_bytes(self, p: dict) -> int:
+        """The dense ``n×n`` matrices (``n = T·d``) held at once: ``L`` layer Jacobians, two
+        prefix products per depth, the forward, reverse and finite-difference stack Jacobians,
+        the suffix products of the rounding floor and a few temporaries (``3L + 8`` of them),
+        beside the generic attention arrays."""
+        n = int(p["T"]) * int(p["d"])
+        return super().memory_bytes(p) + (3 * int(p["L"]) + 8) * 8 * n * n
+
+    def work(self, p: dict) -> dict[str, float]:
+        """Per basis direction (``n = T·d`` of them): a layer JVP per layer for the layer
+        Jacobians, the forward stack JVP and the reverse VJP (about two JVPs), and four stack
+        evaluations of the Richardson difference; each layer of each a ``T²(d + 24)`` attention
+        unit. Dense: ``2L + 1`` SVDs and about ``3L`` products of ``n×n`` matrices."""
+        T, d, L = int(p["T"]), int(p["d"]), int(p["L"])
+        n = T * d
+        jvps, evals = 4 * L * n, 4 * L * n
+        return {
+            "start": 1,
+            "layer_jvp": jvps,
+            "layer": evals,
+            "attention": (jvps + evals) * T * T * (d + 24),
+            "factor_cube": (5 * L + 1) * n**3,
+        }
 
     def build_system(self, p, seed, system):
         """The D1 instance of your flow (its weights are untied, so only ``trajectory="generic"``

@@ -63,7 +63,8 @@ through :mod:`numerics.lapack`); it enters only through singular values and rank
 depend on it. The singular values of every block are the verdict's series ``visibility_spectra``.
 
 Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked the same way on its model
-(weights from the flow's seed, its gate: a flow with ``gate ≠ 0`` is outside ``gate_zero``; the
+(weights from the flow's seed or trained, every layer's own gate: a flow with any ``g_l ≠ 0`` is
+outside ``gate_zero``, decided from the flow before its sizes; the
 reference ``x_0`` and the perturbation streams from the check's ``seed``, ``reference`` and
 ``gate_sweep`` as given). With a named mask nothing else changes. With a boolean mask the
 statement needs the persistent component ``Π = R Lᵀ``, the spectral projector onto the eigenvalue
@@ -99,7 +100,7 @@ from ..params import Order, Param
 from ..systems import DepthFlow
 from ..user_kernels import exact_coarse_maps
 from ..verdict import Diagnostic
-from .d6_measurements import GATE_SWEEP_POINTS, Instance, measured
+from .d6_measurements import GATE_SWEEP_POINTS, Instance, gates_closed, layer_gates_of, measured
 from .d6_parts import (
     GATE_SWEEP_TOL,
     KRON_TOL,
@@ -286,6 +287,7 @@ class D6(Claim):
     instance = Instance
 
     systems = (DepthFlow,)
+    declared_hypotheses = {"gate_zero": lambda system: gates_closed(layer_gates_of(system))}
     system_terms = {
         "DepthFlow": "gate=0.0, the default (gate_zero: the homogeneous trajectory needs the slow "
         "path closed), gamma > 0 (D6's own range for γ: the default gamma=0.0 is refused, pass "
@@ -323,17 +325,15 @@ class D6(Claim):
 
     def diagnose(self, inst):
         spread = float(np.abs(inst.X0 - inst.X0[:1]).max())
-        gates = [float(inst.p["gate"])] * inst.p["L"]  # the input
+        gates = inst.gates  # the input
         built = [float(lp.g) for lp in inst.model.layers]
         if built != gates:  # the second measurement, through the implementation
-            raise RuntimeError(f"the model's gates {built} are not the parameter gate={gates[0]}")
+            raise RuntimeError(f"the model's gates {built} are not the input's {gates}")
         return {
             "reference_token_homogeneous": Diagnostic(
                 inst.reference_homogeneous(), spread, "max |X_0 − 1 x_0ᵀ| = 0 (bitwise)"
             ),
-            "gate_zero": Diagnostic(
-                all(g == 0.0 for g in gates), max(map(abs, gates)), "max_l |g_l| = 0"
-            ),
+            "gate_zero": gates_closed(gates),
         }
 
     def conclude(self, inst):

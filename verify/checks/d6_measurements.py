@@ -38,6 +38,7 @@ from ..measure import (
 )
 from ..systems import DepthFlow
 from ..user_kernels import exact_coarse_maps
+from ..verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
 """The three formalisations of E_d forcing: input, injection target, additive forcing."""
@@ -97,6 +98,17 @@ def forced_by(model, X0, E, dirs, s):
     )
 
 
+def layer_gates_of(system: DepthFlow) -> list[float]:
+    """Every layer's gate of a user flow's model, as its declaration gives them (one per layer:
+    a trained stack's own, a :class:`~verify.systems.DepthFlow`'s drawn about its ``gate``)."""
+    return [float(lp.g) for lp in system.model().layers]
+
+
+def gates_closed(gates: list[float]) -> Diagnostic:
+    """D6's hypothesis ``gate_zero``: every layer's gate is exactly 0."""
+    return Diagnostic(all(g == 0.0 for g in gates), max(map(abs, gates)), "max_l |g_l| = 0")
+
+
 class Instance:
     """The seeded model (every gate at ``gate``), the reference ``X_0 = E`` (homogeneous, or plus
     independent tokens), its trajectory, the maps ``R, L`` of the persistent component, the
@@ -113,6 +125,9 @@ class Instance:
             self.model = system.model()
             cfg = self.model.config
             p = {**p, "L": self.model.L, "gate": float(system.gate)}
+        self.gates = (
+            [float(p["gate"])] * p["L"] if system is None else layer_gates_of(system)
+        )  # the input: the parameter's, or your flow's own gate per layer (trained weights)
         self.p = p
         self.cfg = cfg
         rng = np.random.default_rng(x_seed)

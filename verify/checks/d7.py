@@ -53,9 +53,12 @@ no token blocks to read, so ``gate_moves_spectrum`` is the measured variation of
 outside the hypotheses.
 
 Your own depth flow: a :class:`~verify.systems.DepthFlow` is checked as the built-in instance is,
-with the flow's config and weights: the looped layer ``Φ`` ties the weights of the flow's *first*
-layer (``layers[0]`` of ``system.model()``, drawn from the flow's own seed; its other layers and
-its ``gate`` are not used: D7 sets the gate itself, 0 for ``J``). The fixed point follows the
+with the flow's config and weights, on *every* layer in turn: layer ``l``'s loop ``Φ`` ties the
+weights of ``layers[l]`` of ``system.model()`` (drawn from the flow's own seed, or trained; its
+``gate`` is not used: D7 sets the gate itself, 0 for ``J``), and each hypothesis and conclusion part
+holds when it holds for every layer's loop (its value per layer; the figures at the top level are
+layer 0's, ``per_layer`` has every layer's margin, bound and critical gate). An untied stack has no
+single looped layer: each layer's loop is an instance of the statement. The fixed point follows the
 flow's normalisation, as the built-in ``reference`` does: ``norm=False`` → ``X* = 0`` with
 ``E = 0`` (a fixed point of every ``Φ_g``, so the nonlinear loop is decided); ``norm=True`` →
 random embeddings ``E`` from the check's ``seed`` and ``X*`` found by iterating ``Φ_0`` (the loop
@@ -64,8 +67,11 @@ every hypothesis is decided the same way (``reference_contractive`` from the ref
 complex-step Jacobian, ``gate_moves_spectrum`` from the token-block structure). So a flow with
 ``gamma = 0`` (the default of :class:`DepthFlow`) is outside ``reference_contractive``, and one
 with ``slow_mask="blockcausal"`` (also the default) is outside ``gate_moves_spectrum`` (``g_c =
-∞``, the finding above): pass ``gamma > 0`` and ``slow_mask="full"`` for the bound to bind. Bad
-input (exit 2): ``T·d > 96`` (dense Jacobians), a field of the flow beyond the bounds of D7's
+∞``, the finding above): pass ``gamma > 0`` and ``slow_mask="full"`` for the bound to bind. The masks decide
+``gate_moves_spectrum`` before the sizes (:func:`masks_fix_spectrum`): such a flow is outside
+at any size (E1's networks: causal fast mask, autoregressive slow path). Bad
+input (exit 2): ``T·d > 96`` (dense Jacobians: the default check's 2001-point grid of smallest
+singular values is hours at ``T·d = 2048``, 12.7 s per 2048² SVD on one core), a field of the flow beyond the bounds of D7's
 parameter of the same name (T, P, d, γ, scale, slow_scale), or a user nonlinearity (the reference layer has no
 formula for it, so contractivity cannot be decided from the reference).
 
@@ -219,17 +225,64 @@ class Instance:
 
 
 class FlowInstance(Instance):
-    """A user :class:`~verify.systems.DepthFlow`: the loop ties the flow's first layer (its
-    weights from the flow's seed, gate 0); the fixed point is ``X* = 0`` with ``E = 0`` when the
-    flow has no RMS norm, else ``X*`` of random embeddings (from ``seed``) found by iterating
-    ``Φ_0``. ``J``, ``G`` and their reference twins are computed there as for :class:`Instance`."""
+    """A user :class:`~verify.systems.DepthFlow`: the loop ties the flow's layer ``layer`` (its
+    weights from the flow's seed or trained, gate 0); the fixed point is ``X* = 0`` with ``E = 0``
+    when the flow has no RMS norm, else ``X*`` of random embeddings (from ``seed``) found by
+    iterating ``Φ_0``. ``J``, ``G`` and their reference twins are computed there as for
+    :class:`Instance`."""
 
-    def __init__(self, p: dict, seed: int, system: DepthFlow):
+    def __init__(self, p: dict, seed: int, system: DepthFlow, layer: int = 0):
         reference = "embedding" if system.norm else "origin"
         model = system.model()
-        lp = model.layers[0].copy()
+        lp = model.layers[layer].copy()
         lp.g = 0.0
+        self.layer = layer
         super().__init__({**p, "reference": reference}, seed, point=(model.config, lp))
+
+
+class LayerLoops:
+    """Every layer's loop of a user :class:`~verify.systems.DepthFlow` (:class:`FlowInstance`
+    per layer, the same check seed)."""
+
+    def __init__(self, p: dict, seed: int, system: DepthFlow):
+        self.p = p
+        self.loops = [FlowInstance(p, seed, system, l) for l in range(system.L)]
+
+
+def every_layer(found: list[dict]) -> dict:
+    """``{name: Diagnostic}`` that holds when it holds for every layer's loop (``found[l]``), its
+    value per layer."""
+    return {
+        k: Diagnostic(
+            all(f[k].holds for f in found),
+            {f"layer {l}": f[k].value for l, f in enumerate(found)},
+            f"{found[0][k].rule}, for every layer's loop",
+        )
+        for k in found[0]
+    }
+
+
+def masks_fix_spectrum(system) -> Diagnostic:
+    """``gate_moves_spectrum`` as a :class:`~verify.systems.DepthFlow`'s declared masks decide it:
+    with no fast-mask entry above the ``P×P`` block diagonal, ``J`` has none (the MLP, the norm and
+    the injection act token by token), and the autoregressive slow path (``slow_mask =
+    "blockcausal"``, ``U_c`` shifts by one block) puts ``G`` strictly below it; without a slow
+    path ``G = 0``. Either way ``ρ(J + gG) = ρ(J)`` for every ``g``. Other declarations (and a
+    :class:`~verify.systems.LinearLoop`) are left to the measured diagnostic."""
+    rule = (
+        "the declared masks do not force J + gG block lower-triangular with g-independent "
+        "diagonal blocks (no slow path, or no fast-mask entry above the P×P block diagonal with "
+        "slow_mask='blockcausal', force it)"
+    )
+    if not isinstance(system, DepthFlow):
+        return Diagnostic(True, "not decided by the declaration (a linear loop)", rule)
+    cfg = system.config
+    blocks = np.arange(cfg.T) // cfg.P
+    above = int((cfg.mask_array & (blocks[:, None] < blocks[None, :])).sum())
+    slow = bool(getattr(cfg, "slow", True))
+    fixed = not slow or (above == 0 and cfg.slow_mask == "blockcausal")
+    value = {"fast_mask_above_block_diagonal": above, "slow_mask": cfg.slow_mask, "slow": slow}
+    return Diagnostic(not fixed, value, rule)
 
 
 VARIATION_UNITS = 100.0
@@ -514,6 +567,7 @@ class D7(Claim):
     )
     key_figures = ("margin", "bound_m_over_normG", "critical_gate", "rho_variation_over_wide_gates")
     systems = (LinearLoop, DepthFlow)
+    declared_hypotheses = {"gate_moves_spectrum": masks_fix_spectrum}
     system_terms = {
         "LinearLoop": "ρ(J) < 1 (reference_contractive: J is the loop's Jacobian with the gate "
         "closed, as given), and J + g·G not block lower-triangular with g-independent diagonal "
@@ -522,7 +576,8 @@ class D7(Claim):
         "DepthFlow": "gamma > 0 (reference_contractive: with the default gamma=0.0 the reference "
         "layer's Jacobian has ρ(J) = 1; D7's own instance uses gamma=1.0), slow_mask='full' "
         "(gate_moves_spectrum: with the default 'blockcausal' the gate cannot move the spectrum, "
-        "g_c = ∞, a finding), a named nonlinearity and T·d ≤ 96 (dense Jacobians)",
+        "g_c = ∞, a finding; decided from the masks before the size), a named nonlinearity and T·d ≤ 96 "
+        "(dense Jacobians); every layer's loop in turn",
     }
     system_replaces = (
         "T",
@@ -595,13 +650,15 @@ class D7(Claim):
     instance = Instance
 
     def build_system(self, p, seed, system):
-        """A :class:`LoopInstance` of a user ``LinearLoop``; a :class:`FlowInstance` (J and G at
-        the fixed point of the flow's first layer) of a user ``DepthFlow``."""
+        """A :class:`LoopInstance` of a user ``LinearLoop``; :class:`LayerLoops` (J and G at the
+        fixed point of each layer's loop) of a user ``DepthFlow``."""
         if isinstance(system, DepthFlow):
-            return FlowInstance(p, seed, system)
+            return LayerLoops(p, seed, system)
         return LoopInstance(p, seed, system)
 
     def diagnose(self, inst):
+        if isinstance(inst, LayerLoops):
+            return every_layer([self.diagnose(loop) for loop in inst.loops])
         residual, fp_bound = inst.fixed_point_residual()
         J_ref = inst.J if inst.J_ref is None else inst.J_ref
         rho = float(np.max(np.abs(lapack.eigvals(J_ref)))) if J_ref.size else 0.0
@@ -618,6 +675,16 @@ class D7(Claim):
         }
 
     def conclude(self, inst):
+        if isinstance(inst, LayerLoops):
+            found = [self.conclude(loop) for loop in inst.loops]
+            first = found[0]
+            first.figures["per_layer"] = [
+                {k: c.figures.get(k) for k in (*self.key_figures, "spectral_radius_J")}
+                for c in found
+            ]
+            notes = list(dict.fromkeys(n for c in found for n in c.notes))
+            parts = every_layer([c.parts for c in found])
+            return Conclusion(parts, first.figures, first.tolerance, notes, first.series)
         p, J, G = inst.p, inst.J, inst.G
         rho_J = spectral_radius(J)
         margin, margin_figures = margin_parts(J, rho_J, p)
@@ -641,7 +708,7 @@ class D7(Claim):
         notes = []
         if isinstance(inst, FlowInstance):
             notes.append(
-                f"your flow: the loop ties its first layer's weights (gate 0); fixed point "
+                f"your flow: each layer's loop ties that layer's weights (gate 0); fixed point "
                 f"reference={inst.p['reference']!r} (from its norm={inst.cfg.norm})"
             )
         if not np.isfinite(gate_figures["critical_gate"]):

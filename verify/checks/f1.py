@@ -134,6 +134,7 @@ from .f1_hypotheses import (
     HYPOTHESIS_DIAGNOSTICS,
     asymptotic_regime_resolvable,
     attraction_rate_resolvable,
+    mask_block_local,
 )
 from .f1_instance import METHODS, Instance
 from .f1_integrators import (
@@ -408,6 +409,7 @@ class F1(Claim):
     )
     instance = Instance
     systems = (DepthFlow,)
+    declared_hypotheses = {"fast_mask_block_local": lambda system: mask_block_local(system.config)}
     system_terms = {
         "DepthFlow": "a block-local mask with one closed class per block (fast_mask_block_local, "
         "normally_hyperbolic: mask='block_causal' or 'block_bidirectional'), gamma > 0 "
@@ -418,7 +420,9 @@ class F1(Claim):
     }
 
     def accepts(self, system) -> None:
-        """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise)."""
+        """A :class:`~verify.systems.DepthFlow` within F1's size limits (bad input otherwise;
+        a flow whose fast mask is not block-local is outside the hypotheses whatever its size:
+        :attr:`declared_hypotheses`)."""
         super().accepts(system)
         for key in USER_FLOW_LIMITS:
             try:

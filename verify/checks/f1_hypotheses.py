@@ -39,10 +39,14 @@ states off the critical manifold (otherwise it is exactly invariant and ``H₁ �
 
 def fast_mask_block_local(inst: Instance) -> Diagnostic:
     """The number of mask entries outside the diagonal ``P×P`` blocks (0 required)."""
-    T, P = inst.cfg.T, inst.cfg.P
-    outside = inst.cfg.mask_array & ~np.kron(
-        np.eye(T // P, dtype=bool), np.ones((P, P), dtype=bool)
-    )
+    return mask_block_local(inst.cfg)
+
+
+def mask_block_local(cfg) -> Diagnostic:
+    """:func:`fast_mask_block_local` of a configuration (``T``, ``P``, ``mask_array``): what a
+    user flow's declaration decides before its sizes (``F1.declared_hypotheses``)."""
+    T, P = cfg.T, cfg.P
+    outside = cfg.mask_array & ~np.kron(np.eye(T // P, dtype=bool), np.ones((P, P), dtype=bool))
     n = int(outside.sum())
     return Diagnostic(
         n == 0, n, "number of fast-mask entries outside the diagonal P×P blocks; 0 required"
