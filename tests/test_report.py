@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 
 from fastslow.readme import BEGIN, END, claims_markdown, publishable, update_readme
+from fastslow.readme_e1 import E1_SECTIONS, e1_sections
 from fastslow.verify.provenance import REPO_ROOT, provenance
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.report import (
@@ -245,6 +246,20 @@ def test_readme_refuses_a_partial_dirty_or_pending_report_and_writes_nothing(
 
 def test_committed_claims_md_is_generated_from_the_units():
     assert (REPO_ROOT / "docs/claims.md").read_text() == claims_markdown()
+
+
+def test_every_e1_number_in_the_readme_comes_from_the_committed_report():
+    """The README's E1 sections are what ``fastslow readme`` writes from the E1 entry of
+    ``docs/report/report.json`` (none typed by hand), and the README has all of them."""
+    text = (REPO_ROOT / "README.md").read_text()
+    report = json.loads((REPO_ROOT / "docs/report/report.json").read_text())
+    entry = next(c for c in report["claims"] if c["id"] == "E1")
+    for name, body in e1_sections(entry).items():
+        begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+        assert text.count(begin) == text.count(end) == 1, name
+        assert text.split(begin)[1].split(end)[0] == "\n" + body + "\n", name
+    assert set(e1_sections(entry)) == set(E1_SECTIONS)
+    assert "pre-regist" not in text.lower()
 
 
 def test_pytest_verify_with_a_k_selection_writes_a_report_flagged_partial(tmp_path):
