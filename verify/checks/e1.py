@@ -223,8 +223,8 @@ def notes_of(inst: Instance, f: dict) -> list[str]:
         f"prespecified after an exploratory run (9afc6ef, eaabdab before 661b7bb): Δ = {m:.4g} "
         f"(frozen SD over {len(f['pilot_seeds'])} pilot seeds), 90 % CI {fmt_ci(mci)}; pilot SDs "
         f"gap {f['pilot_gap_sd']:.3g}, gate ablation {f['pilot_gate_ablation_sd']:.3g}; "
-        f"{f['seeds']} test seeds: power at a true mean {f['power_effect']:.3g} (¼ Δ_low) and "
-        f"the SDs' upper limits: gap {f['power_gap']:.2f}, gate ablation "
+        f"{f['seeds']} test seeds: power at a true mean {f['power_effect']:.3g} "
+        f"({p['power_effect']:g}·Δ_low) and the SDs' upper limits: gap {f['power_gap']:.2f}, gate ablation "
         f"{f['power_gate_ablation']:.2f} (target {p['power']})",
         endpoint("gap", "gap coupled − frozen"),
         endpoint("gate_ablation", "cost of zeroing the trained gates"),
