@@ -182,9 +182,13 @@ def profile_of(p: dict) -> str:
     return "paper" if paper else "short"
 
 
-CONTROL_SIZE = {"tokens": 60_000, "T": 128, "m": 128}
-"""Where the short profile's control departs from it: at 20k tokens the pilot's margin (the frozen
-model's seed-to-seed SD, 0.04 nats) still hides what the slow path learns on the control text."""
+CONTROL_SIZE = {"tokens": 150_000, "T": 128, "m": 128, "max_test_seeds": 5}
+"""Where the short profile's control departs from it. At 20k tokens the pilot's margin (the frozen
+model's seed-to-seed SD, 0.04 nats) hides what the slow path learns on the control text; at 60k
+the gap (90 % CI [−0.025, −0.016] on 12 seeds) was beyond Δ but inside Δ_high = 0.034, so the
+three-way rule called it inconclusive; at 150k the pilot's gaps are −0.06 to −0.085 against
+Δ_high = 0.024. The control has to show non-equivalence, which the power plan (made for showing
+equivalence) does not serve: it takes the least number of test seeds, 5."""
 
 
 def control_params(short: dict) -> dict:
