@@ -168,6 +168,21 @@ E1_SECTIONS = ("e1", "e1-gallery", "e1-scope")
 """The marker names of the README sections written from the E1 entry."""
 
 
+DESIGN_FIGURES = ("equivalence_margin_ci90", "gap_decision", "pilot_values", "test_values")
+"""Figures every E1 verdict of the current design carries (an older report lacks them)."""
+
+
 def e1_sections(entry: dict) -> dict[str, str]:
-    """``{marker name: text}`` of every README section written from the E1 entry."""
+    """``{marker name: text}`` of every README section written from the E1 entry; for a report
+    whose E1 verdict predates the current design, one sentence saying so in each (its numbers
+    answer another test and are not shown)."""
+    verdicts = entry.get("verdicts") or []
+    if not verdicts or not all(k in main_verdict(entry)["figures"] for k in DESIGN_FIGURES):
+        commit = ((entry.get("provenance") or {}).get("git") or {}).get("commit") or "unknown"
+        text = (
+            f"_The published report (commit {commit[:7]}) has no E1 verdict of the current "
+            "design; `pytest verify --thorough` and then `fastslow readme` write its numbers "
+            "here._"
+        )
+        return dict.fromkeys(E1_SECTIONS, text)
     return dict(zip(E1_SECTIONS, (e1_finding(entry), e1_gallery(entry), e1_scope(entry))))
