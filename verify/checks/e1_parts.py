@@ -18,6 +18,8 @@ SIM_DRAWS = 20_000
 """Draws of the simulated power in ``statistics_cross_checked``."""
 STAT_RTOL = 1e-9
 """Relative agreement of two float64 evaluations of one t or χ² tail (rounding ~1e-15)."""
+
+
 def trained_part(pilot: dict, test: dict) -> tuple[Diagnostic, dict]:
     """Every coupled gate moved on ≥ :data:`TRAINED_STEP_FRACTION` of its steps; no frozen one."""
     coupled = [r for part in (pilot, test) for r in part["coupled"]]
