@@ -2,7 +2,9 @@
 
 ``fastslow readme`` publishes one complete report: it copies ``report.json`` and ``REPORT.md`` to
 ``docs/report/``, writes ``docs/claims.md`` from the claim units, and rewrites the part of
-README.md between ``<!-- claims:begin -->`` and ``<!-- claims:end -->``.
+README.md between ``<!-- claims:begin -->`` and ``<!-- claims:end -->`` and the E1 sections
+between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` when the README has them
+(:func:`fastslow.readme_e1.e1_sections`: every E1 number the README shows comes from the report).
 
 It reads the report as bad input (:class:`MalformedReport`, nothing written) when it is not JSON,
 does not match ``verify/report.schema.json``, does not hold every registered claim exactly once
@@ -20,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from fastslow.publishing import inconsistencies, lowered_rows, lowered_text, marker_faults
+from fastslow.readme_e1 import E1_SECTIONS, e1_sections
 from fastslow.verify.json_schema import first_error
 from fastslow.verify.outputs import write_atomic_many
 from fastslow.verify.registry import CLAIMS
@@ -43,6 +46,17 @@ BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
 def _cell(text: str) -> str:
     """Escape a table cell: a '|' (as in |g|) would split it."""
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def fill_section(text: str, name: str, body: str, where: str) -> str:
+    """``text`` with the part between ``<!-- name:begin -->`` and ``<!-- name:end -->`` replaced by
+    ``body``; ``ValueError`` naming ``where`` when the markers are missing."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or end not in text:
+        raise ValueError(f"{where} has no {begin} ... {end} section to fill")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + "\n" + body + "\n" + end + tail
 
 
 def report_schema() -> dict:
@@ -228,6 +242,10 @@ def update_readme(
     if why:
         raise ValueError(f"refusing to publish {report_path}: " + "; ".join(why))
     text = readme.read_text()
+    if any(f"<!-- {name}:begin -->" in text for name in E1_SECTIONS):
+        e1 = next(c for c in report["claims"] if c["id"] == "E1")
+        for name, body in e1_sections(e1).items():
+            text = fill_section(text, name, body, str(readme))
     head, tail = _around_table(readme, text)
     table = claim_table(report, figure_names, figure_dir, f"{report_dir}/REPORT.md")
     stamp = _stamp(report)

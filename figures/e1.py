@@ -1,11 +1,13 @@
 """E1 figures, drawn from the verdicts' figures; they never train silently.
 
 * ``e1_neutrality``: the paper-scale experiment (the claim's defaults): the paired held-out gap
-  coupled − frozen per test seed with its 90 % interval against the pre-registered margin ±Δ, the
-  paired cost of zeroing the trained gates likewise, the TOST power against the number of test
-  seeds at the pilot's Δ and σ, and the final gates against the Adam noise band;
+  coupled − frozen per test seed (and the two extra seeds) with its 90 % interval against the
+  margin's interval (±Δ_low, ±Δ_high) and the fixed ruler, the paired cost of zeroing the trained
+  gates likewise, the planned power of both endpoints against the number of test seeds, and the
+  pilot's per-seed losses that fix Δ;
 * ``e1_token_sweep``: the same intervals and margins at each token count of
-  :data:`verify.checks.e1.SWEEP_TOKENS`, with the verdict at each;
+  :data:`verify.checks.e1.SWEEP_TOKENS`, with each endpoint's decision against its own Δ and
+  against the fixed ruler, and the verdict at each;
 * ``e1_shared_structure``: the negative control (noisy block copies, short profile).
 
 **Where the data come from** (:func:`e1_verdict`), in this order: the check with every training
@@ -95,14 +97,28 @@ def e1_row(seed: int, params: dict) -> dict:
     return v["row"] if "row" in v else e1.sweep_row(v)
 
 
-def interval_panel(ax, per_seed, extra, ci, margin, ylabel, title) -> None:
-    per_seed, extra = np.atleast_1d(per_seed), np.atleast_1d(extra)
-    ax.axhspan(-margin, margin, color="tab:green", alpha=0.15, label=f"±Δ = ±{margin:.4f}")
+DECISION_COLOURS = {"equivalent": "tab:blue", "not equivalent": "tab:red", "inconclusive": "0.5"}
+
+
+def interval_panel(ax, f: dict, key: str, ylabel: str, title: str) -> None:
+    """Per-seed values of one endpoint (test seeds, the two extra seeds), its 90 % interval, the
+    margin's interval (±Δ_low inside, ±Δ_high outside) and the fixed ruler."""
+    lo, hi = f["equivalence_margin_ci90"]
+    per_seed = np.atleast_1d(f[f"{key}_per_seed"])
+    values = "gap" if key == "gap" else "ablation"
+    extra = np.atleast_1d(f["test_values"][values])
+    ci = f[f"{key}_ci90"]
+    ax.axhspan(-hi, hi, color="tab:green", alpha=0.08, label=f"±Δ_high = ±{hi:.4f}")
+    ax.axhspan(-lo, lo, color="tab:green", alpha=0.18, label=f"±Δ_low = ±{lo:.4f}")
+    for y in (-f["fixed_margin"], f["fixed_margin"]):
+        ax.axhline(y, color="tab:orange", lw=0.8, ls="--")
+    ax.plot([], [], color="tab:orange", lw=0.8, ls="--", label=f"fixed ±{f['fixed_margin']:.4f}")
     ax.plot(np.arange(extra.size), extra, "o", color="0.7", ms=4, label="extra seeds")
     ax.plot(np.arange(per_seed.size), per_seed, "o", color="tab:blue", ms=5, label="test seeds")
-    x = per_seed.size + 0.8
+    x = extra.size + 0.8
+    colour = DECISION_COLOURS[f[f"{key}_decision"]]
     ax.errorbar([x], [np.mean(ci)], yerr=[[np.mean(ci) - ci[0]], [ci[1] - np.mean(ci)]],
-                fmt="s", color="k", capsize=4, label="mean, 90 % CI")  # fmt: skip
+                fmt="s", color=colour, capsize=4, label=f"90 % CI: {f[f'{key}_decision']}")  # fmt: skip
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel("test seed")
     ax.set_ylabel(ylabel)
@@ -111,34 +127,33 @@ def interval_panel(ax, per_seed, extra, ci, margin, ylabel, title) -> None:
 
 
 def power_panel(ax, f: dict) -> None:
+    """The planned power of each endpoint against the number of test seeds (TOST against Δ_low at
+    the stated effect, each SD at its upper limit)."""
     n = np.arange(2, max(3 * f["seeds"], 12) + 1)
-    pw = [e1.tost_power(int(k), f["equivalence_margin"], f["pilot_gap_sd"]) for k in n]
-    ax.plot(n, pw, "-", color="tab:purple")
+    lo = f["equivalence_margin_ci90"][0]
+    for key, colour in (("gap", "tab:purple"), ("gate_ablation", "tab:brown")):
+        sd = f[f"pilot_{key}_sd_high"]
+        pw = [e1.tost_power(int(k), lo, sd, 0.05, f["power_effect"]) for k in n]
+        ax.plot(n, pw, "-", color=colour, label=f"{key.replace('_', ' ')} (σ_high = {sd:.4f})")
     ax.axhline(0.8, color="k", lw=0.6, ls=":")
-    ax.axvline(f["seeds"], color="tab:blue", lw=1, label=f"n = {f['seeds']}")
+    ax.axvline(f["seeds"], color="tab:blue", lw=1, label=f"planned n = {f['seeds']}")
     ax.set_xlabel("test seeds")
-    ax.set_ylabel("TOST power at gap 0")
-    ax.set_title(
-        f"(c) power at Δ = {f['equivalence_margin']:.4f}, pilot σ = {f['pilot_gap_sd']:.4f}",
-        fontsize=8,
-    )
-    ax.legend(fontsize=7)
+    ax.set_ylabel("TOST power")
+    ax.set_title(f"(c) planned power at a true mean {f['power_effect']:.4f} (Δ_low/4)", fontsize=8)
+    ax.legend(fontsize=6)
 
 
-def gates_panel(ax, f: dict) -> None:
-    g = np.atleast_2d(f["gates_final"])
-    band = f["gate_noise_band"]
-    ax.axhspan(-band, band, color="tab:green", alpha=0.12, label=f"noise band ±{band:.3f}")
-    for l in range(g.shape[1]):
-        ax.plot(np.full(g.shape[0], l), g[:, l], "o", color="tab:blue", ms=4)
-    ax.axhline(0, color="k", lw=0.6)
-    ax.set_xticks(range(g.shape[1]))
-    ax.set_xlabel("layer")
-    ax.set_ylabel("final gate g (coupled, test seeds)")
+def pilot_panel(ax, f: dict) -> None:
+    """The pilot's per-seed held-out losses of both arms (Δ is the frozen ones' SD)."""
+    pv = f["pilot_values"]
+    k = np.arange(len(pv["frozen"]))
+    ax.plot(k, pv["frozen"], "o", color="tab:green", ms=4, label="frozen")
+    ax.plot(k, pv["coupled"], "x", color="tab:blue", ms=5, label="coupled")
+    lo, hi = f["equivalence_margin_ci90"]
+    ax.set_xlabel("pilot seed")
+    ax.set_ylabel("held-out loss (nats/char)")
     ax.set_title(
-        f"(d) gates: drift χ² = {f['gate_drift_chi2']:.3g} on {f['gate_drift_df']} df, "
-        f"p = {f['gate_drift_p']:.2g}",
-        fontsize=8,
+        f"(d) pilot: Δ = {f['equivalence_margin']:.4f}, 90 % CI [{lo:.4f}, {hi:.4f}]", fontsize=8
     )
     ax.legend(fontsize=6)
 
@@ -146,31 +161,26 @@ def gates_panel(ax, f: dict) -> None:
 def draw_verdict(v: dict, seed: int, params: dict):
     f = v["figures"]
     fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.6), constrained_layout=True)
-    margin = f["equivalence_margin"]
     interval_panel(
         axes[0, 0],
-        f["gap_per_seed"],
-        f["extra"]["gap_per_seed"],
-        f["gap_paired_ci90"],
-        margin,
+        f,
+        "gap",
         "held-out gap coupled − frozen (nats/char)",
-        f"(a) gap: TOST p = {f['tost_p']:.2g}, p(0) = {f['gap_zero_p']:.2g}",
+        f"(a) gap: TOST p = {f['gap_tost_p']:.2g} (against Δ_low), p(0) = {f['gap_zero_p']:.2g}",
     )
     interval_panel(
         axes[0, 1],
-        f["gate_ablation_per_seed"],
-        f["extra"]["gate_ablation_per_seed"],
-        f["gate_ablation_ci90"],
-        margin,
+        f,
+        "gate_ablation",
         "loss with gates zeroed − trained (nats/char)",
         f"(b) cost of closing the gates: TOST p = {f['gate_ablation_tost_p']:.2g}",
     )
     power_panel(axes[1, 0], f)
-    gates_panel(axes[1, 1], f)
+    pilot_panel(axes[1, 1], f)
     fig.suptitle(
         f"E1 {v['verdict']} (profile {f['profile']}): {f['tokens_per_run']} tokens, "
-        f"{f['seeds']} test seeds, CPU cost ratio {f['cost_ratio_cpu']:.2f}, corpus "
-        f"{f['corpus_sha256'][:12]}…",
+        f"{f['seeds']} test seeds (+{f['extra']['seeds'] - f['seeds']}), CPU cost ratio "
+        f"{f['cost_ratio_cpu']:.2f}, corpus {f['corpus_sha256'][:12]}…",
         fontsize=9,
     )
     return fig, dict(params, seed=seed)
@@ -191,31 +201,43 @@ def sweep_points(seed: int) -> list[dict]:
 
 @figure("E1", "e1_token_sweep", compute=e1_row, points=sweep_points)
 def e1_token_sweep(data: list, seed: int):
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6), constrained_layout=True)
+    """Each token count's 90 % intervals against its own margin interval (green: ±Δ_low, light:
+    ±Δ_high) and the one fixed ruler (orange), coloured by the decision against its own Δ."""
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8), constrained_layout=True)
     t = np.array([r["tokens_per_run"] for r in data], dtype=float)
-    for ax, key, p_key, what in (
-        (axes[0], "gap_paired_ci90", "tost_p", "gap coupled − frozen"),
-        (axes[1], "gate_ablation_ci90", "gate_ablation_tost_p", "cost of zeroing the gates"),
+    lo = np.array([r["equivalence_margin_ci90"][0] for r in data])
+    hi = np.array([r["equivalence_margin_ci90"][1] for r in data])
+    fixed = data[0]["fixed_margin"]
+    for ax, key, what in (
+        (axes[0], "gap", "gap coupled − frozen"),
+        (axes[1], "gate_ablation", "cost of zeroing the gates"),
     ):
-        margin = np.array([r["equivalence_margin"] for r in data])
-        ax.fill_between(t, -margin, margin, color="tab:green", alpha=0.15, label="±Δ (pilot)")
+        ax.fill_between(t, -hi, hi, color="tab:green", alpha=0.08, label="±Δ_high (pilot)")
+        ax.fill_between(t, -lo, lo, color="tab:green", alpha=0.18, label="±Δ_low (pilot)")
+        ax.axhline(fixed, color="tab:orange", lw=0.8, ls="--", label=f"fixed ±{fixed:.4f}")
+        ax.axhline(-fixed, color="tab:orange", lw=0.8, ls="--")
         for x, r in zip(t, data):
-            lo, hi = r[key]
-            colour = "tab:blue" if r[p_key] < 0.05 else "tab:red"
-            ax.plot([x, x], [lo, hi], "-", color=colour, lw=3)
+            a, b = r[f"{key}_ci90"]
+            ax.plot([x, x], [a, b], "-", color=DECISION_COLOURS[r[f"{key}_decision"]], lw=3)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_xscale("log")
         ax.set_xticks(t, [f"{x / 1000:.0f}k" for x in t])
         ax.minorticks_off()
         ax.set_xlabel("training tokens per run")
         ax.set_ylabel(f"{what}, 90 % CI (nats/char)")
-        ax.legend(fontsize=7)
-    axes[0].set_title(
-        "verdict per token count: "
+        ax.set_title(
+            "own Δ: "
+            + ", ".join(f"{int(x / 1000)}k {r[f'{key}_decision']}" for x, r in zip(t, data))
+            + "\nfixed: "
+            + ", ".join(f"{int(x / 1000)}k {r[f'{key}_decision_fixed']}" for x, r in zip(t, data)),
+            fontsize=7,
+        )
+        ax.legend(fontsize=6)
+    fig.suptitle(
+        "E1 token sweep (blue: equivalent, grey: inconclusive, red: not equivalent); verdicts: "
         + ", ".join(f"{int(x / 1000)}k {r['verdict']}" for x, r in zip(t, data)),
         fontsize=8,
     )
-    axes[1].set_title("blue: this part's TOST shows equivalence (p < 0.05), red: not", fontsize=8)
     return fig, {"tokens": [r["tokens"] for r in data], "seed": seed}
 
 

@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 
 from fastslow.readme import BEGIN, END, claims_markdown, publishable, update_readme
+from fastslow.readme_e1 import E1_SECTIONS, e1_sections
 from fastslow.verify.provenance import REPO_ROOT, provenance
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.report import (
@@ -247,6 +248,20 @@ def test_committed_claims_md_is_generated_from_the_units():
     assert (REPO_ROOT / "docs/claims.md").read_text() == claims_markdown()
 
 
+def test_every_e1_number_in_the_readme_comes_from_the_committed_report():
+    """The README's E1 sections are what ``fastslow readme`` writes from the E1 entry of
+    ``docs/report/report.json`` (none typed by hand), and the README has all of them."""
+    text = (REPO_ROOT / "README.md").read_text()
+    report = json.loads((REPO_ROOT / "docs/report/report.json").read_text())
+    entry = next(c for c in report["claims"] if c["id"] == "E1")
+    for name, body in e1_sections(entry).items():
+        begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+        assert text.count(begin) == text.count(end) == 1, name
+        assert text.split(begin)[1].split(end)[0] == "\n" + body + "\n", name
+    assert set(e1_sections(entry)) == set(E1_SECTIONS)
+    assert "pre-regist" not in "".join(e1_sections(entry).values()).lower()
+
+
 def test_pytest_verify_with_a_k_selection_writes_a_report_flagged_partial(tmp_path):
     out = tmp_path / "rep"
     res = subprocess.run(
@@ -321,3 +336,37 @@ def test_a_verdict_round_trips_through_json_with_its_limits_and_sources():
     back = Verdict.from_json(json.loads(json.dumps(v.to_json())))
     assert back.outcome == "undecided" and back.unresolved == ["integrators_agree"]
     assert back.sources == v.sources and back.limits == v.limits
+
+
+def test_e1_sections_write_their_numbers_from_the_e1_entry():
+    """The README's E1 sentences carry the verdict's own numbers (a short check, its runs cached
+    or trained in seconds); an entry from before the current design gives one sentence saying so."""
+    from fastslow.verify.checks.e1 import SHORT, sweep_row
+    from fastslow.verify.registry import run_check
+
+    v = json.loads(json.dumps(run_check("E1", {**SHORT, "tokens": 2000}, seed=0).to_json()))
+    entry = {
+        "verdicts": [v],
+        "figures": {"token_sweep": [sweep_row(v)], "seed_sweep": {"params": {"tokens": 2000}}},
+        "provenance": {"git": {"commit": "0123456789abcdef"}},
+    }
+    s = e1_sections(entry)
+    f = v["figures"]
+    lo, hi = f["equivalence_margin_ci90"]
+    assert f"Δ = {f['equivalence_margin']:.4f} nats/char, 90 % CI [{lo:.4f}, {hi:.4f}]" in s["e1"]
+    assert f"90 % CI [{f['gap_ci90'][0]:+.4f}, {f['gap_ci90'][1]:+.4f}]" in s["e1"]
+    assert f"**{f['gate_ablation_decision']}**" in s["e1"] and "commit 0123456" in s["e1"]
+    assert "prespecified after an exploratory run" in s["e1"] and "9afc6ef" in s["e1"]
+    assert f"{f['cross_block_bag_gain_excess_bits']:.3f} bits/char" in s["e1"]
+    assert f"fixed {f['seeds']} test seeds" in s["e1-gallery"]
+    assert (
+        f"{len(f['pilot_seeds'])} pilot seeds" in s["e1-scope"] and "2,000 tokens" in s["e1-scope"]
+    )
+    old = {
+        "verdicts": [{"params": {"tokens": 500_000}, "figures": {"gap_paired_ci90": [0.0, 1.0]}}],
+        "provenance": {"git": {"commit": "a7527c813d5b"}},
+    }
+    assert set(e1_sections(old).values()) == {
+        "_The published report (commit a7527c8) has no E1 verdict of the current design; "
+        "`pytest verify --thorough` and then `fastslow readme` write its numbers here._"
+    }

@@ -1,6 +1,7 @@
 """E1: three character-level language models of the suite's architecture on CPython's own
 documentation text — is the coupling neutral (paired gap and gate ablation within the pilot's
-run-to-run noise by a pre-registered TOST, gates trained, CPU cost comparable to dense)?
+run-to-run noise, each decided three ways against the margin's confidence interval by a design
+prespecified after an exploratory run; gates trained; CPU cost comparable to dense)?
 
 The verdict is decided by :data:`verify.checks.e1.CLAIM`; these tests only read it. The default
 profile runs the short experiment (:data:`verify.checks.e1.SHORT`, labelled ``profile: "short"``)
@@ -15,10 +16,13 @@ Planted bug: an optimiser that never updates the gates (the dead gate) must end 
 
 import json
 
+import numpy as np
 import pytest
+from scipy import stats
 
-from fastslow.numerics.lm import optim
+from fastslow.numerics.lm import optim, train
 from fastslow.numerics.lm.network import Network
+from fastslow.verify import equivalence
 from fastslow.verify.budgets import TIME_BUDGET_ENV
 from fastslow.verify.checks import e1
 from fastslow.verify.checks.e1 import SHORT, SHORT_SWEEP_TOKENS, SWEEP_TOKENS, sweep_row
@@ -29,14 +33,23 @@ pytestmark = pytest.mark.claim("E1")
 FIGURES = (
     "profile",
     "equivalence_margin",
-    "gap_paired_ci90",
-    "tost_p",
+    "equivalence_margin_ci90",
+    "fixed_margin",
+    "gap_ci90",
+    "gap_tost_p",
     "gap_zero_p",
-    "gate_ablation_cost",
+    "gap_decision",
+    "gap_decision_fixed",
+    "gate_ablation_mean",
     "gate_ablation_ci90",
+    "gate_ablation_decision",
     "seeds",
-    "power_at_margin",
+    "power_gap",
+    "power_gate_ablation",
+    "pilot_values",
+    "test_values",
     "heldout_near_duplicate_fraction",
+    "heldout_windows_sha256",
     "tokens_per_run",
     "cost_ratio_cpu",
     "corpus_sha256",
@@ -70,8 +83,16 @@ def test_coupling_is_neutral_on_real_text(claim, thorough, monkeypatch):
     assert any(n.startswith("profile: short") for n in result.notes) != thorough
     tokens = [v.figures["tokens_per_run"] for v in verdicts]
     assert tokens == sorted(tokens) and points[-1]["tokens"] >= 10 * points[0]["tokens"]
+    for v in verdicts:  # the plan: ≥ 10 pilot seeds, ≥ 5 test seeds, every value stored
+        f = v.figures
+        assert len(f["pilot_seeds"]) >= 10 and f["seeds"] >= 5, v.summary()
+        assert len(f["pilot_values"]["frozen"]) == len(f["pilot_seeds"])
+        assert len(f["test_values"]["gap"]) == f["extra"]["seeds"] == f["seeds"] + 2
+        lo, hi = f["equivalence_margin_ci90"]
+        assert lo < f["equivalence_margin"] < hi
+    assert len({v.figures["lr"] for v in verdicts}) == 1  # one learning rate for every count
     if thorough:
-        assert tokens[-1] >= 500_000 and result.figures["seeds"] >= 3
+        assert tokens[-1] >= 500_000
 
 
 def test_shared_structure_opens_the_gate_and_separates_the_ablations(control):
@@ -80,7 +101,8 @@ def test_shared_structure_opens_the_gate_and_separates_the_ablations(control):
     assert not control.hypotheses["cross_block_structure_weak"].holds
     assert not control.conclusion["gap_equivalent"].holds
     assert not control.conclusion["gate_closed_by_ablation"].holds
-    assert control.figures["gap_paired_ci90"][1] < 0  # coupled beats frozen on every reading
+    assert control.figures["gap_decision"] == "not equivalent"
+    assert control.figures["gap_ci90"][1] < 0  # coupled beats frozen on every reading
     assert control.figures["gate_ablation_ci90"][0] > 0  # closing the gates costs
 
 
@@ -94,10 +116,12 @@ def test_verdict_carries_the_corpus_identity_and_series(control):
     assert len(s["coupled"][0]["gates"][-1]) == SHORT["L"]
 
 
-def test_describe_prints_the_preregistration():
+def test_describe_prints_the_design():
     text = CLAIMS["E1"].describe()
-    assert "pre-registration" in text and "TOST" in text and "pilot" in text
+    assert "prespecified after an exploratory run" in text and "9afc6ef" in text
+    assert "661b7bb" in text and "Δ_low" in text and "pilot" in text
     assert "power" in text and "64-character" in text and "CPU time" in text
+    assert "pre-regist" not in text
 
 
 def test_a_dead_gate_fails(monkeypatch, tmp_path):
@@ -126,7 +150,7 @@ def test_a_dead_gate_fails(monkeypatch, tmp_path):
 def test_cached_run_times_never_decide_the_cost(monkeypatch, tmp_path):
     """Planted fault: the cached coupled runs claim 100× their training time (a run cached under
     heavy load). The cost part is measured anew by every check, in the checking process
-    (:func:`verify.checks.e1.cpu_cost`), and decided from that measurement alone: with the
+    (:func:`verify.checks.e1_runs.cpu_cost`), and decided from that measurement alone: with the
     measurement fixed, the tampered cache changes nothing (no timing decides this test)."""
     monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))
     measured = []
@@ -148,7 +172,7 @@ def test_cached_run_times_never_decide_the_cost(monkeypatch, tmp_path):
             tampered += 1
     assert tampered >= len(fresh.figures["pilot_seeds"]) + fresh.figures["seeds"]
     again = run_check("E1", params, seed=0)
-    assert again.figures["gap_paired_ci90"] == fresh.figures["gap_paired_ci90"]  # from the cache
+    assert again.figures["gap_ci90"] == fresh.figures["gap_ci90"]  # from the cache
     assert measured == [SHORT["cost_repeat"]] * 2  # measured anew by each check
     assert again.figures["cost_ratio_cpu"] == fresh.figures["cost_ratio_cpu"] == 1.25
     assert again.conclusion["cost_comparable"].holds and fresh.conclusion["cost_comparable"].holds
@@ -168,3 +192,57 @@ def test_a_wrong_gradient_fails_the_gradient_part(monkeypatch):
     monkeypatch.setattr(Network, "loss_and_grad", flipped)
     diag = e1.gradient_check(inst)
     assert not diag.holds and diag.value > 0.5, diag
+
+
+def test_heldout_loss_on_another_split_fails(monkeypatch, tmp_path):
+    """Planted bug: the training code evaluates its "held-out" loss on the validation split. The
+    split itself is still deduplicated (the hypothesis holds); the loss recomputed from each run's
+    weights on the declared held-out windows disagrees, and the check says ``fails``."""
+    honest = train.heldout_windows
+
+    def other_split(corpus, T, limit, split="heldout"):
+        return honest(corpus, T, limit, "validation")
+
+    monkeypatch.setattr(train, "heldout_windows", other_split)
+    monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))  # never read or write the real cache
+    v = run_check("E1", {**SHORT, "tokens": 2000}, seed=0)
+    assert v.outcome == "fails", v.summary()
+    assert "heldout_windows_identified" in v.failed_parts, v.summary()
+    assert v.figures["heldout_recomputed_error_max"] > 1e-4
+
+
+def test_statistics_with_the_wrong_degrees_of_freedom_fail(monkeypatch):
+    """Planted bug: the TOST's interval on ``n`` degrees of freedom instead of ``n − 1`` (narrower:
+    it would show equivalence too easily). SciPy's own interval disagrees: ``fails``."""
+    honest = e1.paired_tost
+
+    def wrong_df(x, margin, alpha=0.05):
+        t = honest(x, margin, alpha)
+        x = np.asarray(x, dtype=float)
+        half = stats.t.ppf(1 - alpha, x.size) * x.std(ddof=1) / np.sqrt(x.size)
+        return t | {"ci": [t["mean"] - half, t["mean"] + half]}
+
+    monkeypatch.setattr(e1, "paired_tost", wrong_df)
+    v = run_check("E1", {**SHORT, "tokens": 2000}, seed=0)
+    assert v.outcome == "fails", v.summary()
+    assert v.failed_parts == ["statistics_cross_checked"], v.summary()
+
+
+def test_a_wrong_power_tail_fails(monkeypatch):
+    """Planted bug: the power formula's second tail on the wrong side (``sf`` for ``cdf``): the
+    planned power no longer matches a simulation of the test it plans."""
+
+    def wrong_tail(n, margin, sd, alpha=0.05, mean=0.0):
+        if n < 2 or sd <= 0:
+            return honest_power(n, margin, sd, alpha, mean)
+        tc = stats.t.ppf(1 - alpha, n - 1)
+        root = np.sqrt(n) / sd
+        p1 = stats.nct.sf(tc, n - 1, (mean + margin) * root)
+        p2 = stats.nct.sf(-tc, n - 1, (mean - margin) * root)
+        return float(max(0.0, p1 + p2 - 1.0))
+
+    honest_power = equivalence.tost_power
+    monkeypatch.setattr(equivalence, "tost_power", wrong_tail)
+    v = run_check("E1", {**SHORT, "tokens": 2000}, seed=0)
+    assert v.outcome == "fails", v.summary()
+    assert "statistics_cross_checked" in v.failed_parts, v.summary()
