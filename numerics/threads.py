@@ -90,11 +90,18 @@ def blas_threads() -> int:
 
 def effective() -> dict:
     """The thread counts in effect: the request, the largest of the loaded BLAS and OpenMP
-    libraries (``None``: none loaded) and Numba's (``None``: Numba not imported)."""
+    libraries (``None``: none loaded) and Numba's (read from ``NUMBA_NUM_THREADS``, which
+    :func:`pin` sets, while Numba is not imported: the same record whichever tests this process
+    happened to run; ``None`` when neither says)."""
     numba = sys.modules.get("numba")
+    if numba is not None:
+        numba_threads = numba.get_num_threads()
+    else:
+        env = os.environ.get("NUMBA_NUM_THREADS", "")
+        numba_threads = int(env) if env.isdigit() else None
     return {
         "requested": requested(),
         "blas": max(_counts("blas"), default=None),
         "openmp": max(_counts("openmp"), default=None),
-        "numba": numba.get_num_threads() if numba is not None else None,
+        "numba": numba_threads,
     }

@@ -196,6 +196,9 @@ def _undecided_a1(monkeypatch, conclusion_holds: bool = True):
         return out
 
     monkeypatch.setattr(a1.A1, "limits", {"resolvable": "the finite difference resolves it"})
+    # the part this limit governs (a limit hides only the parts it declares; any other failing
+    # part decides fails: tests/test_faults.py)
+    monkeypatch.setattr(a1.A1, "limit_governs", {"resolvable": ("no_future_dependence",)})
     monkeypatch.setattr(a1.A1, "conclude", undecided)
 
 
