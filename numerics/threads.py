@@ -88,20 +88,22 @@ def blas_threads() -> int:
     return max(_counts("blas"), default=1)
 
 
+def _env_count(var: str) -> int | None:
+    text = os.environ.get(var, "")
+    return int(text) if text.isdigit() else None
+
+
 def effective() -> dict:
     """The thread counts in effect: the request, the largest of the loaded BLAS and OpenMP
-    libraries (``None``: none loaded) and Numba's (read from ``NUMBA_NUM_THREADS``, which
-    :func:`pin` sets, while Numba is not imported: the same record whichever tests this process
-    happened to run; ``None`` when neither says)."""
+    libraries and Numba's. A library not loaded in this process reports the count its variable
+    (which :func:`pin` sets) gives it when it loads, so that the record is the same whichever
+    tests or commands this process happened to run (``None`` when neither says)."""
     numba = sys.modules.get("numba")
-    if numba is not None:
-        numba_threads = numba.get_num_threads()
-    else:
-        env = os.environ.get("NUMBA_NUM_THREADS", "")
-        numba_threads = int(env) if env.isdigit() else None
     return {
         "requested": requested(),
-        "blas": max(_counts("blas"), default=None),
-        "openmp": max(_counts("openmp"), default=None),
-        "numba": numba_threads,
+        "blas": max(_counts("blas"), default=_env_count("OPENBLAS_NUM_THREADS")),
+        "openmp": max(_counts("openmp"), default=_env_count("OMP_NUM_THREADS")),
+        "numba": (
+            numba.get_num_threads() if numba is not None else _env_count("NUMBA_NUM_THREADS")
+        ),
     }
