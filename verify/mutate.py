@@ -61,6 +61,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from .mutants import environment
+
 ROOT = Path(__file__).resolve().parent.parent
 """The repository root."""
 
@@ -405,16 +407,10 @@ def baseline(work: Path) -> dict:
 
 
 def _env(tree: Path, cache: Path) -> dict:
-    env = dict(os.environ)
-    env.update(
-        PYTHONPATH=str(tree),
-        NUMBA_CACHE_DIR=str(cache),
-        OPENBLAS_NUM_THREADS="1",
-        OMP_NUM_THREADS="1",
-        NUMBA_NUM_THREADS="1",
-        FASTSLOW_MUTATE_DIR=str(tree.parent),
-    )
-    env.pop("FASTSLOW_NUMBA_CACHE_BASE", None)
+    """The hand catalogue's check environment (:func:`verify.mutants.environment`) with the
+    session folder the mutated tree lives in."""
+    env = environment(tree, cache)
+    env["FASTSLOW_MUTATE_DIR"] = str(tree.parent)
     return env
 
 
