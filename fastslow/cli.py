@@ -307,7 +307,9 @@ def _sweep_system(unit, spec: str | None, axes: dict) -> tuple:
     the system replaces is bad input naming it. ``(None, {})`` without a system."""
     if spec is None:
         return None, {}
-    system = unit.checked_system(sw.planned_system(spec))
+    system = unit.checked_system(sw.planned_system(spec), limits=False)
+    if not unit.declaration_rules_out(system):  # else every point is outside, whatever its size
+        unit.accepts(system)
     replaced = unit.replaced_by(system)
     for key in axes:
         if key in replaced:
@@ -343,7 +345,12 @@ def _plan_sweep(args):
             f"{format_bytes(held)} of results, beyond the memory budget of {budget_hint()}"
         )
     no_seed = {k: v for k, v in axes.items() if k != "seed"}
-    need = max(unit.within_budget(unit.resolve(p, system), system) for p in sw.iter_grid(**no_seed))
+    if system is not None and unit.declaration_rules_out(system):
+        need = BASE_BYTES  # every point is outside its hypotheses: nothing is built
+    else:
+        need = max(
+            unit.within_budget(unit.resolve(p, system), system) for p in sw.iter_grid(**no_seed)
+        )
     workers = sw.max_workers(args.workers, total)
     fits = max(1, memory_budget() // need)
     if workers > fits:

@@ -263,11 +263,17 @@ def test_declared_hypotheses_of_d6_and_d7_come_before_their_size_limits(tmp_path
     assert d6.outcome == "outside-hypotheses" and d6.violated == ["gate_zero"]
     assert main(["check", "D7", "--system", str(path)]) == 4
     capsys.readouterr()
+    # a sweep plans on the same order: outside on every point, never refused for its size
+    assert main(["sweep", "D7", "--system", str(path), "--seeds", "0,1", "--workers", "1"]) == 4
+    out = capsys.readouterr().out
+    assert "2 outside-hypotheses" in out and "conclusion not computed" in out
     # closed gates and no slow path: D6's hypothesis holds, its size limit decides (bad input);
     # D7's gate cannot move a spectrum without a slow path: outside at any size
     closed = tmp_path / "closed.npz"
     tensors = {k: (np.zeros(()) if k.endswith(".g") else a) for k, a in layout_of_width(17).items()}
     weights_file.write_npz(closed, tensors, {"T": T, "P": P, "fast_mask": "causal", "slow": False})
     assert main(["check", "D6", "--system", str(closed)]) == 2
+    assert "d=17" in one_line(capsys.readouterr().err)
+    assert main(["sweep", "D6", "--system", str(closed), "--seeds", "0", "--workers", "1"]) == 2
     assert "d=17" in one_line(capsys.readouterr().err)
     assert check("D7", system=TrainedStack.from_file(closed)).violated == ["gate_moves_spectrum"]

@@ -437,6 +437,13 @@ class Claim:
             f"expected outside-hypotheses with {ctl.breaks} violated and the conclusion failing)"
         )
 
+    def declaration_rules_out(self, system) -> bool:
+        """Whether a hypothesis decided from ``system``'s declaration alone
+        (:attr:`declared_hypotheses`) fails: every check of ``system`` is then
+        ``outside-hypotheses`` without the conclusion (:meth:`limits_or_outside`), so the claim's
+        size limits and budgets do not refuse it."""
+        return not all(fn(system).holds for fn in self.declared_hypotheses.values())
+
     def limits_or_outside(self, p: dict, seed: int, system) -> Verdict | None:
         """``None`` when ``system`` is within the claim's limits (:meth:`accepts`, the budgets);
         when not, the ``outside-hypotheses`` verdict without the conclusion if a hypothesis its

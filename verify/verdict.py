@@ -179,6 +179,18 @@ class Verdict:
     def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
 
+    def _conclusion_state(self) -> str:
+        """The conclusion beside a violated hypothesis, in a few words: not evaluated (with the
+        error that stopped it, if any), holds, or the parts that fail."""
+        if not self.conclusion:
+            err = self.error
+            if err:
+                return f"conclusion could not be evaluated: {err.get('type')}: {err.get('message')}"
+            return "conclusion not computed"
+        if self.conclusion_holds:
+            return "conclusion holds"
+        return "conclusion fails: " + ", ".join(self.failed_parts)
+
     def reason(self) -> str:
         """One line: why this outcome."""
         if self.outcome == "error":
@@ -189,16 +201,7 @@ class Verdict:
                 f"{k} ({short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
                 for k in self.violated
             )
-            if self.error and not self.conclusion:
-                err = self.error
-                tail = (
-                    f"; conclusion could not be evaluated: {err.get('type')}: {err.get('message')}"
-                )
-            else:
-                tail = "; conclusion " + (
-                    "holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts)
-                )
-            return f"outside the hypotheses: {why}{tail}"
+            return f"outside the hypotheses: {why}; {self._conclusion_state()}"
         if self.outcome == "undecided":
             return "the check cannot decide this instance: " + ", ".join(
                 f"{k} ({short(self.limits[k].value)}; {self.limits[k].rule})"
@@ -211,16 +214,9 @@ class Verdict:
                 f"{k} ({short(self.hypotheses[k].value)}; {self.hypotheses[k].rule})"
                 for k in self.violated
             )
-            tail = (
-                f"; conclusion could not be evaluated: {self.error.get('type')}: "
-                f"{self.error.get('message')}"
-                if self.error and not self.conclusion
-                else "; conclusion "
-                + ("holds" if self.conclusion_holds else "fails: " + ", ".join(self.failed_parts))
-            )
             return (
                 "failure of the suite: a hypothesis does not hold on a declared main instance "
-                f"(built to satisfy it): {why}{tail}"
+                f"(built to satisfy it): {why}; {self._conclusion_state()}"
             )
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(
