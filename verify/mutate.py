@@ -141,19 +141,26 @@ def imports_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
     return out
 
 
+def unit_files(graph: dict[str, set[str]], cid: str) -> list[str]:
+    """The files of claim ``cid``'s unit: ``verify/checks/<id>.py``, or every module of the package
+    ``verify/checks/<id>/`` (a unit of several modules)."""
+    flat = f"verify/checks/{cid.lower()}.py"
+    if flat in graph:
+        return [flat]
+    return sorted(f for f in graph if f.startswith(f"verify/checks/{cid.lower()}/"))
+
+
 def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """``{file: files it imports}`` over :data:`SCANNED`; a claim unit's test file
-    (``verify/tests/test_<id>_*.py``) also imports ``verify/checks/<id>.py`` (the registry imports
-    the units by name)."""
+    (``verify/tests/test_<id>_*.py``) also imports every file of the unit (:func:`unit_files`; the
+    registry imports the units by name)."""
     files = python_files(root)
     known = {module_name(f): f for f in files if not f.startswith("tests/")}
     graph = {f: imports_of(root, f, known) for f in files}
     for f in files:
         name = Path(f).name
         if f.startswith("verify/tests/test_") and name[5:7].isalnum():
-            unit = f"verify/checks/{name[5:7]}.py"
-            if unit in graph:
-                graph[f].add(unit)
+            graph[f].update(unit_files(graph, name[5:7]))
     return graph
 
 
@@ -182,25 +189,21 @@ def unit_tests(graph: dict[str, set[str]], rel: str) -> list[str]:
 
 
 def near_claims(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
-    """The claims whose unit is ``rel`` or imports it directly."""
+    """The claims whose unit holds ``rel`` or imports it directly (from one of its files)."""
     return [
-        c
-        for c in ids
-        if f"verify/checks/{c.lower()}.py" == rel
-        or rel in graph.get(f"verify/checks/{c.lower()}.py", ())
+        c for c in ids if any(u == rel or rel in graph.get(u, ()) for u in unit_files(graph, c))
     ]
 
 
 def claims_of(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
-    """The claims whose unit (``verify/checks/<id>.py``) imports ``rel`` directly or not; those
-    importing it directly (or the unit itself) first, in ``ids`` order otherwise."""
-    near, far = [], []
-    for cid in ids:
-        unit = f"verify/checks/{cid.lower()}.py"
-        if unit == rel or rel in graph.get(unit, ()):
-            near.append(cid)
-        elif rel in closure(graph, unit):
-            far.append(cid)
+    """The claims whose unit (:func:`unit_files`) imports ``rel`` directly or not; those holding
+    it or importing it directly first, in ``ids`` order otherwise."""
+    near = near_claims(graph, rel, ids)
+    far = [
+        cid
+        for cid in ids
+        if cid not in near and any(rel in closure(graph, u) for u in unit_files(graph, cid))
+    ]
     return near + far
 
 

@@ -1,8 +1,8 @@
 """F2's stationary-manifold parts (:mod:`verify.checks.f2`): the generator's spectrum on the grid,
 its null vectors, the stationary manifold against theory's, and the memory and simplex parts.
 
-Helper module of the claim unit :mod:`verify.checks.f2` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f2`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f2.claim`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import numpy as np
 
 from fastslow.numerics.toy import markov as mk
 
-from ..measure import (
+from ...measure import (
     symbolic_agrees,
 )
-from ..verdict import Diagnostic, at_least, at_most
-from .f2_chain import H1_TOL_FACTOR, CoupledChain
+from ...verdict import Diagnostic, at_least, at_most
+from .chain import H1_TOL_FACTOR, CoupledChain
 
 SIMPLEX_TOL = 1e-8
 """Largest mass defect ``|1ᵀx − 1|`` of a trajectory that counts as on the simplex."""

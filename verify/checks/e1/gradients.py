@@ -8,8 +8,8 @@ import numpy as np
 from fastslow.numerics.lm.network import Network
 from fastslow.numerics.lm.params import gate_names, init_params
 
-from ..verdict import Diagnostic, at_most
-from .e1_runs import lm_config
+from ...verdict import Diagnostic, at_most
+from .runs import lm_config
 
 GRAD_STEP = 1e-4
 """Step of the central differences of :func:`gradient_check` (on O(1) unit directions)."""

@@ -94,14 +94,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..claim import Claim, Conclusion, control_table
-from ..model_params import model_params
-from ..params import Order, Param
-from ..systems import DepthFlow
-from ..user_kernels import exact_coarse_maps
-from ..verdict import Diagnostic
-from .d6_measurements import GATE_SWEEP_POINTS, Instance, gates_closed, layer_gates_of, measured
-from .d6_parts import (
+from ...claim import Claim, Conclusion, control_table
+from ...model_params import model_params
+from ...params import Order, Param
+from ...systems import DepthFlow
+from ...user_kernels import exact_coarse_maps
+from ...verdict import Diagnostic
+from .measurements import GATE_SWEEP_POINTS, Instance, gates_closed, layer_gates_of, measured
+from .parts import (
     GATE_SWEEP_TOL,
     KRON_TOL,
     Ed_forcing_higher_orders,
@@ -131,6 +131,13 @@ def jvp_layers(p: dict) -> int:
     columns (every parameter entry of ``L`` layers, the bundle bases) through ``L`` layers."""
     T, d, L = p["T"], p["d"], p["L"]
     return (1 + GATE_SWEEP_POINTS) * L * (8 * L * d * d + 3 * T * d)
+
+
+def _block_local(system: DepthFlow) -> bool:
+    """The flow's boolean mask has no entry outside the diagonal P×P blocks."""
+    mask = np.asarray(system.mask, bool)
+    blocks = np.arange(mask.shape[0]) // system.P
+    return not bool(np.any(mask & (blocks[:, None] != blocks[None, :])))
 
 
 class D6(Claim):
@@ -380,13 +387,6 @@ class D6(Claim):
             notes=notes,
             series=series,
         )
-
-
-def _block_local(system: DepthFlow) -> bool:
-    """The flow's boolean mask has no entry outside the diagonal P×P blocks."""
-    mask = np.asarray(system.mask, bool)
-    blocks = np.arange(mask.shape[0]) // system.P
-    return not bool(np.any(mask & (blocks[:, None] != blocks[None, :])))
 
 
 CLAIM = D6()

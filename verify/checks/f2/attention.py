@@ -1,8 +1,8 @@
 """F2's attention link (:mod:`verify.checks.f2`): the masks' frozen kernels read as Markov
 generators, row by row up to ``P_max``, and the parts that compare them with the chain.
 
-Helper module of the claim unit :mod:`verify.checks.f2` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f2`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f2.claim`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
 
-from ..verdict import Diagnostic
+from ...verdict import Diagnostic
 
 CAUSAL_GAP, CAUSAL_GAP_TOL = 0.5, 1e-12
 """The within-block causal chain's spectral gap, exactly 1/2, to rounding."""

@@ -2,8 +2,8 @@
 ε-ladder by two integrators, the orders ε and ε² of the error, the reduced solution inside the grid,
 and the drawn trajectory.
 
-Helper module of the claim unit :mod:`verify.checks.f2` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f2`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f2.claim`.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..measure import (
+from ...measure import (
     RATE_RESOLUTION,
     asymptotic_slope,
     at_accuracy_floor,
     ratio,
 )
-from ..verdict import Diagnostic
-from .f2_chain import CoupledChain
+from ...verdict import Diagnostic
+from .chain import CoupledChain
 
 OTHER_METHOD = {"BDF": "Radau", "Radau": "BDF", "LSODA": "Radau"}
 """The second integrator whose run at every ε measures the achieved accuracy (:func:`accuracy`)."""
@@ -92,19 +92,6 @@ def order_rate(eps, err, floor, k: int, tol: float) -> dict:
     return res
 
 
-def p_st_constant(inst: CoupledChain) -> bool:
-    """Whether theory's exact ``∂_y p_st`` is identically 0 (then ``h_1 ≡ 0`` and the tracking
-    errors vanish but for the initial layer: the rates are not sharp, only the bounds are claimed).
-
-    Decided exactly, cheapest proof first: an entry that is 0 as an expression is 0; an entry
-    with a value ``≠ 0`` at a point of the checked grid (50 significant digits) is not
-    identically 0; only an entry that is 0 at every such point goes to ``sympy.simplify``, which
-    must prove it 0 (a user family's ``∂_y p_st`` can take ``simplify`` minutes to expand)."""
-    lo, hi = inst.p["y_min"], inst.p["y_max"]
-    points = [sp.Float(lo + f * (hi - lo), 50) for f in (0.2113, 0.5, 0.7887)]
-    return all(identically_zero(e, points) for e in inst.sm.dp)
-
-
 def identically_zero(e: sp.Expr, points: list) -> bool:
     """Whether ``e`` is identically 0: by ``e == 0``, else not if it is ``≠ 0`` (beyond 1e-30 at 50
     digits) at one of ``points`` (values of its free symbols), else by ``sympy.simplify``."""
@@ -116,6 +103,19 @@ def identically_zero(e: sp.Expr, points: list) -> bool:
         if abs(value) > 1e-30:
             return False
     return sp.simplify(e) == 0
+
+
+def p_st_constant(inst: CoupledChain) -> bool:
+    """Whether theory's exact ``∂_y p_st`` is identically 0 (then ``h_1 ≡ 0`` and the tracking
+    errors vanish but for the initial layer: the rates are not sharp, only the bounds are claimed).
+
+    Decided exactly, cheapest proof first: an entry that is 0 as an expression is 0; an entry
+    with a value ``≠ 0`` at a point of the checked grid (50 significant digits) is not
+    identically 0; only an entry that is 0 at every such point goes to ``sympy.simplify``, which
+    must prove it 0 (a user family's ``∂_y p_st`` can take ``simplify`` minutes to expand)."""
+    lo, hi = inst.p["y_min"], inst.p["y_max"]
+    points = [sp.Float(lo + f * (hi - lo), 50) for f in (0.2113, 0.5, 0.7887)]
+    return all(identically_zero(e, points) for e in inst.sm.dp)
 
 
 def rate_part(res: dict, k: int, what: str, degenerate: bool) -> Diagnostic:

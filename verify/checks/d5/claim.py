@@ -74,21 +74,21 @@ import numpy as np
 
 from fastslow.numerics.analysis import linearised as lin
 
-from ..claim import Claim, Conclusion, Control
-from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
-from ..model_params import model_params
-from ..params import Param
-from ..systems import DepthFlow
-from ..user_kernels import kernel_diagonalisable, require_decomposable
-from ..verdict import Diagnostic
-from .d5_measurements import (
+from ...claim import Claim, Conclusion, Control
+from ...diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
+from ...model_params import model_params
+from ...params import Param
+from ...systems import DepthFlow
+from ...user_kernels import kernel_diagonalisable, require_decomposable
+from ...verdict import Diagnostic
+from .measurements import (
     Instance,
     linear_response,
     mode_data,
     nonlinear_response,
     reference_mode_ratio,
 )
-from .d5_parts import (
+from .parts import (
     BRUTE_FORCE_R_REL,
     KERNEL_CONSTANT_REL,
     REFERENCE_R_REL,

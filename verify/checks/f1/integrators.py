@@ -1,8 +1,8 @@
 """F1's integrator checks (:mod:`verify.checks.f1`): the suite's integrators against the reference
 at the deciding ε, and their orders measured on a problem with a known solution.
 
-Helper module of the claim unit :mod:`verify.checks.f1` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f1`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f1.claim`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from scipy.integrate import solve_ivp
 from fastslow.numerics.integrators import ORDERS as INTEGRATOR_ORDERS
 from fastslow.numerics.integrators import integrate
 
-from ..measure import (
+from ...measure import (
     asymptotic_slope,
     ratio,
     relative_error,
 )
-from .f1_instance import METHODS, RATE_ORDERS, Instance
+from .instance import METHODS, RATE_ORDERS, Instance
 
 REFERENCE_FACTOR = 100.0
 """Allowed disagreement of two integrators at ``t = 1``, relative to ``‖X(1)‖``:
@@ -58,12 +58,6 @@ ORDER_WINDOW = 4
 
 INTEGRATOR_PARTS = ("integrators_agree_with_reference", "integrators_achieve_their_order")
 """The parts that verify the integrator under test (when one fails, the check has decided)."""
-
-
-@cache
-def verified_orders() -> dict:
-    """:func:`integrator_orders`, once per process (it depends on the code only)."""
-    return integrator_orders()
 
 
 def deciding_eps(p: dict, rates: dict) -> dict:
@@ -171,3 +165,9 @@ def integrator_orders() -> dict:
             floor=ORDER_FLOOR,
         )
     return out
+
+
+@cache
+def verified_orders() -> dict:
+    """:func:`integrator_orders`, once per process (it depends on the code only)."""
+    return integrator_orders()

@@ -1,8 +1,8 @@
 """D6's conclusion parts (:mod:`verify.checks.d6`): each measured number of parts (a)–(d) read
 against its tolerance or the theory's prediction.
 
-Helper module of the claim unit :mod:`verify.checks.d6` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.d6`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.d6.claim`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import sympy as sp
 
 from fastslow.theory.stability import block_causal_gap_ratio
 
-from ..measure import (
+from ...measure import (
     symbolic_agrees,
 )
-from ..verdict import Diagnostic
-from .d6_measurements import FORMALISATIONS, Instance, gate_sweep_applies
+from ...verdict import Diagnostic
+from .measurements import FORMALISATIONS, Instance, gate_sweep_applies
 
 KRON_TOL = 1e-10
 """Relative residual of ``∂Slow/∂X = (U_c K_s B) ⊗ M_sᵀ``."""

@@ -2,8 +2,8 @@
 radius along the gate, the stability margin by the dense minimum singular value, the critical
 gates, and the curves of the figure.
 
-Helper module of the claim unit :mod:`verify.checks.d7` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.d7`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.d7.claim`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from fastslow.numerics.analysis.stability import (
     stability_margin,
 )
 
-from ..measure import ratio
-from ..verdict import Diagnostic
+from ...measure import ratio
+from ...verdict import Diagnostic
 
 GATE_BISECTION_TOL = 1e-12
 """Relative tolerance of the bisection for ``g_c`` (:func:`numerics.analysis.stability.critical_gate`,

@@ -2,8 +2,8 @@
 ratio ``r(L)``, the exact reference's factors, the linear and nonlinear responses, the brute-force
 mode ratio of the dense products and the rounding response of the stack.
 
-Helper module of the claim unit :mod:`verify.checks.d5` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.d5`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.d5.claim`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
 from fastslow.numerics.analysis.stability import layer_jacobian
 
-from ..measure import (
+from ...measure import (
     UNIT_ROUNDOFF,
     central_difference,
     ratio,
     relative_error,
 )
-from ..reference import layer as ref
-from ..reference import spectra as ref_spectra
-from ..systems import DepthFlow
-from ..user_kernels import user_kernel
-from ..verdict import Diagnostic
+from ...reference import layer as ref
+from ...reference import spectra as ref_spectra
+from ...systems import DepthFlow
+from ...user_kernels import user_kernel
+from ...verdict import Diagnostic
 
 
 class Instance:
@@ -64,6 +64,17 @@ class Instance:
     def X0(self) -> np.ndarray:
         """The homogeneous input ``1 x_0ᵀ``."""
         return np.ones((self.cfg.T, 1)) * self.x0
+
+
+def probe_pair(K: np.ndarray) -> tuple[int, int]:
+    """``(t, s)``: the token pair of the reference probe ``δX = e_s e_iᵀ``, whose row ``t`` is
+    ``K_ts e_iᵀM`` and row ``s`` is ``e_iᵀ(N + K_ss M)``: ``(1, 0)`` when ``K_10 ≠ 0`` (every named
+    mask with more than one eigenvalue), else the first ``t ≠ s`` with ``K_ts ≠ 0`` in row-major
+    order (a diagonalisable ``K ≠ I`` has one); ``(1, 0)`` for a diagonal ``K`` (unused there)."""
+    if K.shape[0] > 1 and K[1, 0] != 0:
+        return 1, 0
+    off = np.argwhere((K != 0) & ~np.eye(K.shape[0], dtype=bool))
+    return (int(off[0][0]), int(off[0][1])) if off.size else (1, 0)
 
 
 def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
@@ -109,17 +120,6 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
             F[l, k] = N + (lam if isinstance(lam, complex) else float(lam)) * M
         X = f(X)
     return lams, F
-
-
-def probe_pair(K: np.ndarray) -> tuple[int, int]:
-    """``(t, s)``: the token pair of the reference probe ``δX = e_s e_iᵀ``, whose row ``t`` is
-    ``K_ts e_iᵀM`` and row ``s`` is ``e_iᵀ(N + K_ss M)``: ``(1, 0)`` when ``K_10 ≠ 0`` (every named
-    mask with more than one eigenvalue), else the first ``t ≠ s`` with ``K_ts ≠ 0`` in row-major
-    order (a diagonalisable ``K ≠ I`` has one); ``(1, 0)`` for a diagonal ``K`` (unused there)."""
-    if K.shape[0] > 1 and K[1, 0] != 0:
-        return 1, 0
-    off = np.argwhere((K != 0) & ~np.eye(K.shape[0], dtype=bool))
-    return (int(off[0][0]), int(off[0][1])) if off.size else (1, 0)
 
 
 def reference_mode_ratio(inst: Instance) -> tuple[list, np.ndarray]:

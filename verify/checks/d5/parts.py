@@ -2,8 +2,8 @@
 reference, the brute-force products, the kernel constant and the coarse stack, each read against
 its tolerance.
 
-Helper module of the claim unit :mod:`verify.checks.d5` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.d5`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.d5.claim`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import fastslow.numerics as nm
 from fastslow.numerics.analysis import linearised as lin
 from fastslow.theory.kernels import kernel_constant as exact_kernel_constant
 
-from ..measure import (
+from ...measure import (
     elementwise_relative_error,
     ratio,
     relative_error,
     symbolic_agrees,
 )
-from ..reference import spectra as ref_spectra
-from ..verdict import Diagnostic, at_most, not_evaluated
-from .d5_measurements import (
+from ...reference import spectra as ref_spectra
+from ...verdict import Diagnostic, at_most, not_evaluated
+from .measurements import (
     Instance,
     Modes,
     Response,

@@ -2,8 +2,8 @@
 trajectory, and every measured number of parts (a)–(d): the visibility map's ranks, the Taylor
 test, the ``E_d`` forcing, the kernel change, the slow coupling and the gate sweep.
 
-Helper module of the claim unit :mod:`verify.checks.d6` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.d6`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.d6.claim`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from fastslow.numerics.analysis.visibility import (
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.masks import block_level_mask, coarse_maps
 
-from ..measure import (
+from ...measure import (
     UNIT_ROUNDOFF,
     central_difference,
     local_slopes,
@@ -36,9 +36,9 @@ from ..measure import (
     slope_fit,
     taylor_remainder_order,
 )
-from ..systems import DepthFlow
-from ..user_kernels import exact_coarse_maps
-from ..verdict import Diagnostic
+from ...systems import DepthFlow
+from ...user_kernels import exact_coarse_maps
+from ...verdict import Diagnostic
 
 FORMALISATIONS = ("X0_Ed", "E_Ed", "F_Ed")
 """The three formalisations of E_d forcing: input, injection target, additive forcing."""
@@ -456,6 +456,13 @@ def gate_sweep_figures(inst: Instance) -> dict:
     return out
 
 
+def gate_sweep_applies(inst: Instance, f: dict) -> bool:
+    """Part (d) is decided when the gate is visible (the slow output reaches ``Lᵀ X_L``), ``L ≥ 2``
+    and the reference is homogeneous."""
+    gate_visible = f["slow_output_read_by_persistent"] > 0.0
+    return bool(gate_visible and inst.p["L"] >= 2 and inst.reference_homogeneous())
+
+
 def measured(inst: Instance) -> tuple[dict, dict]:
     """Every measured number of parts (a)–(d) (the figures) and the series, in the order the
     random streams are drawn (finite QK perturbations, then E_d directions and kernel changes)."""
@@ -467,10 +474,3 @@ def measured(inst: Instance) -> tuple[dict, dict]:
     f["slow_output_read_by_persistent"] = inst.slow_output_read_by_persistent()
     f["gate_sweep"] = gate_sweep_figures(inst) if gate_sweep_applies(inst, f) else {}
     return f, series
-
-
-def gate_sweep_applies(inst: Instance, f: dict) -> bool:
-    """Part (d) is decided when the gate is visible (the slow output reaches ``Lᵀ X_L``), ``L ≥ 2``
-    and the reference is homogeneous."""
-    gate_visible = f["slow_output_read_by_persistent"] > 0.0
-    return bool(gate_visible and inst.p["L"] >= 2 and inst.reference_homogeneous())

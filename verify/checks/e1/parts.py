@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ..equivalence import simulated_tost_power
-from ..verdict import Diagnostic
+from ...equivalence import simulated_tost_power
+from ...verdict import Diagnostic
 
 TRAINED_STEP_FRACTION = 0.9
 """A coupled gate counts as trained when it changed on at least this fraction of its steps."""
 ENDPOINTS = {"gap": "gap", "gate_ablation": "ablation"}
-"""Figure prefix → the per-seed values of :func:`verify.checks.e1_runs.endpoint_values`."""
+"""Figure prefix → the per-seed values of :func:`verify.checks.e1.runs.endpoint_values`."""
 SIM_DRAWS = 20_000
 """Draws of the simulated power in ``statistics_cross_checked``."""
 STAT_RTOL = 1e-9

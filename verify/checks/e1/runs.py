@@ -19,7 +19,7 @@ from fastslow.numerics.lm.network import Network
 from fastslow.numerics.lm.params import LMConfig
 from fastslow.numerics.lm.train import RunSpec, default_cache_dir, run, training_step
 
-from ..verdict import Diagnostic
+from ...verdict import Diagnostic
 
 SEED_STRIDE = 1000
 PILOT_OFFSET = 900

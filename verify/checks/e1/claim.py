@@ -51,7 +51,7 @@ the same size, data order and schedule for ``tokens`` tokens — *dense* (fast p
    cache are never read: a cached run carries the load of its own day.
 7. **Procedure**: the held-out loss of every test run is recomputed from its stored weights on
    the windows cut from the held-out split declared when the instance is built (identified by
-   SHA-256; :func:`verify.checks.e1_runs.heldout_identity`), and the statistics are recomputed by
+   SHA-256; :func:`verify.checks.e1.runs.heldout_identity`), and the statistics are recomputed by
    SciPy's own routines (``statistics_cross_checked``: TOST p and interval by ``ttest_1samp``,
    the margin's interval by the χ² distribution function, the planned power by simulation).
 
@@ -82,8 +82,8 @@ tokens per run at the default size); ``pytest verify --thorough`` runs it at thr
 tokens): its verdict is labelled ``profile: "short"`` in the figures, the notes, the report and the
 terminal summary, and is never the paper-scale result. Finished runs are cached on disk
 (:func:`numerics.lm.train.run`: losses and gates only ever decide). The runs, the instance and the
-procedure checks are in :mod:`verify.checks.e1_runs`, the gradient check in
-:mod:`verify.checks.e1_gradients`, the statistics in :mod:`verify.equivalence`.
+procedure checks are in :mod:`verify.checks.e1.runs`, the gradient check in
+:mod:`verify.checks.e1.gradients`, the statistics in :mod:`verify.equivalence`.
 
 Negative control ``shared_structure`` (``corpus=noisy_copy``): every block repeats its
 predecessor's characters (reshuffled, 5% noise, a fresh text block with probability 0.1): the
@@ -102,26 +102,24 @@ import numpy as np
 
 from fastslow.numerics.lm import corpus
 
-from ..claim import Claim, Conclusion, Control
-from ..equivalence import (
+from ...claim import Claim, Conclusion, Control
+from ...equivalence import (
     paired_tost,
     planned_pairs,
     sd_interval,
     three_way,
-    tost_power,
 )
-from ..params import Param
-from ..verdict import at_most
-from .e1_gradients import gradient_check
-from .e1_parts import (
+from ...params import Param
+from ...verdict import at_most
+from .gradients import gradient_check
+from .parts import (
     ENDPOINTS,
     decided_limit,
     endpoint_part,
     statistics_cross_check,
     trained_part,
 )
-from .e1_runs import (
-    TRAIN_MISSING,
+from .runs import (
     Instance,
     cpu_cost,
     endpoint_values,
@@ -129,8 +127,6 @@ from .e1_runs import (
     paired_runs,
     select_lr,
 )
-
-__all__ = ["CLAIM", "TRAIN_MISSING", "Instance", "gradient_check", "sweep_row", "tost_power"]
 
 FULL_TOKENS = 500_000
 SWEEP_TOKENS = (50_000, 150_000, 500_000)
@@ -303,6 +299,30 @@ SHORT = {
     "workers": 1,
 }
 """The short profile (default ``pytest verify`` and the negative control)."""
+
+
+TRAIN_TOKENS = 380_000
+"""Training characters of the pydoc corpus, rounded up (372,931 measured on CPython 3.11)."""
+
+
+def token_units(p: dict) -> float:
+    """Work of one forward pass per token in float multiply-adds: ``L`` layers of projections
+    ``4d²``, MLP ``2dm``, attention ``4Td`` and its softmax (``16T``), and the head ``d·97``."""
+    T, d, m = p["T"], p["d"], p["m"]
+    return p["L"] * (4 * d * d + 2 * d * m + 4 * T * d + 16 * T) + d * corpus.VOCAB
+
+
+def run_work(p: dict) -> dict[str, float]:
+    """The work of one training run: training (``3×`` the forward work per token) and its
+    per-step layer calls, the ten evaluations on 32 windows, and the final evaluations (held-out,
+    gates zeroed, validation, gate gradients: about five forward passes over ``heldout_windows``);
+    an evaluation's layer call counts a third of a training step's."""
+    T, batch, L = p["T"], p["batch"], p["L"]
+    steps = max(1, math.ceil(p["tokens"] / (batch * T)))
+    final = min(p["heldout_windows"], 230) * (T + 1)
+    forward = 3 * steps * batch * T + 10 * min(32, p["heldout_windows"]) * (T + 1) + 5 * final
+    calls = steps + (10 * math.ceil(32 / batch) + 5 * math.ceil(final / (T + 1) / batch)) / 3
+    return {"lm_unit": token_units(p) * forward, "lm_layer_call": L * calls}
 
 
 class E1(Claim):
@@ -686,30 +706,6 @@ class E1(Claim):
             notes=notes_of(inst, figures),
             series=series,
         )
-
-
-TRAIN_TOKENS = 380_000
-"""Training characters of the pydoc corpus, rounded up (372,931 measured on CPython 3.11)."""
-
-
-def token_units(p: dict) -> float:
-    """Work of one forward pass per token in float multiply-adds: ``L`` layers of projections
-    ``4d²``, MLP ``2dm``, attention ``4Td`` and its softmax (``16T``), and the head ``d·97``."""
-    T, d, m = p["T"], p["d"], p["m"]
-    return p["L"] * (4 * d * d + 2 * d * m + 4 * T * d + 16 * T) + d * corpus.VOCAB
-
-
-def run_work(p: dict) -> dict[str, float]:
-    """The work of one training run: training (``3×`` the forward work per token) and its
-    per-step layer calls, the ten evaluations on 32 windows, and the final evaluations (held-out,
-    gates zeroed, validation, gate gradients: about five forward passes over ``heldout_windows``);
-    an evaluation's layer call counts a third of a training step's."""
-    T, batch, L = p["T"], p["batch"], p["L"]
-    steps = max(1, math.ceil(p["tokens"] / (batch * T)))
-    final = min(p["heldout_windows"], 230) * (T + 1)
-    forward = 3 * steps * batch * T + 10 * min(32, p["heldout_windows"]) * (T + 1) + 5 * final
-    calls = steps + (10 * math.ceil(32 / batch) + 5 * math.ceil(final / (T + 1) / batch)) / 3
-    return {"lm_unit": token_units(p) * forward, "lm_layer_call": L * calls}
 
 
 CLAIM = E1()

@@ -100,19 +100,19 @@ from fastslow.numerics.analysis.stability import (
 )
 from fastslow.numerics.model import kernels
 
-from ..against_reference import (
+from ...against_reference import (
     JACOBIAN_UNITS,
     jacobian_deviation,
     reference_layer_jacobian,
     reference_slow_jacobian,
 )
-from ..claim import Claim, Conclusion, control_table
-from ..measure import UNIT_ROUNDOFF
-from ..model_params import model_params
-from ..params import Param
-from ..systems import DepthFlow, LinearLoop
-from ..verdict import Diagnostic, not_evaluated
-from .d7_spectrum import (
+from ...claim import Claim, Conclusion, control_table
+from ...measure import UNIT_ROUNDOFF
+from ...model_params import model_params
+from ...params import Param
+from ...systems import DepthFlow, LinearLoop
+from ...verdict import Diagnostic, not_evaluated
+from .spectrum import (
     curves,
     gate_parts,
     margin_parts,

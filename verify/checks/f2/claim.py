@@ -96,12 +96,12 @@ import sympy as sp
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
 
-from ..claim import Claim, Conclusion, Control
-from ..params import Order, Param
-from ..systems import GeneratorFamily
-from ..verdict import Diagnostic
-from .f2_attention import attention_link_parts
-from .f2_chain import (
+from ...claim import Claim, Conclusion, Control
+from ...params import Order, Param
+from ...systems import GeneratorFamily
+from ...verdict import Diagnostic
+from .attention import attention_link_parts
+from .chain import (
     H1_TOL_FACTOR,
     FamilyInstance,
     Instance,
@@ -109,7 +109,7 @@ from .f2_chain import (
     reduced_solution_inside_grid,
     symbolic_hypotheses,
 )
-from .f2_manifold import (
+from .manifold import (
     SIMPLEX_TOL,
     manifold_parts,
     memory_and_simplex_parts,
@@ -119,7 +119,7 @@ from .f2_manifold import (
     spectrum_on_grid,
     spectrum_parts,
 )
-from .f2_tracking import drawn_trajectory, inside_grid_part, tracking_parts, tracking_runs
+from .tracking import drawn_trajectory, inside_grid_part, tracking_parts, tracking_runs
 
 CHAINS = mk.CHAIN_KINDS
 """The fast generator: the example chain or one of its negative controls."""

@@ -2,8 +2,8 @@
 variable, built from a named chain (theory's example generator, :func:`symbolic_chain`) or from your
 own generator family, and the hypotheses decided on the symbolic generator.
 
-Helper module of the claim unit :mod:`verify.checks.f2` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f2`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f2.claim`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sympy as sp
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
 
-from ..budgets import time_budget, time_hint
-from ..reference import chains as reference_chains
-from ..systems import GeneratorFamily
-from ..verdict import Diagnostic, at_most
+from ...budgets import time_budget, time_hint
+from ...reference import chains as reference_chains
+from ...systems import GeneratorFamily
+from ...verdict import Diagnostic, at_most
 
 H1_TOL_FACTOR = 1e3
 """``h_1`` (a group inverse applied twice) agrees to ``H1_TOL_FACTOR·manifold_tol``."""
@@ -280,6 +280,20 @@ class Instance(CoupledChain):
             self.reduced_inputs = (reference_chains.example_chain(n, ys), slow, ys, xs, ts)
 
 
+def family_note(sm: tm.SlowManifold, p: dict) -> str:
+    """What was derived how for a user family."""
+    atoms = ", ".join(map(str, sm.atoms)) or "none"
+    return (
+        "your system: p_st(y) (Markov chain tree theorem) and h_1(y, t) (Q h_1 = ∂_y p_st · "
+        "g(p_st, y, t), 1ᵀh_1 = 0) derived exactly for your Q and slow field g, in the field "
+        f"of rational functions over ℚ of y and the atoms [{atoms}] (free generators, floats "
+        "read as decimals): their residuals are exact zeros. Numerical: the null vectors of "
+        f"Q(y) (SVD; against p_st ≤ {p['manifold_tol']:g}), the group-inverse h_1 (≤ "
+        f"{H1_TOL_FACTOR * p['manifold_tol']:g}) and the coupled system with your g "
+        f"({p['method']}, rtol {p['rtol']:g}, atol {p['atol']:g})"
+    )
+
+
 class FamilyInstance(CoupledChain):
     """A user :class:`~verify.systems.GeneratorFamily`: its ``Q(y)``, ``∂Q/∂y`` and slow field
     lambdified from its SymPy expressions, and ``p_st``, ``h_1`` derived by theory for them."""
@@ -299,17 +313,3 @@ class FamilyInstance(CoupledChain):
             self.notes = (self.why_not,)
             return
         self.notes = (family_note(self.sm, p),)
-
-
-def family_note(sm: tm.SlowManifold, p: dict) -> str:
-    """What was derived how for a user family."""
-    atoms = ", ".join(map(str, sm.atoms)) or "none"
-    return (
-        "your system: p_st(y) (Markov chain tree theorem) and h_1(y, t) (Q h_1 = ∂_y p_st · "
-        "g(p_st, y, t), 1ᵀh_1 = 0) derived exactly for your Q and slow field g, in the field "
-        f"of rational functions over ℚ of y and the atoms [{atoms}] (free generators, floats "
-        "read as decimals): their residuals are exact zeros. Numerical: the null vectors of "
-        f"Q(y) (SVD; against p_st ≤ {p['manifold_tol']:g}), the group-inverse h_1 (≤ "
-        f"{H1_TOL_FACTOR * p['manifold_tol']:g}) and the coupled system with your g "
-        f"({p['method']}, rtol {p['rtol']:g}, atol {p['atol']:g})"
-    )

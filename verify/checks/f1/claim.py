@@ -123,28 +123,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..claim import Claim, Conclusion, Control
-from ..coupling_problem import coupling_problem
-from ..integrator_calibration import error_control_part
-from ..model_params import model_params
-from ..params import Param
-from ..systems import DepthFlow
-from ..verdict import Diagnostic
-from .f1_hypotheses import (
+from ...claim import Claim, Conclusion, Control
+from ...coupling_problem import coupling_problem
+from ...integrator_calibration import error_control_part
+from ...model_params import model_params
+from ...params import Param
+from ...systems import DepthFlow
+from ...verdict import Diagnostic
+from .hypotheses import (
     HYPOTHESIS_DIAGNOSTICS,
     asymptotic_regime_resolvable,
     attraction_rate_resolvable,
     mask_block_local,
 )
-from .f1_instance import METHODS, Instance
-from .f1_integrators import (
+from .instance import METHODS, Instance
+from .integrators import (
     INTEGRATOR_PARTS,
     ORDER_TOL,
     REFERENCE_FACTOR,
     integrator_agreement,
     verified_orders,
 )
-from .f1_measurements import (
+from .measurements import (
     attraction_rate,
     critical_manifold_residuals,
     depth_trajectory,
@@ -155,7 +155,7 @@ from .f1_measurements import (
     reduced_trajectory_points,
     theory_against_numerics,
 )
-from .f1_parts import (
+from .parts import (
     CRITICAL_TOL,
     CURVATURE_MIN,
     CURVATURE_ZERO,

@@ -1,8 +1,8 @@
 """F1's instance (:mod:`verify.checks.f1`): the coupling problem at one ε-family, its coarse map,
 the theory's and the numerical reduction, the fast relaxation time and the reduced flow's linearity.
 
-Helper module of the claim unit :mod:`verify.checks.f1` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f1`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f1.claim`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from fastslow.theory.slow_manifold import (
     sigma_is_smooth,
 )
 
-from ..coupling_problem import CouplingProblem, coupling_problem
-from ..measure import (
+from ...coupling_problem import CouplingProblem, coupling_problem
+from ...measure import (
     relative_error,
     richardson_difference,
 )
@@ -171,6 +171,76 @@ def theory_reduction_applies(cfg, Lt: np.ndarray, keys: list | None) -> bool:
     mask, to :data:`COARSE_TOL` for your own (the numerical stationary weighting)."""
     dev = coarse_deviation(cfg, Lt, keys)
     return bool(dev == 0.0 if isinstance(cfg.mask, str) else dev <= COARSE_TOL)
+
+
+def second_eigenvalue(inst: Instance) -> float:
+    """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form for a named mask,
+    :func:`numerics.model.masks.kernel_eigenvalues`; for your own mask the largest real part of the
+    other eigenvalues, numerically, :func:`numerics.model.masks.subdominant_eigenvalue`), 0 if 1 is
+    the only one."""
+    cfg = inst.cfg
+    if not isinstance(cfg.mask, str):
+        return subdominant_eigenvalue(cfg.mask_array)
+    eigs = kernel_eigenvalues(cfg.mask, cfg.T, cfg.P)
+    below = [lam for lam in eigs if lam < 1.0]
+    return float(max(below)) if below else 0.0
+
+
+def spectrum_source(inst: Instance) -> str:
+    """Where :func:`second_eigenvalue` comes from, in words."""
+    return "closed form" if isinstance(inst.cfg.mask, str) else "numerical eigenvalues"
+
+
+def basin_offset(inst: Instance, X: np.ndarray, X0: np.ndarray) -> float:
+    """``‖(I − ULᵀ)X‖ / ‖X₀‖``: how far ``X`` is from the critical manifold, relative to the start."""
+    Pi = inst.U @ inst.Lt
+    return relative_error(X, Pi @ X, scale=np.linalg.norm(X0))
+
+
+def fast_tau(inst: Instance) -> float:
+    """The length of the pure fast flow: :data:`FAST_TAU` when ``1 − λ₂ ≥ 1/2`` (every named mask)
+    or when there is no gap (``normally_hyperbolic`` fails), else ``FAST_TAU/(2(1 − λ₂))`` up to
+    :data:`FAST_TAU_MAX`, so that ``e^{−(1 − λ₂)τ}`` is ``e^{−30}`` whatever your mask's gap."""
+    gap = 1.0 - second_eigenvalue(inst)
+    if gap >= 0.5 or gap <= 0.0:
+        return FAST_TAU
+    return min(FAST_TAU * 0.5 / gap, FAST_TAU_MAX)
+
+
+def block_rms_min(Y_path: np.ndarray, shape) -> float:
+    """``min_{t, k} rms(y_k(t))`` along a reduced solution (columns of ``Y_path`` are times): the
+    distance of the tokens ``y_k`` to the singular point 0 of the RMS norm."""
+    Y = Y_path.T.reshape(-1, *shape)
+    return float(np.sqrt((Y**2).mean(axis=-1)).min())
+
+
+def reduced_linearity(inst: Instance, order: int) -> dict:
+    """The reduced-flow linearity constant ``c₂`` of the order-``k`` rate (``k = order + 1``).
+
+    Both reduced flows start at the order's start point ``S`` (the fibre base point ``Lᵀ X_∞`` for
+    the leading order, ``Y₀`` for the first order). ``D(ε) = Y₁^ε(1) − Y₀(1)`` (first-order reduced
+    flow at ε minus the leading one); ``D₁ = (4D(e₀) − D(2e₀))/(2e₀)`` (Richardson, ``e₀ = 1e-6``);
+    ``ν(ε) = ‖D(ε) − εD₁‖ / ‖εD₁‖`` and ``c₂ = ν(1e-3)/1e-3``: how far from linear the reduced
+    dynamics is under O(ε) perturbations. It is computed from the reduced flows alone, before any
+    error, and only chooses where the rate rule starts (:func:`rate_window_start`). Also returns
+    ``rho_min``, the smallest block RMS along the two solutions that are compared.
+    """
+    S = inst.Y_fib if order == 0 else inst.Y0
+    rt, at = LINEARITY_TOL["rtol"], LINEARITY_TOL["atol"]
+    t_grid = np.linspace(0.0, 1.0, RHO_GRID)
+    Y0_end, path0 = inst.reduced(0, 0.0, S, rt, at, t_eval=t_grid)
+    e0 = LINEARITY_E0
+    Ya, _ = inst.reduced(1, e0, S, rt, at)
+    Yb, _ = inst.reduced(1, 2 * e0, S, rt, at)
+    D1 = (4 * (Ya - Y0_end) - (Yb - Y0_end)) / (2 * e0)
+    Ye, path1 = inst.reduced(1, LINEARITY_EPS, S, rt, at, t_eval=t_grid)
+    nu = relative_error(Ye - Y0_end, LINEARITY_EPS * D1)
+    return {
+        "c2": nu / LINEARITY_EPS,
+        "nu": nu,
+        "D1_norm": float(np.linalg.norm(D1)),
+        "rho_min": min(block_rms_min(path0.y, S.shape), block_rms_min(path1.y, S.shape)),
+    }
 
 
 class NumericReduction:
@@ -496,73 +566,3 @@ class Instance:
         :data:`ROUNDING_FLOOR`."""
         a, b = (self.end_state(order, eps, m) for m in METHODS)
         return max(relative_error(a, b), ROUNDING_FLOOR)
-
-
-def second_eigenvalue(inst: Instance) -> float:
-    """``λ₂``: the largest eigenvalue of the frozen kernel below 1 (closed form for a named mask,
-    :func:`numerics.model.masks.kernel_eigenvalues`; for your own mask the largest real part of the
-    other eigenvalues, numerically, :func:`numerics.model.masks.subdominant_eigenvalue`), 0 if 1 is
-    the only one."""
-    cfg = inst.cfg
-    if not isinstance(cfg.mask, str):
-        return subdominant_eigenvalue(cfg.mask_array)
-    eigs = kernel_eigenvalues(cfg.mask, cfg.T, cfg.P)
-    below = [lam for lam in eigs if lam < 1.0]
-    return float(max(below)) if below else 0.0
-
-
-def spectrum_source(inst: Instance) -> str:
-    """Where :func:`second_eigenvalue` comes from, in words."""
-    return "closed form" if isinstance(inst.cfg.mask, str) else "numerical eigenvalues"
-
-
-def basin_offset(inst: Instance, X: np.ndarray, X0: np.ndarray) -> float:
-    """``‖(I − ULᵀ)X‖ / ‖X₀‖``: how far ``X`` is from the critical manifold, relative to the start."""
-    Pi = inst.U @ inst.Lt
-    return relative_error(X, Pi @ X, scale=np.linalg.norm(X0))
-
-
-def fast_tau(inst: Instance) -> float:
-    """The length of the pure fast flow: :data:`FAST_TAU` when ``1 − λ₂ ≥ 1/2`` (every named mask)
-    or when there is no gap (``normally_hyperbolic`` fails), else ``FAST_TAU/(2(1 − λ₂))`` up to
-    :data:`FAST_TAU_MAX`, so that ``e^{−(1 − λ₂)τ}`` is ``e^{−30}`` whatever your mask's gap."""
-    gap = 1.0 - second_eigenvalue(inst)
-    if gap >= 0.5 or gap <= 0.0:
-        return FAST_TAU
-    return min(FAST_TAU * 0.5 / gap, FAST_TAU_MAX)
-
-
-def block_rms_min(Y_path: np.ndarray, shape) -> float:
-    """``min_{t, k} rms(y_k(t))`` along a reduced solution (columns of ``Y_path`` are times): the
-    distance of the tokens ``y_k`` to the singular point 0 of the RMS norm."""
-    Y = Y_path.T.reshape(-1, *shape)
-    return float(np.sqrt((Y**2).mean(axis=-1)).min())
-
-
-def reduced_linearity(inst: Instance, order: int) -> dict:
-    """The reduced-flow linearity constant ``c₂`` of the order-``k`` rate (``k = order + 1``).
-
-    Both reduced flows start at the order's start point ``S`` (the fibre base point ``Lᵀ X_∞`` for
-    the leading order, ``Y₀`` for the first order). ``D(ε) = Y₁^ε(1) − Y₀(1)`` (first-order reduced
-    flow at ε minus the leading one); ``D₁ = (4D(e₀) − D(2e₀))/(2e₀)`` (Richardson, ``e₀ = 1e-6``);
-    ``ν(ε) = ‖D(ε) − εD₁‖ / ‖εD₁‖`` and ``c₂ = ν(1e-3)/1e-3``: how far from linear the reduced
-    dynamics is under O(ε) perturbations. It is computed from the reduced flows alone, before any
-    error, and only chooses where the rate rule starts (:func:`rate_window_start`). Also returns
-    ``rho_min``, the smallest block RMS along the two solutions that are compared.
-    """
-    S = inst.Y_fib if order == 0 else inst.Y0
-    rt, at = LINEARITY_TOL["rtol"], LINEARITY_TOL["atol"]
-    t_grid = np.linspace(0.0, 1.0, RHO_GRID)
-    Y0_end, path0 = inst.reduced(0, 0.0, S, rt, at, t_eval=t_grid)
-    e0 = LINEARITY_E0
-    Ya, _ = inst.reduced(1, e0, S, rt, at)
-    Yb, _ = inst.reduced(1, 2 * e0, S, rt, at)
-    D1 = (4 * (Ya - Y0_end) - (Yb - Y0_end)) / (2 * e0)
-    Ye, path1 = inst.reduced(1, LINEARITY_EPS, S, rt, at, t_eval=t_grid)
-    nu = relative_error(Ye - Y0_end, LINEARITY_EPS * D1)
-    return {
-        "c2": nu / LINEARITY_EPS,
-        "nu": nu,
-        "D1_norm": float(np.linalg.norm(D1)),
-        "rho_min": min(block_rms_min(path0.y, S.shape), block_rms_min(path1.y, S.shape)),
-    }

@@ -1,8 +1,8 @@
 """F1's hypotheses (:mod:`verify.checks.f1`): each decided on the instance before the conclusion
 (:data:`HYPOTHESIS_DIAGNOSTICS`), and the resolvability of the asymptotic regime.
 
-Helper module of the claim unit :mod:`verify.checks.f1` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f1`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f1.claim`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from fastslow.theory.slow_manifold import (
     sigma_is_smooth,
 )
 
-from ..measure import (
+from ...measure import (
     ratio,
 )
-from ..verdict import Diagnostic, at_most
-from .f1_instance import (
+from ...verdict import Diagnostic, at_most
+from .instance import (
     BASIN_TOL,
     FAST_TAU_EXTEND,
     RATE_ORDERS,
@@ -30,16 +30,11 @@ from .f1_instance import (
     fast_tau,
     second_eigenvalue,
 )
-from .f1_measurements import ATTRACTION_FIT_BAND, eps_ladder, rate_window_start
+from .measurements import ATTRACTION_FIT_BAND, eps_ladder, rate_window_start
 
 INVARIANCE_TOL = 1e-8
 """``‖(I − ULᵀ)R(UY₀)‖ / ‖R(UY₀)‖`` above this on some layer: the slow part moves block-constant
 states off the critical manifold (otherwise it is exactly invariant and ``H₁ ≡ 0``)."""
-
-
-def fast_mask_block_local(inst: Instance) -> Diagnostic:
-    """The number of mask entries outside the diagonal ``P×P`` blocks (0 required)."""
-    return mask_block_local(inst.cfg)
 
 
 def mask_block_local(cfg) -> Diagnostic:
@@ -51,6 +46,11 @@ def mask_block_local(cfg) -> Diagnostic:
     return Diagnostic(
         n == 0, n, "number of fast-mask entries outside the diagonal P×P blocks; 0 required"
     )
+
+
+def fast_mask_block_local(inst: Instance) -> Diagnostic:
+    """The number of mask entries outside the diagonal ``P×P`` blocks (0 required)."""
+    return mask_block_local(inst.cfg)
 
 
 def coarse_map_is_left_eigenprojector(inst: Instance) -> Diagnostic:

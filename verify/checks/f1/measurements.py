@@ -2,8 +2,8 @@
 rate to the slow manifold, the critical manifold's residuals, the reduced trajectories, and the
 theory's normal structure against the numerics.
 
-Helper module of the claim unit :mod:`verify.checks.f1` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f1`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f1.claim`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from fastslow.theory.slow_manifold import (
     block_reduction,
 )
 
-from ..measure import (
+from ...measure import (
     asymptotic_slope,
     central_difference,
     ratio,
     relative_error,
 )
-from .f1_instance import (
+from .instance import (
     RATE_ORDERS,
     Instance,
     NumericReduction,
@@ -267,6 +267,37 @@ def reduced_trajectory_points(inst: Instance) -> list:
     ]
 
 
+def symbolic_normal_structure(cfg, keys: list) -> dict:
+    """From :func:`theory.slow_manifold.block_reduction` of each distinct block mask in ``keys``:
+    whether the curvature is identically 0, the structural checks (a), (b), the kernel against
+    numerics' ``K`` block, whether the normal Jacobian is exactly ``(K − I) ⊗ I_d``, the normal rate
+    (the smallest over the blocks) and the derivations' timings."""
+    P, d = cfg.P, cfg.d
+    reds = {k: block_reduction(k, P, d, cfg.norm, cfg.m, cfg.sigma) for k in dict.fromkeys(keys)}
+    Kn = frozen_kernel(cfg.mask_array)
+    kernel_dev = 0.0
+    for b, key in enumerate(keys):
+        kern = np.array(reds[key].kernel.tolist(), dtype=float)
+        block = Kn[b * P : (b + 1) * P, b * P : (b + 1) * P]
+        kernel_dev = max(kernel_dev, float(np.abs(kern - block).max()))
+    red_list = list(reds.values())
+    return {
+        "curvature_identically_zero": all(
+            all(e == 0 for e in r.curvature_placeholders) for r in red_list
+        ),
+        "scores_row_constant": all(bool(r.scores_row_constant) for r in red_list),
+        "softmax_rows_annihilate_ones": all(bool(r.softmax_rows_annihilate_ones) for r in red_list),
+        "kernel_vs_numerics": kernel_dev,
+        "normal_jacobian_is_kron": all(
+            bool(r.normal_jacobian == sp.kronecker_product(r.kernel - sp.eye(P), sp.eye(d)))
+            for r in red_list
+        ),
+        "normal_rate_symbolic": min(float(r.normal_rate) for r in red_list),
+        "derive_seconds": float(sum(r.derive_seconds for r in red_list)),
+        "lambdify_seconds": float(sum(r.lambdify_seconds for r in red_list)),
+    }
+
+
 def theory_against_numerics(inst: Instance, points) -> dict | None:
     """The theory's reduced fields (for the instance's mask, its own coarse vector) against the
     numerical formulas at ``points`` ``[(segment, Y, ε)]``: max relative deviations of ``H₁``,
@@ -304,37 +335,6 @@ def theory_against_numerics(inst: Instance, points) -> dict | None:
         rate = 1.0 - second_eigenvalue(inst)
         out["normal_rate_vs_numerics"] = abs(out["normal_rate_symbolic"] - rate)
     return out
-
-
-def symbolic_normal_structure(cfg, keys: list) -> dict:
-    """From :func:`theory.slow_manifold.block_reduction` of each distinct block mask in ``keys``:
-    whether the curvature is identically 0, the structural checks (a), (b), the kernel against
-    numerics' ``K`` block, whether the normal Jacobian is exactly ``(K − I) ⊗ I_d``, the normal rate
-    (the smallest over the blocks) and the derivations' timings."""
-    P, d = cfg.P, cfg.d
-    reds = {k: block_reduction(k, P, d, cfg.norm, cfg.m, cfg.sigma) for k in dict.fromkeys(keys)}
-    Kn = frozen_kernel(cfg.mask_array)
-    kernel_dev = 0.0
-    for b, key in enumerate(keys):
-        kern = np.array(reds[key].kernel.tolist(), dtype=float)
-        block = Kn[b * P : (b + 1) * P, b * P : (b + 1) * P]
-        kernel_dev = max(kernel_dev, float(np.abs(kern - block).max()))
-    red_list = list(reds.values())
-    return {
-        "curvature_identically_zero": all(
-            all(e == 0 for e in r.curvature_placeholders) for r in red_list
-        ),
-        "scores_row_constant": all(bool(r.scores_row_constant) for r in red_list),
-        "softmax_rows_annihilate_ones": all(bool(r.softmax_rows_annihilate_ones) for r in red_list),
-        "kernel_vs_numerics": kernel_dev,
-        "normal_jacobian_is_kron": all(
-            bool(r.normal_jacobian == sp.kronecker_product(r.kernel - sp.eye(P), sp.eye(d)))
-            for r in red_list
-        ),
-        "normal_rate_symbolic": min(float(r.normal_rate) for r in red_list),
-        "derive_seconds": float(sum(r.derive_seconds for r in red_list)),
-        "lambdify_seconds": float(sum(r.lambdify_seconds for r in red_list)),
-    }
 
 
 def error_sweep(inst: Instance, eps_values, method: str | None = None) -> dict:

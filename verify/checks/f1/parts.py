@@ -1,8 +1,8 @@
 """F1's conclusion parts and reported figures (:mod:`verify.checks.f1`): each measurement read
 against its tolerance, the symbolic parts, the tolerances and the figures of the verdict.
 
-Helper module of the claim unit :mod:`verify.checks.f1` (which declares the claim and decides its
-verdict); the statement, hypotheses and caveats are in that module's docstring.
+A module of the claim unit :mod:`verify.checks.f1`; the claim (statement, hypotheses,
+caveats) and its verdict are in :mod:`verify.checks.f1.claim`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from fastslow.theory.slow_manifold import (
     sigma_is_smooth,
 )
 
-from ..measure import (
+from ...measure import (
     RATE_RESOLUTION,
 )
-from ..verdict import Diagnostic, at_most
-from .f1_instance import COARSE_TOL, Instance
-from .f1_integrators import ORDER_TOL, REFERENCE_FACTOR
+from ...verdict import Diagnostic, at_most
+from .instance import COARSE_TOL, Instance
+from .integrators import ORDER_TOL, REFERENCE_FACTOR
 
 CRITICAL_TOL = 1e-12
 """max |(A(UY) − I)UY| on block-constant states (rounding)."""
