@@ -1,12 +1,12 @@
-"""The automated mutation run's plumbing (verify/mutate.py) and the coverage table's reading of
-Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the run is
-``bash run.sh mutate``)."""
+"""The automated mutation run's plumbing (tools/mutation/mutate.py) and the coverage table's
+reading of Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the
+run is ``bash run.sh mutate``)."""
 
 from collections import Counter
 
 from fastslow.verify import line_coverage as lc
-from fastslow.verify import mutate as mt
-from fastslow.verify import mutate_report as mr
+from tools.mutation import mutate as mt
+from tools.mutation import mutate_report as mr
 
 
 def _population():

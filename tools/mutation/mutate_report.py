@@ -1,6 +1,6 @@
-"""Results of an automated mutation session (:mod:`verify.mutate`): the rows, the score per package,
+"""Results of an automated mutation session (:mod:`tools.mutation.mutate`): the rows, the score per package,
 docs/mutants.md's cosmic-ray section with every survivor's triage (:data:`TRIAGE`), and the re-run
-of the survivors against a newer tree (``python -m fastslow.verify.mutate rerun``)."""
+of the survivors against a newer tree (``python -m tools.mutation.mutate rerun``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scipy.stats import beta
 
-from .mutate import NAME, PACKAGES, ROOT, _env, baseline, manifest, module_graph, package_of
+from .mutate import PACKAGES, ROOT, RUNNER, _env, baseline, manifest, module_graph, package_of
 
 
 def results(work: Path) -> list[dict]:
@@ -94,7 +94,7 @@ def score(rows: list[dict], triage: dict[str, str] | None = None) -> dict:
     return out
 
 
-TRIAGE = ROOT / "verify" / "mutate_triage.json"
+TRIAGE = Path(__file__).resolve().parent / "mutate_triage.json"
 """The triage of surviving mutants, ``{"file:line operator #occurrence": [verdict, reason]}``:
 verdict ``equivalent`` (the reason: why no behaviour changes) or ``killed`` (the check added that
 kills it now), or ``open`` (a missing check, named)."""
@@ -176,7 +176,7 @@ def report_markdown(work: Path) -> str:
         redo = json.loads(again.read_text())
         lines += [
             "",
-            f"Survivors re-run against a newer tree (`python -m fastslow.verify.mutate rerun`, "
+            f"Survivors re-run against a newer tree (`python -m tools.mutation.mutate rerun`, "
             f"{len(redo)} so far): "
             + "; ".join(
                 f"`{mutant_key(r)}` {r['rerun'].replace('gone', 'not re-applied (its line is gone or not unique there)')}"
@@ -248,7 +248,7 @@ def rerun_survivors(work: Path, again: Path) -> list[dict]:
             env = _env(again / "tree", again / "numba_cache")
             t0 = time.perf_counter()
             proc = subprocess.run(
-                [sys.executable, "-m", f"{NAME}.verify.mutate", "kill"],
+                [sys.executable, "-m", RUNNER, "kill"],
                 cwd=again / "tree",
                 env=env | {"PYTHONDONTWRITEBYTECODE": "1"},
                 capture_output=True,

@@ -19,8 +19,8 @@ and further ones chosen as someone trying to sneak a bug past the suite would: o
 pooling and shift, sign flips, wrong transposes, a dropped term in the linearisation, a wrong
 kernel constant, a wrong symbolic derivative in ``theory/``, a wrong oracle in ``verify/``.
 :func:`catalogue_problems` checks that every snippet occurs exactly once in the current tree (cheap;
-a default-profile test). The full run is ``pytest verify --thorough`` (marker ``slow``), ``fastslow
-bench --only mutants`` and ``python -m fastslow.verify.mutants`` (writes ``docs/mutants.md``).
+a default-profile test). The full run is ``pytest verify --thorough`` (marker ``slow``) or, from
+the repository root, ``python -m tools.mutation.mutants --markdown docs/mutants.md`` (the table).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .outputs import writable_file, write_output
-from .verdict import BAD_INPUT_EXIT, EXIT_CODES
+from fastslow.verify.outputs import writable_file, write_output
+from fastslow.verify.verdict import BAD_INPUT_EXIT, EXIT_CODES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 """The repository root (the tree the catalogue is applied to by default)."""
 
 EXIT_OUTCOMES = {code: outcome for outcome, code in EXIT_CODES.items()} | {
@@ -641,7 +641,7 @@ def check_instance(cid: str) -> dict:
     the main instance it declares cheap enough to repeat (E1's short profile: its paper-scale
     default trains 500k-token models, hours once a planted bug in the training code misses the run
     cache), else its defaults."""
-    from .registry import CLAIMS  # deferred: imports every claim unit; ``--list`` needs none
+    from fastslow.verify.registry import CLAIMS  # deferred: every claim unit; --list needs none
 
     return dict(CLAIMS[cid].sweep_instance)
 
@@ -810,7 +810,7 @@ def markdown(results: list[dict], header: str = "") -> str:
     if header:
         lines += [header, ""]
     lines += [
-        "Each mutant is applied to a scratch copy of the tree (`verify/mutants.py`) and its claims "
+        "Each mutant is applied to a scratch copy of the tree (`tools/mutation/mutants.py`) and its claims "
         "run through `python -m fastslow check ID --json` at their sweep instance (the main "
         "instance the seed sweep repeats: the defaults, E1's short profile) on the seeds "
         f"{', '.join(map(str, SEEDS))} (a claim's later seeds are skipped once one fails), with "
@@ -827,7 +827,7 @@ def markdown(results: list[dict], header: str = "") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fastslow.verify.mutants", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m tools.mutation.mutants", description=__doc__)
     ap.add_argument("ids", nargs="*", help="mutant ids (default: the whole catalogue)")
     ap.add_argument("--markdown", help="write the table to this Markdown file")
     ap.add_argument("--json", help="write the results to this JSON file")

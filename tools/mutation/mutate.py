@@ -1,7 +1,7 @@
 """Automated mutation testing with cosmic-ray: ``bash run.sh mutate`` (opt-in, resumable).
 
 **What it measures.** cosmic-ray enumerates every source mutation its operators can make in
-``theory/``, ``numerics/`` and ``verify/`` (the claim tests, the hand catalogue :mod:`verify.mutants`
+``theory/``, ``numerics/`` and ``verify/`` (the claim tests, the hand catalogue :mod:`tools.mutation.mutants`
 and this module excluded). A sample of them (:func:`sample`, fixed seed) is executed one by one: the
 mutation is written into a scratch copy of the tree (``build/mutate/tree``), and the *kill command*
 (:func:`kill`, a fresh process per mutant) runs
@@ -37,7 +37,7 @@ family can mutate, a mutation uniformly in that file (:func:`sample`, ``--seed``
 database holds only the sample; cosmic-ray runs the pending mutants in random order, so a partial
 run is a uniform sub-sample of it.
 
-**Commands.** ``python -m fastslow.verify.mutate run [--n N] [--seed S] [--timeout T]`` (set up if
+**Commands.** ``python -m tools.mutation.mutate run [--n N] [--seed S] [--timeout T]`` (set up if
 needed, then execute the pending mutants; resumes an interrupted session; prints progress),
 ``status``, ``report`` (``docs/mutants.md``'s automated section), ``kill`` (the kill command;
 internal). Everything lives in ``build/mutate/`` (``--dir``).
@@ -63,25 +63,24 @@ from pathlib import Path
 
 from .mutants import environment
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 """The repository root."""
 
 PACKAGES = ("theory", "numerics", "verify")
 """The folders mutated."""
 
-EXCLUDED = (
-    "verify/tests/*",
-    "verify/mutants.py",
-    "verify/mutate.py",
-    "verify/mutate_report.py",
-    "verify/line_coverage.py",
-)
-"""Files never mutated: the claim tests (they are the checks), the hand catalogue and this tool."""
+EXCLUDED = ("verify/tests/*", "verify/line_coverage.py")
+"""Files of :data:`PACKAGES` never mutated: the claim tests (they are the checks) and the coverage
+table's reader (a tool like this one, which lives outside the packages in ``tools/mutation/``)."""
 
 SCANNED = ("theory", "numerics", "verify", "figures", "fastslow", "tests")
 """The folders whose imports make the module graph."""
 
 NAME = "fastslow"
+
+RUNNER = "tools.mutation.mutate"
+"""This module's name: how the processes of a session run it (``python -m``) from the scratch
+tree, whose root is their working directory and on ``PYTHONPATH``."""
 
 DEFAULT_DIR = ROOT / "build" / "mutate"
 DEFAULT_N = 360
@@ -214,8 +213,8 @@ def manifest(root: Path) -> dict[str, list]:
     """``{file: [sha256, mtime_ns]}`` of every ``.py`` file of the design folders."""
     out = {}
     for rel in python_files(root, ("theory", "numerics", "verify", "figures", "fastslow")):
-        if rel in ("verify/mutate.py", "verify/mutate_report.py", "verify/line_coverage.py"):
-            continue  # the tool itself: never mutated; may be updated during a session
+        if rel == "verify/line_coverage.py":
+            continue  # a tool: never mutated; may be updated during a session
         p = root / rel
         out[rel] = [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
     return out
@@ -228,7 +227,7 @@ def config_text(timeout: float) -> str:
         f"module-path = {json.dumps(list(PACKAGES))}\n"
         f"timeout = {float(timeout)}\n"
         f"excluded-modules = {json.dumps(list(EXCLUDED))}\n"
-        f'test-command = "{os.path.abspath(sys.executable)} -m {NAME}.verify.mutate kill"\n'
+        f'test-command = "{os.path.abspath(sys.executable)} -m {RUNNER} kill"\n'
         "\n[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
@@ -393,7 +392,7 @@ def baseline(work: Path) -> dict:
     env = _env(tree, work / "numba_cache")
     print("mutate: baseline (every claim on the unmutated tree)", flush=True)
     out = subprocess.run(
-        [sys.executable, "-m", f"{NAME}.verify.mutate", "baseline-run"],
+        [sys.executable, "-m", RUNNER, "baseline-run"],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -410,7 +409,7 @@ def baseline(work: Path) -> dict:
 
 
 def _env(tree: Path, cache: Path) -> dict:
-    """The hand catalogue's check environment (:func:`verify.mutants.environment`) with the
+    """The hand catalogue's check environment (:func:`tools.mutation.mutants.environment`) with the
     session folder the mutated tree lives in."""
     env = environment(tree, cache)
     env["FASTSLOW_MUTATE_DIR"] = str(tree.parent)
@@ -420,7 +419,7 @@ def _env(tree: Path, cache: Path) -> dict:
 def _claim_runs(ids) -> dict:
     """``{id: {outcome, seconds, detail}}`` of each claim at its sweep instance, in this process,
     stopping at the first that does not hold."""
-    from .registry import CLAIMS  # deferred: the Numba cache directory is chosen first
+    from fastslow.verify.registry import CLAIMS  # deferred: the Numba cache is chosen first
 
     out = {}
     for cid in ids:
@@ -487,7 +486,7 @@ def kill() -> int:
     rel = mutated[0]
     graph = {k: set(v) for k, v in json.loads((work / "graph.json").read_text()).items()}
     base = json.loads((work / "baseline.json").read_text())
-    from .registry import IDS  # deferred: the Numba cache directory is chosen first
+    from fastslow.verify.registry import IDS  # deferred: the Numba cache is chosen first
 
     ok = [c for c in claims_of(graph, rel, IDS) if base.get(c, {}).get("outcome") == "holds"]
     near = set(claims_of(graph, rel, IDS)[: len(near_claims(graph, rel, IDS))])
@@ -566,7 +565,7 @@ def run(work: Path, n: int, seed: int, timeout: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fastslow.verify.mutate", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m tools.mutation.mutate", description=__doc__)
     ap.add_argument(
         "command",
         nargs="?",
@@ -581,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "kill":
         return kill()
     if a.command == "baseline-run":
-        from .registry import CLAIMS, IDS  # deferred: imports every claim unit
+        from fastslow.verify.registry import CLAIMS, IDS  # deferred: imports every claim unit
 
         runs = {}
         for cid in IDS:
