@@ -35,6 +35,7 @@ from fastslow.theory.slow_manifold import (
 
 from ...coupling_problem import CouplingProblem, coupling_problem
 from ...measure import (
+    ROUNDING_FLOOR,
     relative_error,
     richardson_difference,
 )
@@ -77,10 +78,6 @@ FAST_TOL = {"rtol": 1e-11, "atol": 1e-13}
 
 BASIN_TOL = 1e-10
 """``‖(I − Π)X_∞‖ / ‖X₀‖`` at the end of the pure fast flow (τ = :func:`fast_tau`)."""
-
-
-ROUNDING_FLOOR = 10 * float(np.finfo(float).eps)
-"""The smallest accuracy an error is credited with (relative errors of states of size 1)."""
 
 
 COARSE_TOL = 1e-14
@@ -563,6 +560,6 @@ class Instance:
     def accuracy(self, order: int, eps: float) -> float:
         """The achieved accuracy of the order's error at ε, measured: the relative deviation of
         ``X(1)`` by our two stiff methods (orders 5 and 3, sharing no step), at least
-        :data:`ROUNDING_FLOOR`."""
+        :data:`verify.measure.ROUNDING_FLOOR`."""
         a, b = (self.end_state(order, eps, m) for m in METHODS)
         return max(relative_error(a, b), ROUNDING_FLOOR)

@@ -13,6 +13,7 @@ import sympy as sp
 
 from ...measure import (
     RATE_RESOLUTION,
+    ROUNDING_FLOOR,
     asymptotic_slope,
     at_accuracy_floor,
     ratio,
@@ -26,10 +27,6 @@ OTHER_METHOD = {"BDF": "Radau", "Radau": "BDF", "LSODA": "Radau"}
 
 RATE_WINDOW = 4
 """Points of the rate rule's window (at most ``n_eps``)."""
-
-
-ROUNDING_FLOOR = 10 * float(np.finfo(float).eps)
-"""The smallest accuracy a run is credited with (probabilities of size 1)."""
 
 
 TRAJECTORY_EPS = 0.05
@@ -65,7 +62,7 @@ def tracking_errors(inst: CoupledChain, run, eps: float) -> tuple[float, float]:
 def accuracy(run, other) -> float:
     """The achieved accuracy of the run, measured: ``max |x − x_other|`` over ``[t0, t1]``
     against the run of :data:`OTHER_METHOD` at the same tolerances (at least
-    :data:`ROUNDING_FLOOR`). Not read from the requested ``rtol``: SciPy's LSODA raises an
+    :data:`verify.measure.ROUNDING_FLOOR`). Not read from the requested ``rtol``: SciPy's LSODA raises an
     ``rtol`` below its limit silently and levels off near 1e-12."""
     return max(float(np.abs(run.x[1:] - other.x[1:]).max()), ROUNDING_FLOOR)
 
