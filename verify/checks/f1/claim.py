@@ -46,10 +46,10 @@ that integrator, are then reported as superseded.
 
 Oracle (how each part is decided):
 
-* Full flow: :func:`numerics.model.coupling.integrate_coupling` (Radau IIA by default,
+* Full flow: :func:`numerics.model.coupling_drivers.integrate_coupling` (Radau IIA by default,
   ``method="rosw"`` for ROS34PW2), untied weights (piecewise constant on ``L`` intervals,
   breakpoints hit exactly), ``γ > 0`` towards a random non-block-constant ``E``, gate ``g ≠ 0``,
-  the RMS norm on or off, all drawn by :func:`numerics.model.coupling.coupling_problem`.
+  the RMS norm on or off, all drawn by :func:`verify.coupling_problem.coupling_problem`.
 * Reduced flows: from :func:`theory.slow_manifold.reduced_rhs`, the SymPy derivation of ``H₁``,
   of the order-0 field and of the order-1 field (attention curvature included) for the
   configuration that is integrated (the slow path, which couples the blocks, is the one numerical
@@ -185,6 +185,8 @@ OTHER_METHOD = {"radau": "rosw", "rosw": "radau"}
 """The method that cross-checks each one."""
 
 USER_FLOW_LIMITS = ("T", "P", "d", "L", "gamma", "gate", "scale")
+"""the fields of your DepthFlow checked against the bounds of F1's parameters of the same name
+(the cost of the symbolic derivation and of the stiff full flows)."""
 RATE_PARTS = (
     "leading_order_error_O_eps",
     "first_order_error_O_eps2",
@@ -192,8 +194,6 @@ RATE_PARTS = (
 )
 """The parts measured on the ε ladder: undecidable where no asymptotic window is resolvable (the
 limits ``asymptotic_regime_resolvable`` and ``rates_resolved``)."""
-"""the fields of your DepthFlow checked against the bounds of F1's parameters of the same name
-(the cost of the symbolic derivation and of the stiff full flows)."""
 
 
 STIFFNESS_MAX = 1.0
@@ -442,7 +442,7 @@ class F1(Claim):
     def build_system(self, p, seed, system):
         """The F1 instance of your flow: its model (mask, sizes, σ, norm, γ, gate, scales, seed)
         with the injection target and the start of the check's ``seed``
-        (:func:`~numerics.model.coupling.coupling_problem` given your model)."""
+        (:func:`~verify.coupling_problem.coupling_problem` given your model)."""
         fields = ("T", "P", "d", "L", "mask", "norm", "gamma", "gate", "scale", "sigma")
         q = {**p, **{k: getattr(system, k) for k in fields}}
         return Instance(q, seed, coupling_problem(p, seed, model=system.model()))
