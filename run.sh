@@ -6,7 +6,7 @@
 #   bash run.sh bench    # benchmark tables (ratios measured in one run)
 #   bash run.sh figures  # regenerate every figure into figures/out/
 #   bash run.sh coverage # line coverage of theory/, numerics/, verify/, figures/ for the tests
-#   bash run.sh mutate   # opt-in, hours: cosmic-ray mutation run (resumable; build/mutate/)
+#   bash run.sh mutate   # opt-in, hours: cosmic-ray mutation run (tools/mutation/; resumable in build/mutate/)
 #
 # Extra arguments go to the command, e.g. `bash run.sh verify -k A1 --thorough`.
 set -euo pipefail
@@ -53,13 +53,15 @@ trap - INT TERM
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.numba_cache}
 
 # mypy on the installed layout: fastslow/ with the design folders inside it, copied to build/typecheck
-# (mypy cannot follow the source checkout's fastslow.__path__; see pyproject.toml [tool.mypy])
+# (mypy cannot follow the source checkout's fastslow.__path__; see pyproject.toml [tool.mypy]), and
+# the repository's tools beside it
 typecheck() {
   local view=build/typecheck root=$PWD mypy
   mypy=$(cd "$VENV" && pwd)/bin/mypy
   rm -rf "$view" && mkdir -p "$view"
   cp -R fastslow "$view/fastslow"
   for pkg in theory numerics verify figures; do cp -R "$pkg" "$view/fastslow/$pkg"; done
+  cp -R tools "$view/tools"
   rm -rf "$view/fastslow/verify/tests" "$view/fastslow/verify/report" "$view/fastslow/figures/out"
   (cd "$view" && "$mypy" --config-file "$root/pyproject.toml" --cache-dir "$root/.mypy_cache" \
      --no-error-summary)
@@ -95,6 +97,6 @@ case "$job" in
     "$VENV/bin/python" -c 'import cosmic_ray' 2>/dev/null \
       || "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test,mutate]' \
       || { echo "run.sh: installing cosmic-ray failed (see above)" >&2; exit 2; }
-    exec nice -n 10 "$VENV/bin/python" -m fastslow.verify.mutate "$@" ;;
+    exec nice -n 10 "$VENV/bin/python" -m tools.mutation.mutate "$@" ;;
   *) echo "usage: bash run.sh {verify|test|bench|figures|coverage|mutate} [args...]" >&2; exit 2 ;;
 esac

@@ -156,7 +156,7 @@ def claims_markdown() -> str:
     lines = [
         "# The claims",
         "",
-        "Generated from the claim units (`verify/checks/<id>.py`) by `fastslow readme`; do not "
+        "Generated from the claim units (`verify/checks/<id>`) by `fastslow readme`; do not "
         "edit by hand. Each claim's verdict on an instance is one of `holds`, `fails`, "
         "`outside-hypotheses`, `undecided`, `error` (`fastslow check ID`, exit 0 / 1 / 4 / 5 / 3; "
         "bad input 2). `undecided`: the check's own numerics cannot decide the instance (one of "

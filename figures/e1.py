@@ -28,6 +28,7 @@ import numpy as np
 
 from fastslow.figures import figure
 from fastslow.verify.checks import e1
+from fastslow.verify.equivalence import tost_power
 from fastslow.verify.json_values import jsonable
 from fastslow.verify.provenance import project_root
 
@@ -133,7 +134,7 @@ def power_panel(ax, f: dict) -> None:
     lo = f["equivalence_margin_ci90"][0]
     for key, colour in (("gap", "tab:purple"), ("gate_ablation", "tab:brown")):
         sd = f[f"pilot_{key}_sd_high"]
-        pw = [e1.tost_power(int(k), lo, sd, 0.05, f["power_effect"]) for k in n]
+        pw = [tost_power(int(k), lo, sd, 0.05, f["power_effect"]) for k in n]
         ax.plot(n, pw, "-", color=colour, label=f"{key.replace('_', ' ')} (σ_high = {sd:.4f})")
     ax.axhline(0.8, color="k", lw=0.6, ls=":")
     ax.axvline(f["seeds"], color="tab:blue", lw=1, label=f"planned n = {f['seeds']}")

@@ -93,7 +93,7 @@ def test_every_time_model_counts_work_at_the_calibrated_rates():
         assert set(work) <= set(RATES), (cid, set(work) - set(RATES))
         assert all(np.isfinite(n) and n >= 0 for n in work.values()), (cid, work)
         assert unit.seconds_estimate(p) == seconds(work)
-    for path in sorted(CHECKS.glob("*.py")):
+    for path in sorted(CHECKS.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"^\w*_SECONDS\b|def \w*_seconds\(", text, re.M), path.name
 

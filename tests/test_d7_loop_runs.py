@@ -1,4 +1,4 @@
-"""D7's loop runs (verify/checks/d7.py ``loop_runs``): each side whose critical gate is finite and
+"""D7's loop runs (verify/checks/d7/claim.py ``loop_runs``): each side whose critical gate is finite and
 non-zero gets its runs below and above it, whatever the other side's gate is (a cosmic-ray
 survivor skipped the − side whenever the + side had none)."""
 
@@ -21,9 +21,9 @@ from fastslow.verify.checks import d7
     ],
 )
 def test_each_side_with_a_finite_critical_gate_is_run(monkeypatch, plus, minus, sides):
-    monkeypatch.setattr(d7, "loop_run", lambda inst, g, rho: {"g": g, "rho": rho})
+    monkeypatch.setattr(d7.claim, "loop_run", lambda inst, g, rho: {"g": g, "rho": rho})
     inst = SimpleNamespace(J=np.diag([0.5, 0.2]), G=np.eye(2), p={"below": 0.5, "above": 2.0})
-    runs = d7.loop_runs(inst, 0.5, plus, minus)
+    runs = d7.claim.loop_runs(inst, 0.5, plus, minus)
     assert set(runs) == {"zero_gate"} | {f"{w}_{s}" for s in sides for w in ("below", "above")}
     for s, gc in (("plus", plus), ("minus", -minus)):
         if s in sides:

@@ -25,11 +25,12 @@ import sympy as sp
 
 import fastslow
 from fastslow.cli import main
+from fastslow.figures import rendering
 from fastslow.numerics.model.activations import Activation
 from fastslow.numerics.toy import markov as mk
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
 from fastslow.verify import sweep as sw
-from fastslow.verify.claim import Claim
+from fastslow.verify.claim import Claim, describe_system
 from fastslow.verify.json_values import jsonable
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.verdict import Verdict
@@ -195,6 +196,41 @@ def test_a_system_file_that_exits_or_raises_at_import_is_bad_input(
     out, err = capsys.readouterr()
     assert code == 2 and not out
     assert message in one_line(err)
+
+
+class Described:
+    """A stand-in for a system: only ``describe()`` matters to :func:`describe_system`."""
+
+    def __init__(self, describe):
+        self.describe = describe
+
+
+def _exit():
+    raise SystemExit(7)
+
+
+@pytest.mark.parametrize(
+    ("describe", "message"),
+    [
+        (lambda: 1 / 0, "your Described's describe() raised ZeroDivisionError: division by zero"),
+        (_exit, "your Described's describe() raised SystemExit: 7"),
+        (lambda: ["n", 3], "your Described's describe() returned a list; expected a dict"),
+    ],
+)
+def test_describing_a_system_that_cannot_be_described_is_one_line_of_bad_input(describe, message):
+    """One description of a user system for the checks and the figures alike
+    (:func:`verify.claim.describe_system`): a ``describe()`` that raises (even ``SystemExit``) or
+    returns anything but a mapping is a ``ValueError`` naming it."""
+    with pytest.raises(ValueError) as caught:
+        describe_system(Described(describe))
+    assert str(caught.value) == message
+
+
+def test_a_description_is_strict_json_and_the_figures_use_the_same_one():
+    raw = {"J": np.eye(2), "rate": np.float64("inf"), "f": np.sin, "z": 1 + 2j}
+    desc = describe_system(Described(lambda: raw))
+    assert json.loads(json.dumps(desc, allow_nan=False)) == desc == jsonable(raw)
+    assert rendering.describe_system is describe_system
 
 
 def test_the_python_api_refuses_a_mutated_system_with_the_same_message(monkeypatch):

@@ -31,7 +31,7 @@ from fastslow.cli import main
 from fastslow.figures import e1 as e1_figures
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
 from fastslow.verify.checks import e1
-from fastslow.verify.claim import Claim
+from fastslow.verify.claim import Claim, describe_system
 from fastslow.verify.registry import claims_for, get_claim
 from fastslow.verify.verdict import Verdict
 
@@ -137,7 +137,7 @@ def drawn(monkeypatch):
         out.append((name, [has_data(ax) for ax in fig.axes], texts, meta))
         return save(fig, outdir, name, meta)
 
-    monkeypatch.setattr(figures, "save", keep)
+    monkeypatch.setattr(figures.rendering, "save", keep)  # where draw() looks it up
     return out
 
 
@@ -220,14 +220,14 @@ def stub_f1_verdict(claim, params, seed, system=None, **kwargs):
     return Verdict(
         "F1", "holds", {}, {}, {}, shown, seed,
         series={"error_ladder": ladder, "depth_trajectory": depth},
-        system=figures.describe_system(system),
+        system=describe_system(system),
     )  # fmt: skip
 
 
 def test_f1_verdict_figures_of_a_user_mask_name_it_and_have_no_empty_panel(monkeypatch):
     """The issue's ``f1_error_vs_eps``: titled "block_bidirectional" with two empty panels for a
     user mask. Drawn from stand-in verdicts on a user flow, one per coarse map."""
-    monkeypatch.setattr(figures, "run_check", stub_f1_verdict)
+    monkeypatch.setattr(figures.registry, "run_check", stub_f1_verdict)  # verdict_json's
     f1_verdict_figures()
 
 
@@ -242,7 +242,7 @@ def f1_verdict_figures():
     """``f1_error_vs_eps`` and ``f1_depth_trajectory`` of a user flow, drawn from its verdicts:
     one panel per coarse map, all with data, titled with the flow's name, mask and seed."""
     system = flow()
-    desc = figures.describe_system(system)
+    desc = describe_system(system)
     specs, _ = figures.system_figures(["F1"], system)
     done: dict = {}
     for spec in specs:
@@ -362,7 +362,7 @@ def test_cli_draws_the_figures_of_a_user_system(systems_file, tmp_path, capsys, 
 BAD = [
     (["F2", "--system", "{file}:flow"], "F2 cannot be checked on a DepthFlow"),
     (["A1", "--system", "{file}:loop"], "A1 cannot be checked on a LinearLoop"),
-    (["D7", "--system", "{file}:broken"], "describe() failed: RuntimeError: no description"),
+    (["D7", "--system", "{file}:broken"], "describe() raised RuntimeError: no description"),
     (["D7", "--system", "{file}:nothing"], "defines no 'nothing'"),
     (["D7", "--system", "{file}:loop", "--cache", "{tmp}/c"], "--cache and --scheduler"),
     (["D7", "--system", "{file}"], "--system expects FILE.py:NAME"),

@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
     "pyproject.toml", "README.md", "LICENSE", "CITATION.cff", "MANIFEST.in", "conftest.py",
-    "run.sh", "fastslow", "theory", "numerics", "verify", "figures", "tests", "docs",
+    "run.sh", "fastslow", "theory", "numerics", "verify", "figures", "tests", "tools", "docs",
 ]  # fmt: skip
 DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
 SKIP = shutil.ignore_patterns(
@@ -114,13 +114,15 @@ def test_the_sdist_carries_the_tests_and_what_they_need(built):
               "verify/tests/conftest.py", "docs/architecture.md", "docs/claims.md"}  # fmt: skip
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "verify" / "tests").glob("test_*.py")}
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py")}
+    # the repository's tools that tests import (tools/mutation/)
+    needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tools").rglob("*.py")}
     assert needed <= names, sorted(needed - names)
     assert not any("__pycache__" in n or n.startswith("verify/report/") for n in names)
 
 
 def test_the_wheel_carries_the_package_alone(built):
     """Every module of the package under ``fastslow/``, its data (``py.typed``, the report schema),
-    and no test, conftest or generated file."""
+    and no test, conftest, generated file or repository tool."""
     _, wheel = built
     with zipfile.ZipFile(wheel) as z:
         names = {n for n in z.namelist() if not n.startswith("fastslow-0.1.0.dist-info/")}
@@ -130,6 +132,8 @@ def test_the_wheel_carries_the_package_alone(built):
     )
     assert "fastslow/verify/report.schema.json" in names
     assert not any("/tests/" in n or n.endswith("conftest.py") for n in names)
+    # the repository's tools (the mutation runner, tools/mutation/) are not the package's
+    assert not any(n.startswith("tools/") or "mutat" in n for n in names)
 
 
 def _run(

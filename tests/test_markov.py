@@ -376,7 +376,7 @@ def test_a_slow_field_reproduces_the_coupling_vector_exactly():
     ],
 )
 def test_f2_decides_whether_d_p_st_is_identically_zero_exactly(expr, zero):
-    from fastslow.verify.checks.f2_tracking import identically_zero
+    from fastslow.verify.checks.f2 import identically_zero
 
     points = [sp.Float(v, 50) for v in (-1.15, 0.0, 1.15)]
     assert identically_zero(expr, points) is zero

@@ -1,11 +1,11 @@
-"""The mutation catalogue (verify.mutants) applies cleanly to the current tree, and its runner
-applies, reverts and reads outcomes as it says (cheap: no claim is run here; the full run is
-``pytest verify --thorough``, verify/tests/test_mutants_caught.py)."""
+"""The mutation catalogue (tools.mutation.mutants) applies cleanly to the current tree, and its
+runner applies, reverts and reads outcomes as it says (cheap: no claim is run here; the full run
+is ``pytest verify --thorough``, verify/tests/test_mutants_caught.py)."""
 
 import os
 from pathlib import Path
 
-from fastslow.verify import mutants as mu
+from tools.mutation import mutants as mu
 
 
 def test_every_snippet_occurs_exactly_once_in_the_current_tree():

@@ -1,12 +1,12 @@
-"""The automated mutation run's plumbing (verify/mutate.py) and the coverage table's reading of
-Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the run is
-``bash run.sh mutate``)."""
+"""The automated mutation run's plumbing (tools/mutation/mutate.py) and the coverage table's
+reading of Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the
+run is ``bash run.sh mutate``)."""
 
 from collections import Counter
 
 from fastslow.verify import line_coverage as lc
-from fastslow.verify import mutate as mt
-from fastslow.verify import mutate_report as mr
+from tools.mutation import mutate as mt
+from tools.mutation import mutate_report as mr
 
 
 def _population():
@@ -43,10 +43,18 @@ def test_the_module_map_finds_unit_tests_and_claims():
     assert "tests/test_markov.py" in mt.unit_tests(g, "theory/markov.py")
     ids = ("A1", "D7", "F2", "F3")
     assert set(mt.claims_of(g, "theory/markov.py", ids)) == {"F2", "F3"}
-    assert mt.claims_of(g, "verify/checks/d7.py", ids) == ["D7"]
-    assert mt.near_claims(g, "verify/checks/d7.py", ids) == ["D7"]
+    assert mt.claims_of(g, "verify/checks/d7/claim.py", ids) == ["D7"]
+    assert mt.near_claims(g, "verify/checks/d7/claim.py", ids) == ["D7"]
     # a claim's test file imports its unit (the registry imports units by name)
-    assert "verify/checks/d7.py" in g["verify/tests/test_d7_margin.py"]
+    assert "verify/checks/d7/claim.py" in g["verify/tests/test_d7_margin.py"]
+    assert mt.unit_files(g, "A1") == ["verify/checks/a1.py"]
+    # a unit of several modules (a package): each of its modules is the unit's
+    assert mt.unit_files(g, "F2")[0] == "verify/checks/f2/__init__.py"
+    assert "verify/checks/f2/tracking.py" in mt.unit_files(g, "F2")
+    assert mt.claims_of(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
+    assert mt.near_claims(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
+    assert "verify/checks/f2/tracking.py" in g["verify/tests/test_f2_stationary_manifold.py"]
+    assert "tests/test_markov.py" in mt.unit_tests(g, "verify/checks/f2/tracking.py")
 
 
 def test_score_counts_timeouts_as_killed_and_survivors_by_triage():

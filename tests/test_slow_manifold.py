@@ -138,7 +138,7 @@ SIZES = [(2, 1), (3, 2), (4, 1), (4, 3)]
 
 
 class _Numeric:
-    """The numerical reduced fields of verify/checks/f1_instance.py (Instance.R, H1, curvature, reduced)."""
+    """The numerical reduced fields of verify/checks/f1/instance.py (Instance.R, H1, curvature, reduced)."""
 
     def __init__(self, mask, P, d, norm, seed, N=2, L=2, m=None, sigma="tanh"):
         self.cfg = nm.ModelConfig(

@@ -88,7 +88,7 @@ def test_no_claim_declaration_is_assigned_twice():
     silently keeps the last one: each declaration stands once."""
     folder = Path(checks_package.__file__).parent
     twice = []
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef):
                 names = [

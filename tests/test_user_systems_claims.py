@@ -311,13 +311,13 @@ def test_d7_on_depth_flows_outside_the_hypotheses():
 
 
 def test_d7_with_a_planted_wrong_jacobian_fails(monkeypatch):
-    right = d7.layer_jacobian
+    right = d7.claim.layer_jacobian
 
     def wrong(*args, **kwargs):
         J = right(*args, **kwargs)
         return J + 1e-6 * np.eye(J.shape[0])
 
-    monkeypatch.setattr(d7, "layer_jacobian", wrong)
+    monkeypatch.setattr(d7.claim, "layer_jacobian", wrong)
     v = run_check("D7", system=DepthFlow(gamma=1.0, slow_mask="full", norm=False, **D7_FLOW))
     assert v.outcome == "fails" and not v.conclusion["jacobians_match_reference"].holds
 

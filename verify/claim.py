@@ -1,7 +1,7 @@
 """A claim as one declarative unit, and the verdict it decides.
 
-A claim module (``verify/checks/<id>.py``) defines one subclass of :class:`Claim` and exposes an
-instance of it as ``CLAIM``. The class declares, in one place,
+A claim unit (``verify/checks/<id>.py``, or ``claim.py`` of the package ``verify/checks/<id>/``)
+defines one subclass of :class:`Claim` and exposes an instance of it as ``CLAIM``. The class declares, in one place,
 
 * ``id``, ``title``, ``abstract`` (the abstract's sentence) and ``statement`` (our formal reading);
 * ``params``: one :class:`Param` per parameter (default, type, bounds, choices, meaning); the

@@ -163,6 +163,13 @@ def local_slopes(h, err) -> np.ndarray:
     return np.diff(le) / np.diff(lh)
 
 
+ROUNDING_FLOOR = 10 * float(np.finfo(float).eps)
+"""The smallest accuracy a measured error of a quantity of size 1 is credited with (ten machine
+epsilons): two computations that agree to the last bits measure an accuracy of this, not 0, so an
+error is never resolved against an accuracy rounding cannot give (F1's relative errors of states,
+F2's probabilities)."""
+
+
 RATE_RESOLUTION = 10.0
 """An error is resolved when it is at least this many times its measured accuracy floor (the
 deviation of two independent computations of it, which bounds the larger of their errors): a

@@ -1,8 +1,8 @@
 """The claim registry: every claim ID, in order, and the claim unit that declares it.
 
 The IDs are the API: test markers, the report, the figures and ``fastslow check`` all use them.
-Each claim is declared once, by the ``CLAIM`` object of its module ``verify.checks.<id>`` (see
-:mod:`verify.claim`); this module only finds it. Units are imported on first use, so listing the
+Each claim is declared once, by the ``CLAIM`` object of its module ``verify.checks.<id>`` (a module,
+or a package whose ``__init__`` exports it; see :mod:`verify.claim`); this module only finds it. Units are imported on first use, so listing the
 IDs costs nothing.
 
 The registry stands below :mod:`verify.claim`: it finds a unit by its module's name and reads it by

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .claim import Claim, Conclusion
+from .equivalence import paired_tost
 from .outputs import write_output
 from .params import Param
 from .provenance import provenance
@@ -125,8 +126,6 @@ class TrainedD9(Claim):
         }
 
     def conclude(self, inst):
-        from .checks.e1 import paired_tost  # deferred: the E1 unit imports the language models
-
         runs = inst["runs"]
         cost = np.array(
             [r["heldout_loss_gates_zeroed"] - r["heldout_loss"] for r in runs["coupled"]]

@@ -138,7 +138,7 @@ def test_a_dead_gate_fails(monkeypatch, tmp_path):
     monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))  # never read or write the real cache
     # the planted bug is in training, not in timing: the cost part reads a fixed measurement, so
     # that the parts this bug fails are decided by the code alone, never by the machine's load
-    monkeypatch.setattr(e1, "cpu_cost", lambda inst, repeat: dict(EQUAL_COSTS))
+    monkeypatch.setattr(e1.claim, "cpu_cost", lambda inst, repeat: dict(EQUAL_COSTS))
     v = run_check("E1", {**SHORT, "tokens": 4000}, seed=0)
     assert v.outcome == "fails", v.summary()
     assert v.failed_parts == ["gates_trained"], v.summary()
@@ -150,7 +150,7 @@ def test_a_dead_gate_fails(monkeypatch, tmp_path):
 def test_cached_run_times_never_decide_the_cost(monkeypatch, tmp_path):
     """Planted fault: the cached coupled runs claim 100× their training time (a run cached under
     heavy load). The cost part is measured anew by every check, in the checking process
-    (:func:`verify.checks.e1_runs.cpu_cost`), and decided from that measurement alone: with the
+    (:func:`verify.checks.e1.runs.cpu_cost`), and decided from that measurement alone: with the
     measurement fixed, the tampered cache changes nothing (no timing decides this test)."""
     monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))
     measured = []
@@ -159,7 +159,7 @@ def test_cached_run_times_never_decide_the_cost(monkeypatch, tmp_path):
         measured.append(repeat)
         return dict(EQUAL_COSTS, coupled=1.25 * EQUAL_COSTS["dense"])
 
-    monkeypatch.setattr(e1, "cpu_cost", measurement)
+    monkeypatch.setattr(e1.claim, "cpu_cost", measurement)
     params = {**SHORT, "tokens": 4000}
     fresh = run_check("E1", params, seed=0)
     tampered = 0
@@ -214,7 +214,7 @@ def test_heldout_loss_on_another_split_fails(monkeypatch, tmp_path):
 def test_statistics_with_the_wrong_degrees_of_freedom_fail(monkeypatch):
     """Planted bug: the TOST's interval on ``n`` degrees of freedom instead of ``n − 1`` (narrower:
     it would show equivalence too easily). SciPy's own interval disagrees: ``fails``."""
-    honest = e1.paired_tost
+    honest = e1.claim.paired_tost
 
     def wrong_df(x, margin, alpha=0.05):
         t = honest(x, margin, alpha)
@@ -222,7 +222,7 @@ def test_statistics_with_the_wrong_degrees_of_freedom_fail(monkeypatch):
         half = stats.t.ppf(1 - alpha, x.size) * x.std(ddof=1) / np.sqrt(x.size)
         return t | {"ci": [t["mean"] - half, t["mean"] + half]}
 
-    monkeypatch.setattr(e1, "paired_tost", wrong_df)
+    monkeypatch.setattr(e1.claim, "paired_tost", wrong_df)
     v = run_check("E1", {**SHORT, "tokens": 2000}, seed=0)
     assert v.outcome == "fails", v.summary()
     assert v.failed_parts == ["statistics_cross_checked"], v.summary()

@@ -17,25 +17,23 @@ import pytest
 
 from fastslow.numerics import lapack
 from fastslow.numerics.model.weights import SIGMAS
-from fastslow.verify.checks.f1_hypotheses import (
-    asymptotic_regime_resolvable,
-    attraction_rate_resolvable,
-    initial_state_in_basin,
-)
-from fastslow.verify.checks.f1_instance import (
+from fastslow.verify.checks.f1 import (
     BASIN_TOL,
     FAST_TAU_EXTEND,
+    THEORY_TOL,
     Instance,
+    asymptotic_regime_resolvable,
+    attraction_part,
+    attraction_rate,
+    attraction_rate_resolvable,
     basin_offset,
     fast_tau,
-)
-from fastslow.verify.checks.f1_integrators import integrator_orders
-from fastslow.verify.checks.f1_measurements import (
-    attraction_rate,
+    initial_state_in_basin,
+    integrator_orders,
+    integrators_part,
     reduced_trajectory_points,
     theory_against_numerics,
 )
-from fastslow.verify.checks.f1_parts import THEORY_TOL, attraction_part, integrators_part
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.systems import DepthFlow
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from fastslow.numerics import lapack
 from fastslow.numerics.toy import markov as mk
 from fastslow.theory import markov as tm
-from fastslow.verify.checks.f2_attention import attention_link_parts
+from fastslow.verify.checks.f2 import attention_link_parts
 from fastslow.verify.measure import symbolic_agrees
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.strategies import generator_families

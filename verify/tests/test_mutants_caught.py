@@ -1,11 +1,11 @@
-"""Mutation testing (thorough profile): every planted bug of the catalogue (verify/mutants.py)
-ends ``fails`` on at least one claim, never only ``holds``, ``outside-hypotheses``, ``undecided``
-or ``error``. Each mutant is applied to a scratch copy of the tree and its claims run through
-``python -m fastslow check ID --json``."""
+"""Mutation testing (thorough profile): every planted bug of the catalogue
+(tools/mutation/mutants.py) ends ``fails`` on at least one claim, never only ``holds``,
+``outside-hypotheses``, ``undecided`` or ``error``. Each mutant is applied to a scratch copy of the
+tree and its claims run through ``python -m fastslow check ID --json``."""
 
 import pytest
 
-from fastslow.verify import mutants as mu
+from tools.mutation import mutants as mu
 
 
 @pytest.fixture(scope="module")

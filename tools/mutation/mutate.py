@@ -1,0 +1,609 @@
+"""Automated mutation testing with cosmic-ray: ``bash run.sh mutate`` (opt-in, resumable).
+
+**What it measures.** cosmic-ray enumerates every source mutation its operators can make in
+``theory/``, ``numerics/`` and ``verify/`` (the claim tests, the hand catalogue :mod:`tools.mutation.mutants`
+and this module excluded). A sample of them (:func:`sample`, fixed seed) is executed one by one: the
+mutation is written into a scratch copy of the tree (``build/mutate/tree``), and the *kill command*
+(:func:`kill`, a fresh process per mutant) runs
+
+1. the tests of the mutated module: the files of ``tests/`` that import it (when none does, those
+   that import a module importing it) and the claim test files of ``verify/tests/`` that import it
+   (:func:`unit_tests`), with ``pytest -x``;
+2. then every claim whose unit imports the mutated module, directly or not (:func:`claims_of`), at
+   its :attr:`~verify.claim.Claim.sweep_instance` (the main instance the seed sweep repeats; E1's
+   short profile), the claims whose unit imports it directly first, then the cheapest first.
+
+A mutant is **killed** when a unit test fails or a claim's main instance ends anything but
+``holds`` (``pytest verify`` asserts that a declared main instance holds; the reason is recorded:
+the failing test, or the claim and its outcome), and **killed by timeout** when the kill command
+runs past the session's timeout (a mutant that makes a loop run forever; reported apart: on this
+machine a survivor of ``numerics`` compiling the integrators cold takes 10–20 min, far below it). A
+mutant no test and no claim reaches (no importer) survives. Claims that do not hold on the unmutated tree
+(:func:`baseline`) are never used to kill.
+
+**Fresh processes and caches.** Each mutant runs in its own process, so Numba compiles the mutated
+source. The Numba cache needs no care beyond that: :mod:`numerics.jit_cache` keys the cache by the
+content of every file of ``numerics``, so a mutant of ``numerics`` compiles into a directory of its
+own (here a temporary one, removed afterwards). It starts cold (the integrators compile for
+minutes) when compiled code can depend on the mutated file (:func:`compiled_sources`), else as
+hard links to the unmutated tree's compiled functions (:func:`warm_start`) and a mutant elsewhere reuses the unmutated tree's compiled kernels. cosmic-ray
+writes the original source back after each mutant, which changes the file's modification time;
+the kill command puts the unmutated files' times back (Numba's per-file check and Python's ``.pyc``
+read them). cosmic-ray runs the kill command with ``PYTHONDONTWRITEBYTECODE=1``.
+
+**Sampling.** Uniform across operators and files: per package an equal share of the sample; within
+a package, repeatedly an operator family uniformly at random, a file uniformly among the files that
+family can mutate, a mutation uniformly in that file (:func:`sample`, ``--seed``). The session
+database holds only the sample; cosmic-ray runs the pending mutants in random order, so a partial
+run is a uniform sub-sample of it.
+
+**Commands.** ``python -m tools.mutation.mutate run [--n N] [--seed S] [--timeout T]`` (set up if
+needed, then execute the pending mutants; resumes an interrupted session; prints progress),
+``status``, ``report`` (``docs/mutants.md``'s automated section), ``kill`` (the kill command;
+internal). Everything lives in ``build/mutate/`` (``--dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from .mutants import environment
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root."""
+
+PACKAGES = ("theory", "numerics", "verify")
+"""The folders mutated."""
+
+EXCLUDED = ("verify/tests/*", "verify/line_coverage.py")
+"""Files of :data:`PACKAGES` never mutated: the claim tests (they are the checks) and the coverage
+table's reader (a tool like this one, which lives outside the packages in ``tools/mutation/``)."""
+
+SCANNED = ("theory", "numerics", "verify", "figures", "fastslow", "tests")
+"""The folders whose imports make the module graph."""
+
+NAME = "fastslow"
+
+RUNNER = "tools.mutation.mutate"
+"""This module's name: how the processes of a session run it (``python -m``) from the scratch
+tree, whose root is their working directory and on ``PYTHONPATH``."""
+
+DEFAULT_DIR = ROOT / "build" / "mutate"
+DEFAULT_N = 360
+DEFAULT_SEED = 35
+
+
+# ----------------------------------------------------------------------------- the module graph
+
+
+def module_name(rel: str) -> str:
+    """``fastslow.numerics.model.kernels`` for ``numerics/model/kernels.py`` (the design folders
+    are ``fastslow.<folder>``; ``fastslow/cli.py`` is ``fastslow.cli``; tests keep their path)."""
+    parts = list(Path(rel).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts[0] == NAME:
+        parts = parts[1:]
+    return ".".join([NAME, *parts]) if parts else NAME
+
+
+def python_files(root: Path, folders=SCANNED) -> list[str]:
+    """Relative paths of the ``.py`` files under ``folders`` (outputs and caches left out)."""
+    out = []
+    for folder in folders:
+        for p in sorted((root / folder).rglob("*.py")):
+            rel = p.relative_to(root).as_posix()
+            if "__pycache__" not in rel and "/out/" not in rel and "/report/" not in rel:
+                out.append(rel)
+    return out
+
+
+def imports_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
+    """The files of the tree that ``rel`` imports (any import statement, also inside functions),
+    with the ``__init__.py`` of every package on the way; ``known`` maps module names to files."""
+    tree = ast.parse((root / rel).read_text(), filename=rel)
+    mod = module_name(rel)
+    pkg = mod if rel.endswith("__init__.py") else mod.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names.add(target)
+            names.update(f"{target}.{a.name}" for a in node.names)
+    out = set()
+    for name in names:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            if ".".join(parts[:i]) in known:
+                out.add(known[".".join(parts[:i])])
+    out.discard(rel)
+    return out
+
+
+def unit_files(graph: dict[str, set[str]], cid: str) -> list[str]:
+    """The files of claim ``cid``'s unit: ``verify/checks/<id>.py``, or every module of the package
+    ``verify/checks/<id>/`` (a unit of several modules)."""
+    flat = f"verify/checks/{cid.lower()}.py"
+    if flat in graph:
+        return [flat]
+    return sorted(f for f in graph if f.startswith(f"verify/checks/{cid.lower()}/"))
+
+
+def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """``{file: files it imports}`` over :data:`SCANNED`; a claim unit's test file
+    (``verify/tests/test_<id>_*.py``) also imports every file of the unit (:func:`unit_files`; the
+    registry imports the units by name)."""
+    files = python_files(root)
+    known = {module_name(f): f for f in files if not f.startswith("tests/")}
+    graph = {f: imports_of(root, f, known) for f in files}
+    for f in files:
+        name = Path(f).name
+        if f.startswith("verify/tests/test_") and name[5:7].isalnum():
+            graph[f].update(unit_files(graph, name[5:7]))
+    return graph
+
+
+def closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every file ``start`` imports, directly or not (``start`` included)."""
+    seen, todo = {start}, [start]
+    while todo:
+        for g in graph.get(todo.pop(), ()):
+            if g not in seen:
+                seen.add(g)
+                todo.append(g)
+    return seen
+
+
+def unit_tests(graph: dict[str, set[str]], rel: str) -> list[str]:
+    """The test files that import ``rel``: of ``tests/`` and of ``verify/tests/`` (a claim's
+    test file may check more than its main instance, e.g. D8's symbolic factorisation); when no
+    file of ``tests/`` does, those of ``tests/`` importing a file that imports it."""
+    tests = sorted(f for f in graph if f.startswith("tests/test_"))
+    claim_tests = sorted(f for f in graph if f.startswith("verify/tests/test_") and rel in graph[f])
+    direct = [t for t in tests if rel in graph[t]]
+    if direct:
+        return direct + claim_tests
+    importers = {f for f, deps in graph.items() if rel in deps}
+    return [t for t in tests if graph[t] & importers] + claim_tests
+
+
+def near_claims(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
+    """The claims whose unit holds ``rel`` or imports it directly (from one of its files)."""
+    return [
+        c for c in ids if any(u == rel or rel in graph.get(u, ()) for u in unit_files(graph, c))
+    ]
+
+
+def claims_of(graph: dict[str, set[str]], rel: str, ids) -> list[str]:
+    """The claims whose unit (:func:`unit_files`) imports ``rel`` directly or not; those holding
+    it or importing it directly first, in ``ids`` order otherwise."""
+    near = near_claims(graph, rel, ids)
+    far = [
+        cid
+        for cid in ids
+        if cid not in near and any(rel in closure(graph, u) for u in unit_files(graph, cid))
+    ]
+    return near + far
+
+
+# ----------------------------------------------------------------------------- the session
+
+
+def manifest(root: Path) -> dict[str, list]:
+    """``{file: [sha256, mtime_ns]}`` of every ``.py`` file of the design folders."""
+    out = {}
+    for rel in python_files(root, ("theory", "numerics", "verify", "figures", "fastslow")):
+        if rel == "verify/line_coverage.py":
+            continue  # a tool: never mutated; may be updated during a session
+        p = root / rel
+        out[rel] = [hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns]
+    return out
+
+
+def config_text(timeout: float) -> str:
+    """The cosmic-ray configuration: the three packages, the exclusions, the kill command."""
+    return (
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(list(PACKAGES))}\n"
+        f"timeout = {float(timeout)}\n"
+        f"excluded-modules = {json.dumps(list(EXCLUDED))}\n"
+        f'test-command = "{os.path.abspath(sys.executable)} -m {RUNNER} kill"\n'
+        "\n[cosmic-ray.distributor]\n"
+        'name = "local"\n'
+    )
+
+
+def operator_family(name: str) -> str:
+    """``ReplaceBinaryOperator`` for ``core/ReplaceBinaryOperator_Add_Mul``."""
+    return name.split("/")[-1].split("_")[0]
+
+
+def package_of(path: str) -> str:
+    return Path(path).parts[0]
+
+
+def sample(items: list[tuple], n: int, seed: int) -> list[tuple]:
+    """``n`` of ``items`` (``(job_id, module_path, operator, ...)``), an equal share per package
+    (a package with fewer mutations gives all it has, the others share the rest),
+    uniform across operator families and files within one (module docstring), interleaved by
+    package; deterministic for a given ``seed`` and population."""
+    rng = random.Random(seed)
+    by_pkg: dict[str, list[tuple]] = defaultdict(list)
+    for it in sorted(items, key=lambda t: (t[1], t[2], t[3])):
+        by_pkg[package_of(it[1])].append(it)
+    pkgs = [p for p in PACKAGES if by_pkg[p]]
+    share, left, open_ = (
+        {},
+        n,
+        list(pkgs),
+    )  # equal shares; a short package's rest goes to the others
+    while open_:
+        each = {p: left // len(open_) + (i < left % len(open_)) for i, p in enumerate(open_)}
+        short = [p for p in open_ if len(by_pkg[p]) <= each[p]]
+        if not short:
+            share.update(each)
+            break
+        for p in short:
+            share[p] = len(by_pkg[p])
+            left -= share[p]
+            open_.remove(p)
+    picked: dict[str, list[tuple]] = {}
+    for p in pkgs:
+        pool: dict[str, dict[str, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+        for it in by_pkg[p]:
+            pool[operator_family(it[2])][it[1]].append(it)
+        chosen = []
+        while len(chosen) < share[p] and pool:
+            fam = rng.choice(sorted(pool))
+            f = rng.choice(sorted(pool[fam]))
+            bucket = pool[fam][f]
+            chosen.append(bucket.pop(rng.randrange(len(bucket))))
+            if not bucket:
+                del pool[fam][f]
+            if not pool[fam]:
+                del pool[fam]
+        picked[p] = chosen
+    out = []
+    for i in range(max(map(len, picked.values()))):
+        out += [picked[p][i] for p in pkgs if i < len(picked[p])]
+    return out
+
+
+def _cosmic_ray(*args, cwd: Path) -> None:
+    exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
+    subprocess.run([str(exe), *args], cwd=cwd, check=True)
+
+
+def setup(work: Path, n: int, seed: int, timeout: float) -> None:
+    """Scratch tree, manifest, module graph, baseline, population and the sampled session."""
+    from .mutants import scratch_tree  # deferred: keeps `status`/`report` free of the catalogue
+
+    work.mkdir(parents=True, exist_ok=True)
+    tree = work / "tree"
+    print(f"mutate: copying the tree to {tree}", flush=True)
+    scratch_tree(ROOT, tree)
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", *PACKAGES], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    graph = module_graph(tree)
+    (work / "graph.json").write_text(json.dumps({k: sorted(v) for k, v in graph.items()}))
+    (tree / "cosmic-ray.toml").write_text(config_text(timeout))
+    if not (work / "population.sqlite").exists():  # the tree's mutations do not depend on time
+        print("mutate: enumerating mutations (cosmic-ray init, minutes)", flush=True)
+        _cosmic_ray("init", "cosmic-ray.toml", str(work / "population.sqlite"), cwd=tree)
+    with sqlite3.connect(work / "population.sqlite") as db:
+        rows = db.execute(
+            "select job_id, module_path, operator_name, occurrence from mutation_specs"
+        ).fetchall()
+    chosen = sample(rows, n, seed)
+    pop = defaultdict(int)
+    for r in rows:
+        pop[package_of(r[1])] += 1
+    (work / "session.json").write_text(
+        json.dumps(
+            {
+                "commit": commit,
+                "uncommitted_changes": bool(dirty),
+                "seed": seed,
+                "n": len(chosen),
+                "timeout": timeout,
+                "population": dict(pop),
+                "population_total": len(rows),
+            },
+            indent=1,
+        )
+    )
+    _write_session(work, [r[0] for r in chosen])
+    spec = importlib.util.spec_from_file_location("_jc", tree / "numerics" / "jit_cache.py")
+    jc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jc)
+    info = json.loads((work / "session.json").read_text())
+    info["numba_dir"] = jc.fingerprint(tree / "numerics")[:16]
+    (work / "session.json").write_text(json.dumps(info, indent=1))
+    man = manifest(tree)
+    (work / "manifest.json").write_text(json.dumps(man))
+    for rel in man:  # the unmutated sources, to repair a tree left mutated by an interruption
+        (work / "pristine" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(tree / rel, work / "pristine" / rel)
+    baseline(work)
+
+
+def repair(work: Path) -> list[str]:
+    """Put back the unmutated source of any file of the tree that differs from it (a session
+    stopped while a mutant was applied leaves it in place); the files repaired."""
+    man = json.loads((work / "manifest.json").read_text())
+    fixed = []
+    for rel, (sha, mtime) in man.items():
+        p = work / "tree" / rel
+        if hashlib.sha256(p.read_bytes()).hexdigest() != sha:
+            shutil.copyfile(work / "pristine" / rel, p)
+            os.utime(p, ns=(mtime, mtime))
+            fixed.append(rel)
+    return fixed
+
+
+def _write_session(work: Path, job_ids: list[str]) -> None:
+    """``session.sqlite``: the population's database with only ``job_ids``, in that order."""
+    shutil.copy(work / "population.sqlite", work / "session.tmp")
+    with sqlite3.connect(work / "session.tmp") as db:
+        cols = [r[1] for r in db.execute("pragma table_info(work_items)")]
+        spec_cols = [r[1] for r in db.execute("pragma table_info(mutation_specs)")]
+        items = {r[cols.index("job_id")]: r for r in db.execute("select * from work_items")}
+        specs = defaultdict(list)
+        for r in db.execute("select * from mutation_specs"):
+            specs[r[spec_cols.index("job_id")]].append(r)
+        db.execute("delete from mutation_specs")
+        db.execute("delete from work_items")
+        q1 = ",".join("?" * len(cols))
+        q2 = ",".join("?" * len(spec_cols))
+        for j in job_ids:
+            db.execute(f"insert into work_items values ({q1})", items[j])
+            db.executemany(f"insert into mutation_specs values ({q2})", specs[j])
+    (work / "session.tmp").replace(work / "session.sqlite")
+
+
+def baseline(work: Path) -> dict:
+    """Every claim at its sweep instance on the unmutated scratch tree (fills the Numba cache the
+    mutants outside ``numerics`` reuse); claims not holding here never kill a mutant."""
+    tree = work / "tree"
+    env = _env(tree, work / "numba_cache")
+    print("mutate: baseline (every claim on the unmutated tree)", flush=True)
+    out = subprocess.run(
+        [sys.executable, "-m", RUNNER, "baseline-run"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"baseline failed: {out.stderr[-2000:]}")
+    res = json.loads(lines[-1])
+    (work / "baseline.json").write_text(json.dumps(res, indent=1))
+    for cid, r in res.items():
+        print(f"  {cid}: {r['outcome']} ({r['seconds']:.0f} s)", flush=True)
+    return res
+
+
+def _env(tree: Path, cache: Path) -> dict:
+    """The hand catalogue's check environment (:func:`tools.mutation.mutants.environment`) with the
+    session folder the mutated tree lives in."""
+    env = environment(tree, cache)
+    env["FASTSLOW_MUTATE_DIR"] = str(tree.parent)
+    return env
+
+
+def _claim_runs(ids) -> dict:
+    """``{id: {outcome, seconds, detail}}`` of each claim at its sweep instance, in this process,
+    stopping at the first that does not hold."""
+    from fastslow.verify.registry import CLAIMS  # deferred: the Numba cache is chosen first
+
+    out = {}
+    for cid in ids:
+        t0 = time.perf_counter()
+        try:
+            v = CLAIMS[cid].check(dict(CLAIMS[cid].sweep_instance))
+            outcome = v.outcome
+            detail = list(v.failed_parts) + list(v.violated) + list(v.unresolved)
+            if v.outcome == "error":
+                detail = [str(getattr(v, "error", ""))[:200]]
+        except Exception as exc:  # a mutant may break the unit itself
+            outcome, detail = "exception", [f"{type(exc).__name__}: {exc}"[:200]]
+        out[cid] = {"outcome": outcome, "seconds": time.perf_counter() - t0, "detail": detail}
+        print(f"claim {cid}: {outcome} {detail} ({out[cid]['seconds']:.1f} s)", flush=True)
+    return out
+
+
+def compiled_sources(graph: dict[str, set[str]], root: Path) -> set[str]:
+    """The files of ``numerics`` that Numba-compiled code can depend on: those with compiled
+    functions (``njit``, ``@overload``) and every file they import, directly or not."""
+    out: set[str] = set()
+    for f in graph:
+        if not f.startswith("numerics/") or f.endswith(("__init__.py", "jit_cache.py")):
+            continue
+        text = (root / f).read_text()
+        if "njit" in text or "@overload" in text or "@jit" in text:
+            out |= closure(graph, f)
+    return out
+
+
+def warm_start(work: Path, base: Path) -> None:
+    """Give a mutant of ``numerics`` that no compiled code depends on the unmutated tree's compiled
+    functions: its cache directory (``<base>/<fingerprint of the mutated package>``, see
+    :mod:`numerics.jit_cache`) starts as hard links to the unmutated one's files (Numba replaces a
+    file it rewrites, never writes through a link; its per-file check still guards each compiled
+    function's own source)."""
+    spec = importlib.util.spec_from_file_location(
+        "_jc", work / "tree" / "numerics" / "jit_cache.py"
+    )
+    jc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jc)
+    mutated = jc.fingerprint(work / "tree" / "numerics")[:16]
+    pristine = work / "numba_cache" / json.loads((work / "session.json").read_text())["numba_dir"]
+    if pristine.is_dir():
+        shutil.copytree(pristine, base / mutated, copy_function=os.link)
+
+
+def kill() -> int:
+    """The kill command (run by cosmic-ray in the scratch tree, one process per mutant): exit 1
+    when the mutant is killed, 0 when it survives (module docstring)."""
+    work = Path(os.environ.get("FASTSLOW_MUTATE_DIR", Path.cwd().parent))
+    tree = work / "tree"
+    man = json.loads((work / "manifest.json").read_text())
+    mutated = []
+    for rel, (sha, mtime) in man.items():
+        p = tree / rel
+        if hashlib.sha256(p.read_bytes()).hexdigest() != sha:
+            mutated.append(rel)
+        elif p.stat().st_mtime_ns != mtime:
+            os.utime(p, ns=(mtime, mtime))
+    if len(mutated) != 1:
+        print(f"mutate: expected one mutated file, found {mutated}")
+        return 2
+    rel = mutated[0]
+    graph = {k: set(v) for k, v in json.loads((work / "graph.json").read_text()).items()}
+    base = json.loads((work / "baseline.json").read_text())
+    from fastslow.verify.registry import IDS  # deferred: the Numba cache is chosen first
+
+    ok = [c for c in claims_of(graph, rel, IDS) if base.get(c, {}).get("outcome") == "holds"]
+    near = set(claims_of(graph, rel, IDS)[: len(near_claims(graph, rel, IDS))])
+    cost = lambda c: (c not in near, base[c]["seconds"])  # direct importers, then cheapest
+    claims = sorted(ok, key=cost)
+    units = unit_tests(graph, rel)
+    print(f"mutated {rel}; unit tests {units}; claims {claims}", flush=True)
+    tmp = None
+    if rel.startswith("numerics/"):  # jit_cache keys by content: a directory of the mutant's own
+        tmp = tempfile.mkdtemp(prefix="numba-", dir=work)
+        os.environ["NUMBA_CACHE_DIR"] = tmp
+        if rel not in compiled_sources(graph, tree):
+            warm_start(work, Path(tmp))
+    try:
+        if units:
+            import pytest  # deferred: only a mutant with unit tests needs pytest
+
+            code = pytest.main(
+                ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "--no-header", *units]
+            )
+            if code != 0:
+                print(f"KILLED by unit tests ({code}): {units}", flush=True)
+                return 1
+        runs = _claim_runs(claims)
+        bad = [c for c, r in runs.items() if r["outcome"] != "holds"]
+        if bad:
+            print(f"KILLED by claim {bad[0]}: {runs[bad[0]]['outcome']}", flush=True)
+            return 1
+        print("SURVIVED", flush=True)
+        return 0
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def status(work: Path) -> str:
+    from .mutate_report import results, score  # deferred: imports this module
+
+    rows = results(work)
+    s = score(rows)["all"]
+    return (
+        f"{s['run']}/{s['sampled']} mutants run: {s['killed']} killed "
+        f"({s['timeout']} by timeout), {s['surviving']} survived"
+    )
+
+
+def run(work: Path, n: int, seed: int, timeout: float) -> int:
+    """Set up (once) and execute the pending mutants, printing progress every 30 s."""
+    if not (work / "session.sqlite").exists() or not (work / "baseline.json").exists():
+        setup(work, n, seed, timeout)
+    for rel in repair(work):
+        print(f"mutate: {rel} was left mutated by an interrupted run: restored", flush=True)
+    print(f"mutate: {status(work)}; executing (cosmic-ray exec)", flush=True)
+    exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
+    env = _env(work / "tree", work / "numba_cache")
+    proc = subprocess.Popen(
+        [str(exe), "exec", "cosmic-ray.toml", str(work / "session.sqlite")],
+        cwd=work / "tree",
+        env=env,
+    )
+    last = ""
+    try:
+        while proc.poll() is None:
+            time.sleep(30)
+            now = status(work)
+            if now != last:
+                print(f"mutate {time.strftime('%H:%M:%S')}: {now}", flush=True)
+                last = now
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        print("mutate: interrupted; `bash run.sh mutate` resumes the session", file=sys.stderr)
+        return 130
+    print(f"mutate: {status(work)}", flush=True)
+    return proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.mutation.mutate", description=__doc__)
+    ap.add_argument(
+        "command",
+        nargs="?",
+        default="run",
+        choices=("run", "status", "report", "kill", "baseline-run", "rerun"),
+    )
+    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="session folder")
+    ap.add_argument("--n", type=int, default=DEFAULT_N, help="mutants sampled")
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample")
+    ap.add_argument("--timeout", type=float, default=2400.0, help="seconds per mutant")
+    a = ap.parse_args(argv)
+    if a.command == "kill":
+        return kill()
+    if a.command == "baseline-run":
+        from fastslow.verify.registry import CLAIMS, IDS  # deferred: imports every claim unit
+
+        runs = {}
+        for cid in IDS:
+            if CLAIMS[cid].implemented:
+                runs.update(_claim_runs([cid]))
+        print(json.dumps(runs), flush=True)
+        return 0
+    if a.command == "rerun":
+        from .mutate_report import rerun_survivors  # deferred: imports this module
+
+        rerun_survivors(a.dir, a.dir.with_name(a.dir.name + "-rerun"))
+        return 0
+    if a.command == "status":
+        print(status(a.dir))
+        return 0
+    if a.command == "report":
+        from .mutate_report import results, score, write_report  # deferred: imports this module
+
+        write_report(a.dir)
+        print(json.dumps(score(results(a.dir)), indent=1))
+        return 0
+    return run(a.dir, a.n, a.seed, a.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
