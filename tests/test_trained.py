@@ -277,3 +277,27 @@ def test_declared_hypotheses_of_d6_and_d7_come_before_their_size_limits(tmp_path
     assert main(["sweep", "D6", "--system", str(closed), "--seeds", "0", "--workers", "1"]) == 2
     assert "d=17" in one_line(capsys.readouterr().err)
     assert check("D7", system=TrainedStack.from_file(closed)).violated == ["gate_moves_spectrum"]
+
+
+def test_a_paper_run_at_any_token_count_has_the_rate_e1_chose_after_lr_tokens(monkeypatch):
+    # E1 picks one learning rate for every token count, from selection runs of lr_tokens
+    # tokens; a trained network of the sweep (50k) must be the run E1 trained, not one whose
+    # rate was selected after 50k tokens (another spec, another cache key)
+    from fastslow.numerics.lm import train as lm_train
+    from fastslow.verify.checks import e1
+    from fastslow.verify.trained import e1_run_spec
+
+    seen = []
+
+    def selection_run(spec, corpus, cache_dir=None):
+        seen.append(spec)
+        return {"validation_loss": -spec.lr}  # the largest rate wins
+
+    monkeypatch.setattr(lm_train, "cached", lambda *a, **k: True)
+    monkeypatch.setattr(lm_train, "run", selection_run)
+    spec, _ = e1_run_spec("coupled", 1, 50_000, "paper", False, "pydoc", None)
+    p = e1.CLAIM.resolve({"tokens": 50_000})
+    assert len(p["lr_grid"]) > 1 and p["lr_tokens"] != 50_000
+    assert sorted(s.lr for s in seen) == sorted(p["lr_grid"])
+    assert {s.tokens for s in seen} == {p["lr_tokens"]}
+    assert spec.lr == max(p["lr_grid"]) and spec.tokens == 50_000

@@ -307,8 +307,9 @@ def e1_run_params(tokens: int, profile: str | None, corpus: str = "pydoc") -> di
 
 def e1_run_spec(arm, seed, tokens, profile, train, corpus, cache_dir):
     """``(RunSpec, Corpus)`` of an E1 run: its profile's sizes, its learning rate (the grid's
-    only value, or the frozen model's validation argmin at E1's selection seed, read from the
-    cache or trained when ``train``)."""
+    only value, or the frozen model's validation argmin at E1's selection seed after E1's
+    ``lr_tokens`` training tokens, whatever ``tokens`` is, as E1 chooses it; read from the cache
+    or trained when ``train``)."""
     from fastslow.numerics.lm import train as lm_train  # deferred: the language models
 
     from .checks import e1  # deferred: the E1 unit imports the language models
@@ -322,7 +323,8 @@ def e1_run_spec(arm, seed, tokens, profile, train, corpus, cache_dir):
     grid = list(p["lr_grid"])
     lr = grid[0]
     if len(grid) > 1:
-        specs = [inst.spec("frozen", inst.selection_seed, x) for x in grid]
+        # E1's rule: one rate for every token count, chosen after lr_tokens training tokens
+        specs = [inst.spec("frozen", inst.selection_seed, x, p["lr_tokens"]) for x in grid]
         missing = [s for s in specs if not lm_train.cached(s, inst.corpus, cache_dir)]
         if missing and not train:
             raise ValueError(
