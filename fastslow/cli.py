@@ -655,10 +655,13 @@ def _cmd_trained_report(args) -> int:
                 raise ValueError(
                     f"--{key.replace('_', '-')} expects integers A,B,..., got {raw!r}"
                 ) from None
+        folder = Path(args.out) if args.out else None
+        # the output is checked before the work: hours of training are never lost to it
+        writable_file(trained_section.path_for(args.profile, folder), "--out")
         section = trained_section.compute(
             args.profile, train=args.train, progress=progress, **lists
         )
-        path = trained_section.write(section, Path(args.out) if args.out else None)
+        path = trained_section.write(section, folder)
     except (ValueError, TypeError) as exc:
         print(f"fastslow trained-report: bad input: {exc}", file=sys.stderr)
         return 2

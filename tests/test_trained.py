@@ -301,3 +301,16 @@ def test_a_paper_run_at_any_token_count_has_the_rate_e1_chose_after_lr_tokens(mo
     assert sorted(s.lr for s in seen) == sorted(p["lr_grid"])
     assert {s.tokens for s in seen} == {p["lr_tokens"]}
     assert spec.lr == max(p["lr_grid"]) and spec.tokens == 50_000
+
+
+def test_trained_report_checks_its_output_folder_before_any_work(tmp_path, monkeypatch, capsys):
+    from fastslow.verify import trained_section
+
+    def no_work(*a, **k):
+        raise AssertionError("computed before the output was checked")
+
+    monkeypatch.setattr(trained_section, "compute", no_work)
+    missing = tmp_path / "no" / "such" / "folder"
+    assert main(["trained-report", "--out", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out" in err and "does not exist" in err
