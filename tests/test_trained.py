@@ -202,8 +202,9 @@ def test_trained_report_refuses_bad_seeds_and_never_trains_silently(tmp_path, mo
     monkeypatch.setenv("FASTSLOW_LM_CACHE", str(tmp_path))  # an empty run cache
     assert main(["trained-report", "--tokens", "3000", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "not in the run cache" in err and ":train" in err
-    assert not list(tmp_path.glob("*.json"))  # nothing trained, nothing written
+    # every run of the section is looked up before any work: one line, never an error verdict
+    assert "not in the run cache" in one_line(err) and "first: E1 coupled seed 0" in err
+    assert "--train" in err and not list(tmp_path.glob("*.json"))  # nothing trained or written
 
 
 def layout_of_width(width: int, seed: int = 1) -> dict:
@@ -314,3 +315,4 @@ def test_trained_report_checks_its_output_folder_before_any_work(tmp_path, monke
     assert main(["trained-report", "--out", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out" in err and "does not exist" in err
+

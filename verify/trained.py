@@ -305,6 +305,11 @@ def e1_run_params(tokens: int, profile: str | None, corpus: str = "pydoc") -> di
     return e1.CLAIM.resolve({**base, "tokens": tokens, "corpus": corpus})
 
 
+_E1_INSTANCES: dict = {}
+"""E1's instance at check seed 0 by ``(tokens, profile, corpus)``: the run specs of one process
+share it (building it computes the corpus's cross-block statistics)."""
+
+
 def e1_run_spec(arm, seed, tokens, profile, train, corpus, cache_dir):
     """``(RunSpec, Corpus)`` of an E1 run: its profile's sizes, its learning rate (the grid's
     only value, or the frozen model's validation argmin at E1's selection seed after E1's
@@ -318,8 +323,11 @@ def e1_run_spec(arm, seed, tokens, profile, train, corpus, cache_dir):
         raise ValueError(f"E1 arm {arm!r}: expected one of {', '.join(ARMS)}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"E1 run seed {seed!r}: expected a non-negative integer")
-    p = e1_run_params(tokens, profile, corpus)
-    inst = e1.Instance(p, 0)
+    key = (int(tokens), profile, corpus)
+    if key not in _E1_INSTANCES:  # the corpus statistics of an instance take about a second
+        _E1_INSTANCES[key] = e1.Instance(e1_run_params(tokens, profile, corpus), 0)
+    inst = _E1_INSTANCES[key]
+    p = inst.p
     grid = list(p["lr_grid"])
     lr = grid[0]
     if len(grid) > 1:

@@ -82,6 +82,31 @@ def run_result(corpus_name: str, kind: str, seed: int, tokens: int, profile: str
     return lm_train.run(spec, corpus, train_missing=TRAIN["on"])
 
 
+def missing_runs(prof: dict, profile: str) -> list[str]:
+    """The runs of a section (``prof``: its token counts and seeds) missing from the run cache,
+    named one per line; empty when every network and every D9 run is cached. A missing
+    learning-rate selection is named as such (the runs it decides cannot be named without it)."""
+    from fastslow.numerics.lm import train as lm_train  # deferred: the language models
+
+    missing: list[str] = []
+    for tokens in prof["tokens"]:
+        try:
+            for seed in prof["seeds"]:
+                for arm in ARMS:
+                    spec, corpus = e1_run_spec(arm, seed, tokens, profile, False, "pydoc", None)
+                    if not lm_train.cached(spec, corpus):
+                        missing.append(f"E1 {arm} seed {seed} at {tokens} tokens")
+            for corpus_name, key in (("pydoc", "d9_seeds"), ("shuffled", "control_seeds")):
+                for seed in prof[key]:
+                    for kind in ("coupled", "frozen"):
+                        spec, corpus = run_spec(corpus_name, kind, seed, tokens, profile)
+                        if not lm_train.cached(spec, corpus):
+                            missing.append(f"{corpus_name} {kind} seed {seed} at {tokens} tokens")
+        except ValueError:  # the learning-rate selection at this count is not cached
+            missing.append(f"the learning-rate selection for {tokens} tokens")
+    return list(dict.fromkeys(missing))
+
+
 class TrainedD9(Claim):
     id = "D9t"
     title = "D9: cross-block structure and the trained gates"
@@ -189,6 +214,16 @@ def compute(
     for key in ("d9_seeds", "control_seeds"):
         if len(prof[key]) < 3:
             raise ValueError(f"{key} must give at least 3 seeds, got {list(prof[key])}")
+    if not train:  # a missing run is bad input before any work, never an error verdict
+        missing = missing_runs(prof, profile)
+        if missing:
+            from fastslow.numerics.lm import train as lm_train  # deferred: the language models
+
+            raise ValueError(
+                f"{len(missing)} run(s) of the {profile} section are not in the run cache "
+                f"{lm_train.default_cache_dir()} (first: {missing[0]}); train them with "
+                f"fastslow trained-report --profile {profile} --train"
+            )
     TRAIN["on"] = train
     try:
         rows = []
