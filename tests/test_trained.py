@@ -315,4 +315,3 @@ def test_trained_report_checks_its_output_folder_before_any_work(tmp_path, monke
     assert main(["trained-report", "--out", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out" in err and "does not exist" in err
-
