@@ -2,6 +2,10 @@
 Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the run is
 ``bash run.sh mutate``)."""
 
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 
 from fastslow.verify import line_coverage as lc
@@ -87,3 +91,68 @@ def test_compiled_functions_are_the_jitted_ones(tmp_path):
         "class K:\n    def d(self):\n        return 1\n"
     )
     assert lc.compiled_functions(f) == {"a", "c"}
+
+
+def _run_g(tree, cache) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "FASTSLOW_NUMBA"))}
+    env.update(NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    code = "from numerics.caller import g; print(g())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_a_mutated_callee_is_not_hidden_by_its_callers_cached_code(tmp_path):
+    """A warm cache copied for a mutant of a callee file: as is, the caller in another file keeps
+    the unmutated callee's machine code (Numba checks an entry against its own file only); without
+    the entries of :func:`stale_sources` the caller recompiles and sees the mutant."""
+    tree = tmp_path / "tree"
+    pkg = tree / "numerics"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    callee = pkg / "callee.py"
+    callee.write_text("from numba import njit\n\n@njit(cache=True)\ndef f():\n    return 1\n")
+    (pkg / "caller.py").write_text(
+        "from numba import njit\n\nfrom .callee import f\n\n"
+        "@njit(cache=True)\ndef g():\n    return f() + 10\n"
+    )
+    (pkg / "unrelated.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef u():\n    return 0\n"
+    )
+    warm = tmp_path / "warm"
+    assert _run_g(tree, warm) == "11"
+    callee.write_text(callee.read_text().replace("return 1", "return 2"))
+    later = callee.stat().st_mtime_ns + 10**10  # a later time stamp, as an edit gives
+    os.utime(callee, ns=(later, later))
+
+    naive = shutil.copytree(warm, tmp_path / "naive")
+    assert _run_g(tree, naive) == "11"  # the hazard: the caller's entry holds the old callee
+
+    graph = mt.code_graph(tree)
+    assert graph["numerics/caller.py"] == {"numerics/callee.py"}
+    stale = mt.stale_sources(graph, "numerics/callee.py", tree)
+    assert stale == {"numerics/callee.py", "numerics/caller.py"}
+    pruned = shutil.copytree(warm, tmp_path / "pruned")
+    removed = mt.cache_entries(pruned, tree, stale)
+    assert {p.name.split(".")[0] for p in removed} == {"callee", "caller"}
+    assert {p.suffix for p in removed} == {".nbi", ".nbc"}
+    for p in removed:
+        p.unlink()
+    assert _run_g(tree, pruned) == "12"
+
+
+def test_the_stale_sources_of_the_packages_own_files():
+    """A mutant of an integrator recompiles the integrators (the driver binds every method's
+    functions), not the model's kernels; one of the model recompiles the model's compiled files,
+    not the integrators; a file that no compiled code names recompiles nothing."""
+    g = mt.code_graph(mt.ROOT)
+    radau = mt.stale_sources(g, "numerics/integrators/radau.py", mt.ROOT)
+    assert {"numerics/integrators/driver.py", "numerics/integrators/dopri5.py"} <= radau
+    assert "numerics/model/compiled.py" not in radau
+    layer = mt.stale_sources(g, "numerics/model/layer.py", mt.ROOT)
+    assert "numerics/model/compiled.py" in layer
+    assert "numerics/integrators/radau.py" not in layer
+    assert mt.stale_sources(g, "numerics/analysis/linearised.py", mt.ROOT) == {
+        "numerics/analysis/linearised.py"
+    }
