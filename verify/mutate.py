@@ -88,6 +88,9 @@ SCANNED = ("theory", "numerics", "verify", "figures", "fastslow", "tests")
 
 NAME = "fastslow"
 
+STARTED = time.perf_counter()
+"""When this module was imported: the kill command's seconds are counted from it."""
+
 DEFAULT_DIR = ROOT / "build" / "mutate"
 DEFAULT_N = 360
 DEFAULT_SEED = 35
@@ -603,6 +606,7 @@ def kill() -> int:
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+        print(f"mutate: {time.perf_counter() - STARTED:.1f} s", flush=True)
 
 
 def status(work: Path) -> str:
