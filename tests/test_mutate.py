@@ -2,6 +2,8 @@
 Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the run is
 ``bash run.sh mutate``)."""
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -156,3 +158,45 @@ def test_the_stale_sources_of_the_packages_own_files():
     assert mt.stale_sources(g, "numerics/analysis/linearised.py", mt.ROOT) == {
         "numerics/analysis/linearised.py"
     }
+
+
+def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(tmp_path):
+    """The mutant's cache directory (named by the mutated package's fingerprint) holds links to
+    the unmutated entries of the files the mutated one cannot reach, none of the stale ones; the
+    unmutated cache is left whole."""
+    work = tmp_path / "work"
+    pkg = work / "tree" / "numerics"
+    pkg.mkdir(parents=True)
+    shutil.copy(mt.ROOT / "numerics" / "jit_cache.py", pkg / "jit_cache.py")
+    (pkg / "callee.py").write_text("def f():\n    return 1\n")
+    (pkg / "caller.py").write_text("from .callee import f\n\ndef g():\n    return f()\n")
+    (pkg / "other.py").write_text("def u():\n    return 0\n")
+    jc = _load_jit_cache(pkg)
+    pristine_fp = jc.fingerprint(pkg)[:16]
+    (work / "session.json").write_text(json.dumps({"numba_dir": pristine_fp}))
+    sub = os.path.dirname(os.path.abspath(pkg / "callee.py"))
+    folder = (
+        work / "numba_cache" / pristine_fp / f"numerics_{hashlib.sha1(sub.encode()).hexdigest()}"
+    )
+    folder.mkdir(parents=True)
+    names = ["callee.f-1.py312.nbi", "caller.g-3.py312.nbi", "caller.g-3.py312.1.nbc"]
+    names += ["other.u-1.py312.nbi", "other.u-1.py312.1.nbc"]
+    for n in names:
+        (folder / n).write_text(n)
+    (pkg / "callee.py").write_text("def f():\n    return 2\n")  # the mutant
+    base = tmp_path / "base"
+    removed = mt.warm_start(work, base, "numerics/callee.py")
+    assert sorted(p.name for p in removed) == sorted(names[:3])
+    mutant_dir = base / jc.fingerprint(pkg)[:16] / folder.name
+    assert sorted(p.name for p in mutant_dir.iterdir()) == sorted(names[3:])
+    assert os.path.samefile(mutant_dir / names[3], folder / names[3])  # a link, not a copy
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)  # the unmutated cache whole
+
+
+def _load_jit_cache(pkg):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_jc_test", pkg / "jit_cache.py")
+    jc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jc)
+    return jc
