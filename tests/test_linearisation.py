@@ -113,3 +113,21 @@ def test_exact_kernel_constants():
 def test_condition_number_grows():
     c = [float(tk.causal_eigenvector_condition(T)) for T in (2, 4, 8)]
     assert 1 < c[0] < c[1] < c[2]
+
+
+def test_a_wrong_factor_gives_its_non_zero_jacobian_residual(monkeypatch):
+    """The identity checker reports a residual that does not cancel (what a wrong factor gives)
+    as its simplified value, with no error: here the value factor ``M`` transposed, so the
+    residual is ``K ⊗ (Mᵀ − M)`` exactly (entries ``±h(V1 − V2)``, of no known sign)."""
+    right = tl.factor_matrices
+
+    def transposed_value_factor(d, m=None, norm=True, sigma="tanh"):
+        syms, N, M, Jn = right(d, m, norm, sigma)
+        return syms, N, M.T, Jn
+
+    monkeypatch.setattr(tl, "factor_matrices", transposed_value_factor)
+    R = tl.homogeneous_jacobian_residual(2, 2, "causal", norm=False, sigma="identity")
+    syms, _, M, _ = right(2, 2, norm=False, sigma="identity")
+    K = sp.Matrix([[1, 0], [sp.Rational(1, 2), sp.Rational(1, 2)]])
+    assert not R.is_zero_matrix
+    assert (R - sp.kronecker_product(K, M.T - M)).applyfunc(sp.expand).is_zero_matrix

@@ -2,6 +2,12 @@
 reading of Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the
 run is ``bash run.sh mutate``)."""
 
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 
 from fastslow.verify import line_coverage as lc
@@ -95,3 +101,110 @@ def test_compiled_functions_are_the_jitted_ones(tmp_path):
         "class K:\n    def d(self):\n        return 1\n"
     )
     assert lc.compiled_functions(f) == {"a", "c"}
+
+
+def _run_g(tree, cache) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "FASTSLOW_NUMBA"))}
+    env.update(NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+    code = "from numerics.caller import g; print(g())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_a_mutated_callee_is_not_hidden_by_its_callers_cached_code(tmp_path):
+    """A warm cache copied for a mutant of a callee file: as is, the caller in another file keeps
+    the unmutated callee's machine code (Numba checks an entry against its own file only); without
+    the entries of :func:`stale_sources` the caller recompiles and sees the mutant."""
+    tree = tmp_path / "tree"
+    pkg = tree / "numerics"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    callee = pkg / "callee.py"
+    callee.write_text("from numba import njit\n\n@njit(cache=True)\ndef f():\n    return 1\n")
+    (pkg / "caller.py").write_text(
+        "from numba import njit\n\nfrom .callee import f\n\n"
+        "@njit(cache=True)\ndef g():\n    return f() + 10\n"
+    )
+    (pkg / "unrelated.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef u():\n    return 0\n"
+    )
+    warm = tmp_path / "warm"
+    assert _run_g(tree, warm) == "11"
+    callee.write_text(callee.read_text().replace("return 1", "return 2"))
+    later = callee.stat().st_mtime_ns + 10**10  # a later time stamp, as an edit gives
+    os.utime(callee, ns=(later, later))
+
+    naive = shutil.copytree(warm, tmp_path / "naive")
+    assert _run_g(tree, naive) == "11"  # the hazard: the caller's entry holds the old callee
+
+    graph = mt.code_graph(tree)
+    assert graph["numerics/caller.py"] == {"numerics/callee.py"}
+    stale = mt.stale_sources(graph, "numerics/callee.py", tree)
+    assert stale == {"numerics/callee.py", "numerics/caller.py"}
+    pruned = shutil.copytree(warm, tmp_path / "pruned")
+    removed = mt.cache_entries(pruned, tree, stale)
+    assert {p.name.split(".")[0] for p in removed} == {"callee", "caller"}
+    assert {p.suffix for p in removed} == {".nbi", ".nbc"}
+    for p in removed:
+        p.unlink()
+    assert _run_g(tree, pruned) == "12"
+
+
+def test_the_stale_sources_of_the_packages_own_files():
+    """A mutant of an integrator recompiles the integrators (the driver binds every method's
+    functions), not the model's kernels; one of the model recompiles the model's compiled files,
+    not the integrators; a file that no compiled code names recompiles nothing."""
+    g = mt.code_graph(mt.ROOT)
+    radau = mt.stale_sources(g, "numerics/integrators/radau.py", mt.ROOT)
+    assert {"numerics/integrators/driver.py", "numerics/integrators/dopri5.py"} <= radau
+    assert "numerics/model/compiled.py" not in radau
+    layer = mt.stale_sources(g, "numerics/model/layer.py", mt.ROOT)
+    assert "numerics/model/compiled.py" in layer
+    assert "numerics/integrators/radau.py" not in layer
+    assert mt.stale_sources(g, "numerics/analysis/linearised.py", mt.ROOT) == {
+        "numerics/analysis/linearised.py"
+    }
+
+
+def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(tmp_path):
+    """The mutant's cache directory (named by the mutated package's fingerprint) holds links to
+    the unmutated entries of the files the mutated one cannot reach, none of the stale ones; the
+    unmutated cache is left whole."""
+    work = tmp_path / "work"
+    pkg = work / "tree" / "numerics"
+    pkg.mkdir(parents=True)
+    shutil.copy(mt.ROOT / "numerics" / "jit_cache.py", pkg / "jit_cache.py")
+    (pkg / "callee.py").write_text("def f():\n    return 1\n")
+    (pkg / "caller.py").write_text("from .callee import f\n\ndef g():\n    return f()\n")
+    (pkg / "other.py").write_text("def u():\n    return 0\n")
+    jc = _load_jit_cache(pkg)
+    pristine_fp = jc.fingerprint(pkg)[:16]
+    (work / "session.json").write_text(json.dumps({"numba_dir": pristine_fp}))
+    sub = os.path.dirname(os.path.abspath(pkg / "callee.py"))
+    folder = (
+        work / "numba_cache" / pristine_fp / f"numerics_{hashlib.sha1(sub.encode()).hexdigest()}"
+    )
+    folder.mkdir(parents=True)
+    names = ["callee.f-1.py312.nbi", "caller.g-3.py312.nbi", "caller.g-3.py312.1.nbc"]
+    names += ["other.u-1.py312.nbi", "other.u-1.py312.1.nbc"]
+    for n in names:
+        (folder / n).write_text(n)
+    (pkg / "callee.py").write_text("def f():\n    return 2\n")  # the mutant
+    base = tmp_path / "base"
+    removed = mt.warm_start(work, base, "numerics/callee.py")
+    assert sorted(p.name for p in removed) == sorted(names[:3])
+    mutant_dir = base / jc.fingerprint(pkg)[:16] / folder.name
+    assert sorted(p.name for p in mutant_dir.iterdir()) == sorted(names[3:])
+    assert os.path.samefile(mutant_dir / names[3], folder / names[3])  # a link, not a copy
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)  # the unmutated cache whole
+
+
+def _load_jit_cache(pkg):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_jc_test", pkg / "jit_cache.py")
+    jc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jc)
+    return jc

@@ -22,14 +22,19 @@ mutant no test and no claim reaches (no importer) survives. Claims that do not h
 (:func:`baseline`) are never used to kill.
 
 **Fresh processes and caches.** Each mutant runs in its own process, so Numba compiles the mutated
-source. The Numba cache needs no care beyond that: :mod:`numerics.jit_cache` keys the cache by the
-content of every file of ``numerics``, so a mutant of ``numerics`` compiles into a directory of its
-own (here a temporary one, removed afterwards). It starts cold (the integrators compile for
-minutes) when compiled code can depend on the mutated file (:func:`compiled_sources`), else as
-hard links to the unmutated tree's compiled functions (:func:`warm_start`) and a mutant elsewhere reuses the unmutated tree's compiled kernels. cosmic-ray
-writes the original source back after each mutant, which changes the file's modification time;
-the kill command puts the unmutated files' times back (Numba's per-file check and Python's ``.pyc``
-read them). cosmic-ray runs the kill command with ``PYTHONDONTWRITEBYTECODE=1``.
+source. :mod:`numerics.jit_cache` keys the cache by the content of every file of ``numerics``, so a
+mutant of ``numerics`` compiles into a directory of its own (here a temporary one, removed
+afterwards). A copy of the unmutated tree's cache there would not be sound by itself: Numba checks
+an entry against its own file only, so a caller in another file would keep the unmutated callee's
+machine code. The directory starts as hard links to the unmutated tree's entries *without* those
+of every file whose compiled code may hold the mutated file's (:func:`stale_sources`: the mutated
+file and every file of ``numerics`` naming it, directly or not; :func:`warm_start`); those
+recompile (a mutant of an integrator recompiles the integrators, not the model's kernels; one of
+``numerics/analysis`` recompiles nothing). A mutant elsewhere reuses the unmutated tree's
+directory. cosmic-ray writes the original source back after each mutant, which changes the file's
+modification time; the kill command puts the unmutated files' times back (Numba's per-file check
+and Python's ``.pyc`` read them). cosmic-ray runs the kill command with
+``PYTHONDONTWRITEBYTECODE=1``.
 
 **Sampling.** Uniform across operators and files: per package an equal share of the sample; within
 a package, repeatedly an operator family uniformly at random, a file uniformly among the files that
@@ -81,6 +86,9 @@ NAME = "fastslow"
 RUNNER = "tools.mutation.mutate"
 """This module's name: how the processes of a session run it (``python -m``) from the scratch
 tree, whose root is their working directory and on ``PYTHONPATH``."""
+
+STARTED = time.perf_counter()
+"""When this module was imported: the kill command's seconds are counted from it."""
 
 DEFAULT_DIR = ROOT / "build" / "mutate"
 DEFAULT_N = 360
@@ -437,25 +445,99 @@ def _claim_runs(ids) -> dict:
     return out
 
 
-def compiled_sources(graph: dict[str, set[str]], root: Path) -> set[str]:
-    """The files of ``numerics`` that Numba-compiled code can depend on: those with compiled
-    functions (``njit``, ``@overload``) and every file they import, directly or not."""
-    out: set[str] = set()
-    for f in graph:
-        if not f.startswith("numerics/") or f.endswith(("__init__.py", "jit_cache.py")):
-            continue
-        text = (root / f).read_text()
-        if "njit" in text or "@overload" in text or "@jit" in text:
-            out |= closure(graph, f)
+def names_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
+    """The files of the tree whose names ``rel`` can reach through its import statements (also
+    inside functions): for ``import a.b`` and ``from a import b`` the module ``a.b`` if it is a
+    file, else ``a``; unlike :func:`imports_of`, without the ``__init__.py`` of the packages on the
+    way (importing a package runs them, but a name of ``rel`` cannot refer to their contents
+    unless ``rel`` names the package itself)."""
+    tree = ast.parse((root / rel).read_text(), filename=rel)
+    mod = module_name(rel)
+    pkg = mod if rel.endswith("__init__.py") else mod.rpartition(".")[0]
+
+    def longest(name: str) -> str | None:
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            if ".".join(parts[:i]) in known:
+                return known[".".join(parts[:i])]
+        return None
+
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {longest(a.name) for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out |= {longest(f"{target}.{a.name}") for a in node.names}
+    out.discard(None)
+    out.discard(rel)
+    return out  # type: ignore[return-value]
+
+
+def code_graph(root: Path, folder: str = "numerics") -> dict[str, set[str]]:
+    """``{file: files it names}`` (:func:`names_of`) over the files of ``folder``."""
+    files = python_files(root, (folder,))
+    known = {module_name(f): f for f in files}
+    return {f: names_of(root, f, known) for f in files}
+
+
+def stale_sources(graph: dict[str, set[str]], rel: str, root: Path) -> set[str]:
+    """The files of ``numerics`` whose cached compiled code may hold ``rel``'s code once it is
+    mutated (``graph``: :func:`code_graph`): ``rel``, every file of ``numerics`` naming it directly
+    or not, and every file that such a file names, directly or not, when it compiles copies of
+    functions with other globals bound (a *binder*: calls ``with_globals``; e.g. the integrators' driver binds each
+    method's functions into a copy of ``drive``, cached under the driver's file).
+
+    **Why.** Numba checks a cache entry only against its own file's time stamp and size: a caller
+    compiled against a callee of another file (a call, an inlined function, a global array read
+    at compile time) keeps the callee's old machine code when only the callee's file changes.
+    Compiled code reaches another file's code only through the imports of its file, or through
+    globals a binder bound (and a binder reaches only what it imports).
+
+    **Hypothesis.** No cached function of ``numerics`` is specialised on a compiled function passed
+    as an argument (the problem's ``rhs``/``jac`` are passed as addresses,
+    :mod:`numerics.integrators.numba_binding`), and no ``@overload`` of one file changes the code
+    of a file that does not import it (``numerics`` has none)."""
+    numerics = {f for f in graph if f.startswith("numerics/")}
+    importers = {f for f in numerics if rel in closure(graph, f)} | {rel}
+    out = set(importers)
+    for f in importers:
+        if "with_globals(" in (root / f).read_text():
+            out |= closure(graph, f) & numerics
     return out
 
 
-def warm_start(work: Path, base: Path) -> None:
-    """Give a mutant of ``numerics`` that no compiled code depends on the unmutated tree's compiled
-    functions: its cache directory (``<base>/<fingerprint of the mutated package>``, see
-    :mod:`numerics.jit_cache`) starts as hard links to the unmutated one's files (Numba replaces a
-    file it rewrites, never writes through a link; its per-file check still guards each compiled
-    function's own source)."""
+def cache_entries(cache_dir: Path, root: Path, files) -> list[Path]:
+    """Numba's index (``.nbi``) and data (``.nbc``) files under ``cache_dir`` of the functions
+    defined in ``files`` (paths relative to ``root``): Numba keeps a file's entries in
+    ``<parent folder>_<sha1 of the folder's absolute path>/`` named ``<file stem>.<qualname>-…``
+    (``numba.core.caching``, the cache locator used when ``NUMBA_CACHE_DIR`` is set); ``cache_dir``
+    is searched at any depth (:mod:`numerics.jit_cache` adds a fingerprint folder)."""
+    folders: dict[str, set[str]] = defaultdict(set)
+    for rel in files:
+        src = os.path.abspath(root / rel)
+        sub = os.path.dirname(src)
+        key = f"{os.path.basename(sub)}_{hashlib.sha1(sub.encode()).hexdigest()}"
+        folders[key].add(Path(rel).stem)
+    out = []
+    for d in sorted(p for p in cache_dir.rglob("*") if p.is_dir() and p.name in folders):
+        stems = folders[d.name]
+        for p in sorted(d.iterdir()):
+            if p.suffix in (".nbi", ".nbc") and p.name.split(".")[0] in stems:
+                out.append(p)
+    return out
+
+
+def warm_start(work: Path, base: Path, rel: str) -> list[Path]:
+    """The Numba cache of a mutant of ``numerics``, ``rel``: its directory
+    (``<base>/<fingerprint of the mutated package>``, see :mod:`numerics.jit_cache`) starts as
+    hard links to the unmutated tree's compiled functions, without the entries of
+    :func:`stale_sources` (those recompile from the mutated source; Numba replaces a file it
+    rewrites, never writes through a link); the entries removed."""
     spec = importlib.util.spec_from_file_location(
         "_jc", work / "tree" / "numerics" / "jit_cache.py"
     )
@@ -463,8 +545,14 @@ def warm_start(work: Path, base: Path) -> None:
     spec.loader.exec_module(jc)
     mutated = jc.fingerprint(work / "tree" / "numerics")[:16]
     pristine = work / "numba_cache" / json.loads((work / "session.json").read_text())["numba_dir"]
-    if pristine.is_dir():
-        shutil.copytree(pristine, base / mutated, copy_function=os.link)
+    if not pristine.is_dir():
+        return []
+    shutil.copytree(pristine, base / mutated, copy_function=os.link)
+    tree = work / "tree"
+    stale = cache_entries(base / mutated, tree, stale_sources(code_graph(tree), rel, tree))
+    for p in stale:
+        p.unlink()
+    return stale
 
 
 def kill() -> int:
@@ -498,8 +586,8 @@ def kill() -> int:
     if rel.startswith("numerics/"):  # jit_cache keys by content: a directory of the mutant's own
         tmp = tempfile.mkdtemp(prefix="numba-", dir=work)
         os.environ["NUMBA_CACHE_DIR"] = tmp
-        if rel not in compiled_sources(graph, tree):
-            warm_start(work, Path(tmp))
+        stale = warm_start(work, Path(tmp), rel)
+        print(f"numba cache: warm, {len(stale)} entries of {rel} and its dependents removed")
     try:
         if units:
             import pytest  # deferred: only a mutant with unit tests needs pytest
@@ -520,6 +608,7 @@ def kill() -> int:
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+        print(f"mutate: {time.perf_counter() - STARTED:.1f} s", flush=True)
 
 
 def status(work: Path) -> str:

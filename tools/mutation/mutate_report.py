@@ -20,7 +20,8 @@ from .mutate import PACKAGES, ROOT, RUNNER, _env, baseline, manifest, module_gra
 
 def results(work: Path) -> list[dict]:
     """One row per sampled mutant: file, line, operator, occurrence, outcome (``pending``,
-    ``killed``, ``timeout``, ``survived``, ``incompetent``), the kill reason and the diff."""
+    ``killed``, ``timeout``, ``survived``, ``incompetent``), the kill reason, the diff and the kill
+    command's seconds (``seconds``, from its last line; absent for a run that printed none)."""
     with sqlite3.connect(work / "session.sqlite") as db:
         specs = db.execute(
             "select w.rowid, m.job_id, m.module_path, m.operator_name, m.occurrence, "
@@ -53,6 +54,13 @@ def results(work: Path) -> list[dict]:
                 r["outcome"] = "survived"
             else:
                 r["outcome"] = "incompetent"
+            secs = [
+                ln for ln in output.splitlines() if ln.startswith("mutate: ") and ln.endswith(" s")
+            ]
+            if r["outcome"] == "timeout":
+                r["seconds"] = None  # past the session's timeout
+            elif secs:
+                r["seconds"] = float(secs[-1].split()[1])
             reason = [ln for ln in output.splitlines() if ln.startswith(("KILLED", "SURVIVED"))]
             r["reason"] = reason[-1] if reason else output.strip().splitlines()[-1:]
             r["diff"] = [
@@ -94,6 +102,22 @@ def score(rows: list[dict], triage: dict[str, str] | None = None) -> dict:
     return out
 
 
+def seconds(rows: list[dict]) -> dict:
+    """Per package (and ``all``): ``(mutants timed, median seconds, total seconds)`` of the kill
+    command over the mutants run that printed their time (timeouts left out)."""
+    out = {}
+    for p in (*PACKAGES, "all"):
+        xs = sorted(
+            r["seconds"]
+            for r in rows
+            if r.get("seconds") is not None and (p == "all" or package_of(r["file"]) == p)
+        )
+        mid = len(xs) // 2
+        med = (xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2) if xs else float("nan")
+        out[p] = (len(xs), med, sum(xs))
+    return out
+
+
 TRIAGE = Path(__file__).resolve().parent / "mutate_triage.json"
 """The triage of surviving mutants, ``{"file:line operator #occurrence": [verdict, reason]}``:
 verdict ``equivalent`` (the reason: why no behaviour changes) or ``killed`` (the check added that
@@ -125,7 +149,9 @@ def report_markdown(work: Path) -> str:
         + f"({', '.join(f'{p}/ {n}' for p, n in pop.items())}); a sample of {info['n']} (seed "
         + f"{info['seed']}, uniform across operator families and files, an equal share per "
         + "package) is run, each in a fresh process: the mutated module's unit tests (`pytest -x`), "
-        + "then every claim whose unit imports the module, at its sweep instance. Killed: a unit "
+        + "then every claim whose unit imports the module, at its sweep instance (a mutant of "
+        + "`numerics` starts from the unmutated tree's Numba cache without the entries of the files "
+        + "its code can reach, `tools/mutation/mutate.py`). Killed: a unit "
         + "test fails or a claim's main instance ends anything but `holds`; a mutant running past "
         + f"{info['timeout']:.0f} s is killed by timeout (counted with the killed, shown apart). "
         + "Score = killed / (run − equivalent) as the run found it; now: with the survivors "
@@ -134,9 +160,8 @@ def report_markdown(work: Path) -> str:
         + "95 % (Clopper–Pearson) interval of the score now over the mutants run."
         + (
             f" **Partial run:** {sc['all']['run']} of {sc['all']['sampled']} sampled mutants ran "
-            "(each in a fresh process; on a 2-core machine shared with other jobs a mutant of "
-            "`numerics` whose compiled code must be rebuilt takes 10–20 min); `bash run.sh mutate` "
-            "resumes the session."
+            "(each in a fresh process, niced, on a 2-core machine shared with a longer run); "
+            "`bash run.sh mutate` resumes the session."
             if sc["all"]["run"] < sc["all"]["sampled"]
             else ""
         ),
@@ -164,6 +189,16 @@ def report_markdown(work: Path) -> str:
             f"{v['equivalent']} | {v['killed_since']} | {v['removed']} | {v['surviving']} | "
             f"{pct(v['score'])} | {pct(v['score_now'])}{interval(v)} |"
         )
+    secs = seconds(rows)
+    lines += [
+        "",
+        "Seconds per mutant (the kill command, median over the mutants timed; timeouts left out): "
+        + "; ".join(
+            f"{p} {m:.0f} s ({n} timed)" if n else f"{p} — (none timed)"
+            for p, (n, m, _) in secs.items()
+        )
+        + ".",
+    ]
     surv = [r for r in rows if r["outcome"] == "survived"]
     lines += ["", f"Every surviving mutant ({len(surv)}), triaged:", ""]
     lines += ["| mutant | change | triage |", "|---|---|---|"]
