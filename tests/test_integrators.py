@@ -18,10 +18,10 @@ from fastslow.numerics.integrators import (
 )
 from fastslow.numerics.integrators import tableaux as tb
 from fastslow.numerics.model.activations import SIGMAS, Activation
-from fastslow.numerics.model.coupling_drivers import integrate_coupling, integrate_coupling_scipy
-from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
-from fastslow.numerics.model.coupling_packing import is_lower_triangular, pack_coupling
-from fastslow.numerics.model.coupling_rhs import KERNEL_PANEL, coupling_rhs_nb
+from fastslow.numerics.model.coupling.drivers import integrate_coupling, integrate_coupling_scipy
+from fastslow.numerics.model.coupling.jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling.packing import is_lower_triangular, pack_coupling
+from fastslow.numerics.model.coupling.rhs import KERNEL_PANEL, coupling_rhs_nb
 
 
 # ------------------------------------------------------------------ catalogue of problems

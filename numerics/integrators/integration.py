@@ -195,7 +195,7 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
         raise ValueError(
             f"method={method!r} needs a Jacobian and none can be built by finite differences for "
             f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
-            "numerics.model.coupling_jacobian.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
+            "numerics.model.coupling.jacobian.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
         )
     if compiled:  # compiled for RHS_SIG and JAC_SIG by problem_addresses if need be
         if jac is None or jac == "zero" or not implicit:  # an explicit method never calls jac

@@ -13,7 +13,7 @@ import numpy as np
 
 import fastslow.numerics as nm
 from fastslow.numerics.integrators import integrate
-from fastslow.numerics.model.coupling_drivers import (
+from fastslow.numerics.model.coupling.drivers import (
     integrate_coupling,
     integrate_coupling_scipy,
     layer_breakpoints,

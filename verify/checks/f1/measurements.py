@@ -12,7 +12,7 @@ import numpy as np
 import sympy as sp
 
 import fastslow.numerics as nm
-from fastslow.numerics.model.coupling_drivers import (
+from fastslow.numerics.model.coupling.drivers import (
     integrate_coupling,
 )
 from fastslow.numerics.model.masks import (

@@ -6,8 +6,8 @@
   substitution on ``J`` itself, no T×T factorisation kept).
 * :func:`integrate_coupling_scipy`: the same flow by :func:`scipy.integrate.solve_ivp`, interval by
   interval (stops at every ``l/L``), with the compiled right-hand side
-  (:func:`numerics.model.coupling_rhs.coupling_rhs_nb`) or the NumPy one, and the frozen-kernel
-  Jacobian (:func:`numerics.model.coupling_jacobian.frozen_kernel_jac_nb`, dense or sparse) or
+  (:func:`numerics.model.coupling.rhs.coupling_rhs_nb`) or the NumPy one, and the frozen-kernel
+  Jacobian (:func:`numerics.model.coupling.jacobian.frozen_kernel_jac_nb`, dense or sparse) or
   SciPy's own finite-difference one.
 
 A user :class:`~numerics.model.activations.Activation` is not compiled: :func:`integrate_coupling`
@@ -30,13 +30,13 @@ from scipy.integrate import solve_ivp
 from fastslow.numerics import validation as v
 from fastslow.numerics.integrators import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
-from fastslow.numerics.model.coupling_jacobian import jac_for
-from fastslow.numerics.model.coupling_packing import (
+from fastslow.numerics.model.coupling.jacobian import jac_for
+from fastslow.numerics.model.coupling.packing import (
     is_block_local,
     is_lower_triangular,
     pack_coupling,
 )
-from fastslow.numerics.model.coupling_rhs import rhs_for
+from fastslow.numerics.model.coupling.rhs import rhs_for
 from fastslow.numerics.model.weights import Model, ModelConfig
 
 __all__ = [
