@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 from numba import njit, types
 
-import fastslow.numerics as nm
 from fastslow.benchmarks import discover, user_times
-from fastslow.numerics.integrators import driver, integrate, linalg
+from fastslow.numerics.integrators import driver, linalg
+from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.model.coupling import rhs as coupling_rhs
 from fastslow.numerics.model.coupling.packing import pack_coupling
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 
 def callees(dispatcher_copy, args) -> set[str]:
@@ -83,8 +84,8 @@ def test_the_row_path_copies_type_only_their_branch():
     ],
 )
 def test_rhs_for_hands_out_the_path_the_instance_takes(mask, P, d, m, expected):
-    cfg = nm.ModelConfig(T=2 * P, P=P, d=d, m=m, mask=mask, gamma=0.5)
-    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    cfg = ModelConfig(T=2 * P, P=P, d=d, m=m, mask=mask, gamma=0.5)
+    model = init_model(cfg, 2, 3, gate=0.5)
     E = np.random.default_rng(1).standard_normal((cfg.T, d))
     p = pack_coupling(cfg, model.layers, 1e-2, E)
     want = {

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fastslow.numerics.integrators import integrate
+from fastslow.numerics.integrators.integration import integrate
 from fastslow.verify import integrator_calibration as cal
 
 IMPLICIT = cal.IMPLICIT

@@ -7,21 +7,23 @@ import scipy.linalg
 from numba import njit
 from scipy import stats
 
-import fastslow.numerics as nm
-from fastslow.numerics.integrators import (
+from fastslow.numerics.integrators import tableaux as tb
+from fastslow.numerics.integrators.base import JAC_SIG, RHS_SIG
+from fastslow.numerics.integrators.integration import (
     DENSE_ORDERS,
     FD_JACOBIAN_MAX_N,
-    JAC_SIG,
     ORDERS,
-    RHS_SIG,
     integrate,
 )
-from fastslow.numerics.integrators import tableaux as tb
 from fastslow.numerics.model.activations import SIGMAS, Activation
 from fastslow.numerics.model.coupling.drivers import integrate_coupling, integrate_coupling_scipy
 from fastslow.numerics.model.coupling.jacobian import frozen_kernel_jac_nb
 from fastslow.numerics.model.coupling.packing import is_lower_triangular, pack_coupling
 from fastslow.numerics.model.coupling.rhs import KERNEL_PANEL, coupling_rhs_nb
+from fastslow.numerics.model.flow import make_rhs
+from fastslow.numerics.model.layer import attention_kernel
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import Model, ModelConfig, init_layer, init_model
 
 
 # ------------------------------------------------------------------ catalogue of problems
@@ -377,12 +379,12 @@ def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_coupling_rhs_compiled_equals_numpy_reference(sigma):
-    for mask in nm.NAMED_MASKS:
-        cfg = nm.ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7, sigma=sigma)
-        model = nm.init_model(cfg, 3, 5, gate=0.9)
+    for mask in NAMED_MASKS:
+        cfg = ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7, sigma=sigma)
+        model = init_model(cfg, 3, 5, gate=0.9)
         rng = np.random.default_rng(1)
         X, E = rng.standard_normal((8, 3)), rng.standard_normal((8, 3))
-        f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+        f = make_rhs(model, form="coupling", eps=0.01, E=E)
         p = pack_coupling(cfg, model, 0.01, E)
         out = np.empty(24)
         J = np.empty((8, 8))
@@ -391,7 +393,7 @@ def test_coupling_rhs_compiled_equals_numpy_reference(sigma):
             coupling_rhs_nb(t, X.ravel(), p, seg, out)
             assert np.allclose(out, f(t, X).ravel(), rtol=1e-13, atol=1e-12)
             frozen_kernel_jac_nb(t, X.ravel(), p, seg, J)
-            A = nm.attention_kernel(cfg, model.layers[seg], X)
+            A = attention_kernel(cfg, model.layers[seg], X)
             assert np.allclose(J, (A - np.eye(8)) / 0.01 - 0.7 * np.eye(8), rtol=1e-13, atol=1e-10)
 
 
@@ -404,13 +406,13 @@ def test_dense_mask_jacobian_by_row_panels_equals_the_kernel():
     assert 1 < T // (KERNEL_PANEL // T) < T
     banded = np.tril(np.ones((T, T), dtype=bool), 9) & np.triu(np.ones((T, T), dtype=bool), -40)
     for mask in ("causal", banded):  # a custom mask: a band with entries above the diagonal
-        cfg = nm.ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
-        model = nm.init_model(cfg, 1, 5, gate=0.9)
+        cfg = ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
+        model = init_model(cfg, 1, 5, gate=0.9)
         X = np.random.default_rng(1).standard_normal((T, 3))
         p = pack_coupling(cfg, model, 0.01, X)
         J = np.full((T, T), np.nan)
         frozen_kernel_jac_nb(0.5, X.ravel(), p, 0, J)
-        A = nm.attention_kernel(cfg, model.layers[0], X)
+        A = attention_kernel(cfg, model.layers[0], X)
         assert np.allclose(J, (A - np.eye(T)) / 0.01 - 0.7 * np.eye(T), rtol=1e-13, atol=1e-10)
         assert np.any(np.triu(J, 1)) == (mask is banded)
 
@@ -424,11 +426,11 @@ def test_dense_mask_rhs_by_row_panels_equals_the_numpy_reference():
     assert 1 < T // (KERNEL_PANEL // T) < T
     banded = np.tril(np.ones((T, T), dtype=bool), 9) & np.triu(np.ones((T, T), dtype=bool), -40)
     for mask in ("causal", banded):
-        cfg = nm.ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
-        model = nm.init_model(cfg, 2, 5, gate=0.9)
+        cfg = ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
+        model = init_model(cfg, 2, 5, gate=0.9)
         rng = np.random.default_rng(1)
         X, E = rng.standard_normal((T, 3)), rng.standard_normal((T, 3))
-        f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+        f = make_rhs(model, form="coupling", eps=0.01, E=E)
         p = pack_coupling(cfg, model, 0.01, E)
         out = np.full(T * 3, np.nan)
         for seg in range(2):
@@ -443,8 +445,8 @@ def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_up
     result as with the triangularity detected from ``J``; a ``J`` with an entry above its
     diagonal is refused."""
 
-    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
-    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    cfg = ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
+    model = init_model(cfg, 2, 5, gate=0.9)
     X0 = np.random.default_rng(1).standard_normal((16, 3))
     p = pack_coupling(cfg, model, 1e-3, X0)
     assert is_lower_triangular(cfg.mask_array)
@@ -454,8 +456,8 @@ def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_up
                 for low in (False, True)]  # fmt: skip
         assert runs[0].success and runs[0].nsteps == runs[1].nsteps
         assert np.allclose(runs[0].y, runs[1].y, rtol=1e-12, atol=1e-14)
-    full = nm.ModelConfig(T=16, P=4, d=3, mask=np.ones((16, 16), dtype=bool), gamma=0.7)
-    pf = pack_coupling(full, nm.init_model(full, 2, 5, gate=0.9), 1e-3, X0)
+    full = ModelConfig(T=16, P=4, d=3, mask=np.ones((16, 16), dtype=bool), gamma=0.7)
+    pf = pack_coupling(full, init_model(full, 2, 5, gate=0.9), 1e-3, X0)
     assert not is_lower_triangular(full.mask_array)
     with pytest.raises(ValueError, match="above its diagonal"):
         integrate(coupling_rhs_nb, (0, 1), X0, method="radau", jac_lower=True, **(kw | {"p": pf}))
@@ -467,8 +469,8 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
     softsign = Activation(
         "softsign", lambda z: z / (1 + np.abs(z)), lambda z: (1 + np.abs(z)) ** -2
     )
-    cfg = nm.ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma=softsign)
-    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    cfg = ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma=softsign)
+    model = init_model(cfg, 2, 3, gate=0.5)
     X0 = np.random.default_rng(4).standard_normal((4, 2))
     for call in (
         lambda: pack_coupling(cfg, model, 0.1),
@@ -478,8 +480,8 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
         with pytest.raises(ValueError, match=r"user activation 'softsign'.*rhs='numpy'"):
             call()
     r = integrate_coupling_scipy(model, X0, 0.1, rhs="numpy", rtol=1e-8, atol=1e-10)
-    same = nm.ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma="identity")
-    other = integrate_coupling_scipy(nm.Model(same, model.layers), X0, 0.1, rhs="numpy")
+    same = ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma="identity")
+    other = integrate_coupling_scipy(Model(same, model.layers), X0, 0.1, rhs="numpy")
     assert r.success and np.all(np.isfinite(r.y))
     assert np.abs(r.y - other.y).max() > 1e-6  # σ is applied: not the identity's flow
 
@@ -487,14 +489,14 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
 def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
     from scipy.integrate import solve_ivp
 
-    cfg = nm.ModelConfig(T=6, P=3, d=2, mask="block_bidirectional", gamma=1.0)
-    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    cfg = ModelConfig(T=6, P=3, d=2, mask="block_bidirectional", gamma=1.0)
+    model = init_model(cfg, 2, 3, gate=0.5)
     rng = np.random.default_rng(2)
     X0, E = rng.standard_normal((6, 2)), rng.standard_normal((6, 2))
     eps = 1e-2
     r = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11)
     rr = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11, method="radau")
-    f = nm.make_rhs(model, form="coupling", eps=eps, E=E)
+    f = make_rhs(model, form="coupling", eps=eps, E=E)
     y = X0.ravel()
     for a, b in [(0.0, 0.5), (0.5, 1.0)]:  # interval by interval, left limits at the ends
         s = solve_ivp(
@@ -525,8 +527,8 @@ def test_invalid_arguments_raise_clear_errors():
         integrate(f, (0, 1), [1.0], t_eval=[0.5, 2.0])
     with pytest.raises(ValueError, match="eps"):
         pack_coupling(
-            nm.ModelConfig(T=2, P=1, d=1),
-            [nm.init_layer(nm.ModelConfig(T=2, P=1, d=1), np.random.default_rng(0))],
+            ModelConfig(T=2, P=1, d=1),
+            [init_layer(ModelConfig(T=2, P=1, d=1), np.random.default_rng(0))],
             0.0,
         )
 
@@ -661,14 +663,14 @@ def test_the_depth_flow_with_jac_none_stays_within_three_times_the_frozen_kernel
     """The Python depth flow (coupling form) without a Jacobian against the frozen-kernel one."""
     import time
 
-    cfg = nm.ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=0.5)
+    cfg = ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=0.5)
     X0 = np.random.default_rng(0).standard_normal((8, 2))
-    model = nm.init_model(cfg, 2, 3, gate=0.3)
+    model = init_model(cfg, 2, 3, gate=0.3)
     eps = 1e-3
-    f = nm.make_rhs(model, form="coupling", eps=eps, E=X0)
+    f = make_rhs(model, form="coupling", eps=eps, E=X0)
     fun = lambda t, y: f(t, y.reshape(8, 2)).ravel()
     frozen = lambda t, y: np.kron(
-        (nm.attention_kernel(cfg, model.layers[int(t >= 0.5)], y.reshape(8, 2)) - np.eye(8)) / eps
+        (attention_kernel(cfg, model.layers[int(t >= 0.5)], y.reshape(8, 2)) - np.eye(8)) / eps
         - cfg.gamma * np.eye(8),
         np.eye(2),
     )
@@ -719,8 +721,8 @@ def test_coupling_rhs_and_jacobian_allocate_nothing_for_block_local_masks(mask):
     slow path, injection all on) make no heap allocation: their work arrays are the scratch tail
     of the packed vector (1 or 41 calls from compiled code allocate alike). A dense mask's kernel
     allocates (the control)."""
-    cfg = nm.ModelConfig(T=16, P=4, d=3, mask=mask, gamma=0.7, sigma="tanh")
-    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    cfg = ModelConfig(T=16, P=4, d=3, mask=mask, gamma=0.7, sigma="tanh")
+    model = init_model(cfg, 2, 5, gate=0.9)
     rng = np.random.default_rng(1)
     y, E = rng.standard_normal(48), rng.standard_normal((16, 3))
     p = pack_coupling(cfg, model, 0.01, E)
@@ -728,8 +730,8 @@ def test_coupling_rhs_and_jacobian_allocate_nothing_for_block_local_masks(mask):
     _repeat_rhs_and_jac(y, p, out, J, 1)
     one = _nrt_allocations(lambda: _repeat_rhs_and_jac(y, p, out, J, 1))
     assert _nrt_allocations(lambda: _repeat_rhs_and_jac(y, p, out, J, 41)) == one
-    dense = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
-    pd = pack_coupling(dense, nm.init_model(dense, 2, 5, gate=0.9), 0.01, E)
+    dense = ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
+    pd = pack_coupling(dense, init_model(dense, 2, 5, gate=0.9), 0.01, E)
     Jd = np.empty((16, 16))
     _repeat_rhs_and_jac(y, pd, out, Jd, 1)
     one = _nrt_allocations(lambda: _repeat_rhs_and_jac(y, pd, out, Jd, 1))
@@ -741,8 +743,8 @@ def test_the_step_loop_allocates_nothing_per_step(method):
     """A whole compiled run (block-diagonal ``W``) allocates the same number of arrays for short
     and long spans: the driver, the steps and the right-hand side allocate nothing per step (the
     workspaces are allocated once)."""
-    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
-    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    cfg = ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
+    model = init_model(cfg, 2, 5, gate=0.9)
     X0 = np.random.default_rng(1).standard_normal((16, 3))
     kw = dict(E=X0, method=method, rtol=1e-7, atol=1e-9)
     integrate_coupling(model, X0, 0.01, **kw)

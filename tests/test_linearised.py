@@ -7,13 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.layer import rms_norm, stack
+from fastslow.numerics.model.masks import frozen_kernel, spectral_projector
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 
 def _model(mask="causal", T=8, P=4, d=3, L=4, seed=0, **kw):
-    cfg = nm.ModelConfig(T=T, P=P, d=d, mask=mask, slow=False, **kw)
-    return nm.init_model(cfg, L, seed)
+    cfg = ModelConfig(T=T, P=P, d=d, mask=mask, slow=False, **kw)
+    return init_model(cfg, L, seed)
 
 
 def test_norm_jacobian_matches_finite_differences():
@@ -21,7 +23,7 @@ def test_norm_jacobian_matches_finite_differences():
     J = lin.norm_jacobian(x, 1e-6)
     eps = 1e-6
     fd = np.array(
-        [(nm.rms_norm(x + eps * e) - nm.rms_norm(x - eps * e)) / (2 * eps) for e in np.eye(4)]
+        [(rms_norm(x + eps * e) - rms_norm(x - eps * e)) / (2 * eps) for e in np.eye(4)]
     )  # row i: ∂n/∂x_i
     assert np.abs(J - fd).max() < 1e-8
     assert np.abs(J - J.T).max() == 0.0
@@ -56,13 +58,13 @@ def test_homogeneous_trajectory_is_the_stack_on_homogeneous_input():
     model = _model(mask="block_causal")
     x0 = np.array([0.5, -1.0, 0.25])
     xs = lin.homogeneous_trajectory(model, x0)
-    X = nm.stack(model, np.ones((8, 1)) * x0)
+    X = stack(model, np.ones((8, 1)) * x0)
     assert np.abs(X - xs[-1]).max() <= 1e-14 * np.abs(X).max()
 
 
 def test_homogeneous_trajectory_rejects_open_gate():
-    cfg = nm.ModelConfig(T=4, P=2, d=2)
-    model = nm.init_model(cfg, 2, 0, gate=0.3)
+    cfg = ModelConfig(T=4, P=2, d=2)
+    model = init_model(cfg, 2, 0, gate=0.3)
     with pytest.raises(ValueError, match="block 1 zero"):
         lin.homogeneous_trajectory(model, np.ones(2))
 
@@ -91,20 +93,20 @@ def test_polynomial_form_equals_recursion_for_any_row_stochastic_kernel(T, d, L,
     "name,T,P", [("causal", 7, None), ("block_causal", 8, 4), ("block_bidirectional", 6, 3)]
 )
 def test_closed_form_projectors(name, T, P):
-    K = nm.frozen_kernel(name, T, P)
+    K = frozen_kernel(name, T, P)
     projs = lin.spectral_projectors(name, T, P)
     assert np.abs(sum(projs.values()) - np.eye(T)).max() <= 1e-12
     for lam, Pl in projs.items():
         scale = max(1.0, np.abs(Pl).max())
         assert np.abs(Pl @ Pl - Pl).max() <= 1e-12 * scale**2
         assert np.abs(K @ Pl - lam * Pl).max() <= 1e-12 * scale
-    assert np.abs(projs[1.0] - nm.spectral_projector(name, T, P)).max() == 0.0
+    assert np.abs(projs[1.0] - spectral_projector(name, T, P)).max() == 0.0
 
 
 def test_causal_eigenvectors_are_biorthogonal_exactly():
     V, W = lin.causal_eigenvectors(20)
     assert np.array_equal(W.T @ V, np.eye(20))
-    K = nm.frozen_kernel("causal", 20)
+    K = frozen_kernel("causal", 20)
     lam = 1.0 / np.arange(1, 21)
     assert np.abs(K @ V - V * lam).max() <= 1e-12 * np.abs(V).max()
 
@@ -119,7 +121,7 @@ def test_kernel_constants():
 
 def test_condition_number_matches_numpy_where_numpy_is_accurate():
     for T in (4, 8, 12):
-        _, V = np.linalg.eig(nm.frozen_kernel("causal", T))
+        _, V = np.linalg.eig(frozen_kernel("causal", T))
         assert lin.causal_eigenvector_condition(T) == pytest.approx(np.linalg.cond(V), rel=1e-6)
 
 
@@ -144,10 +146,10 @@ def test_mode_ratio_of_scalar_modes_is_closed_form():
 
 @pytest.mark.parametrize("mask", ["block_causal", "block_bidirectional"])
 def test_coarse_stack_equals_stack_on_block_constant_input(mask):
-    cfg = nm.ModelConfig(T=12, P=3, d=3, mask=mask)
-    model = nm.init_model(cfg, 3, 1, gate=0.7)
+    cfg = ModelConfig(T=12, P=3, d=3, mask=mask)
+    model = init_model(cfg, 3, 1, gate=0.7)
     Y0 = np.random.default_rng(2).standard_normal((4, 3))
-    full = nm.stack(model, np.repeat(Y0, 3, axis=0))
+    full = stack(model, np.repeat(Y0, 3, axis=0))
     coarse = np.repeat(lin.coarse_stack(model, Y0), 3, axis=0)
     assert np.abs(full - coarse).max() <= 1e-13 * np.abs(full).max()
 
@@ -156,4 +158,4 @@ def test_coarse_factorisation_is_projector_times_D1():
     dX = np.random.default_rng(0).standard_normal((8, 2))
     D1 = np.array([[1.0, 2.0], [0.5, -1.0]])
     out = lin.coarse_factorisation("block_causal", 8, 4, dX, D1)
-    assert np.abs(out - nm.spectral_projector("block_causal", 8, 4) @ dX @ D1).max() <= 1e-14
+    assert np.abs(out - spectral_projector("block_causal", 8, 4) @ dX @ D1).max() <= 1e-14

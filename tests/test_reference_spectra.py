@@ -6,8 +6,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import fastslow.numerics as nm
 from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.masks import frozen_kernel, kernel_eigenvalues, spectral_projector
 from fastslow.verify.reference import spectra as S
 
 CASES = [
@@ -38,8 +38,8 @@ def test_reference_spectrum_matches_section_1(name, T, P):
 def test_numerics_spectral_data_are_the_exact_ones(name, T, P):
     proj = S.projectors(name, T, P)
     mult = S.multiplicities(proj)
-    assert np.array_equal(nm.frozen_kernel(name, T, P), S.as_float(S.exact_kernel(name, T, P)))
-    got = nm.kernel_eigenvalues(name, T, P)
+    assert np.array_equal(frozen_kernel(name, T, P), S.as_float(S.exact_kernel(name, T, P)))
+    got = kernel_eigenvalues(name, T, P)
     assert got == {float(lam): m for lam, m in mult.items()}  # 1/k rounded once, as the closed form
     assert list(lin.distinct_eigenvalues(name, T, P)) == [
         float(x) for x in sorted(mult, reverse=True)
@@ -49,7 +49,7 @@ def test_numerics_spectral_data_are_the_exact_ones(name, T, P):
     for lam, Pl in proj.items():
         assert np.allclose(num[float(lam)], S.as_float(Pl), rtol=0, atol=1e-12)
     exact_pi = S.as_float(proj[Fraction(1)])
-    assert np.allclose(nm.spectral_projector(name, T, P), exact_pi, rtol=0, atol=1e-15)
+    assert np.allclose(spectral_projector(name, T, P), exact_pi, rtol=0, atol=1e-15)
     assert lin.kernel_constant(name, T, P) == pytest.approx(S.kernel_constant(proj), rel=1e-12)
 
 

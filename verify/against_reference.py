@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
+from fastslow.numerics.model.layer import stack_trajectory
+from fastslow.numerics.model.weights import Model
 
 from .measure import UNIT_ROUNDOFF
 from .reference import layer as ref
@@ -31,12 +32,12 @@ def not_evaluated(why: str) -> Diagnostic:
     return Diagnostic(True, why, why)
 
 
-def layer_deviation(model: nm.Model, X0: np.ndarray, E: np.ndarray | None = None) -> float:
+def layer_deviation(model: Model, X0: np.ndarray, E: np.ndarray | None = None) -> float:
     """``max_l max|Φ_l(X_l) − Φ_l^ref(X_l)| / (u·max(1, max|Φ_l^ref(X_l)|))`` along the model's
     trajectory from ``X0`` (``E`` defaults to ``X0``, as in :func:`numerics.stack`)."""
     cfg = model.config
     s = ref.setting_of(cfg)
-    traj = nm.stack_trajectory(model, X0, E)
+    traj = stack_trajectory(model, X0, E)
     target = X0 if E is None else E
     worst = 0.0
     for l, p in enumerate(model.layers):
@@ -47,7 +48,7 @@ def layer_deviation(model: nm.Model, X0: np.ndarray, E: np.ndarray | None = None
     return worst
 
 
-def layer_part(model: nm.Model, X0: np.ndarray, E: np.ndarray | None = None) -> Diagnostic:
+def layer_part(model: Model, X0: np.ndarray, E: np.ndarray | None = None) -> Diagnostic:
     """The part ``model_computes_reference_layer`` (module docstring)."""
     if not isinstance(model.config.sigma, str):
         return not_evaluated("not evaluated: a user nonlinearity has no reference formula")

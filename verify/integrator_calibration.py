@@ -28,8 +28,8 @@ import warnings
 import numpy as np
 import scipy.integrate as si
 
-from fastslow.numerics.integrators import integrate
 from fastslow.numerics.integrators import tableaux as tb
+from fastslow.numerics.integrators.integration import integrate
 
 from .verdict import Diagnostic
 

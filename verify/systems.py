@@ -38,8 +38,8 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy as sp
 
-import fastslow.numerics as nm
 from fastslow.numerics import validation as v
+from fastslow.numerics.model.weights import Model, ModelConfig, init_model
 
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget
 from .json_values import jsonable
@@ -369,8 +369,8 @@ class DepthFlow(System):
             )
 
     @property
-    def config(self) -> nm.ModelConfig:
-        return nm.ModelConfig(
+    def config(self) -> ModelConfig:
+        return ModelConfig(
             T=int(self.T or 0),
             P=self.P,
             d=self.d,
@@ -381,10 +381,10 @@ class DepthFlow(System):
             gamma=self.gamma,
         )
 
-    def model(self, *, h: float | None = None) -> nm.Model:
+    def model(self, *, h: float | None = None) -> Model:
         """The seeded model (``h`` overrides the config's depth step)."""
         cfg = self.config if h is None else self.config.replace(h=h)
-        return nm.init_model(
+        return init_model(
             cfg,
             self.L,
             self.seed,

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.benchmarks import section
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.masks import frozen_kernel
+from fastslow.numerics.model.weights import Model, ModelConfig
 from fastslow.verify.measure import elementwise_relative_error, slope_fit
 from fastslow.verify.registry import get_claim
 from fastslow.verify.timing import interleaved_best
@@ -43,7 +44,7 @@ def _instance(mask: str, T: int, P: int, d: int, L: int, seed: int = 0):
     return model, x0, params["tau"]
 
 
-def saturation_dd(model: nm.Model, x0: np.ndarray, tau: float):
+def saturation_dd(model: Model, x0: np.ndarray, tau: float):
     """``(r, L*)`` from d×d products only."""
     cfg = model.config
     xs = lin.homogeneous_trajectory(model, x0)
@@ -53,7 +54,7 @@ def saturation_dd(model: nm.Model, x0: np.ndarray, tau: float):
     return r, lin.saturation_depth(r, tau)
 
 
-def _eigenpairs(cfg: nm.ModelConfig) -> list:
+def _eigenpairs(cfg: ModelConfig) -> list:
     """One (λ, v, w) per distinct eigenvalue, ``wᵀv = 1``, from the closed-form projectors."""
     out = []
     for lam, Pl in lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P).items():
@@ -62,13 +63,13 @@ def _eigenpairs(cfg: nm.ModelConfig) -> list:
     return out
 
 
-def saturation_brute(model: nm.Model, x0: np.ndarray, tau: float, pairs=None):
+def saturation_brute(model: Model, x0: np.ndarray, tau: float, pairs=None):
     """``(r, L*)`` from the cumulative dense (Td)×(Td) Jacobian product."""
     cfg = model.config
     T, d = cfg.T, cfg.d
     xs = lin.homogeneous_trajectory(model, x0)
     N, M = lin.layer_factors(model, xs)
-    K = nm.frozen_kernel(cfg.mask_array)
+    K = frozen_kernel(cfg.mask_array)
     pairs = _eigenpairs(cfg) if pairs is None else pairs
     lift = [(lam, np.kron(v[:, None], np.eye(d)), w) for lam, v, w in pairs]
     eyeT = np.eye(T)

@@ -107,11 +107,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
 from fastslow.numerics.model.autodiff import stack_jvp
+from fastslow.numerics.model.layer import stack
+from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.model.tangents import softmax_derivative_term
+from fastslow.numerics.model.weights import Model
 from fastslow.theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control
@@ -192,11 +194,11 @@ class Instance:
         # the injection target is held at the input (as stack_jvp does)
         self.E = self.X0 if self.cfg.gamma else None
         self.dX0 = np.random.default_rng(d_seed).standard_normal((self.cfg.T, self.cfg.d))
-        self.K = nm.frozen_kernel(self.cfg.mask_array)
+        self.K = frozen_kernel(self.cfg.mask_array)
 
     def stack(self, X: np.ndarray) -> np.ndarray:
         """``X_L`` of the actual (gated) stack from the input ``X``."""
-        return nm.stack(self.gated, X, self.E)
+        return stack(self.gated, X, self.E)
 
     @property
     def exact_user(self) -> UserKernel:
@@ -213,7 +215,7 @@ class Prediction:
     form ``Σ_j K^j δX_0 C_j`` and the layer-by-layer recursion, with the polynomial form's rounding
     scale ``‖δX_0‖ Σ_j ‖C_j‖₂`` (the size of its terms)."""
 
-    ungated: nm.Model
+    ungated: Model
     xs: np.ndarray
     N: np.ndarray
     M: np.ndarray
@@ -581,7 +583,7 @@ def condition_report(p: dict) -> tuple[dict, dict, list]:
     series: dict = {"cond_Ts": [], "cond_exact": [], "cond_numpy_eig": []}
     for T in p["cond_Ts"]:
         exact_c = lin.causal_eigenvector_condition(T)
-        numpy_c = unit_column_condition(lapack.eig(nm.frozen_kernel("causal", T))[1])
+        numpy_c = unit_column_condition(lapack.eig(frozen_kernel("causal", T))[1])
         conds[str(T)] = {"exact": exact_c, "numpy_eig_float64": numpy_c}
         figures[f"causal_eigvec_cond_exact_T{T}"] = exact_c
         figures[f"causal_eigvec_cond_numpy_T{T}"] = numpy_c

@@ -15,9 +15,9 @@ import sympy as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.masks import NAMED_MASKS, frozen_kernel
 from fastslow.theory import kernels as tk
 from fastslow.theory import linearisation as tl
 from fastslow.verify.checks import d4
@@ -91,7 +91,7 @@ def test_controls_do_not_depend_on_lapack_eigenvector_basis(control):
 def test_numpy_eig_diagnostic_survives_a_singular_eigenvector_matrix(monkeypatch):
     """A rank-deficient eigenvector matrix (as LAPACK may return inside a repeated eigenvalue) is
     recorded as a fact by the report-only diagnostic, and the verdict still holds."""
-    K = nm.frozen_kernel("block_bidirectional", 12, 4)
+    K = frozen_kernel("block_bidirectional", 12, 4)
     w, V = lapack.eig(K)
     zero = np.flatnonzero(np.abs(w) < 0.5)
     V = V.copy()
@@ -206,7 +206,7 @@ def found_instance(**sizes):
     P=st.integers(1, 4),
     d=st.integers(1, 5),
     L=st.integers(1, 8),
-    mask=st.sampled_from(nm.NAMED_MASKS),
+    mask=st.sampled_from(NAMED_MASKS),
     scale=st.floats(0.1, 1.5),
     value_gain=st.floats(-1.0, 2.0),
     norm=st.booleans(),

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.masks import NAMED_MASKS
 from fastslow.theory import kernels as tk
 from fastslow.verify.registry import get_claim, run_check
 
@@ -98,7 +98,7 @@ def small_instances(draw):
         "P": P,
         "d": draw(st.integers(1, 4)),
         "L": draw(st.integers(1, 10)),
-        "mask": draw(st.sampled_from(nm.NAMED_MASKS)),
+        "mask": draw(st.sampled_from(NAMED_MASKS)),
         "scale": draw(st.floats(0.05, 1.0)),
         "value_gain": draw(st.floats(-1.0, 1.5)),
         "norm": draw(st.booleans()),

@@ -28,7 +28,7 @@ import scipy.sparse as sps
 from scipy.integrate import solve_ivp
 
 from fastslow.numerics import validation as v
-from fastslow.numerics.integrators import IntegratorResult, integrate
+from fastslow.numerics.integrators.integration import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.coupling.jacobian import jac_for
 from fastslow.numerics.model.coupling.packing import (

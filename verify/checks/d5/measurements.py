@@ -12,10 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis import linearised as lin
 from fastslow.numerics.analysis.stability import layer_jacobian
+from fastslow.numerics.model.layer import stack, stack_trajectory
+from fastslow.numerics.model.masks import coarse_maps, frozen_kernel
+from fastslow.numerics.model.weights import Model
 
 from ...measure import (
     UNIT_ROUNDOFF,
@@ -227,9 +229,9 @@ def linear_response(inst: Instance, modes: Modes) -> Response:
     """The :class:`Response`: the linearised recursion layer by layer against ``R Lᵀ δX_0 D_1``,
     with ``lhs = ‖δX_l − ΠδX_0D_1‖`` and ``rhs = c_K r(l) σ_min(D_1) ‖δX_0‖``."""
     cfg, L = inst.cfg, inst.model.L
-    K = nm.frozen_kernel(cfg.mask_array)
+    K = frozen_kernel(cfg.mask_array)
     if inst.user is None:
-        R, Lm = nm.coarse_maps(cfg.mask_name, cfg.T, cfg.P)
+        R, Lm = coarse_maps(cfg.mask_name, cfg.T, cfg.P)
     elif not inst.user.several_closed_classes:  # your mask: exact stationary weightings
         R, Lm = inst.user.coarse_maps()
     else:  # several closed classes in a block: Π = P_1 (exact), R = Π, L = I (the same Π δX_0 D_1)
@@ -266,7 +268,7 @@ def nonlinear_response(inst: Instance, dX: np.ndarray) -> tuple[float, list, Dia
     E = inst.X0 if cfg.gamma else None  # the injection target is not perturbed
 
     def trajectory(X):
-        return nm.stack_trajectory(inst.model, X, E)
+        return stack_trajectory(inst.model, X, E)
 
     eta, fd_tol = inst.p["eta"], inst.p["fd_tol"]
     dtraj = central_difference(trajectory, inst.X0, inst.dX0, eta)
@@ -295,7 +297,7 @@ def modes_from_dense(prod: np.ndarray, projectors: dict, T: int, d: int) -> dict
     return out
 
 
-def brute_force_mode_ratio(model: nm.Model, traj: np.ndarray, projs: dict) -> np.ndarray:
+def brute_force_mode_ratio(model: Model, traj: np.ndarray, projs: dict) -> np.ndarray:
     """``r(L)`` at depths 1…L from the dense product of the layer Jacobians along ``traj``, the
     modes read off with the spectral projectors ``projs``."""
     cfg = model.config
@@ -325,15 +327,13 @@ ROUNDING_PROBE_SEED = 5
 """The seed of the rounding probes (the verdict does not depend on the instance's streams)."""
 
 
-def stack_rounding_response(
-    model: nm.Model, X0: np.ndarray, out: np.ndarray, scale: float
-) -> float:
+def stack_rounding_response(model: Model, X0: np.ndarray, out: np.ndarray, scale: float) -> float:
     """``max_k max|stack(X0 ⊙ (1 + u ξ_k)) − stack(X0)| / scale`` over :data:`ROUNDING_PROBES`
     standard normal ``ξ_k`` (a fixed seed): how much the stack amplifies a rounding-size change of
     its input."""
     rng = np.random.default_rng(np.random.SeedSequence(ROUNDING_PROBE_SEED))
     worst = 0.0
     for _ in range(ROUNDING_PROBES):
-        moved = nm.stack(model, X0 * (1.0 + UNIT_ROUNDOFF * rng.standard_normal(X0.shape)))
+        moved = stack(model, X0 * (1.0 + UNIT_ROUNDOFF * rng.standard_normal(X0.shape)))
         worst = max(worst, float(np.abs(moved - out).max()))
     return ratio(worst, scale)

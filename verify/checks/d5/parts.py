@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.model.layer import stack, stack_trajectory
+from fastslow.numerics.model.masks import NAMED_MASKS, kernel_eigenvalues
 from fastslow.theory.kernels import kernel_constant as exact_kernel_constant
 
 from ...measure import (
@@ -68,10 +69,10 @@ def named_spectra_part() -> tuple[dict, dict]:
     the claim that relies on it."""
     worst, bad = 0.0, []
     for T, P in NAMED_SPECTRA_SIZES:
-        for name in nm.NAMED_MASKS:
+        for name in NAMED_MASKS:
             proj = ref_spectra.projectors(name, T, P)
             exact = {float(lam): m for lam, m in ref_spectra.multiplicities(proj).items()}
-            closed = nm.kernel_eigenvalues(name, T, P)
+            closed = kernel_eigenvalues(name, T, P)
             distinct = [float(x) for x in lin.distinct_eigenvalues(name, T, P)]
             projs = lin.spectral_projectors(name, T, P)
             same = (
@@ -225,7 +226,7 @@ def brute_force_parts(inst: Instance, modes: Modes) -> tuple[dict, dict]:
         return {
             k: not_evaluated(why) for k in ("brute_force_L_star_agrees", "brute_force_r_agrees")
         }, {}
-    rb = brute_force_mode_ratio(inst.model, nm.stack_trajectory(inst.model, inst.X0), projs)
+    rb = brute_force_mode_ratio(inst.model, stack_trajectory(inst.model, inst.X0), projs)
     Lb = lin.saturation_depth(rb, p["tau"])
     upto = inst.model.L if not np.isfinite(L_star) else int(L_star)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -299,7 +300,7 @@ def coarse_stack_part(inst: Instance) -> tuple[dict, dict]:
     block-local fast mask (measured: no entry outside the diagonal blocks)."""
     cfg, model_g = inst.cfg, inst.model_g
     X0 = np.repeat(inst.Y0, cfg.P, axis=0)
-    full = nm.stack(model_g, X0)
+    full = stack(model_g, X0)
     coarse = np.repeat(lin.coarse_stack(model_g, inst.Y0), cfg.P, axis=0)
     scale = float(np.abs(full).max())
     Z = full.reshape(cfg.N, cfg.P, cfg.d)

@@ -11,19 +11,20 @@ from functools import cached_property
 
 import numpy as np
 
-import fastslow.numerics as nm
-from fastslow.numerics.integrators import integrate
+from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.model.coupling.drivers import (
     integrate_coupling,
     integrate_coupling_scipy,
     layer_breakpoints,
 )
+from fastslow.numerics.model.layer import attention_kernel, mlp, slow_path
 from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
     kernel_eigenvalues,
     subdominant_eigenvalue,
 )
+from fastslow.numerics.model.weights import Model
 from fastslow.theory.slow_manifold import (
     MASKS,
     SIGMA_FUNCS,
@@ -268,7 +269,7 @@ class NumericReduction:
         if nH == 0.0:
             return np.zeros_like(H)
         dA = richardson_difference(
-            lambda X: nm.attention_kernel(inst.cfg, lp, X), inst.U @ Y, H, CURVATURE_STEP / nH
+            lambda X: attention_kernel(inst.cfg, lp, X), inst.U @ Y, H, CURVATURE_STEP / nH
         )
         return dA @ H
 
@@ -352,7 +353,7 @@ class Instance:
         cfg, model = self.cfg, self.model
         layers = [(lp.Q, lp.K, lp.W1, lp.W2) for lp in model.layers]
         slow = (
-            (lambda l, X: model.layers[l].g * nm.slow_path(cfg, model.layers[l], X))
+            (lambda l, X: model.layers[l].g * slow_path(cfg, model.layers[l], X))
             if cfg.slow
             else None
         )
@@ -375,9 +376,9 @@ class Instance:
     def R(self, l: int, X: np.ndarray) -> np.ndarray:
         """``R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X)`` on layer segment ``l``."""
         lp = self.model.layers[l]
-        out = nm.mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X)
+        out = mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X)
         if self.cfg.slow and lp.g:
-            out = out + lp.g * nm.slow_path(self.cfg, lp, X)
+            out = out + lp.g * slow_path(self.cfg, lp, X)
         return out
 
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
@@ -468,7 +469,7 @@ class Instance:
         cfg = self.cfg.replace(gamma=0.0, slow=False)
         lp = self.model.layers[0].copy()
         lp.W2 = np.zeros_like(lp.W2)
-        fast = nm.Model(cfg, (lp,))
+        fast = Model(cfg, (lp,))
         t0, tau, X = 0.0, fast_tau(self), X0
         tau_max = min(extend * tau, FAST_TAU_MAX)
         while True:
