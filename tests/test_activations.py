@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 from fastslow.numerics.model.activations import GELU, NAMED, RELU, SIGMAS, TANH, Activation
 from fastslow.numerics.model.autodiff import layer_jvp, layer_vjp
 from fastslow.numerics.model.layer import attention, layer, rms_norm, slow_path
 from fastslow.numerics.model.weights import ModelConfig, init_model
-from fastslow.theory import linearisation as tl
+from fastslow.theory import linearisation
 
 GRID = np.concatenate([np.linspace(-6.0, 6.0, 1201), [-1e-3, 1e-3, 0.5, 25.0, -25.0]])
 """Points for value and derivative comparisons; 0 itself is excluded below for relu."""
@@ -78,7 +78,7 @@ def test_derivatives_match_central_differences(name):
 @pytest.mark.parametrize("name", SIGMAS)
 def test_theory_expression_and_derivative_equal_numerics_on_a_grid(name):
     """SymPy's σ and σ' (exact √(2/π) and 0.044715 for gelu) against numerics' float64 ones."""
-    lam, dlam = tl.activation(name), tl.activation_derivative(name)
+    lam, dlam = linearisation.activation(name), linearisation.activation_derivative(name)
     z = GRID[AWAY_FROM_KINK] if name == "relu" else GRID
     f = sp.lambdify(lam.variables, lam.expr, "numpy")
     df = sp.lambdify(dlam.variables, dlam.expr, "numpy")
@@ -107,8 +107,8 @@ def test_theory_factors_equal_numerics_factors(np_sigma, sp_sigma, norm):
     against numerics' closed form (with the NumPy σ, σ')."""
     cfg, model, x = _factor_instance(np_sigma, norm)
     p = model.layers[0]
-    N, M = lin.layer_factors(model, x[None])
-    Nt, Mt = tl.factors_function(3, 4, norm, sp_sigma)(
+    N, M = linearised.layer_factors(model, x[None])
+    Nt, Mt = linearisation.factors_function(3, 4, norm, sp_sigma)(
         x, p.V, p.W1, p.W2, cfg.h, cfg.gamma, cfg.norm_eps
     )
     assert np.abs(N[0] - Nt).max() < 1e-13 and np.abs(M[0] - Mt).max() < 1e-13

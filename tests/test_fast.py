@@ -163,7 +163,7 @@ def test_random_sizes_and_switches_match_reference(
 
 def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtypes():
     # warm_up compiles with the exact dtypes the wrappers pass: later calls must not recompile
-    from fastslow.numerics.model import compiled as fast
+    from fastslow.numerics.model import compiled
 
     for kw in SWITCHES:
         cfg, model, X0, E = instance(**kw)
@@ -171,7 +171,11 @@ def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtype
         fast_layer(cfg, model.layers[0], np.asfortranarray(X0))
         fast_attention(cfg, model.layers[0], X0[::1])
         fast_slow_path(cfg, model.layers[0], X0)
-    for kernel in (fast._layer_into, fast._fast_attention_kernel, fast._slow_path_kernel):
+    for kernel in (
+        compiled._layer_into,
+        compiled._fast_attention_kernel,
+        compiled._slow_path_kernel,
+    ):
         assert len(kernel.signatures) == 1, kernel.signatures
 
 

@@ -7,7 +7,7 @@ import scipy.linalg
 from numba import njit
 from scipy import stats
 
-from fastslow.numerics.integrators import tableaux as tb
+from fastslow.numerics.integrators import tableaux
 from fastslow.numerics.integrators.base import JAC_SIG, RHS_SIG
 from fastslow.numerics.integrators.integration import (
     DENSE_ORDERS,
@@ -63,18 +63,18 @@ def fitted_order(method, jac=None, ks=range(3, 9)):
 
 # ------------------------------------------------------------------ tableaux
 def test_dopri5_tableau_identities():
-    assert np.allclose(tb.DP_A.sum(axis=1), tb.DP_C, rtol=0, atol=1e-15)
-    assert abs(tb.DP_B.sum() - 1) < 1e-15 and abs(tb.DP_BHAT.sum() - 1) < 1e-15
+    assert np.allclose(tableaux.DP_A.sum(axis=1), tableaux.DP_C, rtol=0, atol=1e-15)
+    assert abs(tableaux.DP_B.sum() - 1) < 1e-15 and abs(tableaux.DP_BHAT.sum() - 1) < 1e-15
     # order conditions up to 4 for the 5th-order weights
-    b, c, A = tb.DP_B, tb.DP_C, tb.DP_A
+    b, c, A = tableaux.DP_B, tableaux.DP_C, tableaux.DP_A
     assert abs(b @ c - 1 / 2) < 1e-15 and abs(b @ c**2 - 1 / 3) < 1e-15
     assert abs(b @ A @ c - 1 / 6) < 1e-15 and abs(b @ c**3 - 1 / 4) < 1e-15
 
 
 def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
-    g, b, bh = tb.ROS_GAMMA, tb.ROS_B, tb.ROS_BHAT
-    alpha = tb.ROS_ALPHA
-    beta = alpha + tb.ROS_GAMMA_MATRIX - np.diag(np.diag(tb.ROS_GAMMA_MATRIX))
+    g, b, bh = tableaux.ROS_GAMMA, tableaux.ROS_B, tableaux.ROS_BHAT
+    alpha = tableaux.ROS_ALPHA
+    beta = alpha + tableaux.ROS_GAMMA_MATRIX - np.diag(np.diag(tableaux.ROS_GAMMA_MATRIX))
     bp = beta.sum(axis=1)
     a = alpha.sum(axis=1)
     for w, order in ((b, 3), (bh, 2)):
@@ -84,16 +84,16 @@ def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
             assert abs(w @ a**2 - 1 / 3) < 1e-14
             assert abs(w @ beta @ bp - (1 / 6 - g + g * g)) < 1e-14
     # stiffly accurate: the weights are the last row of (α + Γ)
-    assert np.allclose(b, (alpha + tb.ROS_GAMMA_MATRIX)[3], atol=1e-15)
+    assert np.allclose(b, (alpha + tableaux.ROS_GAMMA_MATRIX)[3], atol=1e-15)
 
 
 def test_dop853_tableau_identities():
     """The order-8 quadrature conditions ``b·c^k = 1/(k+1)`` (k < 8, and not k = 8), those of the
     embedded weights ``b − E5`` (order 5) and ``b − E3`` (order 3), the row sums and four
     conditions of trees with inner nodes."""
-    A, c, b = tb.DOP_A[:12], tb.DOP_C, tb.DOP_B
+    A, c, b = tableaux.DOP_A[:12], tableaux.DOP_C, tableaux.DOP_B
     assert np.allclose(A.sum(axis=1), c, rtol=0, atol=2e-15)
-    for w, order in ((b, 8), (b - tb.DOP_E5, 5), (b - tb.DOP_E3, 3)):
+    for w, order in ((b, 8), (b - tableaux.DOP_E5, 5), (b - tableaux.DOP_E3, 3)):
         for k in range(order):
             assert abs(w @ c**k - 1 / (k + 1)) < 2e-15, (order, k)
         assert abs(w @ c**order - 1 / (order + 1)) > 1e-6  # exactly of this order
@@ -188,11 +188,11 @@ def test_dop853_solution_and_error_norm_are_scipys_formula():
         h, rtol, atol = 0.037, 1e-5, 1e-8
         ynew = np.empty(n)
         en = solution_and_error_norm(h, y, ynew, k.ravel(), n, rtol, atol)
-        expect = y + h * (tb.DOP_B @ k[:12])
+        expect = y + h * (tableaux.DOP_B @ k[:12])
         np.testing.assert_allclose(ynew, expect, rtol=1e-14, atol=1e-15)
         sc = atol + rtol * np.maximum(np.abs(y), np.abs(expect))
-        e5 = np.sum((tb.DOP_E5 @ k[:12] / sc) ** 2)
-        e3 = np.sum((tb.DOP_E3 @ k[:12] / sc) ** 2)
+        e5 = np.sum((tableaux.DOP_E5 @ k[:12] / sc) ** 2)
+        e3 = np.sum((tableaux.DOP_E3 @ k[:12] / sc) ** 2)
         assert en == pytest.approx(h * e5 / np.sqrt(n * (e5 + 0.01 * e3)), rel=1e-13)
 
 
@@ -251,12 +251,12 @@ def test_rosenbrock_w_keeps_order_three_with_a_wrong_jacobian():
 
 
 def test_radau_transform_diagonalises_the_inverse_butcher_matrix():
-    L = tb.RADAU_TI @ np.linalg.inv(tb.RADAU_A) @ tb.RADAU_T
-    alpha, beta = tb.RADAU_MU_COMPLEX.real, -tb.RADAU_MU_COMPLEX.imag
-    want = np.array([[tb.RADAU_MU_REAL, 0, 0], [0, alpha, beta], [0, -beta, alpha]])
+    L = tableaux.RADAU_TI @ np.linalg.inv(tableaux.RADAU_A) @ tableaux.RADAU_T
+    alpha, beta = tableaux.RADAU_MU_COMPLEX.real, -tableaux.RADAU_MU_COMPLEX.imag
+    want = np.array([[tableaux.RADAU_MU_REAL, 0, 0], [0, alpha, beta], [0, -beta, alpha]])
     assert np.allclose(L, want, atol=1e-12)
-    assert np.allclose(tb.RADAU_A.sum(axis=1), tb.RADAU_C, atol=1e-15)
-    assert np.allclose(tb.RADAU_A[2], [(16 - np.sqrt(6)) / 36, (16 + np.sqrt(6)) / 36, 1 / 9])
+    assert np.allclose(tableaux.RADAU_A.sum(axis=1), tableaux.RADAU_C, atol=1e-15)
+    assert np.allclose(tableaux.RADAU_A[2], [(16 - np.sqrt(6)) / 36, (16 + np.sqrt(6)) / 36, 1 / 9])
 
 
 def test_adaptive_error_is_within_a_few_tolerances():
@@ -759,17 +759,16 @@ def test_radau_passes_on_eight_lanes_equal_the_scalar_formulas_bit_for_bit(n):
     """Radau's per-iteration passes run eight entries at a time and the rest scalar; every
     output equals the formula evaluated entry by entry in NumPy in the same order (no fused
     multiply-add, no reassociation), so the lanes change no bit of a run."""
-    from fastslow.numerics.integrators import radau
-    from fastslow.numerics.integrators import tableaux as tbl
+    from fastslow.numerics.integrators import radau, tableaux
 
     rng = np.random.default_rng(n)
     F, W, Qp = (rng.standard_normal((3, n)) for _ in range(3))
     y, zl, dr, dcr, dci = (rng.standard_normal(n) for _ in range(5))
     hs, h_old, rtol, atol = 0.013, 0.02, 1e-5, 1e-8
-    Ti, Tm = tbl.RADAU_TI, tbl.RADAU_T
+    Ti, Tm = tableaux.RADAU_TI, tableaux.RADAU_T
     fr, fcr, fci = np.empty(n), np.empty(n), np.empty(n)
     assert radau._newton_residual(F, W, hs, fr, fcr, fci)
-    mr, mc = tbl.RADAU_MU_REAL / hs, tbl.RADAU_MU_COMPLEX / hs
+    mr, mc = tableaux.RADAU_MU_REAL / hs, tableaux.RADAU_MU_COMPLEX / hs
     a = Ti[1, 0] * F[0] + Ti[1, 1] * F[1] + Ti[1, 2] * F[2]
     b = Ti[2, 0] * F[0] + Ti[2, 1] * F[1] + Ti[2, 2] * F[2]
     assert np.array_equal(fr, Ti[0, 0] * F[0] + Ti[0, 1] * F[1] + Ti[0, 2] * F[2] - mr * W[0])
@@ -789,7 +788,7 @@ def test_radau_passes_on_eight_lanes_equal_the_scalar_formulas_bit_for_bit(n):
     iscale = np.empty(n)
     radau._newton_start(Qp, zl, hs, h_old, True, y, rtol, atol, Z, W2, Ys, iscale)
     for r in range(3):
-        x = 1.0 + tbl.RADAU_C[r] * hs / h_old
+        x = 1.0 + tableaux.RADAU_C[r] * hs / h_old
         z = x * Qp[0] + (x * x) * Qp[1] + (x * x * x) * Qp[2] - zl
         assert np.array_equal(Z[r], z) and np.array_equal(Ys[r], y + z)
     for r in range(3):
@@ -814,7 +813,7 @@ def test_dopri5_error_norm_on_eight_lanes_equals_the_scalar_formula_bit_for_bit(
     hs, rtol, atol = 0.021, 1e-6, 1e-9
     en = dopri5._error_norm_and_stiffness(hs, y, ynew, y6, ws, n, rtol, atol, True)
     k = ws[: 7 * n].reshape(7, n)
-    E = tb.DP_E
+    E = tableaux.DP_E
     e = E[0] * k[0] + E[2] * k[2] + E[3] * k[3] + E[4] * k[4]
     q = hs * (e + E[5] * k[5] + E[6] * k[6]) / (atol + rtol * np.maximum(abs(y), abs(ynew)))
     s = num = den = 0.0
@@ -850,10 +849,10 @@ def test_radau_steps_past_an_exactly_singular_newton_matrix(jac_block):
     """``y' = λy`` with ``λ = 2μ_r`` and a first step of 0.5: Radau's real Newton matrix
     ``(μ_r/h)I − J`` is exactly singular on the first try; the step is retried with another
     size and the run ends at ``e^{λt}``."""
-    from fastslow.numerics.integrators import tableaux as tbl
+    from fastslow.numerics.integrators import tableaux
 
-    lam = 2.0 * tbl.RADAU_MU_REAL
-    assert tbl.RADAU_MU_REAL / 0.5 == lam
+    lam = 2.0 * tableaux.RADAU_MU_REAL
+    assert tableaux.RADAU_MU_REAL / 0.5 == lam
     n = 16
     r = integrate(
         lambda t, y: lam * y,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastslow.numerics.model import pooling as pl
+from fastslow.numerics.model import pooling
 from fastslow.numerics.model.flow import coupling_rhs, depth_rhs, make_rhs
 from fastslow.numerics.model.layer import (
     attention_kernel,
@@ -68,8 +68,8 @@ def dense_layer(cfg, p, X, E):
     act = ACTIVATIONS[cfg.sigma]
     F = A @ Xn @ p.V + act(Xn @ p.W1) @ p.W2
     if cfg.slow:
-        B = pl.pooling_matrix(cfg.T, cfg.P)
-        Uc = pl.causal_upsampling_matrix(cfg.T, cfg.P)
+        B = pooling.pooling_matrix(cfg.T, cfg.P)
+        Uc = pooling.causal_upsampling_matrix(cfg.T, cfg.P)
         Yh = _norm(B @ X, cfg)
         smask = (
             np.ones((cfg.N, cfg.N), bool)

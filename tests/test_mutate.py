@@ -4,9 +4,8 @@ run is ``bash run.sh mutate``)."""
 
 from collections import Counter
 
-from fastslow.verify import line_coverage as lc
-from tools.mutation import mutate as mt
-from tools.mutation import mutate_report as mr
+from fastslow.verify import line_coverage
+from tools.mutation import mutate, mutate_report
 
 
 def _population():
@@ -21,12 +20,16 @@ def _population():
 
 def test_the_sample_is_fixed_by_its_seed_and_shared_equally_by_package():
     pop = _population()
-    a, b = mt.sample(pop, 30, 35), mt.sample(list(reversed(pop)), 30, 35)
+    a, b = mutate.sample(pop, 30, 35), mutate.sample(list(reversed(pop)), 30, 35)
     assert a == b and len(a) == len(set(a)) == 30
-    assert Counter(mt.package_of(x[1]) for x in a) == {"theory": 10, "numerics": 10, "verify": 10}
-    assert mt.sample(pop, 30, 36) != a
+    assert Counter(mutate.package_of(x[1]) for x in a) == {
+        "theory": 10,
+        "numerics": 10,
+        "verify": 10,
+    }
+    assert mutate.sample(pop, 30, 36) != a
     # uniform across operator families: the abundant family gets no more than its fair share
-    fams = Counter(mt.operator_family(x[2]) for x in a)
+    fams = Counter(mutate.operator_family(x[2]) for x in a)
     assert set(fams) == {"NumberReplacer", "ReplaceBinaryOperator", "AddNot"}
     assert max(fams.values()) <= 16
 
@@ -34,27 +37,27 @@ def test_the_sample_is_fixed_by_its_seed_and_shared_equally_by_package():
 def test_a_package_with_few_mutations_gives_all_it_has():
     pop = [x for x in _population() if not x[1].startswith("theory")]
     pop += [("t", "theory/m.py", "core/AddNot", 0)]
-    s = mt.sample(pop, 30, 1)
+    s = mutate.sample(pop, 30, 1)
     assert ("t", "theory/m.py", "core/AddNot", 0) in s and len(s) == 30
 
 
 def test_the_module_map_finds_unit_tests_and_claims():
-    g = mt.module_graph()
-    assert "tests/test_markov.py" in mt.unit_tests(g, "theory/markov.py")
+    g = mutate.module_graph()
+    assert "tests/test_markov.py" in mutate.unit_tests(g, "theory/markov.py")
     ids = ("A1", "D7", "F2", "F3")
-    assert set(mt.claims_of(g, "theory/markov.py", ids)) == {"F2", "F3"}
-    assert mt.claims_of(g, "verify/checks/d7/claim.py", ids) == ["D7"]
-    assert mt.near_claims(g, "verify/checks/d7/claim.py", ids) == ["D7"]
+    assert set(mutate.claims_of(g, "theory/markov.py", ids)) == {"F2", "F3"}
+    assert mutate.claims_of(g, "verify/checks/d7/claim.py", ids) == ["D7"]
+    assert mutate.near_claims(g, "verify/checks/d7/claim.py", ids) == ["D7"]
     # a claim's test file imports its unit (the registry imports units by name)
     assert "verify/checks/d7/claim.py" in g["verify/tests/test_d7_margin.py"]
-    assert mt.unit_files(g, "A1") == ["verify/checks/a1.py"]
+    assert mutate.unit_files(g, "A1") == ["verify/checks/a1.py"]
     # a unit of several modules (a package): each of its modules is the unit's
-    assert mt.unit_files(g, "F2")[0] == "verify/checks/f2/__init__.py"
-    assert "verify/checks/f2/tracking.py" in mt.unit_files(g, "F2")
-    assert mt.claims_of(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
-    assert mt.near_claims(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
+    assert mutate.unit_files(g, "F2")[0] == "verify/checks/f2/__init__.py"
+    assert "verify/checks/f2/tracking.py" in mutate.unit_files(g, "F2")
+    assert mutate.claims_of(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
+    assert mutate.near_claims(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
     assert "verify/checks/f2/tracking.py" in g["verify/tests/test_f2_stationary_manifold.py"]
-    assert "tests/test_markov.py" in mt.unit_tests(g, "verify/checks/f2/tracking.py")
+    assert "tests/test_markov.py" in mutate.unit_tests(g, "verify/checks/f2/tracking.py")
 
 
 def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
@@ -67,7 +70,7 @@ def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
         {"job": "g", "file": "theory/x.py", "outcome": "survived"},
         {"job": "e", "file": "verify/x.py", "outcome": "pending"},
     ]
-    s = mr.score(rows, {"d": "equivalent", "f": "killed", "g": "removed"})
+    s = mutate_report.score(rows, {"d": "equivalent", "f": "killed", "g": "removed"})
     assert s["theory"] == {
         "sampled": 6,
         "run": 6,
@@ -94,4 +97,4 @@ def test_compiled_functions_are_the_jitted_ones(tmp_path):
         "C = njit('f8(f8)')(c)\n"
         "class K:\n    def d(self):\n        return 1\n"
     )
-    assert lc.compiled_functions(f) == {"a", "c"}
+    assert line_coverage.compiled_functions(f) == {"a", "c"}

@@ -139,7 +139,7 @@ SIZES = [(2, 1), (3, 2), (4, 1), (4, 3)]
 
 
 class _Numeric:
-    """The numerical reduced fields of verify/checks/f1/instance.py (Instance.R, H1, curvature, reduced)."""
+    """The numerical reduced fields of verify/checks/f1/instance.py (Instance.nonstiff_part, H1, curvature, reduced)."""
 
     def __init__(self, mask, P, d, norm, seed, N=2, L=2, m=None, sigma="tanh"):
         self.cfg = ModelConfig(T=N * P, P=P, d=d, m=m, mask=mask, gamma=0.8, norm=norm, sigma=sigma)
@@ -157,12 +157,12 @@ class _Numeric:
         lp = self.model.layers[l]
         return lp.g * slow_path(self.cfg, lp, X)
 
-    def R(self, l, X):
+    def nonstiff_part(self, l, X):
         lp = self.model.layers[l]
         return mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X) + self.slow(l, X)
 
     def H1(self, l, Y):
-        R = self.R(l, self.U @ Y)
+        R = self.nonstiff_part(l, self.U @ Y)
         return self.Hsolve @ (R - self.Pi @ R)
 
     def DA(self, l, X, H, h=1e-5):
@@ -174,10 +174,10 @@ class _Numeric:
 
     def f(self, order, l, Y, eps):
         if order == 0:
-            return self.Lt @ self.R(l, self.U @ Y)
+            return self.Lt @ self.nonstiff_part(l, self.U @ Y)
         H = self.H1(l, Y)
         X = self.U @ Y
-        return self.Lt @ (self.R(l, X + eps * H) + eps * self.DA(l, X, H) @ H)
+        return self.Lt @ (self.nonstiff_part(l, X + eps * H) + eps * self.DA(l, X, H) @ H)
 
     def theory(self, order):
         c = self.cfg

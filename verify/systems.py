@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy as sp
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model.weights import Model, ModelConfig, init_model
 
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget
@@ -153,7 +153,7 @@ def real_array(name: str, value, **shape) -> np.ndarray:
     zero imaginary part), strings. ``TypeError`` or ``ValueError`` naming ``name``."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        return v.finite_array(name, value, **shape)
+        return validation.finite_array(name, value, **shape)
 
 
 @dataclass
@@ -345,13 +345,17 @@ class DepthFlow(System):
             self.T = int(arr.shape[0])
             self.mask = arr
         # sizes of any integer kind (numpy's included) become Python ints, once, here
-        self.P, self.d = v.positive_int("P", self.P), v.positive_int("d", self.d)
-        self.T = v.positive_int("T", self.T) if self.T is not None else None
-        self.L = v.positive_int("L", self.L)
-        self.seed = v.nonneg_int("seed", self.seed)
-        v.real("scale", self.scale, low=0.0)  # the weights' fields, checked here as init_model
-        v.real("slow_scale", self.slow_scale, low=0.0)  # does, not when a claim first draws them
-        v.real("gate", self.gate)
+        self.P, self.d = validation.positive_int("P", self.P), validation.positive_int("d", self.d)
+        self.T = validation.positive_int("T", self.T) if self.T is not None else None
+        self.L = validation.positive_int("L", self.L)
+        self.seed = validation.nonneg_int("seed", self.seed)
+        validation.real(
+            "scale", self.scale, low=0.0
+        )  # the weights' fields, checked here as init_model
+        validation.real(
+            "slow_scale", self.slow_scale, low=0.0
+        )  # does, not when a claim first draws them
+        validation.real("gate", self.gate)
         self._mask_fits_budget()
         self.config  # noqa: B018  (validates every field through ModelConfig)
 

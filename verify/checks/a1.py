@@ -35,7 +35,7 @@ from ..against_reference import layer_part
 from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
 from ..params import Param
-from ..reference import layer as ref
+from ..reference import layer as reference_layer
 from ..systems import DepthFlow
 from ..verdict import Diagnostic
 
@@ -59,13 +59,13 @@ def dependence_matrix(
 def slow_token_mask(cfg: ModelConfig) -> np.ndarray:
     """``M[t, s]``: token ``t``'s slow input may read token ``s`` (the reference's block-level slow
     mask composed with its one-block shift ``U_c`` and block pooling)."""
-    return ref.slow_token_mask(cfg.slow_mask, cfg.T, cfg.P)
+    return reference_layer.slow_token_mask(cfg.slow_mask, cfg.T, cfg.P)
 
 
 def fast_mask(cfg: ModelConfig) -> np.ndarray:
     """The fast mask: a named one from the reference's definition, a user array as given."""
     if isinstance(cfg.mask, str):
-        return ref.named_mask(cfg.mask, cfg.T, cfg.P)
+        return reference_layer.named_mask(cfg.mask, cfg.T, cfg.P)
     return np.asarray(cfg.mask, dtype=bool)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sps
 from scipy.integrate import solve_ivp
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.integrators.integration import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.coupling.jacobian import jac_for
@@ -50,7 +50,7 @@ __all__ = [
 
 def layer_breakpoints(L: int) -> np.ndarray:
     """The interior breakpoints ``l/L`` (``l = 1 … L−1``) of ``L`` piecewise-constant intervals."""
-    L = v.positive_int("L", L)
+    L = validation.positive_int("L", L)
     return np.arange(1, L) / L
 
 
@@ -60,7 +60,7 @@ def _checked_problem(model: Model, X0, eps: float, E, jacobian_only: bool = Fals
     if not isinstance(model, Model):
         raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
     cfg = model.config
-    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
+    X0 = validation.finite_array("X0", X0, shape=(cfg.T, cfg.d))
     if cfg.gamma and E is None:
         E = X0
     return cfg, X0, E, pack_coupling(cfg, model.layers, eps, E, jacobian_only=jacobian_only)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.lanes import aligned_zeros
 from fastslow.numerics.model.activations import compiled_code, is_builtin
 from fastslow.numerics.model.coupling import layout
@@ -102,12 +102,12 @@ def pack_coupling(
         if not isinstance(lp, LayerParams):
             raise TypeError(f"layers[{i}] must be LayerParams, got {type(lp).__name__}")
         lp.shapes_ok(config.d, config.m)
-    eps = v.real("eps", eps, low=0.0, low_open=True)
+    eps = validation.real("eps", eps, low=0.0, low_open=True)
     T, d = config.T, config.d
     if config.gamma:
         if E is None:
             raise ValueError("gamma > 0 needs the injection target E (T×d)")
-        E = v.finite_array("E", E, shape=(T, d))
+        E = validation.finite_array("E", E, shape=(T, d))
     else:
         E = np.zeros((T, d))
     head = np.zeros(layout.HEADER)

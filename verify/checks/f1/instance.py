@@ -255,7 +255,7 @@ class NumericReduction:
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
         """``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` (T×d) on layer segment ``l`` (the least-squares
         solution where ``I − K + Π`` is singular: a mask outside ``normally_hyperbolic``)."""
-        R = self.inst.R(l, self.inst.U @ Y)
+        R = self.inst.nonstiff_part(l, self.inst.U @ Y)
         try:
             return np.linalg.solve(self.M, R - self.Pi @ R)
         except np.linalg.LinAlgError:
@@ -279,9 +279,9 @@ class NumericReduction:
         Y = np.asarray(Y, dtype=float).reshape(inst.Y0.shape)
         X = inst.U @ Y
         if self.order == 0:
-            return self.Lt @ inst.R(l, X)
+            return self.Lt @ inst.nonstiff_part(l, X)
         H = self.H1(l, Y)
-        return self.Lt @ (inst.R(l, X + eps * H) + eps * self.curvature(l, Y, H))
+        return self.Lt @ (inst.nonstiff_part(l, X + eps * H) + eps * self.curvature(l, Y, H))
 
 
 def auto_coarse(cfg) -> str:
@@ -341,7 +341,7 @@ class Instance:
 
     @cached_property
     def flows(self) -> dict:
-        """``{order: f(seg, Y, eps)}``: the reduced right-hand sides that are integrated (the
+        """``{order: f(segment, Y, eps)}``: the reduced right-hand sides that are integrated (the
         theory's when it derives this mask and coarse map, else the numerical block reduction)."""
         if self.source == "theory":
             return {k: self.theory_flow(k) for k in (0, 1)}
@@ -373,8 +373,9 @@ class Instance:
             sigma=cfg.sigma,
         )
 
-    def R(self, l: int, X: np.ndarray) -> np.ndarray:
-        """``R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X)`` on layer segment ``l``."""
+    def nonstiff_part(self, l: int, X: np.ndarray) -> np.ndarray:
+        """The non-stiff part ``R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X)`` of the coupling form on
+        layer segment ``l``."""
         lp = self.model.layers[l]
         out = mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X)
         if self.cfg.slow and lp.g:
@@ -385,7 +386,7 @@ class Instance:
         """``H₁`` (T×d) at ``UY`` on layer segment ``l``, from the reduction that is integrated."""
         return np.asarray(self.flows[1].H1(l, Y), dtype=float)
 
-    def seg(self, t: float) -> int:
+    def segment_of(self, t: float) -> int:
         """The layer segment of depth ``t``."""
         return min(int(np.searchsorted(self.breaks, t, side="right")), self.model.L - 1)
 
@@ -396,7 +397,7 @@ class Instance:
         f = self.flows[order]
         shape = Y0.shape
         return integrate(
-            lambda t, y: np.asarray(f(self.seg(t), y.reshape(shape), eps)).ravel(),
+            lambda t, y: np.asarray(f(self.segment_of(t), y.reshape(shape), eps)).ravel(),
             (0.0, 1.0),
             Y0,
             method="dopri5",

@@ -262,7 +262,7 @@ def reduced_trajectory_points(inst: Instance) -> list:
     t_pts = np.sort(np.concatenate([(np.arange(L) + 0.25) / L, (np.arange(L) + 0.75) / L]))
     _, traj = inst.reduced(1, float(p["eps_max"]), inst.Y0, p["rtol"], p["atol"], t_eval=t_pts)
     return [
-        (inst.seg(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
+        (inst.segment_of(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
         for k, t in enumerate(traj.t)
     ]
 
