@@ -3,7 +3,7 @@
 Oracles:
 
 * Richardson-extrapolated central finite differences ``(4·D(δ/2) − D(δ))/3`` of the plain forward
-  (:func:`numerics.model.layer._layer`, :func:`numerics.stack`) along a random direction, ``δ = 1e-6`` on
+  (:func:`numerics.model.layer._layer`, :func:`numerics.model.layer.stack`) along a random direction, ``δ = 1e-6`` on
   O(1) inputs. The error is ``O(δ⁴·|f⁽⁵⁾|) + O(u·|f|/δ)`` with ``u = 2.2e-16``: about 1e-10 from
   rounding, so a relative tolerance of 1e-6 (max norm, relative to the largest entry of the
   derivative) leaves orders of margin. Without the extrapolation a token row of small RMS ``r``
@@ -379,7 +379,7 @@ def test_wrong_types_are_rejected(small):
         stack_jvp(model, X, dparams=p)
     with pytest.raises(TypeError, match=r"dparams\[0\] must be LayerParams"):
         stack_jvp(model, X, dparams=["a", None])
-    with pytest.raises(TypeError, match="model must be a numerics.Model"):
+    with pytest.raises(TypeError, match="model must be a numerics.model.weights.Model"):
         stack_vjp(cfg, X, X)
     with pytest.raises(TypeError, match="dX must be an array"):
         layer_jvp(cfg, p, X, dX="zeros")

@@ -270,11 +270,11 @@ def test_bad_inputs_raise_like_the_reference():
         fast_stack(model, np.where(X0 > 1, np.nan, X0))
     with pytest.raises(ValueError, match="E must have shape"):
         fast_stack(model, X0, E[:, :2])
-    with pytest.raises(TypeError, match="model must be a numerics.Model"):
+    with pytest.raises(TypeError, match="model must be a numerics.model.weights.Model"):
         fast_stack(cfg, X0)
     with pytest.raises(TypeError, match="params must be LayerParams"):
         fast_layer(cfg, model, X0)
-    with pytest.raises(TypeError, match="config must be a numerics.ModelConfig"):
+    with pytest.raises(TypeError, match="config must be a numerics.model.weights.ModelConfig"):
         fast_layer(None, model.layers[0], X0)
     with pytest.raises(ValueError, match="X must have shape"):
         fast_layer(cfg, model.layers[0], X0.T)

@@ -243,7 +243,11 @@ def _cfg():
             ValueError,
             "X0 must be finite",
         ),
-        (lambda: stack("model", np.ones((4, 3))), TypeError, "model must be a numerics.Model"),
+        (
+            lambda: stack("model", np.ones((4, 3))),
+            TypeError,
+            "model must be a numerics.model.weights.Model",
+        ),
         (
             lambda: layer(
                 _cfg(),

@@ -34,7 +34,7 @@ def not_evaluated(why: str) -> Diagnostic:
 
 def layer_deviation(model: Model, X0: np.ndarray, E: np.ndarray | None = None) -> float:
     """``max_l max|Φ_l(X_l) − Φ_l^ref(X_l)| / (u·max(1, max|Φ_l^ref(X_l)|))`` along the model's
-    trajectory from ``X0`` (``E`` defaults to ``X0``, as in :func:`numerics.stack`)."""
+    trajectory from ``X0`` (``E`` defaults to ``X0``, as in :func:`numerics.model.layer.stack`)."""
     cfg = model.config
     s = reference_layer.setting_of(cfg)
     traj = stack_trajectory(model, X0, E)

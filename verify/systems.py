@@ -296,8 +296,8 @@ def _real_expression(name: str, expr) -> None:
 class DepthFlow(System):
     """A model of the depth flow: your mask, block size, widths, nonlinearity and weights' seed.
 
-    ``mask`` is a named mask (:data:`numerics.NAMED_MASKS`) or a boolean T×T array; the rest are
-    the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model` (``value_gain``
+    ``mask`` is a named mask (:data:`numerics.model.masks.NAMED_MASKS`) or a boolean T×T array; the rest are
+    the fields of :class:`numerics.model.weights.ModelConfig` and of :func:`numerics.model.weights.init_model` (``value_gain``
     adds ``value_gain·I`` to every value matrix, as claims D4 and D5 do). Claims that
     need more of the flow (a block-local mask, a smooth ``sigma``) decide that as a hypothesis.
 

@@ -160,7 +160,7 @@ def single_token_increment(config: ModelConfig, params, x, e=None) -> np.ndarray
 
 def _check_homogeneous_model(model) -> Model:
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     cfg = model.config
     if cfg.slow and any(p.g != 0 for p in model.layers):
         gates = [p.g for p in model.layers]
@@ -552,7 +552,7 @@ def coarse_stack(model: Model, Y0, e=None) -> np.ndarray:
     stack on ``X_0 = U Y_0`` equals ``U`` times this. ``e`` (N×d) defaults to ``Y_0``.
     """
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     cfg = model.config
     Y = validation.finite_array("Y0", Y0, shape=(cfg.N, cfg.d))
     e = Y.copy() if e is None else validation.finite_array("e", e, shape=(cfg.N, cfg.d))

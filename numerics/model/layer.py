@@ -73,7 +73,7 @@ def check_layer_params(cfg: ModelConfig, p) -> LayerParams:
 
 def check_model(model) -> Model:
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     return model
 
 

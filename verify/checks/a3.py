@@ -20,7 +20,7 @@ Checked by:
   ``== 0.0`` (tolerance 0). At ``g = 0`` the slow path's reverse sweep starts from ``g·h·G = 0``
   and stays exactly zero;
 * the gate identity: ``∂L/∂X_{l+1}`` from the reverse sweep of the tail model (layers ``l+1 …``)
-  started at ``X_{l+1}``, ``Slow_l(X_l)`` from the public forward :func:`numerics.slow_path`,
+  started at ``X_{l+1}``, ``Slow_l(X_l)`` from the public forward :func:`numerics.model.layer.slow_path`,
   against the gate entry of the full reverse sweep (tolerance 0 by construction of the same
   arithmetic; reported as a relative difference);
 * the gate gradient against a Richardson-extrapolated central difference in ``g_l``,

@@ -13,7 +13,7 @@ Claim (our formalisation):
      reported cancellation factor ``κ = √n·Π‖J_l‖₂ / ‖Π J_l‖_F``; ``κ`` is ≈ 10–150 on generic
      instances but can reach 1e5 at d = 2 with the norm on (rank-deficient norm Jacobians), where
      the plain relative difference is legitimately ≈ 1e-12;
-   * Richardson-extrapolated central differences of :func:`numerics.stack` with step
+   * Richardson-extrapolated central differences of :func:`numerics.model.layer.stack` with step
      ``δ = fd_step/max(1, ‖J_{L−1}⋯J_0‖₂)`` (the output moves by about ``fd_step`` whatever the
      expansion of the stack): ``‖product − FD‖_F ≤ 1e-6·‖product‖_F + floor``, where ``floor`` is
      the rounding floor of the difference quotient (each layer's rounding ``u·m_l`` of its largest
@@ -141,7 +141,7 @@ def stack_jacobian_reverse(model: Model, X0: np.ndarray, E) -> np.ndarray:
 
 
 def stack_jacobian_fd(model: Model, X0: np.ndarray, E, step: float) -> np.ndarray:
-    """Dense ``∂X_L/∂X_0`` by Richardson-extrapolated central differences of :func:`numerics.stack`
+    """Dense ``∂X_L/∂X_0`` by Richardson-extrapolated central differences of :func:`numerics.model.layer.stack`
     (``E`` fixed), one basis direction per column: truncation ``O(step⁴)`` (rows of small RMS make
     the norm strongly curved)."""
     cfg, n = model.config, model.config.T * model.config.d

@@ -58,7 +58,7 @@ def _checked_problem(model: Model, X0, eps: float, E, jacobian_only: bool = Fals
     """``(config, X0, E, packed vector)`` after checking the arguments; ``E`` defaults to ``X0``
     when ``γ > 0``; ``jacobian_only`` as in :func:`pack_coupling`."""
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     cfg = model.config
     X0 = validation.finite_array("X0", X0, shape=(cfg.T, cfg.d))
     if cfg.gamma and E is None:

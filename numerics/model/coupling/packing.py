@@ -59,7 +59,7 @@ SIGMA_NOT_COMPILED = -1.0
 
 NUMPY_ALTERNATIVE = (
     "integrate_coupling_scipy(model, X0, eps, rhs='numpy') or "
-    "numerics.make_rhs(model, form='coupling', eps=eps) (the NumPy right-hand side "
+    "numerics.model.flow.make_rhs(model, form='coupling', eps=eps) (the NumPy right-hand side "
     "numerics.model.kernels.coupling) evaluate any activation"
 )
 """The NumPy path named when the compiled right-hand side refuses a user activation."""
@@ -187,7 +187,7 @@ def scratch_size(T: int, P: int, d: int, m: int) -> int:
 @njit(cache=True)
 def _jac_scratch_size(T, P, d, m):
     """Length of the work arrays of :func:`scratch_arrays` (shared with the Jacobian); those of the
-    eight-lane right-hand side (:func:`_lanes_scratch`) follow."""
+    eight-lane right-hand side (:func:`lanes_offsets`) follow."""
     N = T // P
     size = T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
     return (size + 7) // 8 * 8  # what follows starts on a cache line (see _layer_size)

@@ -60,7 +60,7 @@ the exact rational ones (their entries are integers up to ``C(T, T/2)²`` times 
 def named_spectra_part() -> tuple[dict, dict]:
     """``named_spectra_match_reference``: for each named mask at :data:`NAMED_SPECTRA_SIZES`, the
     closed forms the engine uses (the eigenvalues with multiplicities of
-    :func:`numerics.kernel_eigenvalues`, the distinct eigenvalues of
+    :func:`numerics.model.masks.kernel_eigenvalues`, the distinct eigenvalues of
     :func:`~numerics.analysis.linearised.distinct_eigenvalues`, the eigenvalues and matrices of
     :func:`~numerics.analysis.linearised.spectral_projectors`) against the reference's exact
     spectrum of the explicitly built kernel (:mod:`verify.reference.spectra`: the diagonal of a
