@@ -81,8 +81,7 @@ try:  # a signal while the command line loads (a second of imports): one line, 1
     from fastslow.cli_output import as_json, brief, print_verdict  # noqa: F401 (brief: API)
     from fastslow.cli_readme import add_readme
     from fastslow.numerics import threads
-    from fastslow.verify import sweep as sw
-    from fastslow.verify import systems
+    from fastslow.verify import sweep, systems
     from fastslow.verify.budgets import (
         BASE_BYTES,
         MEMORY_BUDGET_ENV,
@@ -191,7 +190,7 @@ def _cmd_figures(args) -> int:
     made = not outdir.exists()  # a folder this command creates is removed again if left empty
     try:
         _set_budget(args)
-        sw.max_workers(args.workers)
+        sweep.max_workers(args.workers)
         if args.seed < 0:
             raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
         ids = [get_claim(c).id for c in args.ids]
@@ -203,10 +202,10 @@ def _cmd_figures(args) -> int:
             )
         outdir = writable_dir(outdir, "--out")
         if args.cache is not None:
-            sw.prepare_cache(args.cache, "--cache")
+            sweep.prepare_cache(args.cache, "--cache")
         skipped: list = []
         workers = 1 if system is not None else args.workers
-        with sw.executor_for(workers, args.scheduler) as executor:
+        with sweep.executor_for(workers, args.scheduler) as executor:
             paths = figures.render(
                 ids or None,
                 outdir=outdir,
@@ -307,7 +306,7 @@ def _sweep_system(unit, spec: str | None, axes: dict) -> tuple:
     the system replaces is bad input naming it. ``(None, {})`` without a system."""
     if spec is None:
         return None, {}
-    system = unit.checked_system(sw.planned_system(spec), limits=False)
+    system = unit.checked_system(sweep.planned_system(spec), limits=False)
     if not unit.declaration_rules_out(system):  # else every point is outside, whatever its size
         unit.accepts(system)
     replaced = unit.replaced_by(system)
@@ -326,18 +325,18 @@ def _plan_sweep(args):
     size of the grid and its memory and time (on the system's sizes); return ``(claim id, axes,
     number of points, workers, the keys a user system adds to each point)``."""
     _set_budget(args)
-    sw.max_workers(args.workers)
+    sweep.max_workers(args.workers)
     unit = get_claim(args.id)
     if args.out:
         writable_file(args.out, "--out")
     if args.cache is not None:
-        sw.prepare_cache(args.cache, "--cache")
+        sweep.prepare_cache(args.cache, "--cache")
     axes = _grid_axes(unit, args.grid)
     system, extra = _sweep_system(unit, args.system, axes)
     sizes = {k: len(v) for k, v in axes.items()}
     axes["seed"] = _parse_seeds(args.seeds)
-    total = sw.grid_size(**axes)
-    held = BASE_BYTES + total * sw.RESULT_BYTES
+    total = sweep.grid_size(**axes)
+    held = BASE_BYTES + total * sweep.RESULT_BYTES
     if held > memory_budget():
         raise ValueError(
             f"a sweep of {total} points ({' × '.join(f'{k} {n}' for k, n in sizes.items())}"
@@ -349,9 +348,9 @@ def _plan_sweep(args):
         need = BASE_BYTES  # every point is outside its hypotheses: nothing is built
     else:
         need = max(
-            unit.within_budget(unit.resolve(p, system), system) for p in sw.iter_grid(**no_seed)
+            unit.within_budget(unit.resolve(p, system), system) for p in sweep.iter_grid(**no_seed)
         )
-    workers = sw.max_workers(args.workers, total)
+    workers = sweep.max_workers(args.workers, total)
     fits = max(1, memory_budget() // need)
     if workers > fits:
         print(
@@ -366,20 +365,20 @@ def _plan_sweep(args):
 def _cmd_sweep(args) -> int:
     try:
         cid, axes, total, workers, extra = _plan_sweep(args)
-        points = [dict(p, claim=cid, **extra) for p in sw.iter_grid(**axes)]
-        with sw.executor_for(workers, args.scheduler, tasks=total) as executor:
-            results = sw.sweep(
-                sw.check_point,
+        points = [dict(p, claim=cid, **extra) for p in sweep.iter_grid(**axes)]
+        with sweep.executor_for(workers, args.scheduler, tasks=total) as executor:
+            results = sweep.sweep(
+                sweep.check_point,
                 points,
                 executor=executor,
                 cache_dir=args.cache,
                 label=f"sweep {cid}",
-                on_error=sw.check_point_error,
+                on_error=sweep.check_point_error,
             )
     except (PendingClaim, ValueError, TypeError) as exc:  # raised before any work
         print(f"fastslow sweep: bad input: {exc}", file=sys.stderr)
         return BAD_INPUT_EXIT
-    except sw.SweepInterrupted as exc:
+    except sweep.SweepInterrupted as exc:
         hint = "" if exc.cache else "; rerun with --cache DIR to keep finished points"
         print(f"fastslow sweep: {exc}{hint}", file=sys.stderr)
         return signals.exit_code()

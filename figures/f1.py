@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fastslow.figures import figure, instance_values, verdict_json, verdict_points
-from fastslow.numerics.model.coupling_drivers import integrate_coupling, integrate_coupling_scipy
+from fastslow.numerics.model.coupling.drivers import integrate_coupling, integrate_coupling_scipy
 from fastslow.verify.coupling_problem import coupling_problem
 from fastslow.verify.registry import get_claim
 from fastslow.verify.verdict import Verdict

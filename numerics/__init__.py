@@ -15,7 +15,9 @@ Top-level modules are infrastructure: :mod:`numerics.validation` (argument check
 :mod:`numerics.lapack` (decompositions with non-unique answers, in one place) and
 :mod:`numerics.jit_cache` (Numba's on-disk cache keyed by this package's sources).
 
-The names below are re-exported for ``import fastslow.numerics as nm``.
+Nothing is re-exported here: import a name from the module that defines it
+(``from fastslow.numerics.model.weights import ModelConfig``) or that module itself
+(``from fastslow.numerics.model import pooling``); docs/architecture.md, "One import style".
 """
 
 # First, before any submodule's @njit(cache=True) decorator runs: key Numba's on-disk cache by the
@@ -23,91 +25,3 @@ The names below are re-exported for ``import fastslow.numerics as nm``.
 from fastslow.numerics import jit_cache as _jit_cache
 
 _jit_cache.configure()
-
-from fastslow.numerics.model.activations import SIGMAS, Activation  # noqa: E402
-from fastslow.numerics.model.flow import FORMS, coupling_rhs, depth_rhs, make_rhs  # noqa: E402
-from fastslow.numerics.model.layer import (  # noqa: E402
-    attention,
-    attention_kernel,
-    layer,
-    layer_increment,
-    masked_softmax,
-    mlp,
-    mlp_preactivations,
-    rms_norm,
-    slow_path,
-    stack,
-    stack_trajectory,
-)
-from fastslow.numerics.model.masks import (  # noqa: E402
-    NAMED_MASKS,
-    as_mask,
-    coarse_maps,
-    frozen_kernel,
-    is_block_local,
-    kernel_eigenvalues,
-    make_mask,
-    spectral_projector,
-    stationary_weighting,
-)
-from fastslow.numerics.model.pooling import (  # noqa: E402
-    block_constant_part,
-    block_mean,
-    causal_upsample,
-    upsample,
-    weighted_pool,
-)
-from fastslow.numerics.model.weights import (  # noqa: E402
-    FAST_WEIGHTS,
-    SLOW_WEIGHTS,
-    WEIGHT_NAMES,
-    LayerParams,
-    Model,
-    ModelConfig,
-    init_layer,
-    init_model,
-    spread_gates,
-)
-
-__all__ = [
-    "SIGMAS",
-    "Activation",
-    "FORMS",
-    "coupling_rhs",
-    "depth_rhs",
-    "make_rhs",
-    "attention",
-    "attention_kernel",
-    "layer",
-    "layer_increment",
-    "masked_softmax",
-    "mlp",
-    "rms_norm",
-    "slow_path",
-    "stack",
-    "stack_trajectory",
-    "mlp_preactivations",
-    "NAMED_MASKS",
-    "as_mask",
-    "coarse_maps",
-    "frozen_kernel",
-    "is_block_local",
-    "kernel_eigenvalues",
-    "make_mask",
-    "spectral_projector",
-    "stationary_weighting",
-    "block_constant_part",
-    "block_mean",
-    "causal_upsample",
-    "upsample",
-    "weighted_pool",
-    "FAST_WEIGHTS",
-    "SLOW_WEIGHTS",
-    "WEIGHT_NAMES",
-    "LayerParams",
-    "Model",
-    "ModelConfig",
-    "init_layer",
-    "init_model",
-    "spread_gates",
-]

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import fastslow.numerics as nm
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 from fastslow.numerics.model.activations import GELU, NAMED, RELU, SIGMAS, TANH, Activation
 from fastslow.numerics.model.autodiff import layer_jvp, layer_vjp
-from fastslow.theory import linearisation as tl
+from fastslow.numerics.model.layer import attention, layer, rms_norm, slow_path
+from fastslow.numerics.model.weights import ModelConfig, init_model
+from fastslow.theory import linearisation
 
 GRID = np.concatenate([np.linspace(-6.0, 6.0, 1201), [-1e-3, 1e-3, 0.5, 25.0, -25.0]])
 """Points for value and derivative comparisons; 0 itself is excluded below for relu."""
@@ -54,10 +55,10 @@ def test_the_named_activations_and_their_smoothness():
         "identity": True,
     }
     for name in SIGMAS:
-        cfg = nm.ModelConfig(T=2, P=1, d=2, sigma=name)
+        cfg = ModelConfig(T=2, P=1, d=2, sigma=name)
         assert cfg.activation is NAMED[name] and cfg.sigma == name
     # a built-in Activation object is stored as its name (reports, theory see the name)
-    assert nm.ModelConfig(T=2, P=1, d=2, sigma=RELU).sigma == "relu"
+    assert ModelConfig(T=2, P=1, d=2, sigma=RELU).sigma == "relu"
 
 
 @pytest.mark.parametrize("name", SIGMAS)
@@ -77,7 +78,7 @@ def test_derivatives_match_central_differences(name):
 @pytest.mark.parametrize("name", SIGMAS)
 def test_theory_expression_and_derivative_equal_numerics_on_a_grid(name):
     """SymPy's σ and σ' (exact √(2/π) and 0.044715 for gelu) against numerics' float64 ones."""
-    lam, dlam = tl.activation(name), tl.activation_derivative(name)
+    lam, dlam = linearisation.activation(name), linearisation.activation_derivative(name)
     z = GRID[AWAY_FROM_KINK] if name == "relu" else GRID
     f = sp.lambdify(lam.variables, lam.expr, "numpy")
     df = sp.lambdify(dlam.variables, dlam.expr, "numpy")
@@ -89,8 +90,8 @@ def test_theory_expression_and_derivative_equal_numerics_on_a_grid(name):
 
 
 def _factor_instance(sigma, norm, seed=0):
-    cfg = nm.ModelConfig(T=1, P=1, d=3, m=4, slow=False, norm=norm, sigma=sigma, gamma=0.3, h=0.5)
-    model = nm.init_model(cfg, 1, seed)
+    cfg = ModelConfig(T=1, P=1, d=3, m=4, slow=False, norm=norm, sigma=sigma, gamma=0.3, h=0.5)
+    model = init_model(cfg, 1, seed)
     x = np.array([0.4, -0.9, 1.3])
     return cfg, model, x
 
@@ -106,8 +107,8 @@ def test_theory_factors_equal_numerics_factors(np_sigma, sp_sigma, norm):
     against numerics' closed form (with the NumPy σ, σ')."""
     cfg, model, x = _factor_instance(np_sigma, norm)
     p = model.layers[0]
-    N, M = lin.layer_factors(model, x[None])
-    Nt, Mt = tl.factors_function(3, 4, norm, sp_sigma)(
+    N, M = linearised.layer_factors(model, x[None])
+    Nt, Mt = linearisation.factors_function(3, 4, norm, sp_sigma)(
         x, p.V, p.W1, p.W2, cfg.h, cfg.gamma, cfg.norm_eps
     )
     assert np.abs(N[0] - Nt).max() < 1e-13 and np.abs(M[0] - Mt).max() < 1e-13
@@ -115,19 +116,17 @@ def test_theory_factors_equal_numerics_factors(np_sigma, sp_sigma, norm):
 
 def test_user_activation_on_the_numpy_path():
     """The layer, the JVP against central differences, the VJP against the JVP (adjoint)."""
-    cfg = nm.ModelConfig(T=6, P=3, d=3, m=4, sigma=SOFTSIGN, gamma=0.4)
+    cfg = ModelConfig(T=6, P=3, d=3, m=4, sigma=SOFTSIGN, gamma=0.4)
     assert cfg.activation is SOFTSIGN and cfg.replace(h=0.5).activation is SOFTSIGN
-    model = nm.init_model(cfg, 2, 7, gate=0.5)
+    model = init_model(cfg, 2, 7, gate=0.5)
     rng = np.random.default_rng(8)
     X, E, dX, G = rng.standard_normal((4, 6, 3))
     p = model.layers[0]
-    Z = nm.rms_norm(X) @ p.W1
-    ref = X + cfg.h * (
-        nm.attention(cfg, p, X) + SOFTSIGN.f(Z) @ p.W2 + 0.5 * nm.slow_path(cfg, p, X)
-    )
-    assert np.abs(nm.layer(cfg, p, X, E) - ref - cfg.h * 0.4 * (E - X)).max() < 1e-14
+    Z = rms_norm(X) @ p.W1
+    ref = X + cfg.h * (attention(cfg, p, X) + SOFTSIGN.f(Z) @ p.W2 + 0.5 * slow_path(cfg, p, X))
+    assert np.abs(layer(cfg, p, X, E) - ref - cfg.h * 0.4 * (E - X)).max() < 1e-14
     Y, dY = layer_jvp(cfg, p, X, dX, E=E)
-    fd = _central(lambda t: nm.layer(cfg, p, X + t * dX, E), 0.0)
+    fd = _central(lambda t: layer(cfg, p, X + t * dX, E), 0.0)
     assert np.abs(dY - fd).max() < 1e-8 * np.abs(dY).max()
     GX, _ = layer_vjp(cfg, p, X, G, E=E)
     assert abs(np.vdot(G, dY) - np.vdot(GX, dX)) < 1e-12 * np.abs(G).sum() * np.abs(dY).max()
@@ -143,12 +142,12 @@ def test_user_activation_on_the_numpy_path():
 )
 def test_unknown_activations_are_bad_input_naming_the_choices(sigma, exc, match):
     with pytest.raises(exc, match=match):
-        nm.ModelConfig(T=2, P=1, d=2, sigma=sigma)
+        ModelConfig(T=2, P=1, d=2, sigma=sigma)
 
 
 def test_user_activations_are_checked_when_built():
     with pytest.raises(ValueError, match="reserved for the built-in one"):
-        nm.ModelConfig(T=2, P=1, d=2, sigma=Activation("tanh", np.tanh, TANH.df))
+        ModelConfig(T=2, P=1, d=2, sigma=Activation("tanh", np.tanh, TANH.df))
     with pytest.raises(TypeError, match="df must be a NumPy function"):
         Activation("mine", np.tanh, "1 - tanh^2")
     with pytest.raises(ValueError, match="f must map a float64 array to finite values"):

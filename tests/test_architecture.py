@@ -243,6 +243,58 @@ def test_the_checker_sees_a_planted_violation(tmp_path, monkeypatch):
     assert any("_architecture_probe" in w for w in found["bare"])
 
 
+def _reexport_violations() -> list[str]:
+    """Imports of ``numerics`` through a package's re-export, in every Python file of the
+    repository (tests and tools too): ``import fastslow.numerics`` (as ``nm`` or otherwise) or
+    ``from fastslow.numerics[.sub] import NAME`` where ``NAME`` is not a module of that package.
+    The one style: a name from the module that defines it, or that module itself
+    (docs/architecture.md, "One import style")."""
+    found = []
+    for path in [ROOT / f for f in _git_files("*.py")] + list(_PROBES):
+        rel = _tree_path(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found += [
+                    f"{rel}:{node.lineno} imports {a.name}"
+                    for a in node.names
+                    if a.name in ("fastslow.numerics", "numerics")
+                ]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                target = _logical(node.module)
+                if target.split(".")[0] != "numerics":
+                    continue
+                if not (ROOT.joinpath(*target.split(".")) / "__init__.py").exists():
+                    continue  # a module: its names are defined there
+                found += [
+                    f"{rel}:{node.lineno} imports {a.name} from the package {target}"
+                    for a in node.names
+                    if not _is_module(f"{target}.{a.name}")
+                ]
+    return found
+
+
+def test_numerics_is_imported_from_the_modules_that_define_its_names():
+    """No ``import fastslow.numerics as nm``, no name taken from a package's ``__init__``."""
+    assert _reexport_violations() == []
+
+
+def test_the_import_style_rule_sees_a_planted_reexport(tmp_path, monkeypatch):
+    """Non-vacuity: the facade import and a name from a subpackage's ``__init__`` are caught;
+    a module and a name from its defining module are not."""
+    fake = tmp_path / "_style_probe.py"
+    fake.write_text(
+        "import fastslow.numerics as nm\n"
+        "from fastslow.numerics.integrators import integrate\n"
+        "from fastslow.numerics.model import pooling\n"
+        "from fastslow.numerics.model.weights import ModelConfig\n"
+    )
+    monkeypatch.setitem(_PROBES, fake, Path("tests/_style_probe.py"))
+    found = [w for w in _reexport_violations() if "_style_probe" in w]
+    assert len(found) == 2
+    assert any("fastslow.numerics" in w for w in found)
+    assert any("integrate from the package numerics.integrators" in w for w in found)
+
+
 def test_code_cites_the_repository_not_an_outside_spec():
     """Claim statements live in docs/claims.md; no source cites a file outside the repository."""
     files = _git_files("*.py", "*.md", "*.sh", "*.toml")

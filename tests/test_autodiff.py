@@ -3,7 +3,7 @@
 Oracles:
 
 * Richardson-extrapolated central finite differences ``(4·D(δ/2) − D(δ))/3`` of the plain forward
-  (:func:`numerics.model.layer._layer`, :func:`numerics.stack`) along a random direction, ``δ = 1e-6`` on
+  (:func:`numerics.model.layer._layer`, :func:`numerics.model.layer.stack`) along a random direction, ``δ = 1e-6`` on
   O(1) inputs. The error is ``O(δ⁴·|f⁽⁵⁾|) + O(u·|f|/δ)`` with ``u = 2.2e-16``: about 1e-10 from
   rounding, so a relative tolerance of 1e-6 (max norm, relative to the largest entry of the
   derivative) leaves orders of margin. Without the extrapolation a token row of small RMS ``r``
@@ -18,9 +18,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.autodiff import layer_jvp, layer_vjp, stack_jvp, stack_vjp
+from fastslow.numerics.model.layer import layer, stack, stack_trajectory
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import (
+    FAST_WEIGHTS,
+    SLOW_WEIGHTS,
+    LayerParams,
+    Model,
+    ModelConfig,
+    init_layer,
+    init_model,
+)
 
 FD_STEP = 1e-6
 FD_RTOL = 1e-6
@@ -50,13 +60,13 @@ def _rng(*key):
 
 
 def _random_tangent(cfg, rng):
-    n = nm.init_layer(cfg, rng).to_vector().size
-    return nm.LayerParams.from_vector(rng.standard_normal(n), cfg.d, cfg.m)
+    n = init_layer(cfg, rng).to_vector().size
+    return LayerParams.from_vector(rng.standard_normal(n), cfg.d, cfg.m)
 
 
 def _setup(cfg, L=3, seed=0, gate=0.6, tied=False):
     rng = _rng(seed, 1)
-    model = nm.init_model(cfg, L, _rng(seed, 2).integers(2**32), gate=gate, tied=tied)
+    model = init_model(cfg, L, _rng(seed, 2).integers(2**32), gate=gate, tied=tied)
     X = rng.standard_normal((cfg.T, cfg.d))
     E = rng.standard_normal((cfg.T, cfg.d))
     return model, X, E, rng
@@ -91,7 +101,7 @@ def _layer_fd(cfg, p, X, E, dX, dp):
 def _stack_fd(model, X, E, dX, dps):
     def f(t):
         layers = [q.axpy(t, dq) for q, dq in zip(model.layers, dps)]
-        return nm.stack(nm.Model(model.config, layers), X + t * dX, E)
+        return stack(Model(model.config, layers), X + t * dX, E)
 
     return _richardson(f)
 
@@ -103,13 +113,13 @@ def _stack_fd(model, X, E, dX, dps):
     "switches", SWITCHES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
 )
 def test_layer_jvp_matches_central_differences_and_forward(switches):
-    cfg = nm.ModelConfig(T=8, P=2, d=3, m=5, **switches)
+    cfg = ModelConfig(T=8, P=2, d=3, m=5, **switches)
     model, X, E, rng = _setup(cfg)
     p = model.layers[1]
     dX, dp = rng.standard_normal(X.shape), _random_tangent(cfg, rng)
     _assert_away_from_kinks(cfg, p, X)
     Y, dY = layer_jvp(cfg, p, X, dX, dp, E=E)
-    assert np.array_equal(Y, nm.layer(cfg, p, X, E))  # same arithmetic as the forward
+    assert np.array_equal(Y, layer(cfg, p, X, E))  # same arithmetic as the forward
     assert _rel(dY, _layer_fd(cfg, p, X, E, dX, dp)) < FD_RTOL
     # the state and parameter parts add up
     _, dYx = layer_jvp(cfg, p, X, dX=dX, E=E)
@@ -121,7 +131,7 @@ def test_layer_jvp_matches_central_differences_and_forward(switches):
     "switches", SWITCHES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
 )
 def test_vjp_is_the_adjoint_of_the_jvp(switches):
-    cfg = nm.ModelConfig(T=8, P=2, d=3, m=5, **switches)
+    cfg = ModelConfig(T=8, P=2, d=3, m=5, **switches)
     model, X, E, rng = _setup(cfg, seed=3)
     p = model.layers[0]
     dX, dp, G = (
@@ -137,7 +147,7 @@ def test_vjp_is_the_adjoint_of_the_jvp(switches):
     dps = [_random_tangent(cfg, rng) for _ in range(model.L)]
     XL, dXL = stack_jvp(model, X, dX, dps, E=E)
     G0, grads = stack_vjp(model, X, G, E=E)
-    assert np.array_equal(XL, nm.stack(model, X, E))
+    assert np.array_equal(XL, stack(model, X, E))
     lhs, rhs = float(np.vdot(G, dXL)), float(np.vdot(G0, dX)) + _pair(grads, dps)
     assert abs(lhs - rhs) <= ADJ_RTOL * (abs(lhs) + np.abs(G).sum() * np.abs(dXL).max())
 
@@ -148,9 +158,9 @@ def test_vjp_is_the_adjoint_of_the_jvp(switches):
     ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default",
 )
 def test_stack_jvp_matches_central_differences(switches):
-    cfg = nm.ModelConfig(T=8, P=4, d=2, **switches)
+    cfg = ModelConfig(T=8, P=4, d=2, **switches)
     model, X, E, rng = _setup(cfg, L=4, seed=5)
-    for p, Xl in zip(model.layers, nm.stack_trajectory(model, X, E)):
+    for p, Xl in zip(model.layers, stack_trajectory(model, X, E)):
         _assert_away_from_kinks(cfg, p, Xl)
     dX = rng.standard_normal(X.shape)
     dps = [_random_tangent(cfg, rng) for _ in range(model.L)]
@@ -160,11 +170,11 @@ def test_stack_jvp_matches_central_differences(switches):
 
 def test_vjp_entries_match_central_differences_of_the_pairing():
     """Each gradient entry (one weight entry, the gate, one state entry) against its own FD."""
-    cfg = nm.ModelConfig(T=8, P=2, d=3, gamma=0.5)
+    cfg = ModelConfig(T=8, P=2, d=3, gamma=0.5)
     model, X, E, rng = _setup(cfg, seed=11)
     G = rng.standard_normal(X.shape)
     G0, grads = stack_vjp(model, X, G, E=E)
-    loss = lambda mdl, X0: float(np.vdot(G, nm.stack(mdl, X0, E)))
+    loss = lambda mdl, X0: float(np.vdot(G, stack(mdl, X0, E)))
     for l in range(model.L):
         vec = model.layers[l].to_vector()
         for k in list(rng.choice(vec.size - 1, 4, replace=False)) + [vec.size - 1]:  # + the gate
@@ -173,8 +183,8 @@ def test_vjp_entries_match_central_differences_of_the_pairing():
 
             def at(s):
                 layers = list(model.layers)
-                layers[l] = nm.LayerParams.from_vector(vec + s * e, cfg.d, cfg.m)
-                return loss(nm.Model(cfg, layers), X)
+                layers[l] = LayerParams.from_vector(vec + s * e, cfg.d, cfg.m)
+                return loss(Model(cfg, layers), X)
 
             fd = (at(1) - at(-1)) / (2 * FD_STEP)
             an = grads[l].to_vector()[k]
@@ -187,53 +197,53 @@ def test_vjp_entries_match_central_differences_of_the_pairing():
 
 
 def test_injection_target_is_held_constant():
-    cfg = nm.ModelConfig(T=8, P=2, d=2, gamma=0.8)
+    cfg = ModelConfig(T=8, P=2, d=2, gamma=0.8)
     model, X, _, rng = _setup(cfg, seed=13)
     dX = rng.standard_normal(X.shape)
     # E=None means E frozen at X0: identical to passing E = X0 explicitly
     XL, dXL = stack_jvp(model, X, dX)
     XL2, dXL2 = stack_jvp(model, X, dX, E=X.copy())
     assert np.array_equal(XL, XL2) and np.array_equal(dXL, dXL2)
-    assert np.array_equal(XL, nm.stack(model, X))
+    assert np.array_equal(XL, stack(model, X))
     zero = [model.layers[0].zeros_like()] * model.L
     assert _rel(dXL, _stack_fd(model, X, X.copy(), dX, zero)) < FD_RTOL
     # ... which is not the derivative of X0 ↦ stack(model, X0) with E following X0 (γ > 0)
-    moving = _richardson(lambda t: nm.stack(model, X + t * dX))
+    moving = _richardson(lambda t: stack(model, X + t * dX))
     assert _rel(dXL, moving) > 1e-3
     # one layer with E=None: the injection is zero at the point and contributes −hγ dX
     p = model.layers[0]
     Y, dY = layer_jvp(cfg, p, X, dX)
     _, dY0 = layer_jvp(cfg.replace(gamma=0.0), p, X, dX)
-    assert np.array_equal(Y, nm.layer(cfg, p, X))
+    assert np.array_equal(Y, layer(cfg, p, X))
     assert _rel(dY, dY0 - cfg.h * cfg.gamma * dX) < 1e-13
 
 
 def test_tied_model_gradient_is_the_sum_over_slots():
-    cfg = nm.ModelConfig(T=8, P=2, d=2)
+    cfg = ModelConfig(T=8, P=2, d=2)
     model, X, E, rng = _setup(cfg, L=3, seed=17, tied=True)
     assert model.tied
     G, dp = rng.standard_normal(X.shape), _random_tangent(cfg, rng)
     _, grads = stack_vjp(model, X, G, E=E)
     total = sum(gr.to_vector() for gr in grads)
     _, dXL = stack_jvp(model, X, dparams=[dp] * model.L, E=E)
-    fd = _richardson(lambda t: nm.stack(nm.Model(cfg, (model.layers[0].axpy(t, dp),) * 3), X, E))
+    fd = _richardson(lambda t: stack(Model(cfg, (model.layers[0].axpy(t, dp),) * 3), X, E))
     assert _rel(dXL, fd) < FD_RTOL
     assert abs(np.vdot(G, dXL) - total @ dp.to_vector()) <= ADJ_RTOL * abs(np.vdot(G, dXL)) * 10
 
 
 def test_slow_gradients_vanish_exactly_without_slow_path_or_with_zero_gate():
     for cfg, gate in [
-        (nm.ModelConfig(T=8, P=2, d=3, slow=False), 0.9),
-        (nm.ModelConfig(T=8, P=2, d=3), 0.0),
+        (ModelConfig(T=8, P=2, d=3, slow=False), 0.9),
+        (ModelConfig(T=8, P=2, d=3), 0.0),
     ]:
         model, X, E, rng = _setup(cfg, seed=19, gate=gate)
         _, grads = stack_vjp(model, X, rng.standard_normal(X.shape))
         for gr in grads:
-            for name in nm.SLOW_WEIGHTS:
+            for name in SLOW_WEIGHTS:
                 assert np.all(getattr(gr, name) == 0.0)
             assert (gr.g == 0.0) == (not cfg.slow)
         dp = _random_tangent(cfg, rng)
-        for name in nm.FAST_WEIGHTS:
+        for name in FAST_WEIGHTS:
             setattr(dp, name, np.zeros_like(getattr(dp, name)))
         dp.g = 0.0
         _, dXL = stack_jvp(model, X, dparams=[dp] * model.L)
@@ -241,12 +251,12 @@ def test_slow_gradients_vanish_exactly_without_slow_path_or_with_zero_gate():
 
 
 def test_zero_tangents_give_zero():
-    cfg = nm.ModelConfig(T=4, P=2, d=2)
+    cfg = ModelConfig(T=4, P=2, d=2)
     model, X, _, _ = _setup(cfg, seed=23)
     Y, dY = layer_jvp(cfg, model.layers[0], X)
-    assert np.all(dY == 0.0) and np.array_equal(Y, nm.layer(cfg, model.layers[0], X))
+    assert np.all(dY == 0.0) and np.array_equal(Y, layer(cfg, model.layers[0], X))
     XL, dXL = stack_jvp(model, X, dparams=[None, None, None])
-    assert np.all(dXL == 0.0) and np.array_equal(XL, nm.stack(model, X))
+    assert np.all(dXL == 0.0) and np.array_equal(XL, stack(model, X))
 
 
 # --------------------------------------------------------------------------- properties
@@ -264,8 +274,8 @@ def instances(draw):
         mask = rng.random((T, T)) < 0.5
         mask[np.arange(T), np.arange(T)] = True
     else:
-        mask = draw(st.sampled_from(nm.NAMED_MASKS))
-    cfg = nm.ModelConfig(
+        mask = draw(st.sampled_from(NAMED_MASKS))
+    cfg = ModelConfig(
         T=T,
         P=P,
         d=d,
@@ -294,7 +304,7 @@ def test_property_jvp_vjp_against_differences_and_each_other(inst):
     if tied:
         dps = [dps[0]] * L
     XL, dXL = stack_jvp(model, X, dX, dps, E=E)
-    assert np.array_equal(XL, nm.stack(model, X, E))
+    assert np.array_equal(XL, stack(model, X, E))
     assert _rel(dXL, _stack_fd(model, X, E, dX, dps)) < FD_RTOL
     G0, grads = stack_vjp(model, X, G, E=E)
     lhs, rhs = float(np.vdot(G, dXL)), float(np.vdot(G0, dX)) + _pair(grads, dps)
@@ -313,7 +323,7 @@ def test_property_jvp_vjp_against_differences_and_each_other(inst):
 
 @pytest.fixture
 def small():
-    cfg = nm.ModelConfig(T=4, P=2, d=2)
+    cfg = ModelConfig(T=4, P=2, d=2)
     model, X, E, rng = _setup(cfg, L=2, seed=29)
     return cfg, model, X, rng
 
@@ -369,7 +379,7 @@ def test_wrong_types_are_rejected(small):
         stack_jvp(model, X, dparams=p)
     with pytest.raises(TypeError, match=r"dparams\[0\] must be LayerParams"):
         stack_jvp(model, X, dparams=["a", None])
-    with pytest.raises(TypeError, match="model must be a numerics.Model"):
+    with pytest.raises(TypeError, match="model must be a numerics.model.weights.Model"):
         stack_vjp(cfg, X, X)
     with pytest.raises(TypeError, match="dX must be an array"):
         layer_jvp(cfg, p, X, dX="zeros")
@@ -380,8 +390,8 @@ def test_wrong_types_are_rejected(small):
 
 
 def test_overflow_is_reported_not_returned():
-    cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity")
-    model = nm.init_model(cfg, 3, 0, scale=1e100)
+    cfg = ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity")
+    model = init_model(cfg, 3, 0, scale=1e100)
     X = np.full((4, 2), 1e40)
     for call in (
         lambda: stack_vjp(model, X, X),

@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 from numba import njit, types
 
-import fastslow.numerics as nm
 from fastslow.benchmarks import discover, user_times
-from fastslow.numerics.integrators import driver, integrate, linalg
+from fastslow.numerics.integrators import driver, linalg
+from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.integrators.numba_binding import with_globals
-from fastslow.numerics.model import coupling_rhs
-from fastslow.numerics.model.coupling_packing import pack_coupling
+from fastslow.numerics.model.coupling import rhs as coupling_rhs
+from fastslow.numerics.model.coupling.packing import pack_coupling
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 
 def callees(dispatcher_copy, args) -> set[str]:
@@ -67,11 +68,11 @@ def test_a_specialised_solver_types_only_its_structures_callees(structure, kept,
 
 def test_the_row_path_copies_type_only_their_branch():
     args = (types.float64, F1, F1, types.int64, F1)
-    rows = coupling_rhs._coupling_rhs_rows.py_func
+    rows = coupling_rhs.coupling_rhs_rows_nb.py_func
     block = callees(with_globals(rows, "probe_block", {"ROWS_OTHER_MASKS": False}), args)
     other = callees(with_globals(rows, "probe_other", {"ROWS_BLOCK_LOCAL": False}), args)
-    assert "_block_weights" in block and "_dense_attention_into" not in block
-    assert "_dense_attention_into" in other and "_block_weights" not in other
+    assert "block_weights" in block and "_dense_attention_into" not in block
+    assert "_dense_attention_into" in other and "block_weights" not in other
 
 
 @pytest.mark.parametrize(
@@ -83,8 +84,8 @@ def test_the_row_path_copies_type_only_their_branch():
     ],
 )
 def test_rhs_for_hands_out_the_path_the_instance_takes(mask, P, d, m, expected):
-    cfg = nm.ModelConfig(T=2 * P, P=P, d=d, m=m, mask=mask, gamma=0.5)
-    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    cfg = ModelConfig(T=2 * P, P=P, d=d, m=m, mask=mask, gamma=0.5)
+    model = init_model(cfg, 2, 3, gate=0.5)
     E = np.random.default_rng(1).standard_normal((cfg.T, d))
     p = pack_coupling(cfg, model.layers, 1e-2, E)
     want = {

@@ -1,4 +1,4 @@
-"""The eight-lane right-hand side of numerics.model.coupling_lanes (block-local masks, d, m, P multiples of
+"""The eight-lane right-hand side of numerics.model.coupling.lanes (block-local masks, d, m, P multiples of
 8) against the row-by-row one on the same packed vector: equal to rounding (1e-13 of the largest
 entry) over sizes, switches, activations and states, NaN where the row path has NaN, and taken
 whenever it applies."""
@@ -10,23 +10,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
+from fastslow.numerics.lanes import CACHE_LINE
 from fastslow.numerics.model.activations import SIGMAS
-from fastslow.numerics.model.coupling_lanes import _block_local_rhs8
-from fastslow.numerics.model.coupling_packing import _lanes_fit, pack_coupling
-from fastslow.numerics.model.coupling_rhs import _coupling_rhs_rows, coupling_rhs_nb
+from fastslow.numerics.model.coupling import layout
+from fastslow.numerics.model.coupling.lanes import block_local_rhs8
+from fastslow.numerics.model.coupling.packing import (
+    fused_offset,
+    lanes_fit,
+    lanes_offsets,
+    layer_offset,
+    pack_coupling,
+)
+from fastslow.numerics.model.coupling.rhs import coupling_rhs_nb, coupling_rhs_rows_nb
+from fastslow.numerics.model.flow import make_rhs
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 
 def both_paths(cfg, L, seed, eps, X, seg, E=None):
-    model = nm.init_model(cfg, L, seed, gate=0.7)
+    model = init_model(cfg, L, seed, gate=0.7)
     if E is None:
         E = np.random.default_rng(seed + 1).standard_normal((cfg.T, cfg.d))
     p = pack_coupling(cfg, model, eps, E)
-    assert _lanes_fit(p)
+    assert lanes_fit(p)
     y = X.ravel().copy()
     lanes, rows, disp = np.empty(y.size), np.empty(y.size), np.empty(y.size)
-    _block_local_rhs8(y, p, seg, lanes)
-    _coupling_rhs_rows(0.3, y, p, seg, rows)
+    block_local_rhs8(y, p, seg, lanes)
+    coupling_rhs_rows_nb(0.3, y, p, seg, rows)
     coupling_rhs_nb(0.3, y, p, seg, disp)
     assert np.array_equal(disp, lanes, equal_nan=True)  # the dispatcher takes the lanes path
     return lanes, rows
@@ -51,7 +60,7 @@ def both_paths(cfg, L, seed, eps, X, seg, E=None):
 def test_lanes_path_equals_row_path_to_rounding(
     N, P, d, m, mask, norm, slow, sigma, gamma, slow_mask, scale, eps, seed
 ):
-    cfg = nm.ModelConfig(
+    cfg = ModelConfig(
         T=N * P, P=P, d=d, m=m, mask=mask, norm=norm, slow=slow, sigma=sigma,
         gamma=gamma, slow_mask=slow_mask,
     )  # fmt: skip
@@ -63,13 +72,13 @@ def test_lanes_path_equals_row_path_to_rounding(
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_lanes_path_matches_the_numpy_reference(sigma):
-    cfg = nm.ModelConfig(T=32, P=8, d=8, m=16, mask="block_bidirectional", gamma=0.7, sigma=sigma)
-    model = nm.init_model(cfg, 3, 5, gate=0.9)
+    cfg = ModelConfig(T=32, P=8, d=8, m=16, mask="block_bidirectional", gamma=0.7, sigma=sigma)
+    model = init_model(cfg, 3, 5, gate=0.9)
     rng = np.random.default_rng(1)
     X, E = rng.standard_normal((32, 8)), rng.standard_normal((32, 8))
-    f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+    f = make_rhs(model, form="coupling", eps=0.01, E=E)
     p = pack_coupling(cfg, model, 0.01, E)
-    assert _lanes_fit(p)
+    assert lanes_fit(p)
     out = np.empty(256)
     for seg in range(3):
         t = (seg + 0.5) / 3
@@ -79,7 +88,7 @@ def test_lanes_path_matches_the_numpy_reference(sigma):
 
 
 def test_non_finite_states_give_the_row_paths_non_finite_entries():
-    cfg = nm.ModelConfig(T=16, P=8, d=8, mask="block_bidirectional", gamma=0.5)
+    cfg = ModelConfig(T=16, P=8, d=8, mask="block_bidirectional", gamma=0.5)
     X = np.random.default_rng(3).standard_normal((16, 8))
     for bad in (np.nan, np.inf, -np.inf):
         Xb = X.copy()
@@ -98,40 +107,37 @@ def test_other_sizes_and_masks_take_the_row_path():
         {"T": 16, "P": 8, "d": 8, "m": 12},
         {"T": 16, "P": 8, "d": 8, "mask": "causal"},
     ):
-        cfg = nm.ModelConfig(**{"mask": "block_bidirectional", **kw})
-        p = pack_coupling(cfg, nm.init_model(cfg, 1, 0), 0.1)
-        assert not _lanes_fit(p)
+        cfg = ModelConfig(**{"mask": "block_bidirectional", **kw})
+        p = pack_coupling(cfg, init_model(cfg, 1, 0), 0.1)
+        assert not lanes_fit(p)
 
 
 def test_every_block_the_lanes_path_reads_starts_on_a_cache_line():
     """With d, m, P multiples of 8, the packed vector starts on a cache line and so do the mask, E,
     every layer's weights and fused weights, and every work array of the lanes path (offsets
     multiples of 8): no eight-lane load straddles two lines, whatever the allocator did."""
-    from fastslow.numerics.lanes import CACHE_LINE
-    from fastslow.numerics.model.coupling_packing import (
-        HEADER,
-        _fused_offset,
-        _lanes_offsets,
-        _layer_offset,
-    )
-
     for T, P, d, m, L in [(64, 8, 8, 8, 4), (48, 16, 16, 24, 3), (8, 8, 8, 16, 1)]:
-        cfg = nm.ModelConfig(T=T, P=P, d=d, m=m, mask="block_bidirectional", gamma=1.0)
+        cfg = ModelConfig(T=T, P=P, d=d, m=m, mask="block_bidirectional", gamma=1.0)
         E = np.ones((T, d))
-        p = pack_coupling(cfg, nm.init_model(cfg, L, 0), 0.01, E)
+        p = pack_coupling(cfg, init_model(cfg, L, 0), 0.01, E)
         assert p.ctypes.data % CACHE_LINE == 0
-        lanes = _lanes_offsets(p)
-        offsets = [HEADER, HEADER + T * P, *lanes[:13], *lanes[15:]]  # sp, st: row path only
+        lanes = lanes_offsets(p)
+        offsets = [
+            layout.HEADER,
+            layout.HEADER + T * P,
+            *lanes[:13],
+            *lanes[15:],
+        ]  # sp, st: row path only
         for seg in range(L):
-            offsets += [_layer_offset(p, seg), _fused_offset(p, seg)]
+            offsets += [layer_offset(p, seg), fused_offset(p, seg)]
         assert all(int(o) % 8 == 0 for o in offsets), offsets
 
 
 def test_the_right_hand_side_does_not_depend_on_where_its_arrays_start():
     """The same parameters, state and output copied to arrays starting 0, 8, …, 56 bytes after a
     cache line give the same bits (alignment changes speed, never arithmetic)."""
-    cfg = nm.ModelConfig(T=32, P=8, d=8, m=16, mask="block_bidirectional", gamma=1.0)
-    p0 = pack_coupling(cfg, nm.init_model(cfg, 2, 3), 0.01, np.ones((32, 8)))
+    cfg = ModelConfig(T=32, P=8, d=8, m=16, mask="block_bidirectional", gamma=1.0)
+    p0 = pack_coupling(cfg, init_model(cfg, 2, 3), 0.01, np.ones((32, 8)))
     y0 = np.random.default_rng(4).standard_normal(32 * 8)
     ref = np.empty(y0.size)
     coupling_rhs_nb(0.3, y0, p0, 1, ref)

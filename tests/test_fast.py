@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.activations import COMPILED_CODES, NAMED, SIGMAS, Activation
 from fastslow.numerics.model.compiled import (
@@ -25,7 +24,8 @@ from fastslow.numerics.model.compiled import (
     fast_stack,
     tanh_row,
 )
-from fastslow.numerics.model.layer import stack
+from fastslow.numerics.model.layer import attention, layer, slow_path, stack
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 RTOL = 1e-12
 
@@ -35,10 +35,10 @@ def rel_err(a, b) -> float:
 
 
 def instance(T=24, P=4, d=5, m=None, L=3, seed=0, gate=0.7, **kw):
-    cfg = nm.ModelConfig(T=T, P=P, d=d, m=m, **kw)
+    cfg = ModelConfig(T=T, P=P, d=d, m=m, **kw)
     ss = np.random.SeedSequence(seed)
     w, x, e = ss.spawn(3)
-    model = nm.init_model(cfg, L, w, gate=gate)
+    model = init_model(cfg, L, w, gate=gate)
     X0 = np.random.default_rng(x).standard_normal((T, d))
     E = np.random.default_rng(e).standard_normal((T, d))
     return cfg, model, X0, E
@@ -75,7 +75,7 @@ def test_stack_matches_reference_for_every_switch(kw):
 def test_single_layer_matches_reference(kw):
     cfg, model, X0, E = instance(m=7, **kw)
     p = model.layers[0]
-    assert rel_err(fast_layer(cfg, p, X0, E), nm.layer(cfg, p, X0, E)) <= RTOL
+    assert rel_err(fast_layer(cfg, p, X0, E), layer(cfg, p, X0, E)) <= RTOL
     assert rel_err(fast_layer(cfg, p, X0), kernels.layer(cfg, p, X0, X0)) <= RTOL
 
 
@@ -83,8 +83,8 @@ def test_single_layer_matches_reference(kw):
 def test_attention_and_slow_path_pieces_match_reference(kw):
     cfg, model, X0, E = instance(T=40, P=5, **kw)
     p = model.layers[1]
-    assert rel_err(fast_attention(cfg, p, X0), nm.attention(cfg, p, X0)) <= RTOL
-    assert rel_err(fast_slow_path(cfg, p, X0), nm.slow_path(cfg, p, X0)) <= RTOL
+    assert rel_err(fast_attention(cfg, p, X0), attention(cfg, p, X0)) <= RTOL
+    assert rel_err(fast_slow_path(cfg, p, X0), slow_path(cfg, p, X0)) <= RTOL
     assert np.all(fast_slow_path(cfg, p, X0)[:5] == 0.0)  # block 1 receives zero
 
 
@@ -117,8 +117,8 @@ def test_masked_entries_are_exact_zeros_so_causality_is_exact():
 
 
 def test_tied_weights_and_zero_gate():
-    cfg = nm.ModelConfig(T=12, P=3, d=4)
-    model = nm.init_model(cfg, 4, 5, tied=True, gate=0.0)
+    cfg = ModelConfig(T=12, P=3, d=4)
+    model = init_model(cfg, 4, 5, tied=True, gate=0.0)
     X0 = np.random.default_rng(1).standard_normal((12, 4))
     assert rel_err(fast_stack(model, X0), stack(model, X0)) <= RTOL
 
@@ -163,7 +163,7 @@ def test_random_sizes_and_switches_match_reference(
 
 def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtypes():
     # warm_up compiles with the exact dtypes the wrappers pass: later calls must not recompile
-    from fastslow.numerics.model import compiled as fast
+    from fastslow.numerics.model import compiled
 
     for kw in SWITCHES:
         cfg, model, X0, E = instance(**kw)
@@ -171,7 +171,11 @@ def test_one_compiled_signature_per_kernel_whatever_the_switches_and_input_dtype
         fast_layer(cfg, model.layers[0], np.asfortranarray(X0))
         fast_attention(cfg, model.layers[0], X0[::1])
         fast_slow_path(cfg, model.layers[0], X0)
-    for kernel in (fast._layer_into, fast._fast_attention_kernel, fast._slow_path_kernel):
+    for kernel in (
+        compiled._layer_into,
+        compiled._fast_attention_kernel,
+        compiled._slow_path_kernel,
+    ):
         assert len(kernel.signatures) == 1, kernel.signatures
 
 
@@ -266,11 +270,11 @@ def test_bad_inputs_raise_like_the_reference():
         fast_stack(model, np.where(X0 > 1, np.nan, X0))
     with pytest.raises(ValueError, match="E must have shape"):
         fast_stack(model, X0, E[:, :2])
-    with pytest.raises(TypeError, match="model must be a numerics.Model"):
+    with pytest.raises(TypeError, match="model must be a numerics.model.weights.Model"):
         fast_stack(cfg, X0)
     with pytest.raises(TypeError, match="params must be LayerParams"):
         fast_layer(cfg, model, X0)
-    with pytest.raises(TypeError, match="config must be a numerics.ModelConfig"):
+    with pytest.raises(TypeError, match="config must be a numerics.model.weights.ModelConfig"):
         fast_layer(None, model.layers[0], X0)
     with pytest.raises(ValueError, match="X must have shape"):
         fast_layer(cfg, model.layers[0], X0.T)
@@ -296,13 +300,13 @@ def test_user_activation_is_refused_with_the_numpy_path_named():
             call()
     # the pieces without σ still run
     assert (
-        rel_err(fast_attention(cfg, model.layers[0], X0), nm.attention(cfg, model.layers[0], X0))
+        rel_err(fast_attention(cfg, model.layers[0], X0), attention(cfg, model.layers[0], X0))
         <= RTOL
     )
 
 
 def test_non_finite_output_raises_floating_point_error():
-    cfg = nm.ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity", h=1.0)
-    model = nm.init_model(cfg, 150, 0, scale=40.0)  # grows ~1e3 per layer: overflows by layer ~110
+    cfg = ModelConfig(T=4, P=2, d=2, norm=False, sigma="identity", h=1.0)
+    model = init_model(cfg, 150, 0, scale=40.0)  # grows ~1e3 per layer: overflows by layer ~110
     with pytest.raises(FloatingPointError, match="non-finite"):
         fast_stack(model, np.random.default_rng(0).standard_normal((4, 2)))

@@ -24,8 +24,7 @@ from hypothesis import strategies as st
 
 from fastslow import bench
 from fastslow.cli import main
-from fastslow.verify import provenance
-from fastslow.verify import sweep as sw
+from fastslow.verify import provenance, sweep
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV, parse_seconds, time_budget
 from fastslow.verify.claim import Claim, Conclusion, Control
 from fastslow.verify.params import Param
@@ -138,7 +137,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_work(argv, message, capsys,
 
 def test_unwritable_outputs_and_caches_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(Claim, "decide", lambda *a, **k: pytest.fail("work started"))
-    monkeypatch.setattr(sw, "sweep", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(sweep, "sweep", lambda *a, **k: pytest.fail("work started"))
     a_file = tmp_path / "f.txt"
     a_file.write_text("keep me")
     ro = unwritable_dir()
@@ -206,14 +205,14 @@ def test_stdout_on_a_full_device_is_one_line_not_a_traceback():
 
 
 def test_a_failing_point_is_an_error_result_and_the_others_finish(tmp_path, capsys, monkeypatch):
-    real = sw.check_point
+    real = sweep.check_point
 
     def flaky(claim, seed, control=None, **params):
         if seed == 1:
             raise FloatingPointError("overflow at seed 1")
         return real(claim, seed, control, **params)
 
-    monkeypatch.setattr(sw, "check_point", flaky)
+    monkeypatch.setattr(sweep, "check_point", flaky)
     out, cache = tmp_path / "o.json", tmp_path / "c"
     assert (
         main(["sweep", "A1", *A1, "--seeds", "0:3", "--out", str(out), "--cache", str(cache)]) == 3
@@ -235,19 +234,19 @@ def _square_or_die(x):
 
 
 def test_a_dead_worker_is_an_error_result_not_a_lost_sweep():
-    with sw.local_executor(2) as ex:
-        res = sw.sweep(_square_or_die, [dict(x=i) for i in range(4)], executor=ex)
+    with sweep.local_executor(2) as ex:
+        res = sweep.sweep(_square_or_die, [dict(x=i) for i in range(4)], executor=ex)
     errors = [r["error"]["type"] for r in res if isinstance(r, dict)]
     assert "BrokenProcessPool" in errors
     assert all(r in (0, 1, 9) or "error" in r for r in res)
 
 
 def test_workers_are_bounded_by_the_cpus_and_the_points():
-    assert sw.max_workers(200) == (os.cpu_count() or 1)
-    assert sw.max_workers(200, tasks=1) == 1
+    assert sweep.max_workers(200) == (os.cpu_count() or 1)
+    assert sweep.max_workers(200, tasks=1) == 1
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="workers must be a positive integer"):
-            sw.max_workers(bad)
+            sweep.max_workers(bad)
 
 
 # --------------------------------------------------------------------------- the cache
@@ -277,7 +276,7 @@ def _to_dir(f):
 def _other_point(f):
     data = json.loads(f.read_text())
     data["point"]["x"] = 99
-    data["sha256"] = sw._checksum(data["point"], data["result"])
+    data["sha256"] = sweep._checksum(data["point"], data["result"])
     f.write_text(json.dumps(data))
 
 
@@ -297,16 +296,16 @@ CORRUPT = {
 def test_a_corrupt_cache_entry_is_named_set_aside_and_recomputed(how, tmp_path, capsys):
     log, cache = tmp_path / "log", tmp_path / "c"
     pts = [dict(x=i, log=str(log)) for i in range(2)]
-    first = sw.sweep(_count, pts, cache_dir=cache)
+    first = sweep.sweep(_count, pts, cache_dir=cache)
     entry = sorted(cache.rglob("*.json"))[0]
     CORRUPT[how](entry)
     capsys.readouterr()
-    assert sw.sweep(_count, pts, cache_dir=cache) == first
+    assert sweep.sweep(_count, pts, cache_dir=cache) == first
     line = one_line(capsys.readouterr().err)
     assert str(entry) in line and "recomputing" in line
     assert entry.with_name(entry.name + ".corrupt").exists()
     assert len(log.read_text().split()) == 3  # exactly the corrupt point was recomputed
-    assert sw.sweep(_count, pts, cache_dir=cache) == first  # and the new entry is sound
+    assert sweep.sweep(_count, pts, cache_dir=cache) == first  # and the new entry is sound
     assert capsys.readouterr().err == ""
 
 
@@ -314,7 +313,7 @@ def test_a_corrupt_cache_entry_is_named_set_aside_and_recomputed(how, tmp_path, 
 
 SLOW_SWEEP = """
 import sys, time
-from fastslow.verify import sweep as sw
+from fastslow.verify import sweep
 from fastslow.cli import main
 real = sw.check_point
 def slow(claim, seed, control=None, **params):
@@ -399,11 +398,11 @@ def test_stopping_a_pool_kills_a_worker_it_forked_but_had_not_listed_yet():
 
     older = multiprocessing.Process(target=_sleep_long)
     older.start()
-    pool = sw.local_executor(2)
+    pool = sweep.local_executor(2)
     stray = multiprocessing.Process(target=_sleep_long)  # not in the pool's table
     stray.start()
     try:
-        sw.stop_executor(pool)
+        sweep.stop_executor(pool)
         stray.join(timeout=10)
         assert stray.exitcode == -signal.SIGKILL
         assert older.is_alive()
@@ -504,7 +503,7 @@ def test_a_partial_session_is_written_beside_a_complete_report(tmp_path):
 
 
 def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, monkeypatch):
-    from fastslow.verify import outputs as rp
+    from fastslow.verify import outputs
 
     (tmp_path / "report.json").write_text("old json")
     (tmp_path / "REPORT.md").write_text("old md")
@@ -518,9 +517,9 @@ def test_report_json_and_markdown_are_replaced_together_or_not_at_all(tmp_path, 
             raise OSError(28, "No space left on device")
         return real_fdopen(fd, *a, **k)
 
-    monkeypatch.setattr(rp.os, "fdopen", full_disk)
+    monkeypatch.setattr(outputs.os, "fdopen", full_disk)
     with pytest.raises(OSError):
-        rp.write_atomic_many({tmp_path / "report.json": "new", tmp_path / "REPORT.md": "new"})
+        outputs.write_atomic_many({tmp_path / "report.json": "new", tmp_path / "REPORT.md": "new"})
     assert (tmp_path / "report.json").read_text() == "old json"
     assert (tmp_path / "REPORT.md").read_text() == "old md"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["REPORT.md", "report.json"]

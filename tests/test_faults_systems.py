@@ -27,9 +27,9 @@ import fastslow
 from fastslow.cli import main
 from fastslow.figures import rendering
 from fastslow.numerics.model.activations import Activation
-from fastslow.numerics.toy import markov as mk
+from fastslow.numerics.toy import markov
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
-from fastslow.verify import sweep as sw
+from fastslow.verify import sweep
 from fastslow.verify.claim import Claim, describe_system
 from fastslow.verify.json_values import jsonable
 from fastslow.verify.registry import CLAIMS, IDS
@@ -41,7 +41,7 @@ import numpy as np
 import sympy as sp
 from fastslow.toy import DepthFlow, GeneratorFamily, LinearLoop
 from fastslow.numerics.model.activations import Activation
-from fastslow.numerics.toy import markov as mk
+from fastslow.numerics.toy import markov
 
 y, t = sp.symbols("y t")
 x = sp.symbols("a b")
@@ -370,8 +370,8 @@ def test_estimates_read_the_systems_sizes_not_the_replaced_defaults():
 def test_integrations_stop_at_their_deadline():
     gen = lambda y: np.array([[-1.0, 1.0], [1.0, -1.0]])
     gen_dy = lambda y: np.zeros((2, 2))
-    with pytest.raises(mk.DeadlineExceeded, match="passed its CPU-time deadline at t=0"):
-        mk.integrate_coupled(
+    with pytest.raises(markov.DeadlineExceeded, match="passed its CPU-time deadline at t=0"):
+        markov.integrate_coupled(
             gen, gen_dy, 1e-2, [0.5, 0.5], 0.1, [1.0, 0.0], [0.0, 1.0], deadline=0.0
         )
 
@@ -512,8 +512,8 @@ def test_the_cache_key_sees_the_system_and_a_changed_file_is_refused(systems_fil
     assert flows[0].fingerprint() != flows[1].fingerprint()
     spec = f"{systems_file}:flow7"
     key = {"claim": "A1", "seed": 0, "system": spec}
-    assert sw.point_key(sw.check_point, {**key, "system_fingerprint": a.fingerprint()}) != (
-        sw.point_key(sw.check_point, {**key, "system_fingerprint": b.fingerprint()})
+    assert sweep.point_key(sweep.check_point, {**key, "system_fingerprint": a.fingerprint()}) != (
+        sweep.point_key(sweep.check_point, {**key, "system_fingerprint": b.fingerprint()})
     )
     with pytest.raises(ValueError, match="builds another system than the one the sweep"):
-        sw.loaded_system(spec, "0" * 24)
+        sweep.loaded_system(spec, "0" * 24)

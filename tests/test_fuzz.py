@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.cli import main
+from fastslow.numerics.model.layer import stack
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import ModelConfig, init_model
 
 weird_numbers = st.one_of(
     st.integers(-10, 40),
@@ -26,11 +28,11 @@ weird_numbers = st.one_of(
     d=weird_numbers,
     h=weird_numbers,
     gamma=weird_numbers,
-    mask=st.sampled_from(list(nm.NAMED_MASKS) + ["bogus", 3]),
+    mask=st.sampled_from(list(NAMED_MASKS) + ["bogus", 3]),
 )
 def test_model_config_accepts_or_rejects_cleanly(T, P, d, h, gamma, mask):
     try:
-        cfg = nm.ModelConfig(T=T, P=P, d=d, h=h, gamma=gamma, mask=mask)
+        cfg = ModelConfig(T=T, P=P, d=d, h=h, gamma=gamma, mask=mask)
     except (ValueError, TypeError) as exc:
         assert str(exc)
         return
@@ -55,11 +57,11 @@ magnitudes = st.sampled_from([1e-300, 1e-8, 1.0, 1e4, 1e100, 1e149, 1e151, 1e300
 def test_stack_returns_finite_values_or_a_clear_error(
     N, P, d, L, x_scale, w_scale, norm, gamma, seed
 ):
-    cfg = nm.ModelConfig(T=N * P, P=P, d=d, norm=norm, gamma=gamma, sigma="identity")
-    model = nm.init_model(cfg, L, seed, scale=w_scale, gate=0.5)
+    cfg = ModelConfig(T=N * P, P=P, d=d, norm=norm, gamma=gamma, sigma="identity")
+    model = init_model(cfg, L, seed, scale=w_scale, gate=0.5)
     X0 = x_scale * np.random.default_rng(seed).standard_normal((cfg.T, d))
     try:
-        out = nm.stack(model, X0)
+        out = stack(model, X0)
     except (ValueError, FloatingPointError) as exc:
         assert "magnitude" in str(exc) or "overflowing" in str(exc)
         return

@@ -31,10 +31,10 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fastslow.numerics.integrators import integrate
-from fastslow.verify import integrator_calibration as cal
+from fastslow.numerics.integrators.integration import integrate
+from fastslow.verify import integrator_calibration
 
-IMPLICIT = cal.IMPLICIT
+IMPLICIT = integrator_calibration.IMPLICIT
 
 
 @pytest.mark.parametrize("method", ["dopri5", "dop853", "radau", "rosw"])
@@ -46,18 +46,21 @@ def test_one_step_error_estimate_equals_the_oracles(method, n, h):
     2.2e-14 and is skipped.)"""
     if method == "dop853" and h < 0.1:
         pytest.skip("the estimate is below SciPy's smallest rtol")
-    assert cal.estimate_deviation(method, n, h) <= cal.THRESHOLD_REL
+    assert (
+        integrator_calibration.estimate_deviation(method, n, h)
+        <= integrator_calibration.THRESHOLD_REL
+    )
 
 
 @pytest.mark.parametrize("method", ["dopri5", "dop853", "radau", "rosw"])
 def test_identical_copies_take_the_same_steps(method):
     """16 identical copies of a 3-dimensional system take the steps of one copy: same accepted
     and rejected steps, and the same solution (to rounding)."""
-    assert cal.copies_take_the_same_steps(method)
+    assert integrator_calibration.copies_take_the_same_steps(method)
 
 
 def test_the_claims_error_control_part_holds_for_every_method():
-    part = cal.error_control_part(("dopri5", "dop853", "radau", "rosw"))
+    part = integrator_calibration.error_control_part(("dopri5", "dop853", "radau", "rosw"))
     assert part.holds, part.value
 
 

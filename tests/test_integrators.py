@@ -7,21 +7,23 @@ import scipy.linalg
 from numba import njit
 from scipy import stats
 
-import fastslow.numerics as nm
-from fastslow.numerics.integrators import (
+from fastslow.numerics.integrators import tableaux
+from fastslow.numerics.integrators.base import JAC_SIG, RHS_SIG
+from fastslow.numerics.integrators.integration import (
     DENSE_ORDERS,
     FD_JACOBIAN_MAX_N,
-    JAC_SIG,
     ORDERS,
-    RHS_SIG,
     integrate,
 )
-from fastslow.numerics.integrators import tableaux as tb
 from fastslow.numerics.model.activations import SIGMAS, Activation
-from fastslow.numerics.model.coupling_drivers import integrate_coupling, integrate_coupling_scipy
-from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
-from fastslow.numerics.model.coupling_packing import is_lower_triangular, pack_coupling
-from fastslow.numerics.model.coupling_rhs import KERNEL_PANEL, coupling_rhs_nb
+from fastslow.numerics.model.coupling.drivers import integrate_coupling, integrate_coupling_scipy
+from fastslow.numerics.model.coupling.jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling.packing import is_lower_triangular, pack_coupling
+from fastslow.numerics.model.coupling.rhs import KERNEL_PANEL, coupling_rhs_nb
+from fastslow.numerics.model.flow import make_rhs
+from fastslow.numerics.model.layer import attention_kernel
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.numerics.model.weights import Model, ModelConfig, init_layer, init_model
 
 
 # ------------------------------------------------------------------ catalogue of problems
@@ -61,18 +63,18 @@ def fitted_order(method, jac=None, ks=range(3, 9)):
 
 # ------------------------------------------------------------------ tableaux
 def test_dopri5_tableau_identities():
-    assert np.allclose(tb.DP_A.sum(axis=1), tb.DP_C, rtol=0, atol=1e-15)
-    assert abs(tb.DP_B.sum() - 1) < 1e-15 and abs(tb.DP_BHAT.sum() - 1) < 1e-15
+    assert np.allclose(tableaux.DP_A.sum(axis=1), tableaux.DP_C, rtol=0, atol=1e-15)
+    assert abs(tableaux.DP_B.sum() - 1) < 1e-15 and abs(tableaux.DP_BHAT.sum() - 1) < 1e-15
     # order conditions up to 4 for the 5th-order weights
-    b, c, A = tb.DP_B, tb.DP_C, tb.DP_A
+    b, c, A = tableaux.DP_B, tableaux.DP_C, tableaux.DP_A
     assert abs(b @ c - 1 / 2) < 1e-15 and abs(b @ c**2 - 1 / 3) < 1e-15
     assert abs(b @ A @ c - 1 / 6) < 1e-15 and abs(b @ c**3 - 1 / 4) < 1e-15
 
 
 def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
-    g, b, bh = tb.ROS_GAMMA, tb.ROS_B, tb.ROS_BHAT
-    alpha = tb.ROS_ALPHA
-    beta = alpha + tb.ROS_GAMMA_MATRIX - np.diag(np.diag(tb.ROS_GAMMA_MATRIX))
+    g, b, bh = tableaux.ROS_GAMMA, tableaux.ROS_B, tableaux.ROS_BHAT
+    alpha = tableaux.ROS_ALPHA
+    beta = alpha + tableaux.ROS_GAMMA_MATRIX - np.diag(np.diag(tableaux.ROS_GAMMA_MATRIX))
     bp = beta.sum(axis=1)
     a = alpha.sum(axis=1)
     for w, order in ((b, 3), (bh, 2)):
@@ -82,16 +84,16 @@ def test_ros34pw2_order_conditions_hold_for_main_and_embedded_weights():
             assert abs(w @ a**2 - 1 / 3) < 1e-14
             assert abs(w @ beta @ bp - (1 / 6 - g + g * g)) < 1e-14
     # stiffly accurate: the weights are the last row of (α + Γ)
-    assert np.allclose(b, (alpha + tb.ROS_GAMMA_MATRIX)[3], atol=1e-15)
+    assert np.allclose(b, (alpha + tableaux.ROS_GAMMA_MATRIX)[3], atol=1e-15)
 
 
 def test_dop853_tableau_identities():
     """The order-8 quadrature conditions ``b·c^k = 1/(k+1)`` (k < 8, and not k = 8), those of the
     embedded weights ``b − E5`` (order 5) and ``b − E3`` (order 3), the row sums and four
     conditions of trees with inner nodes."""
-    A, c, b = tb.DOP_A[:12], tb.DOP_C, tb.DOP_B
+    A, c, b = tableaux.DOP_A[:12], tableaux.DOP_C, tableaux.DOP_B
     assert np.allclose(A.sum(axis=1), c, rtol=0, atol=2e-15)
-    for w, order in ((b, 8), (b - tb.DOP_E5, 5), (b - tb.DOP_E3, 3)):
+    for w, order in ((b, 8), (b - tableaux.DOP_E5, 5), (b - tableaux.DOP_E3, 3)):
         for k in range(order):
             assert abs(w @ c**k - 1 / (k + 1)) < 2e-15, (order, k)
         assert abs(w @ c**order - 1 / (order + 1)) > 1e-6  # exactly of this order
@@ -186,11 +188,11 @@ def test_dop853_solution_and_error_norm_are_scipys_formula():
         h, rtol, atol = 0.037, 1e-5, 1e-8
         ynew = np.empty(n)
         en = solution_and_error_norm(h, y, ynew, k.ravel(), n, rtol, atol)
-        expect = y + h * (tb.DOP_B @ k[:12])
+        expect = y + h * (tableaux.DOP_B @ k[:12])
         np.testing.assert_allclose(ynew, expect, rtol=1e-14, atol=1e-15)
         sc = atol + rtol * np.maximum(np.abs(y), np.abs(expect))
-        e5 = np.sum((tb.DOP_E5 @ k[:12] / sc) ** 2)
-        e3 = np.sum((tb.DOP_E3 @ k[:12] / sc) ** 2)
+        e5 = np.sum((tableaux.DOP_E5 @ k[:12] / sc) ** 2)
+        e3 = np.sum((tableaux.DOP_E3 @ k[:12] / sc) ** 2)
         assert en == pytest.approx(h * e5 / np.sqrt(n * (e5 + 0.01 * e3)), rel=1e-13)
 
 
@@ -249,12 +251,12 @@ def test_rosenbrock_w_keeps_order_three_with_a_wrong_jacobian():
 
 
 def test_radau_transform_diagonalises_the_inverse_butcher_matrix():
-    L = tb.RADAU_TI @ np.linalg.inv(tb.RADAU_A) @ tb.RADAU_T
-    alpha, beta = tb.RADAU_MU_COMPLEX.real, -tb.RADAU_MU_COMPLEX.imag
-    want = np.array([[tb.RADAU_MU_REAL, 0, 0], [0, alpha, beta], [0, -beta, alpha]])
+    L = tableaux.RADAU_TI @ np.linalg.inv(tableaux.RADAU_A) @ tableaux.RADAU_T
+    alpha, beta = tableaux.RADAU_MU_COMPLEX.real, -tableaux.RADAU_MU_COMPLEX.imag
+    want = np.array([[tableaux.RADAU_MU_REAL, 0, 0], [0, alpha, beta], [0, -beta, alpha]])
     assert np.allclose(L, want, atol=1e-12)
-    assert np.allclose(tb.RADAU_A.sum(axis=1), tb.RADAU_C, atol=1e-15)
-    assert np.allclose(tb.RADAU_A[2], [(16 - np.sqrt(6)) / 36, (16 + np.sqrt(6)) / 36, 1 / 9])
+    assert np.allclose(tableaux.RADAU_A.sum(axis=1), tableaux.RADAU_C, atol=1e-15)
+    assert np.allclose(tableaux.RADAU_A[2], [(16 - np.sqrt(6)) / 36, (16 + np.sqrt(6)) / 36, 1 / 9])
 
 
 def test_adaptive_error_is_within_a_few_tolerances():
@@ -377,12 +379,12 @@ def test_breakpoints_are_hit_exactly_and_stages_see_the_left_limit(method):
 
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_coupling_rhs_compiled_equals_numpy_reference(sigma):
-    for mask in nm.NAMED_MASKS:
-        cfg = nm.ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7, sigma=sigma)
-        model = nm.init_model(cfg, 3, 5, gate=0.9)
+    for mask in NAMED_MASKS:
+        cfg = ModelConfig(T=8, P=2, d=3, mask=mask, gamma=0.7, sigma=sigma)
+        model = init_model(cfg, 3, 5, gate=0.9)
         rng = np.random.default_rng(1)
         X, E = rng.standard_normal((8, 3)), rng.standard_normal((8, 3))
-        f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+        f = make_rhs(model, form="coupling", eps=0.01, E=E)
         p = pack_coupling(cfg, model, 0.01, E)
         out = np.empty(24)
         J = np.empty((8, 8))
@@ -391,7 +393,7 @@ def test_coupling_rhs_compiled_equals_numpy_reference(sigma):
             coupling_rhs_nb(t, X.ravel(), p, seg, out)
             assert np.allclose(out, f(t, X).ravel(), rtol=1e-13, atol=1e-12)
             frozen_kernel_jac_nb(t, X.ravel(), p, seg, J)
-            A = nm.attention_kernel(cfg, model.layers[seg], X)
+            A = attention_kernel(cfg, model.layers[seg], X)
             assert np.allclose(J, (A - np.eye(8)) / 0.01 - 0.7 * np.eye(8), rtol=1e-13, atol=1e-10)
 
 
@@ -404,13 +406,13 @@ def test_dense_mask_jacobian_by_row_panels_equals_the_kernel():
     assert 1 < T // (KERNEL_PANEL // T) < T
     banded = np.tril(np.ones((T, T), dtype=bool), 9) & np.triu(np.ones((T, T), dtype=bool), -40)
     for mask in ("causal", banded):  # a custom mask: a band with entries above the diagonal
-        cfg = nm.ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
-        model = nm.init_model(cfg, 1, 5, gate=0.9)
+        cfg = ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
+        model = init_model(cfg, 1, 5, gate=0.9)
         X = np.random.default_rng(1).standard_normal((T, 3))
         p = pack_coupling(cfg, model, 0.01, X)
         J = np.full((T, T), np.nan)
         frozen_kernel_jac_nb(0.5, X.ravel(), p, 0, J)
-        A = nm.attention_kernel(cfg, model.layers[0], X)
+        A = attention_kernel(cfg, model.layers[0], X)
         assert np.allclose(J, (A - np.eye(T)) / 0.01 - 0.7 * np.eye(T), rtol=1e-13, atol=1e-10)
         assert np.any(np.triu(J, 1)) == (mask is banded)
 
@@ -424,11 +426,11 @@ def test_dense_mask_rhs_by_row_panels_equals_the_numpy_reference():
     assert 1 < T // (KERNEL_PANEL // T) < T
     banded = np.tril(np.ones((T, T), dtype=bool), 9) & np.triu(np.ones((T, T), dtype=bool), -40)
     for mask in ("causal", banded):
-        cfg = nm.ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
-        model = nm.init_model(cfg, 2, 5, gate=0.9)
+        cfg = ModelConfig(T=T, P=4, d=3, mask=mask, gamma=0.7)
+        model = init_model(cfg, 2, 5, gate=0.9)
         rng = np.random.default_rng(1)
         X, E = rng.standard_normal((T, 3)), rng.standard_normal((T, 3))
-        f = nm.make_rhs(model, form="coupling", eps=0.01, E=E)
+        f = make_rhs(model, form="coupling", eps=0.01, E=E)
         p = pack_coupling(cfg, model, 0.01, E)
         out = np.full(T * 3, np.nan)
         for seg in range(2):
@@ -443,8 +445,8 @@ def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_up
     result as with the triangularity detected from ``J``; a ``J`` with an entry above its
     diagonal is refused."""
 
-    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
-    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    cfg = ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
+    model = init_model(cfg, 2, 5, gate=0.9)
     X0 = np.random.default_rng(1).standard_normal((16, 3))
     p = pack_coupling(cfg, model, 1e-3, X0)
     assert is_lower_triangular(cfg.mask_array)
@@ -454,8 +456,8 @@ def test_declared_lower_triangular_jacobian_gives_the_same_run_and_refuses_an_up
                 for low in (False, True)]  # fmt: skip
         assert runs[0].success and runs[0].nsteps == runs[1].nsteps
         assert np.allclose(runs[0].y, runs[1].y, rtol=1e-12, atol=1e-14)
-    full = nm.ModelConfig(T=16, P=4, d=3, mask=np.ones((16, 16), dtype=bool), gamma=0.7)
-    pf = pack_coupling(full, nm.init_model(full, 2, 5, gate=0.9), 1e-3, X0)
+    full = ModelConfig(T=16, P=4, d=3, mask=np.ones((16, 16), dtype=bool), gamma=0.7)
+    pf = pack_coupling(full, init_model(full, 2, 5, gate=0.9), 1e-3, X0)
     assert not is_lower_triangular(full.mask_array)
     with pytest.raises(ValueError, match="above its diagonal"):
         integrate(coupling_rhs_nb, (0, 1), X0, method="radau", jac_lower=True, **(kw | {"p": pf}))
@@ -467,8 +469,8 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
     softsign = Activation(
         "softsign", lambda z: z / (1 + np.abs(z)), lambda z: (1 + np.abs(z)) ** -2
     )
-    cfg = nm.ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma=softsign)
-    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    cfg = ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma=softsign)
+    model = init_model(cfg, 2, 3, gate=0.5)
     X0 = np.random.default_rng(4).standard_normal((4, 2))
     for call in (
         lambda: pack_coupling(cfg, model, 0.1),
@@ -478,8 +480,8 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
         with pytest.raises(ValueError, match=r"user activation 'softsign'.*rhs='numpy'"):
             call()
     r = integrate_coupling_scipy(model, X0, 0.1, rhs="numpy", rtol=1e-8, atol=1e-10)
-    same = nm.ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma="identity")
-    other = integrate_coupling_scipy(nm.Model(same, model.layers), X0, 0.1, rhs="numpy")
+    same = ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", sigma="identity")
+    other = integrate_coupling_scipy(Model(same, model.layers), X0, 0.1, rhs="numpy")
     assert r.success and np.all(np.isfinite(r.y))
     assert np.abs(r.y - other.y).max() > 1e-6  # σ is applied: not the identity's flow
 
@@ -487,14 +489,14 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
 def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
     from scipy.integrate import solve_ivp
 
-    cfg = nm.ModelConfig(T=6, P=3, d=2, mask="block_bidirectional", gamma=1.0)
-    model = nm.init_model(cfg, 2, 3, gate=0.5)
+    cfg = ModelConfig(T=6, P=3, d=2, mask="block_bidirectional", gamma=1.0)
+    model = init_model(cfg, 2, 3, gate=0.5)
     rng = np.random.default_rng(2)
     X0, E = rng.standard_normal((6, 2)), rng.standard_normal((6, 2))
     eps = 1e-2
     r = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11)
     rr = integrate_coupling(model, X0, eps, E=E, rtol=1e-9, atol=1e-11, method="radau")
-    f = nm.make_rhs(model, form="coupling", eps=eps, E=E)
+    f = make_rhs(model, form="coupling", eps=eps, E=E)
     y = X0.ravel()
     for a, b in [(0.0, 0.5), (0.5, 1.0)]:  # interval by interval, left limits at the ends
         s = solve_ivp(
@@ -525,8 +527,8 @@ def test_invalid_arguments_raise_clear_errors():
         integrate(f, (0, 1), [1.0], t_eval=[0.5, 2.0])
     with pytest.raises(ValueError, match="eps"):
         pack_coupling(
-            nm.ModelConfig(T=2, P=1, d=1),
-            [nm.init_layer(nm.ModelConfig(T=2, P=1, d=1), np.random.default_rng(0))],
+            ModelConfig(T=2, P=1, d=1),
+            [init_layer(ModelConfig(T=2, P=1, d=1), np.random.default_rng(0))],
             0.0,
         )
 
@@ -661,14 +663,14 @@ def test_the_depth_flow_with_jac_none_stays_within_three_times_the_frozen_kernel
     """The Python depth flow (coupling form) without a Jacobian against the frozen-kernel one."""
     import time
 
-    cfg = nm.ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=0.5)
+    cfg = ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=0.5)
     X0 = np.random.default_rng(0).standard_normal((8, 2))
-    model = nm.init_model(cfg, 2, 3, gate=0.3)
+    model = init_model(cfg, 2, 3, gate=0.3)
     eps = 1e-3
-    f = nm.make_rhs(model, form="coupling", eps=eps, E=X0)
+    f = make_rhs(model, form="coupling", eps=eps, E=X0)
     fun = lambda t, y: f(t, y.reshape(8, 2)).ravel()
     frozen = lambda t, y: np.kron(
-        (nm.attention_kernel(cfg, model.layers[int(t >= 0.5)], y.reshape(8, 2)) - np.eye(8)) / eps
+        (attention_kernel(cfg, model.layers[int(t >= 0.5)], y.reshape(8, 2)) - np.eye(8)) / eps
         - cfg.gamma * np.eye(8),
         np.eye(2),
     )
@@ -719,8 +721,8 @@ def test_coupling_rhs_and_jacobian_allocate_nothing_for_block_local_masks(mask):
     slow path, injection all on) make no heap allocation: their work arrays are the scratch tail
     of the packed vector (1 or 41 calls from compiled code allocate alike). A dense mask's kernel
     allocates (the control)."""
-    cfg = nm.ModelConfig(T=16, P=4, d=3, mask=mask, gamma=0.7, sigma="tanh")
-    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    cfg = ModelConfig(T=16, P=4, d=3, mask=mask, gamma=0.7, sigma="tanh")
+    model = init_model(cfg, 2, 5, gate=0.9)
     rng = np.random.default_rng(1)
     y, E = rng.standard_normal(48), rng.standard_normal((16, 3))
     p = pack_coupling(cfg, model, 0.01, E)
@@ -728,8 +730,8 @@ def test_coupling_rhs_and_jacobian_allocate_nothing_for_block_local_masks(mask):
     _repeat_rhs_and_jac(y, p, out, J, 1)
     one = _nrt_allocations(lambda: _repeat_rhs_and_jac(y, p, out, J, 1))
     assert _nrt_allocations(lambda: _repeat_rhs_and_jac(y, p, out, J, 41)) == one
-    dense = nm.ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
-    pd = pack_coupling(dense, nm.init_model(dense, 2, 5, gate=0.9), 0.01, E)
+    dense = ModelConfig(T=16, P=4, d=3, mask="causal", gamma=0.7)
+    pd = pack_coupling(dense, init_model(dense, 2, 5, gate=0.9), 0.01, E)
     Jd = np.empty((16, 16))
     _repeat_rhs_and_jac(y, pd, out, Jd, 1)
     one = _nrt_allocations(lambda: _repeat_rhs_and_jac(y, pd, out, Jd, 1))
@@ -741,8 +743,8 @@ def test_the_step_loop_allocates_nothing_per_step(method):
     """A whole compiled run (block-diagonal ``W``) allocates the same number of arrays for short
     and long spans: the driver, the steps and the right-hand side allocate nothing per step (the
     workspaces are allocated once)."""
-    cfg = nm.ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
-    model = nm.init_model(cfg, 2, 5, gate=0.9)
+    cfg = ModelConfig(T=16, P=4, d=3, mask="block_bidirectional", gamma=0.7)
+    model = init_model(cfg, 2, 5, gate=0.9)
     X0 = np.random.default_rng(1).standard_normal((16, 3))
     kw = dict(E=X0, method=method, rtol=1e-7, atol=1e-9)
     integrate_coupling(model, X0, 0.01, **kw)
@@ -757,17 +759,16 @@ def test_radau_passes_on_eight_lanes_equal_the_scalar_formulas_bit_for_bit(n):
     """Radau's per-iteration passes run eight entries at a time and the rest scalar; every
     output equals the formula evaluated entry by entry in NumPy in the same order (no fused
     multiply-add, no reassociation), so the lanes change no bit of a run."""
-    from fastslow.numerics.integrators import radau
-    from fastslow.numerics.integrators import tableaux as tbl
+    from fastslow.numerics.integrators import radau, tableaux
 
     rng = np.random.default_rng(n)
     F, W, Qp = (rng.standard_normal((3, n)) for _ in range(3))
     y, zl, dr, dcr, dci = (rng.standard_normal(n) for _ in range(5))
     hs, h_old, rtol, atol = 0.013, 0.02, 1e-5, 1e-8
-    Ti, Tm = tbl.RADAU_TI, tbl.RADAU_T
+    Ti, Tm = tableaux.RADAU_TI, tableaux.RADAU_T
     fr, fcr, fci = np.empty(n), np.empty(n), np.empty(n)
     assert radau._newton_residual(F, W, hs, fr, fcr, fci)
-    mr, mc = tbl.RADAU_MU_REAL / hs, tbl.RADAU_MU_COMPLEX / hs
+    mr, mc = tableaux.RADAU_MU_REAL / hs, tableaux.RADAU_MU_COMPLEX / hs
     a = Ti[1, 0] * F[0] + Ti[1, 1] * F[1] + Ti[1, 2] * F[2]
     b = Ti[2, 0] * F[0] + Ti[2, 1] * F[1] + Ti[2, 2] * F[2]
     assert np.array_equal(fr, Ti[0, 0] * F[0] + Ti[0, 1] * F[1] + Ti[0, 2] * F[2] - mr * W[0])
@@ -787,7 +788,7 @@ def test_radau_passes_on_eight_lanes_equal_the_scalar_formulas_bit_for_bit(n):
     iscale = np.empty(n)
     radau._newton_start(Qp, zl, hs, h_old, True, y, rtol, atol, Z, W2, Ys, iscale)
     for r in range(3):
-        x = 1.0 + tbl.RADAU_C[r] * hs / h_old
+        x = 1.0 + tableaux.RADAU_C[r] * hs / h_old
         z = x * Qp[0] + (x * x) * Qp[1] + (x * x * x) * Qp[2] - zl
         assert np.array_equal(Z[r], z) and np.array_equal(Ys[r], y + z)
     for r in range(3):
@@ -812,7 +813,7 @@ def test_dopri5_error_norm_on_eight_lanes_equals_the_scalar_formula_bit_for_bit(
     hs, rtol, atol = 0.021, 1e-6, 1e-9
     en = dopri5._error_norm_and_stiffness(hs, y, ynew, y6, ws, n, rtol, atol, True)
     k = ws[: 7 * n].reshape(7, n)
-    E = tb.DP_E
+    E = tableaux.DP_E
     e = E[0] * k[0] + E[2] * k[2] + E[3] * k[3] + E[4] * k[4]
     q = hs * (e + E[5] * k[5] + E[6] * k[6]) / (atol + rtol * np.maximum(abs(y), abs(ynew)))
     s = num = den = 0.0
@@ -848,10 +849,10 @@ def test_radau_steps_past_an_exactly_singular_newton_matrix(jac_block):
     """``y' = λy`` with ``λ = 2μ_r`` and a first step of 0.5: Radau's real Newton matrix
     ``(μ_r/h)I − J`` is exactly singular on the first try; the step is retried with another
     size and the run ends at ``e^{λt}``."""
-    from fastslow.numerics.integrators import tableaux as tbl
+    from fastslow.numerics.integrators import tableaux
 
-    lam = 2.0 * tbl.RADAU_MU_REAL
-    assert tbl.RADAU_MU_REAL / 0.5 == lam
+    lam = 2.0 * tableaux.RADAU_MU_REAL
+    assert tableaux.RADAU_MU_REAL / 0.5 == lam
     n = 16
     r = integrate(
         lambda t, y: lam * y,

@@ -97,11 +97,11 @@ def test_basis_free_quantities_do_not_depend_on_the_answer(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_radau_transform_does_not_depend_on_lapacks_eigenvectors(seed):
-    from fastslow.numerics.integrators import tableaux as tab
+    from fastslow.numerics.integrators import tableaux
 
-    mu, lam, T, Ti = tab._radau_transform()
+    mu, lam, T, Ti = tableaux._radau_transform()
     with lapack.other_valid_answers(seed=seed):
-        mu2, lam2, T2, Ti2 = tab._radau_transform()
+        mu2, lam2, T2, Ti2 = tableaux._radau_transform()
     assert mu2 == pytest.approx(mu, rel=1e-14) and lam2 == pytest.approx(lam, rel=1e-14)
     assert np.allclose(T2, T, rtol=1e-12, atol=1e-14) and np.allclose(
         Ti2, Ti, rtol=1e-12, atol=1e-14

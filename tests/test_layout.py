@@ -126,9 +126,10 @@ def test_a_clone_without_symbolic_links_runs_its_own_code(tmp_path):
     clone = tmp_path / "clone"
     _git("clone", "--quiet", "-c", "core.symlinks=false", str(ROOT), str(clone), cwd=tmp_path)
     code = (
-        "import json, fastslow, fastslow.numerics.lapack as a, fastslow.verify.claim as b, "
-        "fastslow.figures as c, fastslow.theory.markov as d; "
-        "print(json.dumps([m.__file__ for m in (fastslow, a, b, c, d)]))"
+        "import json, fastslow, fastslow.numerics.lapack as lapack, "
+        "fastslow.verify.claim as claim, fastslow.figures as figures, "
+        "fastslow.theory.markov as markov; "
+        "print(json.dumps([m.__file__ for m in (fastslow, lapack, claim, figures, markov)]))"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path / ".numba")

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from fastslow.theory import kernels as tk
-from fastslow.theory import linearisation as tl
+from fastslow.theory import kernels as theory_kernels
+from fastslow.theory import linearisation
 
 
 def test_factors_without_norm_and_nonlinearity_are_the_weights():
-    syms, N, M, Jn = tl.factor_matrices(2, norm=False, sigma="identity")
+    syms, N, M, Jn = linearisation.factor_matrices(2, norm=False, sigma="identity")
     h, g = syms["h"], syms["gamma"]
     assert (Jn - sp.eye(2)).is_zero_matrix
     assert (M - h * syms["V"]).is_zero_matrix
@@ -17,17 +17,17 @@ def test_factors_without_norm_and_nonlinearity_are_the_weights():
 
 
 def test_norm_jacobian_annihilates_the_state_when_eps_is_zero():
-    syms, _, _, _ = tl.factor_matrices(3)
+    syms, _, _, _ = linearisation.factor_matrices(3)
     x, _eps = syms["x"], syms["eps"]
-    Jn = tl.norm_jacobian_closed_form(x, 0)
+    Jn = linearisation.norm_jacobian_closed_form(x, 0)
     assert (x.T * Jn).applyfunc(sp.cancel).is_zero_matrix
 
 
 def test_lambdified_factors_match_the_symbolic_ones():
     rng = np.random.default_rng(0)
     x, V, W1, W2 = rng.standard_normal(2), *rng.standard_normal((3, 2, 2))
-    N, M = tl.factors_function(2)(x, V, W1, W2, 0.5, 0.2, 1e-6)
-    syms, Ns, Ms, _ = tl.factor_matrices(2)
+    N, M = linearisation.factors_function(2)(x, V, W1, W2, 0.5, 0.2, 1e-6)
+    syms, Ns, Ms, _ = linearisation.factor_matrices(2)
     sub = {
         **dict(zip(syms["x"], x)),
         **dict(zip(syms["V"], V.ravel())),
@@ -42,7 +42,7 @@ def test_lambdified_factors_match_the_symbolic_ones():
 
 
 def test_mask_matrix():
-    assert tl.mask_matrix("block_causal", 4, 2) == [
+    assert linearisation.mask_matrix("block_causal", 4, 2) == [
         [True, False, False, False],
         [True, True, False, False],
         [False, False, True, False],
@@ -51,28 +51,28 @@ def test_mask_matrix():
 
 
 def test_jacobian_identity_for_a_tiny_case():
-    assert tl.homogeneous_jacobian_residual(2, 1, "causal").is_zero_matrix
+    assert linearisation.homogeneous_jacobian_residual(2, 1, "causal").is_zero_matrix
 
 
 @pytest.mark.parametrize("sigma", ["relu", "gelu", sp.sin(sp.Symbol("u"))])
 def test_jacobian_identity_for_other_activations(sigma):
     """relu (Max(z, 0), derivative Heaviside), gelu and a user expression in one symbol."""
-    assert tl.homogeneous_jacobian_residual(2, 1, "causal", sigma=sigma).is_zero_matrix
+    assert linearisation.homogeneous_jacobian_residual(2, 1, "causal", sigma=sigma).is_zero_matrix
 
 
 def test_activations_and_their_derivatives():
     z = sp.Symbol("z", real=True)
-    assert tl.activation("relu")(z) == sp.Max(z, 0)
-    assert tl.activation_derivative("relu")(z) == sp.Heaviside(z)
-    assert tl.activation_derivative("tanh")(z) == 1 - sp.tanh(z) ** 2
-    assert tl.activation_derivative("identity")(z) == 1
+    assert linearisation.activation("relu")(z) == sp.Max(z, 0)
+    assert linearisation.activation_derivative("relu")(z) == sp.Heaviside(z)
+    assert linearisation.activation_derivative("tanh")(z) == 1 - sp.tanh(z) ** 2
+    assert linearisation.activation_derivative("identity")(z) == 1
     c = sp.sqrt(2 / sp.pi)
     gelu = z / 2 * (1 + sp.tanh(c * (z + sp.Rational(44715, 10**6) * z**3)))
-    assert sp.simplify(tl.activation("gelu")(z) - gelu) == 0
+    assert sp.simplify(linearisation.activation("gelu")(z) - gelu) == 0
     w = sp.Symbol("w")
     lam = sp.Lambda(w, w**3 + w)
-    assert tl.activation(lam)(z) == z**3 + z == tl.activation(w**3 + w)(z)
-    assert tl.activation_derivative(lam)(z) == 3 * z**2 + 1
+    assert linearisation.activation(lam)(z) == z**3 + z == linearisation.activation(w**3 + w)(z)
+    assert linearisation.activation_derivative(lam)(z) == 3 * z**2 + 1
 
 
 def test_bad_activations_are_rejected_naming_the_choices():
@@ -80,38 +80,38 @@ def test_bad_activations_are_rejected_naming_the_choices():
     with pytest.raises(
         ValueError, match=r"unknown sigma 'swish'; expected one of \['tanh', 'relu'"
     ):
-        tl.factor_matrices(2, sigma="swish")
+        linearisation.factor_matrices(2, sigma="swish")
     with pytest.raises(ValueError, match="exactly one symbol"):
-        tl.activation(a * b)
+        linearisation.activation(a * b)
     with pytest.raises(ValueError, match="one variable"):
-        tl.activation(sp.Lambda((a, b), a * b))
+        linearisation.activation(sp.Lambda((a, b), a * b))
     with pytest.raises(ValueError, match="one variable"):  # a constant: no variable at all
-        tl.activation(sp.Lambda((), sp.Integer(1)))
+        linearisation.activation(sp.Lambda((), sp.Integer(1)))
     with pytest.raises(TypeError, match="NumPy counterpart"):
-        tl.activation(np.tanh)
+        linearisation.activation(np.tanh)
 
 
 def test_frozen_kernels_are_row_stochastic_and_diagonalisable():
     for name, T, P in [("causal", 5, None), ("block_causal", 6, 3), ("block_bidirectional", 4, 2)]:
-        K = tk.frozen_kernel(name, T, P)
+        K = theory_kernels.frozen_kernel(name, T, P)
         assert all(sum(K.row(t)) == 1 for t in range(T))
-        projs = tk.spectral_projectors(K)
-        assert all(r.is_zero_matrix for r in tk.projector_residuals(K, projs).values())
+        projs = theory_kernels.spectral_projectors(K)
+        assert all(r.is_zero_matrix for r in theory_kernels.projector_residuals(K, projs).values())
 
 
 def test_jordan_block_is_rejected():
     with pytest.raises(ValueError, match="not diagonalisable"):
-        tk.spectral_projectors(sp.Matrix([[1, 1], [0, 1]]))
+        theory_kernels.spectral_projectors(sp.Matrix([[1, 1], [0, 1]]))
 
 
 def test_exact_kernel_constants():
-    assert tk.kernel_constant("block_bidirectional", 6, 3) == 1
-    assert tk.kernel_constant("causal", 2) == sp.sqrt(2)
-    assert tk.kernel_constant("block_causal", 6, 2) == sp.sqrt(2)
+    assert theory_kernels.kernel_constant("block_bidirectional", 6, 3) == 1
+    assert theory_kernels.kernel_constant("causal", 2) == sp.sqrt(2)
+    assert theory_kernels.kernel_constant("block_causal", 6, 2) == sp.sqrt(2)
 
 
 def test_condition_number_grows():
-    c = [float(tk.causal_eigenvector_condition(T)) for T in (2, 4, 8)]
+    c = [float(theory_kernels.causal_eigenvector_condition(T)) for T in (2, 4, 8)]
     assert 1 < c[0] < c[1] < c[2]
 
 
@@ -119,14 +119,14 @@ def test_a_wrong_factor_gives_its_non_zero_jacobian_residual(monkeypatch):
     """The identity checker reports a residual that does not cancel (what a wrong factor gives)
     as its simplified value, with no error: here the value factor ``M`` transposed, so the
     residual is ``K ⊗ (Mᵀ − M)`` exactly (entries ``±h(V1 − V2)``, of no known sign)."""
-    right = tl.factor_matrices
+    right = linearisation.factor_matrices
 
     def transposed_value_factor(d, m=None, norm=True, sigma="tanh"):
         syms, N, M, Jn = right(d, m, norm, sigma)
         return syms, N, M.T, Jn
 
-    monkeypatch.setattr(tl, "factor_matrices", transposed_value_factor)
-    R = tl.homogeneous_jacobian_residual(2, 2, "causal", norm=False, sigma="identity")
+    monkeypatch.setattr(linearisation, "factor_matrices", transposed_value_factor)
+    R = linearisation.homogeneous_jacobian_residual(2, 2, "causal", norm=False, sigma="identity")
     syms, _, M, _ = right(2, 2, norm=False, sigma="identity")
     K = sp.Matrix([[1, 0], [sp.Rational(1, 2), sp.Rational(1, 2)]])
     assert not R.is_zero_matrix

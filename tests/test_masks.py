@@ -6,17 +6,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.linalg import expm
 
-from fastslow.numerics.model import masks as mk
-from fastslow.theory import kernels as exact
+from fastslow.numerics.model import masks
+from fastslow.theory import kernels as theory_kernels
 
-named = st.sampled_from(mk.NAMED_MASKS)
+named = st.sampled_from(masks.NAMED_MASKS)
 
 
 @given(named, st.integers(1, 5), st.integers(1, 4))
 def test_frozen_kernel_is_row_stochastic_and_supported_on_the_mask(name, N, P):
     T = N * P
-    M = mk.make_mask(name, T, P)
-    K = mk.frozen_kernel(name, T, P)
+    M = masks.make_mask(name, T, P)
+    K = masks.frozen_kernel(name, T, P)
     np.testing.assert_allclose(K.sum(axis=1), 1.0, atol=1e-15)
     assert np.all(K[~M] == 0) and np.all(K[M] > 0)
 
@@ -24,9 +24,9 @@ def test_frozen_kernel_is_row_stochastic_and_supported_on_the_mask(name, N, P):
 @given(named, st.integers(1, 5), st.integers(1, 4))
 def test_coarse_maps_give_the_spectral_projector_onto_eigenvalue_one(name, N, P):
     T = N * P
-    K = mk.frozen_kernel(name, T, P)
-    R, L = mk.coarse_maps(name, T, P)
-    Pi = mk.spectral_projector(name, T, P)
+    K = masks.frozen_kernel(name, T, P)
+    R, L = masks.coarse_maps(name, T, P)
+    Pi = masks.spectral_projector(name, T, P)
     np.testing.assert_allclose(L.T @ R, np.eye(R.shape[1]), atol=1e-15)  # biorthogonal
     np.testing.assert_allclose(K @ R, R, atol=1e-14)  # right eigenvectors
     np.testing.assert_allclose(L.T @ K, L.T, atol=1e-14)  # left eigenvectors
@@ -34,14 +34,14 @@ def test_coarse_maps_give_the_spectral_projector_onto_eigenvalue_one(name, N, P)
     np.testing.assert_allclose(K @ Pi, Pi, atol=1e-14)
     np.testing.assert_allclose(Pi @ K, Pi, atol=1e-14)  # Π commutes with K
     # Π has the multiplicity of eigenvalue 1 as rank
-    assert np.linalg.matrix_rank(Pi) == mk.kernel_eigenvalues(name, T, P)[1.0]
+    assert np.linalg.matrix_rank(Pi) == masks.kernel_eigenvalues(name, T, P)[1.0]
 
 
 @given(named, st.integers(1, 4), st.integers(1, 4))
 def test_kernel_eigenvalues_match_the_diagonal_or_a_small_eigensolve(name, N, P):
     T = N * P
-    K = mk.frozen_kernel(name, T, P)
-    ev = mk.kernel_eigenvalues(name, T, P)
+    K = masks.frozen_kernel(name, T, P)
+    ev = masks.kernel_eigenvalues(name, T, P)
     assert sum(ev.values()) == T
     expected = np.sort(np.concatenate([[lam] * k for lam, k in ev.items()]))
     if name == "block_bidirectional":
@@ -52,31 +52,31 @@ def test_kernel_eigenvalues_match_the_diagonal_or_a_small_eigensolve(name, N, P)
 
 
 def test_named_spectra_match_spec():
-    assert list(mk.kernel_eigenvalues("causal", 4)) == [1, 1 / 2, 1 / 3, 1 / 4]
-    assert mk.kernel_eigenvalues("block_causal", 6, 3) == {1.0: 2, 0.5: 2, 1 / 3: 2}
-    assert mk.kernel_eigenvalues("block_bidirectional", 6, 3) == {1.0: 2, 0.0: 4}
+    assert list(masks.kernel_eigenvalues("causal", 4)) == [1, 1 / 2, 1 / 3, 1 / 4]
+    assert masks.kernel_eigenvalues("block_causal", 6, 3) == {1.0: 2, 0.5: 2, 1 / 3: 2}
+    assert masks.kernel_eigenvalues("block_bidirectional", 6, 3) == {1.0: 2, 0.0: 4}
 
 
 def test_custom_masks_are_accepted_and_checked():
     m = np.eye(3, dtype=bool)
-    np.testing.assert_array_equal(mk.frozen_kernel(m), np.eye(3))
+    np.testing.assert_array_equal(masks.frozen_kernel(m), np.eye(3))
     with pytest.raises(ValueError, match=r"rows \[1\] are empty"):
-        mk.as_mask(np.array([[True, False], [False, False]]), 2)
+        masks.as_mask(np.array([[True, False], [False, False]]), 2)
     with pytest.raises(TypeError, match="boolean"):
-        mk.as_mask(np.ones((2, 2)), 2)
+        masks.as_mask(np.ones((2, 2)), 2)
     with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
-        mk.as_mask(np.ones((2, 2), dtype=bool), 3)
+        masks.as_mask(np.ones((2, 2), dtype=bool), 3)
 
 
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: mk.make_mask("sliding", 4), "unknown mask 'sliding'"),
-        (lambda: mk.make_mask("block_causal", 6), "needs the block size P"),
-        (lambda: mk.make_mask("block_causal", 6, 4), "P=4 must divide"),
-        (lambda: mk.make_mask("causal", 0), "T must be a positive integer"),
-        (lambda: mk.coarse_maps("full", 4), "unknown mask"),
-        (lambda: mk.frozen_kernel("causal"), "needs T"),
+        (lambda: masks.make_mask("sliding", 4), "unknown mask 'sliding'"),
+        (lambda: masks.make_mask("block_causal", 6), "needs the block size P"),
+        (lambda: masks.make_mask("block_causal", 6, 4), "P=4 must divide"),
+        (lambda: masks.make_mask("causal", 0), "T must be a positive integer"),
+        (lambda: masks.coarse_maps("full", 4), "unknown mask"),
+        (lambda: masks.frozen_kernel("causal"), "needs T"),
     ],
 )
 def test_bad_input_is_rejected_with_a_message_naming_it(call, match):
@@ -108,25 +108,25 @@ def test_stationary_weighting_of_a_custom_mask_is_the_theorys_exact_left_eigenve
     the same blocks refused (eigenvalue 1 not simple), and ``λ₂`` against the exact normal rate."""
     mask, P = drawn
     T = mask.shape[0]
-    blocks = [exact.frozen_kernel(mask[b : b + P, b : b + P]) for b in range(0, T, P)]
+    blocks = [theory_kernels.frozen_kernel(mask[b : b + P, b : b + P]) for b in range(0, T, P)]
     try:
-        expected = [exact.stationary_weighting(K) for K in blocks]
+        expected = [theory_kernels.stationary_weighting(K) for K in blocks]
     except ValueError:
         with pytest.raises(ValueError, match="not simple"):
-            mk.stationary_weighting(mask, P)
+            masks.stationary_weighting(mask, P)
         return
-    R, L = mk.coarse_maps(mask, T, P)
-    K = mk.frozen_kernel(mask)
+    R, L = masks.coarse_maps(mask, T, P)
+    K = masks.frozen_kernel(mask)
     for b, Lb in enumerate(expected):
         np.testing.assert_allclose(
             L[b * P : (b + 1) * P, b], np.array(Lb, dtype=float).ravel(), atol=1e-14
         )
     np.testing.assert_allclose(L.T @ K, L.T, atol=1e-14)
     np.testing.assert_allclose(L.T @ R, np.eye(T // P), atol=1e-14)
-    rate = min(float(exact.normal_rate(Kb)) for Kb in blocks)
+    rate = min(float(theory_kernels.normal_rate(Kb)) for Kb in blocks)
     k = max(jordan_size_bound(Kb) for Kb in blocks)
     tol = max(1e-6, 10 * np.finfo(float).eps ** (1 / k))  # a k-fold eigenvalue moves by u^(1/k)
-    assert abs((1.0 - mk.subdominant_eigenvalue(mask)) - rate) < tol
+    assert abs((1.0 - masks.subdominant_eigenvalue(mask)) - rate) < tol
 
 
 def jordan_size_bound(K) -> int:
@@ -148,11 +148,11 @@ def test_the_slowest_left_eigenvectors_decay_at_one_minus_lambda2(drawn):
     """``‖Wᴴ e^{(K − I)τ} x‖ = e^{−(1 − λ₂)τ} ‖Wᴴ x‖`` for the slowest left eigenvectors ``W``,
     defective kernels included (up to their √u eigenvalue accuracy)."""
     mask, P = drawn
-    K = mk.frozen_kernel(mask)
-    W = mk.slowest_left_eigenvectors(mask)
+    K = masks.frozen_kernel(mask)
+    W = masks.slowest_left_eigenvectors(mask)
     if W.shape[1] == 0:
         return
-    lam2 = mk.subdominant_eigenvalue(mask)
+    lam2 = masks.subdominant_eigenvalue(mask)
     x = np.random.default_rng(0).standard_normal(K.shape[0])
     tau = 3.0
     E = expm((K - np.eye(K.shape[0])) * tau)
@@ -165,15 +165,15 @@ def test_the_slowest_left_eigenvectors_decay_at_one_minus_lambda2(drawn):
 def test_the_stationary_weighting_of_a_pattern_that_is_not_doubly_stochastic():
     pattern = np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1]], dtype=bool)
     mask = np.kron(np.eye(2, dtype=bool), pattern)
-    L = mk.stationary_weighting(mask, 3)
+    L = masks.stationary_weighting(mask, 3)
     np.testing.assert_allclose(L[:3, 0], [0.4, 0.4, 0.2], rtol=1e-15)
     np.testing.assert_allclose(
-        mk.spectral_projector(mask, P=3) @ mk.frozen_kernel(mask),
-        mk.spectral_projector(mask, P=3),
+        masks.spectral_projector(mask, P=3) @ masks.frozen_kernel(mask),
+        masks.spectral_projector(mask, P=3),
         atol=1e-15,
     )
-    assert mk.subdominant_eigenvalue(mask) == pytest.approx(1 / 6, abs=1e-14)
-    assert mk.is_block_local(mask, 3) and not mk.is_block_local(mask, 2)
+    assert masks.subdominant_eigenvalue(mask) == pytest.approx(1 / 6, abs=1e-14)
+    assert masks.is_block_local(mask, 3) and not masks.is_block_local(mask, 2)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def test_the_stationary_weighting_of_a_pattern_that_is_not_doubly_stochastic():
 )
 def test_a_custom_mask_without_a_block_weighting_is_refused(mask, match):
     with pytest.raises(ValueError, match=match):
-        mk.coarse_maps(mask, 4, 2)
+        masks.coarse_maps(mask, 4, 2)
 
 
 @pytest.mark.parametrize(
@@ -198,4 +198,4 @@ def test_a_mask_pattern_that_is_not_square_is_refused(pattern):
     """theory.kernels.pattern_matrix refuses an empty or non-square pattern in one line (a
     cosmic-ray survivor let a non-square one through to a later IndexError)."""
     with pytest.raises(ValueError, match="non-empty square matrix"):
-        exact.pattern_matrix(pattern)
+        theory_kernels.pattern_matrix(pattern)

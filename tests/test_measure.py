@@ -10,7 +10,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastslow.verify import measure as ms
+from fastslow.verify import measure
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 
@@ -19,31 +19,33 @@ finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 
 
 def test_ratio_on_a_zero_scale_is_zero_for_an_exact_match_and_inf_otherwise():
-    assert ms.ratio(3.0, 2.0) == 1.5
-    assert ms.ratio(0.0, 0.0) == 0.0
-    assert ms.ratio(1e-300, 0.0) == math.inf
+    assert measure.ratio(3.0, 2.0) == 1.5
+    assert measure.ratio(0.0, 0.0) == 0.0
+    assert measure.ratio(1e-300, 0.0) == math.inf
 
 
 def test_relative_error_uses_the_reference_norm_unless_a_scale_is_declared():
     a, b = np.array([1.0, 2.0, 2.0]), np.array([1.0, 2.0, 3.0])
-    assert ms.relative_error(a, b) == pytest.approx(1 / np.sqrt(14))
-    assert ms.relative_error(a, b, scale=10.0) == pytest.approx(0.1)
-    assert ms.relative_error(a, b, norm="max") == pytest.approx(1 / 3)
-    assert ms.relative_error(np.zeros(3), np.zeros(3)) == 0.0
-    assert ms.relative_error(np.ones(3), np.zeros(3)) == math.inf
+    assert measure.relative_error(a, b) == pytest.approx(1 / np.sqrt(14))
+    assert measure.relative_error(a, b, scale=10.0) == pytest.approx(0.1)
+    assert measure.relative_error(a, b, norm="max") == pytest.approx(1 / 3)
+    assert measure.relative_error(np.zeros(3), np.zeros(3)) == 0.0
+    assert measure.relative_error(np.ones(3), np.zeros(3)) == math.inf
     with pytest.raises(ValueError, match="norm"):
-        ms.relative_error(a, b, norm="l1")
+        measure.relative_error(a, b, norm="l1")
 
 
 @given(st.lists(finite, min_size=1, max_size=8), st.floats(min_value=1e-3, max_value=1e3))
 def test_relative_error_is_invariant_under_a_common_scaling(xs, c):
     a = np.array(xs)
     b = a + 1.0
-    assert ms.relative_error(c * a, c * b) == pytest.approx(ms.relative_error(a, b), rel=1e-12)
+    assert measure.relative_error(c * a, c * b) == pytest.approx(
+        measure.relative_error(a, b), rel=1e-12
+    )
 
 
 def test_elementwise_relative_error_applies_the_zero_rule_entry_by_entry():
-    out = ms.elementwise_relative_error([1.0, 0.0, 1.0, 3.0], [2.0, 0.0, 0.0, 3.0])
+    out = measure.elementwise_relative_error([1.0, 0.0, 1.0, 3.0], [2.0, 0.0, 0.0, 3.0])
     assert out.tolist() == [0.5, 0.0, math.inf, 0.0]
 
 
@@ -52,7 +54,7 @@ def test_elementwise_relative_error_applies_the_zero_rule_entry_by_entry():
 
 def test_slope_fit_recovers_an_exact_power_law_with_a_tight_interval():
     h = np.logspace(-3, -1, 7)
-    fit = ms.slope_fit(h, 5.0 * h**2)
+    fit = measure.slope_fit(h, 5.0 * h**2)
     assert fit["slope"] == pytest.approx(2.0, abs=1e-12)
     assert fit["ci95"][1] - fit["ci95"][0] < 1e-10
 
@@ -60,7 +62,7 @@ def test_slope_fit_recovers_an_exact_power_law_with_a_tight_interval():
 def test_slope_fit_interval_covers_the_true_slope_on_noisy_data():
     rng = np.random.default_rng(3)
     h = np.logspace(-4, -1, 12)
-    fit = ms.slope_fit(h, h**1.5 * np.exp(0.05 * rng.standard_normal(h.size)))
+    fit = measure.slope_fit(h, h**1.5 * np.exp(0.05 * rng.standard_normal(h.size)))
     lo, hi = fit["ci95"]
     assert lo < 1.5 < hi and hi - lo < 0.2
 
@@ -71,7 +73,7 @@ NOISE = np.random.default_rng(27).standard_normal(LADDER.size)
 
 
 def rate(curve, order, tol, **kw):
-    return ms.asymptotic_slope(LADDER, curve, order, tol, spread=tol, **kw)
+    return measure.asymptotic_slope(LADDER, curve, order, tol, spread=tol, **kw)
 
 
 @pytest.mark.parametrize("c", [1e-1, 1e-2, 1e-3])
@@ -124,7 +126,7 @@ def test_a_window_still_approaching_the_order_at_the_floor_is_unresolved():
 
 def test_asymptotic_slope_reports_no_window_when_the_curve_never_straightens():
     ladder = 10.0 ** (-np.arange(0, 8) / 2)
-    res = ms.asymptotic_slope(ladder, lambda h: h * (2 + math.sin(1 / h)), 1.0, 0.05)
+    res = measure.asymptotic_slope(ladder, lambda h: h * (2 + math.sin(1 / h)), 1.0, 0.05)
     assert not res["converged"] and res["verdict"] == "unresolved"
 
 
@@ -139,13 +141,15 @@ def test_asymptotic_slope_tries_coarser_windows_after_one_the_finer_points_leave
     for i, s in enumerate(slopes):
         err.append(err[-1] * (h[i + 1] / h[i]) ** s)
     table = dict(zip(h, err))
-    res = ms.asymptotic_slope(h, table.__getitem__, 1.0, 0.1)
+    res = measure.asymptotic_slope(h, table.__getitem__, 1.0, 0.1)
     assert res["converged"] and res["verdict"] == "holds"
     assert res["window"] == [h[5], h[9]] and abs(res["slope"] - 0.976) < 1e-3
 
 
 def test_asymptotic_slope_stops_at_a_non_positive_error():
-    res = ms.asymptotic_slope([1.0, 0.5, 0.25, 0.125], lambda h: h if h > 0.3 else 0.0, 1.0, 0.1)
+    res = measure.asymptotic_slope(
+        [1.0, 0.5, 0.25, 0.125], lambda h: h if h > 0.3 else 0.0, 1.0, 0.1
+    )
     assert res["h"] == [1.0, 0.5] and not res["converged"] and res["floor_reached"]
 
 
@@ -160,14 +164,14 @@ def test_taylor_window_ends_the_ladder_at_a_non_positive_or_non_finite_error(bad
         calls.append(h)
         return bad if h == ladder[4] else h**2
 
-    res = ms.taylor_window(ladder, err, 2.0, 0.1)
+    res = measure.taylor_window(ladder, err, 2.0, 0.1)
     assert res["h"] == list(ladder[:4]) and calls == list(ladder[:5])
     assert not res["converged"] and not res["holds"]
 
 
 def test_errors_at_their_floor_bound_the_error_exactly():
-    assert ms.at_accuracy_floor([1e-16, 5e-16], [1e-16, 1e-16])["holds"]
-    assert not ms.at_accuracy_floor([1e-16, 3e-15], [1e-16, 1e-16])["holds"]
+    assert measure.at_accuracy_floor([1e-16, 5e-16], [1e-16, 1e-16])["holds"]
+    assert not measure.at_accuracy_floor([1e-16, 3e-15], [1e-16, 1e-16])["holds"]
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -177,7 +181,7 @@ def test_central_and_richardson_differences_have_orders_two_and_four():
     def err(diff, step):
         return abs(float(diff(np.sin, 0.7, 1.0, step)) - math.cos(0.7))
 
-    for diff, order in ((ms.central_difference, 2), (ms.richardson_difference, 4)):
+    for diff, order in ((measure.central_difference, 2), (measure.richardson_difference, 4)):
         ratio = err(diff, 0.1) / err(diff, 0.05)
         assert ratio == pytest.approx(2.0**order, rel=0.05)
 
@@ -190,8 +194,8 @@ def test_taylor_remainder_order_accepts_the_derivative_and_rejects_a_wrong_oracl
 
     X, dX = np.array([0.4, -0.2]), np.array([1.0, 0.5])
     J = (1 - np.tanh(A @ X) ** 2)[:, None] * A
-    good = ms.taylor_remainder_order(f, X, dX, J @ dX, slope_tol=0.1)
-    bad = ms.taylor_remainder_order(f, X, dX, 1.01 * (J @ dX), slope_tol=0.1)
+    good = measure.taylor_remainder_order(f, X, dX, J @ dX, slope_tol=0.1)
+    bad = measure.taylor_remainder_order(f, X, dX, 1.01 * (J @ dX), slope_tol=0.1)
     assert good["holds"] and good["order_2"]
     assert not bad["holds"] and bad["secant_defect_rel"] > 1e-3
 
@@ -202,6 +206,6 @@ def test_taylor_remainder_order_accepts_the_derivative_and_rejects_a_wrong_oracl
 def test_symbolic_agrees_compares_a_sympy_value_with_a_numeric_one():
     x = sp.symbols("x")
     exact = sp.lambdify((), sp.integrate(sp.exp(-x), (x, 0, 1)))()  # 1 − 1/e
-    assert ms.symbolic_agrees(exact, 1 - np.exp(-1.0), tol=1e-14, what="∫e^-x").holds
-    d = ms.symbolic_agrees(exact, 0.63, tol=1e-6)
+    assert measure.symbolic_agrees(exact, 1 - np.exp(-1.0), tol=1e-14, what="∫e^-x").holds
+    d = measure.symbolic_agrees(exact, 0.63, tol=1e-6)
     assert not d.holds and d.value > 1e-4 and "≤ 1e-06" in d.rule

@@ -10,9 +10,8 @@ import subprocess
 import sys
 from collections import Counter
 
-from fastslow.verify import line_coverage as lc
-from tools.mutation import mutate as mt
-from tools.mutation import mutate_report as mr
+from fastslow.verify import line_coverage
+from tools.mutation import mutate, mutate_report
 
 
 def _population():
@@ -27,12 +26,16 @@ def _population():
 
 def test_the_sample_is_fixed_by_its_seed_and_shared_equally_by_package():
     pop = _population()
-    a, b = mt.sample(pop, 30, 35), mt.sample(list(reversed(pop)), 30, 35)
+    a, b = mutate.sample(pop, 30, 35), mutate.sample(list(reversed(pop)), 30, 35)
     assert a == b and len(a) == len(set(a)) == 30
-    assert Counter(mt.package_of(x[1]) for x in a) == {"theory": 10, "numerics": 10, "verify": 10}
-    assert mt.sample(pop, 30, 36) != a
+    assert Counter(mutate.package_of(x[1]) for x in a) == {
+        "theory": 10,
+        "numerics": 10,
+        "verify": 10,
+    }
+    assert mutate.sample(pop, 30, 36) != a
     # uniform across operator families: the abundant family gets no more than its fair share
-    fams = Counter(mt.operator_family(x[2]) for x in a)
+    fams = Counter(mutate.operator_family(x[2]) for x in a)
     assert set(fams) == {"NumberReplacer", "ReplaceBinaryOperator", "AddNot"}
     assert max(fams.values()) <= 16
 
@@ -40,27 +43,27 @@ def test_the_sample_is_fixed_by_its_seed_and_shared_equally_by_package():
 def test_a_package_with_few_mutations_gives_all_it_has():
     pop = [x for x in _population() if not x[1].startswith("theory")]
     pop += [("t", "theory/m.py", "core/AddNot", 0)]
-    s = mt.sample(pop, 30, 1)
+    s = mutate.sample(pop, 30, 1)
     assert ("t", "theory/m.py", "core/AddNot", 0) in s and len(s) == 30
 
 
 def test_the_module_map_finds_unit_tests_and_claims():
-    g = mt.module_graph()
-    assert "tests/test_markov.py" in mt.unit_tests(g, "theory/markov.py")
+    g = mutate.module_graph()
+    assert "tests/test_markov.py" in mutate.unit_tests(g, "theory/markov.py")
     ids = ("A1", "D7", "F2", "F3")
-    assert set(mt.claims_of(g, "theory/markov.py", ids)) == {"F2", "F3"}
-    assert mt.claims_of(g, "verify/checks/d7/claim.py", ids) == ["D7"]
-    assert mt.near_claims(g, "verify/checks/d7/claim.py", ids) == ["D7"]
+    assert set(mutate.claims_of(g, "theory/markov.py", ids)) == {"F2", "F3"}
+    assert mutate.claims_of(g, "verify/checks/d7/claim.py", ids) == ["D7"]
+    assert mutate.near_claims(g, "verify/checks/d7/claim.py", ids) == ["D7"]
     # a claim's test file imports its unit (the registry imports units by name)
     assert "verify/checks/d7/claim.py" in g["verify/tests/test_d7_margin.py"]
-    assert mt.unit_files(g, "A1") == ["verify/checks/a1.py"]
+    assert mutate.unit_files(g, "A1") == ["verify/checks/a1.py"]
     # a unit of several modules (a package): each of its modules is the unit's
-    assert mt.unit_files(g, "F2")[0] == "verify/checks/f2/__init__.py"
-    assert "verify/checks/f2/tracking.py" in mt.unit_files(g, "F2")
-    assert mt.claims_of(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
-    assert mt.near_claims(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
+    assert mutate.unit_files(g, "F2")[0] == "verify/checks/f2/__init__.py"
+    assert "verify/checks/f2/tracking.py" in mutate.unit_files(g, "F2")
+    assert mutate.claims_of(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
+    assert mutate.near_claims(g, "verify/checks/f2/tracking.py", ids) == ["F2"]
     assert "verify/checks/f2/tracking.py" in g["verify/tests/test_f2_stationary_manifold.py"]
-    assert "tests/test_markov.py" in mt.unit_tests(g, "verify/checks/f2/tracking.py")
+    assert "tests/test_markov.py" in mutate.unit_tests(g, "verify/checks/f2/tracking.py")
 
 
 def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
@@ -73,7 +76,7 @@ def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
         {"job": "g", "file": "theory/x.py", "outcome": "survived"},
         {"job": "e", "file": "verify/x.py", "outcome": "pending"},
     ]
-    s = mr.score(rows, {"d": "equivalent", "f": "killed", "g": "removed"})
+    s = mutate_report.score(rows, {"d": "equivalent", "f": "killed", "g": "removed"})
     assert s["theory"] == {
         "sampled": 6,
         "run": 6,
@@ -100,7 +103,7 @@ def test_compiled_functions_are_the_jitted_ones(tmp_path):
         "C = njit('f8(f8)')(c)\n"
         "class K:\n    def d(self):\n        return 1\n"
     )
-    assert lc.compiled_functions(f) == {"a", "c"}
+    assert line_coverage.compiled_functions(f) == {"a", "c"}
 
 
 def _run_g(tree, cache) -> str:
@@ -139,12 +142,12 @@ def test_a_mutated_callee_is_not_hidden_by_its_callers_cached_code(tmp_path):
     naive = shutil.copytree(warm, tmp_path / "naive")
     assert _run_g(tree, naive) == "11"  # the hazard: the caller's entry holds the old callee
 
-    graph = mt.code_graph(tree)
+    graph = mutate.code_graph(tree)
     assert graph["numerics/caller.py"] == {"numerics/callee.py"}
-    stale = mt.stale_sources(graph, "numerics/callee.py", tree)
+    stale = mutate.stale_sources(graph, "numerics/callee.py", tree)
     assert stale == {"numerics/callee.py", "numerics/caller.py"}
     pruned = shutil.copytree(warm, tmp_path / "pruned")
-    removed = mt.cache_entries(pruned, tree, stale)
+    removed = mutate.cache_entries(pruned, tree, stale)
     assert {p.name.split(".")[0] for p in removed} == {"callee", "caller"}
     assert {p.suffix for p in removed} == {".nbi", ".nbc"}
     for p in removed:
@@ -156,14 +159,14 @@ def test_the_stale_sources_of_the_packages_own_files():
     """A mutant of an integrator recompiles the integrators (the driver binds every method's
     functions), not the model's kernels; one of the model recompiles the model's compiled files,
     not the integrators; a file that no compiled code names recompiles nothing."""
-    g = mt.code_graph(mt.ROOT)
-    radau = mt.stale_sources(g, "numerics/integrators/radau.py", mt.ROOT)
+    g = mutate.code_graph(mutate.ROOT)
+    radau = mutate.stale_sources(g, "numerics/integrators/radau.py", mutate.ROOT)
     assert {"numerics/integrators/driver.py", "numerics/integrators/dopri5.py"} <= radau
     assert "numerics/model/compiled.py" not in radau
-    layer = mt.stale_sources(g, "numerics/model/layer.py", mt.ROOT)
+    layer = mutate.stale_sources(g, "numerics/model/layer.py", mutate.ROOT)
     assert "numerics/model/compiled.py" in layer
     assert "numerics/integrators/radau.py" not in layer
-    assert mt.stale_sources(g, "numerics/analysis/linearised.py", mt.ROOT) == {
+    assert mutate.stale_sources(g, "numerics/analysis/linearised.py", mutate.ROOT) == {
         "numerics/analysis/linearised.py"
     }
 
@@ -175,7 +178,7 @@ def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(tmp_path
     work = tmp_path / "work"
     pkg = work / "tree" / "numerics"
     pkg.mkdir(parents=True)
-    shutil.copy(mt.ROOT / "numerics" / "jit_cache.py", pkg / "jit_cache.py")
+    shutil.copy(mutate.ROOT / "numerics" / "jit_cache.py", pkg / "jit_cache.py")
     (pkg / "callee.py").write_text("def f():\n    return 1\n")
     (pkg / "caller.py").write_text("from .callee import f\n\ndef g():\n    return f()\n")
     (pkg / "other.py").write_text("def u():\n    return 0\n")
@@ -193,7 +196,7 @@ def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(tmp_path
         (folder / n).write_text(n)
     (pkg / "callee.py").write_text("def f():\n    return 2\n")  # the mutant
     base = tmp_path / "base"
-    removed = mt.warm_start(work, base, "numerics/callee.py")
+    removed = mutate.warm_start(work, base, "numerics/callee.py")
     assert sorted(p.name for p in removed) == sorted(names[:3])
     mutant_dir = base / jc.fingerprint(pkg)[:16] / folder.name
     assert sorted(p.name for p in mutant_dir.iterdir()) == sorted(names[3:])

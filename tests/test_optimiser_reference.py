@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fastslow.numerics.lm import optim
-from fastslow.numerics.toy import variational as va
+from fastslow.numerics.toy import variational
 from fastslow.verify.reference.optim import adam_init, adamw_step
 
 STEPS = 7
@@ -101,11 +101,11 @@ def test_f3_adam_matches_the_published_rule_step_by_step(final_lr_ratio):
     gradient itself is checked against finite differences in ``tests/test_variational.py``)."""
     width, n_out = 5, 3
     rng = np.random.default_rng(11)
-    theta0 = va.init_mlp(width, n_out, seed=2)
+    theta0 = variational.init_mlp(width, n_out, seed=2)
     Y = np.linspace(-1.0, 1.0, 9)
     P = rng.dirichlet(np.ones(n_out), size=Y.size)
     betas, eps, lr = (0.8, 0.9), 1e-4, 0.05
-    _, hist = va.train(
+    _, hist = variational.train(
         theta0,
         Y,
         P,
@@ -117,13 +117,13 @@ def test_f3_adam_matches_the_published_rule_step_by_step(final_lr_ratio):
         record=range(STEPS + 1),
     )
     snaps = hist["snapshots"]
-    states = {k: adam_init(theta0[k]) for k in va.PARAM_NAMES}
-    ref = {k: np.array(theta0[k], dtype=float) for k in va.PARAM_NAMES}
+    states = {k: adam_init(theta0[k]) for k in variational.PARAM_NAMES}
+    ref = {k: np.array(theta0[k], dtype=float) for k in variational.PARAM_NAMES}
     for it in range(1, STEPS + 1):
-        loss, grads = va.kl_loss_and_grad(ref, Y, P)
+        loss, grads = variational.kl_loss_and_grad(ref, Y, P)
         assert loss == pytest.approx(hist["loss"][it - 1], rel=1e-12)
         a = _scheduled_lr(lr, final_lr_ratio, it, STEPS)
-        for k in va.PARAM_NAMES:
+        for k in variational.PARAM_NAMES:
             ref[k] = adamw_step(
                 ref[k], grads[k], states[k], a, beta1=betas[0], beta2=betas[1], eps=eps
             )

@@ -5,27 +5,29 @@ perturbation of 1e-6 of any non-zero coefficient breaks at least one condition."
 import numpy as np
 import pytest
 
-from fastslow.numerics.integrators import tableaux as tb
-from fastslow.verify.reference import tableaux as R
+from fastslow.numerics.integrators import tableaux
+from fastslow.verify.reference import tableaux as reference_tableaux
 
 
 def dopri5(arrs):
     A, b, bhat, c = arrs["DP_A"], arrs["DP_B"], arrs["DP_BHAT"], arrs["DP_C"]
-    return R.runge_kutta_conditions(A, b, c, 5, "b: ") + R.runge_kutta_conditions(
-        A, bhat, c, 4, "bhat: "
-    )
+    return reference_tableaux.runge_kutta_conditions(
+        A, b, c, 5, "b: "
+    ) + reference_tableaux.runge_kutta_conditions(A, bhat, c, 4, "bhat: ")
 
 
 def dop853(arrs):
     A, c = arrs["DOP_A"][:12], arrs["DOP_C"]
     b = arrs["DOP_A"][12]
     return (
-        R.runge_kutta_conditions(A, b, c, 8, "b: ")
-        + R.runge_kutta_conditions(A, b - arrs["DOP_E5"], c, 5, "b - e5: ")
-        + R.runge_kutta_conditions(A, b - arrs["DOP_E3"], c, 3, "b - e3: ")
+        reference_tableaux.runge_kutta_conditions(A, b, c, 8, "b: ")
+        + reference_tableaux.runge_kutta_conditions(A, b - arrs["DOP_E5"], c, 5, "b - e5: ")
+        + reference_tableaux.runge_kutta_conditions(A, b - arrs["DOP_E3"], c, 3, "b - e3: ")
         + [
-            R.condition("B = last row", [x], y)
-            for x, y in zip(map(R.exact, arrs["DOP_B"]), map(R.exact, b))
+            reference_tableaux.condition("B = last row", [x], y)
+            for x, y in zip(
+                map(reference_tableaux.exact, arrs["DOP_B"]), map(reference_tableaux.exact, b)
+            )
         ]
     )
 
@@ -33,16 +35,20 @@ def dop853(arrs):
 def radau(arrs):
     A, c, e = arrs["RADAU_A"], arrs["RADAU_C"], arrs["RADAU_E"]
     return (
-        R.runge_kutta_conditions(A, A[2], c, 5)
-        + R.collocation_conditions(A, c, 3)
-        + R.moment_conditions(e, c, [-1, 0, 0], "error estimate: ")
+        reference_tableaux.runge_kutta_conditions(A, A[2], c, 5)
+        + reference_tableaux.collocation_conditions(A, c, 3)
+        + reference_tableaux.moment_conditions(e, c, [-1, 0, 0], "error estimate: ")
     )
 
 
 def ros34pw2(arrs):
     G = arrs["ROS_GAMMA_MATRIX"].copy()
-    return R.rosenbrock_w_conditions(arrs["ROS_ALPHA"], G, arrs["ROS_B"], arrs["ROS_BHAT"]) + [
-        R.condition("γ", [R.exact(arrs["ROS_GAMMA"][0])], R.exact(G[0, 0]))
+    return reference_tableaux.rosenbrock_w_conditions(
+        arrs["ROS_ALPHA"], G, arrs["ROS_B"], arrs["ROS_BHAT"]
+    ) + [
+        reference_tableaux.condition(
+            "γ", [reference_tableaux.exact(arrs["ROS_GAMMA"][0])], reference_tableaux.exact(G[0, 0])
+        )
     ]
 
 
@@ -55,12 +61,16 @@ METHODS = {
 
 
 def arrays(names):
-    return {n: np.atleast_1d(np.array(getattr(tb, n), dtype=float)) for n in names}
+    return {n: np.atleast_1d(np.array(getattr(tableaux, n), dtype=float)) for n in names}
 
 
 def test_tree_counts():
-    assert [len(R.trees(p)) for p in range(1, 9)] == [1, 1, 2, 4, 9, 20, 48, 115]
-    assert R.density(((),)) == 2 and R.density(((), ())) == 3 and R.density((((),),)) == 6
+    assert [len(reference_tableaux.trees(p)) for p in range(1, 9)] == [1, 1, 2, 4, 9, 20, 48, 115]
+    assert (
+        reference_tableaux.density(((),)) == 2
+        and reference_tableaux.density(((), ())) == 3
+        and reference_tableaux.density((((),),)) == 6
+    )
 
 
 @pytest.mark.parametrize("method", METHODS)

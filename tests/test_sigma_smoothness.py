@@ -7,22 +7,23 @@ import dataclasses
 import numpy as np
 import pytest
 
-import fastslow.numerics as nm
 from fastslow.numerics.model.autodiff import stack_jvp
+from fastslow.numerics.model.layer import mlp_preactivations, stack
+from fastslow.numerics.model.weights import Model, ModelConfig, init_layer
 from fastslow.verify.diagnostics import sigma_smooth_where_differenced
 from fastslow.verify.measure import central_difference, relative_error
 
 T, D = 2, 2
 
 
-def one_layer(sigma: str) -> nm.Model:
+def one_layer(sigma: str) -> Model:
     """One layer without norm or slow path whose first MLP pre-activation is ``X[:, 0]``
     (``W1[:, 0] = e_0``), so a state with ``X[0, 0] = 0`` puts it at relu's kink."""
-    cfg = nm.ModelConfig(T=T, P=1, d=D, norm=False, sigma=sigma, slow=False)
-    lp = nm.init_layer(cfg, np.random.default_rng(0))
+    cfg = ModelConfig(T=T, P=1, d=D, norm=False, sigma=sigma, slow=False)
+    lp = init_layer(cfg, np.random.default_rng(0))
     W1 = lp.W1.copy()
     W1[:, 0] = [1.0, 0.0]
-    return nm.Model(cfg, [dataclasses.replace(lp, W1=W1)])
+    return Model(cfg, [dataclasses.replace(lp, W1=W1)])
 
 
 def state(x00: float) -> np.ndarray:
@@ -41,7 +42,7 @@ def diagnose(model, X, step):
 
 
 def difference_vs_jvp(model, X, step):
-    fd = central_difference(lambda Z: nm.stack(model, Z), X, DIRECTION, step)
+    fd = central_difference(lambda Z: stack(model, Z), X, DIRECTION, step)
     return relative_error(fd, stack_jvp(model, X, DIRECTION)[1])
 
 
@@ -75,6 +76,6 @@ def test_a_smooth_sigma_holds_even_at_zero(sigma):
 
 def test_preactivations_are_those_the_mlp_evaluates():
     model, X = one_layer("relu"), state(0.5)
-    Z = nm.mlp_preactivations(model, X)
+    Z = mlp_preactivations(model, X)
     assert Z.shape == (1, T, model.config.m)
     np.testing.assert_array_equal(Z[0], X @ model.layers[0].W1)

@@ -129,8 +129,9 @@ def test_invalid_arguments():
 # block_reduction / reduced_rhs (the reduced flows F1 integrates) against the numerical formulas
 # of numerics: H₁ by the linear solve, the curvature by central differences of attention_kernel.
 
-import fastslow.numerics as nm  # noqa: E402
+from fastslow.numerics.model.layer import attention_kernel, mlp, slow_path  # noqa: E402
 from fastslow.numerics.model.masks import coarse_maps, frozen_kernel  # noqa: E402
+from fastslow.numerics.model.weights import ModelConfig, init_model  # noqa: E402
 from fastslow.theory.slow_manifold import block_reduction, reduced_rhs  # noqa: E402
 
 # every P ∈ {2, 3, 4} and d ∈ {1, 2, 3} occurs, including the F1 default (3, 2) and hold-out (4, 3)
@@ -138,14 +139,12 @@ SIZES = [(2, 1), (3, 2), (4, 1), (4, 3)]
 
 
 class _Numeric:
-    """The numerical reduced fields of verify/checks/f1/instance.py (Instance.R, H1, curvature, reduced)."""
+    """The numerical reduced fields of verify/checks/f1/instance.py (Instance.nonstiff_part, H1, curvature, reduced)."""
 
     def __init__(self, mask, P, d, norm, seed, N=2, L=2, m=None, sigma="tanh"):
-        self.cfg = nm.ModelConfig(
-            T=N * P, P=P, d=d, m=m, mask=mask, gamma=0.8, norm=norm, sigma=sigma
-        )
+        self.cfg = ModelConfig(T=N * P, P=P, d=d, m=m, mask=mask, gamma=0.8, norm=norm, sigma=sigma)
         rng = np.random.default_rng(seed)
-        self.model = nm.init_model(self.cfg, L, rng.integers(2**32), scale=1.5, gate=0.7)
+        self.model = init_model(self.cfg, L, rng.integers(2**32), scale=1.5, gate=0.7)
         T = self.cfg.T
         self.E = rng.standard_normal((T, d))
         self.Y = rng.standard_normal((N, d))
@@ -156,30 +155,29 @@ class _Numeric:
 
     def slow(self, l, X):
         lp = self.model.layers[l]
-        return lp.g * nm.slow_path(self.cfg, lp, X)
+        return lp.g * slow_path(self.cfg, lp, X)
 
-    def R(self, l, X):
+    def nonstiff_part(self, l, X):
         lp = self.model.layers[l]
-        return nm.mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X) + self.slow(l, X)
+        return mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X) + self.slow(l, X)
 
     def H1(self, l, Y):
-        R = self.R(l, self.U @ Y)
+        R = self.nonstiff_part(l, self.U @ Y)
         return self.Hsolve @ (R - self.Pi @ R)
 
     def DA(self, l, X, H, h=1e-5):
         s = h / np.linalg.norm(H)
         lp = self.model.layers[l]
         return (
-            nm.attention_kernel(self.cfg, lp, X + s * H)
-            - nm.attention_kernel(self.cfg, lp, X - s * H)
+            attention_kernel(self.cfg, lp, X + s * H) - attention_kernel(self.cfg, lp, X - s * H)
         ) / (2 * s)
 
     def f(self, order, l, Y, eps):
         if order == 0:
-            return self.Lt @ self.R(l, self.U @ Y)
+            return self.Lt @ self.nonstiff_part(l, self.U @ Y)
         H = self.H1(l, Y)
         X = self.U @ Y
-        return self.Lt @ (self.R(l, X + eps * H) + eps * self.DA(l, X, H) @ H)
+        return self.Lt @ (self.nonstiff_part(l, X + eps * H) + eps * self.DA(l, X, H) @ H)
 
     def theory(self, order):
         c = self.cfg

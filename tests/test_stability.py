@@ -109,12 +109,12 @@ def test_block_causal_gap_algebra_is_exact():
 
 
 def test_dense_jacobians_match_central_differences():
-    import fastslow.numerics as nm
     from fastslow.numerics.analysis.stability import layer_jacobian, slow_jacobian
     from fastslow.numerics.model import kernels
+    from fastslow.numerics.model.weights import ModelConfig, init_layer
 
-    cfg = nm.ModelConfig(T=6, P=3, d=2, mask="causal", slow_mask="full", gamma=0.5)
-    p = nm.init_layer(cfg, np.random.default_rng(0), gate=0.4)
+    cfg = ModelConfig(T=6, P=3, d=2, mask="causal", slow_mask="full", gamma=0.5)
+    p = init_layer(cfg, np.random.default_rng(0), gate=0.4)
     X = np.random.default_rng(1).standard_normal((6, 2))
     E = np.random.default_rng(2).standard_normal((6, 2))
     J, S = layer_jacobian(cfg, p, X, E), slow_jacobian(cfg, p, X)
@@ -130,13 +130,13 @@ def test_dense_jacobians_match_central_differences():
 
 
 def test_looped_iteration_statuses():
-    import fastslow.numerics as nm
     from fastslow.numerics.analysis.stability import iterate_looped_map
+    from fastslow.numerics.model.weights import ModelConfig, init_layer
 
-    cfg = nm.ModelConfig(
+    cfg = ModelConfig(
         T=2, P=1, d=1, mask="causal", norm=False, sigma="identity", slow=False, gamma=1.0, h=0.5
     )
-    p = nm.init_layer(cfg, np.random.default_rng(0), scale=0.0)  # Φ(X) = X + 0.5(E − X)
+    p = init_layer(cfg, np.random.default_rng(0), scale=0.0)  # Φ(X) = X + 0.5(E − X)
     res = iterate_looped_map(cfg, p, np.ones((2, 1)), np.zeros((2, 1)), X_ref=np.zeros((2, 1)))
     assert res.status == "converged" and res.distance < 1e-11
     cfg2 = cfg.replace(gamma=0.0)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from fastslow.cli import main
-from fastslow.verify import sweep as sw
+from fastslow.verify import sweep
 
 POINTS = [
     dict(claim="A1", seed=s, P=P, slow_mask=m)
@@ -19,20 +19,20 @@ POINTS = [
 
 
 def test_grid_is_the_cartesian_product_in_order():
-    assert sw.grid(a=[1, 2], b="xy") == [
+    assert sweep.grid(a=[1, 2], b="xy") == [
         {"a": 1, "b": "x"},
         {"a": 1, "b": "y"},
         {"a": 2, "b": "x"},
         {"a": 2, "b": "y"},
     ]
     with pytest.raises(ValueError, match="sweep axis 'b' is empty"):
-        sw.grid(a=[1], b=[])
+        sweep.grid(a=[1], b=[])
 
 
 def test_process_pool_gives_the_serial_results_bit_for_bit():
-    serial = sw.sweep(sw.check_point, POINTS)
-    with sw.local_executor(2) as ex:
-        pooled = sw.sweep(sw.check_point, POINTS, executor=ex)
+    serial = sweep.sweep(sweep.check_point, POINTS)
+    with sweep.local_executor(2) as ex:
+        pooled = sweep.sweep(sweep.check_point, POINTS, executor=ex)
     assert json.dumps(serial, sort_keys=True) == json.dumps(pooled, sort_keys=True)
     assert [r["holds"] for r in serial] == [
         m == "blockcausal" for m in (p["slow_mask"] for p in POINTS)
@@ -44,12 +44,12 @@ def test_dask_local_cluster_gives_the_same_results_as_the_process_pool():
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
-        with sw.executor_for(
+        with sweep.executor_for(
             scheduler=cluster.scheduler_address
         ) as executor:  # as --scheduler does
-            on_dask = sw.sweep(sw.check_point, POINTS, executor=executor)
-    with sw.local_executor(2) as ex:
-        pooled = sw.sweep(sw.check_point, POINTS, executor=ex)
+            on_dask = sweep.sweep(sweep.check_point, POINTS, executor=executor)
+    with sweep.local_executor(2) as ex:
+        pooled = sweep.sweep(sweep.check_point, POINTS, executor=ex)
     assert json.dumps(on_dask, sort_keys=True) == json.dumps(pooled, sort_keys=True)
 
 
@@ -62,16 +62,16 @@ def _count_calls(x, log):
 def test_an_interrupted_sweep_resumes_from_the_cache(tmp_path):
     log = tmp_path / "calls.txt"
     pts = [dict(x=i, log=str(log)) for i in range(5)]
-    assert sw.sweep(_count_calls, pts[:3], cache_dir=tmp_path / "c") == [0, 1, 4]
-    assert sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c") == [0, 1, 4, 9, 16]
+    assert sweep.sweep(_count_calls, pts[:3], cache_dir=tmp_path / "c") == [0, 1, 4]
+    assert sweep.sweep(_count_calls, pts, cache_dir=tmp_path / "c") == [0, 1, 4, 9, 16]
     assert log.read_text().split() == ["0", "1", "2", "3", "4"]  # each point computed once
 
 
 def test_sweep_rejects_bad_arguments():
     with pytest.raises(TypeError, match="executor must be a concurrent.futures.Executor"):
-        sw.sweep(_count_calls, [], executor="dask")
+        sweep.sweep(_count_calls, [], executor="dask")
     with pytest.raises(TypeError, match="every sweep point must be a dict"):
-        sw.sweep(_count_calls, [1, 2])
+        sweep.sweep(_count_calls, [1, 2])
 
 
 def test_same_seed_reproduces_a_check_bit_for_bit_in_a_fresh_process():
@@ -120,8 +120,8 @@ def _not_json(x):
 
 
 def test_results_are_the_same_whether_computed_or_read_from_the_cache(tmp_path):
-    fresh = sw.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
-    cached = sw.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
+    fresh = sweep.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
+    cached = sweep.sweep(_array_point, [dict(x=1), dict(x=2)], cache_dir=tmp_path)
     assert (
         fresh
         == cached
@@ -131,7 +131,7 @@ def test_results_are_the_same_whether_computed_or_read_from_the_cache(tmp_path):
 
 def test_a_result_without_a_json_form_is_a_clear_type_error():
     with pytest.raises(TypeError, match=r"_not_json\(\{'x': 1\}\) must be JSON-serialisable"):
-        sw.sweep(_not_json, [dict(x=1)])
+        sweep.sweep(_not_json, [dict(x=1)])
 
 
 def test_the_cache_is_keyed_by_the_source_fingerprint(tmp_path, monkeypatch):
@@ -139,24 +139,26 @@ def test_the_cache_is_keyed_by_the_source_fingerprint(tmp_path, monkeypatch):
 
     log = tmp_path / "calls.txt"
     pts = [dict(x=3, log=str(log))]
-    sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c")
-    sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c")
+    sweep.sweep(_count_calls, pts, cache_dir=tmp_path / "c")
+    sweep.sweep(_count_calls, pts, cache_dir=tmp_path / "c")
     assert log.read_text().split() == ["3"]
     monkeypatch.setattr(provenance, "source_fingerprint", lambda: "edited-code")
-    sw.sweep(_count_calls, pts, cache_dir=tmp_path / "c")  # other code: never served stale results
+    sweep.sweep(
+        _count_calls, pts, cache_dir=tmp_path / "c"
+    )  # other code: never served stale results
     assert log.read_text().split() == ["3", "3"]
 
 
 def test_executor_for_picks_serial_pool_or_rejects():
     import concurrent.futures as cf
 
-    with sw.executor_for(1) as ex:
+    with sweep.executor_for(1) as ex:
         assert ex is None
-    with sw.executor_for(2) as ex:
+    with sweep.executor_for(2) as ex:
         assert isinstance(ex, cf.ProcessPoolExecutor)
     for bad in (0, -1, 2.5):
         with pytest.raises(ValueError, match="workers must be a positive integer"):
-            with sw.executor_for(bad):
+            with sweep.executor_for(bad):
                 pass
 
 
@@ -165,7 +167,7 @@ def test_verdicts_survive_the_json_round_trip_including_non_finite_numbers():
     from fastslow.verify.verdict import Verdict
 
     r = run_check("D7", {"slow_mask": "blockcausal"}, seed=0)  # g_c = inf: the gap D7 reports
-    back = Verdict.from_json(sw.as_json(r.to_json()))
+    back = Verdict.from_json(sweep.as_json(r.to_json()))
     assert back.figures["critical_gate"] == float("inf") == r.figures["critical_gate"]
-    assert back.outcome == r.outcome and back.params == sw.as_json(r.params)
-    assert back.hypotheses == r.hypotheses and back.to_json() == sw.as_json(r.to_json())
+    assert back.outcome == r.outcome and back.params == sweep.as_json(r.params)
+    assert back.hypotheses == r.hypotheses and back.to_json() == sweep.as_json(r.to_json())

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 
 from fastslow.cli import main
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 from fastslow.numerics.model.masks import coarse_maps, frozen_kernel, make_mask
 from fastslow.theory.kernels import kernel_constant as exact_named_constant
 from fastslow.verify.checks import d7
@@ -79,7 +79,7 @@ def same_key_figures(cid: str, a, b) -> None:
 def test_exact_decomposition_reproduces_the_named_closed_forms(name):
     uk = user_kernel(make_mask(name, 8, 4), 4)
     assert uk.block_local == (name != "causal") and uk.diagonalisable and uk.residuals_zero()
-    closed = lin.spectral_projectors(name, 8, 4)
+    closed = linearised.spectral_projectors(name, 8, 4)
     mine = uk.projectors()
     assert set(mine) == set(closed)
     assert all(np.array_equal(mine[k], closed[k]) for k in closed)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastslow.numerics.toy import variational as va
+from fastslow.numerics.toy import variational
 
 
 def _problem(seed, B=7, n=3):
@@ -19,59 +19,62 @@ def _problem(seed, B=7, n=3):
 @given(width=st.integers(1, 6), n=st.integers(2, 4), seed=st.integers(0, 2**16))
 def test_gradient_matches_central_differences(width, n, seed):
     Y, P = _problem(seed, n=n)
-    theta = va.init_mlp(width, n, seed)
-    _, g = va.kl_loss_and_grad(theta, Y, P)
+    theta = variational.init_mlp(width, n, seed)
+    _, g = variational.kl_loss_and_grad(theta, Y, P)
     h = 1e-6
-    for k in va.PARAM_NAMES:
+    for k in variational.PARAM_NAMES:
         for idx in np.ndindex(theta[k].shape):
             old = theta[k][idx]
             theta[k][idx] = old + h
-            lp, _ = va.kl_loss_and_grad(theta, Y, P)
+            lp, _ = variational.kl_loss_and_grad(theta, Y, P)
             theta[k][idx] = old - h
-            lm, _ = va.kl_loss_and_grad(theta, Y, P)
+            lm, _ = variational.kl_loss_and_grad(theta, Y, P)
             theta[k][idx] = old
             assert abs((lp - lm) / (2 * h) - g[k][idx]) <= 1e-7
 
 
 def test_loss_is_zero_at_the_model_itself_and_probabilities_sum_to_one():
-    theta = va.init_mlp(4, 3, 0)
+    theta = variational.init_mlp(4, 3, 0)
     Y = np.linspace(-1, 1, 11)
-    Q = va.mlp_probs(theta, Y)
+    Q = variational.mlp_probs(theta, Y)
     assert np.allclose(Q.sum(axis=1), 1.0, atol=1e-15) and Q.min() > 0
-    loss, _ = va.kl_loss_and_grad(theta, Y, Q)
+    loss, _ = variational.kl_loss_and_grad(theta, Y, Q)
     assert abs(loss) <= 1e-15
-    err = va.approximation_error(theta, Y, Q)
+    err = variational.approximation_error(theta, Y, Q)
     assert err["max_tv"] <= 1e-15
 
 
 def test_training_lowers_the_loss_and_records_snapshots():
     Y = np.linspace(-1, 1, 20)
-    P = va.mlp_probs(va.init_mlp(3, 3, 9), Y)  # a target inside the model class
-    theta0 = va.init_mlp(8, 3, 1)
-    theta, hist = va.train(theta0, Y, P, 200, lr=1e-2, record=(0, 50, 200))
+    P = variational.mlp_probs(variational.init_mlp(3, 3, 9), Y)  # a target inside the model class
+    theta0 = variational.init_mlp(8, 3, 1)
+    theta, hist = variational.train(theta0, Y, P, 200, lr=1e-2, record=(0, 50, 200))
     assert set(hist["snapshots"]) == {0, 50, 200}
-    assert all(np.array_equal(hist["snapshots"][0][k], theta0[k]) for k in va.PARAM_NAMES)
-    assert all(np.array_equal(hist["snapshots"][200][k], theta[k]) for k in va.PARAM_NAMES)
-    final, _ = va.kl_loss_and_grad(theta, Y, P)
+    assert all(np.array_equal(hist["snapshots"][0][k], theta0[k]) for k in variational.PARAM_NAMES)
+    assert all(np.array_equal(hist["snapshots"][200][k], theta[k]) for k in variational.PARAM_NAMES)
+    final, _ = variational.kl_loss_and_grad(theta, Y, P)
     assert final < 0.1 * hist["loss"][0]
-    same, h0 = va.train(theta0, Y, P, 0)
-    assert all(np.array_equal(same[k], theta0[k]) for k in va.PARAM_NAMES) and h0["loss"].size == 0
+    same, h0 = variational.train(theta0, Y, P, 0)
+    assert (
+        all(np.array_equal(same[k], theta0[k]) for k in variational.PARAM_NAMES)
+        and h0["loss"].size == 0
+    )
 
 
 def test_pinsker_bound_on_errors():
     Y, P = _problem(5, B=30)
-    err = va.approximation_error(va.init_mlp(3, 3, 2), Y, P)
+    err = variational.approximation_error(variational.init_mlp(3, 3, 2), Y, P)
     assert err["max_tv"] <= np.sqrt(err["max_kl"] / 2) + 1e-15
     assert err["mean_kl"] <= err["max_kl"]
 
 
 def test_validation_errors():
     with pytest.raises(ValueError, match="width"):
-        va.init_mlp(0, 3, 0)
-    theta = va.init_mlp(2, 3, 0)
+        variational.init_mlp(0, 3, 0)
+    theta = variational.init_mlp(2, 3, 0)
     with pytest.raises(ValueError, match="shape"):
-        va.kl_loss_and_grad(theta, np.zeros(4), np.full((4, 2), 0.5))
+        variational.kl_loss_and_grad(theta, np.zeros(4), np.full((4, 2), 0.5))
     with pytest.raises(ValueError, match="lr"):
-        va.train(theta, np.zeros(4), np.full((4, 3), 1 / 3), 10, lr=0.0)
+        variational.train(theta, np.zeros(4), np.full((4, 3), 1 / 3), 10, lr=0.0)
     with pytest.raises(ValueError, match="steps"):
-        va.train(theta, np.zeros(4), np.full((4, 3), 1 / 3), -1)
+        variational.train(theta, np.zeros(4), np.full((4, 3), 1 / 3), -1)

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics.analysis.visibility import (
     BLOCKS,
     decaying_basis,
@@ -19,19 +18,22 @@ from fastslow.numerics.analysis.visibility import (
     persistent_component,
     visibility_map,
 )
+from fastslow.numerics.model.layer import attention_kernel, stack
+from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps
+from fastslow.numerics.model.weights import Model, ModelConfig, init_layer, init_model
 
 
 def _model(mask="block_bidirectional", T=6, P=3, d=3, L=2, gamma=0.5, seed=0, gate=0.0):
-    cfg = nm.ModelConfig(T=T, P=P, d=d, mask=mask, gamma=gamma)
-    return nm.init_model(cfg, L, seed, gate=gate)
+    cfg = ModelConfig(T=T, P=P, d=d, mask=mask, gamma=gamma)
+    return init_model(cfg, L, seed, gate=gate)
 
 
-@pytest.mark.parametrize("mask", nm.NAMED_MASKS)
+@pytest.mark.parametrize("mask", NAMED_MASKS)
 def test_bundles(mask):
-    cfg = nm.ModelConfig(T=6, P=3, d=2, mask=mask)
+    cfg = ModelConfig(T=6, P=3, d=2, mask=mask)
     Ed = decaying_basis(cfg)
     R = persistent_basis(cfg)
-    _, L = nm.coarse_maps(mask, 6, 3)
+    _, L = coarse_maps(mask, 6, 3)
     assert Ed.shape == (6, 6 - L.shape[1])
     assert np.allclose(Ed.T @ Ed, np.eye(Ed.shape[1]))
     assert np.abs(L.T @ Ed).max() < 1e-15
@@ -48,10 +50,10 @@ def test_bundles(mask):
 def test_forced_stack_without_forcing_is_the_stack_bit_for_bit():
     model = _model(gate=0.3)
     X0 = np.random.default_rng(1).standard_normal((6, 3))
-    assert np.array_equal(forced_stack(model, X0), nm.stack(model, X0))
+    assert np.array_equal(forced_stack(model, X0), stack(model, X0))
 
 
-@given(st.integers(0, 2**32 - 1), st.sampled_from(nm.NAMED_MASKS), st.floats(-1, 1))
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAMED_MASKS), st.floats(-1, 1))
 def test_forced_tangent_matches_central_differences(seed, mask, gate):
     rng = np.random.default_rng(seed)
     model = _model(mask, seed=seed % 1000, gate=gate)
@@ -60,14 +62,14 @@ def test_forced_tangent_matches_central_differences(seed, mask, gate):
     E = rng.standard_normal((cfg.T, cfg.d))
     dX0, dE = rng.standard_normal((2, cfg.T, cfg.d))
     dF = rng.standard_normal((model.L, cfg.T, cfg.d))
-    dps = [lp.zeros_like().axpy(1.0, nm.init_layer(cfg, rng)) for lp in model.layers]
+    dps = [lp.zeros_like().axpy(1.0, init_layer(cfg, rng)) for lp in model.layers]
     for dp in dps:
         dp.g = 0.7
     _, tan = forced_tangent(model, X0, E=E, dX0=dX0, dparams=dps, dE=dE, dF=dF)
     h = 1e-6
 
     def at(s):
-        m = nm.Model(cfg, tuple(lp.axpy(s, dp) for lp, dp in zip(model.layers, dps)))
+        m = Model(cfg, tuple(lp.axpy(s, dp) for lp, dp in zip(model.layers, dps)))
         return forced_stack(m, X0 + s * dX0, E + s * dE, s * dF)
 
     fd = (at(h) - at(-h)) / (2 * h)
@@ -85,7 +87,7 @@ def test_visibility_map_columns_match_finite_differences():
         ("Q", 5, lambda m, s: _bump(m, 0, "Q", (1, 2), s)),
         ("g", 1, lambda m, s: _bump(m, 1, "g", None, s)),
     ):
-        fd = (nm.stack(bump(model, h), X0) - nm.stack(bump(model, -h), X0)) / (2 * h)
+        fd = (stack(bump(model, h), X0) - stack(bump(model, -h), X0)) / (2 * h)
         assert np.allclose(vm[block][:, col], fd.ravel(), atol=1e-7)
     assert vm["X0_Ed"].shape == (cfg.T * cfg.d, (cfg.T - cfg.N) * cfg.d)
     assert vm["F_Ed"].shape == (cfg.T * cfg.d, model.L * (cfg.T - cfg.N) * cfg.d)
@@ -97,30 +99,28 @@ def _bump(model, layer, name, idx, s):
         layers[layer].g += s
     else:
         getattr(layers[layer], name)[idx] += s
-    return nm.Model(model.config, tuple(layers))
+    return Model(model.config, tuple(layers))
 
 
 def test_tied_model_has_one_column_per_shared_entry():
-    cfg = nm.ModelConfig(T=4, P=2, d=2, mask="causal")
-    model = nm.init_model(cfg, 3, 0, tied=True)
+    cfg = ModelConfig(T=4, P=2, d=2, mask="causal")
+    model = init_model(cfg, 3, 0, tied=True)
     vm = visibility_map(model, np.ones((4, 2)), blocks=("V", "g"))
     assert vm["V"].shape == (2, 4) and vm["g"].shape == (2, 1)
 
 
-@given(st.integers(0, 2**32 - 1), st.sampled_from(nm.NAMED_MASKS), st.booleans())
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAMED_MASKS), st.booleans())
 def test_kernel_change_rows_sum_to_zero_and_match_finite_differences(seed, mask, homogeneous):
     rng = np.random.default_rng(seed)
-    cfg = nm.ModelConfig(T=6, P=3, d=3, mask=mask)
-    lp = nm.init_layer(cfg, rng)
+    cfg = ModelConfig(T=6, P=3, d=3, mask=mask)
+    lp = init_layer(cfg, rng)
     X = np.ones((6, 1)) * rng.standard_normal(3) if homogeneous else rng.standard_normal((6, 3))
     dX = rng.standard_normal((6, 3))
     A, dA = kernel_jvp(cfg, lp, X, dX=dX)
-    assert np.allclose(A, nm.attention_kernel(cfg, lp, X))
+    assert np.allclose(A, attention_kernel(cfg, lp, X))
     assert np.abs(dA.sum(axis=1)).max() < 1e-14
     h = 1e-6
-    fd = (nm.attention_kernel(cfg, lp, X + h * dX) - nm.attention_kernel(cfg, lp, X - h * dX)) / (
-        2 * h
-    )
+    fd = (attention_kernel(cfg, lp, X + h * dX) - attention_kernel(cfg, lp, X - h * dX)) / (2 * h)
     assert np.abs(dA - fd).max() < 1e-7
     if homogeneous:  # δA annihilates every homogeneous matrix
         assert np.abs(dA @ X).max() < 1e-13 * np.abs(X).max() * max(1.0, np.abs(dA).max())
@@ -137,9 +137,9 @@ def test_validation():
         forced_stack(model, X0, F=np.zeros((1, 6, 3)))
     # a custom mask: its stationary weighting (here the whole mask is one block: Y = the mean);
     # refused when a block's eigenvalue 1 is not simple (two closed classes: no unique L)
-    custom = nm.ModelConfig(T=2, P=1, d=1, mask=np.ones((2, 2), bool))
+    custom = ModelConfig(T=2, P=1, d=1, mask=np.ones((2, 2), bool))
     assert np.allclose(persistent_component(custom, np.array([[1.0], [3.0]])), [[2.0]])
-    two_classes = nm.ModelConfig(T=2, P=2, d=1, mask=np.eye(2, dtype=bool))
+    two_classes = ModelConfig(T=2, P=2, d=1, mask=np.eye(2, dtype=bool))
     with pytest.raises(ValueError, match="not simple"):
         persistent_component(two_classes, np.zeros((2, 1)))
     assert numerical_rank([1.0, 1e-3, 1e-12], 1.0) == 2

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
+from fastslow.numerics.model.layer import stack_trajectory
+from fastslow.numerics.model.weights import Model
 
 from .measure import UNIT_ROUNDOFF
-from .reference import layer as ref
+from .reference import layer as reference_layer
 from .verdict import Diagnostic, at_most
 
 LAYER_UNITS = 64
@@ -31,23 +32,23 @@ def not_evaluated(why: str) -> Diagnostic:
     return Diagnostic(True, why, why)
 
 
-def layer_deviation(model: nm.Model, X0: np.ndarray, E: np.ndarray | None = None) -> float:
+def layer_deviation(model: Model, X0: np.ndarray, E: np.ndarray | None = None) -> float:
     """``max_l max|Φ_l(X_l) − Φ_l^ref(X_l)| / (u·max(1, max|Φ_l^ref(X_l)|))`` along the model's
-    trajectory from ``X0`` (``E`` defaults to ``X0``, as in :func:`numerics.stack`)."""
+    trajectory from ``X0`` (``E`` defaults to ``X0``, as in :func:`numerics.model.layer.stack`)."""
     cfg = model.config
-    s = ref.setting_of(cfg)
-    traj = nm.stack_trajectory(model, X0, E)
+    s = reference_layer.setting_of(cfg)
+    traj = stack_trajectory(model, X0, E)
     target = X0 if E is None else E
     worst = 0.0
     for l, p in enumerate(model.layers):
-        w, g = ref.weights_of(p)
-        want = ref.layer(s, w, g, traj[l], target)
+        w, g = reference_layer.weights_of(p)
+        want = reference_layer.layer(s, w, g, traj[l], target)
         scale = UNIT_ROUNDOFF * max(1.0, float(np.abs(want).max()))
         worst = max(worst, float(np.abs(traj[l + 1] - want).max()) / scale)
     return worst
 
 
-def layer_part(model: nm.Model, X0: np.ndarray, E: np.ndarray | None = None) -> Diagnostic:
+def layer_part(model: Model, X0: np.ndarray, E: np.ndarray | None = None) -> Diagnostic:
     """The part ``model_computes_reference_layer`` (module docstring)."""
     if not isinstance(model.config.sigma, str):
         return not_evaluated("not evaluated: a user nonlinearity has no reference formula")
@@ -61,17 +62,17 @@ def layer_part(model: nm.Model, X0: np.ndarray, E: np.ndarray | None = None) -> 
 
 def reference_layer_jacobian(cfg, params, X: np.ndarray, E: np.ndarray | None = None) -> np.ndarray:
     """``∂Φ/∂X`` of the reference layer at ``X`` (``E`` held fixed, default ``X``)."""
-    s = ref.setting_of(cfg)
-    w, g = ref.weights_of(params)
+    s = reference_layer.setting_of(cfg)
+    w, g = reference_layer.weights_of(params)
     target = X if E is None else E
-    return ref.jacobian(lambda Z: ref.layer(s, w, g, Z, target), X)
+    return reference_layer.jacobian(lambda Z: reference_layer.layer(s, w, g, Z, target), X)
 
 
 def reference_slow_jacobian(cfg, params, X: np.ndarray) -> np.ndarray:
     """``∂Slow/∂X`` of the reference slow path at ``X`` (ungated, without ``h``)."""
-    s = ref.setting_of(cfg)
-    w, _ = ref.weights_of(params)
-    return ref.jacobian(lambda Z: ref.slow_path(s, w, Z), X)
+    s = reference_layer.setting_of(cfg)
+    w, _ = reference_layer.weights_of(params)
+    return reference_layer.jacobian(lambda Z: reference_layer.slow_path(s, w, Z), X)
 
 
 def jacobian_deviation(J: np.ndarray, J_ref: np.ndarray) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
+from fastslow.numerics.model.layer import mlp_preactivations
 
 from .verdict import Diagnostic
 
@@ -57,12 +57,12 @@ def sigma_smooth_where_differenced(model, X0, stencil, E=None, *, what: str) -> 
     act = model.config.activation
     if act.smooth:
         return Diagnostic(True, 0, f"σ = {act.name} is smooth: every difference is of a smooth map")
-    base = nm.mlp_preactivations(model, X0, E)
+    base = mlp_preactivations(model, X0, E)
     signs = np.sign(base)
     kinks = int(np.count_nonzero(base == 0.0))
     n = 0
     for m, X in stencil:
-        kinks += int(np.count_nonzero(np.sign(nm.mlp_preactivations(m, X, E)) != signs))
+        kinks += int(np.count_nonzero(np.sign(mlp_preactivations(m, X, E)) != signs))
         n += 1
     return Diagnostic(
         kinks == 0,

@@ -28,8 +28,8 @@ import warnings
 import numpy as np
 import scipy.integrate as si
 
-from fastslow.numerics.integrators import integrate
-from fastslow.numerics.integrators import tableaux as tb
+from fastslow.numerics.integrators import tableaux
+from fastslow.numerics.integrators.integration import integrate
 
 from .verdict import Diagnostic
 
@@ -97,12 +97,12 @@ def threshold_rtol(accepts, *args) -> float:
 
 def rosenbrock_estimate_norm(A, y0, h: float) -> float:
     """``‖(R − R̂)(hA)y₀ / max(|y₀|, |y₁|)‖_RMS`` of ROS34PW2 with ``W = A`` (module docstring)."""
-    n, s = y0.size, tb.ROS_B.size
+    n, s = y0.size, tableaux.ROS_B.size
     Z = h * A
-    M = np.eye(s * n) - np.kron(tb.ROS_ALPHA + tb.ROS_GAMMA_MATRIX, Z)
+    M = np.eye(s * n) - np.kron(tableaux.ROS_ALPHA + tableaux.ROS_GAMMA_MATRIX, Z)
     K = np.linalg.solve(M, np.tile(Z @ y0, s)).reshape(s, n)
-    y1 = y0 + tb.ROS_B @ K
-    est = (tb.ROS_B - tb.ROS_BHAT) @ K
+    y1 = y0 + tableaux.ROS_B @ K
+    est = (tableaux.ROS_B - tableaux.ROS_BHAT) @ K
     return float(np.sqrt(np.mean((est / np.maximum(abs(y0), abs(y1))) ** 2)))
 
 

@@ -1,9 +1,9 @@
 """The model's parameters as claim parameters, declared once.
 
-Most claims build a :class:`numerics.ModelConfig` and a random model from the same few parameters
+Most claims build a :class:`numerics.model.weights.ModelConfig` and a random model from the same few parameters
 (sizes, masks, norm, nonlinearity, depth step, injection, gate, weight scales). Their meaning and
 type live here; a claim states only what differs on its instance: the default and, where the cost
-of its check limits it, the bounds. :meth:`numerics.ModelConfig.from_params` reads the resolved
+of its check limits it, the bounds. :meth:`numerics.model.weights.ModelConfig.from_params` reads the resolved
 values back into a config.
 """
 

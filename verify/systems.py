@@ -38,8 +38,8 @@ from typing import Any, ClassVar
 import numpy as np
 import sympy as sp
 
-import fastslow.numerics as nm
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
+from fastslow.numerics.model.weights import Model, ModelConfig, init_model
 
 from .budgets import BASE_BYTES, budget_hint, format_bytes, memory_budget
 from .json_values import jsonable
@@ -153,7 +153,7 @@ def real_array(name: str, value, **shape) -> np.ndarray:
     zero imaginary part), strings. ``TypeError`` or ``ValueError`` naming ``name``."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        return v.finite_array(name, value, **shape)
+        return validation.finite_array(name, value, **shape)
 
 
 @dataclass
@@ -296,8 +296,8 @@ def _real_expression(name: str, expr) -> None:
 class DepthFlow(System):
     """A model of the depth flow: your mask, block size, widths, nonlinearity and weights' seed.
 
-    ``mask`` is a named mask (:data:`numerics.NAMED_MASKS`) or a boolean T×T array; the rest are
-    the fields of :class:`numerics.ModelConfig` and of :func:`numerics.init_model` (``value_gain``
+    ``mask`` is a named mask (:data:`numerics.model.masks.NAMED_MASKS`) or a boolean T×T array; the rest are
+    the fields of :class:`numerics.model.weights.ModelConfig` and of :func:`numerics.model.weights.init_model` (``value_gain``
     adds ``value_gain·I`` to every value matrix, as claims D4 and D5 do). Claims that
     need more of the flow (a block-local mask, a smooth ``sigma``) decide that as a hypothesis.
 
@@ -345,13 +345,17 @@ class DepthFlow(System):
             self.T = int(arr.shape[0])
             self.mask = arr
         # sizes of any integer kind (numpy's included) become Python ints, once, here
-        self.P, self.d = v.positive_int("P", self.P), v.positive_int("d", self.d)
-        self.T = v.positive_int("T", self.T) if self.T is not None else None
-        self.L = v.positive_int("L", self.L)
-        self.seed = v.nonneg_int("seed", self.seed)
-        v.real("scale", self.scale, low=0.0)  # the weights' fields, checked here as init_model
-        v.real("slow_scale", self.slow_scale, low=0.0)  # does, not when a claim first draws them
-        v.real("gate", self.gate)
+        self.P, self.d = validation.positive_int("P", self.P), validation.positive_int("d", self.d)
+        self.T = validation.positive_int("T", self.T) if self.T is not None else None
+        self.L = validation.positive_int("L", self.L)
+        self.seed = validation.nonneg_int("seed", self.seed)
+        validation.real(
+            "scale", self.scale, low=0.0
+        )  # the weights' fields, checked here as init_model
+        validation.real(
+            "slow_scale", self.slow_scale, low=0.0
+        )  # does, not when a claim first draws them
+        validation.real("gate", self.gate)
         self._mask_fits_budget()
         self.config  # noqa: B018  (validates every field through ModelConfig)
 
@@ -369,8 +373,8 @@ class DepthFlow(System):
             )
 
     @property
-    def config(self) -> nm.ModelConfig:
-        return nm.ModelConfig(
+    def config(self) -> ModelConfig:
+        return ModelConfig(
             T=int(self.T or 0),
             P=self.P,
             d=self.d,
@@ -381,10 +385,10 @@ class DepthFlow(System):
             gamma=self.gamma,
         )
 
-    def model(self, *, h: float | None = None) -> nm.Model:
+    def model(self, *, h: float | None = None) -> Model:
         """The seeded model (``h`` overrides the config's depth step)."""
         cfg = self.config if h is None else self.config.replace(h=h)
-        return nm.init_model(
+        return init_model(
             cfg,
             self.L,
             self.seed,

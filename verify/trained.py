@@ -33,8 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-import fastslow.numerics as nm
-from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model
+from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
 
 from . import weights_file
 from .systems import DepthFlow, _check_name
@@ -105,8 +104,8 @@ class TrainedStack(DepthFlow):
         self.config  # noqa: B018  (validates the whole configuration)
 
     @property
-    def config(self) -> nm.ModelConfig:
-        return nm.ModelConfig(
+    def config(self) -> ModelConfig:
+        return ModelConfig(
             T=int(self.T or 0),
             P=self.P,
             d=self.d,

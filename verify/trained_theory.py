@@ -59,7 +59,7 @@ import hashlib
 
 import numpy as np
 
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 from fastslow.numerics.analysis.visibility import (
     decaying_projector,
     forced_tangent,
@@ -209,11 +209,11 @@ class TrainedD5(_OnTrained):
         gmax = max(map(abs, stack.gates)) if stack.slow else 0.0
         model = stack.model().with_gates(0.0)
         x0 = homogeneous_reference(stack, inst["corpus"])[0]
-        xs = lin.homogeneous_trajectory(model, x0)
-        N, M = lin.layer_factors(model, xs)
-        lams = lin.distinct_eigenvalues(stack.mask, stack.T, stack.P)
-        r, smin = lin.mode_ratio(N, M, lams)
-        Ls = lin.saturation_depth(r, TAU)
+        xs = linearised.homogeneous_trajectory(model, x0)
+        N, M = linearised.layer_factors(model, xs)
+        lams = linearised.distinct_eigenvalues(stack.mask, stack.T, stack.P)
+        r, smin = linearised.mode_ratio(N, M, lams)
+        Ls = linearised.saturation_depth(r, TAU)
         inst.update(N=N, M=M, r=r, smin=smin, L_star=Ls, x0=x0)
         return {
             "gates_closed": Diagnostic(gmax == 0.0, gmax, "max_l |g_l| = 0"),
@@ -225,11 +225,11 @@ class TrainedD5(_OnTrained):
         rng = np.random.default_rng(np.random.SeedSequence(inst["seed"], spawn_key=(38, 5)))
         dX0 = rng.standard_normal((stack.T, stack.d))
         K = frozen_kernel(stack.mask, stack.T, stack.P)
-        dXL = lin.linearised_stack(K, dX0, inst["N"], inst["M"])
-        D1 = lin.mode_products(inst["N"], inst["M"], [1.0])[0]
+        dXL = linearised.linearised_stack(K, dX0, inst["N"], inst["M"])
+        D1 = linearised.mode_products(inst["N"], inst["M"], [1.0])[0]
         Pi = np.eye(stack.T) - decaying_projector(stack.config)
         lhs = float(np.linalg.norm(dXL - Pi @ dX0 @ D1))
-        cK = lin.kernel_constant(stack.mask, stack.T, stack.P)
+        cK = linearised.kernel_constant(stack.mask, stack.T, stack.P)
         rhs = cK * float(inst["r"][-1]) * float(inst["smin"][-1]) * float(np.linalg.norm(dX0))
         figures = {
             "r": inst["r"].tolist(),

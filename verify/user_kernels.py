@@ -54,7 +54,7 @@ import numpy as np
 import sympy as sp
 
 from fastslow.numerics.model.masks import as_mask
-from fastslow.theory import kernels as tk
+from fastslow.theory import kernels as theory_kernels
 
 from .verdict import Diagnostic
 
@@ -141,7 +141,7 @@ def primary_residuals_zero(K: sp.Matrix, dec: BlockDecomposition) -> bool:
 
 def decompose_block(pattern: np.ndarray) -> BlockDecomposition:
     """The :class:`BlockDecomposition` of one block pattern (boolean n×n, rows non-empty)."""
-    K = tk.frozen_kernel(pattern.tolist())
+    K = theory_kernels.frozen_kernel(pattern.tolist())
     n = K.shape[0]
     _, factors = sp.factor_list(K.charpoly(LAMBDA).as_expr(), LAMBDA)
     irrational = [sp.sstr(f) for f, _ in factors if sp.degree(f, LAMBDA) > 1]
@@ -154,7 +154,7 @@ def decompose_block(pattern: np.ndarray) -> BlockDecomposition:
     null_one = (K.T - sp.eye(n)).nullspace()
     out.closed_classes = len(null_one)
     if len(null_one) == 1:
-        out.L = tk.stationary_weighting(K)
+        out.L = theory_kernels.stationary_weighting(K)
     for value, mult in sorted(eigenvalues.items(), key=lambda kv: -kv[0]):
         count = len((K - value * sp.eye(n)).nullspace())
         if count < mult:
@@ -176,8 +176,8 @@ def decompose_block(pattern: np.ndarray) -> BlockDecomposition:
                 )
                 return out
     if not irrational:
-        out.projectors = tk.spectral_projectors(K)
-        residuals = tk.projector_residuals(K, out.projectors)
+        out.projectors = theory_kernels.spectral_projectors(K)
+        residuals = theory_kernels.projector_residuals(K, out.projectors)
         out.residuals_zero = all(m.is_zero_matrix for m in residuals.values())
         return out
     out.projectors = {a: kernel_projector(K - a * sp.eye(n)) for a in eigenvalues}
@@ -360,7 +360,7 @@ class UserKernel:
             for dec in self.decompositions:
                 if key in dec.projectors:
                     try:
-                        norms.append(tk.projector_norm(dec.projectors[key]))
+                        norms.append(theory_kernels.projector_norm(dec.projectors[key]))
                     except NotImplementedError:
                         return None
             total += sp.Max(*norms)
@@ -398,9 +398,9 @@ def exact_coarse_maps(mask, P: int) -> tuple[np.ndarray, np.ndarray]:
     blocks = blocks_of(m, P)
     R, L = np.zeros((m.shape[0], len(blocks))), np.zeros((m.shape[0], len(blocks)))
     for b, (start, stop) in enumerate(blocks):
-        K = tk.frozen_kernel(m[start:stop, start:stop].tolist())
+        K = theory_kernels.frozen_kernel(m[start:stop, start:stop].tolist())
         try:
-            weights = tk.stationary_weighting(K)
+            weights = theory_kernels.stationary_weighting(K)
         except ValueError:
             classes = len((K.T - sp.eye(K.shape[0])).nullspace())
             raise ValueError(

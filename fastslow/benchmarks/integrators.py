@@ -42,17 +42,17 @@ from numba import njit
 from scipy import stats
 
 from fastslow.benchmarks import section
-from fastslow.numerics.integrators import integrate
 from fastslow.numerics.integrators.driver import METHODS as DRIVER_METHODS
+from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.lanes import aligned_zeros
-from fastslow.numerics.model.coupling_drivers import integrate_coupling_scipy, layer_breakpoints
-from fastslow.numerics.model.coupling_jacobian import frozen_kernel_jac_nb
-from fastslow.numerics.model.coupling_packing import (
+from fastslow.numerics.model.coupling.drivers import integrate_coupling_scipy, layer_breakpoints
+from fastslow.numerics.model.coupling.jacobian import frozen_kernel_jac_nb
+from fastslow.numerics.model.coupling.packing import (
     is_block_local,
     is_lower_triangular,
     pack_coupling,
 )
-from fastslow.numerics.model.coupling_rhs import coupling_rhs_nb
+from fastslow.numerics.model.coupling.rhs import coupling_rhs_nb
 from fastslow.numerics.model.weights import ModelConfig, init_model
 
 EPSILONS = (1e-2, 1e-3, 1e-4)
@@ -515,14 +515,14 @@ def scaling(quick: bool) -> dict:
 _COLD = """
 import time, numpy as np
 t0 = time.process_time()
-import fastslow.numerics as nm
-from fastslow.numerics.model.coupling_drivers import integrate_coupling
+from fastslow.numerics.model.coupling.drivers import integrate_coupling
+from fastslow.numerics.model.weights import ModelConfig, init_model
 t1 = time.process_time()
-cfg = nm.ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=1.0)
+cfg = ModelConfig(T=8, P=4, d=2, mask="block_bidirectional", gamma=1.0)
 X0 = np.random.default_rng(0).standard_normal((8, 2))
 for method in ("radau", "rosw", "dopri5", "dop853"):
     t = time.process_time()
-    integrate_coupling(nm.init_model(cfg, 2, 0), X0, 1e-3, method=method)
+    integrate_coupling(init_model(cfg, 2, 0), X0, 1e-3, method=method)
     print(method, time.process_time() - t)
 print("import", t1 - t0)
 """

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.benchmarks import section
 from fastslow.numerics import lapack
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
+from fastslow.numerics.model.masks import frozen_kernel
+from fastslow.numerics.model.weights import Model, ModelConfig
 from fastslow.verify.measure import elementwise_relative_error, slope_fit
 from fastslow.verify.registry import get_claim
 from fastslow.verify.timing import interleaved_best
@@ -38,37 +39,37 @@ def _instance(mask: str, T: int, P: int, d: int, L: int, seed: int = 0):
     """The D5 defaults with this mask and these sizes: the ungated model, ``x_0`` and ``τ``."""
     params = dict(D5_DEFAULTS, mask=mask, T=T, P=P, d=d, L=L)
     w_seed, x_seed = np.random.SeedSequence(seed).spawn(2)
-    model = lin.random_model(params, w_seed).with_gates(0.0)
+    model = linearised.random_model(params, w_seed).with_gates(0.0)
     x0 = np.random.default_rng(x_seed).standard_normal(d)
     return model, x0, params["tau"]
 
 
-def saturation_dd(model: nm.Model, x0: np.ndarray, tau: float):
+def saturation_dd(model: Model, x0: np.ndarray, tau: float):
     """``(r, L*)`` from d×d products only."""
     cfg = model.config
-    xs = lin.homogeneous_trajectory(model, x0)
-    N, M = lin.layer_factors(model, xs)
-    lams = lin.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
-    r, _ = lin.mode_ratio(N, M, lams)
-    return r, lin.saturation_depth(r, tau)
+    xs = linearised.homogeneous_trajectory(model, x0)
+    N, M = linearised.layer_factors(model, xs)
+    lams = linearised.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+    r, _ = linearised.mode_ratio(N, M, lams)
+    return r, linearised.saturation_depth(r, tau)
 
 
-def _eigenpairs(cfg: nm.ModelConfig) -> list:
+def _eigenpairs(cfg: ModelConfig) -> list:
     """One (λ, v, w) per distinct eigenvalue, ``wᵀv = 1``, from the closed-form projectors."""
     out = []
-    for lam, Pl in lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P).items():
+    for lam, Pl in linearised.spectral_projectors(cfg.mask_name, cfg.T, cfg.P).items():
         i, j = np.unravel_index(np.argmax(np.abs(Pl)), Pl.shape)
         out.append((lam, Pl[:, j].copy(), Pl[i, :] / Pl[i, j]))
     return out
 
 
-def saturation_brute(model: nm.Model, x0: np.ndarray, tau: float, pairs=None):
+def saturation_brute(model: Model, x0: np.ndarray, tau: float, pairs=None):
     """``(r, L*)`` from the cumulative dense (Td)×(Td) Jacobian product."""
     cfg = model.config
     T, d = cfg.T, cfg.d
-    xs = lin.homogeneous_trajectory(model, x0)
-    N, M = lin.layer_factors(model, xs)
-    K = nm.frozen_kernel(cfg.mask_array)
+    xs = linearised.homogeneous_trajectory(model, x0)
+    N, M = linearised.layer_factors(model, xs)
+    K = frozen_kernel(cfg.mask_array)
     pairs = _eigenpairs(cfg) if pairs is None else pairs
     lift = [(lam, np.kron(v[:, None], np.eye(d)), w) for lam, v, w in pairs]
     eyeT = np.eye(T)
@@ -87,7 +88,7 @@ def saturation_brute(model: nm.Model, x0: np.ndarray, tau: float, pairs=None):
             else:
                 top = max(top, s[0])
         r[l] = top / smin
-    return r, lin.saturation_depth(r, tau)
+    return r, linearised.saturation_depth(r, tau)
 
 
 def _row(mask: str, T: int, P: int, d: int, L: int, repeat: int) -> list:

@@ -48,8 +48,7 @@ from math import comb
 
 import numpy as np
 
-from fastslow.numerics import lapack
-from fastslow.numerics import validation as v
+from fastslow.numerics import lapack, validation
 from fastslow.numerics.model.layer import check_layer_params
 from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps, kernel_eigenvalues, make_mask
 from fastslow.numerics.model.weights import Model, ModelConfig, init_model
@@ -116,8 +115,8 @@ def norm_jacobian(x, eps: float = 1e-6) -> np.ndarray:
     Symmetric, so the row convention ``δn = δx J_n`` and the column convention agree. Its near-null
     vector is ``x`` itself (exactly null when ``eps = 0``).
     """
-    x = v.finite_array("x", x, ndim=1)
-    eps = v.real("eps", eps, low=0.0, low_open=True)
+    x = validation.finite_array("x", x, ndim=1)
+    eps = validation.real("eps", eps, low=0.0, low_open=True)
     return _norm_jacobian(x, eps)
 
 
@@ -152,16 +151,16 @@ def single_token_increment(config: ModelConfig, params, x, e=None) -> np.ndarray
     The slow path is not included. ``e`` defaults to ``x`` (no injection).
     """
     p = check_layer_params(config, params)
-    x = v.finite_array("x", x)
+    x = validation.finite_array("x", x)
     if x.shape[-1] != config.d or x.ndim not in (1, 2):
         raise ValueError(f"x must have shape (d,) or (n, d) with d={config.d}, got {x.shape}")
-    e = x if e is None else v.finite_array("e", e, shape=x.shape)
+    e = x if e is None else validation.finite_array("e", e, shape=x.shape)
     return _single_token_increment(config, p, x, e)
 
 
 def _check_homogeneous_model(model) -> Model:
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     cfg = model.config
     if cfg.slow and any(p.g != 0 for p in model.layers):
         gates = [p.g for p in model.layers]
@@ -182,8 +181,8 @@ def homogeneous_trajectory(model: Model, x0, e=None) -> np.ndarray:
     """
     model = _check_homogeneous_model(model)
     cfg = model.config
-    x = v.finite_array("x0", x0, shape=(cfg.d,))
-    e = x.copy() if e is None else v.finite_array("e", e, shape=(cfg.d,))
+    x = validation.finite_array("x0", x0, shape=(cfg.d,))
+    e = x.copy() if e is None else validation.finite_array("e", e, shape=(cfg.d,))
     xs = np.empty((model.L + 1, cfg.d))
     xs[0] = x
     for l, p in enumerate(model.layers):
@@ -202,7 +201,7 @@ def layer_factors(model: Model, xs) -> tuple[np.ndarray, np.ndarray]:
     """
     model = _check_homogeneous_model(model)
     cfg = model.config
-    xs = v.finite_array("xs", xs, ndim=2)
+    xs = validation.finite_array("xs", xs, ndim=2)
     if xs.shape[0] < model.L or xs.shape[1] != cfg.d:
         raise ValueError(f"xs must have shape (≥{model.L}, {cfg.d}), got {xs.shape}")
     d, h = cfg.d, cfg.h
@@ -221,15 +220,15 @@ def layer_factors(model: Model, xs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_factors(N, M) -> tuple[np.ndarray, np.ndarray]:
-    N = v.finite_array("N", N, ndim=3)
-    M = v.finite_array("M", M, shape=N.shape)
+    N = validation.finite_array("N", N, ndim=3)
+    M = validation.finite_array("M", M, shape=N.shape)
     if N.shape[1] != N.shape[2]:
         raise ValueError(f"N and M must have shape (L, d, d), got {N.shape}")
     return N, M
 
 
 def _check_kernel(K, dX) -> np.ndarray:
-    K = v.finite_array("K", K, ndim=2)
+    K = validation.finite_array("K", K, ndim=2)
     if K.shape != (dX.shape[0], dX.shape[0]):
         raise ValueError(
             f"K must be {dX.shape[0]}×{dX.shape[0]} to act on δX {dX.shape}, got {K.shape}"
@@ -239,7 +238,7 @@ def _check_kernel(K, dX) -> np.ndarray:
 
 def linearised_layer(K, dX, N, M) -> np.ndarray:
     """``δX N + K δX M`` (one linearised layer; ``N``, ``M`` d×d)."""
-    dX = v.finite_array("dX", dX, ndim=2)
+    dX = validation.finite_array("dX", dX, ndim=2)
     K = _check_kernel(K, dX)
     N, M = _check_factors(np.asarray(N)[None], np.asarray(M)[None])
     return dX @ N[0] + K @ (dX @ M[0])
@@ -247,7 +246,7 @@ def linearised_layer(K, dX, N, M) -> np.ndarray:
 
 def linearised_stack(K, dX0, N, M) -> np.ndarray:
     """The layer-by-layer recursion ``δX_{l+1} = δX_l N_l + K δX_l M_l``, returning ``δX_L``."""
-    dX = v.finite_array("dX0", dX0, ndim=2)
+    dX = validation.finite_array("dX0", dX0, ndim=2)
     K = _check_kernel(K, dX)
     N, M = _check_factors(N, M)
     for l in range(N.shape[0]):
@@ -280,9 +279,9 @@ def apply_depth_polynomial(K, dX0, C) -> np.ndarray:
 
     Only multiplies by the row-stochastic ``K`` (no eigendecomposition): well conditioned.
     """
-    dX0 = v.finite_array("dX0", dX0, ndim=2)
+    dX0 = validation.finite_array("dX0", dX0, ndim=2)
     K = _check_kernel(K, dX0)
-    C = v.finite_array("C", C, ndim=3)
+    C = validation.finite_array("C", C, ndim=3)
     if C.shape[1:] != (dX0.shape[1], dX0.shape[1]):
         raise ValueError(f"C must have shape (L+1, {dX0.shape[1]}, {dX0.shape[1]}), got {C.shape}")
     S = dX0 @ C[-1]
@@ -310,7 +309,7 @@ def mode_products(N, M, lams, all_depths: bool = False) -> np.ndarray:
     the depth-``l+1`` product). Only d×d work: O(L · n_λ · d³).
     """
     N, M = _check_factors(N, M)
-    lams = v.finite_array("lams", lams, ndim=1)
+    lams = validation.finite_array("lams", lams, ndim=1)
     out = _mode_products_all_depths(N, M, lams)
     return out if all_depths else out[-1]
 
@@ -339,7 +338,7 @@ def mode_ratio(N, M, lams) -> tuple[np.ndarray, np.ndarray]:
     singular.
     """
     N, M = _check_factors(N, M)
-    lams = v.finite_array("lams", lams, ndim=1)
+    lams = validation.finite_array("lams", lams, ndim=1)
     if not np.any(lams == 1.0):
         raise ValueError(f"lams must contain the persistent eigenvalue 1, got {lams.tolist()}")
     return _ratio_from_products(_mode_products_all_depths(N, M, lams), lams)
@@ -360,7 +359,7 @@ def saturation_depth(r, tau: float) -> float:
     r = np.asarray(r, dtype=np.float64)
     if r.ndim != 1 or np.isnan(r).any():
         raise ValueError(f"r must be a 1-d array without NaN, got shape {r.shape}")
-    tau = v.real("tau", tau, low=0.0, low_open=True)
+    tau = validation.real("tau", tau, low=0.0, low_open=True)
     hits = np.flatnonzero(r <= tau)
     return float(hits[0] + 1) if hits.size else float("inf")
 
@@ -388,7 +387,7 @@ def causal_eigenvectors(T: int) -> tuple[np.ndarray, np.ndarray]:
     Exact integers converted to float64 (exact up to 2^53; beyond that rounded entrywise, which is
     harmless for norms). ``V`` is unit lower triangular and extremely ill conditioned.
     """
-    T = v.positive_int("T", T)
+    T = validation.positive_int("T", T)
     Vi, Wi = _causal_vectors_int(T)
     return np.array(Vi, dtype=np.float64), np.array(Wi, dtype=np.float64)
 
@@ -400,14 +399,14 @@ def spectral_projectors(name: str, T: int, P: int | None = None) -> dict:
     projectors; block_bidirectional: ``P_1 = UB``, ``P_0 = I − UB``. Small ``T`` only (the causal
     projectors have entries up to ~4^T).
     """
-    v.choice("mask", name, NAMED_MASKS)
-    T = v.positive_int("T", T)
+    validation.choice("mask", name, NAMED_MASKS)
+    T = validation.positive_int("T", T)
     if name == "causal":
         V, W = causal_eigenvectors(T)
         return {1.0 / (k + 1): np.outer(V[:, k], W[:, k]) for k in range(T)}
     if P is None:
         raise ValueError(f"mask {name!r} needs the block size P")
-    N = v.divides(P, T)
+    N = validation.divides(P, T)
     if name == "block_causal":
         V, W = causal_eigenvectors(P)
         return {1.0 / (k + 1): np.kron(np.eye(N), np.outer(V[:, k], W[:, k])) for k in range(P)}
@@ -428,8 +427,8 @@ def exact_spectral_projectors(name: str, T: int, P: int | None = None) -> dict:
     """``{λ: P_λ}`` with exact rational ``λ`` (:class:`fractions.Fraction`) and T×T object arrays of
     Fractions, from the same closed forms as :func:`spectral_projectors` (integer binomial
     eigenvectors; ``UB`` and ``I − UB``). No floating point is involved."""
-    v.choice("mask", name, NAMED_MASKS)
-    T = v.positive_int("T", T)
+    validation.choice("mask", name, NAMED_MASKS)
+    T = validation.positive_int("T", T)
 
     def causal(n):
         V, W = _causal_vectors_int(n)
@@ -451,7 +450,7 @@ def exact_spectral_projectors(name: str, T: int, P: int | None = None) -> dict:
         return causal(T)
     if P is None:
         raise ValueError(f"mask {name!r} needs the block size P")
-    N = v.divides(P, T)
+    N = validation.divides(P, T)
     if name == "block_causal":
         return {lam: block_diag(p, N) for lam, p in causal(P).items()}
     UB = block_diag(np.full((P, P), Fraction(1, P), dtype=object), N)
@@ -493,13 +492,13 @@ def kernel_constant(name: str, T: int, P: int | None = None) -> float:
     block_bidirectional: 1 (``P_0 = I − UB`` is an orthogonal projector; 0 when P = 1);
     block_causal: the causal constant of size P (``P_λ = I_N ⊗ p_λ``); causal: grows like ~4^T.
     """
-    v.choice("mask", name, NAMED_MASKS)
-    T = v.positive_int("T", T)
+    validation.choice("mask", name, NAMED_MASKS)
+    T = validation.positive_int("T", T)
     if name == "causal":
         return float(sum(_causal_projector_norms(T)[1:]))
     if P is None:
         raise ValueError(f"mask {name!r} needs the block size P")
-    v.divides(P, T)
+    validation.divides(P, T)
     if name == "block_causal":
         return float(sum(_causal_projector_norms(P)[1:]))
     return 1.0 if P > 1 else 0.0
@@ -520,7 +519,7 @@ def causal_eigenvector_condition(T: int) -> float:
 
 def eigen_form(projectors: dict, dX0, D: dict) -> np.ndarray:
     """``Σ_λ P_λ δX_0 D_λ`` given ``{λ: P_λ}`` and ``{λ: D_λ}`` (same keys)."""
-    dX0 = v.finite_array("dX0", dX0, ndim=2)
+    dX0 = validation.finite_array("dX0", dX0, ndim=2)
     if set(projectors) != set(D):
         raise ValueError(
             f"projectors and D must have the same eigenvalues, got {sorted(projectors)}"
@@ -532,8 +531,8 @@ def eigen_form(projectors: dict, dX0, D: dict) -> np.ndarray:
 def coarse_factorisation(name: str, T: int, P, dX0, D1) -> np.ndarray:
     """``Π δX_0 D_1 = R (Lᵀ δX_0) D_1``: pool by ``Lᵀ``, evolve by ``D_1``, broadcast by ``R``."""
     R, Lm = coarse_maps(name, T, P)
-    dX0 = v.finite_array("dX0", dX0, shape=(T, None))
-    D1 = v.finite_array("D1", D1, shape=(dX0.shape[1], dX0.shape[1]))
+    dX0 = validation.finite_array("dX0", dX0, shape=(T, None))
+    D1 = validation.finite_array("D1", D1, shape=(dX0.shape[1], dX0.shape[1]))
     return R @ ((Lm.T @ dX0) @ D1)
 
 
@@ -553,10 +552,10 @@ def coarse_stack(model: Model, Y0, e=None) -> np.ndarray:
     stack on ``X_0 = U Y_0`` equals ``U`` times this. ``e`` (N×d) defaults to ``Y_0``.
     """
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     cfg = model.config
-    Y = v.finite_array("Y0", Y0, shape=(cfg.N, cfg.d))
-    e = Y.copy() if e is None else v.finite_array("e", e, shape=(cfg.N, cfg.d))
+    Y = validation.finite_array("Y0", Y0, shape=(cfg.N, cfg.d))
+    e = Y.copy() if e is None else validation.finite_array("e", e, shape=(cfg.N, cfg.d))
     smask = (
         np.tril(np.ones((cfg.N, cfg.N), bool))
         if cfg.slow_mask == "blockcausal"

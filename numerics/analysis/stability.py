@@ -42,8 +42,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize_scalar
 
-from fastslow.numerics import lapack
-from fastslow.numerics import validation as v
+from fastslow.numerics import lapack, validation
 from fastslow.numerics.model import kernels, tangents
 from fastslow.numerics.model.layer import check_layer_params, check_state
 from fastslow.numerics.model.weights import ModelConfig
@@ -166,7 +165,7 @@ def spectral_radius(J) -> float:
 def sigma_min_on_circle(J, theta) -> np.ndarray:
     """``σ_min(e^{iθ} I − J)`` at the angles ``theta`` (radians); the curve whose minimum is ``m(J)``."""
     J = _square("J", J)
-    theta = v.finite_array("theta", np.atleast_1d(theta), ndim=1)
+    theta = validation.finite_array("theta", np.atleast_1d(theta), ndim=1)
     return _sigma_min_at(J, theta)
 
 
@@ -179,7 +178,9 @@ def stability_margin(J, *, n_grid: int | None = None) -> float:
     Cross-check with :func:`margin_certificate`.
     """
     J = _square("J", J)
-    n_grid = max(512, 16 * J.shape[0]) if n_grid is None else v.positive_int("n_grid", n_grid)
+    n_grid = (
+        max(512, 16 * J.shape[0]) if n_grid is None else validation.positive_int("n_grid", n_grid)
+    )
     if n_grid < 3:
         raise ValueError(f"n_grid must be at least 3, got {n_grid}")
     return _margin(J, n_grid)[0]
@@ -218,9 +219,9 @@ def margin_certificate(
     ``upper − lower ≤ tol·max(1, upper)``.
     """
     J = _square("J", J)
-    tol = v.real("tol", tol, low=0.0, low_open=True)
-    unimodular_tol = v.real("unimodular_tol", unimodular_tol, low=0.0, low_open=True)
-    max_iter = v.positive_int("max_iter", max_iter)
+    tol = validation.real("tol", tol, low=0.0, low_open=True)
+    unimodular_tol = validation.real("unimodular_tol", unimodular_tol, low=0.0, low_open=True)
+    max_iter = validation.positive_int("max_iter", max_iter)
     upper = float(_sigma_min_at(J, 0.0)[0])
     arg = 1.0 + 0j
     lower, it = 0.0, 0
@@ -247,7 +248,7 @@ def gate_spectral_radii(J, G, gates) -> np.ndarray:
     G = _square("G", G)
     if G.shape != J.shape:
         raise ValueError(f"G must have the shape of J {J.shape}, got {G.shape}")
-    gates = v.finite_array("gates", np.atleast_1d(gates), ndim=1)
+    gates = validation.finite_array("gates", np.atleast_1d(gates), ndim=1)
     return np.array([_rho(J + g * G) for g in gates])
 
 
@@ -268,8 +269,8 @@ def critical_gate(
         raise ValueError(f"G must have the shape of J {J.shape}, got {G.shape}")
     if sign not in (1, -1) or isinstance(sign, bool):
         raise ValueError(f"sign must be +1 or -1, got {sign!r}")
-    n_scan = v.positive_int("n_scan", n_scan)
-    tol = v.real("tol", tol, low=0.0, low_open=True)
+    n_scan = validation.positive_int("n_scan", n_scan)
+    tol = validation.real("tol", tol, low=0.0, low_open=True)
     nG = float(np.linalg.norm(G, 2))
     if _rho(J) >= 1.0:
         return 0.0
@@ -277,7 +278,7 @@ def critical_gate(
         return float("inf")
     if g_max is None:
         g_max = 4.0 * (float(np.linalg.norm(J, 2)) + 1.0) / nG
-    g_max = v.real("g_max", g_max, low=0.0, low_open=True)
+    g_max = validation.real("g_max", g_max, low=0.0, low_open=True)
     Gs = sign * G
     # [0, g_max] finely, then doubling segments [2^(k−1), 2^k]·g_max (k ≤ 16), n_scan/10 points each
     segments = [np.linspace(0.0, g_max, n_scan + 1)[1:]]
@@ -406,18 +407,22 @@ def iterate_linear_loop(
 ) -> LoopResult:
     """Iterate the linear loop ``x ← M x`` from ``x0`` with the stopping rules of
     :func:`iterate_looped_map` (``x_ref`` defaults to the fixed point 0)."""
-    M = v.finite_array("M", M, ndim=2)
-    x0 = v.finite_array("x0", x0, shape=(M.shape[1],))
-    ref = np.zeros(M.shape[0]) if x_ref is None else v.finite_array("x_ref", x_ref, shape=x0.shape)
+    M = validation.finite_array("M", M, ndim=2)
+    x0 = validation.finite_array("x0", x0, shape=(M.shape[1],))
+    ref = (
+        np.zeros(M.shape[0])
+        if x_ref is None
+        else validation.finite_array("x_ref", x_ref, shape=x0.shape)
+    )
     return _iterate(lambda z: M @ z, x0, ref, max_iter, tol, blowup)
 
 
 def _iterate(step_map, X, ref, max_iter, tol, blowup) -> LoopResult:
     """``X ← step_map(X)`` until the step is ≤ ``tol`` (converged), an entry exceeds ``blowup``
     or is not finite (diverged), or ``max_iter`` steps (not settled)."""
-    max_iter = v.positive_int("max_iter", max_iter)
-    tol = v.real("tol", tol, low=0.0, low_open=True)
-    blowup = v.real("blowup", blowup, low=0.0, low_open=True)
+    max_iter = validation.positive_int("max_iter", max_iter)
+    tol = validation.real("tol", tol, low=0.0, low_open=True)
+    blowup = validation.real("blowup", blowup, low=0.0, low_open=True)
     step = float("inf")
     status = "not_settled"
     k = 0

@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics import lapack
-from fastslow.numerics import validation as v
+from fastslow.numerics import lapack, validation
 from fastslow.numerics.model import kernels, tangents
 from fastslow.numerics.model.layer import check_model, check_state
 from fastslow.numerics.model.masks import NAMED_MASKS, coarse_maps, is_block_local
@@ -131,7 +130,7 @@ def _check_forcing(model: Model, F) -> np.ndarray | None:
     if F is None:
         return None
     cfg = model.config
-    return v.finite_array("F", F, shape=(model.L, cfg.T, cfg.d))
+    return validation.finite_array("F", F, shape=(model.L, cfg.T, cfg.d))
 
 
 def _embeddings(cfg: ModelConfig, E, X0):
@@ -259,7 +258,7 @@ def visibility_map(
     if output not in ("persistent", "state"):
         raise ValueError(f"output must be 'persistent' or 'state', got {output!r}")
     for b in blocks:
-        v.choice("block", b, BLOCKS)
+        validation.choice("block", b, BLOCKS)
     R, L = _maps(cfg)
     caches = _caches(model, X0, E)
     T, d = cfg.T, cfg.d

@@ -9,7 +9,7 @@ breakpoints (and on output times, unless ``dense_output=True``):
   the frozen-kernel term, so ``J = (A(X_n) − I)/ε − γI`` is a T×T matrix acting on the token
   index: the linear algebra costs ``O(T³ + T²d)`` per step instead of ``O((Td)³)`` for the full
   Jacobian, and being a W-method the scheme keeps order 3 with this inexact ``J``
-  (:mod:`numerics.model.coupling_jacobian`).
+  (:mod:`numerics.model.coupling.jacobian`).
 * ``method="radau"``: Radau IIA of order 5 (3-stage collocation, L-stable) with simplified Newton
   iterations on the same ``W = J ⊗ I_k`` (after SciPy's ``Radau`` / Hairer & Wanner's RADAU5:
   one real and one complex factorisation per step size, Jacobian and factorisations reused while

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.integrators import driver, linalg
 from fastslow.numerics.integrators.base import (
     JAC_SIG,
@@ -195,7 +195,7 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
         raise ValueError(
             f"method={method!r} needs a Jacobian and none can be built by finite differences for "
             f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
-            "numerics.model.coupling_jacobian.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
+            "numerics.model.coupling.jacobian.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
         )
     if compiled:  # compiled for RHS_SIG and JAC_SIG by problem_addresses if need be
         if jac is None or jac == "zero" or not implicit:  # an explicit method never calls jac
@@ -321,35 +321,39 @@ def integrate(
     Returns:
         :class:`IntegratorResult`.
     """
-    v.choice("method", method, METHODS)
+    validation.choice("method", method, METHODS)
     if not (isinstance(t_span, (tuple, list, np.ndarray)) and len(t_span) == 2):
         raise ValueError(f"t_span must be a pair (t0, t1), got {t_span!r}")
-    t0 = v.real("t_span[0]", t_span[0])
-    t1 = v.real("t_span[1]", t_span[1], low=t0, low_open=True)
-    y0 = v.finite_array("y0", y0).ravel().copy()
+    t0 = validation.real("t_span[0]", t_span[0])
+    t1 = validation.real("t_span[1]", t_span[1], low=t0, low_open=True)
+    y0 = validation.finite_array("y0", y0).ravel().copy()
     n = y0.size
     if n == 0:
         raise ValueError("y0 must be non-empty")
-    rtol = v.real("rtol", rtol, low=0.0, low_open=True)
-    atol = v.real("atol", atol, low=0.0, low_open=True)
-    m = n if jac_size is None else v.positive_int("jac_size", jac_size)
+    rtol = validation.real("rtol", rtol, low=0.0, low_open=True)
+    atol = validation.real("atol", atol, low=0.0, low_open=True)
+    m = n if jac_size is None else validation.positive_int("jac_size", jac_size)
     if n % m:
         raise ValueError(f"jac_size={m} must divide the state size n={n}")
-    mb = m if jac_block is None else v.positive_int("jac_block", jac_block)
+    mb = m if jac_block is None else validation.positive_int("jac_block", jac_block)
     if m % mb:
         raise ValueError(f"jac_block={mb} must divide jac_size={m}")
     if jac_lower and mb != m:
         raise ValueError("jac_lower=True is for a full m×m Jacobian: drop jac_block")
     if t_eval is not None:
-        t_eval = v.finite_array("t_eval", t_eval, ndim=1)
+        t_eval = validation.finite_array("t_eval", t_eval, ndim=1)
         if np.any(t_eval < t0) or np.any(t_eval > t1) or np.any(np.diff(t_eval) < 0):
             raise ValueError(f"t_eval must be sorted and inside [{t0}, {t1}]")
     if dense_output and method not in (*DENSE_ORDERS, "auto"):
         raise ValueError(
             f"dense_output: {method!r} has no continuous extension (use {DENSE_ORDERS})"
         )
-    h0 = 0.0 if first_step is None else v.real("first_step", first_step, low=0.0, low_open=True)
-    hf = 0.0 if h_fixed is None else v.real("h_fixed", h_fixed, low=0.0, low_open=True)
+    h0 = (
+        0.0
+        if first_step is None
+        else validation.real("first_step", first_step, low=0.0, low_open=True)
+    )
+    hf = 0.0 if h_fixed is None else validation.real("h_fixed", h_fixed, low=0.0, low_open=True)
     if hf > 0.0 and first_step is None:
         h0 = hf  # no starting-step estimate (and its right-hand-side call) for fixed steps
     spec = _Run(
@@ -367,7 +371,7 @@ def integrate(
         m=m,
         mb=mb,
         lower=bool(jac_lower),
-        max_steps=v.positive_int("max_steps", max_steps),
+        max_steps=validation.positive_int("max_steps", max_steps),
         fd_fevals=[0],
     )
     extra: dict = {}

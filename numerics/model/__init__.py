@@ -7,13 +7,10 @@ initialisation), :mod:`~numerics.model.layer` (the validated NumPy reference lay
 :mod:`~numerics.model.kernels` and :mod:`~numerics.model.tangents` (the same pieces and their
 derivatives without argument checks, for inner loops), :mod:`~numerics.model.autodiff` (exact
 JVPs and VJPs), :mod:`~numerics.model.compiled` (the Numba layer), :mod:`~numerics.model.flow`
-(the depth flow's right-hand sides), the coupling form compiled for :mod:`numerics.integrators`
-(:mod:`~numerics.model.coupling_packing`: the packed parameter vector;
-:mod:`~numerics.model.coupling_rhs` and :mod:`~numerics.model.coupling_lanes`: the right-hand
-side, row path and eight-lane path; :mod:`~numerics.model.coupling_jacobian`: the frozen-kernel
-Jacobian; :mod:`~numerics.model.coupling_drivers`: the flow by our integrators and by SciPy),
-:mod:`~numerics.model.depth_path`
-(smooth weight paths θ(t)), :mod:`~numerics.model.cost` (exact operation counts) and
+(the depth flow's right-hand sides), the subpackage :mod:`~numerics.model.coupling` (the
+coupling form compiled for :mod:`numerics.integrators`: header layout, packed parameter vector,
+right-hand side, frozen-kernel Jacobian, drivers), :mod:`~numerics.model.depth_path` (smooth
+weight paths θ(t)), :mod:`~numerics.model.cost` (exact operation counts) and
 :mod:`~numerics.model.activations` (the MLP nonlinearity σ: the named ones and your own
 :class:`~numerics.model.activations.Activation`).
 """

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model import tangents
 from fastslow.numerics.model.layer import STATE_LIMIT, check_layer_params, check_model, check_state
 from fastslow.numerics.model.weights import WEIGHT_NAMES, LayerParams, Model, ModelConfig
@@ -85,10 +85,10 @@ def _check_tangent_params(cfg: ModelConfig, dp, name: str) -> LayerParams | None
         )
     want = {"W1": (cfg.d, cfg.m), "W2": (cfg.m, cfg.d)}
     arrays = {
-        n: v.finite_array(f"{name}.{n}", getattr(dp, n), shape=want.get(n, (cfg.d, cfg.d)))
+        n: validation.finite_array(f"{name}.{n}", getattr(dp, n), shape=want.get(n, (cfg.d, cfg.d)))
         for n in WEIGHT_NAMES
     }
-    return LayerParams(**arrays, g=v.real(f"{name}.g", dp.g))
+    return LayerParams(**arrays, g=validation.real(f"{name}.g", dp.g))
 
 
 def _check_point(cfg, params, X, E, xname: str):

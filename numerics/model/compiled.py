@@ -438,7 +438,7 @@ def _check_sigma_compiles(cfg: ModelConfig) -> None:
     compiled_code(
         cfg.activation,
         "the compiled layer (numerics.model.compiled)",
-        "numerics.layer / numerics.stack (numerics.model.layer) evaluate any activation",
+        "numerics.layer / numerics.model.layer.stack (numerics.model.layer) evaluate any activation",
     )
 
 
@@ -501,7 +501,9 @@ def fast_layer(config: ModelConfig, params: LayerParams, X, E=None) -> np.ndarra
     Validation as in the reference: ``ValueError``/``TypeError`` naming the bad argument.
     """
     if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be a numerics.ModelConfig, got {type(config).__name__}")
+        raise TypeError(
+            f"config must be a numerics.model.weights.ModelConfig, got {type(config).__name__}"
+        )
     p = check_layer_params(config, params)
     X = check_state(config, X)
     E = check_state(config, E, "E") if E is not None else None
@@ -555,7 +557,9 @@ def fast_slow_path_unchecked(
 def fast_attention(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """``Attn(X) = A(X) n(X) V``, Numba path; same as :func:`numerics.model.layer.attention`."""
     if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be a numerics.ModelConfig, got {type(config).__name__}")
+        raise TypeError(
+            f"config must be a numerics.model.weights.ModelConfig, got {type(config).__name__}"
+        )
     return fast_attention_unchecked(
         config, check_layer_params(config, params), check_state(config, X)
     )
@@ -565,7 +569,9 @@ def fast_slow_path(config: ModelConfig, params: LayerParams, X) -> np.ndarray:
     """``Slow(X) = U_c softmax(β Ŷ Qs (Ŷ Ks)ᵀ) Ŷ Vs``, Numba path; same as
     :func:`numerics.model.layer.slow_path` (ungated)."""
     if not isinstance(config, ModelConfig):
-        raise TypeError(f"config must be a numerics.ModelConfig, got {type(config).__name__}")
+        raise TypeError(
+            f"config must be a numerics.model.weights.ModelConfig, got {type(config).__name__}"
+        )
     return fast_slow_path_unchecked(
         config, check_layer_params(config, params), check_state(config, X)
     )

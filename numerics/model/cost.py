@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 
 __all__ = [
     "matmul_flops",
@@ -56,10 +56,10 @@ def matmul_flops(a: int, b: int, c: int) -> int:
 
 
 def _sizes(T, P, d, m):
-    T = v.positive_int("T", T)
-    N = v.divides(P, T)
-    d = v.positive_int("d", d)
-    m = d if m is None else v.positive_int("m", m)
+    T = validation.positive_int("T", T)
+    N = validation.divides(P, T)
+    d = validation.positive_int("d", d)
+    m = d if m is None else validation.positive_int("m", m)
     return T, int(P), N, d, m
 
 
@@ -103,7 +103,7 @@ def layer_ratio(T: int, P: int, d: int, m: int | None = None) -> Fraction:
 
 def layer_ratio_lower_bound_holds(P: int, d: int, m: int | None = None) -> bool:
     """The exact condition for ``layer_ratio ≥ 1/P²``: ``3d(P − 1) ≥ 2m`` (independent of ``T``)."""
-    P = v.positive_int("P", P)
-    d = v.positive_int("d", d)
-    m = d if m is None else v.positive_int("m", m)
+    P = validation.positive_int("P", P)
+    d = validation.positive_int("d", d)
+    m = d if m is None else validation.positive_int("m", m)
     return 3 * d * (P - 1) >= 2 * m

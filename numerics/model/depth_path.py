@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig, init_layer
 
 __all__ = ["SmoothPath", "StepPath", "random_smooth_path", "stack_from_path", "lipschitz_estimate"]
@@ -48,7 +48,7 @@ class StepPath:
     def __init__(self, thetas, jumps):
         self.thetas = list(thetas)
         self.breakpoints = tuple(
-            float(v.real("jump", j, low=0.0, high=1.0, low_open=True, high_open=True))
+            float(validation.real("jump", j, low=0.0, high=1.0, low_open=True, high_open=True))
             for j in jumps
         )
         if len(self.thetas) != len(self.breakpoints) + 1:
@@ -75,8 +75,8 @@ def random_smooth_path(
 
 def stack_from_path(config: ModelConfig, path, L: int, h: float | None = None) -> Model:
     """The ``L``-layer stack with layer ``l`` = ``θ(l/L)`` and depth step ``h`` (default ``1/L``)."""
-    L = v.positive_int("L", L)
-    h = 1.0 / L if h is None else v.real("h", h, low=0.0, low_open=True)
+    L = validation.positive_int("L", L)
+    h = 1.0 / L if h is None else validation.real("h", h, low=0.0, low_open=True)
     cfg = config.replace(h=h)
     return Model(cfg, tuple(path(l / L) for l in range(L)))
 
@@ -87,6 +87,6 @@ def lipschitz_estimate(path, n: int) -> float:
     For a C¹ path it converges to ``max_t ‖θ'(t)‖`` as ``n`` grows (doubling ``n`` leaves it nearly
     unchanged); a jump of size ``J`` makes it ``≥ n·J`` (doubling ``n`` doubles it).
     """
-    n = v.positive_int("n", n)
+    n = validation.positive_int("n", n)
     thetas = [path(k / n).to_vector() for k in range(n + 1)]
     return float(n * max(np.linalg.norm(b - a) for a, b in zip(thetas[:-1], thetas[1:])))

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.layer import check_state
 from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig
@@ -30,7 +30,7 @@ __all__ = ["FORMS", "coupling_rhs", "depth_rhs", "make_rhs"]
 
 def coupling_rhs(config: ModelConfig, params: LayerParams, X, eps: float, E=None) -> np.ndarray:
     """``(1/ε)(A(X) − I)X + R(X)`` for one parameter set. ``ε > 0`` is required."""
-    eps = v.real("eps", eps, low=0.0, low_open=True)
+    eps = validation.real("eps", eps, low=0.0, low_open=True)
     X = check_state(config, X)
     if not isinstance(params, LayerParams):
         raise TypeError(f"params must be LayerParams, got {type(params).__name__}")
@@ -56,7 +56,7 @@ def make_rhs(
         eps: timescale ratio ``ε > 0``; required for ``form="coupling"``.
         E: injection target (T×d); required when ``γ > 0``.
     """
-    v.choice("form", form, FORMS)
+    validation.choice("form", form, FORMS)
     if isinstance(theta, Model):
         cfg = theta.config
         params_at = theta.params_at
@@ -71,7 +71,7 @@ def make_rhs(
     if form == "coupling":
         if eps is None:
             raise ValueError("form='coupling' needs eps > 0")
-        eps = v.real("eps", eps, low=0.0, low_open=True)
+        eps = validation.real("eps", eps, low=0.0, low_open=True)
     if cfg.gamma:
         if E is None:
             raise ValueError("gamma > 0 needs the injection target E (T×d)")
@@ -100,7 +100,7 @@ def depth_rhs(
     config: ModelConfig | None = None,
 ) -> np.ndarray:
     """``dX/dt`` at one point ``(t, X)``; see :func:`make_rhs`."""
-    t = v.real("t", t)
+    t = validation.real("t", t)
     f = make_rhs(theta, form=form, eps=eps, E=E, config=config)
     cfg = theta.config if isinstance(theta, Model) else config
     if cfg is None:  # make_rhs has already rejected this; kept for the type checker

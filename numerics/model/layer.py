@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig
 
@@ -48,7 +48,7 @@ STATE_LIMIT = 1e150
 
 
 def check_state(cfg: ModelConfig, X, name: str = "X") -> np.ndarray:
-    X = v.finite_array(name, X, shape=(cfg.T, cfg.d))
+    X = validation.finite_array(name, X, shape=(cfg.T, cfg.d))
     big = np.abs(X).max(initial=0.0)
     if big >= STATE_LIMIT:
         raise ValueError(
@@ -73,7 +73,7 @@ def check_layer_params(cfg: ModelConfig, p) -> LayerParams:
 
 def check_model(model) -> Model:
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     return model
 
 
@@ -82,8 +82,8 @@ def check_model(model) -> Model:
 
 def rms_norm(X, eps: float = 1e-6) -> np.ndarray:
     """Row-wise RMS normalisation ``x / √(mean(x²) + eps)``."""
-    X = v.finite_array("X", X)
-    eps = v.real("eps", eps, low=0.0, low_open=True)
+    X = validation.finite_array("X", X)
+    eps = validation.real("eps", eps, low=0.0, low_open=True)
     return kernels.rms_norm(X, eps)
 
 
@@ -92,7 +92,7 @@ def masked_softmax(S, mask) -> np.ndarray:
 
     ``mask`` is a boolean array of the same shape with every row non-empty.
     """
-    S = v.finite_array("S", S, ndim=2)
+    S = validation.finite_array("S", S, ndim=2)
     mask = np.asarray(mask)
     if mask.dtype != bool or mask.shape != S.shape:
         raise ValueError(

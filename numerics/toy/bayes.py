@@ -38,7 +38,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.toy.data import (
     Emission,
     checked_distribution,
@@ -64,22 +64,22 @@ _LOG2PI = math.log(2.0 * math.pi)
 
 def _ar1_args(rho, tau, sigma, mu):
     return (
-        v.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True),
-        v.real("tau", tau, low=0.0, low_open=True),
-        v.real("sigma", sigma, low=0.0, low_open=True),
-        v.real("mu", mu),
+        validation.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True),
+        validation.real("tau", tau, low=0.0, low_open=True),
+        validation.real("sigma", sigma, low=0.0, low_open=True),
+        validation.real("mu", mu),
     )
 
 
 def _tokens(x, P):
-    x = v.finite_array("x", x, ndim=2)
-    N = v.divides(P, x.shape[1])
+    x = validation.finite_array("x", x, ndim=2)
+    N = validation.divides(P, x.shape[1])
     return x, N
 
 
 def _sums(sums, P):
-    P = v.positive_int("P", P)
-    S = v.finite_array("sums", sums, ndim=3)
+    P = validation.positive_int("P", P)
+    S = validation.finite_array("sums", sums, ndim=3)
     if S.shape[2] != P + 1:
         raise ValueError(
             f"sums must have shape (n_seq, N, P+1) = (…, …, {P + 1}) "
@@ -151,12 +151,12 @@ def kalman_pooled_filter(
 
 def kalman_predictive_logpdf(x, m, var, *, sigma: float = 1.0) -> np.ndarray:
     """``log N(x_t; m_t, v_t + σ²)`` elementwise: the log predictive density of each token."""
-    x = v.finite_array("x", x)
-    m = v.finite_array("m", m, shape=x.shape)
-    var = v.finite_array("var", var, shape=x.shape)
+    x = validation.finite_array("x", x)
+    m = validation.finite_array("m", m, shape=x.shape)
+    var = validation.finite_array("var", var, shape=x.shape)
     if np.any(var < 0):
         raise ValueError("var must be non-negative")
-    s = v.real("sigma", sigma, low=0.0, low_open=True)
+    s = validation.real("sigma", sigma, low=0.0, low_open=True)
     tot = var + s * s
     return -0.5 * (_LOG2PI + np.log(tot) + (x - m) ** 2 / tot)
 
@@ -172,8 +172,8 @@ def kalman_future_logpdf(
     """
     x, N = _tokens(x, P)
     rho, tau, sigma, mu = _ar1_args(rho, tau, sigma, mu)
-    m = v.finite_array("m", m, shape=x.shape)
-    var = v.finite_array("var", var, shape=x.shape)
+    m = validation.finite_array("m", m, shape=x.shape)
+    var = validation.finite_array("var", var, shape=x.shape)
     n, T = x.shape
     out = np.full((n, T, T), -np.inf)
     blk = np.arange(T) // P
@@ -230,7 +230,7 @@ def token_loglik(emission: Emission, x) -> np.ndarray:
     """``log p(x | z)`` for every state ``z``: shape ``x.shape + (K,)``."""
     if not isinstance(emission, Emission):
         raise TypeError(f"emission must be an Emission, got {type(emission).__name__}")
-    x = v.finite_array("x", x)
+    x = validation.finite_array("x", x)
     _check_emission_values(emission, x)
     return _token_loglik(emission, x)
 
@@ -302,8 +302,8 @@ def mean_loglik(emission: Emission, sums, k: int) -> np.ndarray:
     """
     if not isinstance(emission, Emission):
         raise TypeError(f"emission must be an Emission, got {type(emission).__name__}")
-    k = v.nonneg_int("k", k)
-    s = v.finite_array("sums", sums)
+    k = validation.nonneg_int("k", k)
+    s = validation.finite_array("sums", sums)
     if emission.family in ("poisson", "bernoulli") and k > 0:
         if (
             np.any(np.abs(s - np.round(s)) > 1e-6)
@@ -382,8 +382,8 @@ def hmm_pooled_filter(sums, P: int, emission: Emission, transition, initial=None
 
 def hmm_predictive_logpdf(emission: Emission, w, x) -> np.ndarray:
     """``log Σ_z w[..., z]·p(x | z)``: log predictive density of each token, shape ``x.shape``."""
-    x = v.finite_array("x", x)
-    w = v.finite_array("w", w, shape=x.shape + (emission.n_states,))
+    x = validation.finite_array("x", x)
+    w = validation.finite_array("w", w, shape=x.shape + (emission.n_states,))
     ll = token_loglik(emission, x)
     return logsumexp(ll, b=w, axis=-1)
 
@@ -397,7 +397,7 @@ def hmm_future_logpdf(emission: Emission, w, x, P: int, transition) -> np.ndarra
     x, N = _tokens(x, P)
     K = emission.n_states
     A = checked_transition(transition, K)
-    w = v.finite_array("w", w, shape=x.shape + (K,))
+    w = validation.finite_array("w", w, shape=x.shape + (K,))
     ll = token_loglik(emission, x)  # (n, T, K)
     n, T = x.shape
     powers = [np.eye(K)]

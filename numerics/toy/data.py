@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 
 __all__ = [
     "EXPONENTIAL_FAMILIES",
@@ -72,7 +72,7 @@ def _rng(seed) -> np.random.Generator:
 
 
 def _vector(name: str, value, *, low=None, high=None, open_=True) -> np.ndarray:
-    arr = v.finite_array(name, value, ndim=1)
+    arr = validation.finite_array(name, value, ndim=1)
     if arr.size == 0:
         raise ValueError(f"{name} must have at least one entry")
     if low is not None and np.any(arr <= low if open_ else arr < low):
@@ -111,7 +111,7 @@ class Emission:
     @classmethod
     def gaussian(cls, means, sigma: float = 1.0) -> Emission:
         m = _vector("means", means)
-        s = v.real("sigma", sigma, low=0.0, low_open=True)
+        s = validation.real("sigma", sigma, low=0.0, low_open=True)
         return cls("gaussian", (("means", m), ("sigma", np.array([s]))))
 
     @classmethod
@@ -135,7 +135,7 @@ class Emission:
     @classmethod
     def cauchy(cls, means, scale: float = 1.0) -> Emission:
         m = _vector("means", means)
-        s = v.real("scale", scale, low=0.0, low_open=True)
+        s = validation.real("scale", scale, low=0.0, low_open=True)
         return cls("cauchy", (("means", m), ("scale", np.array([s]))))
 
     @classmethod
@@ -210,7 +210,7 @@ def checked_transition(transition, K: int | None = None) -> np.ndarray:
     """``transition`` as a float array after checking it is a non-empty square row-stochastic
     matrix (rows summing to 1 within 1e-10) with ``K`` states if ``K`` is given; otherwise a
     ``ValueError`` naming what is wrong."""
-    A = v.finite_array("transition", transition, ndim=2)
+    A = validation.finite_array("transition", transition, ndim=2)
     if A.shape[0] != A.shape[1] or A.shape[0] == 0:
         raise ValueError(f"transition must be a non-empty square matrix, got shape {A.shape}")
     if K is not None and A.shape[0] != K:
@@ -228,7 +228,7 @@ def checked_transition(transition, K: int | None = None) -> np.ndarray:
 def checked_distribution(name: str, p, K: int) -> np.ndarray:
     """``p`` as a float array after checking it is a probability vector of length ``K``
     (non-negative, summing to 1 within 1e-10); otherwise a ``ValueError`` naming ``name``."""
-    p = v.finite_array(name, p, shape=(K,))
+    p = validation.finite_array(name, p, shape=(K,))
     if np.any(p < 0) or abs(p.sum() - 1.0) > 1e-10:
         raise ValueError(
             f"{name} must be a probability vector (non-negative, sum 1), got {p.tolist()}"
@@ -251,15 +251,15 @@ def stationary_distribution(transition) -> np.ndarray:
 
 def independent_transition(pi) -> np.ndarray:
     """``A = 1 πᵀ``: every row is ``π``, so the block states are i.i.d. (independent blocks)."""
-    p = v.finite_array("pi", pi, ndim=1)
+    p = validation.finite_array("pi", pi, ndim=1)
     p = checked_distribution("pi", p, p.size)
     return np.tile(p, (p.size, 1))
 
 
 def sticky_transition(K: int, stay: float) -> np.ndarray:
     """``A = stay·I + (1 − stay)/K·11ᵀ``: persistence ``stay ∈ [0, 1)`` (0 gives i.i.d. blocks)."""
-    K = v.positive_int("K", K)
-    s = v.real("stay", stay, low=0.0, high=1.0, high_open=True)
+    K = validation.positive_int("K", K)
+    s = validation.real("stay", stay, low=0.0, high=1.0, high_open=True)
     return s * np.eye(K) + (1.0 - s) / K * np.ones((K, K))
 
 
@@ -280,11 +280,13 @@ def gaussian_ar1_blocks(
     with standard normal ``ξ, ε``. ``corr(η_b, η_{b+j}) = ρ^j``. Requires ``|ρ| < 1``, ``τ > 0``,
     ``σ > 0``. ``latent`` holds ``η``.
     """
-    n_seq, N, P = (v.positive_int(k, val) for k, val in (("n_seq", n_seq), ("N", N), ("P", P)))
-    rho = v.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True)
-    tau = v.real("tau", tau, low=0.0, low_open=True)
-    sigma = v.real("sigma", sigma, low=0.0, low_open=True)
-    mu = v.real("mu", mu)
+    n_seq, N, P = (
+        validation.positive_int(k, val) for k, val in (("n_seq", n_seq), ("N", N), ("P", P))
+    )
+    rho = validation.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True)
+    tau = validation.real("tau", tau, low=0.0, low_open=True)
+    sigma = validation.real("sigma", sigma, low=0.0, low_open=True)
+    mu = validation.real("mu", mu)
     rng = _rng(seed)
     xi = rng.standard_normal((n_seq, N))
     eta = np.empty((n_seq, N))
@@ -304,7 +306,9 @@ def hmm_blocks(
     ``z_1 ~ initial`` (default: the stationary law of ``transition``), ``z_{b+1} | z_b ~
     transition[z_b]``; the ``P`` tokens of block ``b`` are i.i.d. ``emission`` given ``z_b``.
     """
-    n_seq, N, P = (v.positive_int(k, val) for k, val in (("n_seq", n_seq), ("N", N), ("P", P)))
+    n_seq, N, P = (
+        validation.positive_int(k, val) for k, val in (("n_seq", n_seq), ("N", N), ("P", P))
+    )
     if not isinstance(emission, Emission):
         raise TypeError(f"emission must be an Emission, got {type(emission).__name__}")
     K = emission.n_states
@@ -327,8 +331,8 @@ def hmm_blocks(
 
 def block_sums(x, P: int) -> np.ndarray:
     """Block sums ``S_b = Σ_k x_{b,k}``: ``(n_seq, T) → (n_seq, N)``."""
-    x = v.finite_array("x", x, ndim=2)
-    N = v.divides(P, x.shape[1])
+    x = validation.finite_array("x", x, ndim=2)
+    N = validation.divides(P, x.shape[1])
     return x.reshape(x.shape[0], N, P).sum(axis=2)
 
 
@@ -338,8 +342,8 @@ def running_sums(x, P: int) -> np.ndarray:
     Shape ``(n_seq, N, P+1)``; ``out[:, b, 0] = 0`` and ``out[:, b, P]`` is the block sum. The running
     mean of the current block after ``k`` tokens is ``out[:, b, k] / k``.
     """
-    x = v.finite_array("x", x, ndim=2)
-    N = v.divides(P, x.shape[1])
+    x = validation.finite_array("x", x, ndim=2)
+    N = validation.divides(P, x.shape[1])
     out = np.zeros((x.shape[0], N, P + 1))
     np.cumsum(x.reshape(x.shape[0], N, P), axis=2, out=out[:, :, 1:])
     return out

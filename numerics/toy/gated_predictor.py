@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.toy.data import gaussian_ar1_blocks, running_sums
 
 __all__ = [
@@ -86,12 +86,12 @@ class GatedToy:
     c: float = 1.0
 
     def __post_init__(self):
-        v.positive_int("P", self.P)
-        v.positive_int("N", self.N)
-        v.real("tau", self.tau, low=0.0, low_open=True)
-        v.real("sigma", self.sigma, low=0.0, low_open=True)
-        v.real("a", self.a, low=-1.0, high=1.0, low_open=True, high_open=True)
-        v.real("c", self.c)
+        validation.positive_int("P", self.P)
+        validation.positive_int("N", self.N)
+        validation.real("tau", self.tau, low=0.0, low_open=True)
+        validation.real("sigma", self.sigma, low=0.0, low_open=True)
+        validation.real("a", self.a, low=-1.0, high=1.0, low_open=True, high_open=True)
+        validation.real("c", self.c)
 
     @property
     def T(self) -> int:
@@ -120,7 +120,7 @@ def _fast(toy: GatedToy, sums: np.ndarray) -> np.ndarray:
 
 def fast_estimate(toy: GatedToy, x) -> np.ndarray:
     """``f_{b,k} = S_{b,k}/(k + σ²/τ²)``, shape ``(n_seq, N, P)``: the fast within-block part."""
-    x = v.finite_array("x", x, shape=(None, toy.T))
+    x = validation.finite_array("x", x, shape=(None, toy.T))
     return _fast(toy, running_sums(x, toy.P))
 
 
@@ -132,7 +132,7 @@ def _block_terms(toy: GatedToy, x: np.ndarray):
 
 def empirical_moments(toy: GatedToy, x) -> Moments:
     """The moments of :class:`Moments` averaged over the sequences of ``x`` (``(n_seq, T)``)."""
-    x = v.finite_array("x", x, shape=(None, toy.T))
+    x = validation.finite_array("x", x, shape=(None, toy.T))
     n = x.shape[0]
     R, Qb, yb = _block_terms(toy, x)
     return Moments(float(Qb.sum() / (n * toy.T)), yb.T @ yb / n, R.T @ yb / n, float(n))
@@ -152,7 +152,7 @@ def sampled_moments(toy: GatedToy, n: int, rho: float, seeds) -> list[Moments]:
 def fast_risk_standard_error(toy: GatedToy, x) -> float:
     """The standard error of the fast-only empirical risk on the sequences of ``x``: the SD over
     sequences of their mean squared error per token, over ``√n``."""
-    x = v.finite_array("x", x, shape=(None, toy.T))
+    x = validation.finite_array("x", x, shape=(None, toy.T))
     per_seq = ((x.reshape(-1, toy.N, toy.P) - fast_estimate(toy, x)) ** 2).mean(axis=(1, 2))
     return float(per_seq.std(ddof=1) / np.sqrt(per_seq.size))
 
@@ -163,7 +163,7 @@ def population_moments(toy: GatedToy, rho: float) -> Moments:
     ``D`` is given below the diagonal only (the slow state never reads the current block); its
     diagonal and upper part are set to zero because ``M`` is strictly lower triangular.
     """
-    rho = v.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True)
+    rho = validation.real("rho", rho, low=-1.0, high=1.0, low_open=True, high_open=True)
     lam, tau2 = toy.lam, toy.tau**2
     b = np.arange(toy.N)
     lag = np.abs(b[:, None] - b[None, :]).astype(np.float64)
@@ -234,8 +234,8 @@ def per_sequence_gate_gradient(toy: GatedToy, x, w: float) -> np.ndarray:
     At ``g = 0`` the slow state vanishes, so ``∂R_i/∂g = −(2/T)·Σ_{b,b'} (∂M/∂g)_{bb'} R_{ib} ȳ_{ib'}``.
     The z-score of their mean tests ``∂R/∂g = 0``.
     """
-    x = v.finite_array("x", x, shape=(None, toy.T))
-    w = v.real("w", w)
+    x = validation.finite_array("x", x, shape=(None, toy.T))
+    w = validation.real("w", w)
     R, _, yb = _block_terms(toy, x)
     Mg = slow_matrix(toy, 0.0, w)[1]
     return -2.0 / toy.T * np.einsum("ib,bc,ic->i", R, Mg, yb)
@@ -248,7 +248,7 @@ def min_slow_risk(toy: GatedToy, mom: Moments, g: float) -> tuple[float, float]:
     ``B = ⟨M₁, D⟩/T`` and ``E = P·tr(M₁CM₁ᵀ)/T``; the minimum is ``Q − B²/E`` (``Q`` if ``E = 0``,
     e.g. at ``g = 0``).
     """
-    g = v.real("g", g)
+    g = validation.real("g", g)
     M1 = slow_matrix(toy, g, 1.0)[0]
     B = float(np.sum(M1 * mom.D)) / toy.T
     E = toy.P * float(np.sum((M1 @ mom.C) * M1)) / toy.T
@@ -302,11 +302,11 @@ def train(
     (with ``w0 = 0`` the slow channel is off: the *frozen* ablation). Moments with a leading batch
     axis (:func:`stack_moments`) train a batch of independent models at once.
     """
-    lr = v.real("lr", lr, low=0.0, low_open=True)
-    steps = v.nonneg_int("steps", steps)
+    lr = validation.real("lr", lr, low=0.0, low_open=True)
+    steps = validation.nonneg_int("steps", steps)
     batch = np.shape(mom.Q)
-    g = np.full(batch, v.real("g0", g0))
-    w = np.full(batch, v.real("w0", w0))
+    g = np.full(batch, validation.real("g0", g0))
+    w = np.full(batch, validation.real("w0", w0))
     hist = np.empty((steps + 1,) + batch)
     r = hist[0] = risk(toy, mom, g, w)
     stable = np.abs(toy.a + g * toy.c) < 1.0

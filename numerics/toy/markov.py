@@ -40,8 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from fastslow.numerics import lapack
-from fastslow.numerics import validation as v
+from fastslow.numerics import lapack, validation
 from fastslow.numerics.model import kernels
 from fastslow.numerics.model.layer import check_layer_params, check_state
 
@@ -85,8 +84,8 @@ EXAMPLE_CHAINS = (2, 3)
 
 
 def _as_column(Q, convention: str) -> np.ndarray:
-    v.choice("convention", convention, CONVENTIONS)
-    Q = v.finite_array("Q", Q, ndim=2)
+    validation.choice("convention", convention, CONVENTIONS)
+    Q = validation.finite_array("Q", Q, ndim=2)
     if Q.shape[0] != Q.shape[1] or Q.shape[0] < 1:
         raise ValueError(f"Q must be a non-empty square matrix, got shape {Q.shape}")
     return Q if convention == "column" else Q.T
@@ -128,7 +127,7 @@ def check_generator(Q, convention: str = "column", atol: float = 1e-12) -> np.nd
     ``atol`` is absolute, scaled by ``max(1, max |Q|)``.
     """
     Qc = _as_column(Q, convention)
-    atol = v.real("atol", atol, low=0.0)
+    atol = validation.real("atol", atol, low=0.0)
     tol = atol * max(1.0, float(np.abs(Qc).max()))
     n = Qc.shape[0]
     off = ~np.eye(n, dtype=bool)
@@ -348,10 +347,10 @@ def _assemble(n: int, entries: list) -> np.ndarray:
 
 
 def _check_example(n, y) -> tuple[int, float]:
-    n = v.positive_int("n", n)
+    n = validation.positive_int("n", n)
     if n not in EXAMPLE_CHAINS:
         raise ValueError(f"example chains exist for n in {EXAMPLE_CHAINS}, got n={n}")
-    return n, v.real("y", y)
+    return n, validation.real("y", y)
 
 
 def example_generator(n: int, y: float) -> np.ndarray:
@@ -382,7 +381,7 @@ def stationary_derivative(Q, dQ, require_generator: bool = True) -> np.ndarray:
     ``require_generator=False`` accepts any ``Q`` with a one-dimensional null space whose
     ``∂_y Q`` has zero column sums (the formula holds for such ``Q``; a negative control)."""
     p = _equilibrium(Q, require_generator)
-    dQ = v.finite_array("dQ", dQ, shape=np.shape(Q))
+    dQ = validation.finite_array("dQ", dQ, shape=np.shape(Q))
     return zero_sum_solve(Q, -dQ @ p)
 
 
@@ -396,7 +395,7 @@ class SlowField(NamedTuple):
 
 def linear_slow_field(c) -> SlowField:
     """The example slow field ``g = −y + cᵀx + sin t`` (gradient ``(c, −1)``)."""
-    c = v.finite_array("c", c, ndim=1)
+    c = validation.finite_array("c", c, ndim=1)
     return SlowField(lambda y, x, t: -y + c @ x + np.sin(t), lambda y, x, t: (c, -1.0))
 
 
@@ -405,7 +404,7 @@ def as_slow_field(slow, n: int) -> SlowField:
     ``−y + cᵀx + sin t``."""
     if isinstance(slow, SlowField):
         return slow
-    return linear_slow_field(v.finite_array("c", slow, shape=(n,)))
+    return linear_slow_field(validation.finite_array("c", slow, shape=(n,)))
 
 
 def first_order_correction(
@@ -416,7 +415,7 @@ def first_order_correction(
     :class:`SlowField` or the coupling ``c`` of ``g = −y + cᵀx + sin t``;
     ``require_generator`` as in :func:`stationary_derivative`."""
     p = _equilibrium(Q, require_generator)
-    g0 = as_slow_field(slow, p.size).value(v.real("y", y), p, v.real("t", t))
+    g0 = as_slow_field(slow, p.size).value(validation.real("y", y), p, validation.real("t", t))
     return zero_sum_solve(Q, stationary_derivative(Q, dQ, require_generator) * g0)
 
 
@@ -491,8 +490,8 @@ def example_chain(n: int, kind: str = "irreducible", defect: float = 1.0) -> Exa
     * ``not_generator_sign``: one negative jump rate, mass conserved.
     """
     n = _check_example(n, 0.0)[0]
-    v.choice("kind", kind, CHAIN_KINDS)
-    defect = v.real("defect", defect, low=0.0, low_open=True)
+    validation.choice("kind", kind, CHAIN_KINDS)
+    defect = validation.real("defect", defect, low=0.0, low_open=True)
     c = np.arange(n, dtype=float)
     if kind == "irreducible":
         return ExampleChain(
@@ -578,16 +577,16 @@ def integrate_coupled(
     :class:`DeadlineExceeded` (with the time and the evaluations so far), so that a run whose cost
     nobody could estimate beforehand (a stiff slow field) ends with its caller's time budget.
     """
-    eps = v.real("eps", eps, low=0.0, low_open=True)
-    v.choice("method", method, ("Radau", "BDF", "LSODA"))
-    x0 = v.finite_array("x0", x0, ndim=1)
-    y0 = v.real("y0", y0)
+    eps = validation.real("eps", eps, low=0.0, low_open=True)
+    validation.choice("method", method, ("Radau", "BDF", "LSODA"))
+    x0 = validation.finite_array("x0", x0, ndim=1)
+    y0 = validation.real("y0", y0)
     n = x0.size
     slow = as_slow_field(slow, n)
-    t_eval = v.finite_array("t_eval", t_eval, ndim=1)
+    t_eval = validation.finite_array("t_eval", t_eval, ndim=1)
     if t_eval.size < 2 or np.any(np.diff(t_eval) <= 0):
         raise ValueError("t_eval must be strictly increasing with at least 2 points")
-    Q0 = v.finite_array("generator(y0)", generator(y0), shape=(n, n))
+    Q0 = validation.finite_array("generator(y0)", generator(y0), shape=(n, n))
     if require_generator:
         check_generator(Q0)
 
@@ -668,7 +667,7 @@ def attention_mixing_operator(config, params, X, kind: str = "frozen") -> np.nda
     ``convention="row"``): off-diagonal ``M ≥ 0`` and ``M 1 = 1``. Small ``T·d`` only (dense).
     """
 
-    v.choice("kind", kind, ("frozen", "linearised"))
+    validation.choice("kind", kind, ("frozen", "linearised"))
     p = check_layer_params(config, params)
     X = check_state(config, X)
     T, d = X.shape

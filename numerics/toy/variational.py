@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 
 __all__ = [
     "PARAM_NAMES",
@@ -40,10 +40,10 @@ PARAM_NAMES = ("W1", "b1", "W2", "b2")
 def init_mlp(width: int, n_out: int, seed, n_in: int = 1, scale: float = 1.0) -> dict:
     """Gaussian weights of standard deviation ``scale/√fan_in``, zero biases except ``b1``
     (uniform in ``[−scale, scale]`` so that tanh units split the input range)."""
-    width = v.positive_int("width", width)
-    n_out = v.positive_int("n_out", n_out)
-    n_in = v.positive_int("n_in", n_in)
-    scale = v.real("scale", scale, low=0.0)
+    width = validation.positive_int("width", width)
+    n_out = validation.positive_int("n_out", n_out)
+    n_in = validation.positive_int("n_in", n_in)
+    scale = validation.real("scale", scale, low=0.0)
     rng = np.random.default_rng(seed)
     return {
         "W1": rng.standard_normal((n_in, width)) * scale * 2.0 / np.sqrt(n_in),
@@ -63,7 +63,7 @@ def _forward(params: dict, U: np.ndarray):
 
 
 def _inputs(Y) -> np.ndarray:
-    Y = v.finite_array("Y", Y)
+    Y = validation.finite_array("Y", Y)
     return Y.reshape(-1, 1) if Y.ndim == 1 else Y
 
 
@@ -75,7 +75,7 @@ def mlp_probs(params: dict, Y) -> np.ndarray:
 def kl_loss_and_grad(params: dict, Y, P) -> tuple[float, dict]:
     """Mean KL divergence ``(1/B) Σ_b KL(P_b ‖ φ_θ(Y_b))`` and its gradient (analytic backprop)."""
     U = _inputs(Y)
-    P = v.finite_array("P", P, shape=(U.shape[0], params["W2"].shape[1]))
+    P = validation.finite_array("P", P, shape=(U.shape[0], params["W2"].shape[1]))
     return _kl_loss_and_grad(params, U, P)
 
 
@@ -108,12 +108,12 @@ def train(
     ``{"loss": loss before each step, "snapshots": {step: params after that many steps}}`` for the
     steps listed in ``record`` (0 records the initial parameters).
     """
-    steps = v.nonneg_int("steps", steps)
-    lr = v.real("lr", lr, low=0.0, low_open=True)
-    ratio = v.real("final_lr_ratio", final_lr_ratio, low=0.0, high=1.0)
+    steps = validation.nonneg_int("steps", steps)
+    lr = validation.real("lr", lr, low=0.0, low_open=True)
+    ratio = validation.real("final_lr_ratio", final_lr_ratio, low=0.0, high=1.0)
     b1, b2 = betas
     U = _inputs(Y)
-    P = v.finite_array("P", P, shape=(U.shape[0], np.shape(params["W2"])[1]))
+    P = validation.finite_array("P", P, shape=(U.shape[0], np.shape(params["W2"])[1]))
     # one flat vector with views per parameter: Adam updates the whole vector at once
     shapes = {k: np.shape(params[k]) for k in PARAM_NAMES}
     sizes = [int(np.prod(shapes[k])) for k in PARAM_NAMES]
@@ -145,7 +145,7 @@ def train(
 def approximation_error(params: dict, Y, P) -> dict:
     """``mean_kl``, ``max_kl`` and ``max_tv = max_b ½‖P_b − φ_θ(Y_b)‖₁`` on the grid ``(Y, P)``."""
     U = _inputs(Y)
-    P = v.finite_array("P", P, shape=(U.shape[0], params["W2"].shape[1]))
+    P = validation.finite_array("P", P, shape=(U.shape[0], params["W2"].shape[1]))
     _, logq = _forward(params, U)
     kl = xlogy(P, P).sum(axis=1) - (P * logq).sum(axis=1)
     tv = 0.5 * np.abs(P - np.exp(logq)).sum(axis=1)

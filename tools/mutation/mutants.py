@@ -617,7 +617,7 @@ def environment(root: Path, cache: Path) -> dict:
 def imported_from(root: Path, env: dict) -> Path:
     """Where ``fastslow.verify.claim`` is imported from with ``env`` (must be inside ``root``)."""
     out = subprocess.run(
-        [sys.executable, "-c", "import fastslow.verify.claim as c; print(c.__file__)"],
+        [sys.executable, "-c", "import fastslow.verify.claim as claim; print(claim.__file__)"],
         cwd=root,
         env=env,
         capture_output=True,

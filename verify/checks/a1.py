@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
+from fastslow.numerics.model.layer import slow_path, stack, stack_trajectory
+from fastslow.numerics.model.weights import Model, ModelConfig, init_model, spread_gates
 
 from ..against_reference import layer_part
 from ..claim import Claim, Conclusion, Control
 from ..model_params import model_params
 from ..params import Param
-from ..reference import layer as ref
+from ..reference import layer as reference_layer
 from ..systems import DepthFlow
 from ..verdict import Diagnostic
 
@@ -42,29 +43,29 @@ from ..verdict import Diagnostic
 
 
 def dependence_matrix(
-    model: nm.Model, X0: np.ndarray, rng: np.random.Generator, size: float = 1.0
+    model: Model, X0: np.ndarray, rng: np.random.Generator, size: float = 1.0
 ) -> np.ndarray:
     """``dep[t, s] = max_j |out_t(X0 + δ e_s) − out_t(X0)|_j`` for one random row ``δ`` per ``s``."""
-    base = nm.stack(model, X0)
+    base = stack(model, X0)
     T = X0.shape[0]
     dep = np.zeros((T, T))
     for s in range(T):
         X = X0.copy()
         X[s] += size * rng.standard_normal(X0.shape[1])
-        dep[:, s] = np.abs(nm.stack(model, X) - base).max(axis=1)
+        dep[:, s] = np.abs(stack(model, X) - base).max(axis=1)
     return dep
 
 
-def slow_token_mask(cfg: nm.ModelConfig) -> np.ndarray:
+def slow_token_mask(cfg: ModelConfig) -> np.ndarray:
     """``M[t, s]``: token ``t``'s slow input may read token ``s`` (the reference's block-level slow
     mask composed with its one-block shift ``U_c`` and block pooling)."""
-    return ref.slow_token_mask(cfg.slow_mask, cfg.T, cfg.P)
+    return reference_layer.slow_token_mask(cfg.slow_mask, cfg.T, cfg.P)
 
 
-def fast_mask(cfg: nm.ModelConfig) -> np.ndarray:
+def fast_mask(cfg: ModelConfig) -> np.ndarray:
     """The fast mask: a named one from the reference's definition, a user array as given."""
     if isinstance(cfg.mask, str):
-        return ref.named_mask(cfg.mask, cfg.T, cfg.P)
+        return reference_layer.named_mask(cfg.mask, cfg.T, cfg.P)
     return np.asarray(cfg.mask, dtype=bool)
 
 
@@ -78,15 +79,15 @@ class Instance:
         w_seed, x_seed, d_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
         if system is None:
-            self.cfg = nm.ModelConfig.from_params(p)
-            model = nm.init_model(
+            self.cfg = ModelConfig.from_params(p)
+            model = init_model(
                 self.cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"]
             )
             gate, L = p["gate"], p["L"]
         else:
             self.cfg, model, gate, L = system.config, system.model(), system.gate, system.L
         # a different non-zero gate per layer, of magnitude ~ gate
-        gates = nm.spread_gates(gate, 0.5, L, np.random.default_rng(g_seed))
+        gates = spread_gates(gate, 0.5, L, np.random.default_rng(g_seed))
         self.model = model.with_gates(gates)
         self.gates = gates
         self.X0 = np.random.default_rng(x_seed).standard_normal((self.cfg.T, self.cfg.d))
@@ -96,12 +97,12 @@ class Instance:
 # --------------------------------------------------------------------------- hypotheses
 
 
-def fast_future_entries(cfg: nm.ModelConfig) -> int:
+def fast_future_entries(cfg: ModelConfig) -> int:
     """The number of fast-mask entries ``(t, s)`` with ``s > t`` (:func:`fast_mask`)."""
     return int(np.triu(fast_mask(cfg), k=1).sum())
 
 
-def slow_late_entries(cfg: nm.ModelConfig) -> int:
+def slow_late_entries(cfg: ModelConfig) -> int:
     """The number of slow token-mask entries ``(t, s)`` with ``s`` at or after the start of
     ``t``'s block (:func:`slow_token_mask`)."""
     slow = slow_token_mask(cfg)
@@ -141,15 +142,15 @@ def leak_figures(dep: np.ndarray) -> dict:
     }
 
 
-def slow_input_spread(model: nm.Model, X0: np.ndarray) -> tuple[float, float]:
+def slow_input_spread(model: Model, X0: np.ndarray) -> tuple[float, float]:
     """Along the trajectory from ``X0``: the largest spread of the slow input within a block
     (``max |Slow_l(X_l)_t − Slow_l(X_l)_{first token of t's block}|``) and the largest slow input
     of the first block, over all layers."""
     cfg = model.config
-    traj = nm.stack_trajectory(model, X0)
+    traj = stack_trajectory(model, X0)
     within, first_block = 0.0, 0.0
     for l, lp in enumerate(model.layers):
-        S = nm.slow_path(cfg, lp, traj[l]).reshape(cfg.N, cfg.P, cfg.d)
+        S = slow_path(cfg, lp, traj[l]).reshape(cfg.N, cfg.P, cfg.d)
         within = max(within, float(np.abs(S - S[:, :1]).max()))
         first_block = max(first_block, float(np.abs(S[0]).max()))
     return within, first_block

@@ -20,7 +20,7 @@ Checked by:
   ``== 0.0`` (tolerance 0). At ``g = 0`` the slow path's reverse sweep starts from ``g·h·G = 0``
   and stays exactly zero;
 * the gate identity: ``∂L/∂X_{l+1}`` from the reverse sweep of the tail model (layers ``l+1 …``)
-  started at ``X_{l+1}``, ``Slow_l(X_l)`` from the public forward :func:`numerics.slow_path`,
+  started at ``X_{l+1}``, ``Slow_l(X_l)`` from the public forward :func:`numerics.model.layer.slow_path`,
   against the gate entry of the full reverse sweep (tolerance 0 by construction of the same
   arithmetic; reported as a relative difference);
 * the gate gradient against a Richardson-extrapolated central difference in ``g_l``,
@@ -60,8 +60,16 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics.model.autodiff import stack_vjp
+from fastslow.numerics.model.layer import slow_path, stack, stack_trajectory
+from fastslow.numerics.model.weights import (
+    FAST_WEIGHTS,
+    SLOW_WEIGHTS,
+    Model,
+    ModelConfig,
+    init_model,
+    spread_gates,
+)
 
 from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
@@ -96,7 +104,7 @@ def layer_gates(p: dict, rng: np.random.Generator) -> np.ndarray:
     ``u_l`` uniform in ``[−1, 1]`` (``gate_spread = 0``: one common gate)."""
     if p["gate"] == 0:
         return np.zeros(p["L"])
-    return nm.spread_gates(p["gate"], p["gate_spread"], p["L"], rng)
+    return spread_gates(p["gate"], p["gate_spread"], p["L"], rng)
 
 
 class Instance:
@@ -109,8 +117,8 @@ class Instance:
     def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, c_seed, g_seed, s_seed = np.random.SeedSequence(seed).spawn(5)
         if system is None:
-            cfg = nm.ModelConfig.from_params(p, slow=True)
-            model = nm.init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
+            cfg = ModelConfig.from_params(p, slow=True)
+            model = init_model(cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"])
             self.gates = layer_gates(p, np.random.default_rng(g_seed))
         else:
             model = system.model()
@@ -119,33 +127,33 @@ class Instance:
             self.gates = np.array([lp.g for lp in model.layers], dtype=float)
         self.p, self.cfg = p, cfg
         self.model = model.with_gates(self.gates)
-        self.fast = nm.Model(cfg.replace(slow=False), self.model.layers)
+        self.fast = Model(cfg.replace(slow=False), self.model.layers)
         self.X0 = np.random.default_rng(x_seed).standard_normal((cfg.T, cfg.d))
         self.E = self.X0.copy() if cfg.gamma else None
         self.C = np.random.default_rng(c_seed).standard_normal((cfg.T, cfg.d))
         self.slow_rng = np.random.default_rng(s_seed)
 
-    def loss(self, model: nm.Model) -> float:
+    def loss(self, model: Model) -> float:
         """The loss of ``model``'s output on the instance's input."""
-        return loss_and_cotangent(nm.stack(model, self.X0, self.E), self.C, self.p["quad"])[0]
+        return loss_and_cotangent(stack(model, self.X0, self.E), self.C, self.p["quad"])[0]
 
 
 # --------------------------------------------------------------------------- conclusion parts
 
 
-def slow_weights_moved(inst: Instance) -> nm.Model:
+def slow_weights_moved(inst: Instance) -> Model:
     """The model with every slow weight moved by a Gaussian matrix of standard deviation
     ``slow_scale`` (the gates unchanged)."""
     cfg, scale = inst.cfg, inst.p["slow_scale"]
     moved = []
     for lp in inst.model.layers:
         q = lp.copy()
-        for name in nm.SLOW_WEIGHTS:
+        for name in SLOW_WEIGHTS:
             setattr(
                 q, name, getattr(q, name) + scale * inst.slow_rng.standard_normal((cfg.d, cfg.d))
             )
         moved.append(q)
-    return nm.Model(cfg, moved)
+    return Model(cfg, moved)
 
 
 def gradients(inst: Instance, G_L: np.ndarray) -> dict:
@@ -153,23 +161,23 @@ def gradients(inst: Instance, G_L: np.ndarray) -> dict:
     (flattened, layer by layer) and the gate gradients."""
     _, grads = stack_vjp(inst.model, inst.X0, G_L, E=inst.E)
     return {
-        "slow": np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.SLOW_WEIGHTS]),
-        "fast": np.concatenate([getattr(gr, n).ravel() for gr in grads for n in nm.FAST_WEIGHTS]),
+        "slow": np.concatenate([getattr(gr, n).ravel() for gr in grads for n in SLOW_WEIGHTS]),
+        "fast": np.concatenate([getattr(gr, n).ravel() for gr in grads for n in FAST_WEIGHTS]),
         "gate": np.array([gr.g for gr in grads]),
     }
 
 
-def gate_gradient_identity(model: nm.Model, traj: np.ndarray, G_L: np.ndarray, E) -> np.ndarray:
+def gate_gradient_identity(model: Model, traj: np.ndarray, G_L: np.ndarray, E) -> np.ndarray:
     """``h·⟨∂L/∂X_{l+1}, Slow_l(X_l)⟩`` for every layer, from tail reverse sweeps."""
     cfg, L = model.config, model.L
     out = np.empty(L)
     for l in range(L):
         if l + 1 < L:
-            tail = nm.Model(cfg, model.layers[l + 1 :])
+            tail = Model(cfg, model.layers[l + 1 :])
             G_next, _ = stack_vjp(tail, traj[l + 1], G_L, E=E)
         else:
             G_next = G_L
-        out[l] = cfg.h * float(np.vdot(G_next, nm.slow_path(cfg, model.layers[l], traj[l])))
+        out[l] = cfg.h * float(np.vdot(G_next, slow_path(cfg, model.layers[l], traj[l])))
     return out
 
 
@@ -179,7 +187,7 @@ def gate_fd_steps(inst: Instance, traj: np.ndarray) -> np.ndarray:
     cfg, layers = inst.cfg, inst.model.layers
     return np.array(
         [
-            inst.p["fd_step"] / max(1.0, float(np.abs(nm.slow_path(cfg, layers[l], traj[l])).max()))
+            inst.p["fd_step"] / max(1.0, float(np.abs(slow_path(cfg, layers[l], traj[l])).max()))
             for l in range(inst.p["L"])
         ]
     )
@@ -207,7 +215,7 @@ def gate_stencil_smooth(inst: Instance) -> Diagnostic:
     """σ is smooth on the gate finite differences' stencil: for relu, no MLP pre-activation
     changes sign when gate ``g_l`` moves by ``±δ_l`` (:func:`gate_fd_steps`)."""
     L = inst.p["L"]
-    steps = gate_fd_steps(inst, nm.stack_trajectory(inst.model, inst.X0, inst.E))
+    steps = gate_fd_steps(inst, stack_trajectory(inst.model, inst.X0, inst.E))
     stencil = [
         (inst.model.with_gates(inst.gates + s * steps[l] * np.eye(L)[l]), inst.X0)
         for l in range(L)
@@ -236,14 +244,14 @@ def measure_gate(inst: Instance) -> dict:
     the loss before and after moving every slow weight, the gradients, the gate identity and the
     gate gradient's finite differences with their rounding floors."""
     p, model, X0, E = inst.p, inst.model, inst.X0, inst.E
-    traj = nm.stack_trajectory(model, X0, E)
+    traj = stack_trajectory(model, X0, E)
     out = traj[-1]
     loss, G_L = loss_and_cotangent(out, inst.C, p["quad"])
     grads = gradients(inst, G_L)
     fd, steps = gate_gradient_fd(inst, traj)
     return {
         "out": out,
-        "out_fast": nm.stack(inst.fast, X0, E),
+        "out_fast": stack(inst.fast, X0, E),
         "loss": loss,
         "loss_moved": inst.loss(slow_weights_moved(inst)),
         "grads": grads,

@@ -13,7 +13,7 @@ Claim (our formalisation):
      reported cancellation factor ``κ = √n·Π‖J_l‖₂ / ‖Π J_l‖_F``; ``κ`` is ≈ 10–150 on generic
      instances but can reach 1e5 at d = 2 with the norm on (rank-deficient norm Jacobians), where
      the plain relative difference is legitimately ≈ 1e-12;
-   * Richardson-extrapolated central differences of :func:`numerics.stack` with step
+   * Richardson-extrapolated central differences of :func:`numerics.model.layer.stack` with step
      ``δ = fd_step/max(1, ‖J_{L−1}⋯J_0‖₂)`` (the output moves by about ``fd_step`` whatever the
      expansion of the stack): ``‖product − FD‖_F ≤ 1e-6·‖product‖_F + floor``, where ``floor`` is
      the rounding floor of the difference quotient (each layer's rounding ``u·m_l`` of its largest
@@ -75,11 +75,12 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics.analysis.fixed_points import tied_fixed_point
 from fastslow.numerics.analysis.stability import layer_jacobian
 from fastslow.numerics.lapack import svdvals
 from fastslow.numerics.model.autodiff import stack_jvp, stack_vjp
+from fastslow.numerics.model.layer import attention, mlp, slow_path, stack, stack_trajectory
+from fastslow.numerics.model.weights import Model, ModelConfig, init_model, spread_gates
 
 from ..claim import Claim, Conclusion, Control
 from ..diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
@@ -125,28 +126,28 @@ def basis(cfg, k: int) -> np.ndarray:
     return e.reshape(cfg.T, cfg.d)
 
 
-def stack_jacobian_forward(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
+def stack_jacobian_forward(model: Model, X0: np.ndarray, E) -> np.ndarray:
     """Dense ``∂X_L/∂X_0`` from :func:`stack_jvp` on basis vectors."""
     cfg, n = model.config, model.config.T * model.config.d
     cols = [stack_jvp(model, X0, basis(cfg, k), E=E)[1].ravel() for k in range(n)]
     return np.column_stack(cols)
 
 
-def stack_jacobian_reverse(model: nm.Model, X0: np.ndarray, E) -> np.ndarray:
+def stack_jacobian_reverse(model: Model, X0: np.ndarray, E) -> np.ndarray:
     """Dense ``∂X_L/∂X_0`` from :func:`stack_vjp` on basis cotangents (one row each)."""
     cfg, n = model.config, model.config.T * model.config.d
     rows = [stack_vjp(model, X0, basis(cfg, k), E=E)[0].ravel() for k in range(n)]
     return np.vstack(rows)
 
 
-def stack_jacobian_fd(model: nm.Model, X0: np.ndarray, E, step: float) -> np.ndarray:
-    """Dense ``∂X_L/∂X_0`` by Richardson-extrapolated central differences of :func:`numerics.stack`
+def stack_jacobian_fd(model: Model, X0: np.ndarray, E, step: float) -> np.ndarray:
+    """Dense ``∂X_L/∂X_0`` by Richardson-extrapolated central differences of :func:`numerics.model.layer.stack`
     (``E`` fixed), one basis direction per column: truncation ``O(step⁴)`` (rows of small RMS make
     the norm strongly curved)."""
     cfg, n = model.config, model.config.T * model.config.d
 
     def out(X):
-        return nm.stack(model, X, E)
+        return stack(model, X, E)
 
     cols = [richardson_difference(out, X0, basis(cfg, k), step).ravel() for k in range(n)]
     return np.column_stack(cols)
@@ -164,7 +165,7 @@ def prefix_products(Js: list) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def weights_tied(model: nm.Model) -> bool:
+def weights_tied(model: Model) -> bool:
     """Every layer's parameters (weights and gate) equal layer 0's, entry for entry."""
     first = model.layers[0].to_vector()
     return all(np.array_equal(lp.to_vector(), first) for lp in model.layers[1:])
@@ -178,7 +179,7 @@ def layer_gates(p: dict, rng: np.random.Generator):
     uniform in ``[−1, 1]``."""
     if p["tied"]:
         return p["gate"]
-    return nm.spread_gates(p["gate"], p["gate_spread"], p["L"], rng)
+    return spread_gates(p["gate"], p["gate_spread"], p["L"], rng)
 
 
 def fixed_point_target(p: dict, rng: np.random.Generator) -> np.ndarray:
@@ -207,8 +208,8 @@ class Instance:
     def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, e_seed, g_seed = np.random.SeedSequence(seed).spawn(4)
         if system is None:
-            cfg = nm.ModelConfig.from_params(p)
-            model = nm.init_model(
+            cfg = ModelConfig.from_params(p)
+            model = init_model(
                 cfg, p["L"], w_seed, tied=p["tied"], scale=p["scale"], slow_scale=p["slow_scale"]
             )
             model = model.with_gates(layer_gates(p, np.random.default_rng(g_seed)))
@@ -229,7 +230,7 @@ class Instance:
         elif p["target"] == "random":
             E = np.random.default_rng(e_seed).standard_normal((cfg.T, cfg.d))
         self.X0, self.E = X0, E
-        self.traj = nm.stack_trajectory(model, X0, E)
+        self.traj = stack_trajectory(model, X0, E)
         self.Js = [layer_jacobian(cfg, lp, self.traj[l], E) for l, lp in enumerate(model.layers)]
 
 
@@ -272,23 +273,23 @@ def fixed_point_diagnostic(inst: Instance) -> Diagnostic:
 # --------------------------------------------------------------------------- conclusion parts
 
 
-def layer_magnitude(model: nm.Model, l: int, X: np.ndarray, E) -> float:
+def layer_magnitude(model: Model, l: int, X: np.ndarray, E) -> float:
     """The largest intermediate of layer ``l`` at ``X``: the state, and ``h·`` each term of ``F``
     (the terms can cancel in the sum, e.g. at a fixed point, but each one is rounded)."""
     cfg, p = model.config, model.layers[l]
     terms = [
         np.abs(X).max(),
-        cfg.h * np.abs(nm.attention(cfg, p, X)).max(),
-        cfg.h * np.abs(nm.mlp(cfg, p, X)).max(),
+        cfg.h * np.abs(attention(cfg, p, X)).max(),
+        cfg.h * np.abs(mlp(cfg, p, X)).max(),
     ]
     if cfg.slow:
-        terms.append(cfg.h * abs(p.g) * np.abs(nm.slow_path(cfg, p, X)).max())
+        terms.append(cfg.h * abs(p.g) * np.abs(slow_path(cfg, p, X)).max())
     if cfg.gamma:
         terms.append(cfg.h * cfg.gamma * (np.abs(E).max() + np.abs(X).max()))
     return float(max(terms))
 
 
-def fd_rounding_floor(model: nm.Model, Js: list, traj: np.ndarray, E, step: float) -> float:
+def fd_rounding_floor(model: Model, Js: list, traj: np.ndarray, E, step: float) -> float:
     """Rounding floor of the Frobenius error of the Richardson-extrapolated central difference.
 
     Layer ``l`` commits a rounding error of about ``ε·m_l`` per entry (``m_l`` its largest

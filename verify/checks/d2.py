@@ -47,8 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
-from fastslow.numerics.integrators import integrate
+from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.model.depth_path import (
     SmoothPath,
     StepPath,
@@ -56,7 +55,9 @@ from fastslow.numerics.model.depth_path import (
     random_smooth_path,
     stack_from_path,
 )
-from fastslow.numerics.model.weights import init_layer
+from fastslow.numerics.model.flow import make_rhs
+from fastslow.numerics.model.layer import stack
+from fastslow.numerics.model.weights import ModelConfig, init_layer
 
 from ..claim import Claim, Conclusion, Control
 from ..integrator_calibration import error_control_part
@@ -82,7 +83,7 @@ PATH_NAMES = ("untied", "tied")
 
 def flow_solution(cfg, path, X0, E, rtol, atol):
     """``X(1)`` of ``dX/dt = F(t, X)`` by DOPRI5 (stopping at the path's breakpoints)."""
-    f = nm.make_rhs(path, form="layer", E=E, config=cfg)
+    f = make_rhs(path, form="layer", E=E, config=cfg)
     T, d = X0.shape
     res = integrate(
         lambda t, y: np.asarray(f(t, y.reshape(T, d))).ravel(),
@@ -113,7 +114,7 @@ class Instance:
     def __init__(self, p: dict, seed: int):
         w_seed, t_seed, x_seed, j_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
-        self.cfg = cfg = nm.ModelConfig.from_params(p)
+        self.cfg = cfg = ModelConfig.from_params(p)
         rx = np.random.default_rng(x_seed)
         self.X0 = rx.standard_normal((cfg.T, cfg.d))
         self.E = self.X0 + 0.5 * rx.standard_normal((cfg.T, cfg.d)) if cfg.gamma else None
@@ -152,7 +153,7 @@ class Instance:
         """``h ↦ ‖X_L − X(1)‖/‖X(1)‖`` with ``L = 1/h`` (the stack built on demand)."""
 
         def error_of(h: float) -> float:
-            XL = nm.stack(self.stack(name, int(round(1.0 / h))), self.X0, self.E)
+            XL = stack(self.stack(name, int(round(1.0 / h))), self.X0, self.E)
             return relative_error(XL, Xref)
 
         return error_of

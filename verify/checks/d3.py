@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics.analysis.linearised import homogeneous_trajectory
+from fastslow.numerics.model.layer import attention_kernel, rms_norm, stack_trajectory
+from fastslow.numerics.model.masks import frozen_kernel
+from fastslow.numerics.model.weights import ModelConfig, init_layer, init_model
 
 from ..claim import Claim, Conclusion, Control
 from ..diagnostics import homogeneous_reference
@@ -54,8 +56,8 @@ class Instance:
         w_seed, x_seed, qk_seed, e_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
         if system is None:
-            self.cfg = nm.ModelConfig.from_params(p)
-            self.model = nm.init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
+            self.cfg = ModelConfig.from_params(p)
+            self.model = init_model(self.cfg, p["L"], w_seed, scale=p["scale"], gate=p["gate"])
         else:
             self.model = system.model()
             self.cfg = self.model.config
@@ -80,7 +82,7 @@ class Instance:
 def score_magnitude(cfg, lp, X) -> float:
     """``max(1, max|S|)`` with ``S = β n(X)Q (n(X)K)ᵀ`` the attention scores: the scale of the
     softmax's rounding error."""
-    Xn = nm.rms_norm(X, cfg.norm_eps) if cfg.norm else X
+    Xn = rms_norm(X, cfg.norm_eps) if cfg.norm else X
     S = cfg.score_scale * (Xn @ lp.Q) @ (Xn @ lp.K).T
     return max(1.0, float(np.abs(S).max()))
 
@@ -88,7 +90,7 @@ def score_magnitude(cfg, lp, X) -> float:
 def kernel_deviation(cfg, lp, X, Kmask) -> tuple[np.ndarray, float]:
     """The attention matrix ``A(X)`` of layer ``lp`` and ``max|A − K_mask|`` in units of the score
     scale :func:`score_magnitude`."""
-    A = nm.attention_kernel(cfg, lp, X)
+    A = attention_kernel(cfg, lp, X)
     return A, relative_error(A, Kmask, scale=score_magnitude(cfg, lp, X), norm="max")
 
 
@@ -108,7 +110,7 @@ def kernel_under_fresh_qk(inst: Instance, traj: np.ndarray, Kmask: np.ndarray):
     for l in range(inst.model.L):
         kernels = []
         for _ in range(p["n_draws"]):
-            lp = nm.init_layer(cfg, inst.qk_rng, scale=p["qk_scale"])
+            lp = init_layer(cfg, inst.qk_rng, scale=p["qk_scale"])
             for beta in p["temperatures"]:
                 A, dev = kernel_deviation(cfg.replace(beta=float(beta)), lp, traj[l], Kmask)
                 kernels.append(A)
@@ -260,8 +262,8 @@ class D3(Claim):
 
     def conclude(self, inst):
         tol = inst.p["tol"]
-        Kmask = nm.frozen_kernel(inst.cfg.mask_array)
-        traj = nm.stack_trajectory(inst.model, inst.X0, inst.E)
+        Kmask = frozen_kernel(inst.cfg.mask_array)
+        traj = stack_trajectory(inst.model, inst.X0, inst.E)
         by_layer = kernel_along_depth(inst, traj, Kmask)
         dev_qk, spread_qk = kernel_under_fresh_qk(inst, traj, Kmask)
         states = state_figures(inst, traj)

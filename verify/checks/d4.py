@@ -107,11 +107,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 from fastslow.numerics.model.autodiff import stack_jvp
+from fastslow.numerics.model.layer import stack
+from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.model.tangents import softmax_derivative_term
+from fastslow.numerics.model.weights import Model
 from fastslow.theory.linearisation import factors_function
 
 from ..claim import Claim, Conclusion, Control
@@ -176,7 +178,7 @@ class Instance:
         w_seed, x_seed, d_seed = np.random.SeedSequence(seed).spawn(3)
         self.p = p
         if system is None:
-            self.model = lin.random_model(p, w_seed)
+            self.model = linearised.random_model(p, w_seed)
             self.gated = self.model.with_gates(p["gate"])
         else:  # your flow: its weights (its seed) and its gate
             self.gated = system.model()
@@ -192,11 +194,11 @@ class Instance:
         # the injection target is held at the input (as stack_jvp does)
         self.E = self.X0 if self.cfg.gamma else None
         self.dX0 = np.random.default_rng(d_seed).standard_normal((self.cfg.T, self.cfg.d))
-        self.K = nm.frozen_kernel(self.cfg.mask_array)
+        self.K = frozen_kernel(self.cfg.mask_array)
 
     def stack(self, X: np.ndarray) -> np.ndarray:
         """``X_L`` of the actual (gated) stack from the input ``X``."""
-        return nm.stack(self.gated, X, self.E)
+        return stack(self.gated, X, self.E)
 
     @property
     def exact_user(self) -> UserKernel:
@@ -213,7 +215,7 @@ class Prediction:
     form ``Σ_j K^j δX_0 C_j`` and the layer-by-layer recursion, with the polynomial form's rounding
     scale ``‖δX_0‖ Σ_j ‖C_j‖₂`` (the size of its terms)."""
 
-    ungated: nm.Model
+    ungated: Model
     xs: np.ndarray
     N: np.ndarray
     M: np.ndarray
@@ -226,11 +228,11 @@ class Prediction:
 def linearised_prediction(inst: Instance) -> Prediction:
     """The :class:`Prediction` of the instance (d×d work and products with ``K`` only)."""
     ungated = inst.model.with_gates(0.0)
-    xs = lin.homogeneous_trajectory(ungated, inst.x0)
-    N, M = lin.layer_factors(ungated, xs)
-    C = lin.depth_polynomial(N, M)
-    poly = lin.apply_depth_polynomial(inst.K, inst.dX0, C)
-    rec = lin.linearised_stack(inst.K, inst.dX0, N, M)
+    xs = linearised.homogeneous_trajectory(ungated, inst.x0)
+    N, M = linearised.layer_factors(ungated, xs)
+    C = linearised.depth_polynomial(N, M)
+    poly = linearised.apply_depth_polynomial(inst.K, inst.dX0, C)
+    rec = linearised.linearised_stack(inst.K, inst.dX0, N, M)
     poly_scale = float(np.linalg.norm(inst.dX0) * sum(np.linalg.norm(Cj, 2) for Cj in C))
     return Prediction(ungated, xs, N, M, C, poly, rec, poly_scale)
 
@@ -251,7 +253,7 @@ def jvp_rounding_scale(inst: Instance, pred: Prediction) -> float:
         X = np.ones((cfg.T, 1)) * pred.xs[l]
         _, dA, vn, _ = softmax_derivative_term(cfg, lp, X, dX)
         total += cfg.h * dA * vn * float(np.prod(gains[l + 1 :]))
-        dX = lin.linearised_layer(K, dX, N[l], M[l])
+        dX = linearised.linearised_layer(K, dX, N[l], M[l])
     return total
 
 
@@ -382,7 +384,7 @@ def derivative_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict]:
         "jvp_vs_finite_difference_rel": relative_error(jvp, fd),
         "norm_dXL": norm_jvp,
         "kernel_constant": (
-            lin.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P)
+            linearised.kernel_constant(inst.mask, inst.cfg.T, inst.cfg.P)
             if inst.mask
             else inst.exact_user.kernel_constant()
         ),
@@ -416,9 +418,9 @@ def projector_parts(inst: Instance, tol: float) -> tuple[dict, dict, dict]:
     cfg = inst.cfg
     if inst.mask is None:
         return user_projector_parts(inst)
-    exact = lin.exact_projector_residuals(inst.mask, cfg.T, cfg.P)
-    exact_projs = lin.exact_spectral_projectors(inst.mask, cfg.T, cfg.P)
-    projs = lin.spectral_projectors(inst.mask, cfg.T, cfg.P)
+    exact = linearised.exact_projector_residuals(inst.mask, cfg.T, cfg.P)
+    exact_projs = linearised.exact_spectral_projectors(inst.mask, cfg.T, cfg.P)
+    projs = linearised.spectral_projectors(inst.mask, cfg.T, cfg.P)
     by_value = {float(lam): Pl for lam, Pl in exact_projs.items()}
     same_keys = set(by_value) == set(projs)
     rounding = float("inf")  # a float projector without an exact one (or the reverse)
@@ -474,7 +476,7 @@ def mode_products(N: np.ndarray, M: np.ndarray, lams: list) -> np.ndarray:
     for real eigenvalues; in complex128 when some are complex (irrational block spectra of your
     mask)."""
     if all(isinstance(lam, float) for lam in lams):
-        return lin.mode_products(N, M, lams)
+        return linearised.mode_products(N, M, lams)
     out = []
     for lam in lams:
         D = np.eye(N.shape[1], dtype=complex)
@@ -513,7 +515,7 @@ def eigen_form_parts(inst: Instance, pred: Prediction) -> tuple[dict, dict, list
     parts, figures, projs = projector_parts(inst, tol)
     lams = sorted(projs, key=lambda lam: (-np.real(lam), -np.imag(lam)))
     D = dict(zip(lams, mode_products(pred.N, pred.M, lams)))
-    eig = lin.eigen_form(projs, inst.dX0, D)
+    eig = linearised.eigen_form(projs, inst.dX0, D)
     norm_poly = float(np.linalg.norm(poly))
     figures["eigen_form_vs_poly_rel"] = eigen_error(eig, poly, max(norm_poly, pred.poly_scale))
     # rounding scale of the float64 eigen form: the size of its terms (for the non-normal causal
@@ -580,8 +582,8 @@ def condition_report(p: dict) -> tuple[dict, dict, list]:
     conds: dict[str, dict[str, float]] = {}
     series: dict = {"cond_Ts": [], "cond_exact": [], "cond_numpy_eig": []}
     for T in p["cond_Ts"]:
-        exact_c = lin.causal_eigenvector_condition(T)
-        numpy_c = unit_column_condition(lapack.eig(nm.frozen_kernel("causal", T))[1])
+        exact_c = linearised.causal_eigenvector_condition(T)
+        numpy_c = unit_column_condition(lapack.eig(frozen_kernel("causal", T))[1])
         conds[str(T)] = {"exact": exact_c, "numpy_eig_float64": numpy_c}
         figures[f"causal_eigvec_cond_exact_T{T}"] = exact_c
         figures[f"causal_eigvec_cond_numpy_T{T}"] = numpy_c

@@ -102,9 +102,8 @@ from scipy.special import rel_entr
 
 from fastslow.numerics.model.layer import attention_kernel
 from fastslow.numerics.model.weights import ModelConfig, init_model
-from fastslow.numerics.toy import markov as mk
-from fastslow.numerics.toy import variational as va
-from fastslow.theory import markov as tm
+from fastslow.numerics.toy import markov, variational
+from fastslow.theory import markov as theory_markov
 
 from ..claim import Claim, Conclusion, Control
 from ..measure import ratio, slope_fit
@@ -141,15 +140,19 @@ def target_generator(p: dict, y: float) -> np.ndarray:
     """The chain whose stationary distribution is the target at ``y``: F2's example chain or the
     switching chain of the control (:func:`numerics.toy.markov.switch_generator`)."""
     n = p["n_states"]
-    return mk.example_generator(n, y) if p["target"] == "p_st" else mk.switch_generator(n, y)
+    return (
+        markov.example_generator(n, y) if p["target"] == "p_st" else markov.switch_generator(n, y)
+    )
 
 
 def targets(p: dict, ys: np.ndarray) -> np.ndarray:
     """The target probabilities on ``ys``: exact ``p_st`` (theory) for the F2 chain, the numerical
     stationary distribution of the switching chain otherwise."""
     if p["target"] == "p_st":
-        return np.array(tm.slow_manifold(p["n_states"]).p_numeric(ys)).T
-    return np.array([mk.stationary_distribution(mk.switch_generator(p["n_states"], y)) for y in ys])
+        return np.array(theory_markov.slow_manifold(p["n_states"]).p_numeric(ys)).T
+    return np.array(
+        [markov.stationary_distribution(markov.switch_generator(p["n_states"], y)) for y in ys]
+    )
 
 
 class Instance:
@@ -165,7 +168,7 @@ class Instance:
         n = p["n_states"]
         seeds = s_mlp.spawn(len(p["widths"]) * p["n_seeds"])
         self.theta0 = [
-            (w, va.init_mlp(w, n, seeds[i * p["n_seeds"] + k]))
+            (w, variational.init_mlp(w, n, seeds[i * p["n_seeds"] + k]))
             for i, w in enumerate(p["widths"])
             for k in range(p["n_seeds"])
         ]
@@ -234,7 +237,7 @@ def adam_part(inst: Instance) -> Diagnostic:
     scale = max(abs(p["y_min"]), abs(p["y_max"]))
     Y, P = inst.ytr / scale, targets(p, inst.ytr)
     theta0 = inst.theta0[0][1]
-    _, hist = va.train(
+    _, hist = variational.train(
         theta0,
         Y,
         P,
@@ -243,14 +246,14 @@ def adam_part(inst: Instance) -> Diagnostic:
         final_lr_ratio=p["final_lr_ratio"],
         record=range(ADAM_STEPS + 1),
     )
-    ref = {k: np.array(theta0[k], dtype=float) for k in va.PARAM_NAMES}
-    states = {k: adam_init(ref[k]) for k in va.PARAM_NAMES}
+    ref = {k: np.array(theta0[k], dtype=float) for k in variational.PARAM_NAMES}
+    states = {k: adam_init(ref[k]) for k in variational.PARAM_NAMES}
     ratio_ = p["final_lr_ratio"]
     worst = 0.0
     for it in range(1, ADAM_STEPS + 1):
-        _, grads = va.kl_loss_and_grad(ref, Y, P)
+        _, grads = variational.kl_loss_and_grad(ref, Y, P)
         lr = p["lr"] * (ratio_ + (1 - ratio_) * 0.5 * (1 + np.cos(np.pi * (it - 1) / ADAM_STEPS)))
-        for k in va.PARAM_NAMES:
+        for k in variational.PARAM_NAMES:
             ref[k] = adamw_step(ref[k], grads[k], states[k], lr, beta1=0.9, beta2=0.999, eps=1e-8)
             got = hist["snapshots"][it][k]
             worst = max(
@@ -273,7 +276,7 @@ def approximation_sweep(inst: Instance) -> dict:
     steps = list(p["steps"])
     raw: dict = {w: [] for w in p["widths"]}
     for w, theta0 in inst.theta0:
-        _, hist = va.train(
+        _, hist = variational.train(
             theta0,
             inst.ytr / scale,
             Ptr,
@@ -283,7 +286,10 @@ def approximation_sweep(inst: Instance) -> dict:
             record=steps,
         )
         raw[w].append(
-            {s: va.approximation_error(hist["snapshots"][s], inst.yte / scale, Pte) for s in steps}
+            {
+                s: variational.approximation_error(hist["snapshots"][s], inst.yte / scale, Pte)
+                for s in steps
+            }
         )
     table = {
         w: {
@@ -423,18 +429,20 @@ def generator_measurements(inst: Instance) -> dict:
     eye = np.eye(cfg.T * cfg.d)
     for lp, X in inst.cases:
         A = attention_kernel(cfg, lp, X)
-        out["attention_matrix"].append(mk.generator_violation(A - np.eye(cfg.T), "row"))
+        out["attention_matrix"].append(markov.generator_violation(A - np.eye(cfg.T), "row"))
         for kind in ("frozen", "linearised"):
-            M = mk.attention_mixing_operator(cfg, lp, X, kind)
-            out[kind].append(mk.generator_violation(M - eye, "row"))
+            M = markov.attention_mixing_operator(cfg, lp, X, kind)
+            out[kind].append(markov.generator_violation(M - eye, "row"))
         lid = lp.copy()
         lid.V = np.eye(cfg.d)
         out["frozen_identity_value"].append(
-            mk.generator_violation(mk.attention_mixing_operator(cfg, lid, X, "frozen") - eye, "row")
+            markov.generator_violation(
+                markov.attention_mixing_operator(cfg, lid, X, "frozen") - eye, "row"
+            )
         )
         out["linearised_identity_value_no_norm"].append(
-            mk.generator_violation(
-                mk.attention_mixing_operator(bare, lid, X, "linearised") - eye, "row"
+            markov.generator_violation(
+                markov.attention_mixing_operator(bare, lid, X, "linearised") - eye, "row"
             )
         )
     return {kind: violation_summary(rows) for kind, rows in out.items()}
@@ -466,7 +474,7 @@ def frozen_defect_vs_value_map(inst: Instance) -> float:
     row-sum defect is exactly the value map's column-sum defect (A row-stochastic); ~ Td·eps."""
     out = 0.0
     for lp, X in inst.cases:
-        M = mk.attention_mixing_operator(inst.cfg, lp, X, "frozen")
+        M = markov.attention_mixing_operator(inst.cfg, lp, X, "frozen")
         measured = float(np.abs(M.sum(axis=1) - 1.0).max())
         predicted = float(np.abs(lp.V.sum(axis=0) - 1.0).max())
         out = max(out, abs(measured - predicted))
@@ -532,7 +540,9 @@ class F3(Claim):
         "grow; an attention block's token-mixing operator is not a generator."
     )
     params = {
-        "n_states": Param(3, "states of the F2 example chain", choices=tuple(tm.EXAMPLE_CHAINS)),
+        "n_states": Param(
+            3, "states of the F2 example chain", choices=tuple(theory_markov.EXAMPLE_CHAINS)
+        ),
         "target": Param("p_st", "the target manifold: F2's p_st or a control", choices=TARGETS),
         "widths": Param((1, 2, 4, 8, 16), "hidden widths of the MLPs", low=1, high=256),
         "steps": Param(
@@ -711,7 +721,7 @@ class F3(Claim):
 
     def diagnose(self, inst):
         ys = np.concatenate([inst.ytr, inst.yte])
-        reducible = int(sum(not mk.is_irreducible(target_generator(inst.p, y)) for y in ys))
+        reducible = int(sum(not markov.is_irreducible(target_generator(inst.p, y)) for y in ys))
         width = max(inst.p["widths"])  # the input; the initialised widths must be the same
         built = [int(th["W1"].shape[1]) for _, th in inst.theta0]
         if built != [w for w in inst.p["widths"] for _ in range(inst.p["n_seeds"])]:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from fastslow.verify import sweep as sw
+from fastslow.verify import sweep
 from fastslow.verify.json_values import jsonable
 from fastslow.verify.outputs import writable_dir
 from fastslow.verify.provenance import project_root, provenance
@@ -98,15 +98,15 @@ def _check_options(config) -> None:
     try:
         workers = config.getoption("--workers")
         if workers is not None:
-            sw.max_workers(workers)
+            sweep.max_workers(workers)
         cache = config.getoption("--sweep-cache")
         if cache:
-            sw.prepare_cache(cache, "--sweep-cache")
+            sweep.prepare_cache(cache, "--sweep-cache")
         if config.getoption("--report-dir"):
             writable_dir(config.getoption("--report-dir"), "--report-dir")
         scheduler = config.getoption("--scheduler")
         if scheduler:
-            sw.probe_scheduler(scheduler)
+            sweep.probe_scheduler(scheduler)
     except ValueError as exc:
         raise pytest.UsageError(str(exc).replace("workers must", "--workers must")) from None
 
@@ -281,7 +281,7 @@ def sweep_executor(request):
     # under pytest -n too: a pool per process, so a long sweep left last still uses every CPU
     if workers is None:
         workers = (os.cpu_count() or 1) if config.thorough else 1
-    with sw.executor_for(workers, config.getoption("--scheduler")) as executor:
+    with sweep.executor_for(workers, config.getoption("--scheduler")) as executor:
         yield executor
 
 
@@ -295,13 +295,13 @@ def check_sweep(request, sweep_executor):
     cache = request.config.getoption("--sweep-cache")
 
     def run(points: list[dict], label: str | None = None) -> list[Verdict]:
-        results = sw.sweep(
-            sw.check_point,
+        results = sweep.sweep(
+            sweep.check_point,
             points,
             executor=sweep_executor,
             cache_dir=cache,
             label=label or request.node.name,
-            on_error=sw.check_point_error,
+            on_error=sweep.check_point_error,
         )
         return [Verdict.from_json(r) for r in results]
 

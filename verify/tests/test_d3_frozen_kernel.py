@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
+from fastslow.numerics.model.masks import NAMED_MASKS
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import get_claim, run_check
 from fastslow.verify.strategies import block_local_masks, blocked_params
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.claim("D3")
 CLAIM = get_claim("D3")
 
 
-@pytest.mark.parametrize("mask", nm.NAMED_MASKS)
+@pytest.mark.parametrize("mask", NAMED_MASKS)
 def test_kernel_is_frozen_along_the_homogeneous_trajectory(claim, mask):
     result = run_check("D3", {"mask": mask, "gamma": 0.5}, seed=3)
     if mask == "causal":
@@ -52,7 +52,7 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
 @given(
     params=blocked_params(
         dict(N=(1, 4), P=(1, 4), d=(1, 5), L=(1, 4)),
-        mask=st.sampled_from(nm.NAMED_MASKS),
+        mask=st.sampled_from(NAMED_MASKS),
         scale=st.floats(0.1, 2.0),
         qk_scale=st.floats(0.1, 10.0),
         temperatures=st.tuples(st.floats(1e-3, 1e2)),

@@ -15,11 +15,11 @@ import sympy as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
-from fastslow.numerics.analysis import linearised as lin
-from fastslow.theory import kernels as tk
-from fastslow.theory import linearisation as tl
+from fastslow.numerics.analysis import linearised
+from fastslow.numerics.model.masks import NAMED_MASKS, frozen_kernel
+from fastslow.theory import kernels as theory_kernels
+from fastslow.theory import linearisation
 from fastslow.verify.checks import d4
 from fastslow.verify.measure import relative_error
 from fastslow.verify.registry import get_claim, run_check
@@ -91,7 +91,7 @@ def test_controls_do_not_depend_on_lapack_eigenvector_basis(control):
 def test_numpy_eig_diagnostic_survives_a_singular_eigenvector_matrix(monkeypatch):
     """A rank-deficient eigenvector matrix (as LAPACK may return inside a repeated eigenvalue) is
     recorded as a fact by the report-only diagnostic, and the verdict still holds."""
-    K = nm.frozen_kernel("block_bidirectional", 12, 4)
+    K = frozen_kernel("block_bidirectional", 12, 4)
     w, V = lapack.eig(K)
     zero = np.flatnonzero(np.abs(w) < 0.5)
     V = V.copy()
@@ -100,7 +100,7 @@ def test_numpy_eig_diagnostic_survives_a_singular_eigenvector_matrix(monkeypatch
     rng = np.random.default_rng(0)
     dX0 = rng.standard_normal((12, 3))
     C = rng.standard_normal((3, 3, 3))
-    diag = d4.numpy_eig_diagnostic(K, dX0, C, lin.apply_depth_polynomial(K, dX0, C))
+    diag = d4.numpy_eig_diagnostic(K, dX0, C, linearised.apply_depth_polynomial(K, dX0, C))
     assert diag["eigenvector_condition"] == float("inf") or diag["eigenvector_condition"] > 1e15
     assert (
         isinstance(diag["eigen_form_vs_poly_rel"], str) or diag["eigen_form_vs_poly_rel"] > 1e-8
@@ -115,7 +115,7 @@ def test_numpy_eig_diagnostic_survives_a_singular_eigenvector_matrix(monkeypatch
 )
 def test_symbolic_jacobian_is_kronecker_form(T, d, mask, P):
     """SymPy: fully symbolic X, Q, K, V, W1, W2, β, h, γ, ε: the residual simplifies to zero."""
-    assert tl.homogeneous_jacobian_residual(T, d, mask, P=P).is_zero_matrix
+    assert linearisation.homogeneous_jacobian_residual(T, d, mask, P=P).is_zero_matrix
 
 
 def test_symbolic_jacobian_thorough(thorough):
@@ -126,36 +126,38 @@ def test_symbolic_jacobian_thorough(thorough):
         (2, 2, "full", None),
         (4, 2, "block_bidirectional", 2),
     ]:
-        assert tl.homogeneous_jacobian_residual(T, d, mask, P=P).is_zero_matrix
+        assert linearisation.homogeneous_jacobian_residual(T, d, mask, P=P).is_zero_matrix
 
 
 def test_norm_jacobian_closed_form_matches_sympy_jacobian():
-    syms, _, _, Jn = tl.factor_matrices(2)
-    assert sp.simplify(Jn - tl.norm_jacobian_closed_form(syms["x"], syms["eps"])).is_zero_matrix
+    syms, _, _, Jn = linearisation.factor_matrices(2)
+    assert sp.simplify(
+        Jn - linearisation.norm_jacobian_closed_form(syms["x"], syms["eps"])
+    ).is_zero_matrix
 
 
 @pytest.mark.parametrize(
     "name,T,P", [("causal", 6, None), ("block_causal", 6, 3), ("block_bidirectional", 6, 3)]
 )
 def test_exact_projectors_and_eigen_form_in_rational_arithmetic(name, T, P):
-    K = tk.frozen_kernel(name, T, P)
-    projs = tk.spectral_projectors(K)
-    assert all(r.is_zero_matrix for r in tk.projector_residuals(K, projs).values())
+    K = theory_kernels.frozen_kernel(name, T, P)
+    projs = theory_kernels.spectral_projectors(K)
+    assert all(r.is_zero_matrix for r in theory_kernels.projector_residuals(K, projs).values())
     rng = random.Random(T * 7 + len(name))
     rat = lambda: sp.Rational(rng.randint(-6, 6), rng.randint(1, 5))
     Ns = [sp.Matrix(2, 2, lambda i, j: rat()) for _ in range(3)]
     Ms = [sp.Matrix(2, 2, lambda i, j: rat()) for _ in range(3)]
-    assert tk.eigen_form_residual(K, Ns, Ms).is_zero_matrix
+    assert theory_kernels.eigen_form_residual(K, Ns, Ms).is_zero_matrix
     # numerics' closed-form (binomial) projectors are the exact ones
-    num = lin.spectral_projectors(name, T, P)
+    num = linearised.spectral_projectors(name, T, P)
     for lam, Pl in projs.items():
         key = min(num, key=lambda m: abs(m - float(lam)))
         assert np.abs(np.array(Pl, dtype=float) - num[key]).max() <= 1e-12 * max(
             1, np.abs(num[key]).max()
         )
     assert abs(
-        float(tk.kernel_constant(name, T, P)) - lin.kernel_constant(name, T, P)
-    ) <= 1e-12 * max(1.0, lin.kernel_constant(name, T, P))
+        float(theory_kernels.kernel_constant(name, T, P)) - linearised.kernel_constant(name, T, P)
+    ) <= 1e-12 * max(1.0, linearised.kernel_constant(name, T, P))
 
 
 def _eigen_form_error(T: int, seed: int) -> float:
@@ -165,9 +167,11 @@ def _eigen_form_error(T: int, seed: int) -> float:
         CLAIM.resolve({"T": T, "eig_max_T": 20, "theory_max_d": 0, "report_condition": False}), seed
     )
     pred = d4.linearised_prediction(inst)
-    projs = lin.spectral_projectors("causal", T)
+    projs = linearised.spectral_projectors("causal", T)
     lams = sorted(projs, reverse=True)
-    eig = lin.eigen_form(projs, inst.dX0, dict(zip(lams, lin.mode_products(pred.N, pred.M, lams))))
+    eig = linearised.eigen_form(
+        projs, inst.dX0, dict(zip(lams, linearised.mode_products(pred.N, pred.M, lams)))
+    )
     return relative_error(eig, pred.poly)
 
 
@@ -175,9 +179,9 @@ def test_non_normality_of_the_causal_kernel(claim):
     """The finding: the eigen form is exact algebra but loses accuracy like the eigenvector
     condition number; the polynomial form does not (it is what the D4 verdict rests on)."""
     for T in (8, 16):
-        exact = float(tk.causal_eigenvector_condition(T))
-        assert abs(lin.causal_eigenvector_condition(T) - exact) <= 1e-8 * exact
-    conds = {T: lin.causal_eigenvector_condition(T) for T in (8, 16, 32, 64)}
+        exact = float(theory_kernels.causal_eigenvector_condition(T))
+        assert abs(linearised.causal_eigenvector_condition(T) - exact) <= 1e-8 * exact
+    conds = {T: linearised.causal_eigenvector_condition(T) for T in (8, 16, 32, 64)}
     assert conds[8] < conds[16] < conds[32] < conds[64]
     assert 1e3 <= conds[8] <= 1e4 and 1e14 <= conds[32] <= 1e15
     numpy64 = run_check("D4", {"cond_Ts": (64,)}, seed=2).series["cond_numpy_eig"][0]
@@ -206,7 +210,7 @@ def found_instance(**sizes):
     P=st.integers(1, 4),
     d=st.integers(1, 5),
     L=st.integers(1, 8),
-    mask=st.sampled_from(nm.NAMED_MASKS),
+    mask=st.sampled_from(NAMED_MASKS),
     scale=st.floats(0.1, 1.5),
     value_gain=st.floats(-1.0, 2.0),
     norm=st.booleans(),

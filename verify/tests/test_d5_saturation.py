@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
-from fastslow.numerics.analysis import linearised as lin
-from fastslow.theory import kernels as tk
+from fastslow.numerics.analysis import linearised
+from fastslow.numerics.model.masks import NAMED_MASKS
+from fastslow.theory import kernels as theory_kernels
 from fastslow.verify.registry import get_claim, run_check
 
 pytestmark = pytest.mark.claim("D5")
@@ -52,16 +52,16 @@ def test_verdict_does_not_depend_on_lapack_choices(control):
 
 def test_kernel_constant_exact_and_astronomical_for_causal(claim):
     for name, T, P in [("causal", 8, None), ("block_causal", 12, 4), ("block_bidirectional", 8, 4)]:
-        exact = float(tk.kernel_constant(name, T, P))
-        assert abs(lin.kernel_constant(name, T, P) - exact) <= 1e-12 * max(1.0, exact)
-    c64 = lin.kernel_constant("causal", 64)
+        exact = float(theory_kernels.kernel_constant(name, T, P))
+        assert abs(linearised.kernel_constant(name, T, P) - exact) <= 1e-12 * max(1.0, exact)
+    c64 = linearised.kernel_constant("causal", 64)
     claim.figure("kernel_constant_causal_T64", c64)
     assert c64 > 1e25
     claim.note(
-        f"c_K for the causal mask: T=8 {lin.kernel_constant('causal', 8):.3g}, "
-        f"T=16 {lin.kernel_constant('causal', 16):.3g}, T=64 {c64:.3g} (the D5 bound is "
+        f"c_K for the causal mask: T=8 {linearised.kernel_constant('causal', 8):.3g}, "
+        f"T=16 {linearised.kernel_constant('causal', 16):.3g}, T=64 {c64:.3g} (the D5 bound is "
         "vacuous there); block_bidirectional c_K = 1; block_causal c_K(P=4) = "
-        f"{lin.kernel_constant('block_causal', 16, 4):.3g}"
+        f"{linearised.kernel_constant('block_causal', 16, 4):.3g}"
     )
 
 
@@ -98,7 +98,7 @@ def small_instances(draw):
         "P": P,
         "d": draw(st.integers(1, 4)),
         "L": draw(st.integers(1, 10)),
-        "mask": draw(st.sampled_from(nm.NAMED_MASKS)),
+        "mask": draw(st.sampled_from(NAMED_MASKS)),
         "scale": draw(st.floats(0.05, 1.0)),
         "value_gain": draw(st.floats(-1.0, 1.5)),
         "norm": draw(st.booleans()),

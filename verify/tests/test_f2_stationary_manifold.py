@@ -15,8 +15,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastslow.numerics import lapack
-from fastslow.numerics.toy import markov as mk
-from fastslow.theory import markov as tm
+from fastslow.numerics.toy import markov
+from fastslow.theory import markov as theory_markov
 from fastslow.verify.checks.f2 import attention_link_parts
 from fastslow.verify.measure import symbolic_agrees
 from fastslow.verify.registry import CLAIMS, run_check
@@ -77,9 +77,9 @@ def test_tree_theorem_matches_numeric_null_vector_for_random_rational_generators
                 Qs[i, j] = sp.Rational(int(num[i, j]), 7)
     for j in range(n):
         Qs[j, j] = -sum(Qs[i, j] for i in range(n) if i != j)
-    exact = tm.stationary_distribution(Qs)
+    exact = theory_markov.stationary_distribution(Qs)
     Qn = np.array(Qs.tolist(), dtype=float)
-    p = mk.stationary_distribution(Qn)
+    p = markov.stationary_distribution(Qn)
     agree = symbolic_agrees([float(x) for x in exact.expr], p, tol=1e-12, scale=1.0)
     assert agree.holds, agree
     assert all(r == 0 for r in exact.residual)
@@ -255,8 +255,6 @@ def test_a_generator_that_is_not_the_chain_fails(monkeypatch):
     """Planted bug: the numerical Q(y) loses 0.1 % of its diagonal (columns no longer sum to 0).
     No tracking run is made on another chain, its limit says so, and the failed parts decide: the
     outcome is ``fails``, never an exception or ``undecided``."""
-    from fastslow.numerics.toy import markov  # deferred: patched for this test only
-
     real = markov._assemble
 
     def leaky(n, entries):

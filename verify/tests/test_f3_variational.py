@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from fastslow.numerics.model.layer import attention_kernel
 from fastslow.numerics.model.masks import frozen_kernel
 from fastslow.numerics.model.weights import ModelConfig, init_model
-from fastslow.numerics.toy import markov as mk
-from fastslow.numerics.toy import variational as va
+from fastslow.numerics.toy import markov, variational
 from fastslow.verify.checks.f3 import value_map_generator_form_violation
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import CLAIMS, run_check
@@ -76,9 +75,9 @@ def test_frozen_operator_on_homogeneous_state_is_exactly_K_kron_I(mask, blocks, 
     lp.V = np.eye(d)
     X = np.tile(np.random.default_rng(seed).standard_normal(d), (T, 1))
     assert np.array_equal(attention_kernel(cfg, lp, X), frozen_kernel(mask, T, P))
-    M = mk.attention_mixing_operator(cfg, lp, X, "frozen")
+    M = markov.attention_mixing_operator(cfg, lp, X, "frozen")
     assert np.array_equal(M, np.kron(frozen_kernel(mask, T, P), np.eye(d)))
-    viol = mk.generator_violation(M - np.eye(T * d), "row")
+    viol = markov.generator_violation(M - np.eye(T * d), "row")
     assert viol["negative_offdiag"] == 0.0 and viol["sum_defect"] <= 4 * np.finfo(float).eps
 
 
@@ -104,8 +103,8 @@ def test_frozen_operator_is_a_generator_iff_value_map_has_the_generator_form(d, 
     A = attention_kernel(cfg, lp, X)
     vf = value_map_generator_form_violation(lp.V, A)
     assert vf["negative_rel"] == 0.0 and vf["column_sum_defect_rel"] <= d * np.finfo(float).eps
-    viol = mk.generator_violation(
-        mk.attention_mixing_operator(cfg, lp, X, "frozen") - np.eye(4 * d), "row"
+    viol = markov.generator_violation(
+        markov.attention_mixing_operator(cfg, lp, X, "frozen") - np.eye(4 * d), "row"
     )
     assert viol["negative_offdiag"] == 0.0 and viol["sum_defect"] <= 4 * d * np.finfo(float).eps
 
@@ -133,7 +132,7 @@ def test_planted_training_bug_fails_the_step_part(monkeypatch, plant):
     must end ``fails`` on that part (planted in the trainer's gradient, one at a time)."""
     clean = run_check("F3", SMALL, seed=11)
     assert clean.conclusion["error_falls_with_steps"].holds, clean.summary()
-    monkeypatch.setattr(va, "_kl_loss_and_grad", plant(va._kl_loss_and_grad))
+    monkeypatch.setattr(variational, "_kl_loss_and_grad", plant(variational._kl_loss_and_grad))
     planted = run_check("F3", SMALL, seed=11)
     assert planted.outcome == "fails", planted.summary()
     assert not planted.conclusion["error_falls_with_steps"].holds, planted.summary()

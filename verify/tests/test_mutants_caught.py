@@ -5,7 +5,7 @@ tree and its claims run through ``python -m fastslow check ID --json``."""
 
 import pytest
 
-from tools.mutation import mutants as mu
+from tools.mutation import mutants
 
 
 @pytest.fixture(scope="module")
@@ -17,14 +17,14 @@ def scratch(tmp_path_factory):
 @pytest.mark.parametrize(
     "mutant",
     # a surviving planted bug is a defect of the check of the first claim it should fail
-    [pytest.param(m.id, marks=pytest.mark.claim(m.claims[0])) for m in mu.CATALOGUE],
+    [pytest.param(m.id, marks=pytest.mark.claim(m.claims[0])) for m in mutants.CATALOGUE],
 )
 def test_planted_bug_is_caught(mutant, scratch, thorough):
     if not thorough:
         pytest.skip("thorough profile only (--thorough)")
     root = scratch / "tree"
     if not root.exists():
-        mu.scratch_tree(mu.ROOT, root)
-    m = next(x for x in mu.CATALOGUE if x.id == mutant)
-    res = mu.run_mutant(m, root, scratch / "numba_cache")
-    assert res["caught"], {c: mu.describe_run(r) for c, r in res["runs"].items()}
+        mutants.scratch_tree(mutants.ROOT, root)
+    m = next(x for x in mutants.CATALOGUE if x.id == mutant)
+    res = mutants.run_mutant(m, root, scratch / "numba_cache")
+    assert res["caught"], {c: mutants.describe_run(r) for c, r in res["runs"].items()}

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 
 from ...claim import Claim, Conclusion, Control
 from ...diagnostics import SIGMA_SMOOTH_RULE, sigma_smooth_where_differenced
@@ -258,7 +258,7 @@ class D5(Claim):
     def diagnose(self, inst):
         inst.reference = reference_mode_ratio(inst)
         r = inst.reference[1]
-        Lstar = lin.saturation_depth(r, inst.p["tau"])
+        Lstar = linearised.saturation_depth(r, inst.p["tau"])
         return {
             "saturates_within_depth": Diagnostic(
                 bool(np.isfinite(Lstar)),

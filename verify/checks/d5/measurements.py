@@ -12,10 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
 from fastslow.numerics.analysis.stability import layer_jacobian
+from fastslow.numerics.model.layer import stack, stack_trajectory
+from fastslow.numerics.model.masks import coarse_maps, frozen_kernel
+from fastslow.numerics.model.weights import Model
 
 from ...measure import (
     UNIT_ROUNDOFF,
@@ -23,8 +25,8 @@ from ...measure import (
     ratio,
     relative_error,
 )
-from ...reference import layer as ref
-from ...reference import spectra as ref_spectra
+from ...reference import layer as reference_layer
+from ...reference import spectra as reference_spectra
 from ...systems import DepthFlow
 from ...user_kernels import user_kernel
 from ...verdict import Diagnostic
@@ -40,7 +42,7 @@ class Instance:
         w_seed, x_seed, d_seed, y_seed = np.random.SeedSequence(seed).spawn(4)
         self.p = p
         if system is None:
-            self.model_g = lin.random_model(p, w_seed).with_gates(p["gate"])
+            self.model_g = linearised.random_model(p, w_seed).with_gates(p["gate"])
         else:  # your flow: its weights (its seed); its gate is the coarse-stack comparison's
             self.model_g = system.model()
         self.model = self.model_g.with_gates(0.0)
@@ -51,10 +53,10 @@ class Instance:
         self.dX0 = np.random.default_rng(d_seed).standard_normal((self.cfg.T, self.cfg.d))
         self.Y0 = np.random.default_rng(y_seed).standard_normal((self.cfg.N, self.cfg.d))
         # the d×d data of the homogeneous trajectory (g = 0)
-        self.xs = lin.homogeneous_trajectory(self.model, self.x0)
-        self.N, self.M = lin.layer_factors(self.model, self.xs)
+        self.xs = linearised.homogeneous_trajectory(self.model, self.x0)
+        self.N, self.M = linearised.layer_factors(self.model, self.xs)
         if self.user is None:
-            self.lams = lin.distinct_eigenvalues(self.cfg.mask_name, self.cfg.T, self.cfg.P)
+            self.lams = linearised.distinct_eigenvalues(self.cfg.mask_name, self.cfg.T, self.cfg.P)
         elif self.user.irrational:  # complex128: the roots of the irreducible factors
             self.lams = np.array(self.user.all_eigenvalues(), dtype=complex)
         else:
@@ -84,9 +86,9 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
     returns ``e_iᵀ(N + K_00 M)`` in row 0 and ``K_10 e_iᵀ M`` in row 1 (``K`` the reference kernel;
     ``P = 1`` or ``T = 1``: ``K = I``, only ``N + M`` is needed)."""
     cfg = inst.cfg
-    s = ref.setting_of(cfg)
+    s = reference_layer.setting_of(cfg)
     if inst.user is None:
-        lams = ref_spectra.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
+        lams = reference_spectra.distinct_eigenvalues(cfg.mask_name, cfg.T, cfg.P)
     elif inst.user.irrational:  # the rational ones exact, the others to 30 digits, rounded
         lams = inst.user.all_eigenvalues()
     else:
@@ -98,16 +100,16 @@ def reference_factors(inst: Instance) -> tuple[list, np.ndarray]:
     kind = complex if any(isinstance(lam, complex) for lam in lams) else float
     F = np.empty((inst.model.L, len(lams), cfg.d, cfg.d), dtype=kind)
     for l, p in enumerate(inst.model.layers):
-        w, _ = ref.weights_of(p)
+        w, _ = reference_layer.weights_of(p)
 
         def f(Z, w=w):
-            return ref.layer(s, w, 0.0, Z, E)
+            return reference_layer.layer(s, w, 0.0, Z, E)
 
         rows_N, rows_M = [], []
         for i in range(cfg.d):
             dX = np.zeros_like(X)
             dX[j, i] = 1.0
-            out = ref.jvp(f, X, dX)
+            out = reference_layer.jvp(f, X, dX)
             if len(lams) > 1:
                 Mi = out[t] / Kmask[t, j]
                 rows_M.append(Mi)
@@ -181,16 +183,18 @@ def mode_data(inst: Instance) -> Modes:
     if np.iscomplexobj(lams):
         r, smin1, D_all, ratios = complex_mode_data(N, M, lams)
     else:
-        r, smin1 = lin.mode_ratio(N, M, lams)
-        D_all = lin.mode_products(N, M, lams, all_depths=True)  # (L, n_λ, d, d); lams[0] == 1
-        ratios = lin.per_mode_ratios(D_all)
+        r, smin1 = linearised.mode_ratio(N, M, lams)
+        D_all = linearised.mode_products(
+            N, M, lams, all_depths=True
+        )  # (L, n_λ, d, d); lams[0] == 1
+        ratios = linearised.per_mode_ratios(D_all)
     top = np.array([max((np.linalg.norm(D, 2) for D in Dl[1:]), default=0.0) for Dl in D_all])
     return Modes(
         r=r,
         smin1=smin1,
-        L_star=lin.saturation_depth(r, inst.p["tau"]),
+        L_star=linearised.saturation_depth(r, inst.p["tau"]),
         c_K=(
-            lin.kernel_constant(cfg.mask_name, cfg.T, cfg.P)
+            linearised.kernel_constant(cfg.mask_name, cfg.T, cfg.P)
             if inst.user is None
             else inst.user.kernel_constant()
         ),
@@ -227,9 +231,9 @@ def linear_response(inst: Instance, modes: Modes) -> Response:
     """The :class:`Response`: the linearised recursion layer by layer against ``R Lᵀ δX_0 D_1``,
     with ``lhs = ‖δX_l − ΠδX_0D_1‖`` and ``rhs = c_K r(l) σ_min(D_1) ‖δX_0‖``."""
     cfg, L = inst.cfg, inst.model.L
-    K = nm.frozen_kernel(cfg.mask_array)
+    K = frozen_kernel(cfg.mask_array)
     if inst.user is None:
-        R, Lm = nm.coarse_maps(cfg.mask_name, cfg.T, cfg.P)
+        R, Lm = coarse_maps(cfg.mask_name, cfg.T, cfg.P)
     elif not inst.user.several_closed_classes:  # your mask: exact stationary weightings
         R, Lm = inst.user.coarse_maps()
     else:  # several closed classes in a block: Π = P_1 (exact), R = Π, L = I (the same Π δX_0 D_1)
@@ -266,7 +270,7 @@ def nonlinear_response(inst: Instance, dX: np.ndarray) -> tuple[float, list, Dia
     E = inst.X0 if cfg.gamma else None  # the injection target is not perturbed
 
     def trajectory(X):
-        return nm.stack_trajectory(inst.model, X, E)
+        return stack_trajectory(inst.model, X, E)
 
     eta, fd_tol = inst.p["eta"], inst.p["fd_tol"]
     dtraj = central_difference(trajectory, inst.X0, inst.dX0, eta)
@@ -295,7 +299,7 @@ def modes_from_dense(prod: np.ndarray, projectors: dict, T: int, d: int) -> dict
     return out
 
 
-def brute_force_mode_ratio(model: nm.Model, traj: np.ndarray, projs: dict) -> np.ndarray:
+def brute_force_mode_ratio(model: Model, traj: np.ndarray, projs: dict) -> np.ndarray:
     """``r(L)`` at depths 1…L from the dense product of the layer Jacobians along ``traj``, the
     modes read off with the spectral projectors ``projs``."""
     cfg = model.config
@@ -325,15 +329,13 @@ ROUNDING_PROBE_SEED = 5
 """The seed of the rounding probes (the verdict does not depend on the instance's streams)."""
 
 
-def stack_rounding_response(
-    model: nm.Model, X0: np.ndarray, out: np.ndarray, scale: float
-) -> float:
+def stack_rounding_response(model: Model, X0: np.ndarray, out: np.ndarray, scale: float) -> float:
     """``max_k max|stack(X0 ⊙ (1 + u ξ_k)) − stack(X0)| / scale`` over :data:`ROUNDING_PROBES`
     standard normal ``ξ_k`` (a fixed seed): how much the stack amplifies a rounding-size change of
     its input."""
     rng = np.random.default_rng(np.random.SeedSequence(ROUNDING_PROBE_SEED))
     worst = 0.0
     for _ in range(ROUNDING_PROBES):
-        moved = nm.stack(model, X0 * (1.0 + UNIT_ROUNDOFF * rng.standard_normal(X0.shape)))
+        moved = stack(model, X0 * (1.0 + UNIT_ROUNDOFF * rng.standard_normal(X0.shape)))
         worst = max(worst, float(np.abs(moved - out).max()))
     return ratio(worst, scale)

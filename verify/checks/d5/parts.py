@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
-from fastslow.numerics.analysis import linearised as lin
+from fastslow.numerics.analysis import linearised
+from fastslow.numerics.model.layer import stack, stack_trajectory
+from fastslow.numerics.model.masks import NAMED_MASKS, kernel_eigenvalues
 from fastslow.theory.kernels import kernel_constant as exact_kernel_constant
 
 from ...measure import (
@@ -20,7 +21,7 @@ from ...measure import (
     relative_error,
     symbolic_agrees,
 )
-from ...reference import spectra as ref_spectra
+from ...reference import spectra as reference_spectra
 from ...verdict import Diagnostic, at_most, not_evaluated
 from .measurements import (
     Instance,
@@ -59,7 +60,7 @@ the exact rational ones (their entries are integers up to ``C(T, T/2)²`` times 
 def named_spectra_part() -> tuple[dict, dict]:
     """``named_spectra_match_reference``: for each named mask at :data:`NAMED_SPECTRA_SIZES`, the
     closed forms the engine uses (the eigenvalues with multiplicities of
-    :func:`numerics.kernel_eigenvalues`, the distinct eigenvalues of
+    :func:`numerics.model.masks.kernel_eigenvalues`, the distinct eigenvalues of
     :func:`~numerics.analysis.linearised.distinct_eigenvalues`, the eigenvalues and matrices of
     :func:`~numerics.analysis.linearised.spectral_projectors`) against the reference's exact
     spectrum of the explicitly built kernel (:mod:`verify.reference.spectra`: the diagonal of a
@@ -70,16 +71,16 @@ def named_spectra_part() -> tuple[dict, dict]:
     fails, naming it, instead of the check ending in an error."""
     worst, bad = 0.0, []
     for T, P in NAMED_SPECTRA_SIZES:
-        for name in nm.NAMED_MASKS:
+        for name in NAMED_MASKS:
             try:
-                proj = ref_spectra.projectors(name, T, P)
+                proj = reference_spectra.projectors(name, T, P)
             except AssertionError as exc:  # the reference's spectrum does not diagonalise K
                 bad.append(f"{name} T={T} P={P} (reference: {exc})")
                 continue
-            exact = {float(lam): m for lam, m in ref_spectra.multiplicities(proj).items()}
-            closed = nm.kernel_eigenvalues(name, T, P)
-            distinct = [float(x) for x in lin.distinct_eigenvalues(name, T, P)]
-            projs = lin.spectral_projectors(name, T, P)
+            exact = {float(lam): m for lam, m in reference_spectra.multiplicities(proj).items()}
+            closed = kernel_eigenvalues(name, T, P)
+            distinct = [float(x) for x in linearised.distinct_eigenvalues(name, T, P)]
+            projs = linearised.spectral_projectors(name, T, P)
             same = (
                 closed == exact
                 and distinct == sorted(exact, reverse=True)
@@ -87,7 +88,7 @@ def named_spectra_part() -> tuple[dict, dict]:
             )
             if same:
                 for lam, Pl in proj.items():
-                    ref = ref_spectra.as_float(Pl)
+                    ref = reference_spectra.as_float(Pl)
                     dev = relative_error(projs[float(lam)], ref, norm="max")
                     worst = max(worst, dev)
                     same = same and dev <= NAMED_PROJECTOR_REL
@@ -223,7 +224,7 @@ def brute_force_parts(inst: Instance, modes: Modes) -> tuple[dict, dict]:
             k: not_evaluated(why) for k in ("brute_force_L_star_agrees", "brute_force_r_agrees")
         }, {}
     if inst.user is None:
-        projs = lin.spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
+        projs = linearised.spectral_projectors(cfg.mask_name, cfg.T, cfg.P)
     elif inst.user.diagonalisable:
         projs = inst.user.projectors()
     else:
@@ -231,8 +232,8 @@ def brute_force_parts(inst: Instance, modes: Modes) -> tuple[dict, dict]:
         return {
             k: not_evaluated(why) for k in ("brute_force_L_star_agrees", "brute_force_r_agrees")
         }, {}
-    rb = brute_force_mode_ratio(inst.model, nm.stack_trajectory(inst.model, inst.X0), projs)
-    Lb = lin.saturation_depth(rb, p["tau"])
+    rb = brute_force_mode_ratio(inst.model, stack_trajectory(inst.model, inst.X0), projs)
+    Lb = linearised.saturation_depth(rb, p["tau"])
     upto = inst.model.L if not np.isfinite(L_star) else int(L_star)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = elementwise_relative_error(rb, r)
@@ -305,8 +306,8 @@ def coarse_stack_part(inst: Instance) -> tuple[dict, dict]:
     block-local fast mask (measured: no entry outside the diagonal blocks)."""
     cfg, model_g = inst.cfg, inst.model_g
     X0 = np.repeat(inst.Y0, cfg.P, axis=0)
-    full = nm.stack(model_g, X0)
-    coarse = np.repeat(lin.coarse_stack(model_g, inst.Y0), cfg.P, axis=0)
+    full = stack(model_g, X0)
+    coarse = np.repeat(linearised.coarse_stack(model_g, inst.Y0), cfg.P, axis=0)
     scale = float(np.abs(full).max())
     Z = full.reshape(cfg.N, cfg.P, cfg.d)
     outside = block_local(cfg.mask_array, cfg.P)

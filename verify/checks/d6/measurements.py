@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis.stability import slow_jacobian
 from fastslow.numerics.analysis.visibility import (
@@ -25,7 +24,9 @@ from fastslow.numerics.analysis.visibility import (
     visibility_map,
 )
 from fastslow.numerics.model import kernels
-from fastslow.numerics.model.masks import block_level_mask, coarse_maps
+from fastslow.numerics.model.layer import attention_kernel, slow_path, stack, stack_trajectory
+from fastslow.numerics.model.masks import block_level_mask, coarse_maps, frozen_kernel
+from fastslow.numerics.model.weights import Model, ModelConfig, init_model
 
 from ...measure import (
     UNIT_ROUNDOFF,
@@ -63,7 +64,7 @@ def reported_slope(x, y) -> dict:
     return {k: fit[k] for k in ("slope", "ci95", "r2")}
 
 
-def with_random_qk(model: nm.Model, rng, size: float, names=("Q", "K", "Qs", "Ks")) -> nm.Model:
+def with_random_qk(model: Model, rng, size: float, names=("Q", "K", "Qs", "Ks")) -> Model:
     """``model`` with random perturbations of size ``size`` added to ``Q, K, Qs, Ks`` of every
     layer (entries ``size·N(0, 1)/√d``)."""
     d = model.config.d
@@ -73,7 +74,7 @@ def with_random_qk(model: nm.Model, rng, size: float, names=("Q", "K", "Qs", "Ks
         for n in names:
             setattr(q, n, getattr(q, n) + size * rng.standard_normal((d, d)) / np.sqrt(d))
         layers.append(q)
-    return nm.Model(model.config, tuple(layers))
+    return Model(model.config, tuple(layers))
 
 
 def random_Ed_direction(cfg, model, kind: str, rng, I_Pi):
@@ -117,8 +118,8 @@ class Instance:
     def __init__(self, p: dict, seed: int, system: DepthFlow | None = None):
         w_seed, x_seed, qk_seed, dir_seed, *_ = np.random.SeedSequence(seed).spawn(6)
         if system is None:
-            cfg = nm.ModelConfig.from_params(p)
-            self.model = nm.init_model(
+            cfg = ModelConfig.from_params(p)
+            self.model = init_model(
                 cfg, p["L"], w_seed, scale=p["scale"], slow_scale=p["slow_scale"], gate=p["gate"]
             )
         else:  # your flow: its weights (its seed) and gate; the parameters it sets follow it
@@ -137,7 +138,7 @@ class Instance:
         self.X0, self.E = X0, X0.copy()
         self.qk_rng = np.random.default_rng(qk_seed)
         self.dir_rng = np.random.default_rng(dir_seed)
-        self.traj = nm.stack_trajectory(self.model, X0, self.E)
+        self.traj = stack_trajectory(self.model, X0, self.E)
         if cfg.mask_name is None:  # your block-local mask: exact stationary weightings, rounded
             R, L = exact_coarse_maps(cfg.mask_array, cfg.P)
         else:
@@ -158,7 +159,7 @@ class Instance:
         """``max_l ‖Lᵀ Slow_l(X_l)‖`` along the trajectory: > 0 iff the gate can move ``Lᵀ X_L``."""
         return float(
             max(
-                np.linalg.norm(self.L.T @ nm.slow_path(self.cfg, lp, self.traj[l]))
+                np.linalg.norm(self.L.T @ slow_path(self.cfg, lp, self.traj[l]))
                 for l, lp in enumerate(self.model.layers)
             )
         )
@@ -221,15 +222,15 @@ def visibility_figures(inst: Instance) -> tuple[dict, dict]:
         "gate_rank": ranks["g"],
     }
     # finite O(1) perturbations of Q, K, Qs, Ks: trajectory and kernels unchanged (all orders)
-    Kmask = nm.frozen_kernel(cfg.mask_array)
+    Kmask = frozen_kernel(cfg.mask_array)
     pert = with_random_qk(model, inst.qk_rng, p["qk_size"])
-    traj = nm.stack_trajectory(pert, X0, E)
+    traj = stack_trajectory(pert, X0, E)
     f["finite_qk_state_change_rel"] = float(
         np.abs(traj - inst.traj).max() / np.abs(inst.traj).max()
     )
     f["finite_qk_kernel_deviation"] = float(
         max(
-            np.abs(nm.attention_kernel(cfg, lp, traj[l]) - Kmask).max()
+            np.abs(attention_kernel(cfg, lp, traj[l]) - Kmask).max()
             for l, lp in enumerate(pert.layers)
         )
     )
@@ -255,13 +256,11 @@ def taylor_test_figures(inst: Instance) -> dict:
     dV = [lp.zeros_like() for lp in model.layers]
     dV[0].V[0, 0] = 1.0
     _, jvp = forced_tangent(model, X0, E=E, dparams=dV)
-    base = nm.stack(model, X0, E)
+    base = stack(model, X0, E)
 
     def moved(h):
         """``X_L`` with layer 0's ``V[0, 0]`` moved by ``h``."""
-        return nm.stack(
-            nm.Model(cfg, tuple(lp.axpy(h, t) for lp, t in zip(model.layers, dV))), X0, E
-        )
+        return stack(Model(cfg, tuple(lp.axpy(h, t) for lp, t in zip(model.layers, dV))), X0, E)
 
     s = float(np.sqrt(np.mean(model.layers[0].V ** 2))) or 1.0
     ladder = s * 10.0 ** (-np.arange(1, TAYLOR_LADDER_LEN + 1) / 4)
@@ -366,7 +365,7 @@ def slow_coupling_figures(inst: Instance) -> dict:
     UB = np.kron(np.eye(N), np.full((P, P), 1.0 / P))
     Uc_Ks_B = (
         np.kron(np.eye(N, k=-1), np.ones((P, 1)))
-        @ nm.frozen_kernel(np.tril(np.ones((N, N), bool)))
+        @ frozen_kernel(np.tril(np.ones((N, N), bool)))
         @ np.kron(np.eye(N), np.full((1, P), 1.0 / P))
     )
     Id = np.eye(d)

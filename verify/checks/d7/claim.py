@@ -89,7 +89,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import fastslow.numerics as nm
 from fastslow.numerics import lapack
 from fastslow.numerics.analysis.stability import (
     iterate_linear_loop,
@@ -99,6 +98,7 @@ from fastslow.numerics.analysis.stability import (
     spectral_radius,
 )
 from fastslow.numerics.model import kernels
+from fastslow.numerics.model.weights import ModelConfig, init_layer
 
 from ...against_reference import (
     JACOBIAN_UNITS,
@@ -147,8 +147,8 @@ def reference_point(p: dict, seed: int, point=None):
     (a user flow's) instead of the seeded draw."""
     w_seed, e_seed, _ = np.random.SeedSequence(seed).spawn(3)
     if point is None:
-        cfg = nm.ModelConfig.from_params(p)
-        lp = nm.init_layer(
+        cfg = ModelConfig.from_params(p)
+        lp = init_layer(
             cfg,
             np.random.default_rng(w_seed),
             scale=p["scale"],

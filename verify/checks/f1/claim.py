@@ -46,7 +46,7 @@ that integrator, are then reported as superseded.
 
 Oracle (how each part is decided):
 
-* Full flow: :func:`numerics.model.coupling_drivers.integrate_coupling` (Radau IIA by default,
+* Full flow: :func:`numerics.model.coupling.drivers.integrate_coupling` (Radau IIA by default,
   ``method="rosw"`` for ROS34PW2), untied weights (piecewise constant on ``L`` intervals,
   breakpoints hit exactly), ``γ > 0`` towards a random non-block-constant ``E``, gate ``g ≠ 0``,
   the RMS norm on or off, all drawn by :func:`verify.coupling_problem.coupling_problem`.

@@ -106,7 +106,7 @@ def first_order_correction_nonzero(inst: Instance) -> Diagnostic:
     Pi = inst.U @ inst.Lt
     off = 0.0
     for l in range(inst.model.L):
-        R = inst.R(l, X)
+        R = inst.nonstiff_part(l, X)
         off = max(off, ratio(np.linalg.norm(R - Pi @ R), np.linalg.norm(R)))
     return Diagnostic(
         off > INVARIANCE_TOL,

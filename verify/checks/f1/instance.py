@@ -11,19 +11,20 @@ from functools import cached_property
 
 import numpy as np
 
-import fastslow.numerics as nm
-from fastslow.numerics.integrators import integrate
-from fastslow.numerics.model.coupling_drivers import (
+from fastslow.numerics.integrators.integration import integrate
+from fastslow.numerics.model.coupling.drivers import (
     integrate_coupling,
     integrate_coupling_scipy,
     layer_breakpoints,
 )
+from fastslow.numerics.model.layer import attention_kernel, mlp, slow_path
 from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
     kernel_eigenvalues,
     subdominant_eigenvalue,
 )
+from fastslow.numerics.model.weights import Model
 from fastslow.theory.slow_manifold import (
     MASKS,
     SIGMA_FUNCS,
@@ -254,7 +255,7 @@ class NumericReduction:
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
         """``H₁ = (I − K + Π)⁻¹(I − Π)R(UY)`` (T×d) on layer segment ``l`` (the least-squares
         solution where ``I − K + Π`` is singular: a mask outside ``normally_hyperbolic``)."""
-        R = self.inst.R(l, self.inst.U @ Y)
+        R = self.inst.nonstiff_part(l, self.inst.U @ Y)
         try:
             return np.linalg.solve(self.M, R - self.Pi @ R)
         except np.linalg.LinAlgError:
@@ -268,7 +269,7 @@ class NumericReduction:
         if nH == 0.0:
             return np.zeros_like(H)
         dA = richardson_difference(
-            lambda X: nm.attention_kernel(inst.cfg, lp, X), inst.U @ Y, H, CURVATURE_STEP / nH
+            lambda X: attention_kernel(inst.cfg, lp, X), inst.U @ Y, H, CURVATURE_STEP / nH
         )
         return dA @ H
 
@@ -278,9 +279,9 @@ class NumericReduction:
         Y = np.asarray(Y, dtype=float).reshape(inst.Y0.shape)
         X = inst.U @ Y
         if self.order == 0:
-            return self.Lt @ inst.R(l, X)
+            return self.Lt @ inst.nonstiff_part(l, X)
         H = self.H1(l, Y)
-        return self.Lt @ (inst.R(l, X + eps * H) + eps * self.curvature(l, Y, H))
+        return self.Lt @ (inst.nonstiff_part(l, X + eps * H) + eps * self.curvature(l, Y, H))
 
 
 def auto_coarse(cfg) -> str:
@@ -340,7 +341,7 @@ class Instance:
 
     @cached_property
     def flows(self) -> dict:
-        """``{order: f(seg, Y, eps)}``: the reduced right-hand sides that are integrated (the
+        """``{order: f(segment, Y, eps)}``: the reduced right-hand sides that are integrated (the
         theory's when it derives this mask and coarse map, else the numerical block reduction)."""
         if self.source == "theory":
             return {k: self.theory_flow(k) for k in (0, 1)}
@@ -352,7 +353,7 @@ class Instance:
         cfg, model = self.cfg, self.model
         layers = [(lp.Q, lp.K, lp.W1, lp.W2) for lp in model.layers]
         slow = (
-            (lambda l, X: model.layers[l].g * nm.slow_path(cfg, model.layers[l], X))
+            (lambda l, X: model.layers[l].g * slow_path(cfg, model.layers[l], X))
             if cfg.slow
             else None
         )
@@ -372,19 +373,20 @@ class Instance:
             sigma=cfg.sigma,
         )
 
-    def R(self, l: int, X: np.ndarray) -> np.ndarray:
-        """``R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X)`` on layer segment ``l``."""
+    def nonstiff_part(self, l: int, X: np.ndarray) -> np.ndarray:
+        """The non-stiff part ``R_t(X) = γ(E − X) + MLP_t(X) + g·Slow_t(X)`` of the coupling form on
+        layer segment ``l``."""
         lp = self.model.layers[l]
-        out = nm.mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X)
+        out = mlp(self.cfg, lp, X) + self.cfg.gamma * (self.E - X)
         if self.cfg.slow and lp.g:
-            out = out + lp.g * nm.slow_path(self.cfg, lp, X)
+            out = out + lp.g * slow_path(self.cfg, lp, X)
         return out
 
     def H1(self, l: int, Y: np.ndarray) -> np.ndarray:
         """``H₁`` (T×d) at ``UY`` on layer segment ``l``, from the reduction that is integrated."""
         return np.asarray(self.flows[1].H1(l, Y), dtype=float)
 
-    def seg(self, t: float) -> int:
+    def segment_of(self, t: float) -> int:
         """The layer segment of depth ``t``."""
         return min(int(np.searchsorted(self.breaks, t, side="right")), self.model.L - 1)
 
@@ -395,7 +397,7 @@ class Instance:
         f = self.flows[order]
         shape = Y0.shape
         return integrate(
-            lambda t, y: np.asarray(f(self.seg(t), y.reshape(shape), eps)).ravel(),
+            lambda t, y: np.asarray(f(self.segment_of(t), y.reshape(shape), eps)).ravel(),
             (0.0, 1.0),
             Y0,
             method="dopri5",
@@ -468,7 +470,7 @@ class Instance:
         cfg = self.cfg.replace(gamma=0.0, slow=False)
         lp = self.model.layers[0].copy()
         lp.W2 = np.zeros_like(lp.W2)
-        fast = nm.Model(cfg, (lp,))
+        fast = Model(cfg, (lp,))
         t0, tau, X = 0.0, fast_tau(self), X0
         tau_max = min(extend * tau, FAST_TAU_MAX)
         while True:

@@ -12,8 +12,8 @@ from functools import cache
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from fastslow.numerics.integrators import ORDERS as INTEGRATOR_ORDERS
-from fastslow.numerics.integrators import integrate
+from fastslow.numerics.integrators.integration import ORDERS as INTEGRATOR_ORDERS
+from fastslow.numerics.integrators.integration import integrate
 
 from ...measure import (
     asymptotic_slope,

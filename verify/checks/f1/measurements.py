@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-import fastslow.numerics as nm
-from fastslow.numerics.model.coupling_drivers import (
+from fastslow.numerics.model.coupling.drivers import (
     integrate_coupling,
 )
+from fastslow.numerics.model.layer import attention_kernel
 from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
@@ -231,12 +231,12 @@ def critical_manifold_residuals(inst: Instance, rng) -> dict:
     on, off, jvp_dev = 0.0, np.inf, 0.0
     for lp in inst.model.layers:
         X = inst.U @ rng.standard_normal(inst.Y0.shape)
-        on = max(on, float(np.abs(nm.attention_kernel(cfg, lp, X) @ X - X).max()))
+        on = max(on, float(np.abs(attention_kernel(cfg, lp, X) @ X - X).max()))
         Xg = X + rng.standard_normal(X.shape)
-        off = min(off, float(np.abs(nm.attention_kernel(cfg, lp, Xg) @ Xg - Xg).max()))
+        off = min(off, float(np.abs(attention_kernel(cfg, lp, Xg) @ Xg - Xg).max()))
 
         def fast(Z, lp=lp):
-            return nm.attention_kernel(cfg, lp, Z) @ Z - Z
+            return attention_kernel(cfg, lp, Z) @ Z - Z
 
         dX = rng.standard_normal(X.shape)
         jvp = central_difference(fast, X, dX, JVP_STEP)
@@ -262,7 +262,7 @@ def reduced_trajectory_points(inst: Instance) -> list:
     t_pts = np.sort(np.concatenate([(np.arange(L) + 0.25) / L, (np.arange(L) + 0.75) / L]))
     _, traj = inst.reduced(1, float(p["eps_max"]), inst.Y0, p["rtol"], p["atol"], t_eval=t_pts)
     return [
-        (inst.seg(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
+        (inst.segment_of(t), traj.y[:, k].reshape(inst.Y0.shape), float(p["eps_max"]))
         for k, t in enumerate(traj.t)
     ]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics.integrators import ORDERS as INTEGRATOR_ORDERS
+from fastslow.numerics.integrators.integration import ORDERS as INTEGRATOR_ORDERS
 from fastslow.theory.slow_manifold import (
     sigma_is_smooth,
 )

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastslow.numerics.model.masks import frozen_kernel
-from fastslow.numerics.toy import markov as mk
-from fastslow.theory import markov as tm
+from fastslow.numerics.toy import markov
+from fastslow.theory import markov as theory_markov
 
 from ...verdict import Diagnostic
 
@@ -25,10 +25,10 @@ def attention_link_row(kind: str, P: int) -> dict:
     K = frozen_kernel(kind, P, P)  # one block: T = P
     G = (K - np.eye(P)).T  # column convention
     try:
-        p_num = mk.stationary_distribution(G)
+        p_num = markov.stationary_distribution(G)
     except ValueError:  # the code under test finds no distribution: every comparison fails
         p_num = np.full(P, np.inf)
-    exact = tm.within_block_stationary(kind, P)
+    exact = theory_markov.within_block_stationary(kind, P)
     p_ex = np.array([float(x) for x in exact["p_st"]])
     K_ex = np.array(exact["kernel"].tolist(), dtype=float)
     uniform, first = np.full(P, 1.0 / P), np.eye(P)[0]
@@ -42,11 +42,11 @@ def attention_link_row(kind: str, P: int) -> dict:
         "p_vs_first_token": float(np.abs(p_num - first).max()),
         "block_mean_conservation_defect": mean_defect,
         "first_token_conservation_defect": first_defect,
-        "irreducible_numeric": mk.is_irreducible(G),
+        "irreducible_numeric": markov.is_irreducible(G),
         "irreducible_exact": bool(exact["irreducible"]),
-        "closed_classes": mk.closed_classes(G),
+        "closed_classes": markov.closed_classes(G),
         "null_dim_exact": int(exact["null_dim"]),
-        "spectral_gap": mk.spectral_gap(G),
+        "spectral_gap": markov.spectral_gap(G),
     }
 
 

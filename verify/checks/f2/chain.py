@@ -13,8 +13,8 @@ import time
 import numpy as np
 import sympy as sp
 
-from fastslow.numerics.toy import markov as mk
-from fastslow.theory import markov as tm
+from fastslow.numerics.toy import markov
+from fastslow.theory import markov as theory_markov
 
 from ...budgets import time_budget, time_hint
 from ...reference import chains as reference_chains
@@ -44,7 +44,7 @@ class CoupledChain:
     slow manifold ``sm`` (``None`` if it could not be derived, ``why_not`` says why) and the
     notes on what was derived how."""
 
-    sm: tm.SlowManifold | None
+    sm: theory_markov.SlowManifold | None
     reduced_inputs: tuple | None = None  # (Q, g, y, x, t) in SymPy: the inputs, not theory's
     why_not: str = NOT_THEORY_CHAIN
     notes: tuple = ()
@@ -63,14 +63,14 @@ class CoupledChain:
         self.zero_tol = 1e-10 * max(1.0, max(float(np.abs(Q).max()) for Q in self.Qs))
         self.eps = np.geomspace(p["eps_min"], p["eps_max"], p["n_eps"])
 
-    def run(self, eps: float, x0, t_eval=None, method=None) -> mk.CoupledRun:
+    def run(self, eps: float, x0, t_eval=None, method=None) -> markov.CoupledRun:
         """The coupled system from ``(x0, y0)``, by default at the times ``0, [t0, t1]`` with the
         instance's integrator (generator checks off: the controls are not generators)."""
         p = self.p
         if t_eval is None:
             t_eval = np.concatenate([[0.0], np.linspace(p["t0"], p["t1"], p["n_t"])])
         try:
-            return mk.integrate_coupled(
+            return markov.integrate_coupled(
                 self.gen,
                 self.gen_dy,
                 eps,
@@ -84,8 +84,8 @@ class CoupledChain:
                 require_generator=False,
                 deadline=self.deadline,
             )
-        except mk.DeadlineExceeded as exc:
-            raise mk.DeadlineExceeded(
+        except markov.DeadlineExceeded as exc:
+            raise markov.DeadlineExceeded(
                 f"the check ran past the time budget of {time_hint()} (CPU time) in its tracking "
                 f"runs: {exc}; the estimate before the work cannot see how stiff a slow field is"
             ) from None
@@ -98,15 +98,15 @@ def symbolic_chain(kind: str, n: int, defect: float) -> sp.Matrix:
     (``not_generator_mass``), or one jump rate set negative with its column sum kept at zero
     (``not_generator_sign``: n = 2 the rate ``0 → 1`` = −1/4; n = 3 the rate ``1 → 2`` =
     ``−(1 + y²)/2``)."""
-    Q = tm.example_generator(n)
+    Q = theory_markov.example_generator(n)
     if kind == "irreducible":
         return Q
     if kind == "reducible":
-        return sp.diag(Q, Q.subs(tm.y, -tm.y))
+        return sp.diag(Q, Q.subs(theory_markov.y, -theory_markov.y))
     if kind == "not_generator_mass":
         return Q - sp.nsimplify(defect) * sp.eye(n)
     i, j = (1, 0) if n == 2 else (2, 1)
-    rate = sp.Rational(-1, 4) if n == 2 else -(1 + tm.y**2) / 2
+    rate = sp.Rational(-1, 4) if n == 2 else -(1 + theory_markov.y**2) / 2
     Q = Q.copy()
     d = rate - Q[i, j]
     Q[i, j] += d
@@ -265,22 +265,22 @@ class Instance(CoupledChain):
     manifold of the example chain."""
 
     def __init__(self, p: dict, seed: int):
-        self.symbolic = (symbolic_chain(p["chain"], p["n_states"], p["defect"]), tm.y)
-        gen, gen_dy, c = mk.example_chain(p["n_states"], p["chain"], p["defect"])
+        self.symbolic = (symbolic_chain(p["chain"], p["n_states"], p["defect"]), theory_markov.y)
+        gen, gen_dy, c = markov.example_chain(p["n_states"], p["chain"], p["defect"])
         n, m = p["n_states"], c.size
         x0, x0b = initial_conditions(seed, m)
         if m == 2 * n:  # two blocks of states: all mass in one vs all in the other
             x0 = np.r_[x0[:n] / x0[:n].sum(), np.zeros(n)]
             x0b = np.r_[np.zeros(n), x0b[n:] / x0b[n:].sum()]
-        self.setup(p, seed, (gen, gen_dy, mk.linear_slow_field(c)), x0, x0b)
-        self.sm = tm.slow_manifold(n)
+        self.setup(p, seed, (gen, gen_dy, markov.linear_slow_field(c)), x0, x0b)
+        self.sm = theory_markov.slow_manifold(n)
         if p["chain"] == "irreducible":  # a control violates another hypothesis: not evaluated
             ys, xs, ts = sp.Symbol("y", real=True), sp.symbols(f"x0:{n}"), sp.Symbol("t")
             slow = reference_chains.example_slow_field(xs, ys, ts)
             self.reduced_inputs = (reference_chains.example_chain(n, ys), slow, ys, xs, ts)
 
 
-def family_note(sm: tm.SlowManifold, p: dict) -> str:
+def family_note(sm: theory_markov.SlowManifold, p: dict) -> str:
     """What was derived how for a user family."""
     atoms = ", ".join(map(str, sm.atoms)) or "none"
     return (
@@ -302,11 +302,11 @@ class FamilyInstance(CoupledChain):
         args = (system.Q, system.slow, system.y, system.x, system.t)
         self.symbolic = (system.Q, system.y)
         self.reduced_inputs = (system.Q, system.slow, system.y, tuple(system.x), system.t)
-        fn = tm.family_functions(*args)
-        chain = (fn.generator, fn.generator_dy, mk.SlowField(fn.slow, fn.slow_gradient))
+        fn = theory_markov.family_functions(*args)
+        chain = (fn.generator, fn.generator_dy, markov.SlowField(fn.slow, fn.slow_gradient))
         self.setup(p, seed, chain, *initial_conditions(seed, system.n))
         try:
-            self.sm = tm.family_slow_manifold(*args)
+            self.sm = theory_markov.family_slow_manifold(*args)
         except (ValueError, ArithmeticError) as exc:  # several closed classes, 1ᵀQ ≠ 0, …
             self.sm = None
             self.why_not = f"theory could not derive p_st and h_1 for this Q: {exc}"

@@ -93,8 +93,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from fastslow.numerics.toy import markov as mk
-from fastslow.theory import markov as tm
+from fastslow.numerics.toy import markov
+from fastslow.theory import markov as theory_markov
 
 from ...claim import Claim, Conclusion, Control
 from ...params import Order, Param
@@ -121,7 +121,7 @@ from .manifold import (
 )
 from .tracking import drawn_trajectory, inside_grid_part, tracking_parts, tracking_runs
 
-CHAINS = mk.CHAIN_KINDS
+CHAINS = markov.CHAIN_KINDS
 """The fast generator: the example chain or one of its negative controls."""
 LAYER_FACTOR = 1e-3
 """The initial layer is negligible when ``exp(−gap·t0/ε) ≤ LAYER_FACTOR·ε²`` at every ε."""
@@ -196,7 +196,9 @@ class F2(Claim):
     )
     params = {
         "n_states": Param(
-            3, "states of the example chain (closed-form p_st)", choices=tuple(tm.EXAMPLE_CHAINS)
+            3,
+            "states of the example chain (closed-form p_st)",
+            choices=tuple(theory_markov.EXAMPLE_CHAINS),
         ),
         "chain": Param(
             "irreducible", "the fast generator Q(y): the example chain or a control", choices=CHAINS

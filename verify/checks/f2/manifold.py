@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics.toy import markov as mk
+from fastslow.numerics.toy import markov
 
 from ...measure import (
     symbolic_agrees,
@@ -31,7 +31,7 @@ H1_TIME = 0.7
 
 def spectrum_on_grid(inst: CoupledChain) -> dict:
     """Zero-eigenvalue counts and the spectral gap on the grid (eigenvalues as sorted multisets)."""
-    lams = [mk.sorted_eigenvalues(Q) for Q in inst.Qs]
+    lams = [markov.sorted_eigenvalues(Q) for Q in inst.Qs]
     n_zero = [int(np.sum(np.abs(lam) <= inst.zero_tol)) for lam in lams]
     rest = [float(lam[1:].real.max()) if lam.size > 1 else -np.inf for lam in lams]
     return {
@@ -53,7 +53,7 @@ def null_vectors(inst: CoupledChain) -> list | None:
     hypotheses, decided on the symbolic chain, already say it exists: the parts that need it then
     fail)."""
     try:
-        null = [mk.unique_null_vector(Q) for Q in inst.Qs]
+        null = [markov.unique_null_vector(Q) for Q in inst.Qs]
     except ValueError:  # the code under test finds no distribution on a generator of the chain
         return None
     return null if all(q is not None for q in null) else None
@@ -63,11 +63,11 @@ def spectrum_parts(inst: CoupledChain, null: list | None) -> tuple[dict, dict]:
     """Part 1: one zero eigenvalue, the others attracting (a gap > 0), and the null
     vector a probability vector; with the spectrum's figures and the irreducibility found."""
     spec = spectrum_on_grid(inst)
-    dims = [mk.null_dimension(Q) for Q in inst.Qs]
+    dims = [markov.null_dimension(Q) for Q in inst.Qs]
     figures = {
         **spec,
-        "irreducible_on_grid": bool(all(mk.is_irreducible(Q) for Q in inst.Qs)),
-        "max_closed_classes": int(max(len(mk.closed_classes(Q)) for Q in inst.Qs)),
+        "irreducible_on_grid": bool(all(markov.is_irreducible(Q) for Q in inst.Qs)),
+        "max_closed_classes": int(max(len(markov.closed_classes(Q)) for Q in inst.Qs)),
         "null_dimension_range": [min(dims), max(dims)],
     }
     parts = {
@@ -131,7 +131,7 @@ def manifold_parts(inst: CoupledChain, same: Diagnostic, null: list | None) -> t
     parts["manifold_is_p_st"] = manifold
     h_num = np.array(
         [
-            mk.first_order_correction(
+            markov.first_order_correction(
                 Q, inst.gen_dy(y), inst.slow, y, H1_TIME, require_generator=False
             )
             for y, Q in zip(inst.ys, inst.Qs)

@@ -2,17 +2,17 @@
 
 ``out = vec[(1/ε)(A_t(X) − I)X + R_t(X)]`` with ``R_t(X) = γ(E − X) + MLP_t(X) + g_t·Slow_t(X)``
 and the weights of the interval ``seg`` read from the packed vector
-(:mod:`numerics.model.coupling_packing`): a Numba transcription of
+(:mod:`numerics.model.coupling.packing`): a Numba transcription of
 :func:`numerics.model.flow.make_rhs` with ``form="coupling"`` (same RMS norm, masked softmax, MLP
 with a built-in activation (tanh, relu, gelu or identity), block-causal slow path with ``U_c``).
 For block-local masks the kernel and its product with ``X`` are computed block by block
-(``O(T·P·d)``, not ``O(T²d)``); for other masks in row panels (:func:`_kernel_panel`: no T×T
+(``O(T·P·d)``, not ``O(T²d)``); for other masks in row panels (:func:`kernel_panel`: no T×T
 array, a causal row only up to its diagonal). The softmax exponentials and the MLP activation go
 through the vectorisable ``exp`` and :func:`numerics.model.compiled.activation_rows` (≤ 1 and ≤ 2
 ulp). Block-local masks with ``d``, ``m`` and ``P`` multiples of 8 take the eight-lane path
-(:mod:`numerics.model.coupling_lanes`), everything else the row path here. The attention weights
-(:func:`_block_weights`, :func:`_kernel_panel`) are shared with the frozen-kernel Jacobian
-(:mod:`numerics.model.coupling_jacobian`).
+(:mod:`numerics.model.coupling.lanes`), everything else the row path here. The attention weights
+(:func:`block_weights`, :func:`kernel_panel`) are shared with the frozen-kernel Jacobian
+(:mod:`numerics.model.coupling.jacobian`).
 
 Oracle: the NumPy right-hand side :func:`numerics.model.kernels.coupling` (tests).
 
@@ -30,28 +30,14 @@ from numba import njit
 
 from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
-from fastslow.numerics.model.coupling_lanes import _block_local_rhs8
-from fastslow.numerics.model.coupling_packing import (
-    _BETA,
-    _BLOCKLOCAL,
-    _D,
-    _EPS,
-    _GAMMA,
-    _M,
-    _MASKW,
-    _NEPS,
-    _NORM,
-    _P,
-    _SIGMA,
-    _SLOW,
-    _SLOWFULL,
-    _T,
-    HEADER,
-    _fused_offset,
-    _lanes_fit,
-    _layer_offset,
-    _mat,
-    _scratch,
+from fastslow.numerics.model.coupling import layout
+from fastslow.numerics.model.coupling.lanes import block_local_rhs8
+from fastslow.numerics.model.coupling.packing import (
+    fused_offset,
+    lanes_fit,
+    layer_offset,
+    matrix_view,
+    scratch_arrays,
 )
 
 ROWS_BLOCK_LOCAL = ROWS_OTHER_MASKS = True
@@ -66,6 +52,10 @@ __all__ = [
     "rows_copy",
     "rhs_for",
     "KERNEL_PANEL",
+    "block_weights",
+    "kernel_panel",
+    "normed_rows",
+    "panel_work",
 ]
 
 
@@ -81,7 +71,7 @@ def coupling_rhs_nb(t, y, p, seg, out):
     Compiling this dispatcher compiles both paths; the drivers pass the one path an instance
     takes (:func:`rhs_for`), so a first run compiles only that one (``docs/benchmarks.md``,
     "Times a user feels")."""
-    if _lanes_fit(p):
+    if lanes_fit(p):
         coupling_rhs_lanes_nb(t, y, p, seg, out)
     else:
         _coupling_rhs_rows(t, y, p, seg, out)
@@ -89,40 +79,40 @@ def coupling_rhs_nb(t, y, p, seg, out):
 
 def rhs_for(p: np.ndarray):
     """The compiled right-hand side the packed vector ``p`` takes: :func:`coupling_rhs_lanes_nb`
-    when the eight-lane path applies (:func:`numerics.model.coupling_packing._lanes_fit`, evaluated
+    when the eight-lane path applies (:func:`numerics.model.coupling.packing.lanes_fit`, evaluated
     here in Python, no compilation), else the row path's copy for block-local masks or for the
     others (:func:`rows_copy`). Each computes what
     :func:`coupling_rhs_nb` computes on such a ``p`` (the same code, bit for bit); passing it
     instead of :func:`coupling_rhs_nb` compiles one path, not both."""
-    if _lanes_fit.py_func(p):
+    if lanes_fit.py_func(p):
         return coupling_rhs_lanes_nb
-    return rows_copy(bool(p[_BLOCKLOCAL] > 0.0))
+    return rows_copy(bool(p[layout.BLOCK_LOCAL] > 0.0))
 
 
 @njit(cache=True)
 def coupling_rhs_lanes_nb(t, y, p, seg, out):
-    """:func:`coupling_rhs_nb` on the eight-lane path (:func:`_block_local_rhs8`); only for a
+    """:func:`coupling_rhs_nb` on the eight-lane path (:func:`block_local_rhs8`); only for a
     ``p`` the path fits (:func:`rhs_for` checks that; this entry does not)."""
-    _block_local_rhs8(y, p, seg, out)
+    block_local_rhs8(y, p, seg, out)
 
 
 @njit(cache=True)
 def _coupling_rhs_rows(t, y, p, seg, out):
     """:func:`coupling_rhs_nb` row by row, for any mask and sizes (scalar loops, BLAS products)."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
-    m = int(p[_M])
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
     N = T // P
-    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
+    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = scratch_arrays(p)
     X = y.reshape((T, d))
-    Xn = _normed(X, p, Xw)
-    inv_eps = 1.0 / p[_EPS]
-    off = _layer_offset(p, seg) + 2 * d * d
-    W2 = _mat(p, off + d * m, m, d)
-    if ROWS_BLOCK_LOCAL and p[_BLOCKLOCAL] > 0.0:
-        np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)  # one BLAS call
-        _block_weights(Xn, XG, p, S, v, pb, tb)
+    Xn = normed_rows(X, p, Xw)
+    inv_eps = 1.0 / p[layout.EPS]
+    off = layer_offset(p, seg) + 2 * d * d
+    W2 = matrix_view(p, off + d * m, m, d)
+    if ROWS_BLOCK_LOCAL and p[layout.BLOCK_LOCAL] > 0.0:
+        np.dot(Xn, matrix_view(p, fused_offset(p, seg), d, d + m), XG)  # one BLAS call
+        block_weights(Xn, XG, p, S, v, pb, tb)
         for i in range(T):  # the same sums as Σ_j S[i, j]·X[b0 + j, k] − X[i, k], rows at a time
             b0 = (i // P) * P
             for k in range(d):
@@ -137,18 +127,18 @@ def _coupling_rhs_rows(t, y, p, seg, out):
                 Z[i, k] = XG[i, d + k]
     elif ROWS_OTHER_MASKS:
         _dense_attention_into(Xn, X, p, seg, out)
-        np.dot(Xn, _mat(p, off, d, m), Z)
-    _add_mlp_output(Z, W2, int(p[_SIGMA]), out, v, pb, tb, zb, acc)
+        np.dot(Xn, matrix_view(p, off, d, m), Z)
+    _add_mlp_output(Z, W2, int(p[layout.SIGMA]), out, v, pb, tb, zb, acc)
     g = p[off + 2 * d * m + 3 * d * d]
-    if p[_SLOW] > 0.0 and g != 0.0:
+    if p[layout.SLOW] > 0.0 and g != 0.0:
         Zs = _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, sv, sp, st)
         for b in range(1, N):
             for i in range(P):
                 for k in range(d):
                     out[(b * P + i) * d + k] += g * Zs[b - 1, k]
-    gam = p[_GAMMA]
+    gam = p[layout.GAMMA]
     if gam != 0.0:
-        e0 = HEADER + T * int(p[_MASKW])
+        e0 = layout.HEADER + T * int(p[layout.MASK_WIDTH])
         for i in range(T * d):
             out[i] += gam * (p[e0 + i] - y[i])
 
@@ -206,21 +196,21 @@ def _rms_into(X, ne, out):
 
 
 @njit(cache=True)
-def _normed(X, p, out):
+def normed_rows(X, p, out):
     """``n(X)`` in ``out``, or ``X`` itself without the norm."""
-    return _rms_into(X, p[_NEPS], out) if p[_NORM] > 0.0 else X
+    return _rms_into(X, p[layout.NORM_EPS], out) if p[layout.NORM] > 0.0 else X
 
 
 @njit(cache=True)
-def _block_weights(Xn, XG, p, S, v, pb, tb):
+def block_weights(Xn, XG, p, S, v, pb, tb):
     """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
     token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
     ``XG[i, :d]·n(X)[j]`` (``P×P×d`` per block, explicit loops); all exponentials go through one
     vectorisable pass (:func:`numerics.model.compiled.exp_into`, ≤ 1 ulp from ``np.exp``). The
     mask is read as its blocks' rows (T×P); ``v, pb, tb`` are scratch of length ``T·P``."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
     for i in range(T):
         b0 = (i // P) * P
         for j in range(P):
@@ -237,7 +227,7 @@ def _block_softmax(p, S, v, pb, tb):
     the allowed entries, the exponentials of the shifted scores by one :func:`exp_into` pass,
     masked entries exact zeros, each row divided by its sum."""
     T, P = S.shape
-    mask = _mat(p, HEADER, T, P)
+    mask = matrix_view(p, layout.HEADER, T, P)
     v = v[: T * P]
     pb = pb[: T * P]
     tb = tb[: T * P]
@@ -292,10 +282,10 @@ def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
     ``full`` slow mask). The N×N×d and N×d×d products (N = T/P) are explicit loops, too small for
     BLAS; the scores of the N − 1 queries that reach the output share one vectorisable exponential
     pass."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
-    m = int(p[_M])
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
     N = T // P
     Yb[:, :] = 0.0
     for b in range(N):
@@ -303,9 +293,9 @@ def _pooled_slow_attention(X, p, seg, Yb, Yh, Zs, YG, v, pb, tb):
             for k in range(d):
                 Yb[b, k] += X[b * P + i, k]
     Yb /= P
-    Yh = _normed(Yb, p, Yh)
-    _small_mm_into(Yh, _mat(p, _fused_offset(p, seg) + d * (d + m), d, 2 * d), YG)
-    full = p[_SLOWFULL] > 0.0
+    Yh = normed_rows(Yb, p, Yh)
+    _small_mm_into(Yh, matrix_view(p, fused_offset(p, seg) + d * (d + m), d, 2 * d), YG)
+    full = p[layout.SLOW_FULL] > 0.0
     Zs[:, :] = 0.0
     for a in range(N - 1):
         top = N if full else a + 1
@@ -340,27 +330,27 @@ stays in cache while it is scaled, exponentiated and written to ``J``)."""
 
 
 @njit(cache=True)
-def _panel_work(Xn, p, seg):
-    """Queries ``n(X)·Q``, keys ``n(X)·K`` and the work arrays of :func:`_kernel_panel`: a panel
+def panel_work(Xn, p, seg):
+    """Queries ``n(X)·Q``, keys ``n(X)·K`` and the work arrays of :func:`kernel_panel`: a panel
     buffer of ``KERNEL_PANEL`` floats (at least one row) and three rows of softmax scratch."""
-    T = int(p[_T])
-    d = int(p[_D])
-    off = _layer_offset(p, seg)
-    XQ = np.dot(Xn, _mat(p, off, d, d))
-    XK = np.dot(Xn, _mat(p, off + d * d, d, d))
+    T = int(p[layout.T])
+    d = int(p[layout.D])
+    off = layer_offset(p, seg)
+    XQ = np.dot(Xn, matrix_view(p, off, d, d))
+    XK = np.dot(Xn, matrix_view(p, off + d * d, d, d))
     rows = min(T, max(1, KERNEL_PANEL // T))
     return XQ, XK, np.empty(rows * T), np.empty(T), np.empty(T), np.empty(T)
 
 
 @njit(cache=True)
-def _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
+def kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
     """Rows ``r0:r1`` of the attention matrix ``A(X)`` of a mask that is not block-local, as a
     ``(r1 − r0) × c1`` view of ``buf``: ``c1`` is the panel's last allowed column + 1, rounded up
     to a multiple of 4 (so the softmax sums group as over the whole row); the columns beyond it
     are zero. The scores ``β·(n(X)Q)(n(X)K)ᵀ`` and a masked softmax per row (:func:`softmax_row`)."""
-    T = int(p[_T])
-    mask = _mat(p, HEADER, T, T)
-    beta = p[_BETA]
+    T = int(p[layout.T])
+    mask = matrix_view(p, layout.HEADER, T, T)
+    beta = p[layout.BETA]
     c1 = 0
     for i in range(r0, r1):
         last = T - 1
@@ -381,18 +371,18 @@ def _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
 @njit(cache=True)
 def _dense_attention_into(Xn, X, p, seg, out):
     """``out ← vec[(A(X) − I)X/ε]`` for a mask that is not block-local, row panel by row panel
-    (:func:`_kernel_panel`): no T×T array, so the working set stays in cache at large ``T``, and
+    (:func:`kernel_panel`): no T×T array, so the working set stays in cache at large ``T``, and
     a causal row only up to its diagonal. Equal to ``(A·X − X)/ε`` with the whole ``A`` to
     rounding (the products are summed per panel; the tests compare with the NumPy kernel)."""
-    T = int(p[_T])
-    d = int(p[_D])
-    XQ, XK, buf, v, pb, tb = _panel_work(Xn, p, seg)
-    eps = p[_EPS]
+    T = int(p[layout.T])
+    d = int(p[layout.D])
+    XQ, XK, buf, v, pb, tb = panel_work(Xn, p, seg)
+    eps = p[layout.EPS]
     rows = buf.size // T
     AX = np.empty((rows, d))
     for r0 in range(0, T, rows):
         r1 = min(r0 + rows, T)
-        S = _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
+        S = kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
         c1 = S.shape[1]
         np.dot(S, X[:c1], AX[: r1 - r0])
         for i in range(r0, r1):

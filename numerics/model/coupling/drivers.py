@@ -6,8 +6,8 @@
   substitution on ``J`` itself, no T×T factorisation kept).
 * :func:`integrate_coupling_scipy`: the same flow by :func:`scipy.integrate.solve_ivp`, interval by
   interval (stops at every ``l/L``), with the compiled right-hand side
-  (:func:`numerics.model.coupling_rhs.coupling_rhs_nb`) or the NumPy one, and the frozen-kernel
-  Jacobian (:func:`numerics.model.coupling_jacobian.frozen_kernel_jac_nb`, dense or sparse) or
+  (:func:`numerics.model.coupling.rhs.coupling_rhs_nb`) or the NumPy one, and the frozen-kernel
+  Jacobian (:func:`numerics.model.coupling.jacobian.frozen_kernel_jac_nb`, dense or sparse) or
   SciPy's own finite-difference one.
 
 A user :class:`~numerics.model.activations.Activation` is not compiled: :func:`integrate_coupling`
@@ -27,16 +27,16 @@ import numpy as np
 import scipy.sparse as sps
 from scipy.integrate import solve_ivp
 
-from fastslow.numerics import validation as v
-from fastslow.numerics.integrators import IntegratorResult, integrate
+from fastslow.numerics import validation
+from fastslow.numerics.integrators.integration import IntegratorResult, integrate
 from fastslow.numerics.model import kernels
-from fastslow.numerics.model.coupling_jacobian import jac_for
-from fastslow.numerics.model.coupling_packing import (
+from fastslow.numerics.model.coupling.jacobian import jac_for
+from fastslow.numerics.model.coupling.packing import (
     is_block_local,
     is_lower_triangular,
     pack_coupling,
 )
-from fastslow.numerics.model.coupling_rhs import rhs_for
+from fastslow.numerics.model.coupling.rhs import rhs_for
 from fastslow.numerics.model.weights import Model, ModelConfig
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
 
 def layer_breakpoints(L: int) -> np.ndarray:
     """The interior breakpoints ``l/L`` (``l = 1 … L−1``) of ``L`` piecewise-constant intervals."""
-    L = v.positive_int("L", L)
+    L = validation.positive_int("L", L)
     return np.arange(1, L) / L
 
 
@@ -58,9 +58,9 @@ def _checked_problem(model: Model, X0, eps: float, E, jacobian_only: bool = Fals
     """``(config, X0, E, packed vector)`` after checking the arguments; ``E`` defaults to ``X0``
     when ``γ > 0``; ``jacobian_only`` as in :func:`pack_coupling`."""
     if not isinstance(model, Model):
-        raise TypeError(f"model must be a numerics.Model, got {type(model).__name__}")
+        raise TypeError(f"model must be a numerics.model.weights.Model, got {type(model).__name__}")
     cfg = model.config
-    X0 = v.finite_array("X0", X0, shape=(cfg.T, cfg.d))
+    X0 = validation.finite_array("X0", X0, shape=(cfg.T, cfg.d))
     if cfg.gamma and E is None:
         E = X0
     return cfg, X0, E, pack_coupling(cfg, model.layers, eps, E, jacobian_only=jacobian_only)

@@ -1,17 +1,17 @@
-"""The eight-lane path of the coupling form's right-hand side (:func:`_block_local_rhs8`).
+"""The eight-lane path of the coupling form's right-hand side (:func:`block_local_rhs8`).
 
-For block-local masks with ``d``, ``m`` and ``P`` multiples of 8 (:func:`_lanes_fit`),
-:func:`numerics.model.coupling_rhs.coupling_rhs_nb` runs on the vectors of :mod:`numerics.lanes`
+For block-local masks with ``d``, ``m`` and ``P`` multiples of 8 (:func:`lanes_fit`),
+:func:`numerics.model.coupling.rhs.coupling_rhs_nb` runs on the vectors of :mod:`numerics.lanes`
 (one AVX-512 register per row of eight doubles): the products eight rows at once with eight
 independent accumulators; the norm and the score blocks through an 8×8 shuffle transpose; the
 softmax with one lane per row, so that its maximum, sum and division are vertical; the
 exponentials and tanh eight vectors at once; the slow path with one pooled query per lane. The
 work arrays are addressed by flat offsets into the packed vector
-(:mod:`numerics.model.coupling_packing`), not views. Numba does not run LLVM's SLP vectoriser and
+(:mod:`numerics.model.coupling.packing`), not views. Numba does not run LLVM's SLP vectoriser and
 its loop vectoriser does nothing useful for runs of eight, hence the explicit lanes (the
 measurements are in ``docs/benchmarks.md``).
 
-Oracle: the row path (:func:`numerics.model.coupling_rhs._coupling_rhs_rows`): the same sums in
+Oracle: the row path (:func:`numerics.model.coupling.rhs.coupling_rhs_rows_nb`): the same sums in
 the same order except ``n(X)·G`` (a BLAS product there) and the sign of ``tanh(−0)`` (kept here);
 the tests assert agreement to 1e-13 of the largest entry.
 """
@@ -43,24 +43,14 @@ from fastslow.numerics.lanes import (
     zero8,
 )
 from fastslow.numerics.model.compiled import activation_rows
-from fastslow.numerics.model.coupling_packing import (
-    _D,
-    _EPS,
-    _GAMMA,
-    _M,
-    _MASKW,
-    _NEPS,
-    _NORM,
-    _P,
-    _SIGMA,
-    _SLOW,
-    _SLOWFULL,
-    _T,
-    HEADER,
-    _fused_offset,
-    _lanes_offsets,
-    _layer_offset,
+from fastslow.numerics.model.coupling import layout
+from fastslow.numerics.model.coupling.packing import (
+    fused_offset,
+    lanes_offsets,
+    layer_offset,
 )
+
+__all__ = ["block_local_rhs8"]
 
 
 @njit(cache=True, inline="always")
@@ -157,7 +147,7 @@ def _normed_blocks8(y, p, T, P, d, ne, norm, xnb):
 
 @njit(cache=True, inline="always")
 def _block_scores8(p, T, P, d, m, xg, xnb, s, st):
-    """``S[i, j] = XG[i, :d]·n(X)[b(i) + j]`` (the sums of :func:`_block_weights`, over ``k`` in
+    """``S[i, j] = XG[i, :d]·n(X)[b(i) + j]`` (the sums of :func:`block_weights`, over ``k`` in
     order from ``+0``), eight keys ``j`` at a time from the transposed blocks ``XnB``, eight rows
     ``i`` (of one block: ``P`` is a multiple of 8) at once; masked entries ``−∞``. Written
     transposed by eight-row groups for :func:`_block_softmax8`: ``ST[i₀·P + j·8 + r] = S[i₀ + r, j]``
@@ -171,7 +161,7 @@ def _block_scores8(p, T, P, d, m, xg, xnb, s, st):
             a0, a1, a2, a3, a4, a5, a6, a7 = _madd8_rows8(
                 z, z, z, z, z, z, z, z, p, xg + i * w, w, 1, d, p, bo + c, P
             )
-            mo = HEADER + i * P + c
+            mo = layout.HEADER + i * P + c
             _store8_rows8(
                 p,
                 s + i * P + c,
@@ -253,10 +243,10 @@ def _pooled_slow8(y, p, seg, offs):
     :func:`_block_softmax8`, one :func:`numerics.lanes.exp8` per key, the sums vertical);
     the weighted values by rows, each query over its allowed keys in order. Returns the offset of
     ``Zs`` ((N−1)×d used) in ``p``."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
-    m = int(p[_M])
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
     N = T // P
     yb, yh, zs, yg = offs[8], offs[9], offs[10], offs[11]
     for b in range(N):
@@ -265,13 +255,13 @@ def _pooled_slow8(y, p, seg, offs):
             for i in range(P):
                 acc = add8(acc, load8(y, (b * P + i) * d + c))
             store8(p, yb + b * d + c, div8(acc, float(P)))
-    if p[_NORM] > 0.0:
-        _rms8_into(p, yb, N, d, p[_NEPS], p, yh)
+    if p[layout.NORM] > 0.0:
+        _rms8_into(p, yb, N, d, p[layout.NORM_EPS], p, yh)
     else:
         for c in range(0, N * d, 8):
             store8(p, yh + c, load8(p, yb + c))
-    _mm8_into(p, yh, N, d, p, _fused_offset(p, seg) + d * (d + m), 2 * d, p, yg)
-    full = p[_SLOWFULL] > 0.0
+    _mm8_into(p, yh, N, d, p, fused_offset(p, seg) + d * (d + m), 2 * d, p, yg)
+    full = p[layout.SLOW_FULL] > 0.0
     sl = offs[16]  # 8·(d + N + 1): the queries' factors, the weights, the query indices
     ninf = splat8(-np.inf)
     for a0 in range(0, N - 1, 8):  # eight queries a (one per lane) at a time
@@ -312,19 +302,19 @@ def _pooled_slow8(y, p, seg, offs):
 
 
 @njit(cache=True, inline="always")
-def _block_local_rhs8(y, p, seg, out):
-    """:func:`coupling_rhs_nb` for a block-local mask when :func:`_lanes_fit`: every row
+def block_local_rhs8(y, p, seg, out):
+    """:func:`coupling_rhs_nb` for a block-local mask when :func:`lanes_fit`: every row
     operation on eight lanes at a time (:mod:`numerics.lanes`), the work arrays addressed
     by flat offsets into ``p``; the same sums in the same order as the row path except
     ``n(X)·G`` (a BLAS product there) and the sign of ``tanh(−0)`` (kept here). The products
     eight rows at once (:func:`_madd8_rows8`), the softmax one lane per row, the exponentials
     and tanh eight vectors at once; the slow path first, so that ``σ(Z)·W2``, ``g·Zs`` and
     ``γ(E − X)`` are added in one pass over ``out``."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
-    m = int(p[_M])
-    offs = _lanes_offsets(p)
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
+    offs = lanes_offsets(p)
     xg, s, z, v, pb, tb, zb, xnb = (
         offs[1],
         offs[2],
@@ -335,9 +325,9 @@ def _block_local_rhs8(y, p, seg, out):
         offs[7],
         offs[15],
     )
-    _normed_blocks8(y, p, T, P, d, p[_NEPS], p[_NORM] > 0.0, xnb)
+    _normed_blocks8(y, p, T, P, d, p[layout.NORM_EPS], p[layout.NORM] > 0.0, xnb)
     w = d + m
-    fo = _fused_offset(p, seg)
+    fo = fused_offset(p, seg)
     for i in range(0, T, 8):  # XG = n(X)·G (the sums of _mm8_into), n(X) read from XnB
         ao = xnb + (i // P) * d * P + i % P
         for c in range(0, w, 8):
@@ -348,7 +338,7 @@ def _block_local_rhs8(y, p, seg, out):
             _store8_rows8(p, xg + i * w + c, w, a0, a1, a2, a3, a4, a5, a6, a7)
     _block_scores8(p, T, P, d, m, xg, xnb, s, v)
     _block_softmax8(p, T, P, v)
-    inv_eps = 1.0 / p[_EPS]
+    inv_eps = 1.0 / p[layout.EPS]
     for i in range(0, T, 8):  # (Σ_j S[i, j]·X[b0 + j] − X[i])/ε, the sums of the row path
         b0 = (i // P) * P
         for c in range(0, d, 8):
@@ -384,7 +374,7 @@ def _block_local_rhs8(y, p, seg, out):
                 scale8(a6, inv_eps),
                 scale8(a7, inv_eps),
             )
-    act = int(p[_SIGMA])
+    act = int(p[layout.SIGMA])
     zo, zw = xg + d, w  # Z = XG[:, d:], σ applied in place (tanh, identity) or in a copy
     if act == 1:
         _tanh8_rows(p, zo, T, m, w)
@@ -395,13 +385,13 @@ def _block_local_rhs8(y, p, seg, out):
         n = T * m
         activation_rows(act, p[z : z + n].reshape((1, n)), p[v:pb], p[pb:tb], p[tb:zb], p[zb:])
         zo, zw = z, m
-    off = _layer_offset(p, seg) + 2 * d * d
+    off = layer_offset(p, seg) + 2 * d * d
     w2 = off + d * m
     g = p[off + 2 * d * m + 3 * d * d]
-    slow = p[_SLOW] > 0.0 and g != 0.0
+    slow = p[layout.SLOW] > 0.0 and g != 0.0
     zs = _pooled_slow8(y, p, seg, offs) if slow else 0
-    gam = p[_GAMMA]
-    e0 = HEADER + T * int(p[_MASKW])
+    gam = p[layout.GAMMA]
+    e0 = layout.HEADER + T * int(p[layout.MASK_WIDTH])
     for i in range(0, T, 8):  # out += σ(Z)·W2 (eight rows at once); + g·Zs; + γ(E − X): one pass,
         # the additions of the row path's three passes in its order
         b = i // P

@@ -3,7 +3,7 @@
 The coupling form ``dX/dt = (1/ε)(A_t(X) − I)X + R_t(X)``, ``R_t(X) = γ(E − X) + MLP_t(X) +
 g_t·Slow_t(X)``, with ``θ(t)`` piecewise constant on ``L`` equal intervals (the untied stack; tied
 weights are ``L = 1``), travels to compiled code as one flat float64 vector built by
-:func:`pack_coupling`: a header of sizes and flags (:data:`HEADER` slots), the mask (for a
+:func:`pack_coupling`: a header of sizes and flags (:data:`~numerics.model.coupling.layout.HEADER` slots), the mask (for a
 block-local mask only the rows of its diagonal blocks, T×P), the injection target ``E``, each
 layer's weights padded to a multiple of 8 entries, per layer the fused products ``G = [β·Q Kᵀ |
 W1]`` and ``Gs = [β·Qs Ksᵀ | Vs]`` (one product ``n(X)·G`` gives the bilinear score factor and
@@ -17,6 +17,11 @@ a user :class:`~numerics.model.activations.Activation` (NumPy functions) is not 
 :func:`pack_coupling` refuses it with a ``ValueError`` naming the NumPy right-hand side, unless only
 the frozen-kernel Jacobian will read the vector (``jacobian_only``).
 
+Where each block lies is public for the compiled right-hand side and Jacobian
+(:func:`matrix_view`, :func:`scratch_arrays`, :func:`layer_offset`, :func:`fused_offset`,
+:func:`lanes_fit`, :func:`lanes_offsets`; the header slots in :mod:`numerics.model.coupling.layout`):
+unchecked inner-loop kernels, as the ``*_nb`` functions.
+
 Caveat: the scratch tail makes one packed vector unfit for concurrent calls.
 """
 
@@ -25,27 +30,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.lanes import aligned_zeros
 from fastslow.numerics.model.activations import compiled_code, is_builtin
+from fastslow.numerics.model.coupling import layout
 from fastslow.numerics.model.weights import LayerParams, Model, ModelConfig
 
 __all__ = [
-    "HEADER",
     "SIGMA_NOT_COMPILED",
     "NUMPY_ALTERNATIVE",
     "pack_coupling",
     "scratch_size",
     "is_block_local",
     "is_lower_triangular",
+    "matrix_view",
+    "scratch_arrays",
+    "layer_offset",
+    "fused_offset",
+    "lanes_fit",
+    "lanes_offsets",
 ]
-
-
-HEADER = 16
-
-
-(_T, _P, _D, _M, _L, _NORM, _SIGMA, _SLOW, _SLOWFULL, _GAMMA, _BETA, _NEPS, _EPS, _BLOCKLOCAL,
- _SCRATCH, _MASKW) = range(16)  # fmt: skip
 
 
 SIGMA_NOT_COMPILED = -1.0
@@ -55,7 +59,7 @@ SIGMA_NOT_COMPILED = -1.0
 
 NUMPY_ALTERNATIVE = (
     "integrate_coupling_scipy(model, X0, eps, rhs='numpy') or "
-    "numerics.make_rhs(model, form='coupling', eps=eps) (the NumPy right-hand side "
+    "numerics.model.flow.make_rhs(model, form='coupling', eps=eps) (the NumPy right-hand side "
     "numerics.model.kernels.coupling) evaluate any activation"
 )
 """The NumPy path named when the compiled right-hand side refuses a user activation."""
@@ -69,7 +73,7 @@ def _sigma_code(config: ModelConfig, jacobian_only: bool) -> float:
     return float(
         compiled_code(
             config.activation,
-            "the compiled coupling right-hand side (numerics.model.coupling_rhs)",
+            "the compiled coupling right-hand side (numerics.model.coupling.rhs)",
             NUMPY_ALTERNATIVE,
         )
     )
@@ -98,18 +102,18 @@ def pack_coupling(
         if not isinstance(lp, LayerParams):
             raise TypeError(f"layers[{i}] must be LayerParams, got {type(lp).__name__}")
         lp.shapes_ok(config.d, config.m)
-    eps = v.real("eps", eps, low=0.0, low_open=True)
+    eps = validation.real("eps", eps, low=0.0, low_open=True)
     T, d = config.T, config.d
     if config.gamma:
         if E is None:
             raise ValueError("gamma > 0 needs the injection target E (T×d)")
-        E = v.finite_array("E", E, shape=(T, d))
+        E = validation.finite_array("E", E, shape=(T, d))
     else:
         E = np.zeros((T, d))
-    head = np.zeros(HEADER)
+    head = np.zeros(layout.HEADER)
     local = is_block_local(config.mask_array, config.P)
-    head[_BLOCKLOCAL] = float(local)
-    head[_MASKW] = config.P if local else T
+    head[layout.BLOCK_LOCAL] = float(local)
+    head[layout.MASK_WIDTH] = config.P if local else T
     head[:13] = [
         T,
         config.P,
@@ -151,7 +155,7 @@ def pack_coupling(
             np.hstack([beta * (lp.Q @ lp.K.T), lp.W1]).ravel(),
             np.hstack([beta * (lp.Qs @ lp.Ks.T), lp.Vs]).ravel(),
         ]
-    head[_SCRATCH] = sum(part.size for part in parts)
+    head[layout.SCRATCH] = sum(part.size for part in parts)
     parts.append(np.zeros(scratch_size(T, config.P, d, config.m)))
     packed = aligned_zeros(sum(part.size for part in parts))
     np.concatenate(parts, out=packed)
@@ -182,8 +186,8 @@ def scratch_size(T: int, P: int, d: int, m: int) -> int:
 
 @njit(cache=True)
 def _jac_scratch_size(T, P, d, m):
-    """Length of the work arrays of :func:`_scratch` (shared with the Jacobian); those of the
-    eight-lane right-hand side (:func:`_lanes_scratch`) follow."""
+    """Length of the work arrays of :func:`scratch_arrays` (shared with the Jacobian); those of the
+    eight-lane right-hand side (:func:`lanes_offsets`) follow."""
     N = T // P
     size = T * (2 * d + 3 * m + P + 3 * max(P, m)) + d + N * (5 * d + 3 * N)
     return (size + 7) // 8 * 8  # what follows starts on a cache line (see _layer_size)
@@ -205,7 +209,7 @@ def is_lower_triangular(mask: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def _mat(p, off, r, c):
+def matrix_view(p, off, r, c):
     """View of ``p[off : off + r·c]`` as an ``r×c`` matrix (no copy)."""
     return p[off : off + r * c].reshape((r, c))
 
@@ -213,84 +217,91 @@ def _mat(p, off, r, c):
 @njit(cache=True)
 def _packed_layout(p, seg):
     """``(start of the per-layer weights, size of one layer's weights, d, m, clipped layer, L)``."""
-    T = int(p[_T])
-    d = int(p[_D])
-    m = int(p[_M])
-    L = int(p[_L])
-    start = HEADER + T * int(p[_MASKW]) + T * d
+    T = int(p[layout.T])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
+    L = int(p[layout.L])
+    start = layout.HEADER + T * int(p[layout.MASK_WIDTH]) + T * d
     return start, _layer_size(d, m), d, m, min(max(seg, 0), L - 1), L
 
 
 @njit(cache=True)
-def _scratch(p):
+def scratch_arrays(p):
     """The work arrays in the scratch tail of ``p`` (:func:`scratch_size`): ``Xn`` (T×d), ``XG``
     (T×(d+m)), ``S`` (T×P), ``Z`` (T×m), the flat buffers ``v, pb, tb`` (T·max(P, m)) and ``zb``
     (T·m), ``acc`` (d), and for the slow path ``Yb, Yh, Zs`` (N×d), ``YG`` (N×2d) and ``sv, sp, st``
     (N²)."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
-    m = int(p[_M])
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
     N = T // P
-    o = int(p[_SCRATCH])
+    o = int(p[layout.SCRATCH])
     w = max(P, m)
-    Xn = _mat(p, o, T, d)
+    Xn = matrix_view(p, o, T, d)
     o += T * d
-    XG = _mat(p, o, T, d + m)
+    XG = matrix_view(p, o, T, d + m)
     o += T * (d + m)
-    S = _mat(p, o, T, P)
+    S = matrix_view(p, o, T, P)
     o += T * P
-    Z = _mat(p, o, T, m)
+    Z = matrix_view(p, o, T, m)
     o += T * m
     v, pb, tb = p[o : o + T * w], p[o + T * w : o + 2 * T * w], p[o + 2 * T * w : o + 3 * T * w]
     o += 3 * T * w
     zb = p[o : o + T * m]
     acc = p[o + T * m : o + T * m + d]
     o += T * m + d
-    Yb, Yh, Zs = _mat(p, o, N, d), _mat(p, o + N * d, N, d), _mat(p, o + 2 * N * d, N, d)
-    YG = _mat(p, o + 3 * N * d, N, 2 * d)
+    Yb, Yh, Zs = (
+        matrix_view(p, o, N, d),
+        matrix_view(p, o + N * d, N, d),
+        matrix_view(p, o + 2 * N * d, N, d),
+    )
+    YG = matrix_view(p, o + 3 * N * d, N, 2 * d)
     o += 5 * N * d
     sv, sp, st = p[o : o + N * N], p[o + N * N : o + 2 * N * N], p[o + 2 * N * N : o + 3 * N * N]
     return Xn, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st
 
 
 @njit(cache=True, inline="always")
-def _layer_offset(p, seg):
+def layer_offset(p, seg):
     start, size, d, m, l, L = _packed_layout(p, seg)
     return start + l * size
 
 
 @njit(cache=True, inline="always")
-def _fused_offset(p, seg):
+def fused_offset(p, seg):
     """Offset of ``G = [β·Q Kᵀ | W1]`` (followed by ``Gs = [β·Qs Ksᵀ | Vs]``) of interval ``seg``."""
     start, size, d, m, l, L = _packed_layout(p, seg)
     return start + L * size + l * (d * (d + m) + 2 * d * d)
 
 
 @njit(cache=True, inline="always")
-def _lanes_fit(p):
+def lanes_fit(p):
     """Whether the eight-lane right-hand side applies: a block-local mask and ``d``, ``m``, ``P``
     multiples of 8 (every row a whole number of :class:`numerics.lanes.F64x8`)."""
     return (
-        p[_BLOCKLOCAL] > 0.0 and int(p[_D]) % 8 == 0 and int(p[_M]) % 8 == 0 and int(p[_P]) % 8 == 0
+        p[layout.BLOCK_LOCAL] > 0.0
+        and int(p[layout.D]) % 8 == 0
+        and int(p[layout.M]) % 8 == 0
+        and int(p[layout.P]) % 8 == 0
     )
 
 
 @njit(cache=True, inline="always")
-def _lanes_offsets(p):
+def lanes_offsets(p):
     """Offsets in ``p`` of the eight-lane path's work arrays (flat offsets, not views: a view of
-    ``p`` costs a reshape call, ≈ 25 ns, and the path needs a dozen): those of :func:`_scratch`
+    ``p`` costs a reshape call, ≈ 25 ns, and the path needs a dozen): those of :func:`scratch_arrays`
     ``Xn, XG, S, Z, v, pb, tb, zb, Yb, Yh, Zs, YG, sv, sp, st`` and, after them, ``XnB`` (``n(X)``
     block by block, transposed: ``XnB[(b·d + k)·P + j] = n(X)[b·P + j, k]``) and the slow path's
     ``8·(d + N + 1)`` (:func:`_pooled_slow8`). The lanes path leaves ``Xn``, ``sv, sp, st``
     unused; ``v`` holds the transposed softmax weights (:func:`_block_scores8`)."""
-    T = int(p[_T])
-    P = int(p[_P])
-    d = int(p[_D])
-    m = int(p[_M])
+    T = int(p[layout.T])
+    P = int(p[layout.P])
+    d = int(p[layout.D])
+    m = int(p[layout.M])
     N = T // P
     w = max(P, m)
-    xn = int(p[_SCRATCH])
+    xn = int(p[layout.SCRATCH])
     xg = xn + T * d
     s = xg + T * (d + m)
     z = s + T * P

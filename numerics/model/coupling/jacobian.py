@@ -5,7 +5,7 @@ which the Rosenbrock-W and Radau methods use as ``W = J ⊗ I_d``. For a block-l
 written as the T×P rows of its diagonal blocks (``jac_block=P``) or as the whole T×T; for a mask
 that is not block-local in row panels into ``J`` itself (:func:`_kernel_rows_into`: no T×T
 temporary, a causal row only up to its diagonal). The attention weights are those of the
-right-hand side (:mod:`numerics.model.coupling_rhs`).
+right-hand side (:mod:`numerics.model.coupling.rhs`).
 
 Caveats. ``J`` omits the derivative of the softmax (``(1/ε)·DA[δX]·X``), which vanishes on the
 critical manifold of a block-local mask and is bounded by ``‖(I − UB)X‖/ε`` near it, and the
@@ -19,19 +19,18 @@ import numpy as np
 from numba import njit
 
 from fastslow.numerics.integrators.numba_binding import with_globals
-from fastslow.numerics.model.coupling_packing import (
-    _BLOCKLOCAL,
-    _D,
-    _EPS,
-    _GAMMA,
-    _M,
-    _P,
-    _T,
-    _fused_offset,
-    _mat,
-    _scratch,
+from fastslow.numerics.model.coupling import layout
+from fastslow.numerics.model.coupling.packing import (
+    fused_offset,
+    matrix_view,
+    scratch_arrays,
 )
-from fastslow.numerics.model.coupling_rhs import _block_weights, _kernel_panel, _normed, _panel_work
+from fastslow.numerics.model.coupling.rhs import (
+    block_weights,
+    kernel_panel,
+    normed_rows,
+    panel_work,
+)
 
 __all__ = ["frozen_kernel_jac_nb", "jac_for"]
 
@@ -48,30 +47,30 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
     T×P rows of the diagonal blocks (block-local masks, ``jac_block=P``) or the whole T×T; for a
     mask that is not block-local it is computed in place (:func:`_kernel_rows_into`, no T×T
     temporary; the rows of a causal mask only up to the diagonal)."""
-    T = int(p[_T])
-    d = int(p[_D])
-    P = int(p[_P])
-    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = _scratch(p)
-    Xn = _normed(y.reshape((T, d)), p, Xw)
-    inv_eps = 1.0 / p[_EPS]
-    if JAC_BLOCK_LOCAL and p[_BLOCKLOCAL] > 0.0:
-        m = int(p[_M])
-        np.dot(Xn, _mat(p, _fused_offset(p, seg), d, d + m), XG)
-        _block_weights(Xn, XG, p, S, v, pb, tb)
+    T = int(p[layout.T])
+    d = int(p[layout.D])
+    P = int(p[layout.P])
+    Xw, XG, S, Z, v, pb, tb, zb, acc, Yb, Yh, Zs, YG, sv, sp, st = scratch_arrays(p)
+    Xn = normed_rows(y.reshape((T, d)), p, Xw)
+    inv_eps = 1.0 / p[layout.EPS]
+    if JAC_BLOCK_LOCAL and p[layout.BLOCK_LOCAL] > 0.0:
+        m = int(p[layout.M])
+        np.dot(Xn, matrix_view(p, fused_offset(p, seg), d, d + m), XG)
+        block_weights(Xn, XG, p, S, v, pb, tb)
         if J.shape[1] == P:  # the blocks' rows
             for i in range(T):
                 for j in range(P):
-                    J[i, j] = S[i, j] / p[_EPS]
+                    J[i, j] = S[i, j] / p[layout.EPS]
         else:
             J[:, :] = 0.0
             for i in range(T):
                 b0 = (i // P) * P
                 for j in range(P):
-                    J[i, b0 + j] = S[i, j] / p[_EPS]
+                    J[i, b0 + j] = S[i, j] / p[layout.EPS]
     elif JAC_OTHER_MASKS:
         _kernel_rows_into(Xn, p, seg, J)
     for i in range(T):
-        J[i, i % J.shape[1]] -= inv_eps + p[_GAMMA]
+        J[i, i % J.shape[1]] -= inv_eps + p[layout.GAMMA]
 
 
 @njit(cache=True)
@@ -80,14 +79,14 @@ def _kernel_rows_into(Xn, p, seg, J):
     into ``J`` itself: no T×T temporary. Row ``i`` is computed only up to its last allowed
     column (rounded up to a multiple of 4, so the softmax sums group as over the whole row) and
     zero beyond it, so a causal mask costs half the products and exponentials of a full one. The
-    same operations as :func:`_kernel_panel`, then ``/ε``."""
-    T = int(p[_T])
-    XQ, XK, buf, v, pb, tb = _panel_work(Xn, p, seg)
-    eps = p[_EPS]
+    same operations as :func:`kernel_panel`, then ``/ε``."""
+    T = int(p[layout.T])
+    XQ, XK, buf, v, pb, tb = panel_work(Xn, p, seg)
+    eps = p[layout.EPS]
     rows = buf.size // T
     for r0 in range(0, T, rows):
         r1 = min(r0 + rows, T)
-        S = _kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
+        S = kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb)
         c1 = S.shape[1]
         for i in range(r0, r1):
             for j in range(c1):
@@ -106,7 +105,7 @@ def jac_for(p: np.ndarray):
     ``frozen_kernel_jac_other`` for Numba's cache), compiled on first use. On such a ``p`` it
     computes exactly what :func:`frozen_kernel_jac_nb` computes, without compiling the other
     branch (``docs/benchmarks.md``, "Times a user feels")."""
-    block_local = bool(p[_BLOCKLOCAL] > 0.0)
+    block_local = bool(p[layout.BLOCK_LOCAL] > 0.0)
     if block_local not in _COPIES:
         name, off = (
             ("frozen_kernel_jac_block", "JAC_OTHER_MASKS")
