@@ -13,7 +13,8 @@
   process and its workers (:mod:`numerics.threads`), so a plain ``python -m pytest verify`` times
   and computes as ``bash run.sh verify`` does.
 * One module name per file: the design packages (``verify/`` …) are collected as plain folders, so
-  pytest never imports their ``__init__.py`` as a top-level ``verify`` beside ``fastslow.verify``.
+  pytest never imports their ``__init__.py`` as a top-level ``verify`` (which would refuse: a design
+  package imports only as ``fastslow.<name>``).
   Test files live in folders without ``__init__.py`` (``tests/``, ``verify/tests/``) and are
   imported by their base names; the code they test is imported as ``fastslow.…`` only.
 """
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from fastslow import DESIGN_PACKAGES  # imported as fastslow.<name>
 
 settings.register_profile(
     "ci",
@@ -75,16 +78,24 @@ def pytest_addoption(parser):
 
 
 _ROOT = Path(__file__).resolve().parent
-DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")  # imported as fastslow.<name>
 
 
 def pytest_collect_directory(path, parent):
     """A design package's folder is collected as a plain folder (``pytest.Dir``), not as a
     ``pytest.Package``: a Package would import its ``__init__.py`` under the folder's name
-    (``verify``), a second name for the files of ``fastslow.verify``."""
+    (``verify``), which refuses that name (it is ``fastslow.verify``)."""
     path = Path(path)
     if path.parent == _ROOT and path.name in DESIGN_PACKAGES:
         return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The links ``fastslow/<name> -> ../<name>`` are not walked: the design folders are collected
+    once, from the root (through a link their test files would get a second module name)."""
+    path = Path(collection_path)
+    if path.parent == _ROOT / "fastslow" and path.name in DESIGN_PACKAGES and path.is_symlink():
+        return True
     return None
 
 

@@ -11,44 +11,90 @@ and the entry points for users:
   :class:`~fastslow.toy.GeneratorFamily`, :class:`~fastslow.toy.DepthFlow`).
 
 Where the subpackages live. In the repository they are the top-level folders ``theory/``,
-``numerics/``, ``verify/`` and ``figures/``. An installed copy (wheel) has them inside the
-``fastslow`` package (``package-dir`` in ``pyproject.toml``), so installing fastslow adds one
-top-level name, ``fastslow``, and never shadows or overwrites another distribution's ``theory`` or
-``figures``. In a source checkout (pytest from the root, ``python -m fastslow`` there, the editable
-install of ``run.sh``) this package's ``__path__`` is extended by the checkout's root, so that
-``fastslow.numerics`` is the folder ``numerics/``: one module name per file, no symbolic link, no
-import hook of ours (docs/architecture.md weighs the alternatives). Importing ``fastslow`` itself is
-cheap: :func:`check` loads the claim units when called.
+``numerics/``, ``verify/`` and ``figures/``, the real sources, and ``fastslow/theory`` and its three
+siblings are committed relative symbolic links to them (``fastslow/numerics -> ../numerics``). So a
+source checkout has the layout of an installed copy (wheel: ``package-dir`` in ``pyproject.toml``
+puts the folders inside the ``fastslow`` package): Python, mypy, pyright and setuptools all find
+``fastslow.numerics`` in ``fastslow/numerics``, and installing fastslow adds one top-level name,
+``fastslow``, that never shadows or overwrites another distribution's ``theory`` or ``figures``.
+One module name per file: each design package refuses to be imported under any other name
+(``import numerics`` from the checkout's root raises ImportError naming ``fastslow.numerics``), and
+nothing else of the checkout is reachable as ``fastslow.<name>``. A checkout without the links (a
+clone with ``core.symlinks=false``, Git's default on Windows, where each link is a small text file;
+an unpacked sdist) still runs: this package then finds exactly the four design packages beside it
+(:class:`_DesignFolders`), though static tools do not see them. docs/architecture.md weighs the
+alternatives. Importing ``fastslow`` itself is cheap: :func:`check` loads the claim units when
+called.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib.abc
+import importlib.util
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
     from fastslow.verify.verdict import Verdict
 
 DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
-"""The design's top-level folders, imported as ``fastslow.<name>``."""
+"""The design's packages, the checkout's top-level folders, imported as ``fastslow.<name>``: the
+one list (tests/test_layout.py checks ``pyproject.toml``, the committed links, ``conftest.py`` and
+the others against it)."""
 
 
 def _source_checkout_root() -> Path | None:
-    """The checkout's root when this package runs from a source checkout (the design packages are
-    the root's folders, not inside this package), else ``None`` (an installed copy)."""
-    here = Path(__file__).resolve().parent
-    if all((here / name / "__init__.py").is_file() for name in DESIGN_PACKAGES):
-        return None
-    root = here.parent
-    if all((root / name / "__init__.py").is_file() for name in DESIGN_PACKAGES):
+    """The checkout's root when this package runs from a source checkout (``pyproject.toml`` and
+    the design folders beside this package), else ``None`` (an installed copy)."""
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and all(
+        (root / name / "__init__.py").is_file() for name in DESIGN_PACKAGES
+    ):
         return root
     return None
 
 
+class _DesignFolders(importlib.abc.MetaPathFinder):
+    """Finds the design packages named in ``folders`` (``fastslow.<name>`` → its folder) and
+    nothing else: how a checkout whose links are not directories reaches them. Their submodules
+    are found by the package's own ``__path__`` (the folder)."""
+
+    def __init__(self, folders: dict[str, Path]):
+        self.folders = folders
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        folder = self.folders.get(fullname)
+        if folder is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+
+
+def _unlinked_design_folders(root: Path | None) -> dict[str, Path]:
+    """``{"fastslow.<name>": <root>/<name>}`` for each design package whose link
+    ``fastslow/<name>`` is not a directory in the source checkout ``root`` (Git with
+    ``core.symlinks=false`` writes a link as a text file holding its target; an sdist has no
+    links); empty with the links, or in an installed copy (``root`` is ``None``)."""
+    if root is None:
+        return {}
+    here = Path(__file__).resolve().parent
+    return {
+        f"{__name__}.{name}": root / name for name in DESIGN_PACKAGES if not (here / name).is_dir()
+    }
+
+
 _root = _source_checkout_root()
-if _root is not None:  # fastslow.numerics is <root>/numerics, and so on
-    __path__.append(str(_root))
+_unlinked = _unlinked_design_folders(_root)
+if _unlinked and not any(getattr(f, "folders", None) == _unlinked for f in sys.meta_path):
+    sys.meta_path.insert(0, _DesignFolders(_unlinked))
 
 
 def _version() -> str:

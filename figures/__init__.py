@@ -50,6 +50,11 @@ not need it are drawn, then :class:`FigureError` names the ones that could not b
 
 from __future__ import annotations
 
+if __name__ != "fastslow.figures":  # one module name per file (docs/architecture.md)
+    raise ImportError(
+        f"import fastslow.figures, not {__name__}: the design folders are subpackages of fastslow"
+    )
+
 from .registry import (
     FIGURES,
     FigureSpec,

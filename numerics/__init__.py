@@ -20,6 +20,12 @@ Nothing is re-exported here: import a name from the module that defines it
 (``from fastslow.numerics.model import pooling``); docs/architecture.md, "One import style".
 """
 
+if __name__ != "fastslow.numerics":  # one module name per file (docs/architecture.md)
+    raise ImportError(
+        f"import fastslow.numerics, not {__name__}: the design folders are subpackages of fastslow"
+    )
+
+
 # First, before any submodule's @njit(cache=True) decorator runs: key Numba's on-disk cache by the
 # content of every source file of this package (numerics.jit_cache explains why).
 from fastslow.numerics import jit_cache as _jit_cache

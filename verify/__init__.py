@@ -9,3 +9,8 @@ with test modules ``verify/tests/test_<id>_*.py`` (not part of the package) run 
 :mod:`verify.model_params`, :mod:`verify.sweep` (sweeps on any executor, with a cache),
 :mod:`verify.provenance`, :mod:`verify.timing`. See ``docs/architecture.md``.
 """
+
+if __name__ != "fastslow.verify":  # one module name per file (docs/architecture.md)
+    raise ImportError(
+        f"import fastslow.verify, not {__name__}: the design folders are subpackages of fastslow"
+    )
