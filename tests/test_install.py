@@ -26,12 +26,13 @@ from pathlib import Path
 
 import pytest
 
+from fastslow import DESIGN_PACKAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
     "pyproject.toml", "README.md", "LICENSE", "CITATION.cff", "MANIFEST.in", "conftest.py",
-    "run.sh", "fastslow", "theory", "numerics", "verify", "figures", "tests", "tools", "docs",
+    "run.sh", "fastslow", *DESIGN_PACKAGES, "tests", "tools", "docs",
 ]  # fmt: skip
-DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
 SKIP = shutil.ignore_patterns(
     "__pycache__", "report", "out", "*.egg-info", ".numba_cache", ".hypothesis", "*.pyc"
 )
@@ -68,8 +69,8 @@ def built(tmp_path_factory):
     src.mkdir()
     for name in SOURCES:
         path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=SKIP)
+        if path.is_dir():  # the links fastslow/<name> -> ../<name> stay links, as in a checkout
+            shutil.copytree(path, src / name, ignore=SKIP, symlinks=True)
         else:
             shutil.copy2(path, src / name)
     dist = base / "dist"
@@ -118,6 +119,8 @@ def test_the_sdist_carries_the_tests_and_what_they_need(built):
     needed |= {str(p.relative_to(ROOT)) for p in (ROOT / "tools").rglob("*.py")}
     assert needed <= names, sorted(needed - names)
     assert not any("__pycache__" in n or n.startswith("verify/report/") for n in names)
+    # each file once, from its real folder: nothing through the links fastslow/<name>
+    assert not any(n.split("/")[:2] in (["fastslow", p] for p in DESIGN_PACKAGES) for n in names)
 
 
 def test_the_wheel_carries_the_package_alone(built):
@@ -163,7 +166,7 @@ def test_an_install_adds_one_top_level_name(installed):
     site, _ = installed
     names = {p.name for p in site.iterdir() if p.name != "bin"}
     assert names == {"fastslow", "fastslow-0.1.0.dist-info"}
-    for sub in ("theory", "numerics", "verify", "figures"):
+    for sub in DESIGN_PACKAGES:
         path = site / "fastslow" / sub
         assert path.is_dir() and not path.is_symlink() and (path / "__init__.py").exists()
     top_level = (site / "fastslow-0.1.0.dist-info" / "RECORD").read_text().splitlines()

@@ -1,27 +1,37 @@
-"""The repository's layout works however the project is run, with no symbolic link.
+"""The repository's layout: the design folders are the real sources, and each file has one name.
 
-The design's top-level folders (``theory/``, ``numerics/``, ``verify/``, ``figures/``) are the real
-sources, imported as ``fastslow.<name>`` (``fastslow/__init__.py`` extends its ``__path__`` by the
-checkout's root in a source checkout; a wheel holds them inside ``fastslow/``). These tests check
-the three ways a layout goes wrong: a committed link (a text file on a clone without symlinks), a
-file imported under two module names (the double-import hazard), and a clone that imports another
-tree's code.
+The design's top-level folders (``fastslow.DESIGN_PACKAGES``: ``theory/``, ``numerics/``,
+``verify/``, ``figures/``) are the real sources; ``fastslow/<name>`` is a committed relative link to
+each, so a checkout has the layout of an installed copy (a wheel holds them inside ``fastslow/``)
+and static tools (mypy, pyright) see ``fastslow.numerics``. Each design package refuses any name
+but ``fastslow.<name>``. These tests check the ways the layout goes wrong: a link missing, extra or
+pointing elsewhere; a file imported, or importable, under two module names; a folder of the
+checkout other than the design packages reachable as ``fastslow.<name>``; a clone without
+symbolic links (``core.symlinks=false``) that imports another tree's code or keys its caches
+differently; a ``fastslow.*`` import that a static tool cannot resolve to a file; copies of the
+list of design packages that disagree with it.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from fastslow import DESIGN_PACKAGES
+from fastslow.verify import line_coverage, provenance
+from tools.mutation import mutate
+
 ROOT = Path(__file__).resolve().parent.parent
-DESIGN_PACKAGES = ("theory", "numerics", "verify", "figures")
 IN_GIT = (ROOT / ".git").exists() and shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not IN_GIT, reason="not a git checkout")
 
@@ -36,12 +46,46 @@ def _tracked_py() -> set[str]:
     return {f for f in _git("ls-files", "*.py").splitlines() if f}
 
 
-@needs_git
-def test_the_repository_holds_no_symbolic_link():
-    """Git mode 120000 is a link; on a clone with ``core.symlinks=false`` it becomes a text file."""
-    links = [line.split("\t")[1] for line in _git("ls-files", "-s").splitlines() if line.startswith("120000")]  # fmt: skip
-    assert links == []
+def _links_checked_out() -> bool:
+    """Whether this checkout has its links as links (not a clone with ``core.symlinks=false``)."""
+    return all((ROOT / "fastslow" / name).is_symlink() for name in DESIGN_PACKAGES)
 
+
+def _package_modules(root: Path = ROOT) -> set[str]:
+    """The module names a wheel holds: ``fastslow.<path>`` for every tracked ``.py`` of
+    ``fastslow/`` and of the design folders, without the tests (``verify/tests/``)."""
+    files = _git("ls-files", "*.py", cwd=root).splitlines()
+    out = set()
+    for f in files:
+        parts = Path(f).with_suffix("").parts
+        if parts[0] not in ("fastslow", *DESIGN_PACKAGES) or "tests" in parts:
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out.add(".".join(parts) if parts[0] == "fastslow" else ".".join(("fastslow", *parts)))
+    return out
+
+
+# ----------------------------------------------------------------------------- the links
+
+
+@needs_git
+def test_the_only_links_are_fastslow_s_to_the_design_folders():
+    """Git mode 120000 is a link: exactly ``fastslow/<name> -> ../<name>`` for each design package
+    (relative, so a clone anywhere works), and, checked out, each reaches the real folder."""
+    links = {}
+    for line in _git("ls-files", "-s").splitlines():
+        meta, path = line.split("\t")
+        mode, sha, _ = meta.split()
+        if mode == "120000":
+            links[path] = _git("cat-file", "-p", sha)
+    assert links == {f"fastslow/{name}": f"../{name}" for name in DESIGN_PACKAGES}
+    if _links_checked_out():
+        for name in DESIGN_PACKAGES:
+            assert (ROOT / "fastslow" / name).resolve() == ROOT / name
+
+
+# ----------------------------------------------------------------------------- one name per file
 
 PROBE = textwrap.dedent(
     """
@@ -115,41 +159,295 @@ def test_this_session_imports_each_source_file_under_one_module_name():
             if rel.parts[0] != ".venv":
                 seen.setdefault(str(rel), []).append(name)
     assert {f: n for f, n in seen.items() if len(n) > 1} == {}
-    assert sys.modules["fastslow.numerics"].__file__ == str(ROOT / "numerics" / "__init__.py")
+    assert Path(sys.modules["fastslow.numerics"].__file__).resolve() == ROOT / "numerics" / "__init__.py"  # fmt: skip
+
+
+NAMES = textwrap.dedent(
+    """
+    import importlib, json, pkgutil, sys
+    from pathlib import Path
+
+    import fastslow
+
+    errors, walked = [], []
+    if sys.argv[2] == "walk":
+        walked = [m.name for m in pkgutil.walk_packages(fastslow.__path__, "fastslow.", errors.append)]
+    for name in walked:  # every module, not only the packages walk_packages imports
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            errors.append(f"{name}: {exc!r}")
+    outcome = {}
+    for name in json.loads(sys.argv[1]):
+        try:
+            importlib.import_module(name)
+            outcome[name] = "imported"
+        except ImportError as exc:
+            outcome[name] = f"ImportError: {exc}"
+    files, root = {}, Path.cwd().resolve()
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        rel = Path(f).resolve().relative_to(root) if f and Path(f).resolve().is_relative_to(root) else None
+        if rel is not None and rel.parts[0] != ".venv" and name != "__main__":
+            files.setdefault(str(rel), []).append(name)
+    print(json.dumps({"walked": walked, "errors": errors, "outcome": outcome,
+                      "twice": {f: n for f, n in files.items() if len(n) > 1}}))
+    """
+)
+
+NOT_FASTSLOW = (
+    "fastslow.tests",
+    "fastslow.docs",
+    "fastslow.conftest",
+    "fastslow.fastslow",
+    "fastslow.tools",
+)
+"""Folders and files of the checkout that are not part of the package."""
+
+
+def _names_from(root: Path, tries: list[str], walk: bool = True) -> dict:
+    """Run from ``root`` (the checkout's root first on ``sys.path``, as for ``python -c`` there):
+    with ``walk``, every module ``pkgutil.walk_packages`` finds under ``fastslow`` (each then
+    imported); the outcome of importing each name of ``tries`` in order, and the files imported
+    under two names."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run(
+        [sys.executable, "-c", NAMES, json.dumps(tries), "walk" if walk else "no"],
+        cwd=root, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)
+
+
+def _bare_names(modules: set[str]) -> list[str]:
+    """The names the design packages' modules would have with the checkout's root on the path
+    (``numerics.lapack`` for ``fastslow.numerics.lapack``)."""
+    parts = [m.split(".") for m in modules]
+    return sorted(".".join(p[1:]) for p in parts if len(p) > 1 and p[1] in DESIGN_PACKAGES)
 
 
 @needs_git
-def test_a_clone_without_symbolic_links_runs_its_own_code(tmp_path):
-    """``git clone -c core.symlinks=false`` (Git's default on Windows) of the committed tree: run
-    from the clone, ``fastslow.numerics`` and ``fastslow.verify`` are the clone's folders, even with
-    this checkout's editable install in the environment, and a claim checks."""
-    clone = tmp_path / "clone"
-    _git("clone", "--quiet", "-c", "core.symlinks=false", str(ROOT), str(clone), cwd=tmp_path)
-    code = (
-        "import json, fastslow, fastslow.numerics.lapack as lapack, "
-        "fastslow.verify.claim as claim, fastslow.figures as figures, "
-        "fastslow.theory.markov as markov; "
-        "print(json.dumps([m.__file__ for m in (fastslow, lapack, claim, figures, markov)]))"
-    )
+def test_from_the_root_fastslow_holds_exactly_the_wheel_s_modules_each_under_one_name():
+    """From the checkout's root, where ``import numerics`` would find the folder: ``pkgutil``
+    walks exactly the modules a wheel holds (the design packages and fastslow's own; no
+    ``fastslow.tests``, no ``fastslow.fastslow.fastslow…``), each imports, every module of
+    a design package refuses its bare name (the message names the right one), the checkout's other
+    folders are not ``fastslow.<name>``, and no file ends up under two names."""
+    modules = _package_modules()
+    bare = _bare_names(modules)
+    got = _names_from(ROOT, [*bare, *NOT_FASTSLOW])
+    assert got["errors"] == []
+    assert set(got["walked"]) == modules - {"fastslow"}
+    assert len(got["walked"]) == len(set(got["walked"]))
+    for name in bare:
+        top = name.split(".")[0]
+        assert got["outcome"][name] == (
+            f"ImportError: import fastslow.{top}, not {top}: "
+            "the design folders are subpackages of fastslow"
+        ), name
+    assert {n: got["outcome"][n] for n in NOT_FASTSLOW} == {
+        n: f"ImportError: No module named '{n}'" for n in NOT_FASTSLOW
+    }
+    assert got["twice"] == {}
+    # non-vacuity: every design package and its deepest modules are among them
+    assert {"fastslow.numerics.model.layer", "fastslow.verify.checks.a1", "fastslow.theory"} <= modules  # fmt: skip
+    assert "numerics.model.layer" in bare
+
+
+def test_the_bare_names_are_those_of_the_design_packages_modules():
+    assert _bare_names(
+        {"fastslow", "fastslow.cli", "fastslow.numerics", "fastslow.verify.claim"}
+    ) == [
+        "numerics",
+        "verify.claim",
+    ]
+
+
+# ----------------------------------------------------------------------------- without links
+
+CACHE_KEYS = textwrap.dedent(
+    """
+    import json
+    import fastslow, fastslow.numerics.lapack as lapack, fastslow.verify.claim as claim
+    import fastslow.figures as figures, fastslow.theory.markov as markov
+    from fastslow.numerics import jit_cache
+    from fastslow.numerics.lm import train
+    from fastslow.verify import provenance
+    print(json.dumps({
+        "files": [m.__file__ for m in (fastslow, lapack, claim, figures, markov)],
+        "numba_fingerprint": jit_cache.fingerprint(),
+        "numba_active": jit_cache.ACTIVE["fingerprint"],
+        "lm_code_version": train.code_version(),
+        "sweep_source": provenance.source_fingerprint(),
+    }))
+    """
+)
+
+
+def _clone(tmp_path: Path, name: str, symlinks: bool) -> Path:
+    clone = tmp_path / name
+    flag = "core.symlinks=" + ("true" if symlinks else "false")
+    _git("clone", "--quiet", "-c", flag, str(ROOT), str(clone), cwd=tmp_path)
+    return clone
+
+
+def _run_in(clone: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path / ".numba")
-    res = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    return subprocess.run(
+        [sys.executable, *args], cwd=clone, capture_output=True, text=True, env=env, timeout=600
     )
-    assert res.returncode == 0, res.stderr
-    files = [Path(f) for f in json.loads(res.stdout)]
-    assert all(f.resolve().is_relative_to(clone.resolve()) for f in files), files
-    res = subprocess.run(
-        [sys.executable, "-m", "fastslow", "check", "D3", "--json"],
-        cwd=clone, capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+
+
+@needs_git
+def test_a_clone_without_symbolic_links_runs_its_own_code_under_the_same_names(tmp_path):
+    """``git clone -c core.symlinks=false`` (Git's default on Windows: each link becomes a small
+    text file) of the committed tree: run from the clone, ``fastslow.numerics`` and the others are
+    the clone's folders, even with this checkout's editable install in the environment; the bare
+    names still refuse; ``fastslow`` reaches no other folder; a claim checks. The cache keys (the
+    Numba cache's fingerprint, the language-model runs' code version, the sweep cache's source
+    fingerprint) are those of a clone with links: they hash the files' contents and their paths
+    inside the package, never the path a module was imported through."""
+    plain = _clone(tmp_path, "plain", symlinks=False)
+    assert (plain / "fastslow" / "numerics").is_file()  # the precondition: a link as a text file
+    assert (plain / "fastslow" / "numerics").read_text() == "../numerics"
+    linked = _clone(tmp_path, "linked", symlinks=True)
+    assert (linked / "fastslow" / "numerics").is_symlink()
+    keys = {}
+    for clone in (plain, linked):
+        res = _run_in(clone, tmp_path, "-c", CACHE_KEYS)
+        assert res.returncode == 0, res.stderr
+        keys[clone.name] = json.loads(res.stdout)
+        files = [Path(f) for f in keys[clone.name].pop("files")]
+        assert all(f.resolve().is_relative_to(clone.resolve()) for f in files), files
+        assert keys[clone.name]["numba_active"] == keys[clone.name]["numba_fingerprint"][:16]
+    assert keys["plain"] == keys["linked"]
+    first = ["fastslow.numerics.lapack", "fastslow.verify.claim", "fastslow.theory", "fastslow.figures"]  # fmt: skip
+    got = _names_from(plain, [*first, "numerics", "verify.claim", *NOT_FASTSLOW], walk=False)
+    assert all(got["outcome"][n] == "imported" for n in first), got["outcome"]
+    assert got["outcome"]["numerics"].startswith(
+        "ImportError: import fastslow.numerics, not numerics"
+    )
+    assert got["outcome"]["verify.claim"].startswith(
+        "ImportError: import fastslow.verify, not verify"
+    )
+    assert all(got["outcome"][n].startswith("ImportError: No module named") for n in NOT_FASTSLOW)
+    assert got["twice"] == {}
+    res = _run_in(plain, tmp_path, "-m", "fastslow", "check", "D3", "--json")
     assert res.returncode == 0, res.stdout[-1000:] + res.stderr[-2000:]
     assert json.loads(res.stdout)["verdict"] == "holds"
+
+
+# ----------------------------------------------------------------------------- static tools
+
+
+def _fastslow_imports(path: Path):
+    """``(line, module)`` of every absolute import of a ``fastslow.*`` module in ``path`` (for
+    ``from M import n``: M, and M.n when that names a module)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "fastslow":
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] == "fastslow":
+                yield node.lineno, node.module
+                for alias in node.names:
+                    if _static_file(f"{node.module}.{alias.name}") is not None:
+                        yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def _static_file(module: str, root: Path = ROOT) -> Path | None:
+    """Where a static tool (mypy, pyright: a search of the source tree from the root, no code run)
+    finds ``module``: ``<root>/a/b.py`` or ``<root>/a/b/__init__.py`` for ``a.b``; ``None`` when
+    it finds nothing."""
+    base = root.joinpath(*module.split("."))
+    for f in (base.with_suffix(".py"), base / "__init__.py"):
+        if f.is_file():
+            return f
+    return None
+
+
+@needs_git
+def test_every_fastslow_import_resolves_to_a_file_the_way_static_tools_search():
+    """Every ``fastslow.*`` import of the five packages, their tests, ``tests/``, ``tools/`` and
+    the root conftest resolves by a plain search of the tree from the root (how mypy and pyright
+    resolve imports: ``bash run.sh typecheck`` runs both), through the links, to the real file."""
+    if not _links_checked_out():
+        pytest.skip("this checkout has no symbolic links (core.symlinks=false): static tools do "
+                    "not see the design packages here (docs/architecture.md)")  # fmt: skip
+    unresolved, resolved = [], 0
+    for f in sorted(_tracked_py()):
+        if f.split("/")[0] not in ("fastslow", *DESIGN_PACKAGES, "tests", "tools", "conftest.py"):
+            continue
+        for line, module in _fastslow_imports(ROOT / f):
+            target = _static_file(module)
+            if target is None:
+                unresolved.append(f"{f}:{line} {module}")
+                continue
+            resolved += 1
+            parts = module.split(".")
+            if len(parts) > 1 and parts[1] in DESIGN_PACKAGES:  # through the link, to the folder
+                assert target.resolve().is_relative_to(ROOT / parts[1]), (module, target)
+    assert unresolved == []
+    assert resolved > 1000  # non-vacuity: the suite imports fastslow.* thousands of times
+    assert _static_file("fastslow.numerics.not_a_module") is None
+    assert _static_file("fastslow.tests") is None and _static_file("fastslow.conftest") is None
+
+
+# ----------------------------------------------------------------------------- one list
+
+
+def _literal_name_lists(path: Path):
+    """``(line, names)`` of every tuple, list or set of strings, or dict keyed by strings, in
+    ``path`` that names every design package: a copy of the list. (A copy that misses one is a
+    subset, like the folders mutated: the holders of copies are checked as a whole below, so a
+    known copy gone stale shows as a holder missing.)"""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Dict):
+            elts = node.keys if isinstance(node, ast.Dict) else node.elts
+            names = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]  # fmt: skip
+            if set(DESIGN_PACKAGES) <= set(names):
+                yield node.lineno, names
+
+
+def test_the_design_package_lists_agree():
+    """``fastslow.DESIGN_PACKAGES`` is the one list: Python reads it (``conftest.py``, the tests);
+    the copies that cannot (pyproject.toml's ``package-dir``, ``packages``, coverage's ``source``
+    and pyright's ``include``; the tables of ``verify/`` below ``fastslow`` in the layers) name
+    the same packages; ``run.sh``, ``MANIFEST.in`` and ``.ci/run`` name none (they need no list);
+    no other Python file holds a literal copy."""
+    home = set(DESIGN_PACKAGES)
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    assert tool["setuptools"]["package-dir"] == {f"fastslow.{n}": n for n in DESIGN_PACKAGES}
+    listed = tool["setuptools"]["packages"]
+    assert {p.split(".")[1] for p in listed if p.count(".") >= 1} - {"benchmarks"} == home
+    assert set(tool["coverage"]["run"]["source"]) == {"fastslow", *home}
+    include = tool["pyright"]["include"]
+    assert {p.split("/")[1] for p in include if p.startswith("fastslow/")} == home
+    assert set(line_coverage.PACKAGES) == {"fastslow", *home}
+    assert set(provenance.SOURCE_PACKAGES) == {"fastslow", *home}
+    assert set(mutate.SCANNED) == {"fastslow", "tests", *home}
+    assert set(mutate.PACKAGES) < home  # the folders mutated: figures/ deliberately not
+    words = re.compile(r"\b(" + "|".join(DESIGN_PACKAGES) + r")\b")
+    for f in ("run.sh", "MANIFEST.in", ".ci/run"):
+        for n, line in enumerate((ROOT / f).read_text().splitlines(), 1):
+            assert len(set(words.findall(line))) < 3, f"{f}:{n} lists the design packages: {line}"
+    holders = {f for f in _tracked_py() if list(_literal_name_lists(ROOT / f))}
+    assert holders == {
+        "fastslow/__init__.py",  # the home
+        "verify/line_coverage.py",  # checked above
+        "verify/provenance.py",
+        "tools/mutation/mutate.py",
+        "tests/test_architecture.py",  # LAYERS: each package's layer
+    }
+
+
+def test_the_list_check_sees_a_copy(tmp_path):
+    """Non-vacuity: a literal copy (here with one more name) is found, a subset is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(f"A = {DESIGN_PACKAGES[:3]!r}\nB = {[*DESIGN_PACKAGES, 'x']!r}\n")
+    assert list(_literal_name_lists(probe)) == [(2, [*DESIGN_PACKAGES, "x"])]
 
 
 def test_test_files_have_unique_base_names():
