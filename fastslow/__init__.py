@@ -14,7 +14,7 @@ Where the subpackages live. In the repository they are the top-level folders ``t
 ``numerics/``, ``verify/`` and ``figures/``, the real sources, and ``fastslow/theory`` and its three
 siblings are committed relative symbolic links to them (``fastslow/numerics -> ../numerics``). So a
 source checkout has the layout of an installed copy (wheel: ``package-dir`` in ``pyproject.toml``
-puts the folders inside the ``fastslow`` package): Python, mypy, pyright and setuptools all find
+puts the folders inside the ``fastslow`` package): Python, mypy and pyright all find
 ``fastslow.numerics`` in ``fastslow/numerics``, and installing fastslow adds one top-level name,
 ``fastslow``, that never shadows or overwrites another distribution's ``theory`` or ``figures``.
 One module name per file: each design package refuses to be imported under any other name
