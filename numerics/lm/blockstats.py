@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 
 __all__ = [
     "block_histograms",
@@ -41,7 +41,7 @@ LAMBDAS = np.linspace(0.0, 0.95, 20)
 
 def block_histograms(tokens: np.ndarray, P: int, vocab: int) -> np.ndarray:
     """``(n_blocks, vocab)`` character counts of the complete blocks of ``P`` tokens."""
-    P = v.positive_int("P", P)
+    P = validation.positive_int("P", P)
     nb = tokens.size // P
     blocks = np.asarray(tokens[: nb * P], dtype=np.int64).reshape(nb, P)
     H = np.zeros((nb, vocab), dtype=np.int64)

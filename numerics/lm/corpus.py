@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 
 __all__ = [
     "ALPHABET",
@@ -141,8 +141,8 @@ def split(tokens: np.ndarray, chunk: int = 2048, every: int = 10):
     """``(train, validation, heldout)``: chunk ``i`` (of ``chunk`` tokens) is held out iff
     ``i % every == every − 1``, validation iff ``i % every == every // 2 − 1``, else training;
     each split is its chunks concatenated in order."""
-    chunk = v.positive_int("chunk", chunk)
-    every = v.positive_int("every", every)
+    chunk = validation.positive_int("chunk", chunk)
+    every = validation.positive_int("every", every)
     if every < 3:
         raise ValueError(f"every must be at least 3 (three splits), got {every}")
     idx = (np.arange(tokens.size) // chunk) % every
@@ -163,7 +163,7 @@ def _duplicate_starts(part: np.ndarray, grams: set, K: int) -> np.ndarray:
 def near_duplicate_fraction(part: np.ndarray, train: np.ndarray, K: int = DUPLICATE_K) -> float:
     """The fraction of the positions ``i`` of ``part`` (those with ``i + K ≤ len(part)``) whose
     ``K`` characters ``part[i : i + K]`` occur verbatim somewhere in ``train``."""
-    K = v.positive_int("K", K)
+    K = validation.positive_int("K", K)
     if part.size < K:
         return 0.0
     return float(_duplicate_starts(part, _kgrams(train, K), K).mean())
@@ -173,7 +173,7 @@ def deduplicate(part: np.ndarray, train: np.ndarray, K: int = DUPLICATE_K):
     """``(kept, stats)``: ``part`` without every position covered by a ``K``-string that occurs in
     ``train`` (runs shorter than ``K`` dropped too), the remaining runs concatenated in order;
     ``stats`` gives the near-duplicate fraction before and after and the sizes."""
-    K = v.positive_int("K", K)
+    K = validation.positive_int("K", K)
     grams = _kgrams(train, K)
     starts = _duplicate_starts(part, grams, K) if part.size >= K else np.zeros(0, bool)
     edges = np.zeros(part.size + 1, dtype=np.int64)
@@ -228,10 +228,10 @@ def noisy_copy(
     replacement from the source, each then replaced with probability ``flip`` by a character
     drawn uniformly from ``tokens``: every block repeats its predecessor's content (as a bag,
     reshuffled) with noise."""
-    P = v.positive_int("P", P)
-    bag = v.positive_int("bag", bag)
-    flip = v.real("flip", flip, low=0.0, high=1.0)
-    refresh = v.real("refresh", refresh, low=0.0, high=1.0)
+    P = validation.positive_int("P", P)
+    bag = validation.positive_int("bag", bag)
+    flip = validation.real("flip", flip, low=0.0, high=1.0)
+    refresh = validation.real("refresh", refresh, low=0.0, high=1.0)
     rng = np.random.default_rng(seed)
     nb = tokens.size // P
     src = tokens[: (tokens.size // bag) * bag].reshape(-1, bag)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model.masks import NAMED_MASKS
 from fastslow.numerics.model.weights import (
     WEIGHT_NAMES,
@@ -71,11 +71,11 @@ class LMConfig:
 
     def __post_init__(self):
         for name in ("vocab", "T", "P", "d", "m", "L"):
-            v.positive_int(name, getattr(self, name))
-        v.divides(self.P, self.T)
-        v.choice("kind", self.kind, KINDS)
-        v.choice("fast_mask", self.fast_mask, NAMED_MASKS)
-        v.real("h", self.h, low=0.0, low_open=True)
+            validation.positive_int(name, getattr(self, name))
+        validation.divides(self.P, self.T)
+        validation.choice("kind", self.kind, KINDS)
+        validation.choice("fast_mask", self.fast_mask, NAMED_MASKS)
+        validation.real("h", self.h, low=0.0, low_open=True)
 
     @property
     def N(self) -> int:

@@ -17,7 +17,7 @@ element-wise to float64 arrays. The NumPy reference path (:mod:`numerics.model.k
 config's activation, whatever it is: a named one (``ModelConfig(sigma="relu")``) or a user pair
 (``ModelConfig(sigma=Activation("mine", f, df, smooth=True))``).
 
-The compiled paths (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling_rhs`) evaluate the
+The compiled paths (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling.rhs`) evaluate the
 named activations by Numba row kernels (:func:`numerics.model.compiled.activation_rows`) selected by
 the integer :data:`COMPILED_CODES`; they refuse a user activation (:func:`compiled_code` raises a
 ``ValueError`` naming the NumPy reference path to use instead). This module imports no Numba.

@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastslow.numerics import lapack
-from fastslow.numerics import validation as v
+from fastslow.numerics import lapack, validation
 
 NAMED_MASKS = ("causal", "block_causal", "block_bidirectional")
 """The mask names understood by :func:`make_mask` and :func:`coarse_maps`."""
@@ -68,13 +67,13 @@ kernel is accurate only to about √(unit roundoff))."""
 
 def make_mask(name: str, T: int, P: int | None = None) -> np.ndarray:
     """Return the named boolean T×T mask. ``P`` (dividing ``T``) is required for block masks."""
-    v.choice("mask", name, NAMED_MASKS)
-    T = v.positive_int("T", T)
+    validation.choice("mask", name, NAMED_MASKS)
+    T = validation.positive_int("T", T)
     if name == "causal":
         return np.tril(np.ones((T, T), dtype=bool))
     if P is None:
         raise ValueError(f"mask {name!r} needs the block size P")
-    N = v.divides(P, T)
+    N = validation.divides(P, T)
     same_block = np.kron(np.eye(N, dtype=bool), np.ones((P, P), dtype=bool))
     if name == "block_causal":
         return same_block & np.tril(np.ones((T, T), dtype=bool))
@@ -103,8 +102,8 @@ def as_mask(mask, T: int, P: int | None = None) -> np.ndarray:
 
 def block_level_mask(slow_mask: str, N: int) -> np.ndarray:
     """The N×N mask of the slow attention over pooled tokens: ``"blockcausal"`` or ``"full"``."""
-    v.choice("slow_mask", slow_mask, ("blockcausal", "full"))
-    N = v.positive_int("N", N)
+    validation.choice("slow_mask", slow_mask, ("blockcausal", "full"))
+    N = validation.positive_int("N", N)
     if slow_mask == "full":
         return np.ones((N, N), dtype=bool)
     return np.tril(np.ones((N, N), dtype=bool))
@@ -129,7 +128,7 @@ def frozen_kernel(mask, T: int | None = None, P: int | None = None) -> np.ndarra
 def is_block_local(mask, P: int) -> bool:
     """Whether the boolean mask only connects tokens of the same block of ``P`` (``P`` divides T)."""
     m = np.asarray(mask, dtype=bool)
-    v.divides(P, m.shape[0])
+    validation.divides(P, m.shape[0])
     blocks = np.arange(m.shape[0]) // P
     return bool(not np.any(m & (blocks[:, None] != blocks[None, :])))
 
@@ -146,7 +145,7 @@ def stationary_weighting(mask, P: int) -> np.ndarray:
     """
     m = as_mask(mask, np.shape(mask)[0])
     T = m.shape[0]
-    N = v.divides(P, T)
+    N = validation.divides(P, T)
     if not is_block_local(m, P):
         raise ValueError(f"the mask attends across blocks of P={P}: no block stationary weighting")
     K = frozen_kernel(m)
@@ -181,8 +180,8 @@ def coarse_maps(mask, T: int | None = None, P: int | None = None) -> tuple[np.nd
         L = stationary_weighting(mask, P)
         return np.kron(np.eye(L.shape[1]), np.ones((P, 1))), L
     name = mask
-    v.choice("mask", name, NAMED_MASKS)
-    T = v.positive_int("T", T)
+    validation.choice("mask", name, NAMED_MASKS)
+    T = validation.positive_int("T", T)
     if name == "causal":
         R = np.ones((T, 1))
         L = np.zeros((T, 1))
@@ -190,7 +189,7 @@ def coarse_maps(mask, T: int | None = None, P: int | None = None) -> tuple[np.nd
         return R, L
     if P is None:
         raise ValueError(f"mask {name!r} needs the block size P")
-    N = v.divides(P, T)
+    N = validation.divides(P, T)
     U = np.kron(np.eye(N), np.ones((P, 1)))
     if name == "block_causal":
         first = np.zeros((P, 1))
@@ -212,13 +211,13 @@ def kernel_eigenvalues(name: str, T: int, P: int | None = None) -> dict[float, i
     causal: ``{1, 1/2, …, 1/T}``; block_causal: ``{1, …, 1/P}`` each ``N``-fold;
     block_bidirectional: ``{1: N, 0: T − N}`` (no zero eigenvalue when ``P = 1``).
     """
-    v.choice("mask", name, NAMED_MASKS)
-    T = v.positive_int("T", T)
+    validation.choice("mask", name, NAMED_MASKS)
+    T = validation.positive_int("T", T)
     if name == "causal":
         return {1.0 / (t + 1): 1 for t in range(T)}
     if P is None:
         raise ValueError(f"mask {name!r} needs the block size P")
-    N = v.divides(P, T)
+    N = validation.divides(P, T)
     if name == "block_causal":
         return {1.0 / (p + 1): N for p in range(P)}
     out = {1.0: N}

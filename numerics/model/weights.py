@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastslow.numerics import validation as v
+from fastslow.numerics import validation
 from fastslow.numerics.model.activations import SIGMAS, Activation, resolve
 from fastslow.numerics.model.masks import NAMED_MASKS, as_mask
 
@@ -58,7 +58,7 @@ class ModelConfig:
             :class:`~numerics.model.activations.Activation` ``(name, f, df, smooth)`` of NumPy
             functions. A built-in :class:`Activation` object is stored as its name. The NumPy
             reference path (layer, JVP/VJP, linearisation) accepts any; the compiled paths
-            (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling_rhs`) only the named ones.
+            (:mod:`numerics.model.compiled`, :mod:`numerics.model.coupling.rhs`) only the named ones.
             :attr:`activation` is the resolved object; ``activation.smooth`` is False for relu, and
             a claim needing second derivatives of ``σ`` must treat that as a hypothesis.
         h: depth step (1 for a plain stack, ``1/L`` for the continuum scaling).
@@ -97,15 +97,15 @@ class ModelConfig:
         return cls(**kw)
 
     def __post_init__(self):
-        T = v.positive_int("T", self.T)
-        d = v.positive_int("d", self.d)
-        v.divides(self.P, T)
-        m = d if self.m is None else v.positive_int("m", self.m)
+        T = validation.positive_int("T", self.T)
+        d = validation.positive_int("d", self.d)
+        validation.divides(self.P, T)
+        m = d if self.m is None else validation.positive_int("m", self.m)
         object.__setattr__(self, "m", m)
         if isinstance(self.mask, str):
-            v.choice("mask", self.mask, NAMED_MASKS)
+            validation.choice("mask", self.mask, NAMED_MASKS)
         object.__setattr__(self, "_mask_array", as_mask(self.mask, T, self.P))
-        v.choice("slow_mask", self.slow_mask, SLOW_MASKS)
+        validation.choice("slow_mask", self.slow_mask, SLOW_MASKS)
         act = resolve(self.sigma)
         object.__setattr__(self, "_activation", act)
         if act.name in SIGMAS:
@@ -113,11 +113,11 @@ class ModelConfig:
         for flag in ("norm", "slow"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        v.real("h", self.h, low=0.0, low_open=True)
-        v.real("gamma", self.gamma, low=0.0)
+        validation.real("h", self.h, low=0.0, low_open=True)
+        validation.real("gamma", self.gamma, low=0.0)
         if self.beta is not None:
-            v.real("beta", self.beta)
-        v.real("norm_eps", self.norm_eps, low=0.0, low_open=True)
+            validation.real("beta", self.beta)
+        validation.real("norm_eps", self.norm_eps, low=0.0, low_open=True)
 
     @property
     def N(self) -> int:
@@ -174,9 +174,9 @@ class LayerParams:
         """Validate shapes and finiteness against widths ``d`` and ``m``; return ``self``."""
         want = {"W1": (d, m), "W2": (m, d)}
         for name in WEIGHT_NAMES:
-            arr = v.finite_array(name, getattr(self, name), shape=want.get(name, (d, d)))
+            arr = validation.finite_array(name, getattr(self, name), shape=want.get(name, (d, d)))
             object.__setattr__(self, name, arr)
-        self.g = v.real("g", self.g)
+        self.g = validation.real("g", self.g)
         return self
 
     def copy(self) -> LayerParams:
@@ -242,7 +242,7 @@ class Model:
 
     def params_at(self, t: float) -> LayerParams:
         """Piecewise-constant ``θ(t)`` on ``[0, 1]``: layer ``l`` on ``[l/L, (l+1)/L)``."""
-        t = v.real("t", t)
+        t = validation.real("t", t)
         l = min(max(int(np.floor(t * self.L)), 0), self.L - 1)
         return self.layers[l]
 
@@ -314,11 +314,11 @@ def init_model(
     value matrix after the draw (the same random stream), so that the value map ``h·V`` dominates
     the linearised layer when the gain is large (claims D4 and D5).
     """
-    L = v.positive_int("L", L)
-    v.real("scale", scale, low=0.0)
-    v.real("slow_scale", slow_scale, low=0.0)
-    v.real("gate", gate)
-    v.real("value_gain", value_gain)
+    L = validation.positive_int("L", L)
+    validation.real("scale", scale, low=0.0)
+    validation.real("slow_scale", slow_scale, low=0.0)
+    validation.real("gate", gate)
+    validation.real("value_gain", value_gain)
     rng = np.random.default_rng(seed)
 
     def draw() -> LayerParams:
