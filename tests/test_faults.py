@@ -315,13 +315,13 @@ SLOW_SWEEP = """
 import sys, time
 from fastslow.verify import sweep
 from fastslow.cli import main
-real = sw.check_point
+real = sweep.check_point
 def slow(claim, seed, control=None, **params):
     if seed >= 2:
         time.sleep(120)
     return real(claim, seed, control, **params)
 slow.__module__, slow.__qualname__ = "fastslow.verify.sweep", "check_point"
-sw.check_point = slow
+sweep.check_point = slow
 sys.exit(main(sys.argv[1:]))
 """
 

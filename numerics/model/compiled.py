@@ -438,7 +438,7 @@ def _check_sigma_compiles(cfg: ModelConfig) -> None:
     compiled_code(
         cfg.activation,
         "the compiled layer (numerics.model.compiled)",
-        "numerics.layer / numerics.model.layer.stack (numerics.model.layer) evaluate any activation",
+        "numerics.model.layer.layer / numerics.model.layer.stack evaluate any activation",
     )
 
 
