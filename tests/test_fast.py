@@ -296,7 +296,9 @@ def test_user_activation_is_refused_with_the_numpy_path_named():
     ref = stack(model, X0, E)  # the NumPy reference evaluates it
     assert np.all(np.isfinite(ref))
     for call in (lambda: fast_stack(model, X0, E), lambda: fast_layer(cfg, model.layers[0], X0)):
-        with pytest.raises(ValueError, match=r"user activation 'softsign'.*numerics\.model\.layer\.stack"):
+        with pytest.raises(
+            ValueError, match=r"user activation 'softsign'.*numerics\.model\.layer\.stack"
+        ):
             call()
     # the pieces without σ still run
     assert (
