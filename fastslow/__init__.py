@@ -18,8 +18,10 @@ puts the folders inside the ``fastslow`` package): Python, mypy and pyright all 
 ``fastslow.numerics`` in ``fastslow/numerics``, and installing fastslow adds one top-level name,
 ``fastslow``, that never shadows or overwrites another distribution's ``theory`` or ``figures``.
 One module name per file: each design package refuses to be imported under any other name
-(``import numerics`` from the checkout's root raises ImportError naming ``fastslow.numerics``), and
-nothing else of the checkout is reachable as ``fastslow.<name>``. A checkout without the links (a
+(``import numerics`` from the checkout's root raises ImportError naming ``fastslow.numerics``),
+nothing else of the checkout is reachable as ``fastslow.<name>``, and a folder without
+``__init__.py`` (the claim tests, ``verify/tests``) is not a package of fastslow
+(:class:`_NoFolderPackages`). A checkout without the links (a
 clone with ``core.symlinks=false``, Git's default on Windows, where each link is a small text file;
 an unpacked sdist) still runs: this package then finds exactly the four design packages beside it
 (:class:`_DesignFolders`), though static tools do not see them. docs/architecture.md weighs the
@@ -30,6 +32,7 @@ called.
 from __future__ import annotations
 
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
@@ -91,7 +94,32 @@ def _unlinked_design_folders(root: Path | None) -> dict[str, Path]:
     }
 
 
+class _NoFolderPackages(importlib.abc.MetaPathFinder):
+    """Refuses ``fastslow.<…>.<folder>`` where ``<folder>`` has no ``__init__.py`` (Python would
+    import it as a namespace package): such a folder is not part of the package, and its files
+    would get a second module name. The one today is ``verify/tests``, the claim tests, which
+    ``pytest verify`` imports by their base names (``test_a1_causality``); through the package's
+    path ``fastslow.verify.tests.test_a1_causality`` would name the same file again."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if not fullname.startswith(f"{__name__}.") or path is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.origin is None and spec.submodule_search_locations:
+            folder = list(spec.submodule_search_locations)[0]
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: {folder} has no __init__.py, so it is not a "
+                f"package of {__name__}",
+                name=fullname,
+            )
+        return None
+
+
 _root = _source_checkout_root()
+if not any(type(f).__name__ == _NoFolderPackages.__name__ for f in sys.meta_path):  # once
+    sys.meta_path.insert(0, _NoFolderPackages())
 _unlinked = _unlinked_design_folders(_root)
 if _unlinked and not any(getattr(f, "folders", None) == _unlinked for f in sys.meta_path):
     sys.meta_path.insert(0, _DesignFolders(_unlinked))

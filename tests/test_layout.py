@@ -263,6 +263,57 @@ def test_the_bare_names_are_those_of_the_design_packages_modules():
     ]
 
 
+def _folder_module_names(tracked: set[str]) -> list[str]:
+    """The ``fastslow.…`` names of the tracked files of the design folders that lie in a folder
+    without ``__init__.py`` (``fastslow.verify.tests.test_a1_causality``): names Python would give
+    them as a namespace package's modules."""
+    out = []
+    for f in sorted(tracked):
+        parts = Path(f).with_suffix("").parts
+        if parts[0] in DESIGN_PACKAGES and not all(
+            (ROOT.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))
+        ):
+            out.append(".".join(("fastslow", *parts)))
+    return out
+
+
+@needs_git
+def test_no_file_of_a_folder_without_init_imports_under_fastslow():
+    """The claim tests (``verify/tests/``, no ``__init__.py``: ``pytest verify`` imports them by
+    their base names) are not also ``fastslow.verify.tests.test_…``: importing any such name, or
+    the folder, is a ModuleNotFoundError naming the folder, also for a static-style import from
+    the root (:class:`fastslow._NoFolderPackages`)."""
+    names = _folder_module_names(_tracked_py())
+    assert "fastslow.verify.tests.test_a1_causality" in names  # non-vacuity: the claim tests
+    tries = ["fastslow.verify.tests", *names]
+    got = _names_from(ROOT, tries, walk=False)
+    for name in tries:
+        assert got["outcome"][name].startswith(
+            "ImportError: No module named 'fastslow.verify.tests': "
+        ), (name, got["outcome"][name])
+        assert "verify/tests has no __init__.py" in got["outcome"][name]
+    assert got["twice"] == {}
+
+
+def test_the_folder_guard_refuses_exactly_folders_without_init(tmp_path):
+    """:class:`fastslow._NoFolderPackages` on a planted tree: a folder without ``__init__.py``
+    is refused, a package with one and a plain module are left to Python's own finders, and
+    names outside ``fastslow`` are not its business."""
+    import fastslow
+
+    (tmp_path / "stray").mkdir()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "mod.py").write_text("")
+    guard = fastslow._NoFolderPackages()
+    with pytest.raises(ModuleNotFoundError, match="stray has no __init__.py"):
+        guard.find_spec("fastslow.stray", [str(tmp_path)])
+    assert guard.find_spec("fastslow.pkg", [str(tmp_path)]) is None
+    assert guard.find_spec("fastslow.mod", [str(tmp_path)]) is None
+    assert guard.find_spec("other.stray", [str(tmp_path)]) is None
+    assert sum(type(f).__name__ == "_NoFolderPackages" for f in sys.meta_path) == 1
+
+
 # ----------------------------------------------------------------------------- without links
 
 CACHE_KEYS = textwrap.dedent(
