@@ -120,24 +120,35 @@ def python_files(root: Path, folders=SCANNED) -> list[str]:
     return out
 
 
-def imports_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
-    """The files of the tree that ``rel`` imports (any import statement, also inside functions),
-    with the ``__init__.py`` of every package on the way; ``known`` maps module names to files."""
+def imported_names(root: Path, rel: str) -> list[tuple[str | None, list[str]]]:
+    """Every import statement of ``rel`` (also inside functions), as ``(module, names)``: for
+    ``import a.b`` ``(None, ["a.b"])``, for ``from a import b, c`` (relative ones resolved against
+    ``rel``'s package) ``("a", ["a.b", "a.c"])``."""
     tree = ast.parse((root / rel).read_text(), filename=rel)
     mod = module_name(rel)
     pkg = mod if rel.endswith("__init__.py") else mod.rpartition(".")[0]
-    names: set[str] = set()
+    out: list[tuple[str | None, list[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
+            out.append((None, [a.name for a in node.names]))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
+            out.append((target, [f"{target}.{a.name}" for a in node.names]))
+    return out
+
+
+def imports_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
+    """The files of the tree that ``rel`` imports (any import statement, also inside functions),
+    with the ``__init__.py`` of every package on the way; ``known`` maps module names to files."""
+    names: set[str] = set()
+    for target, imported in imported_names(root, rel):
+        names.update(imported)
+        if target is not None:
             names.add(target)
-            names.update(f"{target}.{a.name}" for a in node.names)
     out = set()
     for name in names:
         parts = name.split(".")
@@ -451,9 +462,6 @@ def names_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
     file, else ``a``; unlike :func:`imports_of`, without the ``__init__.py`` of the packages on the
     way (importing a package runs them, but a name of ``rel`` cannot refer to their contents
     unless ``rel`` names the package itself)."""
-    tree = ast.parse((root / rel).read_text(), filename=rel)
-    mod = module_name(rel)
-    pkg = mod if rel.endswith("__init__.py") else mod.rpartition(".")[0]
 
     def longest(name: str) -> str | None:
         parts = name.split(".")
@@ -463,16 +471,8 @@ def names_of(root: Path, rel: str, known: dict[str, str]) -> set[str]:
         return None
 
     out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out |= {longest(a.name) for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            out |= {longest(f"{target}.{a.name}") for a in node.names}
+    for _, imported in imported_names(root, rel):
+        out |= {longest(name) for name in imported}
     out.discard(None)
     out.discard(rel)
     return out  # type: ignore[return-value]
