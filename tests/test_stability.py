@@ -108,6 +108,14 @@ def test_block_causal_gap_algebra_is_exact():
         assert out["gap"].is_zero_matrix == (N == 1 or P == 1)
 
 
+@pytest.mark.parametrize("N, P", [(0, 2), (2, 0), (-1, 3), (2, 1.5), (1.5, 2), ("2", 2)])
+def test_slow_coupling_algebra_refuses_sizes_that_are_not_positive_integers(N, P):
+    """Each size on its own: a block count of 0 beside a valid P (or the reverse) is refused,
+    naming both values."""
+    with pytest.raises(ValueError, match="N and P must be positive integers"):
+        slow_coupling_algebra(N, P)
+
+
 def test_dense_jacobians_match_central_differences():
     from fastslow.numerics.analysis.stability import layer_jacobian, slow_jacobian
     from fastslow.numerics.model import kernels
