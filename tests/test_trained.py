@@ -315,3 +315,24 @@ def test_trained_report_checks_its_output_folder_before_any_work(tmp_path, monke
     assert main(["trained-report", "--out", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out" in err and "does not exist" in err
+
+
+def test_claims_on_gives_a_row_per_claim_bad_input_included_and_says_what_decided_each():
+    """``claims_on`` (the tutorial's table of a network's claims) keeps going after a claim that
+    refuses the system as bad input (one line, exit 2), and says which hypothesis put a system
+    outside, with its value."""
+    from fastslow.toy import LinearLoop
+    from fastslow.verify.trained_claims import claims_on
+
+    loop = LinearLoop(J=0.5 * np.eye(3), G=0.1 * np.ones((3, 3)))
+    rows = claims_on(loop, ids=("A1", "D7", "F2"))
+    assert [(r["claim"], r["outcome"], r["exit"]) for r in rows] == [
+        ("A1", "bad input", 2),
+        ("D7", "holds", 0),
+        ("F2", "bad input", 2),
+    ]
+    assert rows[0]["why"] == "A1 cannot be checked on a LinearLoop; claims that can: D7"
+    assert rows[1]["why"] == ""
+    (outside,) = claims_on(LinearLoop(J=1.5 * np.eye(3), G=0.1 * np.ones((3, 3))), ids=("D7",))
+    assert outside["outcome"] == "outside-hypotheses" and outside["exit"] == 4
+    assert outside["why"].startswith("outside: reference_contractive (1.5")
