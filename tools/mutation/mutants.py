@@ -525,6 +525,26 @@ CATALOGUE: tuple[Mutant, ...] = (
         "issue 35",
     ),
     M(
+        "lm-adamw-second-moment-step",
+        "numerics/lm/optim.py",
+        "        c1, c2 = 1 - self.b1**self.t, 1 - self.b2**self.t",
+        "        c1, c2 = 1 - self.b1**self.t, 1 - self.b2 ** (self.t + 1)",
+        ("E1",),
+        "the language model's AdamW corrects the second moment with the next step's count (the "
+        "losses move by little; no endpoint sees it)",
+        "issue 35",
+    ),
+    M(
+        "heldout-loss-on-validation",
+        "numerics/lm/train.py",
+        "    wins = heldout_windows(corpus, cfg.T, spec.eval_max)",
+        '    wins = heldout_windows(corpus, cfg.T, spec.eval_max, "validation")',
+        ("E1",),
+        "every run reports its held-out loss on the validation split (a procedure bug: the "
+        "deduplication hypothesis looks at the held-out split, not at what was evaluated)",
+        "issue 35",
+    ),
+    M(
         "causal-kernel-eigenvalues",
         "numerics/model/masks.py",
         "        return {1.0 / (t + 1): 1 for t in range(T)}",

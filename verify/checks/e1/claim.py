@@ -53,7 +53,10 @@ the same size, data order and schedule for ``tokens`` tokens — *dense* (fast p
    the windows cut from the held-out split declared when the instance is built (identified by
    SHA-256; :func:`verify.checks.e1.runs.heldout_identity`), and the statistics are recomputed by
    SciPy's own routines (``statistics_cross_checked``: TOST p and interval by ``ttest_1samp``,
-   the margin's interval by the χ² distribution function, the planned power by simulation).
+   the margin's interval by the χ² distribution function, the planned power by simulation), the
+   trainer's first steps by AdamW, its schedule and clipping written from their published rules
+   (``optimiser_matches_reference``; :mod:`verify.checks.e1.optimiser`) and its gradients by
+   central differences (``gradients_match_finite_differences``).
 
 Hypotheses (source: the input data): ``cross_block_structure_weak`` — the previous block's
 character histogram explains at most ``structure_max`` (5 %) of a character's entropy beyond a
@@ -112,6 +115,7 @@ from ...equivalence import (
 from ...params import Param
 from ...verdict import at_most
 from .gradients import gradient_check
+from .optimiser import optimiser_check
 from .parts import (
     ENDPOINTS,
     decided_limit,
@@ -434,6 +438,8 @@ class E1(Claim):
         "SciPy's routines, the planned power with a seeded simulation",
         "gradients_match_finite_differences": "the hand-written gradients that train the runs "
         "agree with central differences of the loss, every parameter array, gates closed and open",
+        "optimiser_matches_reference": "the trainer's first steps equal AdamW, its learning-rate "
+        "schedule and its global-norm clipping written from their published rules",
         "cost_comparable": "best-of CPU time per token, coupled ≤ cost_factor × dense",
     }
     limits = {
@@ -662,6 +668,7 @@ class E1(Claim):
             "heldout_windows_identified": identity,
             "statistics_cross_checked": statistics_cross_check(tv, ends, k, plan, alpha),
             "gradients_match_finite_differences": gradient_check(inst),
+            "optimiser_matches_reference": optimiser_check(inst),
             "cost_comparable": at_most(
                 ratio_cpu,
                 p["cost_factor"],
