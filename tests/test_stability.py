@@ -153,3 +153,14 @@ def test_looped_iteration_statuses():
     p2.W2[:] = 1.0  # Φ(X) = X + 0.5·4X/… grows
     res = iterate_looped_map(cfg2, p2, np.ones((2, 1)), max_iter=200)
     assert res.status == "diverged"
+
+
+def test_the_cached_closed_forms_cannot_be_changed_by_a_caller():
+    """``normal_critical_gates`` is computed once per process and shared: its fields are frozen,
+    so no caller can change what the next one reads."""
+    import dataclasses
+
+    ng = normal_critical_gates()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ng.margin = 0  # type: ignore[misc]
+    assert normal_critical_gates() is ng and ng.margin == 1 - ng.r
