@@ -126,7 +126,8 @@ def test_describe_prints_the_design():
 
 def test_a_dead_gate_fails(monkeypatch, tmp_path):
     """Planted bug: the optimiser never updates the gates (coupled runs then equal frozen ones,
-    gap and ablation cost exactly 0). The check must say ``fails`` on ``gates_trained``."""
+    gap and ablation cost exactly 0). The check must say ``fails`` on ``gates_trained``, and on
+    ``optimiser_matches_reference`` (for the gates the trainer's steps are not AdamW's)."""
     step = optim.AdamW.step
 
     def dead_gate_step(self, params, grads, lr, scale=1.0):
@@ -141,7 +142,7 @@ def test_a_dead_gate_fails(monkeypatch, tmp_path):
     monkeypatch.setattr(e1.claim, "cpu_cost", lambda inst, repeat: dict(EQUAL_COSTS))
     v = run_check("E1", {**SHORT, "tokens": 4000}, seed=0)
     assert v.outcome == "fails", v.summary()
-    assert v.failed_parts == ["gates_trained"], v.summary()
+    assert v.failed_parts == ["gates_trained", "optimiser_matches_reference"], v.summary()
     assert v.figures["gate_updated_fraction_min"] == 0.0
     assert v.figures["gate_abs_max_final"] == 0.0
     assert v.conclusion["gap_equivalent"].holds  # the dead gate hides behind "neutrality"
