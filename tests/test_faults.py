@@ -973,3 +973,14 @@ def test_a_statistical_claim_may_fail_as_often_as_its_rate_but_never_as_a_suite_
     ok = [_sweep_verdict("holds", s) for s in range(11)]
     assert unit.sweep_faults(ok + [_sweep_verdict("fails", 20, failed="c")]) == []
     assert unit.sweep_faults(ok + [_sweep_verdict("fails", 20, violated="h")])
+
+
+def test_d9_takes_anti_correlated_blocks_and_refuses_a_correlation_of_minus_one():
+    """D9's block correlation ranges over the open interval (−1, 1): a negative ρ (anti-correlated
+    block means, shared structure as much as a positive one) is a valid instance, ρ = −1 is
+    refused naming the parameter."""
+    from fastslow.verify.registry import CLAIMS
+
+    assert CLAIMS["D9"].resolve({"rho": "-0.5"})["rho"] == -0.5
+    with pytest.raises(ValueError, match="rho"):
+        CLAIMS["D9"].resolve({"rho": "-1"})

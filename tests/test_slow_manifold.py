@@ -411,3 +411,11 @@ def test_smooth_nonlinearities_are_the_ones_the_derivation_differentiates():
     assert not sigma_is_smooth("relu") and not sigma_is_smooth(np.tanh)
     with pytest.raises(ValueError, match="relu.*not differentiable"):
         block_reduction("block_causal", 2, 1, False, sigma="relu")
+
+
+@pytest.mark.parametrize("size", [{"P": 2.0}, {"P": True}, {"d": 1.0}, {"d": np.True_}])
+def test_block_sizes_that_are_floats_or_bools_are_refused(size):
+    """A size must be an integer (Python's or NumPy's), not a float with an integer value nor a
+    bool: each is refused naming both sizes."""
+    with pytest.raises(ValueError, match="need integers 1 ≤ P ≤ 4 and 1 ≤ d ≤ 3"):
+        slow_manifold("block_bidirectional", **{"P": 2, "d": 1, **size})

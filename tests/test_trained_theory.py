@@ -93,3 +93,10 @@ def test_a_missing_section_names_the_command(tmp_path):
     with pytest.raises(ValueError, match="fastslow trained-report --profile paper"):
         trained_section.load("paper", tmp_path)
     assert np.isfinite(trained_theory.TAU)
+
+
+def test_a_measured_range_in_the_section_is_its_least_and_largest_value():
+    """The section's ranges: missing values left out, one value once, none as a dash."""
+    assert trained_section._range([2.0, None, 0.5, 1.0]) == "0.5 – 2"
+    assert trained_section._range([3.0, 3.0]) == "3"
+    assert trained_section._range([None]) == "—"
