@@ -155,12 +155,13 @@ def report_markdown(work: Path) -> str:
         + "test fails or a claim's main instance ends anything but `holds`; a mutant running past "
         + f"{info['timeout']:.0f} s is killed by timeout (counted with the killed, shown apart). "
         + "Score = killed / (run − equivalent) as the run found it; now: with the survivors "
-        + "killed since (by a check added since, or by one the kill command runs since), and "
+        + "killed since (by a check added since, or by an existing one the kill command does "
+        + "not run: a test it does not select, mypy; each checked against the mutant by hand), and "
         + "without those whose code was removed (it ran in no check). The interval is the exact "
         + "95 % (Clopper–Pearson) interval of the score now over the mutants run."
         + (
             f" **Partial run:** {sc['all']['run']} of {sc['all']['sampled']} sampled mutants ran "
-            "(each in a fresh process, niced, on a 2-core machine shared with a longer run); "
+            "(each in a fresh process, on a 2-core machine shared with other work); "
             "`bash run.sh mutate` resumes the session."
             if sc["all"]["run"] < sc["all"]["sampled"]
             else ""
