@@ -1,9 +1,10 @@
 """The one module of the integrators that relies on Numba's internals.
 
-**Statement.** The compiled driver calls the problem's ``rhs`` and ``jac`` through first-class
-function values rebuilt from three addresses (:func:`problem_addresses`,
-:func:`compiled_problem_functions`), and each method gets its own copy of the driver with the
-method's functions bound as globals (:func:`with_globals`, compiled by :func:`compile_bound`).
+**Statement.** The one compiled driver calls the problem's ``rhs`` and ``jac`` and the method's
+``start``, ``step``, ``accept`` and ``interp`` through first-class function values rebuilt from
+three addresses each (:func:`function_addresses`, :func:`compiled_functions`); copies of a
+function with some of its globals replaced (:func:`with_globals`: the solvers specialised to one
+structure of ``J``, compiled by :func:`compile_bound` or ``njit``) get their own cache entries.
 Everything else in :mod:`numerics.integrators` uses Numba's public API (``njit``, ``types``).
 
 **Hypotheses** (what this module assumes of Numba, checked by ``tests/test_numba_binding.py`` and
@@ -17,7 +18,7 @@ the driver tests):
   (``fndesc.llvm_cfunc_wrapper_name``) and its function (``fndesc.llvm_func_name``) in a library
   that gives their addresses (``library.get_pointer_to_function``);
 * Numba's on-disk cache names an entry by the function's qualified name and source file, so a
-  copy of ``drive.__code__`` named ``drive_<method>`` gets its own entry.
+  copy of a function's code named ``<name>_<structure>`` gets its own entry.
 
 These are internals, not API: :data:`NUMBA_TESTED` is the range of Numba versions this module is
 declared for (the ``numba`` pin of ``pyproject.toml``); the tests fail with a message naming it
@@ -26,7 +27,11 @@ when the installed Numba is outside it.
 **Why.** Passed as a first-class function argument, a dispatcher is typed and unboxed by Numba on
 every call of the driver (its signature unpickled twice, its compile result looked up, two
 addresses asked of LLVM); passed as arguments, the method's own functions were unboxed the same
-way. The measurements are in ``docs/benchmarks.md`` ("The fixed cost of an ``integrate`` call").
+way. Bound as the globals of one driver copy per method instead, they were linked into it, so
+each copy re-optimised and re-emitted its method's whole step code on first use. Called through
+their addresses they are neither unboxed per call nor linked: one driver, compiled once, runs
+every method. The measurements are in ``docs/benchmarks.md`` ("The fixed cost of an
+``integrate`` call", "Times a user feels").
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.extending import intrinsic
 
-from fastslow.numerics.integrators.base import JAC_TYPE, RHS_TYPE
+from fastslow.numerics.integrators.base import JAC_TYPE, METHOD_TYPES, RHS_TYPE
 
 NUMBA_TESTED = ((0, 59), (0, 69))
 """The Numba versions this module is declared for: at least the first, below the second
@@ -52,9 +57,9 @@ __all__ = [
     "numba_version_tested",
     "is_compiled",
     "ensure_compiled",
-    "problem_addresses",
-    "compiled_problem_functions",
-    "python_problem_functions",
+    "function_addresses",
+    "compiled_functions",
+    "python_functions",
     "with_globals",
     "compile_bound",
 ]
@@ -99,6 +104,9 @@ def _function_value(fty):
     return codegen
 
 
+START_TYPE, STEP_TYPE, ACCEPT_TYPE, INTERP_TYPE = METHOD_TYPES
+
+
 @intrinsic
 def _rhs_value(typingctx, c_addr, py_addr, jit_addr):
     return RHS_TYPE(types.int64, types.int64, types.int64), _function_value(RHS_TYPE)
@@ -109,27 +117,56 @@ def _jac_value(typingctx, c_addr, py_addr, jit_addr):
     return JAC_TYPE(types.int64, types.int64, types.int64), _function_value(JAC_TYPE)
 
 
+@intrinsic
+def _start_value(typingctx, c_addr, py_addr, jit_addr):
+    return START_TYPE(types.int64, types.int64, types.int64), _function_value(START_TYPE)
+
+
+@intrinsic
+def _step_value(typingctx, c_addr, py_addr, jit_addr):
+    return STEP_TYPE(types.int64, types.int64, types.int64), _function_value(STEP_TYPE)
+
+
+@intrinsic
+def _accept_value(typingctx, c_addr, py_addr, jit_addr):
+    return ACCEPT_TYPE(types.int64, types.int64, types.int64), _function_value(ACCEPT_TYPE)
+
+
+@intrinsic
+def _interp_value(typingctx, c_addr, py_addr, jit_addr):
+    return INTERP_TYPE(types.int64, types.int64, types.int64), _function_value(INTERP_TYPE)
+
+
 @njit(cache=True)
-def compiled_problem_functions(fns):
-    """``(rhs, jac)`` as first-class function values from their addresses ``fns``."""
-    return _rhs_value(fns[0], fns[1], fns[2]), _jac_value(fns[3], fns[4], fns[5])
+def compiled_functions(fns):
+    """``(rhs, jac, start, step, accept, interp)`` as first-class function values from their
+    addresses ``fns`` (three each, in that order: :func:`function_addresses`)."""
+    return (
+        _rhs_value(fns[0], fns[1], fns[2]),
+        _jac_value(fns[3], fns[4], fns[5]),
+        _start_value(fns[6], fns[7], fns[8]),
+        _step_value(fns[9], fns[10], fns[11]),
+        _accept_value(fns[12], fns[13], fns[14]),
+        _interp_value(fns[15], fns[16], fns[17]),
+    )
 
 
-def python_problem_functions(fns):
-    """``(rhs, jac)`` for the Python driver: ``fns`` is that pair already."""
-    return fns[0], fns[1]
+def python_functions(fns):
+    """``(rhs, jac, start, step, accept, interp)`` for the Python driver: ``fns`` is that tuple
+    already."""
+    return fns
 
 
 _ADDRESSES: dict[int, tuple] = {}
 
 
-def problem_addresses(fn, sig) -> tuple[int, int, int]:
+def function_addresses(fn, sig) -> tuple[int, int, int]:
     """The addresses the compiled driver calls ``fn`` (a dispatcher) through for ``sig``, compiled
     now if it has no such overload: its cfunc wrapper, the dispatcher object, its jitted function.
 
     Looked up once per compile result (kept with it, so an address is never reused while it is
     cached; a recompiled ``fn`` has a new compile result); the driver rebuilds the function values
-    from them (:func:`compiled_problem_functions`). The jitted function's address makes the driver
+    from them (:func:`compiled_functions`). The jitted function's address makes the driver
     call ``fn`` with Numba's calling convention, as a first-class function argument would, so
     exceptions raised inside it still propagate. ``fn`` must stay alive while the driver runs (the
     caller holds it)."""
