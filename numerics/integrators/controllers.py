@@ -34,9 +34,10 @@ NEWTON_MAXITER = 6
 """Newton iterations of an implicit step (SciPy's ``Radau``); also sets the predictive safety."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def integral_factor(err, exponent, rejected):
-    """``min(5, max(0.2, 0.9·err^(−exponent)))``, at most 1 after a rejection."""
+    """``min(5, max(0.2, 0.9·err^(−exponent)))``, at most 1 after a rejection. Inlined: called
+    with ``rejected=True`` a compiled callee would be compiled once more for that constant."""
     if err == 0.0:
         fac = MAX_FACTOR
     else:

@@ -195,11 +195,13 @@ def drive(
     return SUCCESS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def stopped(status, t, s, y, opt, Yout):
     """``status``, with the last accepted step kept where the caller reads it (as for
     :data:`STIFF`): its time in ``opt[O_TSTOP]``, its stop index in ``opt[O_SSTOP]``, its state in
-    ``Yout[s]``."""
+    ``Yout[s]``. Inlined into the compiled driver: called there with constant statuses, a
+    compiled callee would be compiled once per constant (Numba types a constant argument as a
+    literal)."""
     opt[O_TSTOP] = t
     opt[O_SSTOP] = s
     copy_into(Yout[s], y)
