@@ -65,6 +65,7 @@ from fastslow.numerics.integrators.controllers import (
 )
 from fastslow.numerics.integrators.numba_binding import (
     compile_bound,
+    compile_for_addresses,
     compiled_functions,
     function_addresses,
     python_functions,
@@ -316,7 +317,8 @@ def _structured(mod: ModuleType, fns: tuple, structure: str, compiled: bool = Tr
 def bound_driver(method: str, compiled: bool = True, structure: str = "all") -> BoundMethod:
     """``method``'s ``start``, ``step``, ``accept`` and ``interp`` with the driver that runs them:
     compiled for their signatures (:data:`numerics.integrators.base.METHOD_SIGS`) on first use (or
-    loaded from Numba's on-disk cache) with their addresses for :func:`compiled_drive`, or, with
+    loaded from Numba's on-disk cache) with their addresses for :func:`compiled_drive` (and no
+    Python entry: :func:`numerics.integrators.numba_binding.compile_for_addresses`), or, with
     ``compiled=False``, the plain Python functions for :func:`drive` itself, running the same
     source. Kept for the life of the process.
 
@@ -347,7 +349,7 @@ def bound_driver(method: str, compiled: bool = True, structure: str = "all") -> 
         if not compiled:
             _BOUND[key] = BoundMethod(drive, fns, ())
         else:
-            fns = tuple(njit(s, cache=True)(f) for s, f in zip(METHOD_SIGS, fns, strict=True))
+            fns = tuple(compile_for_addresses(f, s) for s, f in zip(METHOD_SIGS, fns, strict=True))
             addresses = tuple(
                 a for f, s in zip(fns, METHOD_SIGS, strict=True) for a in function_addresses(f, s)
             )
