@@ -196,17 +196,21 @@ def drive(
     return SUCCESS
 
 
-@njit(cache=True, inline="always")
 def stopped(status, t, s, y, opt, Yout):
     """``status``, with the last accepted step kept where the caller reads it (as for
     :data:`STIFF`): its time in ``opt[O_TSTOP]``, its stop index in ``opt[O_SSTOP]``, its state in
-    ``Yout[s]``. Inlined into the compiled driver: called there with constant statuses, a
-    compiled callee would be compiled once per constant (Numba types a constant argument as a
-    literal)."""
+    ``Yout[s]``. Plain Python in the Python driver (nothing to compile for it); inlined into the
+    compiled one (:data:`_STOPPED_INLINE`)."""
     opt[O_TSTOP] = t
     opt[O_SSTOP] = s
     copy_into(Yout[s], y)
     return status
+
+
+_STOPPED_INLINE = njit(cache=True, inline="always")(stopped)
+""":func:`stopped` for :func:`compiled_drive`, inlined: called there with constant statuses, a
+compiled callee would be compiled once per constant (Numba types a constant argument as a
+literal)."""
 
 
 EXPLICIT = ("dopri5", "dop853")
@@ -233,7 +237,8 @@ def compiled_drive() -> Callable:
     cache), kept for the process: a copy named ``drive_compiled`` whose first argument is the
     functions' addresses. Every method and every structure of ``J`` runs this one driver."""
     if not _DRIVE:
-        copy = with_globals(drive, "drive_compiled", {"functions_of": compiled_functions})
+        bound = {"functions_of": compiled_functions, "stopped": _STOPPED_INLINE}
+        copy = with_globals(drive, "drive_compiled", bound)
         _DRIVE.append(compile_bound(copy, DRIVE_SIG))
     return _DRIVE[0]
 
