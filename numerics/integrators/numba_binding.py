@@ -18,7 +18,9 @@ the driver tests):
   (``fndesc.llvm_cfunc_wrapper_name``) and its function (``fndesc.llvm_func_name``) in a library
   that gives their addresses (``library.get_pointer_to_function``);
 * Numba's on-disk cache names an entry by the function's qualified name and source file, so a
-  copy of a function's code named ``<name>_<structure>`` gets its own entry.
+  copy of a function's code named ``<name>_<structure>`` gets its own entry;
+* the target option ``no_cpython_wrapper`` (Numba's own, not in its documented API) compiles a
+  function without its Python entry and keeps its C wrapper (:func:`compile_for_addresses`).
 
 These are internals, not API: :data:`NUMBA_TESTED` is the range of Numba versions this module is
 declared for (the ``numba`` pin of ``pyproject.toml``); the tests fail with a message naming it
@@ -39,6 +41,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from types import FunctionType
+from typing import Any
 
 from numba import njit, types
 from numba.core import cgutils
@@ -206,7 +209,8 @@ def compile_for_addresses(fn: FunctionType, sig) -> Callable:
 
     Caveat: the dispatcher cannot be called from Python (its Python entry has no code); it is
     for the driver's method functions, which only the compiled driver calls."""
-    return njit(sig, cache=True, no_cpython_wrapper=True)(fn)
+    options: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True}  # not in Numba's stubs
+    return njit(sig, **options)(fn)
 
 
 def compile_bound(fn: FunctionType, sig) -> Callable:
