@@ -192,20 +192,28 @@ def gelu_row(row, vbuf, pbuf, tbuf, zbuf):
         row[b] = 0.5 * z[b] * (1.0 + row[b])
 
 
+HAS_TANH = HAS_RELU = HAS_GELU = True
+"""Which activations :func:`activation_rows` holds (compile-time constants: a branch behind a
+``False`` one is pruned before typing, its kernel never compiled); all in this module's function,
+one in the copies the coupling right-hand side binds for the activation of its instance
+(:func:`numerics.model.coupling.rhs.rows_copy`)."""
+
+
 @njit(cache=True)
 def activation_rows(code, H, vbuf, pbuf, tbuf, zbuf):
     """``H ← σ(H)`` in place, row by row (2-D, C-contiguous rows), for the built-in activation of
     :data:`numerics.model.activations.COMPILED_CODES` ``code`` (0 identity: nothing to do). The
     buffers are scratch space at least as long as a row. The code is tested once, outside the loop
-    over rows (a test per row costs ≈ 5% of a T = 256 layer)."""
+    over rows (a test per row costs ≈ 5% of a T = 256 layer). A copy without one of the
+    activations (:data:`HAS_TANH`, ...) refuses its code as unknown."""
     T = H.shape[0]
-    if code == 1:
+    if HAS_TANH and code == 1:
         for i in range(T):
             tanh_row(H[i], vbuf, pbuf, tbuf)
-    elif code == 2:
+    elif HAS_RELU and code == 2:
         for i in range(T):
             relu_row(H[i])
-    elif code == 3:
+    elif HAS_GELU and code == 3:
         for i in range(T):
             gelu_row(H[i], vbuf, pbuf, tbuf, zbuf)
     elif code != 0:
