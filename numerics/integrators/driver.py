@@ -64,6 +64,7 @@ from fastslow.numerics.integrators.controllers import (
     after_reject,
 )
 from fastslow.numerics.integrators.numba_binding import (
+    NO_C_ENTRY,
     compile_bound,
     compile_for_addresses,
     compiled_functions,
@@ -291,7 +292,7 @@ def _python_full(mod: ModuleType) -> dict:
     for name in getattr(mod, "STRUCTURED", ()):
         helper = getattr(mod, name).py_func
         copies = {
-            kind: njit(cache=True)(
+            kind: njit(cache=True, **NO_C_ENTRY)(
                 with_globals(helper, f"{name}_{s}", {"linalg": linalg.specialised(s)})
             )
             for kind, s in parts.items()
@@ -313,7 +314,7 @@ def _structured(mod: ModuleType, fns: tuple, structure: str, compiled: bool = Tr
     bound = {"linalg": linalg.specialised(structure)}
     for name in getattr(mod, "STRUCTURED", ()):
         helper = getattr(mod, name).py_func
-        bound[name] = njit(cache=True)(
+        bound[name] = njit(cache=True, **NO_C_ENTRY)(
             with_globals(helper, f"{name}{_suffix(structure)}", dict(bound))
         )
     return tuple(with_globals(f, f"{f.__name__}{_suffix(structure)}", bound) for f in fns)

@@ -20,7 +20,9 @@ the driver tests):
 * Numba's on-disk cache names an entry by the function's qualified name and source file, so a
   copy of a function's code named ``<name>_<structure>`` gets its own entry;
 * the target option ``no_cpython_wrapper`` (Numba's own, not in its documented API) compiles a
-  function without its Python entry and keeps its C wrapper (:func:`compile_for_addresses`).
+  function without its Python entry and keeps its C wrapper (:func:`compile_for_addresses`);
+  ``no_cfunc_wrapper`` (likewise) compiles it without its C wrapper, which only a first-class
+  function value (an address) uses (:data:`NO_C_ENTRY`, :data:`COMPILED_ONLY`).
 
 These are internals, not API: :data:`NUMBA_TESTED` is the range of Numba versions this module is
 declared for (the ``numba`` pin of ``pyproject.toml``); the tests fail with a message naming it
@@ -57,6 +59,8 @@ NUMBA_TESTED = ((0, 59), (0, 69))
 
 __all__ = [
     "NUMBA_TESTED",
+    "NO_C_ENTRY",
+    "COMPILED_ONLY",
     "numba_version_tested",
     "is_compiled",
     "ensure_compiled",
@@ -67,6 +71,20 @@ __all__ = [
     "compile_for_addresses",
     "compile_bound",
 ]
+
+
+NO_C_ENTRY: dict[str, Any] = {"no_cfunc_wrapper": True}  # not in Numba's stubs
+"""``njit`` options of a function never passed by address (neither as a problem's ``rhs`` or
+``jac`` nor as a method's function, :func:`function_addresses`) nor as a first-class function
+argument: compiled without the C wrapper Numba otherwise generates, lowers, optimises and emits
+for every function (a cold ``fastslow check F1`` compiles some eighty). Still callable from
+Python; the machine code of the function itself is unchanged."""
+
+COMPILED_ONLY: dict[str, Any] = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True}
+""":data:`NO_C_ENTRY` and, also, no Python entry: for the helpers only compiled code calls
+(the boxing and unboxing of every argument is not generated). Caveat: such a dispatcher must
+never be called from Python (its Python entry has no code: the call would crash the process,
+not raise); only functions whose every caller is compiled get it."""
 
 
 def numba_version_tested(version: str) -> bool:

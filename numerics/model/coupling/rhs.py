@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fastslow.numerics.integrators.numba_binding import with_globals
+from fastslow.numerics.integrators.numba_binding import COMPILED_ONLY, with_globals
 from fastslow.numerics.model.activations import COMPILED_CODES
 from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
 from fastslow.numerics.model.coupling import layout
@@ -170,7 +170,7 @@ def rows_copy(block_local: bool, act: int):
         )
         sigma = _ACTIVATION_NAMES[act]
         flags = {f"HAS_{k.upper()}": COMPILED_CODES[k] == act for k in ("tanh", "relu", "gelu")}
-        rows_act = njit(cache=True)(
+        rows_act = njit(cache=True, **COMPILED_ONLY)(
             with_globals(activation_rows.py_func, f"activation_rows_{sigma}", flags)
         )
         mlp = njit(cache=True, inline="always")(
@@ -188,7 +188,7 @@ def rows_copy(block_local: bool, act: int):
     return _ROW_COPIES[key]
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _small_mm_into(A, B, C):
     """``C = A·B`` by loops (matrices too small for BLAS)."""
     n, k = A.shape
@@ -202,7 +202,7 @@ def _small_mm_into(A, B, C):
     return C
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _rms_into(X, ne, out):
     """``out`` ← the row-wise RMS norm of ``X``; returns ``out``."""
     for i in range(X.shape[0]):
@@ -215,13 +215,13 @@ def _rms_into(X, ne, out):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def normed_rows(X, p, out):
     """``n(X)`` in ``out``, or ``X`` itself without the norm."""
     return _rms_into(X, p[layout.NORM_EPS], out) if p[layout.NORM] > 0.0 else X
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def block_weights(Xn, XG, p, S, v, pb, tb):
     """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
     token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
@@ -241,7 +241,7 @@ def block_weights(Xn, XG, p, S, v, pb, tb):
     return _block_softmax(p, S, v, pb, tb)
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _block_softmax(p, S, v, pb, tb):
     """``S`` (T×P block-local scores) ← the masked softmax of each row, in place: the maximum over
     the allowed entries, the exponentials of the shifted scores by one :func:`exp_into` pass,
@@ -349,7 +349,7 @@ KERNEL_PANEL = 32768
 stays in cache while it is scaled, exponentiated and written to ``J``)."""
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def panel_work(Xn, p, seg):
     """Queries ``n(X)·Q``, keys ``n(X)·K`` and the work arrays of :func:`kernel_panel`: a panel
     buffer of ``KERNEL_PANEL`` floats (at least one row) and three rows of softmax scratch."""
@@ -362,7 +362,7 @@ def panel_work(Xn, p, seg):
     return XQ, XK, np.empty(rows * T), np.empty(T), np.empty(T), np.empty(T)
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
     """Rows ``r0:r1`` of the attention matrix ``A(X)`` of a mask that is not block-local, as a
     ``(r1 − r0) × c1`` view of ``buf``: ``c1`` is the panel's last allowed column + 1, rounded up
@@ -388,7 +388,7 @@ def kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
     return S
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _dense_attention_into(Xn, X, p, seg, out):
     """``out ← vec[(A(X) − I)X/ε]`` for a mask that is not block-local, row panel by row panel
     (:func:`kernel_panel`): no T×T array, so the working set stays in cache at large ``T``, and
