@@ -281,12 +281,16 @@ def _by_kind(name: str, copies: dict) -> Callable:
 
 def _python_full(mod: ModuleType) -> dict:
     """The globals binding the Python driver's ``linalg`` (and the method's ``STRUCTURED``
-    helpers) to :func:`_by_kind` dispatchers over the ``lower`` and ``dense`` copies."""
+    helpers) to :func:`_by_kind` dispatchers over the ``lower`` copies and the ``dense`` ones as
+    :func:`numerics.integrators.linalg.dense_for_python` gives them."""
     parts = {linalg.LOWER: "lower", linalg.DENSE: "dense"}
     ns = ModuleType("linalg_by_kind")
     ns.checked_structure = linalg.checked_structure
     for name in linalg.SOLVERS:
-        copies = {kind: getattr(linalg.specialised(s), name) for kind, s in parts.items()}
+        copies = {
+            linalg.LOWER: getattr(linalg.specialised("lower"), name),
+            linalg.DENSE: getattr(linalg.dense_for_python(), name),
+        }
         setattr(ns, name, _by_kind(name, copies))
     bound: dict = {"linalg": ns}
     for name in getattr(mod, "STRUCTURED", ()):

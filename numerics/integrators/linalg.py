@@ -703,14 +703,22 @@ def solve_pair_norm2(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, 
         if HAS_LANES and k % 8 == 0:
             return _pair_blocks8(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt)
         return _pair_blocks(Fr, Fc, vr, vcr, vci, outr, ocr, oci, m, k, wt)
-    s = 0.0
     if HAS_LOWER or HAS_DENSE:
         solve_pair(J, Fr, pr, Fc, pc, vr, vcr, vci, outr, ocr, oci, m, mb, k, kind, sw)
-        for i in range(outr.size):
-            a = outr[i] * wt[i]
-            b = ocr[i] * wt[i]
-            c = oci[i] * wt[i]
-            s += a * a + b * b + c * c
+        return _weighted_norm2(outr, ocr, oci, wt)
+    return 0.0
+
+
+@njit(cache=True, error_model="numpy", **NO_C_ENTRY)
+def _weighted_norm2(outr, ocr, oci, wt):
+    """``Σ_i wt_i²·(outr_i² + ocr_i² + oci_i²)`` as ``Σ_i (a² + b² + c²)`` with ``a = outr_i·wt_i``
+    etc., summed in index order (:func:`solve_pair_norm2` off the :data:`BLOCK` path)."""
+    s = 0.0
+    for i in range(outr.size):
+        a = outr[i] * wt[i]
+        b = ocr[i] * wt[i]
+        c = oci[i] * wt[i]
+        s += a * a + b * b + c * c
     return s
 
 
@@ -776,6 +784,10 @@ def structure_of(m: int, mb: int, k: int, lower: bool) -> str:
 
 
 _SPECIALISED: dict[str, ModuleType] = {}
+PYTHON_ON_DENSE = ("solve_pair", "solve_pair_norm2")
+"""The solvers that, on a :data:`DENSE` ``J``, only call other compiled functions
+(:func:`solve_real`, :func:`solve_complex`, :func:`_weighted_norm2`): the Python driver runs them
+uncompiled (:func:`dense_for_python`)."""
 
 
 def specialised(kind: str) -> ModuleType:
@@ -804,3 +816,34 @@ def specialised(kind: str) -> ModuleType:
         ns.scratch_size = scratch_size
         _SPECIALISED[kind] = ns
     return _SPECIALISED[kind]
+
+
+_DENSE_FOR_PYTHON: list[ModuleType] = []
+
+
+def dense_for_python() -> ModuleType:
+    """The :data:`DENSE` solvers as the Python driver calls them: the ``dense`` copies of
+    :func:`specialised`, except :data:`PYTHON_ON_DENSE`, which run uncompiled, the same source
+    with the same switches, calling the compiled copies. The same operations in the same order
+    (their own code on that structure is calls and, for :func:`solve_pair_norm2`, the compiled
+    :func:`_weighted_norm2`), so the same bits; two compilations fewer on a first run that meets a
+    dense ``J`` with Python problem functions (each would re-optimise and re-emit the solves it
+    calls). Caveat: only for a ``J`` of structure :data:`DENSE` (the Python driver's
+    :func:`numerics.integrators.driver._by_kind` dispatch guarantees it)."""
+    if not _DENSE_FOR_PYTHON:
+        dense = specialised("dense")
+        ns = ModuleType(f"{__name__}__dense_python")
+        bound: dict = dict(
+            zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), _FLAGS["dense"])
+        )
+        for name in SOLVERS:
+            if name in PYTHON_ON_DENSE:
+                fn = with_globals(globals()[name].py_func, f"{name}__dense_python", bound)
+            else:
+                fn = getattr(dense, name)
+            bound[name] = fn
+            setattr(ns, name, fn)
+        ns.checked_structure = checked_structure
+        ns.scratch_size = scratch_size
+        _DENSE_FOR_PYTHON.append(ns)
+    return _DENSE_FOR_PYTHON[0]
