@@ -68,6 +68,28 @@ def test_a_specialised_solver_types_only_its_structures_callees(structure, kept,
     assert not (pruned & names)
 
 
+@pytest.mark.parametrize(("structure", "typed"), [("block", False), ("block_lanes", True)])
+def test_the_block_copy_of_the_inverse_types_no_eight_by_eight_elimination(structure, typed):
+    flags = dict(
+        zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), linalg._FLAGS[structure])
+    )
+    copy = with_globals(linalg._invert_blocks.py_func, f"probe_inv_{structure}", flags)
+    assert ("_eliminate8" in callees(copy, (F2, I1, types.int64, types.int64))) == typed
+
+
+def test_the_inverse_without_the_eight_by_eight_elimination_gives_the_same_bits():
+    flags = dict(zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), linalg._FLAGS["block"]))
+    scalar = njit(error_model="numpy")(
+        with_globals(linalg._invert_blocks.py_func, "probe_inv_scalar", flags)
+    )
+    F = np.random.default_rng(3).standard_normal((24, 8))
+    a, b = F.copy(), F.copy()
+    pa, pb = np.zeros(24, np.int64), np.zeros(24, np.int64)
+    linalg._invert_blocks(a, pa, 24, 8)  # through _eliminate8
+    scalar(b, pb, 24, 8)
+    assert np.array_equal(a, b) and np.array_equal(pa, pb)
+
+
 def test_the_row_path_copies_type_only_their_branch():
     args = (types.float64, F1, F1, types.int64, F1)
     rows = coupling_rhs.coupling_rhs_rows_nb.py_func

@@ -203,7 +203,10 @@ def _eliminate8(F, b0, c):
 def _invert_blocks(F, piv, m, mb):
     """Overwrite each ``mb×mb`` block held in the rows of ``F`` (m×mb) with its inverse, in place:
     Gauss–Jordan elimination with partial (row) pivoting, the row exchanges undone as column
-    exchanges at the end (``2·mb³`` operations per block, no scratch)."""
+    exchanges at the end (``2·mb³`` operations per block, no scratch). Blocks of 8 eliminate
+    through :func:`_eliminate8` (the same operations) where the eight-lane paths are held
+    (:data:`HAS_LANES`): the ``block`` copies of :func:`specialised`, used only for ``mb ≠ 8``
+    (:func:`structure_of`), do not type it."""
     for b0 in range(0, m, mb):
         for c in range(mb):
             _pivot_rows(F, piv, b0, c, mb)
@@ -211,7 +214,7 @@ def _invert_blocks(F, piv, m, mb):
             F[b0 + c, c] = 1.0
             for j in range(mb):
                 F[b0 + c, j] *= inv
-            if mb == 8:
+            if HAS_LANES and mb == 8:
                 _eliminate8(F, b0, c)
                 continue
             for r in range(mb):
@@ -811,6 +814,9 @@ def specialised(kind: str) -> ModuleType:
         flags = dict(zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), _FLAGS[kind]))
         ns = ModuleType(f"{__name__}__{kind}")
         bound: dict = dict(flags)
+        bound["_invert_blocks"] = njit(
+            cache=True, inline="always", error_model="numpy", **NO_C_ENTRY
+        )(with_globals(_invert_blocks.py_func, f"_invert_blocks__{kind}", flags))
         for name in SOLVERS:
             fn = globals()[name]
             copy = with_globals(fn.py_func, f"{name}__{kind}", bound)
