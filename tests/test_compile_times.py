@@ -23,6 +23,8 @@ from fastslow.benchmarks import discover, user_times
 from fastslow.numerics.integrators import driver, linalg
 from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.integrators.numba_binding import with_globals
+from fastslow.numerics.model import compiled
+from fastslow.numerics.model.activations import COMPILED_CODES
 from fastslow.numerics.model.coupling import rhs as coupling_rhs
 from fastslow.numerics.model.coupling.packing import pack_coupling
 from fastslow.numerics.model.weights import ModelConfig, init_model
@@ -66,6 +68,28 @@ def test_a_specialised_solver_types_only_its_structures_callees(structure, kept,
     assert not (pruned & names)
 
 
+@pytest.mark.parametrize(("structure", "typed"), [("block", False), ("block_lanes", True)])
+def test_the_block_copy_of_the_inverse_types_no_eight_by_eight_elimination(structure, typed):
+    flags = dict(
+        zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), linalg._FLAGS[structure])
+    )
+    copy = with_globals(linalg._invert_blocks.py_func, f"probe_inv_{structure}", flags)
+    assert ("_eliminate8" in callees(copy, (F2, I1, types.int64, types.int64))) == typed
+
+
+def test_the_inverse_without_the_eight_by_eight_elimination_gives_the_same_bits():
+    flags = dict(zip(("HAS_BLOCK", "HAS_LANES", "HAS_LOWER", "HAS_DENSE"), linalg._FLAGS["block"]))
+    scalar = njit(error_model="numpy")(
+        with_globals(linalg._invert_blocks.py_func, "probe_inv_scalar", flags)
+    )
+    F = np.random.default_rng(3).standard_normal((24, 8))
+    a, b = F.copy(), F.copy()
+    pa, pb = np.zeros(24, np.int64), np.zeros(24, np.int64)
+    linalg._invert_blocks(a, pa, 24, 8)  # through _eliminate8
+    scalar(b, pb, 24, 8)
+    assert np.array_equal(a, b) and np.array_equal(pa, pb)
+
+
 def test_the_row_path_copies_type_only_their_branch():
     args = (types.float64, F1, F1, types.int64, F1)
     rows = coupling_rhs.coupling_rhs_rows_nb.py_func
@@ -73,6 +97,38 @@ def test_the_row_path_copies_type_only_their_branch():
     other = callees(with_globals(rows, "probe_other", {"ROWS_BLOCK_LOCAL": False}), args)
     assert "block_weights" in block and "_dense_attention_into" not in block
     assert "_dense_attention_into" in other and "block_weights" not in other
+
+
+@pytest.mark.parametrize(
+    ("sigma", "kept"),
+    [("tanh", {"tanh_row"}), ("relu", {"relu_row"}), ("gelu", {"gelu_row"}), ("identity", set())],
+)
+def test_an_activation_copy_types_only_its_activations_kernel(sigma, kept):
+    H2 = types.float64[:, ::1]
+    flags = {f"HAS_{k.upper()}": k == sigma for k in ("tanh", "relu", "gelu")}
+    copy = with_globals(compiled.activation_rows.py_func, f"probe_{sigma}", flags)
+    names = callees(copy, (types.int64, H2, F1, F1, F1, F1))
+    assert names & {"tanh_row", "relu_row", "gelu_row"} == kept
+    assert callees(  # the module's own function holds all three
+        with_globals(compiled.activation_rows.py_func, "probe_all", {}),
+        (types.int64, H2, F1, F1, F1, F1),
+    ) >= {"tanh_row", "relu_row", "gelu_row"}
+
+
+@pytest.mark.parametrize("sigma", ["tanh", "gelu"])  # each copy compiles the whole row path
+def test_rhs_for_hands_out_the_copy_of_the_instances_activation(sigma):
+    cfg = ModelConfig(T=4, P=2, d=2, m=4, mask="block_bidirectional", gamma=0.5, sigma=sigma)
+    model = init_model(cfg, 2, 3, gate=0.5)
+    E = np.random.default_rng(1).standard_normal((cfg.T, cfg.d))
+    p = pack_coupling(cfg, model.layers, 1e-2, E)
+    fn = coupling_rhs.rhs_for(p)
+    assert fn is coupling_rhs.rows_copy(True, COMPILED_CODES[sigma])
+    assert fn.py_func.__qualname__ == f"coupling_rhs_rows_block_{sigma}"
+    y = np.random.default_rng(2).standard_normal(cfg.T * cfg.d)
+    a, b = np.empty_like(y), np.empty_like(y)
+    fn(0.3, y, p, 1, a)
+    coupling_rhs.coupling_rhs_nb(0.3, y, p, 1, b)
+    assert np.array_equal(a, b)  # the same code on this p: the same bits
 
 
 @pytest.mark.parametrize(
@@ -88,9 +144,10 @@ def test_rhs_for_hands_out_the_path_the_instance_takes(mask, P, d, m, expected):
     model = init_model(cfg, 2, 3, gate=0.5)
     E = np.random.default_rng(1).standard_normal((cfg.T, d))
     p = pack_coupling(cfg, model.layers, 1e-2, E)
+    tanh = COMPILED_CODES["tanh"]
     want = {
-        "block": coupling_rhs.rows_copy(True),
-        "other": coupling_rhs.rows_copy(False),
+        "block": coupling_rhs.rows_copy(True, tanh),
+        "other": coupling_rhs.rows_copy(False, tanh),
         "lanes": coupling_rhs.coupling_rhs_lanes_nb,
     }[expected]
     assert coupling_rhs.rhs_for(p) is want
@@ -116,8 +173,8 @@ def test_structure_of(m, mb, k, lower, structure):
 
 
 def test_the_driver_binds_the_specialised_solvers():
-    fn = driver.bound_driver("radau", compiled=False, structure="block")
-    step = fn.__globals__["step"]
+    bound = driver.bound_driver("radau", compiled=False, structure="block")
+    step = bound.functions[driver.METHOD_FUNCTIONS.index("step")]
     assert step.__globals__["linalg"] is linalg.specialised("block")
     helper = step.__globals__["_error_estimate"].py_func
     assert helper.__globals__["linalg"] is linalg.specialised("block")

@@ -885,7 +885,7 @@ def test_an_exception_raised_inside_a_compiled_rhs_reaches_the_caller(method):
 
 
 def test_the_addresses_the_driver_calls_a_problem_function_by_are_numbas_own():
-    """``numba_binding.problem_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
+    """``numba_binding.function_addresses`` gives the cfunc wrapper and jitted-function addresses Numba
     itself looks up when a dispatcher is passed as a first-class function, and the object; a
     dispatcher without the overload is compiled for it."""
     from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
@@ -893,10 +893,10 @@ def test_the_addresses_the_driver_calls_a_problem_function_by_are_numbas_own():
     from fastslow.numerics.integrators import numba_binding
 
     fn = njit(lambda t, y, p, seg, out: None)
-    c_addr, py_addr, jit_addr = numba_binding.problem_addresses(fn, RHS_SIG)
+    c_addr, py_addr, jit_addr = numba_binding.function_addresses(fn, RHS_SIG)
     assert RHS_SIG.args in fn.overloads and py_addr == id(fn)
     assert (c_addr, jit_addr) == (_get_wrapper_address(fn, RHS_SIG), _get_jit_address(fn, RHS_SIG))
-    assert numba_binding.problem_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
+    assert numba_binding.function_addresses(fn, RHS_SIG) == (c_addr, py_addr, jit_addr)
 
 
 def _decay_with_settable_rate(rate):
@@ -927,19 +927,24 @@ def test_a_recompiled_problem_function_is_called_at_its_new_address():
 
 
 @pytest.mark.parametrize("method", ["dopri5", "radau", "rosw", "dop853"])
-def test_each_method_has_its_own_driver_with_its_functions_bound(method):
-    """``bound_driver`` gives every method its own compiled driver (its own entry in Numba's
-    cache), calling that method's compiled functions, and a Python driver with its Python ones."""
-    from fastslow.numerics.integrators import driver
+def test_every_method_runs_the_one_driver_with_its_own_functions(method):
+    """``bound_driver`` hands every method the one compiled driver (one entry in Numba's cache)
+    with the addresses of that method's compiled functions, and the Python driver with its
+    Python ones; the compiled driver links none of them (they are called by address)."""
+    from fastslow.numerics.integrators import driver, numba_binding
+    from fastslow.numerics.integrators.base import METHOD_SIGS
 
     compiled = driver.bound_driver(method)
     plain = driver.bound_driver(method, compiled=False)
     assert compiled is driver.bound_driver(method)
-    assert compiled.py_func.__qualname__ == plain.__qualname__ == f"drive_{method}"
+    assert compiled.drive is driver.compiled_drive() is driver.bound_driver("radau").drive
+    assert compiled.drive.py_func.__qualname__ == "drive_compiled" and plain.drive is driver.drive
     mod = driver.METHODS[method][0]
-    for name in driver.METHOD_FUNCTIONS:
+    for k, name in enumerate(driver.METHOD_FUNCTIONS):
         own = getattr(mod, name, driver.no_interp)
-        assert compiled.py_func.__globals__[name].py_func is own
-        assert plain.__globals__[name] is own
-    with pytest.raises(TypeError, match="bound_driver"):  # the template's own globals
-        driver.step()
+        assert compiled.functions[k].py_func is own and plain.functions[k] is own
+        address = numba_binding.function_addresses(compiled.functions[k], METHOD_SIGS[k])
+        assert compiled.addresses[3 * k : 3 * k + 3] == address
+    code = compiled.drive.py_func.__code__  # the method's functions are locals, not globals
+    assert set(driver.METHOD_FUNCTIONS) <= set(code.co_varnames)
+    assert not set(driver.METHOD_FUNCTIONS) & set(code.co_names)

@@ -102,6 +102,11 @@ ACCEPT_SIG = types.void(
     I64,
 )
 INTERP_SIG = types.void(types.float64, types.float64, F64, F64, F64, F64)
+METHOD_SIGS = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
+"""The signatures of a method's ``start``, ``step``, ``accept`` and ``interp``, in that order."""
+METHOD_TYPES = tuple(types.FunctionType(sig) for sig in METHOD_SIGS)
+"""Their first-class function types: the one compiled driver calls a method's functions through
+values of these types (:func:`numerics.integrators.numba_binding.compiled_functions`)."""
 
 # status codes (as SciPy's)
 SUCCESS, MAX_STEPS, STEP_TOO_SMALL, NOT_FINITE = 0, -1, -2, -3

@@ -27,6 +27,7 @@ from __future__ import annotations
 from numba import njit
 
 from fastslow.numerics.integrators.base import IW_NITER, IW_RECOMPUTE
+from fastslow.numerics.integrators.numba_binding import COMPILED_ONLY, NO_C_ENTRY
 
 INTEGRAL, PREDICTIVE = 0, 1
 SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 5.0
@@ -34,9 +35,10 @@ NEWTON_MAXITER = 6
 """Newton iterations of an implicit step (SciPy's ``Radau``); also sets the predictive safety."""
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def integral_factor(err, exponent, rejected):
-    """``min(5, max(0.2, 0.9·err^(−exponent)))``, at most 1 after a rejection."""
+    """``min(5, max(0.2, 0.9·err^(−exponent)))``, at most 1 after a rejection. Inlined: called
+    with ``rejected=True`` a compiled callee would be compiled once more for that constant."""
     if err == 0.0:
         fac = MAX_FACTOR
     else:
@@ -46,7 +48,7 @@ def integral_factor(err, exponent, rejected):
     return fac
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _predictive_mult(hs, en, cs):
     h_old, err_old = cs[0], cs[1]
     if err_old < 0.0 or h_old < 0.0 or en == 0.0:
@@ -54,12 +56,12 @@ def _predictive_mult(hs, en, cs):
     return hs / h_old * (err_old / en) ** 0.25
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _newton_safety(iw):
     return 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + iw[IW_NITER])
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def after_accept(kind, h, hs, en, exponent, rejected, last, h_fixed, cs, iw):
     """The next step size after an accepted step of size ``hs`` with error ``en``."""
     if h_fixed > 0.0:
@@ -78,7 +80,7 @@ def after_accept(kind, h, hs, en, exponent, rejected, last, h_fixed, cs, iw):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def after_reject(kind, hs, en, exponent, cs, iw):
     """The step size to retry with after a step of size ``hs`` was rejected with error ``en``."""
     if kind == INTEGRAL:

@@ -33,6 +33,7 @@ from fastslow.numerics.integrators.base import (
     euler_probe,
     initial_step,
 )
+from fastslow.numerics.integrators.numba_binding import NO_C_ENTRY
 from fastslow.numerics.integrators.tableaux import DOP_A, DOP_C, DOP_E3, DOP_E5, DOP_ERROR_ORDER
 from fastslow.numerics.lanes import (
     abs8,
@@ -73,7 +74,7 @@ def start(rhs, jac, t, span, y, p, seg, h, opt, ws, wc, iw, counters):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def stage_argument(y, k, n, row, hs, out):
     """``out = y + hs·Σ_{j<row} A[row, j]·k_j``, stage ``row``'s argument, in one pass over the state,
     eight entries at a time (:mod:`numerics.lanes`; the scalar loop, the same operations per
@@ -109,7 +110,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     return en
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def solution_and_error_norm(hs, y, ynew, k, n, rtol, atol):
     """``ynew = y + hs·Σ b_j k_j`` and, in the same pass over the stages, SciPy's ``DOP853`` error
     norm ``h·‖e₅‖²/√(n·(‖e₅‖² + 0.01·‖e₃‖²))`` (0 when both vanish; the scale ``atol +

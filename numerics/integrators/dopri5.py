@@ -29,6 +29,7 @@ from fastslow.numerics.integrators.base import (
     euler_probe,
     initial_step,
 )
+from fastslow.numerics.integrators.numba_binding import NO_C_ENTRY
 from fastslow.numerics.integrators.tableaux import DP_A, DP_C, DP_DENSE, DP_E, DP_ERROR_ORDER
 from fastslow.numerics.lanes import abs8, add8, load8, max8, mul8, scale8, splat8, sub8, sum8, vdiv8
 
@@ -118,7 +119,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _error_norm_and_stiffness(hs, y, ynew, y6, ws, n, rtol, atol, detect):
     """SciPy's norm of the embedded error ``hs·Σ e_j k_j`` (``DP_E[1] = 0``) and, with ``detect``,
     the stiffness estimate's sums ``‖k₇ − k₆‖²``, ``‖y₁ − y₆‖²`` (stored in ``ws[9n : 9n + 2]``
@@ -170,7 +171,7 @@ def accept(rhs, jac, t1, hs, y, ynew, p, seg, opt, ws, wc, iw, counters):
     copy_into(ws[:n], ws[6 * n : 7 * n])
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _stiffness_test(hs, num, den, iw):
     """Count the accepted step as stiff when ``hs·√(num/den) > 3.25`` (``num = ‖k₇ − k₆‖²``,
     ``den = ‖y₁ − y₆‖²`` summed by :func:`step`)."""

@@ -13,30 +13,32 @@ decides acceptance (error norm ≤ 1, or every step with a fixed step size), ask
 (:mod:`numerics.integrators.controllers`) for the next step size and counts. Adding a method means
 writing its four functions and one line of :data:`METHODS`, not a loop.
 
-**Compilation is lazy**: nothing is compiled at import; :func:`bound_driver` compiles (or loads
-from Numba's on-disk cache) a method's functions and its driver, the driver with the method's
-functions bound, the first time the method is used with compiled problem functions. Python
-callables run the same source uncompiled (``bound_driver(method, compiled=False)``).
+**Compilation is lazy**: nothing is compiled at import. One compiled driver
+(:func:`compiled_drive`) serves every method: it calls the method's functions, as the problem's,
+through their addresses (:mod:`numerics.integrators.numba_binding`), so it is compiled (or loaded
+from Numba's on-disk cache) once, and a method's functions the first time the method is used with
+compiled problem functions (:func:`bound_driver`). Python callables run the same source
+uncompiled (:func:`drive` itself, ``bound_driver(method, compiled=False)``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
 
 from fastslow.numerics.integrators import dop853, dopri5, linalg, radau, rosw
 from fastslow.numerics.integrators.base import (
-    ACCEPT_SIG,
     C128,
     F64,
     I64,
-    INTERP_SIG,
     IW_REJECTED,
     IW_STIFF,
     MAX_STEPS,
+    METHOD_SIGS,
     N_ACCEPT,
     N_REJECT,
     NEWTON_NONFINITE,
@@ -49,8 +51,6 @@ from fastslow.numerics.integrators.base import (
     O_HFIXED,
     O_SSTOP,
     O_TSTOP,
-    START_SIG,
-    STEP_SIG,
     STEP_TOO_SMALL,
     STIFF,
     SUCCESS,
@@ -64,9 +64,12 @@ from fastslow.numerics.integrators.controllers import (
     after_reject,
 )
 from fastslow.numerics.integrators.numba_binding import (
+    NO_C_ENTRY,
     compile_bound,
-    compiled_problem_functions,
-    python_problem_functions,
+    compile_for_addresses,
+    compiled_functions,
+    function_addresses,
+    python_functions,
     with_globals,
 )
 
@@ -88,8 +91,10 @@ DRIVE_SIG = types.int64(
     types.int64,
     I64,
 )
-"""The signature of a method's driver (:func:`drive` bound to the method's functions); its first
-argument holds the addresses of the problem's ``rhs`` and ``jac`` (:func:`numerics.integrators.numba_binding.problem_addresses`)."""
+"""The signature of the compiled driver (:func:`compiled_drive`); its first argument holds the
+addresses of the problem's ``rhs`` and ``jac`` and of the method's ``start``, ``step``,
+``accept`` and ``interp``, three each
+(:func:`numerics.integrators.numba_binding.function_addresses`)."""
 
 
 def no_interp(theta, hs, y, ynew, ws, out):
@@ -97,24 +102,22 @@ def no_interp(theta, hs, y, ynew, ws, out):
     out[:] = np.nan
 
 
-def _unbound(*args):
-    """What :func:`drive`'s method functions are in this module: it runs bound (:func:`bound_driver`)."""
-    raise TypeError("drive is run through bound_driver(method), which binds the method's functions")
-
-
-start = step = accept = interp = problem_functions = _unbound
+functions_of = python_functions
+"""How :func:`drive` reads its functions from its first argument: the Python driver's tuple as it
+is; :func:`compiled_drive`'s copy rebuilds them from their addresses."""
 
 
 def drive(
     fns, y, ynew, p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense, h0, max_steps, counters
 ):  # fmt: skip
-    """Integrate through ``stops`` with the method whose ``start``, ``step``, ``accept`` and
-    ``interp`` are the globals of this function (:func:`bound_driver`); the status. ``fns`` gives
-    the problem's ``rhs`` and ``jac`` (their addresses, :func:`numerics.integrators.numba_binding.problem_addresses`, or the Python
-    pair for the Python driver). ``y`` holds the initial state and is overwritten with the current
-    one, ``ynew`` is the step's result: both the caller's (cache-line aligned, as the workspaces),
-    because the right-hand side reads them."""
-    rhs, jac = problem_functions(fns)
+    """Integrate through ``stops`` with the method whose functions ``fns`` gives; the status.
+    ``fns`` holds the problem's ``rhs`` and ``jac`` and the method's ``start``, ``step``,
+    ``accept`` and ``interp``: the functions themselves (this Python driver) or their addresses
+    (:func:`compiled_drive`, :func:`numerics.integrators.numba_binding.function_addresses`). ``y``
+    holds the initial state and is overwritten with the current one, ``ynew`` is the step's
+    result: both the caller's (cache-line aligned, as the workspaces), because the right-hand
+    side reads them."""
+    rhs, jac, start, step, accept, interp = functions_of(fns)
     cs = np.empty(2)  # the controller's memory
     nonfinite = False  # the last rejected step met a non-finite value
     h_fixed = opt[O_HFIXED]
@@ -194,15 +197,21 @@ def drive(
     return SUCCESS
 
 
-@njit(cache=True)
 def stopped(status, t, s, y, opt, Yout):
     """``status``, with the last accepted step kept where the caller reads it (as for
     :data:`STIFF`): its time in ``opt[O_TSTOP]``, its stop index in ``opt[O_SSTOP]``, its state in
-    ``Yout[s]``."""
+    ``Yout[s]``. Plain Python in the Python driver (nothing to compile for it); inlined into the
+    compiled one (:data:`_STOPPED_INLINE`)."""
     opt[O_TSTOP] = t
     opt[O_SSTOP] = s
     copy_into(Yout[s], y)
     return status
+
+
+_STOPPED_INLINE = njit(cache=True, inline="always")(stopped)
+""":func:`stopped` for :func:`compiled_drive`, inlined: called there with constant statuses, a
+compiled callee would be compiled once per constant (Numba types a constant argument as a
+literal)."""
 
 
 EXPLICIT = ("dopri5", "dop853")
@@ -217,10 +226,35 @@ METHODS: dict[str, tuple[ModuleType, int, float, bool]] = {
 """Per method: its module (``workspace``, ``start``, ``step``, ``accept`` and, if it has a
 continuous extension, ``interp``), its controller, the controller's exponent, dense output."""
 
-_BOUND: dict[tuple[str, bool, str], Callable] = {}
 METHOD_FUNCTIONS = ("start", "step", "accept", "interp")
-"""The names :func:`drive` calls its method's functions by (globals bound by :func:`bound_driver`,
-with ``problem_functions``, which makes ``rhs`` and ``jac`` of its first argument)."""
+"""A method's functions, in the order :func:`drive` reads them from its first argument (after the
+problem's ``rhs`` and ``jac``); their signatures are :data:`numerics.integrators.base.METHOD_SIGS`."""
+
+_DRIVE: list[Callable] = []
+
+
+def compiled_drive() -> Callable:
+    """:func:`drive` compiled for :data:`DRIVE_SIG` on first use (or loaded from Numba's on-disk
+    cache), kept for the process: a copy named ``drive_compiled`` whose first argument is the
+    functions' addresses. Every method and every structure of ``J`` runs this one driver."""
+    if not _DRIVE:
+        bound = {"functions_of": compiled_functions, "stopped": _STOPPED_INLINE}
+        copy = with_globals(drive, "drive_compiled", bound)
+        _DRIVE.append(compile_bound(copy, DRIVE_SIG))
+    return _DRIVE[0]
+
+
+class BoundMethod(NamedTuple):
+    """A method ready to run (:func:`bound_driver`): the driver, the method's ``start``,
+    ``step``, ``accept`` and ``interp`` (compiled dispatchers or Python functions) and, for the
+    compiled driver, their addresses (twelve integers, three per function, in that order)."""
+
+    drive: Callable
+    functions: tuple
+    addresses: tuple[int, ...]
+
+
+_BOUND: dict[tuple[str, bool, str], BoundMethod] = {}
 
 
 def _interp_of(module: ModuleType):
@@ -247,18 +281,22 @@ def _by_kind(name: str, copies: dict) -> Callable:
 
 def _python_full(mod: ModuleType) -> dict:
     """The globals binding the Python driver's ``linalg`` (and the method's ``STRUCTURED``
-    helpers) to :func:`_by_kind` dispatchers over the ``lower`` and ``dense`` copies."""
+    helpers) to :func:`_by_kind` dispatchers over the ``lower`` copies and the ``dense`` ones as
+    :func:`numerics.integrators.linalg.dense_for_python` gives them."""
     parts = {linalg.LOWER: "lower", linalg.DENSE: "dense"}
     ns = ModuleType("linalg_by_kind")
     ns.checked_structure = linalg.checked_structure
     for name in linalg.SOLVERS:
-        copies = {kind: getattr(linalg.specialised(s), name) for kind, s in parts.items()}
+        copies = {
+            linalg.LOWER: getattr(linalg.specialised("lower"), name),
+            linalg.DENSE: getattr(linalg.dense_for_python(), name),
+        }
         setattr(ns, name, _by_kind(name, copies))
     bound: dict = {"linalg": ns}
     for name in getattr(mod, "STRUCTURED", ()):
         helper = getattr(mod, name).py_func
         copies = {
-            kind: njit(cache=True)(
+            kind: njit(cache=True, **NO_C_ENTRY)(
                 with_globals(helper, f"{name}_{s}", {"linalg": linalg.specialised(s)})
             )
             for kind, s in parts.items()
@@ -280,37 +318,37 @@ def _structured(mod: ModuleType, fns: tuple, structure: str, compiled: bool = Tr
     bound = {"linalg": linalg.specialised(structure)}
     for name in getattr(mod, "STRUCTURED", ()):
         helper = getattr(mod, name).py_func
-        bound[name] = njit(cache=True)(
+        bound[name] = njit(cache=True, **NO_C_ENTRY)(
             with_globals(helper, f"{name}{_suffix(structure)}", dict(bound))
         )
     return tuple(with_globals(f, f"{f.__name__}{_suffix(structure)}", bound) for f in fns)
 
 
-def bound_driver(method: str, compiled: bool = True, structure: str = "all") -> Callable:
-    """:func:`drive` calling ``method``'s ``start``, ``step``, ``accept`` and ``interp``: compiled
-    for :data:`DRIVE_SIG` on first use (or loaded from Numba's on-disk cache) with the method's
-    functions compiled for their signatures, or, with ``compiled=False``, plain Python running the
-    same source. Kept for the life of the process.
+def bound_driver(method: str, compiled: bool = True, structure: str = "all") -> BoundMethod:
+    """``method``'s ``start``, ``step``, ``accept`` and ``interp`` with the driver that runs them:
+    compiled for their signatures (:data:`numerics.integrators.base.METHOD_SIGS`) on first use (or
+    loaded from Numba's on-disk cache) with their addresses for :func:`compiled_drive` (and no
+    Python entry: :func:`numerics.integrators.numba_binding.compile_for_addresses`), or, with
+    ``compiled=False``, the plain Python functions for :func:`drive` itself, running the same
+    source. Kept for the life of the process.
 
-    The method's functions are *bound*, not passed: a copy of :func:`drive` (its code object) whose
-    globals are this module's with the four names set to the method's functions, named
-    ``drive_<method>`` so that Numba's cache keeps one entry per method
-    (:func:`numerics.integrators.numba_binding.with_globals`). The compiled driver then calls them
-    directly, as any jitted function calls another, instead of unboxing them as first-class
-    function arguments on every call. The problem's ``rhs`` and ``jac`` change from call to call:
-    they are passed as their addresses
-    (:func:`numerics.integrators.numba_binding.problem_addresses`).
+    The method's functions are *passed by address*, as the problem's ``rhs`` and ``jac`` are:
+    the compiled driver rebuilds first-class function values from three integers each
+    (:func:`numerics.integrators.numba_binding.compiled_functions`) and calls them with Numba's
+    calling convention, so their exceptions propagate. Nothing is unboxed per call (as a
+    dispatcher passed as an argument would be) and nothing is linked into the driver (as
+    functions bound as a driver copy's globals were, each copy re-optimising and re-emitting
+    its method's whole step code on first use): one driver, compiled once, runs every method.
 
-    Caveat: with an empty cache each driver links and re-optimises its method's functions on first
-    use, so the first call of a method costs its compile time (``docs/benchmarks.md``); afterwards
-    it is loaded from the cache.
+    Caveat: with an empty cache the first call of a method compiles its functions (seconds for an
+    implicit method, ``docs/benchmarks.md``); afterwards they are loaded from the cache.
 
     ``structure`` (one of :data:`numerics.integrators.linalg.STRUCTURES`, for an implicit method)
     binds solvers holding only the linear-algebra paths of that structure of ``J``
     (:func:`numerics.integrators.linalg.structure_of` gives it from the sizes), so that a first
     run compiles a fraction of them (``docs/benchmarks.md``, "Times a user feels"); the compiled
-    copies are named ``drive_<method>_<structure>``. ``"all"`` (the default, and what the
-    explicit methods always use) holds every path."""
+    copies are named ``<function>_<structure>``. ``"all"`` (the default, and what the explicit
+    methods always use) holds every path."""
     if method in EXPLICIT:
         structure = "all"  # the explicit methods never solve
     key = (method, compiled, structure)
@@ -318,13 +356,12 @@ def bound_driver(method: str, compiled: bool = True, structure: str = "all") -> 
         mod = METHODS[method][0]
         fns: tuple = (mod.start, mod.step, mod.accept, _interp_of(mod))
         fns = _structured(mod, fns, structure, compiled)
-        if compiled:
-            sigs = (START_SIG, STEP_SIG, ACCEPT_SIG, INTERP_SIG)
-            fns = tuple(njit(s, cache=True)(f) for s, f in zip(sigs, fns, strict=True))
-        bound = dict(zip(METHOD_FUNCTIONS, fns, strict=True))
-        bound["problem_functions"] = (
-            compiled_problem_functions if compiled else python_problem_functions
-        )
-        fn = with_globals(drive, f"drive_{method}{_suffix(structure)}", bound)
-        _BOUND[key] = compile_bound(fn, DRIVE_SIG) if compiled else fn
+        if not compiled:
+            _BOUND[key] = BoundMethod(drive, fns, ())
+        else:
+            fns = tuple(compile_for_addresses(f, s) for s, f in zip(METHOD_SIGS, fns, strict=True))
+            addresses = tuple(
+                a for f, s in zip(fns, METHOD_SIGS, strict=True) for a in function_addresses(f, s)
+            )
+            _BOUND[key] = BoundMethod(compiled_drive(), fns, addresses)
     return _BOUND[key]

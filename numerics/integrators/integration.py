@@ -52,7 +52,7 @@ from fastslow.numerics.integrators.base import (
     STIFF,
     SUCCESS,
 )
-from fastslow.numerics.integrators.numba_binding import is_compiled, problem_addresses
+from fastslow.numerics.integrators.numba_binding import function_addresses, is_compiled
 from fastslow.numerics.integrators.tableaux import DOP_ORDER, DP_ORDER, RADAU_ORDER, ROS_ORDER
 from fastslow.numerics.lanes import aligned_zeros
 
@@ -197,7 +197,7 @@ def _problem_functions(fun, jac, method: str, n: int, m: int, mb: int, edges, fd
             f"{why}: pass jac=... (the frozen-kernel Jacobian for the depth flow, "
             "numerics.model.coupling.jacobian.frozen_kernel_jac_nb), or jac='zero' to use J = 0 on purpose"
         )
-    if compiled:  # compiled for RHS_SIG and JAC_SIG by problem_addresses if need be
+    if compiled:  # compiled for RHS_SIG and JAC_SIG by function_addresses if need be
         if jac is None or jac == "zero" or not implicit:  # an explicit method never calls jac
             return fun, _compiled_zero_jac()
         if is_compiled(jac):
@@ -425,7 +425,7 @@ def _run(method: str, spec: _Run, t_start: float, y_start: np.ndarray, h0: float
     mod, controller, exponent, _ = driver.METHODS[method]
     compiled = is_compiled(fun)
     structure = linalg.structure_of(m, mb, n // m, spec.lower)  # the solver paths this run needs
-    drive = driver.bound_driver(method, compiled=compiled, structure=structure)
+    bound = driver.bound_driver(method, compiled=compiled, structure=structure)
     opt = np.zeros(N_OPT)
     opt[[O_RTOL, O_ATOL, O_HFIXED, O_M, O_MB, O_CONTROLLER, O_EXPONENT, O_DETECT, O_LOWER]] = [
         spec.rtol, spec.atol, spec.h_fixed, m, mb, controller, exponent, float(detect),
@@ -435,18 +435,19 @@ def _run(method: str, spec: _Run, t_start: float, y_start: np.ndarray, h0: float
     ws, wc, iw = aligned_zeros(nws), aligned_zeros(nwc, np.complex128), np.zeros(niw, np.int64)
     y, ynew = aligned_zeros(n), aligned_zeros(n)  # what the right-hand side reads: on cache lines
     y[:] = y_start
-    fns: Any = (rhs, jac_fn)  # the Python driver calls them; the compiled one, their addresses
-    if compiled:
+    fns: Any = (rhs, jac_fn, *bound.functions)  # the Python driver calls them
+    if compiled:  # the compiled one, their addresses
         addresses = (
-            *problem_addresses(rhs, RHS_SIG),
-            *problem_addresses(jac_fn, JAC_SIG),
+            *function_addresses(rhs, RHS_SIG),
+            *function_addresses(jac_fn, JAC_SIG),
+            *bound.addresses,
         )
         fns = np.array(addresses, dtype=np.int64)
     args = (fns, y, ynew, spec.p, stops, segs, opt, ws, wc, iw, Yout, t_dense, Ydense)
     # the driver decides on non-finite values itself (status −3, or a shorter step); the Python
     # driver's NumPy scalars would also warn (or raise, under a caller's errstate) on them
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        status = int(drive(*args, h0, np.int64(spec.max_steps), counters))
+        status = int(bound.drive(*args, h0, np.int64(spec.max_steps), counters))
     # on any status but SUCCESS the driver stopped at its last accepted step (opt[O_TSTOP])
     if spec.dense:
         reached = t1 if status == SUCCESS else opt[O_TSTOP]

@@ -1,9 +1,10 @@
 """The one module of the integrators that relies on Numba's internals.
 
-**Statement.** The compiled driver calls the problem's ``rhs`` and ``jac`` through first-class
-function values rebuilt from three addresses (:func:`problem_addresses`,
-:func:`compiled_problem_functions`), and each method gets its own copy of the driver with the
-method's functions bound as globals (:func:`with_globals`, compiled by :func:`compile_bound`).
+**Statement.** The one compiled driver calls the problem's ``rhs`` and ``jac`` and the method's
+``start``, ``step``, ``accept`` and ``interp`` through first-class function values rebuilt from
+three addresses each (:func:`function_addresses`, :func:`compiled_functions`); copies of a
+function with some of its globals replaced (:func:`with_globals`: the solvers specialised to one
+structure of ``J``, compiled by :func:`compile_bound` or ``njit``) get their own cache entries.
 Everything else in :mod:`numerics.integrators` uses Numba's public API (``njit``, ``types``).
 
 **Hypotheses** (what this module assumes of Numba, checked by ``tests/test_numba_binding.py`` and
@@ -17,7 +18,11 @@ the driver tests):
   (``fndesc.llvm_cfunc_wrapper_name``) and its function (``fndesc.llvm_func_name``) in a library
   that gives their addresses (``library.get_pointer_to_function``);
 * Numba's on-disk cache names an entry by the function's qualified name and source file, so a
-  copy of ``drive.__code__`` named ``drive_<method>`` gets its own entry.
+  copy of a function's code named ``<name>_<structure>`` gets its own entry;
+* the target option ``no_cpython_wrapper`` (Numba's own, not in its documented API) compiles a
+  function without its Python entry and keeps its C wrapper (:func:`compile_for_addresses`);
+  ``no_cfunc_wrapper`` (likewise) compiles it without its C wrapper, which only a first-class
+  function value (an address) uses (:data:`NO_C_ENTRY`, :data:`COMPILED_ONLY`).
 
 These are internals, not API: :data:`NUMBA_TESTED` is the range of Numba versions this module is
 declared for (the ``numba`` pin of ``pyproject.toml``); the tests fail with a message naming it
@@ -26,7 +31,11 @@ when the installed Numba is outside it.
 **Why.** Passed as a first-class function argument, a dispatcher is typed and unboxed by Numba on
 every call of the driver (its signature unpickled twice, its compile result looked up, two
 addresses asked of LLVM); passed as arguments, the method's own functions were unboxed the same
-way. The measurements are in ``docs/benchmarks.md`` ("The fixed cost of an ``integrate`` call").
+way. Bound as the globals of one driver copy per method instead, they were linked into it, so
+each copy re-optimised and re-emitted its method's whole step code on first use. Called through
+their addresses they are neither unboxed per call nor linked: one driver, compiled once, runs
+every method. The measurements are in ``docs/benchmarks.md`` ("The fixed cost of an
+``integrate`` call", "Times a user feels").
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from types import FunctionType
+from typing import Any
 
 from numba import njit, types
 from numba.core import cgutils
@@ -41,7 +51,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.extending import intrinsic
 
-from fastslow.numerics.integrators.base import JAC_TYPE, RHS_TYPE
+from fastslow.numerics.integrators.base import JAC_TYPE, METHOD_TYPES, RHS_TYPE
 
 NUMBA_TESTED = ((0, 59), (0, 69))
 """The Numba versions this module is declared for: at least the first, below the second
@@ -49,15 +59,32 @@ NUMBA_TESTED = ((0, 59), (0, 69))
 
 __all__ = [
     "NUMBA_TESTED",
+    "NO_C_ENTRY",
+    "COMPILED_ONLY",
     "numba_version_tested",
     "is_compiled",
     "ensure_compiled",
-    "problem_addresses",
-    "compiled_problem_functions",
-    "python_problem_functions",
+    "function_addresses",
+    "compiled_functions",
+    "python_functions",
     "with_globals",
+    "compile_for_addresses",
     "compile_bound",
 ]
+
+
+NO_C_ENTRY: dict[str, Any] = {"no_cfunc_wrapper": True}  # not in Numba's stubs
+"""``njit`` options of a function never passed by address (neither as a problem's ``rhs`` or
+``jac`` nor as a method's function, :func:`function_addresses`) nor as a first-class function
+argument: compiled without the C wrapper Numba otherwise generates, lowers, optimises and emits
+for every function (a cold ``fastslow check F1`` compiles some eighty). Still callable from
+Python; the machine code of the function itself is unchanged."""
+
+COMPILED_ONLY: dict[str, Any] = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True}
+""":data:`NO_C_ENTRY` and, also, no Python entry: for the helpers only compiled code calls
+(the boxing and unboxing of every argument is not generated). Caveat: such a dispatcher must
+never be called from Python (its Python entry has no code: the call would crash the process,
+not raise); only functions whose every caller is compiled get it."""
 
 
 def numba_version_tested(version: str) -> bool:
@@ -99,6 +126,9 @@ def _function_value(fty):
     return codegen
 
 
+START_TYPE, STEP_TYPE, ACCEPT_TYPE, INTERP_TYPE = METHOD_TYPES
+
+
 @intrinsic
 def _rhs_value(typingctx, c_addr, py_addr, jit_addr):
     return RHS_TYPE(types.int64, types.int64, types.int64), _function_value(RHS_TYPE)
@@ -109,27 +139,56 @@ def _jac_value(typingctx, c_addr, py_addr, jit_addr):
     return JAC_TYPE(types.int64, types.int64, types.int64), _function_value(JAC_TYPE)
 
 
+@intrinsic
+def _start_value(typingctx, c_addr, py_addr, jit_addr):
+    return START_TYPE(types.int64, types.int64, types.int64), _function_value(START_TYPE)
+
+
+@intrinsic
+def _step_value(typingctx, c_addr, py_addr, jit_addr):
+    return STEP_TYPE(types.int64, types.int64, types.int64), _function_value(STEP_TYPE)
+
+
+@intrinsic
+def _accept_value(typingctx, c_addr, py_addr, jit_addr):
+    return ACCEPT_TYPE(types.int64, types.int64, types.int64), _function_value(ACCEPT_TYPE)
+
+
+@intrinsic
+def _interp_value(typingctx, c_addr, py_addr, jit_addr):
+    return INTERP_TYPE(types.int64, types.int64, types.int64), _function_value(INTERP_TYPE)
+
+
 @njit(cache=True)
-def compiled_problem_functions(fns):
-    """``(rhs, jac)`` as first-class function values from their addresses ``fns``."""
-    return _rhs_value(fns[0], fns[1], fns[2]), _jac_value(fns[3], fns[4], fns[5])
+def compiled_functions(fns):
+    """``(rhs, jac, start, step, accept, interp)`` as first-class function values from their
+    addresses ``fns`` (three each, in that order: :func:`function_addresses`)."""
+    return (
+        _rhs_value(fns[0], fns[1], fns[2]),
+        _jac_value(fns[3], fns[4], fns[5]),
+        _start_value(fns[6], fns[7], fns[8]),
+        _step_value(fns[9], fns[10], fns[11]),
+        _accept_value(fns[12], fns[13], fns[14]),
+        _interp_value(fns[15], fns[16], fns[17]),
+    )
 
 
-def python_problem_functions(fns):
-    """``(rhs, jac)`` for the Python driver: ``fns`` is that pair already."""
-    return fns[0], fns[1]
+def python_functions(fns):
+    """``(rhs, jac, start, step, accept, interp)`` for the Python driver: ``fns`` is that tuple
+    already."""
+    return fns
 
 
 _ADDRESSES: dict[int, tuple] = {}
 
 
-def problem_addresses(fn, sig) -> tuple[int, int, int]:
+def function_addresses(fn, sig) -> tuple[int, int, int]:
     """The addresses the compiled driver calls ``fn`` (a dispatcher) through for ``sig``, compiled
     now if it has no such overload: its cfunc wrapper, the dispatcher object, its jitted function.
 
     Looked up once per compile result (kept with it, so an address is never reused while it is
     cached; a recompiled ``fn`` has a new compile result); the driver rebuilds the function values
-    from them (:func:`compiled_problem_functions`). The jitted function's address makes the driver
+    from them (:func:`compiled_functions`). The jitted function's address makes the driver
     call ``fn`` with Numba's calling convention, as a first-class function argument would, so
     exceptions raised inside it still propagate. ``fn`` must stay alive while the driver runs (the
     caller holds it)."""
@@ -157,6 +216,19 @@ def with_globals(fn: FunctionType, name: str, bound: dict) -> FunctionType:
     copy.__qualname__ = name
     copy.__doc__ = fn.__doc__
     return copy
+
+
+def compile_for_addresses(fn: FunctionType, sig) -> Callable:
+    """``fn`` compiled for ``sig`` and cached on disk, to be called only from compiled code through
+    its addresses (:func:`function_addresses`): without the CPython wrapper Numba otherwise
+    generates for every compiled function (the boxing and unboxing of each argument from Python
+    objects; measured, about 0.8 s of the 5 s the first use of Radau IIA's and ROS34PW2's four
+    functions costs). Its C wrapper, whose address the driver is given, is kept.
+
+    Caveat: the dispatcher cannot be called from Python (its Python entry has no code); it is
+    for the driver's method functions, which only the compiled driver calls."""
+    options: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True}  # not in Numba's stubs
+    return njit(sig, **options)(fn)
 
 
 def compile_bound(fn: FunctionType, sig) -> Callable:

@@ -41,6 +41,7 @@ from fastslow.numerics.integrators.base import (
     initial_step,
 )
 from fastslow.numerics.integrators.controllers import NEWTON_MAXITER
+from fastslow.numerics.integrators.numba_binding import NO_C_ENTRY
 from fastslow.numerics.integrators.tableaux import (
     RADAU_C,
     RADAU_E,
@@ -86,7 +87,7 @@ def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, i
     return N_VEC * n + 3 + m * mb + m * fw + sw, m * fw, PIVOTS + 2 * m
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _vectors(ws, n):
     """Views of ``ws``: the vectors ``(f0, fi, ys, scale, iscale, fr, fcr, fci, dr, dcr, dci, ze,
     err, Zlast)``, the stage arrays ``(F, Z, Ys, W, Qp)`` (3×n; ``Ys = y + Z``, the stage values)
@@ -117,7 +118,7 @@ def _vectors(ws, n):
     return one, three, ws[N_VEC * n : N_VEC * n + 3]
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _matrices(ws, wc, n, m, mb, lower):
     """``(J, Fr, Fc, sw)``: ``J`` (m×mb), the real and complex factorisations (m×mb, or m×1 when
     ``J`` is declared lower triangular) and the scratch of the triangular solves."""
@@ -129,7 +130,7 @@ def _matrices(ws, wc, n, m, mb, lower):
     return J, Fr, wc[: m * fw].reshape((m, fw)), ws[o + q + m * fw :]
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _mix3(M, src, out, last):
     """``out[r] = Σ_c M[r, c]·src[c]`` for the three stage rows and ``last = src[2]`` (one pass, no
     temporaries)."""
@@ -142,7 +143,7 @@ def _mix3(M, src, out, last):
             out[r, i] = M[r, 0] * a + M[r, 1] * b + M[r, 2] * c
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _newton_start(Qp, Zlast, hs, h_old, have_poly, y, rtol, atol, Z, W, Ys, iscale):
     """The Newton iteration's starting point in one pass over ``y``: ``Z_i = u(1 + c_i·h/h_old) −
     u(1)`` from the last collocation polynomial ``u(x) − y_old = Σ_j q_j x^j`` (``Zlast = u(1) −
@@ -205,7 +206,7 @@ def _newton_start(Qp, Zlast, hs, h_old, have_poly, y, rtol, atol, Z, W, Ys, isca
         iscale[i] = 1.0 / (atol + rtol * abs(yi))
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _newton_residual(F, W, hs, fr, fcr, fci):
     """Transformed residuals: ``fr = (T⁻¹F)_0 − (μ_r/h)W_0`` and the complex pair
     ``fc = (T⁻¹F)_1 + i(T⁻¹F)_2 − (μ_c/h)(W_1 + iW_2)``. Returns whether all of ``F`` is finite
@@ -246,7 +247,7 @@ def _newton_residual(F, W, hs, fr, fcr, fci):
     return bad == 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _newton_update(W, Z, Ys, y, dr, dcr, dci):
     """``W += d``, ``Z = T·W`` and the next stage values ``Ys_i = y + Z_i`` in one pass (eight
     entries at a time, the scalar loop for the last ``n mod 8``)."""
@@ -279,7 +280,7 @@ def _newton_update(W, Z, Ys, y, dr, dcr, dci):
             Ys[r, i] = yi + z
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _rms_scaled(v, scale):
     """``√(mean((v/scale)²))``, the squares summed in index order (eight at a time)."""
     n = v.size
@@ -401,7 +402,7 @@ def step(rhs, jac, t, hs, t1, y, ynew, p, seg, opt, ws, wc, iw, counters):
     return en
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _error_estimate(
     y, ynew, hs, f0, ze, fi, err, scale, Z, J, Fr, pr, m, mb, k, kind, sw, rtol, atol
 ):

@@ -37,6 +37,7 @@ from fastslow.numerics.integrators.base import (
     euler_probe,
     initial_step,
 )
+from fastslow.numerics.integrators.numba_binding import NO_C_ENTRY
 from fastslow.numerics.integrators.tableaux import (
     ROS_A,
     ROS_C,
@@ -62,7 +63,7 @@ def workspace(n: int, m: int, mb: int, lower: bool = False) -> tuple[int, int, i
     return 7 * n + 1 + m * mb + m * fw + sw, 1, PIVOTS + m
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _matrices(ws, n, m, mb, lower):
     """``(J, F, sw)``: ``J`` (m×mb), its factorisation (m×mb, or m×1 when declared lower) and the
     scratch of the triangular solves."""

@@ -222,3 +222,10 @@ DOP_E3[9] = -0.1521609496625161
 DOP_E3[10] = 0.20136540080403034
 DOP_E3[11] = 0.02265179219836082
 DOP_ORDER, DOP_ERROR_ORDER = 8, 7
+
+# Every table is read-only: a constant, and of the type compiled code gives it (a global array is
+# frozen into the machine code read-only), so a helper called with a table both from the Python
+# driver and from a compiled step is compiled once, for one type (radau._mix3 with RADAU_VINV).
+for _table in [v for v in globals().values() if isinstance(v, np.ndarray)]:
+    _table.setflags(write=False)
+del _table

@@ -45,6 +45,7 @@ import weakref
 import numpy as np
 from numba import njit
 
+from fastslow.numerics.integrators.numba_binding import COMPILED_ONLY, NO_C_ENTRY
 from fastslow.numerics.lanes import EXP_POLY, fma
 from fastslow.numerics.model.activations import (
     COMPILED_CODES,
@@ -79,7 +80,7 @@ def _row_ranges(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _rms_norm_into(X, eps, out):
     T, d = X.shape
     for i in range(T):
@@ -108,7 +109,7 @@ EXP_CUT = -708.0
 _C11, _C10, _C9, _C8, _C7, _C6, _C5, _C4, _C3, _C2, _C1, _C0 = EXP_POLY
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def exp_into(v, p, t):
     """``e^v = p·t`` split in two factors: ``p = e^r`` (polynomial), ``t = 2^k`` (exponent bits).
 
@@ -146,7 +147,7 @@ _TP0, _TP1, _TP2 = -9.64399179425052238628e-1, -9.92877231001918586564e1, -1.614
 _TQ0, _TQ1, _TQ2 = 1.12811678491632931402e2, 2.23548839060100448583e3, 4.84406305325125486048e3
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def tanh_row(row, vbuf, pbuf, tbuf):
     """``row ← tanh(row)`` in place (1-D, contiguous)."""
     n = row.shape[0]
@@ -168,7 +169,7 @@ def tanh_row(row, vbuf, pbuf, tbuf):
         row[b] = small if abs(x) < 0.625 else big
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def relu_row(row):
     """``row ← max(row, 0)`` in place, bit for bit ``np.maximum(row, 0.0)`` (NaN stays NaN, −0
     becomes +0)."""
@@ -177,7 +178,7 @@ def relu_row(row):
         row[b] = 0.0 if x <= 0.0 else x
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def gelu_row(row, vbuf, pbuf, tbuf, zbuf):
     """``row ← ½ z (1 + tanh(√(2/π)(z + 0.044715 z³)))`` in place (the tanh approximation of GELU,
     in the operation order of :data:`numerics.model.activations.GELU`, with :func:`tanh_row`)."""
@@ -192,27 +193,35 @@ def gelu_row(row, vbuf, pbuf, tbuf, zbuf):
         row[b] = 0.5 * z[b] * (1.0 + row[b])
 
 
-@njit(cache=True)
+HAS_TANH = HAS_RELU = HAS_GELU = True
+"""Which activations :func:`activation_rows` holds (compile-time constants: a branch behind a
+``False`` one is pruned before typing, its kernel never compiled); all in this module's function,
+one in the copies the coupling right-hand side binds for the activation of its instance
+(:func:`numerics.model.coupling.rhs.rows_copy`)."""
+
+
+@njit(cache=True, **NO_C_ENTRY)
 def activation_rows(code, H, vbuf, pbuf, tbuf, zbuf):
     """``H ← σ(H)`` in place, row by row (2-D, C-contiguous rows), for the built-in activation of
     :data:`numerics.model.activations.COMPILED_CODES` ``code`` (0 identity: nothing to do). The
     buffers are scratch space at least as long as a row. The code is tested once, outside the loop
-    over rows (a test per row costs ≈ 5% of a T = 256 layer)."""
+    over rows (a test per row costs ≈ 5% of a T = 256 layer). A copy without one of the
+    activations (:data:`HAS_TANH`, ...) refuses its code as unknown."""
     T = H.shape[0]
-    if code == 1:
+    if HAS_TANH and code == 1:
         for i in range(T):
             tanh_row(H[i], vbuf, pbuf, tbuf)
-    elif code == 2:
+    elif HAS_RELU and code == 2:
         for i in range(T):
             relu_row(H[i])
-    elif code == 3:
+    elif HAS_GELU and code == 3:
         for i in range(T):
             gelu_row(H[i], vbuf, pbuf, tbuf, zbuf)
     elif code != 0:
         raise ValueError("unknown activation code: the compiled paths evaluate built-in ones only")
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def softmax_row(row, mrow, vbuf, pbuf, tbuf):
     """Masked softmax of one score row in place; ``mrow`` is the mask over the same columns
     (nonzero: allowed), the buffers scratch at least as long as the row; masked entries are exact
@@ -257,7 +266,7 @@ def softmax_row(row, mrow, vbuf, pbuf, tbuf):
         row[b] = row[b] / z
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _attention_into(Qp, Kp, Vp, mask, lo, hi, tile, sbuf, out):
     """``out = softmax_mask(Qp Kpᵀ) Vp`` by row tiles, scoring only each tile's column range.
 
@@ -286,7 +295,7 @@ def _attention_into(Qp, Kp, Vp, mask, lo, hi, tile, sbuf, out):
         np.dot(S, Vp[c0:c1], out[r0:r1])
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _normed_into(X, eps, norm, out):
     if norm:
         _rms_norm_into(X, eps, out)
@@ -294,7 +303,7 @@ def _normed_into(X, eps, norm, out):
         out[:, :] = X
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _attention_of(Xn, Q, K, V, mask, lo, hi, beta, tile, sbuf, out):
     """``out = softmax_mask(β Xn Q (Xn K)ᵀ) Xn V`` for an already normalised ``Xn``."""
     T, d = Xn.shape
@@ -310,7 +319,7 @@ def _attention_of(Xn, Q, K, V, mask, lo, hi, beta, tile, sbuf, out):
     _attention_into(Qp, Kp, Vp, mask, lo, hi, tile, sbuf, out)
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _slow_blocks(X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile, sbuf, out):
     """``out[b] = (softmax_slowmask(β Ŷ Qs (Ŷ Ks)ᵀ) Ŷ Vs)[b]``, ``Ŷ = n(BX)``: N×d, before ``U_c``."""
     T, d = X.shape
@@ -327,7 +336,7 @@ def _slow_blocks(X, Qs, Ks, Vs, smask, slo, shi, P, beta, eps, norm, tile, sbuf,
     _attention_of(Yh, Qs, Ks, Vs, smask, slo, shi, beta, tile, sbuf, out)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _layer_into(
     X,
     E,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fastslow.numerics.integrators.numba_binding import with_globals
+from fastslow.numerics.integrators.numba_binding import COMPILED_ONLY, with_globals
 from fastslow.numerics.model.coupling import layout
 from fastslow.numerics.model.coupling.packing import (
     fused_offset,
@@ -73,7 +73,7 @@ def frozen_kernel_jac_nb(t, y, p, seg, J):
         J[i, i % J.shape[1]] -= inv_eps + p[layout.GAMMA]
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _kernel_rows_into(Xn, p, seg, J):
     """``J ← A(X)/ε`` (T×T) for a mask that is not block-local, written row panel by row panel
     into ``J`` itself: no T×T temporary. Row ``i`` is computed only up to its last allowed

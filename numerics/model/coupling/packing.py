@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from fastslow.numerics import validation
+from fastslow.numerics.integrators.numba_binding import COMPILED_ONLY, NO_C_ENTRY
 from fastslow.numerics.lanes import aligned_zeros
 from fastslow.numerics.model.activations import compiled_code, is_builtin
 from fastslow.numerics.model.coupling import layout
@@ -162,14 +163,14 @@ def pack_coupling(
     return packed
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _layer_weights(d, m):
     """Entries of one layer's weights in the packed vector: ``Q, K`` (d×d), ``W1, W2`` (d×m,
     m×d), ``Qs, Ks, Vs`` (d×d) and the gate ``g``."""
     return 5 * d * d + 2 * d * m + 1
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _layer_size(d, m):
     """Entries one layer takes in the packed vector: its weights padded to a multiple of 8, so that
     with ``d``, ``m``, ``P`` multiples of 8 every block the eight-lane path reads (mask, ``E``,
@@ -184,7 +185,7 @@ def scratch_size(T: int, P: int, d: int, m: int) -> int:
     return _jac_scratch_size(T, P, d, m) + T * d + 8 * (d + T // P + 1)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_C_ENTRY)
 def _jac_scratch_size(T, P, d, m):
     """Length of the work arrays of :func:`scratch_arrays` (shared with the Jacobian); those of the
     eight-lane right-hand side (:func:`lanes_offsets`) follow."""
@@ -208,13 +209,13 @@ def is_lower_triangular(mask: np.ndarray) -> bool:
     return bool(not np.any(np.triu(np.asarray(mask, dtype=bool), 1)))
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def matrix_view(p, off, r, c):
     """View of ``p[off : off + r·c]`` as an ``r×c`` matrix (no copy)."""
     return p[off : off + r * c].reshape((r, c))
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _packed_layout(p, seg):
     """``(start of the per-layer weights, size of one layer's weights, d, m, clipped layer, L)``."""
     T = int(p[layout.T])
@@ -225,7 +226,7 @@ def _packed_layout(p, seg):
     return start, _layer_size(d, m), d, m, min(max(seg, 0), L - 1), L
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def scratch_arrays(p):
     """The work arrays in the scratch tail of ``p`` (:func:`scratch_size`): ``Xn`` (T×d), ``XG``
     (T×(d+m)), ``S`` (T×P), ``Z`` (T×m), the flat buffers ``v, pb, tb`` (T·max(P, m)) and ``zb``

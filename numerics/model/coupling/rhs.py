@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fastslow.numerics.integrators.numba_binding import with_globals
+from fastslow.numerics.integrators.numba_binding import COMPILED_ONLY, with_globals
+from fastslow.numerics.model.activations import COMPILED_CODES
 from fastslow.numerics.model.compiled import EXP_CUT, activation_rows, exp_into, softmax_row
 from fastslow.numerics.model.coupling import layout
 from fastslow.numerics.model.coupling.lanes import block_local_rhs8
@@ -83,10 +84,11 @@ def rhs_for(p: np.ndarray):
     here in Python, no compilation), else the row path's copy for block-local masks or for the
     others (:func:`rows_copy`). Each computes what
     :func:`coupling_rhs_nb` computes on such a ``p`` (the same code, bit for bit); passing it
-    instead of :func:`coupling_rhs_nb` compiles one path, not both."""
+    instead of :func:`coupling_rhs_nb` compiles one path, not both, and on the row path only the
+    activation of ``p``."""
     if lanes_fit.py_func(p):
         return coupling_rhs_lanes_nb
-    return rows_copy(bool(p[layout.BLOCK_LOCAL] > 0.0))
+    return rows_copy(bool(p[layout.BLOCK_LOCAL] > 0.0), int(p[layout.SIGMA]))
 
 
 @njit(cache=True)
@@ -147,28 +149,46 @@ coupling_rhs_rows_nb = _coupling_rhs_rows
 """The row-by-row path of :func:`coupling_rhs_nb` as an entry of its own (any mask and sizes)."""
 
 _ROW_COPIES: dict = {}
+_ACTIVATION_NAMES = {code: name for name, code in COMPILED_CODES.items()}
 
 
-def rows_copy(block_local: bool):
-    """The row path holding only one branch, compiled on first use: for a ``p`` of a block-local
-    mask (``block_local``) or of another mask, what :func:`coupling_rhs_rows_nb` computes (a copy
-    of the same source with :data:`ROWS_OTHER_MASKS` or :data:`ROWS_BLOCK_LOCAL` off, named
-    ``coupling_rhs_rows_block`` / ``coupling_rhs_rows_other`` for Numba's cache), without
-    compiling the other branch. Made on first call: the copy takes this module's globals as they
-    are then (all defined)."""
-    if block_local not in _ROW_COPIES:
+def rows_copy(block_local: bool, act: int):
+    """The row path holding only one branch and one activation, compiled on first use: for a ``p``
+    of a block-local mask (``block_local``) or of another mask, with the activation code ``act``
+    (:data:`numerics.model.activations.COMPILED_CODES`), what :func:`coupling_rhs_rows_nb`
+    computes (a copy of the same source with :data:`ROWS_OTHER_MASKS` or :data:`ROWS_BLOCK_LOCAL`
+    off and its MLP's :func:`numerics.model.compiled.activation_rows` holding ``act`` alone, named
+    ``coupling_rhs_rows_block_<activation>`` / ``coupling_rhs_rows_other_<activation>`` for
+    Numba's cache), without compiling the other branch or the other activations' kernels. Made
+    on first call: the copy takes this module's globals as they are then (all defined)."""
+    key = (block_local, act)
+    if key not in _ROW_COPIES:
         name, off = (
             ("coupling_rhs_rows_block", "ROWS_OTHER_MASKS")
             if block_local
             else ("coupling_rhs_rows_other", "ROWS_BLOCK_LOCAL")
         )
-        _ROW_COPIES[block_local] = njit(cache=True)(
-            with_globals(_coupling_rhs_rows.py_func, name, {off: False})
+        sigma = _ACTIVATION_NAMES[act]
+        flags = {f"HAS_{k.upper()}": COMPILED_CODES[k] == act for k in ("tanh", "relu", "gelu")}
+        rows_act = njit(cache=True, **COMPILED_ONLY)(
+            with_globals(activation_rows.py_func, f"activation_rows_{sigma}", flags)
         )
-    return _ROW_COPIES[block_local]
+        mlp = njit(cache=True, inline="always")(
+            with_globals(
+                _add_mlp_output.py_func, f"_add_mlp_output_{sigma}", {"activation_rows": rows_act}
+            )
+        )
+        _ROW_COPIES[key] = njit(cache=True)(
+            with_globals(
+                _coupling_rhs_rows.py_func,
+                f"{name}_{sigma}",
+                {off: False, "_add_mlp_output": mlp},
+            )
+        )
+    return _ROW_COPIES[key]
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _small_mm_into(A, B, C):
     """``C = A·B`` by loops (matrices too small for BLAS)."""
     n, k = A.shape
@@ -182,7 +202,7 @@ def _small_mm_into(A, B, C):
     return C
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _rms_into(X, ne, out):
     """``out`` ← the row-wise RMS norm of ``X``; returns ``out``."""
     for i in range(X.shape[0]):
@@ -195,13 +215,13 @@ def _rms_into(X, ne, out):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def normed_rows(X, p, out):
     """``n(X)`` in ``out``, or ``X`` itself without the norm."""
     return _rms_into(X, p[layout.NORM_EPS], out) if p[layout.NORM] > 0.0 else X
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def block_weights(Xn, XG, p, S, v, pb, tb):
     """Block-local mask: the ``T×P`` weights ``S[i, j] = A[i, b(i) + j]`` (``b(i)`` the first
     token of the block of ``i``), from ``XG = n(X)·[β·Q Kᵀ | W1]``: the score of ``(i, j)`` is
@@ -221,7 +241,7 @@ def block_weights(Xn, XG, p, S, v, pb, tb):
     return _block_softmax(p, S, v, pb, tb)
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _block_softmax(p, S, v, pb, tb):
     """``S`` (T×P block-local scores) ← the masked softmax of each row, in place: the maximum over
     the allowed entries, the exponentials of the shifted scores by one :func:`exp_into` pass,
@@ -329,7 +349,7 @@ KERNEL_PANEL = 32768
 stays in cache while it is scaled, exponentiated and written to ``J``)."""
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def panel_work(Xn, p, seg):
     """Queries ``n(X)·Q``, keys ``n(X)·K`` and the work arrays of :func:`kernel_panel`: a panel
     buffer of ``KERNEL_PANEL`` floats (at least one row) and three rows of softmax scratch."""
@@ -342,7 +362,7 @@ def panel_work(Xn, p, seg):
     return XQ, XK, np.empty(rows * T), np.empty(T), np.empty(T), np.empty(T)
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
     """Rows ``r0:r1`` of the attention matrix ``A(X)`` of a mask that is not block-local, as a
     ``(r1 − r0) × c1`` view of ``buf``: ``c1`` is the panel's last allowed column + 1, rounded up
@@ -368,7 +388,7 @@ def kernel_panel(XQ, XK, p, r0, r1, buf, v, pb, tb):
     return S
 
 
-@njit(cache=True)
+@njit(cache=True, **COMPILED_ONLY)
 def _dense_attention_into(Xn, X, p, seg, out):
     """``out ← vec[(A(X) − I)X/ε]`` for a mask that is not block-local, row panel by row panel
     (:func:`kernel_panel`): no T×T array, so the working set stays in cache at large ``T``, and

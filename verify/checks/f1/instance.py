@@ -12,12 +12,19 @@ from functools import cached_property
 import numpy as np
 
 from fastslow.numerics.integrators.integration import integrate
+from fastslow.numerics.model import kernels
 from fastslow.numerics.model.coupling.drivers import (
     integrate_coupling,
     integrate_coupling_scipy,
     layer_breakpoints,
 )
-from fastslow.numerics.model.layer import attention_kernel, mlp, slow_path
+from fastslow.numerics.model.layer import (
+    attention_kernel,
+    check_layer_params,
+    check_state,
+    mlp,
+    slow_path,
+)
 from fastslow.numerics.model.masks import (
     coarse_maps,
     frozen_kernel,
@@ -352,11 +359,13 @@ class Instance:
         for this model (the slow path is the numerical input)."""
         cfg, model = self.cfg, self.model
         layers = [(lp.Q, lp.K, lp.W1, lp.W2) for lp in model.layers]
-        slow = (
-            (lambda l, X: model.layers[l].g * slow_path(cfg, model.layers[l], X))
-            if cfg.slow
-            else None
-        )
+        # the layers validated once here (not at each of the flow's ~10⁴ calls), the state per call
+        checked = [check_layer_params(cfg, lp) for lp in model.layers]
+
+        def gated_slow(l, X):
+            return checked[l].g * kernels.slow(cfg, checked[l], check_state(cfg, X))
+
+        slow = gated_slow if cfg.slow else None
         return reduced_rhs(
             order,
             cfg.mask,
