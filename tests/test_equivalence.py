@@ -60,6 +60,22 @@ def test_tost_interval_and_test_of_zero_agree_with_scipy(seed):
     assert not paired_tost(x, m * (1 - 1e-9), 0.05)["equivalent"]
 
 
+@pytest.mark.parametrize(
+    "value, equivalent", [(-0.5, False), (0.5, False), (-0.05, True), (0.05, True), (0.0, True)]
+)
+def test_tost_on_identical_differences_is_the_limit_of_a_vanishing_spread(value, equivalent):
+    """All differences equal (SD 0, where the t statistics are infinite): equivalent exactly when
+    the common value lies strictly inside ±margin, each one-sided p-value 0 or 1 as the limit
+    of the t-test when the spread goes to 0 (checked against a tiny spread)."""
+    margin = 0.1
+    t = paired_tost([value] * 5, margin)
+    assert t["equivalent"] is equivalent
+    assert t["p"] == (0.0 if equivalent else 1.0)
+    assert t["ci"] == [value, value]
+    jitter = value + 1e-12 * np.array([1.0, -1.0, 0.5, -0.5, 0.0])
+    assert paired_tost(jitter, margin)["p"] == pytest.approx(t["p"], abs=1e-9)
+
+
 def test_tost_needs_two_differences():
     with pytest.raises(ValueError, match="at least 2"):
         paired_tost([0.1], 1.0)
