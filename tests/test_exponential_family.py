@@ -55,3 +55,9 @@ def test_the_control_s_likelihood_ratio_derivative_is_its_closed_form():
     assert np.isfinite(
         float(closed.subs({**dict(zip(xs, (1, 2, 3))), **dict(zip(ys, (0, 5))), s: 1, ef._M: 0}))
     )
+
+
+@pytest.mark.parametrize("P", [0, -2, 2.0, True])
+def test_a_block_size_that_is_not_a_positive_integer_is_refused(P):
+    with pytest.raises(ValueError, match="P must be a positive integer"):
+        ef.factorisation("gaussian", P)

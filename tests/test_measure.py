@@ -153,6 +153,24 @@ def test_asymptotic_slope_stops_at_a_non_positive_error():
     assert res["h"] == [1.0, 0.5] and not res["converged"] and res["floor_reached"]
 
 
+@pytest.mark.parametrize("bad", [0.0, -1e-3, float("nan"), "below the floor"])
+def test_asymptotic_slope_never_reads_past_the_first_unusable_error(bad):
+    """The ladder ends at the first error that is not finite, not positive or below the accuracy
+    floor, even where a clean first-order window follows it: no point below is read."""
+    ladder = 2.0 ** -np.arange(14)
+    calls = []
+
+    def err(h):
+        calls.append(h)
+        if h == ladder[6]:
+            return 1e-30 if bad == "below the floor" else bad
+        return h
+
+    res = measure.asymptotic_slope(ladder, err, 1.0, 0.1, floor=1e-20)
+    assert res["h"] == list(ladder[:6]) and calls == list(ladder[:7])
+    assert res["floor_reached"]
+
+
 @pytest.mark.parametrize("bad", [0.0, -1e-3, float("nan")])
 def test_taylor_window_ends_the_ladder_at_a_non_positive_or_non_finite_error(bad):
     """Points past the first unusable error are never read, even where a clean window of the

@@ -100,3 +100,23 @@ def test_a_measured_range_in_the_section_is_its_least_and_largest_value():
     assert trained_section._range([2.0, None, 0.5, 1.0]) == "0.5 – 2"
     assert trained_section._range([3.0, 3.0]) == "3"
     assert trained_section._range([None]) == "—"
+
+
+def test_a_token_count_whose_learning_rate_selection_is_not_cached_is_listed_missing(monkeypatch):
+    """``missing_runs`` names the learning-rate selection of a count that has none cached (E1's
+    run spec raises ValueError there) and goes on to the next count."""
+
+    def spec(arm, seed, tokens, *args):
+        if tokens == 150:
+            raise ValueError("no learning-rate selection cached")
+        return ("spec", arm, seed, tokens), "corpus"
+
+    monkeypatch.setattr(trained_section, "e1_run_spec", spec)
+    monkeypatch.setattr(trained_section, "run_spec", lambda *a: (("spec", *a), "corpus"))
+    from fastslow.numerics.lm import train as lm_train
+
+    monkeypatch.setattr(lm_train, "cached", lambda spec, corpus: spec[3] != 50)
+    prof = {"tokens": (50, 150), "seeds": (0,), "d9_seeds": (), "control_seeds": ()}
+    missing = trained_section.missing_runs(prof, "short")
+    assert missing[-1] == "the learning-rate selection for 150 tokens"
+    assert missing[:-1] == [f"E1 {arm} seed 0 at 50 tokens" for arm in trained_section.ARMS]

@@ -116,7 +116,7 @@ def factorisation(family: str, P: int = 4) -> dict:
     entry ``log_g`` is then ``None`` and ``residual`` is ``None``.
     """
     _check_family(family)
-    if not isinstance(P, int) or P < 1:
+    if isinstance(P, bool) or not isinstance(P, int) or P < 1:
         raise ValueError(f"P must be a positive integer, got {P!r}")
     xs = [_token_symbol(family, f"x{i + 1}") for i in range(P)]
     S = sp.Symbol("S", real=True)
