@@ -404,6 +404,9 @@ def test_patterns_the_derivation_refuses():
         block_reduction(LAST_PERSISTS, 3, 2)
     with pytest.raises(ValueError, match="rows \\[1\\] are empty"):
         coarse_vector(np.array([[1, 0], [0, 0]], dtype=bool), 2)
+    for wrong in (np.ones((4, 4), dtype=bool), np.ones((6, 6), dtype=int)):  # shape; dtype
+        with pytest.raises(ValueError, match="a 6×6 boolean array"):
+            block_patterns(wrong, 3, 6)
 
 
 def test_smooth_nonlinearities_are_the_ones_the_derivation_differentiates():
