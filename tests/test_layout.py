@@ -506,3 +506,36 @@ def test_test_files_have_unique_base_names():
     files of the same name in ``tests/`` and ``verify/tests/`` would collide."""
     names = [p.name for d in ("tests", "verify/tests") for p in (ROOT / d).glob("test_*.py")]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+@needs_git
+def test_a_design_package_refuses_any_name_but_its_own(tmp_path):
+    """Not only the bare name: reached through a folder that links to the checkout
+    (``aaa.theory``, a name that sorts before ``fastslow.theory``, and ``zzz.theory`` after it),
+    each design package refuses, naming the one name it has."""
+    for alias in ("aaa", "zzz"):
+        (tmp_path / alias).symlink_to(ROOT, target_is_directory=True)
+    names = [f"{alias}.{pkg}" for alias in ("aaa", "zzz") for pkg in DESIGN_PACKAGES]
+    code = (
+        "import importlib, json, sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "out = {}\n"
+        "for name in json.loads(sys.argv[1]):\n"
+        "    try:\n"
+        "        importlib.import_module(name); out[name] = 'imported'\n"
+        "    except ImportError as exc:\n"
+        "        out[name] = str(exc)\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(names)],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout)
+    for name in names:
+        pkg = name.split(".")[1]
+        assert got[name] == (
+            f"import fastslow.{pkg}, not {name}: the design folders are subpackages of fastslow"
+        ), (name, got[name])

@@ -422,3 +422,12 @@ def test_block_sizes_that_are_floats_or_bools_are_refused(size):
     bool: each is refused naming both sizes."""
     with pytest.raises(ValueError, match="need integers 1 ≤ P ≤ 4 and 1 ≤ d ≤ 3"):
         slow_manifold("block_bidirectional", **{"P": 2, "d": 1, **size})
+
+
+@pytest.mark.parametrize("size", [{"P": 9}, {"d": 7}, {"m": 13}, {"P": 0}, {"d": 2.0}, {"m": True}])
+def test_block_reduction_refuses_sizes_outside_its_symbolic_budget(size):
+    """Each size an integer within its bound (P ≤ 8, d ≤ 6, m ≤ 12; floats and bools refused),
+    checked on its own, before any derivation."""
+    name, value = next(iter(size.items()))
+    with pytest.raises(ValueError, match=f"need an integer 1 ≤ {name} ≤"):
+        block_reduction("block_bidirectional", **{"P": 2, "d": 2, "norm": False, **size})
