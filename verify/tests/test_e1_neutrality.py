@@ -247,3 +247,15 @@ def test_a_wrong_power_tail_fails(monkeypatch):
     v = run_check("E1", {**SHORT, "tokens": 2000}, seed=0)
     assert v.outcome == "fails", v.summary()
     assert "statistics_cross_checked" in v.failed_parts, v.summary()
+
+
+def test_only_the_full_token_count_at_the_default_size_is_the_paper_profile():
+    """A run is the paper's only when it has both the paper's tokens and its size: the short
+    profile's size with 500k tokens, or the default size with fewer tokens, is ``short`` (the
+    report and the README publish a row by its profile)."""
+    default = e1.claim.E1().resolve({})
+    assert e1.claim.profile_of(default) == "paper"
+    few_tokens = {**default, "tokens": default["tokens"] - 1}
+    small = {**e1.claim.E1().resolve(dict(SHORT)), "tokens": default["tokens"]}
+    assert e1.claim.profile_of(few_tokens) == "short"
+    assert e1.claim.profile_of(small) == "short"
