@@ -61,3 +61,11 @@ def test_the_control_s_likelihood_ratio_derivative_is_its_closed_form():
 def test_a_block_size_that_is_not_a_positive_integer_is_refused(P):
     with pytest.raises(ValueError, match="P must be a positive integer"):
         ef.factorisation("gaussian", P)
+
+
+def test_the_control_family_has_no_natural_form():
+    """N(m, s²) with the scale as parameter is not an exponential family in ``x`` alone: asked
+    for its natural form, the derivation refuses it (it must not fall through to another
+    family's formulas)."""
+    with pytest.raises(ValueError, match="unknown family 'gaussian_scale'"):
+        ef.natural_form("gaussian_scale")

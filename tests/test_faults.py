@@ -984,3 +984,13 @@ def test_d9_takes_anti_correlated_blocks_and_refuses_a_correlation_of_minus_one(
     assert CLAIMS["D9"].resolve({"rho": "-0.5"})["rho"] == -0.5
     with pytest.raises(ValueError, match="rho"):
         CLAIMS["D9"].resolve({"rho": "-1"})
+
+
+def test_d6_takes_a_negative_gate_within_its_range():
+    """D6's reference gate ranges over [−1000, 1000]: a negative gate is a valid instance, one
+    past the range is refused naming the parameter and the range."""
+    from fastslow.verify.registry import CLAIMS
+
+    assert CLAIMS["D6"].resolve({"gate": "-0.5"})["gate"] == -0.5
+    with pytest.raises(ValueError, match=r"gate=-2000.0: expected float in \[-1000.0, 1000.0\]"):
+        CLAIMS["D6"].resolve({"gate": "-2000"})
