@@ -120,3 +120,14 @@ def test_a_token_count_whose_learning_rate_selection_is_not_cached_is_listed_mis
     missing = trained_section.missing_runs(prof, "short")
     assert missing[-1] == "the learning-rate selection for 150 tokens"
     assert missing[:-1] == [f"E1 {arm} seed 0 at 50 tokens" for arm in trained_section.ARMS]
+
+
+def test_the_section_never_trains_unless_asked(monkeypatch):
+    """``compute`` without ``train=True`` refuses a section with a run missing from the cache
+    (bad input naming the first one and how to train it) before any work."""
+    from fastslow.numerics.lm import train as lm_train
+
+    monkeypatch.setattr(trained_section, "missing_runs", lambda prof, profile: ["E1 dense seed 0"])
+    monkeypatch.setattr(lm_train, "train", lambda *a, **k: pytest.fail("trained without asking"))
+    with pytest.raises(ValueError, match=r"first: E1 dense seed 0\); train them with fastslow"):
+        trained_section.compute("short")
