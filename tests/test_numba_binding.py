@@ -45,3 +45,41 @@ def test_the_range_check_rejects_versions_on_either_side():
     assert not numba_version_tested(f"{lo_major}.{lo_minor - 1}.9")
     assert not numba_version_tested(f"{hi_major}.{hi_minor}.0")
     assert not numba_version_tested(f"{hi_major}.{hi_minor}.0rc1")
+
+
+def test_the_cyclic_collector_is_paused_while_numba_compiles_and_restored_after():
+    """``numba_binding`` pauses Python's cyclic garbage collector from the start of an outermost
+    compilation to its end (a listener registered before this test's sees it off), then puts it
+    back as it was: on after a compile started with it on, off after one started with it off."""
+    import gc
+
+    from numba.core import event
+
+    seen: list[bool] = []
+
+    class Record(event.Listener):
+        def on_start(self, ev):
+            seen.append(gc.isenabled())
+
+        def on_end(self, ev):
+            pass
+
+    def compile_fresh(k):
+        fn = numba.njit(lambda x: x + k)  # a new function each time: a compilation, not a load
+        return fn(1)
+
+    listener = Record()
+    event.register("numba:compile", listener)
+    try:
+        assert gc.isenabled()
+        assert compile_fresh(2) == 3
+        assert seen and not any(seen)
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            compile_fresh(3)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        event.unregister("numba:compile", listener)
