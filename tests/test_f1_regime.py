@@ -25,3 +25,18 @@ def test_a_reduced_flow_that_does_not_integrate_leaves_no_regime_to_resolve(monk
     d = hypotheses.asymptotic_regime_resolvable(_NoReducedFlow())
     assert not d.holds
     assert d.value == "c₂ not computed: reduced flow failed: step size too small"
+
+
+def test_without_a_symbolic_derivation_the_three_symbolic_parts_fail_naming_why():
+    """Where the theory has no derivation (``th`` is None), F1's symbolic parts fail with the
+    reason; they never hold vacuously."""
+    from fastslow.verify.checks.f1 import parts
+
+    out = parts.symbolic_parts(None, 0.5, "a user nonlinearity")
+    assert set(out) == {
+        "symbolic_normal_structure",
+        "theory_agrees_with_numerical_formulas",
+        "curvature_term_as_derived",
+    }
+    for d in out.values():
+        assert not d.holds and d.rule == "no symbolic derivation: a user nonlinearity"
