@@ -994,3 +994,20 @@ def test_d6_takes_a_negative_gate_within_its_range():
     assert CLAIMS["D6"].resolve({"gate": "-0.5"})["gate"] == -0.5
     with pytest.raises(ValueError, match=r"gate=-2000.0: expected float in \[-1000.0, 1000.0\]"):
         CLAIMS["D6"].resolve({"gate": "-2000"})
+
+
+@pytest.mark.parametrize(
+    "cid, key, accepted, refused",
+    [
+        ("D8", "confidence", ["0.9", "1e-9"], ["0", "1"]),  # a level in the open interval
+        ("D1", "h", ["1e-6", "10"], ["9e-7", "10.5"]),  # a step in the closed interval
+    ],
+)
+def test_a_parameter_s_bounds_are_open_or_closed_as_declared(cid, key, accepted, refused):
+    from fastslow.verify.registry import CLAIMS
+
+    for raw in accepted:
+        assert CLAIMS[cid].resolve({key: raw})[key] == float(raw)
+    for raw in refused:
+        with pytest.raises(ValueError, match=f"parameter {key}="):
+            CLAIMS[cid].resolve({key: raw})

@@ -131,3 +131,24 @@ def test_the_section_never_trains_unless_asked(monkeypatch):
     monkeypatch.setattr(lm_train, "train", lambda *a, **k: pytest.fail("trained without asking"))
     with pytest.raises(ValueError, match=r"first: E1 dense seed 0\); train them with fastslow"):
         trained_section.compute("short")
+
+
+def test_each_d9_text_is_checked_on_its_own_seeds(monkeypatch):
+    """The section's D9 rows: E1's text on ``d9_seeds``, the shuffled control on
+    ``control_seeds`` (given apart here, so a swap shows)."""
+    from types import SimpleNamespace
+
+    calls = []
+
+    class Recorded:
+        def check(self, params):
+            calls.append(params)
+            return SimpleNamespace(to_json=lambda: {})
+
+    monkeypatch.setattr(trained_section, "TrainedD9", Recorded)
+    monkeypatch.setattr(trained_section, "UNITS", ())
+    monkeypatch.setattr(trained_section, "network", lambda *a: SimpleNamespace(gates=[]))
+    trained_section.compute(
+        "short", train=True, tokens=[50], seeds=[0], d9_seeds=[1, 2, 3], control_seeds=[4, 5, 6]
+    )
+    assert {c["corpus"]: c["seeds"] for c in calls} == {"pydoc": (1, 2, 3), "shuffled": (4, 5, 6)}
