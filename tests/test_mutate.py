@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections import Counter
 
+import pytest
+
 from fastslow.verify import line_coverage
 from tools.mutation import mutate, mutate_report
 
@@ -92,6 +94,37 @@ def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
     assert s["verify"]["run"] == 0 and s["all"]["sampled"] == 7
 
 
+def test_a_kill_command_that_fails_before_any_check_is_no_kill(tmp_path):
+    """The kill command's own failure (its set-up raised: exit 3, cosmic-ray says KILLED) is
+    reported ``incompetent``: it checked nothing, so it neither kills nor survives the mutant."""
+    import sqlite3
+
+    from tools.mutation import mutate_report
+
+    outputs = {
+        "a": f"{mutate.KILL_FAILED} (FileExistsError: [Errno 17] File exists)\n",
+        "b": "mutated numerics/x.py; ...\nKILLED by unit tests (1): ['tests/test_x.py']\n",
+    }
+    with sqlite3.connect(tmp_path / "session.sqlite") as db:
+        db.execute(
+            "create table mutation_specs (job_id, module_path, operator_name, occurrence, "
+            "start_pos_row)"
+        )
+        db.execute("create table work_items (job_id)")
+        db.execute("create table work_results (job_id, worker_outcome, test_outcome, output, diff)")
+        for job, out in outputs.items():
+            db.execute(
+                "insert into mutation_specs values (?, 'numerics/x.py', 'core/Op', 0, 1)", (job,)
+            )
+            db.execute("insert into work_items values (?)", (job,))
+            db.execute(
+                "insert into work_results values (?, 'NORMAL', 'TestOutcome.KILLED', ?, '')",
+                (job, out),
+            )
+    rows = {r["job"]: r["outcome"] for r in mutate_report.results(tmp_path)}
+    assert rows == {"a": "incompetent", "b": "killed"}
+
+
 def test_compiled_functions_are_the_jitted_ones(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(
@@ -171,10 +204,15 @@ def test_the_stale_sources_of_the_packages_own_files():
     }
 
 
-def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(tmp_path):
+@pytest.mark.parametrize("as_the_kill_command", [False, True])
+def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(
+    tmp_path, monkeypatch, as_the_kill_command
+):
     """The mutant's cache directory (named by the mutated package's fingerprint) holds links to
     the unmutated entries of the files the mutated one cannot reach, none of the stale ones; the
-    unmutated cache is left whole."""
+    unmutated cache is left whole. As the kill command calls it (``NUMBA_CACHE_DIR`` already the
+    mutant's directory, the unmutated one with jit_cache's marker), loading jit_cache makes the
+    destination and its marker first: the links go in beside them."""
     work = tmp_path / "work"
     pkg = work / "tree" / "numerics"
     pkg.mkdir(parents=True)
@@ -196,6 +234,9 @@ def test_warm_start_links_the_unmutated_cache_without_the_stale_entries(tmp_path
         (folder / n).write_text(n)
     (pkg / "callee.py").write_text("def f():\n    return 2\n")  # the mutant
     base = tmp_path / "base"
+    if as_the_kill_command:
+        (work / "numba_cache" / pristine_fp / ".fastslow-jit-cache").write_text("")
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(base))
     removed = mutate.warm_start(work, base, "numerics/callee.py")
     assert sorted(p.name for p in removed) == sorted(names[:3])
     mutant_dir = base / jc.fingerprint(pkg)[:16] / folder.name

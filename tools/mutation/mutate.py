@@ -547,12 +547,24 @@ def warm_start(work: Path, base: Path, rel: str) -> list[Path]:
     pristine = work / "numba_cache" / json.loads((work / "session.json").read_text())["numba_dir"]
     if not pristine.is_dir():
         return []
-    shutil.copytree(pristine, base / mutated, copy_function=os.link)
+    # loading jit_cache above already made the directory and its marker (it configures on import)
+    shutil.copytree(
+        pristine,
+        base / mutated,
+        copy_function=os.link,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns(".fastslow-jit-cache"),
+    )
     tree = work / "tree"
     stale = cache_entries(base / mutated, tree, stale_sources(code_graph(tree), rel, tree))
     for p in stale:
         p.unlink()
     return stale
+
+
+KILL_FAILED = "mutate: the kill command failed before any check ran"
+"""What the kill command prints when its own set-up fails (a mutant it did not check: reported
+``incompetent``, never counted as killed)."""
 
 
 def kill() -> int:
@@ -572,22 +584,29 @@ def kill() -> int:
         print(f"mutate: expected one mutated file, found {mutated}")
         return 2
     rel = mutated[0]
-    graph = {k: set(v) for k, v in json.loads((work / "graph.json").read_text()).items()}
-    base = json.loads((work / "baseline.json").read_text())
-    from fastslow.verify.registry import IDS  # deferred: the Numba cache is chosen first
-
-    ok = [c for c in claims_of(graph, rel, IDS) if base.get(c, {}).get("outcome") == "holds"]
-    near = set(claims_of(graph, rel, IDS)[: len(near_claims(graph, rel, IDS))])
-    cost = lambda c: (c not in near, base[c]["seconds"])  # direct importers, then cheapest
-    claims = sorted(ok, key=cost)
-    units = unit_tests(graph, rel)
-    print(f"mutated {rel}; unit tests {units}; claims {claims}", flush=True)
     tmp = None
-    if rel.startswith("numerics/"):  # jit_cache keys by content: a directory of the mutant's own
-        tmp = tempfile.mkdtemp(prefix="numba-", dir=work)
-        os.environ["NUMBA_CACHE_DIR"] = tmp
-        stale = warm_start(work, Path(tmp), rel)
-        print(f"numba cache: warm, {len(stale)} entries of {rel} and its dependents removed")
+    try:
+        if rel.startswith("numerics/"):  # jit_cache keys by content: a directory of its own,
+            # chosen before anything of fastslow is imported (numerics.jit_cache reads it then)
+            tmp = tempfile.mkdtemp(prefix="numba-", dir=work)
+            os.environ["NUMBA_CACHE_DIR"] = tmp
+            stale = warm_start(work, Path(tmp), rel)
+            print(f"numba cache: warm, {len(stale)} entries of {rel} and its dependents removed")
+        graph = {k: set(v) for k, v in json.loads((work / "graph.json").read_text()).items()}
+        base = json.loads((work / "baseline.json").read_text())
+        from fastslow.verify.registry import IDS  # deferred: after the Numba cache is chosen
+
+        ok = [c for c in claims_of(graph, rel, IDS) if base.get(c, {}).get("outcome") == "holds"]
+        near = set(claims_of(graph, rel, IDS)[: len(near_claims(graph, rel, IDS))])
+        cost = lambda c: (c not in near, base[c]["seconds"])  # direct importers, then cheapest
+        claims = sorted(ok, key=cost)
+        units = unit_tests(graph, rel)
+    except Exception as exc:  # the command's own failure is no kill (mutate_report: incompetent)
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"{KILL_FAILED} ({type(exc).__name__}: {exc})", flush=True)
+        return 3
+    print(f"mutated {rel}; unit tests {units}; claims {claims}", flush=True)
     try:
         if units:
             import pytest  # deferred: only a mutant with unit tests needs pytest

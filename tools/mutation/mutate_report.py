@@ -15,7 +15,17 @@ from pathlib import Path
 
 from scipy.stats import beta
 
-from .mutate import PACKAGES, ROOT, RUNNER, _env, baseline, manifest, module_graph, package_of
+from .mutate import (
+    KILL_FAILED,
+    PACKAGES,
+    ROOT,
+    RUNNER,
+    _env,
+    baseline,
+    manifest,
+    module_graph,
+    package_of,
+)
 
 
 def results(work: Path) -> list[dict]:
@@ -44,7 +54,7 @@ def results(work: Path) -> list[dict]:
             output = output or ""
             if "SKIPPED" in str(worker) or "NO_TEST" in str(worker):
                 r["outcome"] = "no-mutation"
-            elif "expected one mutated file" in output:
+            elif "expected one mutated file" in output or KILL_FAILED in output:
                 r["outcome"] = "incompetent"
             elif str(test).endswith("KILLED") and output == "timeout":
                 r["outcome"] = "timeout"
