@@ -948,3 +948,26 @@ def test_every_method_runs_the_one_driver_with_its_own_functions(method):
     code = compiled.drive.py_func.__code__  # the method's functions are locals, not globals
     assert set(driver.METHOD_FUNCTIONS) <= set(code.co_varnames)
     assert not set(driver.METHOD_FUNCTIONS) & set(code.co_names)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "radau", "rosw"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_repeated_output_time_is_filled_and_so_are_the_ones_after_it(method, compiled):
+    """``t_eval`` with a time given twice (a segment of zero length): both columns hold the
+    solution there, and the integration goes on to fill every later time (the exact solution
+    ``(cos t, sin t)`` of :func:`stiff_rhs` from ``(1, 0)``)."""
+    t_eval = np.array([0.0, 0.25, 0.5, 0.5, 0.75, 1.0])
+    p = np.array([0.1])
+    fun = (
+        stiff_rhs
+        if compiled
+        else (lambda t, y: np.array([-(y[0] - np.cos(t)) / 0.1 - np.sin(t), y[0]]))
+    )
+    jac = stiff_jac if compiled else (lambda t, y: np.array([[-10.0, 0.0], [1.0, 0.0]]))
+    r = integrate(
+        fun, (0.0, 1.0), np.array([1.0, 0.0]), method=method, jac=jac, p=p if compiled else None,
+        rtol=1e-9, atol=1e-12, t_eval=t_eval,
+    )  # fmt: skip
+    assert r.success and list(r.t) == list(t_eval)
+    exact = np.vstack([np.cos(t_eval), np.sin(t_eval)])
+    assert np.abs(r.y - exact).max() < 1e-6
