@@ -163,3 +163,17 @@ def test_coarse_factorisation_is_projector_times_D1():
     D1 = np.array([[1.0, 2.0], [0.5, -1.0]])
     out = linearised.coarse_factorisation("block_causal", 8, 4, dX, D1)
     assert np.abs(out - spectral_projector("block_causal", 8, 4) @ dX @ D1).max() <= 1e-14
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 4), (3,), (2, 2, 3)])
+def test_single_token_increment_refuses_a_state_of_another_shape(shape):
+    """``x`` of shape (d,) or (n, d) only: a wrong width, or the right width with a third axis,
+    is refused naming the shape."""
+    cfg = ModelConfig(T=4, P=2, d=3)
+    p = init_model(cfg, 1, 0).layers[0]
+    x = np.ones(shape)
+    if shape in ((3,),):
+        assert linearised.single_token_increment(cfg, p, x).shape == (3,)
+        return
+    with pytest.raises(ValueError, match=r"x must have shape \(d,\) or \(n, d\) with d=3"):
+        linearised.single_token_increment(cfg, p, x)
