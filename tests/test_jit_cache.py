@@ -218,3 +218,41 @@ def test_prune_keeps_the_newest_marked_directories(tmp_path):
     assert jit_cache.prune(tmp_path / "missing") == []  # errors are ignored
     # the grace period protects recently used directories
     assert jit_cache.prune(tmp_path, keep=0, grace=3600) == []
+
+
+def test_prune_skips_a_directory_it_cannot_read_and_prunes_the_others(tmp_path, monkeypatch):
+    """A fingerprint directory whose marker cannot be read (removed or locked by another
+    process mid-scan: OSError) is left alone, and every other old one is still pruned."""
+    from fastslow.numerics import jit_cache
+
+    old = time.time() - 10 * 3600
+    dirs = [tmp_path / f"{i:016x}" for i in range(6)]
+    for k, d in enumerate(dirs):
+        d.mkdir()
+        (d / jit_cache.MARKER).write_text("")
+        os.utime(d, (old + k, old + k))
+    with os.scandir(tmp_path) as it:  # the one the scan meets first: every other comes after it
+        first = tmp_path / next(it).name
+    locked = os.path.join(str(first), jit_cache.MARKER)
+    others = sorted((d for d in dirs if d != first), key=lambda d: d.stat().st_mtime)
+    exists = os.path.exists
+
+    def flaky(path):
+        if str(path) == locked:
+            raise OSError("stale handle")
+        return exists(path)
+
+    monkeypatch.setattr(jit_cache.os.path, "exists", flaky)
+    removed = jit_cache.prune(tmp_path, keep=2, grace=0.0)
+    assert sorted(p.name for p in removed) == sorted(d.name for d in others[:-2])
+    assert first.exists() and all(d.exists() for d in others[-2:])
+
+
+def test_without_a_home_folder_there_is_no_user_cache_base(monkeypatch):
+    from fastslow.numerics import jit_cache
+
+    def no_home():
+        raise KeyError("HOME")
+
+    monkeypatch.setattr(jit_cache, "user_cache_dir", no_home)
+    assert jit_cache._user_base() is None
