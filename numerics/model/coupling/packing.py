@@ -44,13 +44,13 @@ __all__ = [
     "scratch_size",
     "is_block_local",
     "is_lower_triangular",
-    "matrix_view",
-    "scratch_arrays",
     "layer_offset",
     "fused_offset",
     "lanes_fit",
     "lanes_offsets",
 ]
+# matrix_view and scratch_arrays are compiled without a Python entry (numba_binding.COMPILED_ONLY):
+# only compiled code may call them
 
 
 SIGMA_NOT_COMPILED = -1.0

@@ -53,11 +53,9 @@ __all__ = [
     "rows_copy",
     "rhs_for",
     "KERNEL_PANEL",
-    "block_weights",
-    "kernel_panel",
-    "normed_rows",
-    "panel_work",
 ]
+# block_weights, kernel_panel, normed_rows and panel_work are compiled without a Python entry
+# (numba_binding.COMPILED_ONLY): only compiled code may call them (lanes.py imports them)
 
 
 @njit(cache=True)
