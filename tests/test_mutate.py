@@ -94,18 +94,13 @@ def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
     assert s["verify"]["run"] == 0 and s["all"]["sampled"] == 7
 
 
-def test_a_kill_command_that_fails_before_any_check_is_no_kill(tmp_path):
-    """The kill command's own failure (its set-up raised: exit 3, cosmic-ray says KILLED) is
-    reported ``incompetent``: it checked nothing, so it neither kills nor survives the mutant."""
+def fake_session(folder, outputs):
+    """A ``session.sqlite`` in ``folder`` as cosmic-ray leaves it: one mutant of numerics/x.py per
+    entry of ``outputs`` (job id: the kill command's output), each reported KILLED."""
     import sqlite3
 
-    from tools.mutation import mutate_report
-
-    outputs = {
-        "a": f"{mutate.KILL_FAILED} (FileExistsError: [Errno 17] File exists)\n",
-        "b": "mutated numerics/x.py; ...\nKILLED by unit tests (1): ['tests/test_x.py']\n",
-    }
-    with sqlite3.connect(tmp_path / "session.sqlite") as db:
+    folder.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(folder / "session.sqlite") as db:
         db.execute(
             "create table mutation_specs (job_id, module_path, operator_name, occurrence, "
             "start_pos_row)"
@@ -121,8 +116,43 @@ def test_a_kill_command_that_fails_before_any_check_is_no_kill(tmp_path):
                 "insert into work_results values (?, 'NORMAL', 'TestOutcome.KILLED', ?, '')",
                 (job, out),
             )
+
+
+KILLED_OUTPUT = "mutated numerics/x.py; ...\nKILLED by unit tests (1): ['tests/test_x.py']\n"
+
+
+def test_a_kill_command_that_fails_before_any_check_is_no_kill(tmp_path):
+    """The kill command's own failure (its set-up raised: exit 3, cosmic-ray says KILLED) is
+    reported ``incompetent``: it checked nothing, so it neither kills nor survives the mutant."""
+    from tools.mutation import mutate_report
+
+    fake_session(
+        tmp_path, {"a": f"{mutate.KILL_FAILED} (FileExistsError: [Errno 17] File exists)\n"}
+    )
+    fake_session(tmp_path / "more", {"b": KILLED_OUTPUT})
     rows = {r["job"]: r["outcome"] for r in mutate_report.results(tmp_path)}
-    assert rows == {"a": "incompetent", "b": "killed"}
+    assert rows == {"a": "incompetent"}
+    rows = {r["job"]: r["outcome"] for r in mutate_report.results(tmp_path / "more")}
+    assert rows == {"b": "killed"}
+
+
+def test_a_sharded_session_reports_every_shard_and_resumes_only_with_its_shards(tmp_path, capsys):
+    """``--shards K``: the rows are those of every shard folder; a session is resumed with the
+    number of shards it was made with, else refused in one line before anything runs."""
+    import json
+
+    from tools.mutation import mutate_report
+
+    (tmp_path / "session.json").write_text(json.dumps({"shards": 2}))
+    fake_session(tmp_path / "shard-1", {"a": KILLED_OUTPUT, "c": KILLED_OUTPUT})
+    fake_session(tmp_path / "shard-2", {"b": KILLED_OUTPUT})
+    assert mutate.session_dirs(tmp_path) == mutate.shard_dirs(tmp_path, 2)
+    assert [r["job"] for r in mutate_report.results(tmp_path)] == ["a", "c", "b"]
+    assert mutate.main(["run", "--dir", str(tmp_path), "--shards", "1"]) == 2
+    assert "has 2 shard(s), not 1" in capsys.readouterr().err
+    assert mutate.main(["run", "--dir", str(tmp_path), "--shards", "0"]) == 2
+    assert mutate.main(["status", "--dir", str(tmp_path / "none")]) == 0
+    assert "no session in" in capsys.readouterr().out
 
 
 def test_compiled_functions_are_the_jitted_ones(tmp_path):

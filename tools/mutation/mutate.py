@@ -16,8 +16,8 @@ mutation is written into a scratch copy of the tree (``build/mutate/tree``), and
 A mutant is **killed** when a unit test fails or a claim's main instance ends anything but
 ``holds`` (``pytest verify`` asserts that a declared main instance holds; the reason is recorded:
 the failing test, or the claim and its outcome), and **killed by timeout** when the kill command
-runs past the session's timeout (a mutant that makes a loop run forever; reported apart: on this
-machine a survivor of ``numerics`` compiling the integrators cold takes 10–20 min, far below it). A
+runs past the session's timeout (a mutant that makes a loop run forever; reported apart; the
+default 900 s is seven times the longest mutant of the first session, 130 s). A
 mutant no test and no claim reaches (no importer) survives. Claims that do not hold on the unmutated tree
 (:func:`baseline`) are never used to kill.
 
@@ -42,8 +42,10 @@ family can mutate, a mutation uniformly in that file (:func:`sample`, ``--seed``
 database holds only the sample; cosmic-ray runs the pending mutants in random order, so a partial
 run is a uniform sub-sample of it.
 
-**Commands.** ``python -m tools.mutation.mutate run [--n N] [--seed S] [--timeout T]`` (set up if
-needed, then execute the pending mutants; resumes an interrupted session; prints progress),
+**Commands.** ``python -m tools.mutation.mutate run [--n N] [--seed S] [--timeout T] [--shards K]`` (set up
+if needed, then execute the pending mutants; resumes an interrupted session; prints progress;
+``--shards K`` deals the sample to K sessions, each with its own scratch tree, Numba cache and
+baseline, run side by side: K CPUs' worth of mutants at once, the same sample and report),
 ``status``, ``report`` (``docs/mutants.md``'s automated section), ``kill`` (the kill command;
 internal). Everything lives in ``build/mutate/`` (``--dir``).
 """
@@ -313,8 +315,10 @@ def _cosmic_ray(*args, cwd: Path) -> None:
     subprocess.run([str(exe), *args], cwd=cwd, check=True)
 
 
-def setup(work: Path, n: int, seed: int, timeout: float) -> None:
-    """Scratch tree, manifest, module graph, baseline, population and the sampled session."""
+def setup(work: Path, n: int, seed: int, timeout: float, shards: int = 1) -> None:
+    """Scratch tree, manifest, module graph, baseline, population and the sampled session; with
+    ``shards`` > 1 the sample is dealt to that many sessions (:func:`shard_dirs`), each with its own
+    scratch tree, Numba cache and baseline, run side by side (one per CPU)."""
     from .mutants import scratch_tree  # deferred: keeps `status`/`report` free of the catalogue
 
     work.mkdir(parents=True, exist_ok=True)
@@ -327,8 +331,6 @@ def setup(work: Path, n: int, seed: int, timeout: float) -> None:
     dirty = subprocess.run(
         ["git", "status", "--porcelain", *PACKAGES], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    graph = module_graph(tree)
-    (work / "graph.json").write_text(json.dumps({k: sorted(v) for k, v in graph.items()}))
     (tree / "cosmic-ray.toml").write_text(config_text(timeout))
     if not (work / "population.sqlite").exists():  # the tree's mutations do not depend on time
         print("mutate: enumerating mutations (cosmic-ray init, minutes)", flush=True)
@@ -337,37 +339,67 @@ def setup(work: Path, n: int, seed: int, timeout: float) -> None:
         rows = db.execute(
             "select job_id, module_path, operator_name, occurrence from mutation_specs"
         ).fetchall()
-    chosen = sample(rows, n, seed)
+    chosen = [r[0] for r in sample(rows, n, seed)]
     pop = defaultdict(int)
     for r in rows:
         pop[package_of(r[1])] += 1
-    (work / "session.json").write_text(
-        json.dumps(
-            {
-                "commit": commit,
-                "uncommitted_changes": bool(dirty),
-                "seed": seed,
-                "n": len(chosen),
-                "timeout": timeout,
-                "population": dict(pop),
-                "population_total": len(rows),
-            },
-            indent=1,
-        )
-    )
-    _write_session(work, [r[0] for r in chosen])
+    info = {
+        "commit": commit,
+        "uncommitted_changes": bool(dirty),
+        "seed": seed,
+        "n": len(chosen),
+        "timeout": timeout,
+        "population": dict(pop),
+        "population_total": len(rows),
+        "shards": shards,
+    }
     spec = importlib.util.spec_from_file_location("_jc", tree / "numerics" / "jit_cache.py")
     jc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(jc)
-    info = json.loads((work / "session.json").read_text())
     info["numba_dir"] = jc.fingerprint(tree / "numerics")[:16]
+    if shards == 1:
+        (work / "session.json").write_text(json.dumps(info, indent=1))
+        _session_dir(work, chosen)
+        baseline(work)
+        return
+    dirs = shard_dirs(work, shards)
+    for k, d in enumerate(dirs):
+        d.mkdir(exist_ok=True)
+        if d / "tree" != tree:
+            scratch_tree(tree, d / "tree")
+        shutil.copy(work / "population.sqlite", d / "population.sqlite")
+        (d / "session.json").write_text(json.dumps({**info, "shard": k + 1}, indent=1))
+        _session_dir(d, chosen[k::shards])
     (work / "session.json").write_text(json.dumps(info, indent=1))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", RUNNER, "baseline", "--dir", str(d)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        for d in dirs
+    ]
+    if any(p.wait() != 0 for p in procs):
+        raise RuntimeError("baseline failed in a shard (see above)")
+
+
+def shard_dirs(work: Path, shards: int) -> list[Path]:
+    """The session folders of a sharded session: ``work/shard-1`` ... ``work/shard-<shards>``."""
+    return [work / f"shard-{k}" for k in range(1, shards + 1)]
+
+
+def _session_dir(work: Path, job_ids: list[str]) -> None:
+    """A session folder ``work`` around its scratch tree ``work/tree``: module graph, manifest,
+    pristine sources and ``session.sqlite`` holding ``job_ids``."""
+    tree = work / "tree"
+    graph = module_graph(tree)
+    (work / "graph.json").write_text(json.dumps({k: sorted(v) for k, v in graph.items()}))
+    _write_session(work, job_ids)
     man = manifest(tree)
     (work / "manifest.json").write_text(json.dumps(man))
     for rel in man:  # the unmutated sources, to repair a tree left mutated by an interruption
         (work / "pristine" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(tree / rel, work / "pristine" / rel)
-    baseline(work)
 
 
 def repair(work: Path) -> list[str]:
@@ -385,7 +417,8 @@ def repair(work: Path) -> list[str]:
 
 
 def _write_session(work: Path, job_ids: list[str]) -> None:
-    """``session.sqlite``: the population's database with only ``job_ids``, in that order."""
+    """``session.sqlite``: the population's database (``population.sqlite`` of ``work``) with only
+    ``job_ids``, in that order."""
     shutil.copy(work / "population.sqlite", work / "session.tmp")
     with sqlite3.connect(work / "session.tmp") as db:
         cols = [r[1] for r in db.execute("pragma table_info(work_items)")]
@@ -633,6 +666,8 @@ def kill() -> int:
 def status(work: Path) -> str:
     from .mutate_report import results, score  # deferred: imports this module
 
+    if not (work / "session.json").exists():
+        return f"no session in {work} (`bash run.sh mutate run` makes one)"
     rows = results(work)
     s = score(rows)["all"]
     return (
@@ -641,35 +676,63 @@ def status(work: Path) -> str:
     )
 
 
-def run(work: Path, n: int, seed: int, timeout: float) -> int:
-    """Set up (once) and execute the pending mutants, printing progress every 30 s."""
-    if not (work / "session.sqlite").exists() or not (work / "baseline.json").exists():
-        setup(work, n, seed, timeout)
-    for rel in repair(work):
-        print(f"mutate: {rel} was left mutated by an interrupted run: restored", flush=True)
-    print(f"mutate: {status(work)}; executing (cosmic-ray exec)", flush=True)
-    exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
-    env = _env(work / "tree", work / "numba_cache")
-    proc = subprocess.Popen(
-        [str(exe), "exec", "cosmic-ray.toml", str(work / "session.sqlite")],
-        cwd=work / "tree",
-        env=env,
+def session_dirs(work: Path) -> list[Path]:
+    """The folders holding a ``session.sqlite`` of the session in ``work``: ``work`` itself, or its
+    shards (:func:`shard_dirs`)."""
+    if not (work / "session.json").exists():
+        return [work]
+    info = json.loads((work / "session.json").read_text())
+    return shard_dirs(work, info["shards"]) if info.get("shards", 1) > 1 else [work]
+
+
+def run(work: Path, n: int, seed: int, timeout: float, shards: int = 1) -> int:
+    """Set up (once) and execute the pending mutants (one cosmic-ray per shard, side by side),
+    printing progress every 30 s."""
+    info = (
+        json.loads((work / "session.json").read_text()) if (work / "session.json").exists() else {}
     )
+    if info and info.get("shards", 1) != shards:
+        print(
+            f"mutate: the session in {work} has {info.get('shards', 1)} shard(s), not {shards}: "
+            f"rerun with --shards {info.get('shards', 1)}, or use another --dir",
+            file=sys.stderr,
+        )
+        return 2
+    dirs = session_dirs(work) if info else []
+    if not dirs or any(
+        not (d / "session.sqlite").exists() or not (d / "baseline.json").exists() for d in dirs
+    ):
+        setup(work, n, seed, timeout, shards)
+        dirs = session_dirs(work)
+    for d in dirs:
+        for rel in repair(d):
+            print(f"mutate: {rel} was left mutated by an interrupted run: restored", flush=True)
+    print(f"mutate: {status(work)}; executing (cosmic-ray exec, {len(dirs)} at once)", flush=True)
+    exe = Path(os.path.abspath(sys.executable)).with_name("cosmic-ray")
+    procs = [
+        subprocess.Popen(
+            [str(exe), "exec", "cosmic-ray.toml", str(d / "session.sqlite")],
+            cwd=d / "tree",
+            env=_env(d / "tree", d / "numba_cache"),
+        )
+        for d in dirs
+    ]
     last = ""
     try:
-        while proc.poll() is None:
+        while any(p.poll() is None for p in procs):
             time.sleep(30)
             now = status(work)
             if now != last:
                 print(f"mutate {time.strftime('%H:%M:%S')}: {now}", flush=True)
                 last = now
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait()
+        for p in procs:
+            p.terminate()
+            p.wait()
         print("mutate: interrupted; `bash run.sh mutate` resumes the session", file=sys.stderr)
         return 130
     print(f"mutate: {status(work)}", flush=True)
-    return proc.returncode
+    return max(p.returncode for p in procs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -678,15 +741,21 @@ def main(argv: list[str] | None = None) -> int:
         "command",
         nargs="?",
         default="run",
-        choices=("run", "status", "report", "kill", "baseline-run", "rerun"),
+        choices=("run", "status", "report", "kill", "baseline", "baseline-run", "rerun"),
     )
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="session folder")
     ap.add_argument("--n", type=int, default=DEFAULT_N, help="mutants sampled")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample")
-    ap.add_argument("--timeout", type=float, default=2400.0, help="seconds per mutant")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant")
+    ap.add_argument(
+        "--shards", type=int, default=1, help="sessions run side by side (one per CPU to give)"
+    )
     a = ap.parse_args(argv)
     if a.command == "kill":
         return kill()
+    if a.command == "baseline":  # a shard's baseline, run by setup in its own process
+        baseline(a.dir)
+        return 0
     if a.command == "baseline-run":
         from fastslow.verify.registry import CLAIMS, IDS  # deferred: imports every claim unit
 
@@ -704,13 +773,21 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "status":
         print(status(a.dir))
         return 0
+    if a.command in ("report", "rerun") and not (a.dir / "session.json").exists():
+        print(
+            f"mutate: no session in {a.dir} (`bash run.sh mutate run` makes one)", file=sys.stderr
+        )
+        return 2
     if a.command == "report":
         from .mutate_report import results, score, write_report  # deferred: imports this module
 
         write_report(a.dir)
         print(json.dumps(score(results(a.dir)), indent=1))
         return 0
-    return run(a.dir, a.n, a.seed, a.timeout)
+    if a.shards < 1:
+        print(f"mutate: --shards {a.shards}: expected a positive integer", file=sys.stderr)
+        return 2
+    return run(a.dir, a.n, a.seed, a.timeout, a.shards)
 
 
 if __name__ == "__main__":

@@ -25,13 +25,19 @@ from .mutate import (
     manifest,
     module_graph,
     package_of,
+    session_dirs,
 )
 
 
 def results(work: Path) -> list[dict]:
     """One row per sampled mutant: file, line, operator, occurrence, outcome (``pending``,
     ``killed``, ``timeout``, ``survived``, ``incompetent``), the kill reason, the diff and the kill
-    command's seconds (``seconds``, from its last line; absent for a run that printed none)."""
+    command's seconds (``seconds``, from its last line; absent for a run that printed none); the
+    rows of every shard of a sharded session, shard by shard."""
+    return [r for d in session_dirs(work) for r in _shard_results(d)]
+
+
+def _shard_results(work: Path) -> list[dict]:
     with sqlite3.connect(work / "session.sqlite") as db:
         specs = db.execute(
             "select w.rowid, m.job_id, m.module_path, m.operator_name, m.occurrence, "
@@ -158,7 +164,13 @@ def report_markdown(work: Path) -> str:
         + f": cosmic-ray 8 enumerates {info['population_total']} mutations "
         + f"({', '.join(f'{p}/ {n}' for p, n in pop.items())}); a sample of {info['n']} (seed "
         + f"{info['seed']}, uniform across operator families and files, an equal share per "
-        + "package) is run, each in a fresh process: the mutated module's unit tests (`pytest -x`), "
+        + "package)"
+        + (
+            f", dealt to {info['shards']} sessions run side by side (`--shards`),"
+            if info.get("shards", 1) > 1
+            else ""
+        )
+        + " is run, each in a fresh process: the mutated module's unit tests (`pytest -x`), "
         + "then every claim whose unit imports the module, at its sweep instance (a mutant of "
         + "`numerics` starts from the unmutated tree's Numba cache without the entries of the files "
         + "its code can reach, `tools/mutation/mutate.py`). Killed: a unit "
