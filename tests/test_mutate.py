@@ -92,6 +92,8 @@ def test_score_counts_timeouts_as_killed_and_survivors_by_triage():
         "score_now": 3 / 4,
     }
     assert s["verify"]["run"] == 0 and s["all"]["sampled"] == 7
+    with pytest.raises(ValueError, match="equivalent \\(argued\\)"):  # counted nowhere: refused
+        mutate_report.score(rows, {"d": "equivalent (argued)"})
 
 
 def fake_session(folder, outputs):
@@ -282,3 +284,14 @@ def _load_jit_cache(pkg):
     jc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(jc)
     return jc
+
+
+def test_a_sessions_triage_is_read_from_its_own_commits_file_only():
+    """Triage keys (file:line operator #occurrence) mean something only in the tree they were
+    written for: a session reads the triage file named after its commit, never another's."""
+    from tools.mutation import mutate_report
+
+    first = mutate_report.triage_of("8f5576a8705a731d0a3acd16d8604aaed4a80cf0")
+    assert len(first) >= 70
+    assert all(v[0] in mutate_report.VERDICTS for v in first.values())
+    assert mutate_report.triage_of("0000000" + "0" * 33) == {}

@@ -8,7 +8,7 @@
   source mutations of ``theory/``, ``numerics/`` and ``verify/``, each killed by the tests and the
   claims that import the mutated module), resumable in ``build/mutate/``;
 * :mod:`tools.mutation.mutate_report` — that run's score and its survivors' triage
-  (``mutate_triage.json``), written into docs/mutants.md.
+  (``triage/<commit>.json``, one file per session), written into docs/mutants.md.
 
 They import ``fastslow`` (the checkout's, through its ``__path__``) and are imported as
 ``tools.mutation.<module>`` from the repository's root, never installed.

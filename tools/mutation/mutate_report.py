@@ -88,12 +88,19 @@ def _shard_results(work: Path) -> list[dict]:
     return rows
 
 
+VERDICTS = ("equivalent", "killed", "removed", "open", "")
+"""The triage verdicts a survivor may have (``open`` or none: surviving)."""
+
+
 def score(rows: list[dict], triage: dict[str, str] | None = None) -> dict:
     """Per package: mutants run, killed (timeouts included, also counted apart), and the survivors
     by triage (``triage``: job → ``equivalent``, ``killed`` by a check added since, ``removed``
     with code no check ran, else surviving); ``score`` = killed / (run − equivalent) as run,
     ``score_now`` = (killed + killed since) / (run − equivalent − removed)."""
     triage = triage or {}
+    unknown = sorted({v for v in triage.values() if v not in VERDICTS})
+    if unknown:
+        raise ValueError(f"triage verdicts {unknown}: expected one of {VERDICTS} (or none: open)")
     out = {}
     for p in (*PACKAGES, "all"):
         rs = [r for r in rows if p == "all" or package_of(r["file"]) == p]
@@ -134,12 +141,20 @@ def seconds(rows: list[dict]) -> dict:
     return out
 
 
-TRIAGE = Path(__file__).resolve().parent / "mutate_triage.json"
-"""The triage of surviving mutants, ``{"file:line operator #occurrence": [verdict, reason]}``:
+TRIAGE = Path(__file__).resolve().parent / "triage"
+"""The triage of each session's surviving mutants, one file per session named after its commit
+(``triage/<first 7 hex digits>.json``: line numbers and occurrences mean something only in that
+tree), ``{"file:line operator #occurrence": [verdict, reason]}``:
 verdict ``equivalent`` (the reason: why no behaviour changes) or ``killed`` (the check added that
 kills it now), or ``open`` (a missing check, named)."""
 
 BEGIN, END = "<!-- cosmic-ray: begin -->", "<!-- cosmic-ray: end -->"
+
+
+def triage_of(commit: str) -> dict[str, list[str]]:
+    """The triage of the session on the tree of ``commit`` (:data:`TRIAGE`; empty before any)."""
+    path = TRIAGE / f"{commit[:7]}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def mutant_key(r: dict) -> str:
@@ -151,7 +166,7 @@ def report_markdown(work: Path) -> str:
     with its triage (:data:`TRIAGE`)."""
     rows = results(work)
     info = json.loads((work / "session.json").read_text())
-    triage = json.loads(TRIAGE.read_text()) if TRIAGE.exists() else {}
+    triage = triage_of(info["commit"])
     verdicts = {r["job"]: triage.get(mutant_key(r), [""])[0] for r in rows}
     sc = score(rows, verdicts)
     pop = info["population"]
