@@ -30,7 +30,7 @@ from fastslow.verify.claim import Claim, Conclusion, Control
 from fastslow.verify.params import Param
 from fastslow.verify.registry import CLAIMS, IDS
 from fastslow.verify.report import complete_report_in, write_report
-from fastslow.verify.verdict import Diagnostic, Verdict
+from fastslow.verify.verdict import Diagnostic, Verdict, not_evaluated
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -885,6 +885,36 @@ def test_any_hypothesis_violated_on_a_main_instance_at_its_main_seed_is_a_failur
     raising = type("_GivenRaising", (_BuggyGiven,), {"main_instances": ({"raises": True},)})()
     v = raising.check({"raises": True})
     assert v.outcome == "fails" and v.error["type"] == "FloatingPointError"
+
+
+class _SkipsOnSize(_ImplementationHypothesis):
+    """The fake claim whose part ``c`` is excluded by its parameters above ``size`` 5 (as a brute
+    force above its size is); ``skip_bug`` reads that bound the wrong way round."""
+
+    skip_bug = False
+    main_instances = ({}, {"size": 7})
+
+    def conclude(self, inst):
+        out = super().conclude(inst)
+        if (inst["size"] <= 5) if self.skip_bug else (inst["size"] > 5):
+            out.parts["c"] = not_evaluated(f"size={inst['size']} > 5")
+        return out
+
+
+def test_a_part_not_evaluated_on_a_main_instance_is_a_failure_of_the_suite():
+    """A main instance evaluates every part of the conclusion: a part its parameters exclude
+    there (a switch or bound read the wrong way: the part would silently go unchecked) makes the
+    verdict ``fails``, named; elsewhere an excluded part is shown "not evaluated" and holds."""
+    v = type("_SkipsOnSizeBuggy", (_SkipsOnSize,), {"skip_bug": True})().check({})
+    assert v.outcome == "fails" and v.failed_parts == [], v.summary()
+    assert v.notes[0].startswith("failure of the suite: c not evaluated on a declared main")
+    assert v.reason().startswith("failure of the suite: not evaluated on a declared main instance")
+    assert "c (not evaluated: size=2 > 5)" in v.reason() and v.exit_code == 1
+    assert _SkipsOnSize().check({}).outcome == "holds"
+    v = _SkipsOnSize().check({"size": 6})  # not a main instance: excluded, shown, holds
+    assert v.outcome == "holds" and not v.conclusion["c"].evaluated
+    v = _SkipsOnSize().check({"size": 7})  # a main instance that excludes c: the suite's fault
+    assert v.outcome == "fails" and "c (not evaluated: size=7 > 5)" in v.reason()
 
 
 def test_a_limit_never_hides_a_failed_part_of_the_conclusion():

@@ -218,6 +218,15 @@ class Verdict:
                 "failure of the suite: a hypothesis does not hold on a declared main instance "
                 f"(built to satisfy it): {why}; {self._conclusion_state()}"
             )
+        if self.outcome == "fails" and not self.failed_parts:
+            # a part not evaluated on a declared main instance: a failure of the suite
+            # (verify.claim.Claim.skipped_on_main)
+            skipped = [k for k, d in self.conclusion.items() if not d.evaluated]
+            return (
+                "failure of the suite: not evaluated on a declared main instance (which "
+                "evaluates every part): "
+                + ", ".join(f"{k} ({short(self.conclusion[k].value)})" for k in skipped)
+            )
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(
                 f"{k} ({short(self.conclusion[k].value)}; {self.conclusion[k].rule})"
