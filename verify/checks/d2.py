@@ -318,10 +318,14 @@ class D2(Claim):
         "path_is_smooth": f"θ(t) is Lipschitz: its difference-quotient bound on grids of 1/{SMOOTHNESS_GRID} "
         f"and 1/{2 * SMOOTHNESS_GRID} agree to a factor {SMOOTHNESS_RATIO} "
         "(a jump doubles it), for the untied and the tied path",
+        "paths_as_named": "the untied path moves along depth (its difference-quotient bound on the "
+        f"grid of 1/{SMOOTHNESS_GRID} is positive) and the tied one does not (it is 0): the two "
+        "cases the claim is about are the two checked",
     }
     hypothesis_sources = {
         "depth_step_is_one_over_L": "implementation",
         "path_is_smooth": "implementation",
+        "paths_as_named": "implementation",
     }
     conclusion = {
         "asymptotic_window_untied": "untied: some `window` consecutive ladder depths ≤ L_max have "
@@ -407,6 +411,11 @@ class D2(Claim):
                 lips,
                 f"[Lip(1/{SMOOTHNESS_GRID}), Lip(1/{2 * SMOOTHNESS_GRID})] per path; "
                 f"fine ≤ {SMOOTHNESS_RATIO}·coarse",
+            ),
+            "paths_as_named": Diagnostic(
+                lips["untied"][0] > 0.0 and lips["tied"][0] == 0.0,
+                {name: lips[name][0] for name in PATH_NAMES},
+                f"Lip(1/{SMOOTHNESS_GRID}): untied > 0, tied = 0",
             ),
         }
 
