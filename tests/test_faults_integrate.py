@@ -32,6 +32,16 @@ def test_a_right_hand_side_non_finite_at_t0_is_status_3_at_y0(method, value):
     assert r.t.tolist() == [0.0] and r.y[:, -1].tolist() == Y0.tolist()
 
 
+def test_a_newton_iteration_that_cannot_converge_with_finite_values_ends_step_too_small():
+    """``y' = −1000·sign(y)`` from ``y = 1`` reaches 0 at ``t = 1e-3``; there Radau IIA's stage
+    equations have no solution at any step (the field flips sign across 0), so Newton fails at
+    every step size with finite values: the run ends with status −2 (step too small) at 1e-3, not
+    −3 (which would say a value was non-finite)."""
+    r = run(lambda t, y: -1e3 * np.sign(y), "radau", y0=np.array([1.0]), jac="zero")
+    assert r.status == -2 and "non-finite" not in r.message, (r.status, r.message)
+    assert r.t[-1] == pytest.approx(1e-3) and np.all(np.isfinite(r.y)) and r.nreject > 10
+
+
 @njit(RHS_SIG)
 def inf_everywhere_nb(t, y, p, seg, out):
     for i in range(y.size):
