@@ -97,6 +97,26 @@ def test_control_corpus_is_deterministic_and_shares_blocks(text):
     assert blocks.shape == (1000, 16)
 
 
+@pytest.mark.parametrize("n, P", [(1000, 16), (1001, 7), (64, 64), (9, 8)])
+def test_the_control_text_is_whole_blocks_of_its_input_and_each_repeats_its_source(n, P):
+    """``len // P`` whole blocks of ``P``, whatever the remainder; without noise (``flip = 0``) and
+    with every block fresh (``refresh = 1``), block ``b`` draws only from source ``b`` (mod the
+    number of sources): the bag of ``bag`` consecutive input characters it copies."""
+    tokens = np.random.default_rng(n).integers(0, 50, size=n)
+    out = corpus.noisy_copy(tokens, P, 0)
+    assert out.shape == ((n // P) * P,) and set(out.tolist()) <= set(tokens.tolist())
+    fresh = corpus.noisy_copy(tokens, P, 0, bag=4, flip=0.0, refresh=1.0)
+    sources = tokens[: (n // 4) * 4].reshape(-1, 4)
+    for b, block in enumerate(fresh.reshape(-1, P)):
+        assert set(block.tolist()) <= set(sources[b % len(sources)].tolist())
+
+
+def test_a_control_text_shorter_than_one_block_or_one_bag_is_refused_in_one_line():
+    for n, P, bag in ((5, 8, 4), (3, 2, 4)):
+        with pytest.raises(ValueError, match=f"{n} tokens make no block of P={P}"):
+            corpus.noisy_copy(np.arange(n), P, 0, bag=bag)
+
+
 def test_independent_blocks_have_no_excess_structure():
     rng = np.random.default_rng(5)
     iid = rng.choice(20, size=200_000, p=rng.dirichlet(np.ones(20)))

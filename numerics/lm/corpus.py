@@ -232,6 +232,11 @@ def noisy_copy(
     bag = validation.positive_int("bag", bag)
     flip = validation.real("flip", flip, low=0.0, high=1.0)
     refresh = validation.real("refresh", refresh, low=0.0, high=1.0)
+    if tokens.size < max(P, bag):
+        raise ValueError(
+            f"noisy_copy: {tokens.size} tokens make no block of P={P} from a bag of {bag}: "
+            f"expected at least {max(P, bag)}"
+        )
     rng = np.random.default_rng(seed)
     nb = tokens.size // P
     src = tokens[: (tokens.size // bag) * bag].reshape(-1, bag)
