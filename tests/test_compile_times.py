@@ -97,6 +97,11 @@ def test_the_row_path_copies_type_only_their_branch():
     other = callees(with_globals(rows, "probe_other", {"ROWS_BLOCK_LOCAL": False}), args)
     assert "block_weights" in block and "_dense_attention_into" not in block
     assert "_dense_attention_into" in other and "block_weights" not in other
+    # and the copies rows_copy hands out are those probes' sources (its switch, not only ours)
+    tanh = COMPILED_CODES["tanh"]
+    for block_local, kept, dropped in ((True, block, other), (False, other, block)):
+        names = callees(coupling_rhs.rows_copy(block_local, tanh).py_func, args)
+        assert names >= kept - dropped and not names & (dropped - kept), (block_local, names)
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,27 @@ def test_gate_spread_zero_gives_one_common_gate():
     assert result.outcome == "outside-hypotheses" and result.violated == ["gates_zero"]
 
 
+def test_the_slow_weights_move_by_the_declared_gaussian_and_nothing_else_moves():
+    """What the zero-gate conclusion compares against: every slow weight (``SLOW_WEIGHTS``) moved
+    by ``slow_scale`` times the instance's own standard normal draws, in layer order; every other
+    weight and the gates unchanged."""
+    claim = CLAIMS["A3"]
+    p = claim.resolve({"slow_scale": 0.7})
+    inst = claim.build(p, 3)
+    state = inst.slow_rng.bit_generator.state
+    moved = a3.slow_weights_moved(inst)
+    draws = np.random.default_rng()
+    draws.bit_generator.state = state
+    for before, after in zip(inst.model.layers, moved.layers):
+        for name in vars(before):
+            old, new = getattr(before, name), getattr(after, name)
+            if name in a3.SLOW_WEIGHTS:
+                noise = draws.standard_normal(old.shape)
+                np.testing.assert_array_equal(new, old + 0.7 * noise)
+            else:
+                np.testing.assert_array_equal(new, old)
+
+
 def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="fd_step"):
         run_check("A3", {"fd_step": "0.5"}, seed=0)

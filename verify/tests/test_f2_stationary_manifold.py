@@ -266,3 +266,13 @@ def test_a_generator_that_is_not_the_chain_fails(monkeypatch):
     v = CLAIMS["F2"].check({})
     assert v.outcome == "fails", v.summary()
     assert "generator_is_the_chain" in v.failed_parts and v.error is None
+
+
+def test_the_trajectory_may_start_at_either_end_of_the_checked_grid_but_not_beyond():
+    """``y_min ≤ y0 ≤ y_max``: the ends are on the grid (valid input); beyond them is bad input,
+    refused in one line naming the order."""
+    claim = CLAIMS["F2"]
+    for y0 in (-2.0, 2.0):
+        assert claim.resolve({"y_min": -2.0, "y_max": 2.0, "y0": y0})["y0"] == y0
+    with pytest.raises(ValueError, match="y0"):
+        claim.resolve({"y_min": -2.0, "y_max": 2.0, "y0": 2.5})
