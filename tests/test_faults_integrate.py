@@ -40,6 +40,9 @@ def test_a_newton_iteration_that_cannot_converge_with_finite_values_ends_step_to
     r = run(lambda t, y: -1e3 * np.sign(y), "radau", y0=np.array([1.0]), jac="zero")
     assert r.status == -2 and "non-finite" not in r.message, (r.status, r.message)
     assert r.t[-1] == pytest.approx(1e-3) and np.all(np.isfinite(r.y)) and r.nreject > 10
+    # each attempt after a failure has a new matrix (its step halved, or its Jacobian refreshed
+    # at the same step), so each factorises it: two LUs (real and complex system) per attempt
+    assert r.njev >= 2 and r.nlu == 2 * (r.nsteps + r.nreject), (r.nlu, r.nsteps, r.nreject)
 
 
 @njit(RHS_SIG)

@@ -119,3 +119,25 @@ def test_persistent_inputs_stay_visible_at_depth_16_where_their_responses_spread
     v = run_check("D6", {"T": 32, "P": 4, "d": 4, "L": 16})
     assert v.outcome == "holds", v.summary()
     assert v.figures["visibility_ranks"]["X0_Ep"] == v.figures["persistent_dim"] == 32
+
+
+def test_visible_directions_decides_at_the_bounds_its_rule_states():
+    """The rank bounds ``1 ≤ rank V ≤ d`` and ``rank all ≤ d + L``: decided at exactly those
+    values, and the rule shown to the reader states the same numbers."""
+    from fastslow.verify.checks.d6 import parts
+
+    def f(v_rank, all_rank):
+        return {
+            "visibility_ranks": {"V": v_rank, "X0_Ep": 2},
+            "parameter_map_rank": all_rank,
+            "persistent_dim": 2,
+            "Ep_first_order_persistent_rel": 0.5,
+        }
+
+    d, L = 3, 5
+    assert parts.visible_directions(f(3, 8), d, L).holds
+    assert not parts.visible_directions(f(3, 9), d, L).holds
+    assert not parts.visible_directions(f(4, 8), d, L).holds
+    assert not parts.visible_directions(f(0, 8), d, L).holds
+    rule = parts.visible_directions(f(3, 8), d, L).rule
+    assert "rank V ≤ d = 3" in rule and "rank all ≤ d + L = 8" in rule
