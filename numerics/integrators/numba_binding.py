@@ -64,7 +64,6 @@ __all__ = [
     "COMPILED_ONLY",
     "numba_version_tested",
     "is_compiled",
-    "ensure_compiled",
     "function_addresses",
     "compiled_functions",
     "python_functions",
@@ -138,14 +137,6 @@ def is_compiled(fn) -> bool:
     """Whether ``fn`` is a Numba dispatcher (``njit``); an ``isinstance`` check, not the
     ``signatures`` property (which lists and hashes every compiled signature)."""
     return isinstance(fn, Dispatcher)
-
-
-def ensure_compiled(fn, sig):
-    """Compile the dispatcher ``fn`` for ``sig`` if it has no such overload yet (a no-op when it
-    was declared with that signature or already compiled/loaded); returns ``fn``."""
-    if sig.args not in fn.overloads:
-        fn.compile(sig.args)
-    return fn
 
 
 def _function_value(fty):
