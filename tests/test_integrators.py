@@ -986,6 +986,7 @@ def test_every_method_runs_the_one_driver_with_its_own_functions(method):
     for k, name in enumerate(driver.METHOD_FUNCTIONS):
         own = getattr(mod, name, driver.no_interp)
         assert compiled.functions[k].py_func is own and plain.functions[k] is own
+        assert isinstance(compiled.functions[k], numba_binding.CompiledOnlyDispatcher)
         address = numba_binding.function_addresses(compiled.functions[k], METHOD_SIGS[k])
         assert compiled.addresses[3 * k : 3 * k + 3] == address
     code = compiled.drive.py_func.__code__  # the method's functions are locals, not globals
