@@ -232,11 +232,3 @@ def configure(
             stacklevel=2,
         )
         return None
-
-
-def cache_dir() -> str | None:
-    """The Numba cache directory in effect for this process (``None`` if Numba's default)."""
-    cfg = sys.modules.get("numba.core.config")
-    if cfg is not None:
-        return cfg.CACHE_DIR or None
-    return os.environ.get("NUMBA_CACHE_DIR") or None

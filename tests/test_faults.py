@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from fastslow import bench
 from fastslow.cli import main
+from fastslow.toy import LinearLoop
 from fastslow.verify import provenance, sweep
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV, parse_seconds, time_budget
 from fastslow.verify.claim import Claim, Conclusion, Control
@@ -763,6 +764,43 @@ def test_a_conclusion_that_raises_outside_the_hypotheses_is_outside_them_not_an_
     assert "could not be evaluated" in outside.reason() and outside.notes
     inside = fake.check({})
     assert inside.outcome == "error" and inside.error == outside.error
+
+
+class _Unimplemented(Claim):
+    """A fake claim that builds its instance from the parameters and implements nothing else of
+    the claim protocol (no ``build_system`` either, though it declares a kind of user system)."""
+
+    id, title, abstract, statement = "X2", "fake", "fake", "fake"
+    hypotheses = {"h": "holds"}
+    conclusion = {"c": "holds"}
+    systems = (LinearLoop,)
+
+    def build(self, p, seed):
+        return p
+
+
+class _Diagnosed(_Unimplemented):
+    def diagnose(self, inst):
+        return {"h": Diagnostic(True, 0, "holds")}
+
+
+def test_a_claim_missing_a_method_of_the_protocol_is_an_error_naming_the_claim_and_it():
+    """The base class's ``diagnose``, ``conclude`` and ``build_system`` (the defaults every
+    claim overrides) raise ``NotImplementedError`` naming the claim and the method: a check that
+    meets one is outcome ``error`` with that message, never a verdict."""
+    loop = LinearLoop([[0.5, 0.0], [0.0, 0.25]], [[0.0, 1.0], [1.0, 0.0]])
+    for fake, system, missing in (
+        (_Unimplemented(), None, "diagnose"),
+        (_Diagnosed(), None, "conclude"),
+        (_Unimplemented(), loop, "build_system"),
+    ):
+        v = fake.check({}, system=system)
+        assert v.outcome == "error", v.summary()
+        name = type(fake).__name__
+        assert v.error == {
+            "type": "NotImplementedError",
+            "message": f"X2 ({name}) does not implement Claim.{missing}",
+        }
 
 
 def test_parameters_a_user_system_replaces_are_bad_input_and_left_out_of_the_verdict():

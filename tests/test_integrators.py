@@ -239,9 +239,22 @@ def test_dense_output_has_the_order_of_the_continuous_extension(method, compiled
     assert abs(slope - (DENSE_ORDERS[method] + 1)) < half + 0.35, (slope, half)
 
 
-def test_dense_output_is_refused_for_the_rosenbrock_method():
+@pytest.mark.parametrize("method", ["rosw", "dop853"])
+def test_dense_output_is_refused_for_a_method_without_a_continuous_extension(method):
+    """ROS34PW2 and DOP853 have no ``interp``: ``dense_output=True`` is refused before any step,
+    so the driver never calls the placeholder bound in its stead (``driver.no_interp``), which
+    writes NaN, the value of a dense output nothing wrote, never a number that passes for the
+    solution."""
+    from fastslow.numerics.integrators import driver
+
     with pytest.raises(ValueError, match="continuous extension"):
-        integrate(lambda t, y: -y, (0.0, 1.0), [1.0], method="rosw", dense_output=True)
+        integrate(lambda t, y: -y, (0.0, 1.0), [1.0], method=method, dense_output=True)
+    for compiled in (True, False):
+        interp = driver.bound_driver(method, compiled=compiled).functions[3]
+        assert getattr(interp, "py_func", interp) is driver.no_interp
+    out = np.zeros(3)
+    driver.no_interp(0.5, 0.1, np.ones(3), np.full(3, 2.0), np.ones(8), out)
+    assert np.isnan(out).all()
 
 
 def test_rosenbrock_w_keeps_order_three_with_a_wrong_jacobian():
@@ -512,6 +525,36 @@ def test_user_activation_is_refused_by_the_compiled_rhs_and_runs_on_the_numpy_on
     other = integrate_coupling_scipy(Model(same, model.layers), X0, 0.1, rhs="numpy")
     assert r.success and np.all(np.isfinite(r.y))
     assert np.abs(r.y - other.y).max() > 1e-6  # σ is applied: not the identity's flow
+
+
+def test_scipy_with_the_dense_frozen_kernel_jacobian_is_the_sparse_one():
+    """``integrate_coupling_scipy(jac="dense")`` (as the F1 work figure and the LSODA benchmark
+    run it): the dense Jacobian is the sparse one's array, ``((A − I)/ε − γI) ⊗ I_d`` with ``A``
+    the attention weights (the softmax of the scores, NumPy's :func:`attention_kernel`) at the
+    given state, and Radau and LSODA with it reach our Radau's end state to their tolerance."""
+    from fastslow.numerics.model.coupling import drivers
+
+    cfg = ModelConfig(T=6, P=3, d=2, mask="block_bidirectional", gamma=0.5)
+    model = init_model(cfg, 2, 4, gate=0.5)
+    rng = np.random.default_rng(8)
+    X0, E = rng.standard_normal((6, 2)), rng.standard_normal((6, 2))
+    eps = 1e-3  # stiff: LSODA switches to BDF and asks for the Jacobian
+    p = pack_coupling(cfg, model, eps, E)
+    dense = drivers._scipy_segment_jac(cfg, p, 1, "dense")
+    sparse = drivers._scipy_segment_jac(cfg, p, 1, "sparse")
+    X = rng.standard_normal((6, 2))
+    Jd = dense(0.7, X.ravel())
+    A = attention_kernel(cfg, model.layers[1], X)
+    frozen = (A - np.eye(6)) / eps - cfg.gamma * np.eye(6)
+    assert np.allclose(Jd, np.kron(frozen, np.eye(2)), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(Jd, sparse(0.7, X.ravel()).toarray())
+    ours = integrate_coupling(model, X0, eps, E=E, method="radau", rtol=1e-10, atol=1e-12)
+    for method in ("Radau", "LSODA"):
+        r = integrate_coupling_scipy(
+            model, X0, eps, E=E, method=method, rtol=1e-8, atol=1e-10, jac="dense"
+        )
+        assert r.success and r.njev > 0
+        assert np.abs(r.y - ours.y[:, -1]).max() < 1e-6
 
 
 def test_integrate_coupling_matches_scipy_radau_on_an_untied_stiff_flow():
@@ -971,6 +1014,7 @@ def test_every_method_runs_the_one_driver_with_its_own_functions(method):
     for k, name in enumerate(driver.METHOD_FUNCTIONS):
         own = getattr(mod, name, driver.no_interp)
         assert compiled.functions[k].py_func is own and plain.functions[k] is own
+        assert isinstance(compiled.functions[k], numba_binding.CompiledOnlyDispatcher)
         address = numba_binding.function_addresses(compiled.functions[k], METHOD_SIGS[k])
         assert compiled.addresses[3 * k : 3 * k + 3] == address
     code = compiled.drive.py_func.__code__  # the method's functions are locals, not globals

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 from fastslow.numerics.integrators import linalg
 
@@ -146,10 +147,31 @@ def test_block_inverse_on_lanes_equals_the_scalar_gauss_jordan_bit_for_bit(m, sh
     linalg.factor_shifted(J, shift, m, 8, linalg.BLOCK, F, piv)
     G = shift * np.tile(np.eye(8), (m // 8, 1)) - J
     gpiv = np.zeros(m, np.int64)
+    H, hpiv = G.copy(), np.zeros(m, np.int64)
     linalg._invert_blocks(G, gpiv, m, 8)
     assert np.array_equal(piv, gpiv) and np.all(piv[::8] == 3)
     assert _same_bits(F, G)
+    # what a Python caller of _invert_blocks_fast gets (its Python body, not the @overload)
+    linalg._invert_blocks_fast(H, hpiv, m, 8)
+    assert np.array_equal(hpiv, piv) and _same_bits(H, F)
     for b in range(0, m, 8):
         if b != 16:
             A = shift * np.eye(8) - J[b : b + 8]
             assert np.allclose(F[b : b + 8] @ A, np.eye(8), atol=1e-12)
+
+
+@njit(cache=True)
+def _compiled_pivot_size(x):
+    return linalg._pivot_size(x)
+
+
+@pytest.mark.parametrize(
+    ("x", "size"), [(-3.0, 3.0), (0.5, 0.5), (0.0, 0.0), (3 + 4j, 25.0), (-0.5j, 0.25)]
+)
+def test_the_pivot_size_is_the_modulus_or_its_square_in_python_and_compiled(x, size):
+    """``_pivot_size``: ``|x|`` for a real ``x``, ``|x|²`` for a complex one (exact on these
+    values), the same from Python (its own body) as from compiled code (its ``@overload``), for
+    Python and NumPy scalars."""
+    for v in (x, np.asarray(x)[()]):
+        assert linalg._pivot_size(v) == size
+        assert _compiled_pivot_size(v) == size

@@ -167,8 +167,18 @@ def test_compiled_functions_are_the_jitted_ones(tmp_path):
         "def c(x):\n    return x\n"
         "C = njit('f8(f8)')(c)\n"
         "class K:\n    def d(self):\n        return 1\n"
+        "from numba.extending import overload\n"
+        "def e(x):\n    return x\n"
+        "@overload(e)\n"
+        "def e_nb(x):\n    def impl(x):\n        return x\n    return impl\n"
     )
-    assert line_coverage.compiled_functions(f) == {"a", "c"}
+    # an @overload's implementation (impl) is compiled; e (what Python runs) and e_nb (run by
+    # Numba's typing, as Python) are not
+    assert line_coverage.compiled_functions(f) == {"a", "c", "e_nb.impl"}
+    linalg = mutate.ROOT / "numerics" / "integrators" / "linalg.py"
+    compiled = line_coverage.compiled_functions(linalg)
+    assert "_invert_blocks_fast_nb.impl" in compiled
+    assert not {"_invert_blocks_fast", "_invert_blocks_fast_nb", "_pivot_size"} & compiled
 
 
 def _run_g(tree, cache) -> str:

@@ -83,3 +83,79 @@ def test_the_cyclic_collector_is_paused_while_numba_compiles_and_restored_after(
             gc.enable()
     finally:
         event.unregister("numba:compile", listener)
+
+
+CALLED_FROM_PYTHON = """
+import numpy as np
+from numba import njit
+from fastslow.numerics.model import compiled
+
+@njit
+def caller(row):
+    compiled.relu_row(row)
+    return row
+
+row = np.array([-1.0, 2.0])
+print(caller(row))  # compiles relu_row for this row: the Python call below finds that overload
+try:
+    compiled.relu_row(row)
+except TypeError as exc:
+    print("TypeError:", exc)
+"""
+
+
+def test_a_function_compiled_without_a_python_entry_refuses_a_python_call():
+    """A helper compiled with ``COMPILED_ONLY`` (``relu_row``), called from Python after a
+    compiled caller compiled it, raises ``TypeError`` naming it instead of ending the process
+    (a segmentation fault without :class:`CompiledOnlyDispatcher`: hence a subprocess); the
+    compiled caller computes ``relu`` as before."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", CALLED_FROM_PYTHON],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == "[0. 2.]"
+    assert lines[1] == (
+        "TypeError: fastslow.numerics.model.compiled.relu_row is compiled without a Python entry "
+        "(numerics.integrators.numba_binding.COMPILED_ONLY): only compiled code may call it"
+    )
+
+
+def test_every_module_function_without_a_python_entry_refuses_a_python_call():
+    """Every dispatcher of ``numerics`` compiled without its Python entry (the Numba option
+    ``no_cpython_wrapper``, set by ``COMPILED_ONLY``) is a :class:`CompiledOnlyDispatcher`, so a
+    Python call raises; the six helpers of the coupling form and the compiled layer's among them
+    (non-vacuous)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    from fastslow.numerics.integrators.numba_binding import CompiledOnlyDispatcher
+
+    without = {}
+    for info in pkgutil.walk_packages([str(ROOT / "numerics")], "fastslow.numerics."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if isinstance(value, Dispatcher) and value.targetoptions.get("no_cpython_wrapper"):
+                without[f"{value.py_func.__module__}.{name}"] = value
+    assert {
+        "fastslow.numerics.model.compiled.relu_row",
+        "fastslow.numerics.model.compiled.gelu_row",
+        "fastslow.numerics.model.compiled.softmax_row",
+        "fastslow.numerics.model.coupling.rhs.normed_rows",
+        "fastslow.numerics.model.coupling.rhs.block_weights",
+        "fastslow.numerics.model.coupling.packing.matrix_view",
+        "fastslow.numerics.model.coupling.packing.scratch_arrays",
+    } <= set(without)
+    assert all(isinstance(f, CompiledOnlyDispatcher) for f in without.values()), [
+        k for k, f in without.items() if not isinstance(f, CompiledOnlyDispatcher)
+    ]

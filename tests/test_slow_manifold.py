@@ -118,6 +118,36 @@ def test_the_full_derivation_agrees_with_the_one_f1_integrates(mask):
         assert _rel(sm.reduced1_fn(*w), slope) < 1e-4
 
 
+def test_the_expanded_f1_is_f0_at_zero_and_its_numeric_function_elsewhere():
+    """``BlockReduction.f1``, the order-1 field in the model symbols (the placeholders ``n0``,
+    ``Dn``, ``H`` expanded): at ``ε = 0`` it is ``f0`` exactly (``f1(ε) = LᵀR(1yᵀ + εH₁) +
+    ε·curvature``), and at a point with ``ε > 0`` it is what ``f1_fn`` (built from the
+    placeholders, not from this expansion) computes, where it differs from ``f0``."""
+    red = block_reduction("block_bidirectional", 2, 2, False, sigma="identity")
+    s = red.symbols
+    assert (red.f1.subs(s["eps"], 0) - red.f0).applyfunc(sp.simplify) == sp.zeros(1, 2)
+    rng = np.random.default_rng(5)
+    y, E = rng.standard_normal(2), rng.standard_normal((2, 2))
+    Q, K, W1, W2 = (rng.standard_normal((2, 2)) for _ in range(4))
+    values = {
+        **dict(zip(s["y"], y)),
+        **dict(zip(s["E"], E.ravel())),
+        **dict(zip(s["Q"], Q.ravel())),
+        **dict(zip(s["K"], K.ravel())),
+        **dict(zip(s["W1"], W1.ravel())),
+        **dict(zip(s["W2"], W2.ravel())),
+        s["beta"]: 0.7,
+        s["gamma"]: 1.3,
+        s["norm_eps"]: 1e-6,
+        s["eps"]: 0.1,
+    }
+    got = np.array(red.f1.evalf(30, subs=values).tolist(), dtype=float).ravel()
+    want = red.f1_fn(y, E, Q, K, W1, W2, 0.7, 1.3, 1e-6, 0.1)
+    f0 = red.f0_fn(y, E, Q, K, W1, W2, 0.7, 1.3, 1e-6, 0.1)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert np.abs(got - f0).max() > 1e-3  # not a vacuous f1 = f0
+
+
 def test_invalid_arguments():
     with pytest.raises(ValueError, match="mask"):
         slow_manifold("causal", 2, 2)

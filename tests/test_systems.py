@@ -87,6 +87,33 @@ def _run(argv, capsys):
     return code, out.out, out.err
 
 
+def test_each_kind_states_its_sizes_and_the_base_class_states_none():
+    """The sizes a system stands for in a claim's cost model and the text messages give them:
+    ``n`` states of a loop (dense ``T = n``, ``d = P = 1``), of a chain (``n_states``), a flow's
+    sizes joined; the base class has none (``"no sizes"``) and no description of its own
+    (``NotImplementedError`` naming the kind)."""
+    from dataclasses import dataclass
+
+    from fastslow.verify.systems import System
+
+    loop = LinearLoop(J=0.5 * np.eye(3), G=0.1 * np.ones((3, 3)))
+    assert (loop.sizes(), loop.size_text()) == ({"T": 3, "d": 1, "P": 1}, "n=3")
+    y, x = sp.Symbol("y"), [sp.Symbol("x0"), sp.Symbol("x1")]
+    chain = GeneratorFamily(sp.Matrix([[-1, 1 + y**2], [1, -1 - y**2]]), -y + x[0], y, x)
+    assert (chain.sizes(), chain.size_text()) == ({"n_states": 2}, "n=2 states")
+    flow = DepthFlow(mask="block_causal", T=8, P=4, d=2, L=2)
+    assert flow.size_text().startswith("T=8, P=4, d=2, L=2, gamma=")
+
+    @dataclass
+    class Bare(System):
+        kind: str = "bare"
+
+    bare = Bare()
+    assert (bare.sizes(), bare.size_text()) == ({}, "no sizes")
+    with pytest.raises(NotImplementedError, match="^Bare does not implement System.describe$"):
+        bare.describe()
+
+
 def test_system_file_errors_are_one_line_and_exit_2(tmp_path, capsys):
     good = tmp_path / "mine.py"
     good.write_text(

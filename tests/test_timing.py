@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from fastslow.numerics import threads
+from fastslow.verify import timing
 from fastslow.verify.timing import interleaved_best
 
 THRESHOLD = 1.5
@@ -78,3 +79,22 @@ def test_a_ratio_decision_is_the_same_beside_a_busy_process(busy):
     quiet, quiet_ratios = _decisions()
     assert quiet == {"same": True, "triple": False}, quiet_ratios
     assert loaded == quiet, (loaded_ratios, quiet_ratios)
+
+
+def test_the_a2_table_times_the_same_computation_on_both_paths():
+    """The A2 timing table compares like with like: each NumPy call (the reference kernels) and
+    its compiled counterpart return the same array (to rounding) on the seeded layer and state,
+    the fast attention and the slow path at every block size, including ``P = 1`` (no pooling)
+    and ``P = T`` (one block); the table has one CPU time per call, in the order of ``Ps``."""
+    T, d, Ps = 16, 4, (1, 2, 4, 16)
+    calls = timing.a2_attention_calls(T, d, Ps)
+    assert set(calls) == {(path, k) for path in ("numpy", "numba") for k in ("fast", *Ps)}
+    for k in ("fast", *Ps):
+        want, got = calls["numpy", k](), calls["numba", k]()
+        assert got.shape == want.shape == (T, d)
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12), k
+    assert np.abs(calls["numpy", 1]() - calls["numpy", 16]()).max() > 1e-3  # P matters
+    table = timing.a2_attention_times(T, d, Ps, repeat=1)
+    for path in ("numpy", "numba"):
+        assert table[path]["fast"] >= 0.0 and len(table[path]["slow"]) == len(Ps)
+        assert all(t >= 0.0 for t in table[path]["slow"])

@@ -317,6 +317,20 @@ def test_trained_report_checks_its_output_folder_before_any_work(tmp_path, monke
     assert err.count("\n") == 1 and "--out" in err and "does not exist" in err
 
 
+def test_trained_report_writes_the_section_where_load_reads_it(tmp_path, monkeypatch, capsys):
+    """``fastslow trained-report --out F`` writes the computed section to
+    ``F/trained_<profile>.json`` (:func:`trained_section.write`), prints that path and exits 0;
+    :func:`trained_section.load` reads the same section back (here a stand-in for the
+    computation, which needs the cached runs)."""
+    from fastslow.verify import trained_section
+
+    section = {"profile": "short", "networks": [], "d9": [], "tokens": [2000]}
+    monkeypatch.setattr(trained_section, "compute", lambda *a, **k: section)
+    assert main(["trained-report", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "trained_short.json")
+    assert trained_section.load("short", tmp_path) == section
+
+
 def test_claims_on_gives_a_row_per_claim_bad_input_included_and_says_what_decided_each():
     """``claims_on`` (the tutorial's table of a network's claims) keeps going after a claim that
     refuses the system as bad input (one line, exit 2), and says which hypothesis put a system

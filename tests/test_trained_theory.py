@@ -152,3 +152,46 @@ def test_each_d9_text_is_checked_on_its_own_seeds(monkeypatch):
         "short", train=True, tokens=[50], seeds=[0], d9_seeds=[1, 2, 3], control_seeds=[4, 5, 6]
     )
     assert {c["corpus"]: c["seeds"] for c in calls} == {"pydoc": (1, 2, 3), "shuffled": (4, 5, 6)}
+
+
+def _synthetic_runs(cost, frozen_losses):
+    """A ``run_result`` stand-in: coupled runs whose held-out loss rises by ``cost[s]`` when their
+    gates are zeroed, frozen runs with held-out losses ``frozen_losses[s]``."""
+
+    def run_result(corpus_name, kind, seed, tokens, profile):
+        if kind == "coupled":
+            return {
+                "heldout_loss": 2.0,
+                "heldout_loss_gates_zeroed": 2.0 + cost[seed],
+                "gates": [0.01],
+            }
+        return {"heldout_loss": frozen_losses[seed]}
+
+    return run_result
+
+
+def test_d9t_decides_the_cost_of_zeroing_the_gates_by_tost_against_the_frozen_spread(monkeypatch):
+    """D9t on the shuffled-block control (no cross-block structure: its hypothesis holds) with
+    synthetic runs in place of the cached ones: the 90 % t-interval of the paired cost of zeroing
+    the gates (mean ± t₀.₉₅,₄·s/√5, from SciPy's t quantile) against Δ = SD of the frozen runs'
+    losses; inside ±Δ the gates are closed (holds), wholly above Δ they are not (fails, decided)."""
+    from scipy import stats
+
+    frozen = [2.00, 2.05, 1.95, 2.02, 1.98]
+    margin = float(np.std(frozen, ddof=1))
+    params = {"corpus": "shuffled", "tokens": 2000, "profile": "short", "seeds": (0, 1, 2, 3, 4)}
+    for cost, outcome in (
+        ([0.001, -0.002, 0.0005, 0.0015, -0.001], "holds"),
+        ([0.30, 0.31, 0.29, 0.305, 0.295], "fails"),
+    ):
+        monkeypatch.setattr(trained_section, "run_result", _synthetic_runs(cost, frozen))
+        v = trained_section.TrainedD9().check(params)
+        assert v.outcome == outcome, v.reason()
+        assert v.hypotheses["no_cross_block_structure"].holds
+        half = stats.t.ppf(0.95, 4) * np.std(cost, ddof=1) / np.sqrt(5)
+        ci = v.figures["cost_ci90"]
+        assert np.allclose(ci, [np.mean(cost) - half, np.mean(cost) + half], rtol=1e-12)
+        assert v.figures["margin_delta"] == pytest.approx(margin, rel=1e-12)
+        assert (-margin < ci[0] and ci[1] < margin) == (outcome == "holds")
+    with pytest.raises(ValueError, match="at least 3 runs"):
+        trained_section.TrainedD9().check({**params, "seeds": (0, 1)})

@@ -218,16 +218,23 @@ class Claim:
         return self.instance(p, seed)
 
     def build_system(self, p: dict, seed: int, system):
-        """The instance of a user ``system`` (one of :attr:`systems`) with parameters ``p``."""
-        raise NotImplementedError
+        """The instance of a user ``system`` (one of :attr:`systems`) with parameters ``p``
+        (default: ``NotImplementedError`` naming the claim: a claim that declares
+        :attr:`systems` implements it)."""
+        raise NotImplementedError(self._not_implemented("build_system"))
 
     def diagnose(self, inst) -> dict:
-        """``{hypothesis: Diagnostic}`` from the instance alone (never from the conclusion)."""
-        raise NotImplementedError
+        """``{hypothesis: Diagnostic}`` from the instance alone (never from the conclusion;
+        default: ``NotImplementedError`` naming the claim: every claim implements it)."""
+        raise NotImplementedError(self._not_implemented("diagnose"))
 
     def conclude(self, inst) -> Conclusion:
-        """The conclusion's parts and the measured figures."""
-        raise NotImplementedError
+        """The conclusion's parts and the measured figures (default: ``NotImplementedError``
+        naming the claim: every claim implements it)."""
+        raise NotImplementedError(self._not_implemented("conclude"))
+
+    def _not_implemented(self, method: str) -> str:
+        return f"{self.id} ({type(self).__name__}) does not implement Claim.{method}"
 
     def validate(self, p: dict) -> None:
         """Conditions between parameters that are not orders (:attr:`orders`); ``ValueError``

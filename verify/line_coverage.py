@@ -5,10 +5,11 @@ Reads coverage.py's JSON report of one run of every test (``tests/`` and ``verif
 the per-package table, the files covered least and the functions no test and no claim runs.
 
 **Numba.** A function compiled by Numba runs as machine code: coverage.py traces none of its lines,
-whether or not a test calls it. Such functions (decorated with ``njit``/``jit``, or passed to
-``njit(...)`` in their module) are counted apart: their statements are left out of the traced
-percentage and reported as *compiled*, with how many of them a test ran as Python (the integrators
-run their uncompiled source for Python callables; ``py_func``), the rest *compiled, not traced*.
+whether or not a test calls it. Such functions (decorated with ``njit``/``jit``, passed to
+``njit(...)`` in their module, or the implementations an ``@overload`` returns) are counted apart:
+their statements are left out of the traced percentage and reported as *compiled*, with how many
+of them a test ran as Python (the integrators run their uncompiled source for Python callables;
+``py_func``), the rest *compiled, not traced*.
 A compiled function is not listed as run by nothing: whether it runs is seen only through the
 tests and claims that use it.
 """
@@ -28,7 +29,11 @@ keeps the two in step)."""
 
 def compiled_functions(path: Path) -> set[str]:
     """Qualified names of the functions of ``path`` that Numba compiles (decorated with
-    ``njit``/``jit`` or passed by name to such a call)."""
+    ``njit``/``jit`` or passed by name to such a call, or defined inside a function decorated
+    with ``overload``/``overload_method``: the implementation such a function returns is
+    compiled). The ``@overload``-decorated function itself runs as Python (while Numba types a
+    call) and is not counted, nor is the Python function it overloads (what a Python caller
+    runs)."""
     tree = ast.parse(path.read_text())
     passed = {
         arg.id
@@ -41,18 +46,20 @@ def compiled_functions(path: Path) -> set[str]:
     }
     out: set[str] = set()
 
-    def visit(node, prefix):
+    def visit(node, prefix, in_overload):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 name = prefix + child.name
-                if not isinstance(child, ast.ClassDef) and (
-                    child.name in passed
-                    or any("jit" in ast.unparse(d) for d in child.decorator_list)
+                is_function = not isinstance(child, ast.ClassDef)
+                decorators = [ast.unparse(d) for d in child.decorator_list]
+                if is_function and (
+                    in_overload or child.name in passed or any("jit" in d for d in decorators)
                 ):
                     out.add(name)
-                visit(child, name + ".")
+                overload = is_function and any(d.startswith("overload") for d in decorators)
+                visit(child, name + ".", in_overload or overload)
 
-    visit(tree, "")
+    visit(tree, "", False)
     return out
 
 

@@ -156,12 +156,6 @@ def write_output(path, data: str | bytes, what: str = "output") -> None:
     write_atomic_many({out.target: data})
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to the regular file ``path`` (a link's target) through a temporary file in
-    the same folder and a rename, so that a reader never sees a half-written file."""
-    write_atomic_many({Path(path): data})
-
-
 def write_atomic_many(files: dict) -> None:
     """Write every ``{path: text or bytes}`` to a temporary file beside its target first, then
     rename them all: nothing is replaced unless every file was written (a full disk leaves the old

@@ -61,8 +61,9 @@ class System:
     build only the built-in instance); a claim adds its own with ``Claim.system_replaces``."""
 
     def describe(self) -> dict:
-        """A JSON-able description (recorded in the verdict)."""
-        raise NotImplementedError
+        """A JSON-able description (recorded in the verdict; default: ``NotImplementedError``
+        naming the kind: every kind implements it)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement System.describe")
 
     def sizes(self) -> dict:
         """The claim parameters whose values this system's own sizes stand for in a claim's cost

@@ -59,13 +59,13 @@ def layer_instance(T, P, d, mask="causal", L=1, seed=0):
     return cfg, model, X
 
 
-def a2_attention_times(T: int, d: int, Ps=A2_PS, repeat: int = 5, paths=("numpy", "numba")) -> dict:
-    """Wall times of the fast attention call and of the slow path call for each block size ``P``.
-
-    Fast: ``A(X) n(X) V`` over T tokens (causal mask); slow: pooling, norm, block-causal attention
-    over ``N = T/P`` pooled tokens, causal up-sampling. Returns ``{path: {"fast": t, "slow": [t_P]}}``.
-    """
-    warm_up()
+def a2_attention_calls(T: int, d: int, Ps=A2_PS, paths=("numpy", "numba")) -> dict:
+    """The calls the A2 timing table times, ``{(path, "fast"): f, (path, P): f}``: each ``f()``
+    returns its result. Fast: ``A(X) n(X) V`` over ``T`` tokens (causal mask); slow, for each
+    block size ``P``: pooling, norm, block-causal attention over ``N = T/P`` pooled tokens, causal
+    up-sampling. ``"numpy"`` is the NumPy reference (:mod:`numerics.model.kernels`), ``"numba"``
+    the compiled kernels without their checks; both on one seeded layer and state
+    (:func:`layer_instance`), so the two paths compute the same arrays (to rounding)."""
     cfg, model, X = layer_instance(T, 1, d)
     p = model.layers[0]
     fns = {}
@@ -88,7 +88,16 @@ def a2_attention_times(T: int, d: int, Ps=A2_PS, repeat: int = 5, paths=("numpy"
                 fns[path, P] = lambda c=cP, st=compiled_pieces(cP): fast_slow_path_unchecked(
                     c, p, X, st
                 )
-    times = interleaved_best(fns, repeat)
+    return fns
+
+
+def a2_attention_times(T: int, d: int, Ps=A2_PS, repeat: int = 5, paths=("numpy", "numba")) -> dict:
+    """Best-of-``repeat`` CPU times (:func:`interleaved_best`) of the fast attention call and of
+    the slow path call for each block size ``P`` (:func:`a2_attention_calls`). Returns
+    ``{path: {"fast": t, "slow": [t_P for P in Ps]}}``.
+    """
+    warm_up()
+    times = interleaved_best(a2_attention_calls(T, d, Ps, paths), repeat)
     return {
         path: {"fast": times[path, "fast"], "slow": [times[path, P] for P in Ps]} for path in paths
     }

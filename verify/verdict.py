@@ -101,12 +101,6 @@ def at_least(value, bound, rule: str) -> Diagnostic:
     return Diagnostic(bool(v >= bound), v, rule)
 
 
-def within(value, centre, tol, rule: str) -> Diagnostic:
-    """``|value − centre| ≤ tol`` (a NaN value never holds)."""
-    v = float(value)
-    return Diagnostic(bool(abs(v - centre) <= tol), v, rule)
-
-
 @dataclass
 class Verdict:
     """The verdict of one claim on one instance (see :data:`OUTCOMES`).

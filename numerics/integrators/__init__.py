@@ -63,7 +63,6 @@ from fastslow.numerics.integrators.integration import (
     IntegratorResult,
     integrate,
 )
-from fastslow.numerics.integrators.numba_binding import ensure_compiled
 
 __all__ = [
     "METHODS",
@@ -74,5 +73,4 @@ __all__ = [
     "integrate",
     "RHS_SIG",
     "JAC_SIG",
-    "ensure_compiled",
 ]

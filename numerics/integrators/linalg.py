@@ -161,7 +161,10 @@ def _lu_blocks(F, piv, m, mb):
 
 def _pivot_size(x):
     """The size by which a pivot is chosen: ``|x|`` for a real ``x``, ``|x|²`` for a complex one
-    (the same order without a square root)."""
+    (the same order without a square root). Compiled callers get :func:`_pivot_size_nb`'s
+    implementation (``@overload``); this body is what a Python caller gets, the same values."""
+    if isinstance(x, complex):  # numpy.complex128 included
+        return x.real * x.real + x.imag * x.imag
     return abs(x)
 
 
@@ -332,7 +335,9 @@ def _unpivot_columns(F, piv, b0, mb):
 
 def _invert_blocks_fast(F, piv, m, mb):
     """:func:`_invert_blocks`, by :func:`_invert_real_blocks8` / :func:`_invert_complex_blocks8` for
-    C-contiguous 8×8 blocks."""
+    C-contiguous 8×8 blocks. Compiled callers (:func:`factor_shifted`) get
+    :func:`_invert_blocks_fast_nb`'s implementation (``@overload``); this body is what a Python
+    caller gets: the scalar loops, the same bits (the lanes paths do the same operations)."""
     _invert_blocks(F, piv, m, mb)
 
 

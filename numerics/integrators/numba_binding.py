@@ -22,7 +22,11 @@ the driver tests):
 * the target option ``no_cpython_wrapper`` (Numba's own, not in its documented API) compiles a
   function without its Python entry and keeps its C wrapper (:func:`compile_for_addresses`);
   ``no_cfunc_wrapper`` (likewise) compiles it without its C wrapper, which only a first-class
-  function value (an address) uses (:data:`NO_C_ENTRY`, :data:`COMPILED_ONLY`).
+  function value (an address) uses (:data:`NO_C_ENTRY`, :data:`COMPILED_ONLY`);
+* ``njit``'s ``_target`` option names an entry of ``numba.core.target_extension.target_registry``
+  (a hardware target class) whose ``dispatcher_registry`` entry is the dispatcher class ``njit``
+  makes; compiled code calls a dispatcher's machine code, never its Python ``__call__``
+  (:class:`CompiledOnlyDispatcher`).
 
 These are internals, not API: :data:`NUMBA_TESTED` is the range of Numba versions this module is
 declared for (the ``numba`` pin of ``pyproject.toml``); the tests fail with a message naming it
@@ -47,9 +51,10 @@ from types import FunctionType
 from typing import Any
 
 from numba import njit, types
-from numba.core import cgutils, event
+from numba.core import cgutils, event, target_extension
 from numba.core.dispatcher import Dispatcher
 from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
 from fastslow.numerics.integrators.base import JAC_TYPE, METHOD_TYPES, RHS_TYPE
@@ -62,9 +67,9 @@ __all__ = [
     "NUMBA_TESTED",
     "NO_C_ENTRY",
     "COMPILED_ONLY",
+    "CompiledOnlyDispatcher",
     "numba_version_tested",
     "is_compiled",
-    "ensure_compiled",
     "function_addresses",
     "compiled_functions",
     "python_functions",
@@ -117,11 +122,45 @@ argument: compiled without the C wrapper Numba otherwise generates, lowers, opti
 for every function (a cold ``fastslow check F1`` compiles some eighty). Still callable from
 Python; the machine code of the function itself is unchanged."""
 
-COMPILED_ONLY: dict[str, Any] = {"no_cfunc_wrapper": True, "no_cpython_wrapper": True}
+
+class CompiledOnlyDispatcher(CPUDispatcher):
+    """The dispatcher ``njit(**COMPILED_ONLY)`` and :func:`compile_for_addresses` make (the
+    functions compiled without a Python entry): Numba's CPU dispatcher whose call from
+    Python raises ``TypeError`` naming the function. Without it the call would jump into the
+    Python entry the function was compiled without and end the process (a segmentation fault),
+    at once or after a compiled caller had compiled it. Compiled callers are unaffected: they call
+    its machine code (typing and inlining read the dispatcher, not ``__call__``)."""
+
+    def __call__(self, *args, **kwargs):
+        fn = self.py_func
+        raise TypeError(
+            f"{fn.__module__}.{fn.__qualname__} is compiled without a Python entry "
+            "(numerics.integrators.numba_binding.COMPILED_ONLY): only compiled code may call it"
+        )
+
+
+class _CompiledOnlyCPU(target_extension.CPU):
+    """The CPU target under the name :data:`COMPILED_ONLY_TARGET`: it only selects
+    :class:`CompiledOnlyDispatcher` (typing and code generation are the CPU's: a dispatcher's
+    target is its ``targetdescr``, the CPU's)."""
+
+
+COMPILED_ONLY_TARGET = "cpu_compiled_only"
+"""The ``njit`` target name (option ``_target``) of :data:`COMPILED_ONLY`."""
+target_extension.target_registry[COMPILED_ONLY_TARGET] = _CompiledOnlyCPU
+target_extension.dispatcher_registry[_CompiledOnlyCPU] = CompiledOnlyDispatcher
+
+COMPILED_ONLY: dict[str, Any] = {
+    "no_cfunc_wrapper": True,
+    "no_cpython_wrapper": True,
+    "_target": COMPILED_ONLY_TARGET,
+}
 """:data:`NO_C_ENTRY` and, also, no Python entry: for the helpers only compiled code calls
-(the boxing and unboxing of every argument is not generated). Caveat: such a dispatcher must
-never be called from Python (its Python entry has no code: the call would crash the process,
-not raise); only functions whose every caller is compiled get it."""
+(the boxing and unboxing of every argument is not generated). Called from Python, such a
+function raises ``TypeError`` (:class:`CompiledOnlyDispatcher`) instead of ending the process;
+only functions whose every caller is compiled get it. The machine code and Numba's cache entry
+are those of ``njit(**NO_C_ENTRY, no_cpython_wrapper=True)`` (``_target`` is not a compile
+option)."""
 
 
 def numba_version_tested(version: str) -> bool:
@@ -138,14 +177,6 @@ def is_compiled(fn) -> bool:
     """Whether ``fn`` is a Numba dispatcher (``njit``); an ``isinstance`` check, not the
     ``signatures`` property (which lists and hashes every compiled signature)."""
     return isinstance(fn, Dispatcher)
-
-
-def ensure_compiled(fn, sig):
-    """Compile the dispatcher ``fn`` for ``sig`` if it has no such overload yet (a no-op when it
-    was declared with that signature or already compiled/loaded); returns ``fn``."""
-    if sig.args not in fn.overloads:
-        fn.compile(sig.args)
-    return fn
 
 
 def _function_value(fty):
@@ -262,9 +293,14 @@ def compile_for_addresses(fn: FunctionType, sig) -> Callable:
     objects; measured, about 0.8 s of the 5 s the first use of Radau IIA's and ROS34PW2's four
     functions costs). Its C wrapper, whose address the driver is given, is kept.
 
-    Caveat: the dispatcher cannot be called from Python (its Python entry has no code); it is
-    for the driver's method functions, which only the compiled driver calls."""
-    options: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True}  # not in Numba's stubs
+    Caveat: the dispatcher cannot be called from Python (its Python entry has no code: the call
+    raises ``TypeError``, :class:`CompiledOnlyDispatcher`); it is for the driver's method
+    functions, which only the compiled driver calls."""
+    options: dict[str, Any] = {  # not in Numba's stubs
+        "cache": True,
+        "no_cpython_wrapper": True,
+        "_target": COMPILED_ONLY_TARGET,
+    }
     return njit(sig, **options)(fn)
 
 

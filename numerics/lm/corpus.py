@@ -63,7 +63,6 @@ __all__ = [
     "DUPLICATE_K",
     "noisy_copy",
     "noisy_copy_corpus",
-    "windows",
 ]
 
 ALPHABET = "\n" + "".join(chr(c) for c in range(32, 127))
@@ -264,8 +263,3 @@ def noisy_copy_corpus(base: Corpus, P: int, seed, **kw) -> Corpus:
     src = f"noisy block copies (P={P}{', ' + opts if opts else ''}) of {base.source}"
     stats = {"heldout": {"K": DUPLICATE_K, "fraction_after": near_duplicate_fraction(held, train)}}
     return Corpus("noisy_copy", train, held, h.hexdigest(), src, validation=val, stats=stats)
-
-
-def windows(tokens: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
-    """The windows ``tokens[s : s + length]`` for every ``s`` in ``starts``, as rows (int64)."""
-    return tokens[np.asarray(starts)[:, None] + np.arange(length)[None, :]].astype(np.int64)

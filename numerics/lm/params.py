@@ -22,7 +22,6 @@ models of claim E1 share this layout:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,9 +102,6 @@ class LMConfig:
             slow=self.slow,
             norm_eps=self.norm_eps,
         )
-
-    def replace(self, **changes) -> LMConfig:
-        return dataclasses.replace(self, **changes)
 
 
 def gate_names(cfg: LMConfig) -> list[str]:

@@ -31,10 +31,6 @@ class SmoothPath:
         self._delta = theta_b.axpy(-1.0, theta_a)
         self.breakpoints = ()
 
-    @property
-    def constant(self) -> bool:
-        return bool(np.all(self._delta.to_vector() == 0))
-
     def s(self, t: float) -> float:
         return 0.5 * (1.0 - np.cos(np.pi * t))
 

@@ -84,6 +84,19 @@ def test_seed_5_is_undecided_by_its_limits_not_outside_the_hypotheses():
     assert result.hypotheses_hold
 
 
+def test_the_generic_start_is_each_blocks_coarse_state_plus_the_off_manifold_part():
+    """``CouplingProblem.X0 = UY₀ + Z₀`` with ``U = I_N ⊗ 1_P``: token ``i``'s row is row
+    ``i // P`` of ``Y₀`` plus row ``i`` of ``Z₀``; F1's instance starts from it (as the F1
+    figures do), and ``Lᵀ`` of the block-constant part gives ``Y₀`` back."""
+    p = CLAIMS["F1"].resolve({})
+    inst = Instance(p, 3)
+    prob = inst.problem
+    P = prob.model.config.P
+    assert np.array_equal(prob.X0, np.repeat(prob.Y0, P, axis=0) + prob.Z0)
+    assert np.array_equal(inst.X0_generic, prob.X0)
+    assert np.allclose(inst.Lt @ (prob.X0 - prob.Z0), prob.Y0, rtol=1e-14, atol=1e-14)
+
+
 def test_a_metastable_start_reaches_the_manifold_later_and_is_inside_the_basin():
     """block_causal seed 40 (norm on) is still 1.3e-6 off the manifold at τ = 60, converging (a
     metastable transient, not a start outside the basin): the pure fast flow runs on, doubling τ,

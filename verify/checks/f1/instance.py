@@ -321,6 +321,7 @@ class Instance:
 
     def __init__(self, p: dict, seed: int, problem: CouplingProblem | None = None):
         prob = coupling_problem(p, seed) if problem is None else problem
+        self.problem = prob
         self.p, self.seed = p, seed
         self.model, self.cfg = prob.model, prob.model.config
         self.E, self.Y0, self.Z0 = prob.E, prob.Y0, prob.Z0
@@ -436,8 +437,9 @@ class Instance:
 
     @cached_property
     def X0_generic(self) -> np.ndarray:
-        """The generic (off-manifold) start of (c): ``UY₀ + Z₀``."""
-        return self.U @ self.Y0 + self.Z0
+        """The generic (off-manifold) start of (c): ``UY₀ + Z₀`` (the problem's
+        :attr:`~verify.coupling_problem.CouplingProblem.X0`, as the F1 figures start from)."""
+        return self.problem.X0
 
     @cached_property
     def X_inf(self) -> np.ndarray:
