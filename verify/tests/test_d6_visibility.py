@@ -7,6 +7,7 @@ The verdict is decided by :data:`verify.checks.d6.CLAIM`; these tests only read 
 controls (heterogeneous references) run in ``verify/tests/test_negative_controls.py``.
 """
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -141,3 +142,17 @@ def test_visible_directions_decides_at_the_bounds_its_rule_states():
     assert not parts.visible_directions(f(0, 8), d, L).holds
     rule = parts.visible_directions(f(3, 8), d, L).rule
     assert "rank V ≤ d = 3" in rule and "rank all ≤ d + L = 8" in rule
+
+
+@pytest.mark.parametrize("scale", [0.01, 1.0])
+def test_the_taylor_ladder_is_in_units_of_the_entrys_own_scale(scale):
+    """The JVP's Taylor test moves ``V[0, 0]`` of layer 0 by ``h_j = s·10^(−j/4)``, ``j ≥ 1``, with
+    ``s = RMS(V_0)``: the ladder scales with the weights it perturbs."""
+    from fastslow.verify.checks.d6 import measurements
+
+    claim = CLAIMS["D6"]
+    inst = claim.build(claim.resolve({"scale": scale}), 0)
+    s = float(np.sqrt(np.mean(inst.model.layers[0].V ** 2)))
+    h = measurements.taylor_test_figures(inst)["jvp_taylor_remainder"]["h"]
+    assert h[0] == pytest.approx(s * 10 ** (-1 / 4), rel=1e-14)
+    assert np.allclose(np.diff(np.log10(h)), -0.25, rtol=0, atol=1e-12)
