@@ -164,3 +164,20 @@ def test_the_cached_closed_forms_cannot_be_changed_by_a_caller():
     with pytest.raises(dataclasses.FrozenInstanceError):
         ng.margin = 0  # type: ignore[misc]
     assert normal_critical_gates() is ng and ng.margin == 1 - ng.r
+
+
+@pytest.mark.parametrize("N, P", [(2, 3), (3, 2), (4, 1)])
+def test_the_exact_slow_coupling_is_the_models_slow_path_at_uniform_scores(N, P):
+    """Theory's ``G = U_c K_s B`` is the model's slow path (numerics.model.kernels.slow) where it
+    is linear: no norm, ``Q_s = K_s = 0`` (uniform block-causal scores) and ``V_s = I``: block
+    means, averaged over the blocks up to each, handed to the *next* block."""
+    from fastslow.numerics.model import kernels
+    from fastslow.numerics.model.weights import ModelConfig, init_layer
+
+    d = 2
+    cfg = ModelConfig(T=N * P, P=P, d=d, norm=False)
+    lp = init_layer(cfg, np.random.default_rng(0))
+    lp.Qs[:], lp.Ks[:], lp.Vs[:] = 0.0, 0.0, np.eye(d)
+    X = np.random.default_rng(1).standard_normal((N * P, d))
+    G = np.array(slow_coupling_algebra(N, P)["G"].tolist(), dtype=float)
+    np.testing.assert_allclose(kernels.slow(cfg, lp, X), G @ X, rtol=0, atol=1e-14)

@@ -334,3 +334,25 @@ def test_your_flow_beyond_the_size_limits_is_bad_input(sizes, named):
     system = DepthFlow("block_bidirectional", **sizes)
     with pytest.raises(ValueError, match=f"{named}.*F1 applies the limits of its own parameters"):
         run_check("F1", system=system)
+
+
+def test_normal_hyperbolicity_needs_both_n_closed_classes_and_every_one_aperiodic():
+    """``normally_hyperbolic`` holds only when the mask graph has exactly N closed classes *and*
+    each is aperiodic: a user mask with N classes one of which has period 2 (two tokens that see
+    only each other: eigenvalue −1), or with an aperiodic graph of fewer classes, violates it."""
+    from types import SimpleNamespace
+
+    from fastslow.numerics.model.weights import ModelConfig
+    from fastslow.verify.checks.f1 import hypotheses
+
+    def inst(mask):
+        return SimpleNamespace(cfg=ModelConfig(T=4, P=2, d=1, mask=np.asarray(mask, bool)))
+
+    blocks = [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    swap = [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]  # period 2 in block 2
+    one_class = [[1, 1, 0, 0], [1, 1, 0, 0], [1, 0, 1, 1], [1, 0, 1, 1]]  # block 2 leaks into 1
+    assert hypotheses.normally_hyperbolic(inst(blocks)).holds
+    d = hypotheses.normally_hyperbolic(inst(swap))
+    assert not d.holds and d.value["closed_class_periods"] == [1, 2]
+    d = hypotheses.normally_hyperbolic(inst(one_class))
+    assert not d.holds and d.value["eigenvalue_1_multiplicity"] == 1
