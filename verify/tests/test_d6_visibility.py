@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastslow.theory.stability import slow_coupling_algebra
+from fastslow.verify.checks.d6 import measurements, parts
 from fastslow.verify.portability import assert_same_decision, under_other_answers
 from fastslow.verify.registry import CLAIMS, run_check
 
@@ -125,7 +126,6 @@ def test_persistent_inputs_stay_visible_at_depth_16_where_their_responses_spread
 def test_visible_directions_decides_at_the_bounds_its_rule_states():
     """The rank bounds ``1 ≤ rank V ≤ d`` and ``rank all ≤ d + L``: decided at exactly those
     values, and the rule shown to the reader states the same numbers."""
-    from fastslow.verify.checks.d6 import parts
 
     def f(v_rank, all_rank):
         return {
@@ -148,8 +148,6 @@ def test_visible_directions_decides_at_the_bounds_its_rule_states():
 def test_the_taylor_ladder_is_in_units_of_the_entrys_own_scale(scale):
     """The JVP's Taylor test moves ``V[0, 0]`` of layer 0 by ``h_j = s·10^(−j/4)``, ``j ≥ 1``, with
     ``s = RMS(V_0)``: the ladder scales with the weights it perturbs."""
-    from fastslow.verify.checks.d6 import measurements
-
     claim = CLAIMS["D6"]
     inst = claim.build(claim.resolve({"scale": scale}), 0)
     s = float(np.sqrt(np.mean(inst.model.layers[0].V ** 2)))

@@ -11,12 +11,13 @@ the same mask with one entry across blocks, relu, no injection, and flows beyond
 """
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from fastslow.numerics import lapack
-from fastslow.numerics.model.weights import SIGMAS
+from fastslow.numerics.model.weights import SIGMAS, ModelConfig
 from fastslow.verify.checks.f1 import (
     BASIN_TOL,
     FAST_TAU_EXTEND,
@@ -34,6 +35,7 @@ from fastslow.verify.checks.f1 import (
     reduced_trajectory_points,
     theory_against_numerics,
 )
+from fastslow.verify.checks.f1.hypotheses import normally_hyperbolic
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.systems import DepthFlow
 
@@ -340,10 +342,6 @@ def test_normal_hyperbolicity_needs_both_n_closed_classes_and_every_one_aperiodi
     """``normally_hyperbolic`` holds only when the mask graph has exactly N closed classes *and*
     each is aperiodic: a user mask with N classes one of which has period 2 (two tokens that see
     only each other: eigenvalue −1), or with an aperiodic graph of fewer classes, violates it."""
-    from types import SimpleNamespace
-
-    from fastslow.numerics.model.weights import ModelConfig
-    from fastslow.verify.checks.f1 import hypotheses
 
     def inst(mask):
         return SimpleNamespace(cfg=ModelConfig(T=4, P=2, d=1, mask=np.asarray(mask, bool)))
@@ -351,8 +349,8 @@ def test_normal_hyperbolicity_needs_both_n_closed_classes_and_every_one_aperiodi
     blocks = [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
     swap = [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]]  # period 2 in block 2
     one_class = [[1, 1, 0, 0], [1, 1, 0, 0], [1, 0, 1, 1], [1, 0, 1, 1]]  # block 2 leaks into 1
-    assert hypotheses.normally_hyperbolic(inst(blocks)).holds
-    d = hypotheses.normally_hyperbolic(inst(swap))
+    assert normally_hyperbolic(inst(blocks)).holds
+    d = normally_hyperbolic(inst(swap))
     assert not d.holds and d.value["closed_class_periods"] == [1, 2]
-    d = hypotheses.normally_hyperbolic(inst(one_class))
+    d = normally_hyperbolic(inst(one_class))
     assert not d.holds and d.value["eigenvalue_1_multiplicity"] == 1
