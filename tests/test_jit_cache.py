@@ -256,3 +256,45 @@ def test_without_a_home_folder_there_is_no_user_cache_base(monkeypatch):
 
     monkeypatch.setattr(jit_cache, "user_cache_dir", no_home)
     assert jit_cache._user_base() is None
+
+
+SECOND_PROCESS = textwrap.dedent("""\
+    import numpy as np
+    from numba.core import event
+
+    compiles = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiles.append(1)
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Count())
+    from fastslow.numerics.model.coupling.drivers import integrate_coupling
+    from fastslow.numerics.model.weights import ModelConfig, init_model
+
+    cfg = ModelConfig(T=4, P=2, d=2, mask="block_bidirectional", gamma=0.5)
+    model = init_model(cfg, 2, 3, gate=0.5)
+    X0 = np.random.default_rng(0).standard_normal((4, 2))
+    for method in ("radau", "rosw", "dopri5"):
+        assert integrate_coupling(model, X0, 0.1, method=method).success
+    print(len(compiles))
+    """)
+
+
+def test_a_second_process_loads_every_compiled_function_of_an_integration_from_the_cache():
+    """What the cache is for: once a process has compiled the coupling flow's integrators (the
+    drivers, the method functions handed over by address, the right-hand side and its Jacobian),
+    the next process compiles nothing (Numba's compile events: 0). A function compiled without
+    ``cache=True`` would be compiled again in every process (seconds each time)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    counts = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", SECOND_PROCESS], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        counts.append(int(out.stdout.split()[-1]))
+    assert counts[1] == 0, counts
