@@ -154,3 +154,16 @@ def test_the_taylor_ladder_is_in_units_of_the_entrys_own_scale(scale):
     h = measurements.taylor_test_figures(inst)["jvp_taylor_remainder"]["h"]
     assert h[0] == pytest.approx(s * 10 ** (-1 / 4), rel=1e-14)
     assert np.allclose(np.diff(np.log10(h)), -0.25, rtol=0, atol=1e-12)
+
+
+def test_a_blocks_rank_counts_singular_values_above_its_own_largest_times_rtol_and_rounding():
+    """``block_rank``: relative to the block's own largest singular value (``rtol``) and above the
+    whole map's rounding (``1e3·u·scale``), whichever is larger; an empty block has rank 0."""
+    u = np.finfo(float).eps
+    assert measurements.block_rank(np.array([2.0, 1e-3, 1e-4]), 2.0, 1e-3) == 1  # 1e-3 < 2e-3
+    assert measurements.block_rank(np.array([2.0, 3e-3, 1e-4]), 2.0, 1e-3) == 2
+    # a block far below the whole map: its own scale decides, until rounding of the map does
+    assert measurements.block_rank(np.array([1e-6, 1e-10]), 1.0, 1e-3) == 1
+    assert measurements.block_rank(np.array([1e-6, 1e-8]), 1.0, 1e-3) == 2
+    assert measurements.block_rank(np.array([500 * u, 100 * u]), 1.0, 1e-3) == 0
+    assert measurements.block_rank(np.array([]), 1.0, 1e-3) == 0
