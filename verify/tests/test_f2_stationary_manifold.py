@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from fastslow.numerics import lapack
 from fastslow.numerics.toy import markov
 from fastslow.theory import markov as theory_markov
-from fastslow.verify.checks.f2 import attention_link_parts
+from fastslow.verify.checks.f2 import attention_link_parts, tracking
 from fastslow.verify.measure import symbolic_agrees
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.strategies import generator_families
@@ -276,3 +276,24 @@ def test_the_trajectory_may_start_at_either_end_of_the_checked_grid_but_not_beyo
         assert claim.resolve({"y_min": -2.0, "y_max": 2.0, "y0": y0})["y0"] == y0
     with pytest.raises(ValueError, match="y0"):
         claim.resolve({"y_min": -2.0, "y_max": 2.0, "y0": 2.5})
+
+
+def test_a_measured_wrong_rate_fails_unless_p_st_is_constant_and_every_error_at_the_floor():
+    """``rate_part``: a rate measured to be another order fails; the exemption (the bound holds
+    exactly) needs both a constant ``p_st`` (``degenerate``) and every error at the accuracy
+    floor, not either one."""
+
+    def res(verdict, at_floor):
+        return {
+            "band": (0.9, 1.1),
+            "verdict": verdict,
+            "slope": 2.0,
+            "ci95": [1.9, 2.1],
+            "window": [0, 1],
+            "at_floor": {"holds": at_floor, "max_ratio": 0.5 if at_floor else 50.0},
+        }
+
+    assert not tracking.rate_part(res("fails", True), 1, "order 1", False).holds
+    assert not tracking.rate_part(res("fails", False), 1, "order 1", True).holds
+    assert tracking.rate_part(res("fails", True), 1, "order 1", True).holds
+    assert tracking.rate_part(res("holds", False), 1, "order 1", False).holds
