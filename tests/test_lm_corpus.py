@@ -138,3 +138,12 @@ def test_control_carries_more_cross_block_structure_than_the_text(text):
 def test_histograms_count_every_complete_block():
     H = blockstats.block_histograms(np.array([0, 1, 1, 2, 2, 2, 0]), 3, 4)
     assert H.tolist() == [[1, 2, 0, 0], [0, 0, 3, 0]]
+
+
+def test_the_cached_corpus_cannot_be_written_to(text):
+    """``pydoc_corpus`` is cached and shared by every run of a process: its splits are read-only,
+    so no caller can change the text another run trains or is evaluated on."""
+    for name in ("train", "heldout", "validation"):
+        split = getattr(text, name)
+        with pytest.raises(ValueError, match="read-only"):
+            split[0] = split[1]

@@ -274,6 +274,14 @@ def test_d6_mask_that_is_not_block_local_is_one_block():
     same_key_figures("D6", named, mine)
 
 
+def test_d6_refuses_a_block_with_more_than_one_closed_class_naming_what_the_statement_needs():
+    """Tokens that read only themselves (the identity block): three closed classes in one block,
+    no single coarse variable; refused before any work, in one line saying why."""
+    flow = DepthFlow(mask=blocks(np.eye(3, dtype=bool), FULL3, FULL3), **D6_FLOW)
+    with pytest.raises(ValueError, match=r"D6 on your mask: .*needs one closed class per block"):
+        run_check("D6", system=flow)
+
+
 def test_d6_open_gate_of_the_flow_is_outside_the_hypotheses():
     flow = DepthFlow(mask=blocks(CAUSAL3, FULL3, SKIP3), **{**D6_FLOW, "gate": 0.3})
     v = run_check("D6", system=flow)
