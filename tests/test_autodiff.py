@@ -403,3 +403,28 @@ def test_overflow_is_reported_not_returned():
             call()
     with pytest.raises(ValueError, match="magnitude"):
         stack_jvp(model, X, np.full((4, 2), 1e200))
+
+
+@pytest.mark.parametrize("mask", ["causal", "block_bidirectional"])
+def test_the_softmax_derivative_terms_score_change_is_the_derivative_of_the_scores(mask):
+    """``softmax_derivative_term``'s ``‖δS‖`` (on the mask) is the derivative along ``dX`` of the
+    scores ``β n(X)Q (n(X)K)ᵀ``, the RMS norm included (central difference at 1e-5, agreement to
+    1e-7 relative); a state far from unit RMS so that the norm's ``1/r³`` term matters; and
+    ``‖n(X)V‖`` is the model's."""
+    from fastslow.numerics.model import tangents  # the figures' helper only this test reads
+
+    cfg = ModelConfig(T=4, P=2, d=3, mask=mask)
+    lp = init_layer(cfg, np.random.default_rng(2))
+    rng = np.random.default_rng(3)
+    X, dX = 3.0 * rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+
+    def scores(Y):
+        Yn = kernels.normed(cfg, Y)
+        return cfg.score_scale * (Yn @ lp.Q) @ (Yn @ lp.K).T
+
+    h = 1e-5
+    dS = (scores(X + h * dX) - scores(X - h * dX)) / (2 * h)
+    want = float(np.linalg.norm(np.where(cfg.mask_array, dS, 0.0)))
+    _, _, nv, ds = tangents.softmax_derivative_term(cfg, lp, X, dX)
+    assert ds == pytest.approx(want, rel=1e-7)
+    assert nv == pytest.approx(float(np.linalg.norm(kernels.normed(cfg, X) @ lp.V)), rel=1e-14)

@@ -20,6 +20,7 @@ from fastslow.cli import main
 from fastslow.numerics.lm import blockstats, corpus
 from fastslow.verify import checks
 from fastslow.verify.budgets import MEMORY_BUDGET_ENV, TIME_BUDGET_ENV
+from fastslow.verify.checks.e1 import claim as e1_claim
 from fastslow.verify.claim import Claim
 from fastslow.verify.cost_model import RATES, seconds
 from fastslow.verify.registry import CLAIMS
@@ -202,3 +203,13 @@ def test_d2_at_its_deepest_ladder_is_refused_by_a_small_memory_budget(capsys, mo
     assert main(argv) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and "beyond the memory budget of 2 GiB" in err[0], err
+
+
+def test_e1_counts_one_selection_run_per_learning_rate_only_when_there_is_a_choice():
+    """E1's run count: a grid of several learning rates costs one selection run each, a single
+    rate none; then two models per seed (pilot, assumed test seeds, extra)."""
+    claim = CLAIMS["E1"]
+    seeds = claim.defaults()["pilot_seeds"] + e1_claim.ASSUMED_TEST_SEEDS
+    for grid, selection in (((3e-3,), 0), ((1e-3, 3e-3, 1e-2), 3)):
+        p = claim.resolve({"lr_grid": grid, "extra_seeds": 2})
+        assert claim.runs_estimate(p) == selection + 2 * (seeds + 2)

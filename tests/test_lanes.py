@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
@@ -396,3 +397,21 @@ def test_aligned_zeros_start_on_a_cache_line_and_hold_n_zeros(n, dtype):
     assert a.shape == (n,) and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
     assert n == 0 or a.ctypes.data % CACHE_LINE == 0  # an empty array has no data to place
     assert not a.any()
+
+
+def test_lanes_refuse_an_array_that_is_not_c_contiguous_float64_when_compiled():
+    """``load8``/``store8`` read and write eight consecutive doubles: a strided view or another
+    dtype is refused at compile time (a typing error naming the need), never read as if it were
+    packed doubles."""
+    from numba.core.errors import TypingError  # only this test compiles a refusal
+
+    @njit
+    def copy8(x, out):
+        store8(out, 0, load8(x, 0))
+
+    packed, out = np.arange(16.0), np.zeros(8)
+    copy8(packed, out)
+    assert np.array_equal(out, packed[:8])
+    for bad in (np.arange(32.0)[::2], np.arange(16.0, dtype=np.float32)):
+        with pytest.raises((TypeError, TypingError), match="need a C-contiguous float64 array"):
+            copy8(bad, out)
