@@ -43,6 +43,9 @@ def test_a_newton_iteration_that_cannot_converge_with_finite_values_ends_step_to
     # each attempt after a failure has a new matrix (its step halved, or its Jacobian refreshed
     # at the same step), so each factorises it: two LUs (real and complex system) per attempt
     assert r.njev >= 2 and r.nlu == 2 * (r.nsteps + r.nreject), (r.nlu, r.nsteps, r.nreject)
+    # and each attempt stops as soon as its iteration is seen not to contract (rate ≥ 1 at the
+    # second iteration here): two iterations of three stage evaluations, plus the start's three
+    assert r.nfev <= 6 * (r.nsteps + r.nreject) + 3, (r.nfev, r.nsteps, r.nreject)
 
 
 @njit(RHS_SIG)

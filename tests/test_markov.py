@@ -411,3 +411,18 @@ def test_the_reference_example_chain_is_theorys(n):
 
     difference = chains.example_chain(n, theory_markov.y) - theory_markov.example_generator(n)
     assert difference.applyfunc(sp.simplify) == sp.zeros(n, n)
+
+
+def test_only_a_non_zero_rational_rate_of_y_makes_an_exponential_a_rate():
+    """``exp(r·y)`` counts as a rate (a power of one shared atom ``exp(y/L)``) only for a
+    rational ``r ≠ 0``; ``exp(√2·y)`` and ``exp(t·y)`` are atoms of their own."""
+    ys, ts = sp.Symbol("y"), sp.Symbol("t")
+    rate = theory_markov._exp_rate
+    assert rate(sp.exp(ys / 3), ys) == sp.Rational(1, 3)
+    assert rate(sp.exp(-2 * ys), ys) == -2
+    assert rate(sp.exp(sp.sqrt(2) * ys), ys) is None
+    assert rate(sp.exp(ts * ys), ys) is None
+    assert rate(sp.exp(ts), ys) is None
+    rates, atoms = set(), []
+    theory_markov._collect_atoms(sp.exp(sp.sqrt(2) * ys) + sp.exp(ys / 2), ys, set(), rates, atoms)
+    assert rates == {sp.Rational(1, 2)} and atoms == [sp.exp(sp.sqrt(2) * ys)]

@@ -181,3 +181,13 @@ def test_the_exact_slow_coupling_is_the_models_slow_path_at_uniform_scores(N, P)
     X = np.random.default_rng(1).standard_normal((N * P, d))
     G = np.array(slow_coupling_algebra(N, P)["G"].tolist(), dtype=float)
     np.testing.assert_allclose(kernels.slow(cfg, lp, X), G @ X, rtol=0, atol=1e-14)
+
+
+def test_the_critical_gate_is_the_first_crossing_when_stability_returns_beyond_it():
+    """``J + gG = [[0, 0.1 + g], [5 − g, 0]]`` has ``ρ² = |(0.1 + g)(5 − g)|``: stable at 0,
+    unstable from the smaller root of ``(0.1 + g)(5 − g) = 1`` (g ≈ 0.104), stable again near
+    g = 5, unstable beyond: the critical gate is the first crossing, not the last."""
+    J = np.array([[0.0, 0.1], [5.0, 0.0]])
+    G = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    first = (4.9 - np.sqrt(4.9**2 - 2.0)) / 2.0
+    assert critical_gate(J, G) == pytest.approx(first, rel=1e-6)

@@ -15,6 +15,7 @@ Planted bug: an optimiser that never updates the gates (the dead gate) must end 
 """
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,10 +23,10 @@ from scipy import stats
 
 from fastslow.numerics.lm import optim, train
 from fastslow.numerics.lm.network import Network
-from fastslow.verify import equivalence
+from fastslow.verify import equivalence, sweep
 from fastslow.verify.budgets import TIME_BUDGET_ENV
 from fastslow.verify.checks import e1
-from fastslow.verify.checks.e1 import SHORT, SHORT_SWEEP_TOKENS, SWEEP_TOKENS, sweep_row
+from fastslow.verify.checks.e1 import SHORT, SHORT_SWEEP_TOKENS, SWEEP_TOKENS, parts, sweep_row
 from fastslow.verify.registry import CLAIMS, run_check
 
 pytestmark = pytest.mark.claim("E1")
@@ -259,3 +260,50 @@ def test_only_the_full_token_count_at_the_default_size_is_the_paper_profile():
     small = {**e1.claim.E1().resolve(dict(SHORT)), "tokens": default["tokens"]}
     assert e1.claim.profile_of(few_tokens) == "short"
     assert e1.claim.profile_of(small) == "short"
+
+
+def test_the_statistics_cross_check_goes_on_past_a_constant_endpoint():
+    """A constant sample has no t-test to compare with (SciPy's is undefined): that endpoint is
+    skipped, and the next one is still checked, so a wrong TOST p there fails the part."""
+    rng = np.random.default_rng(4)
+    n, lo, alpha = 12, 0.01, 0.05
+    ablation = 0.002 * rng.standard_normal(n)
+    tost = {k: equivalence.paired_tost(x, lo, alpha) for k, x in (("gap", np.zeros(n)),)}
+    honest = equivalence.paired_tost(ablation, lo, alpha)
+    sd = {"gap": 0.004, "gate_ablation": 0.004}
+    plan = {
+        "margin_ci": (lo, 2 * lo),
+        "margin": 0.0,
+        "n": n,
+        "sd_high": sd,
+        "effect": 0.0,
+        "powers": [equivalence.tost_power(n, lo, sd[k], alpha) for k in parts.ENDPOINTS],
+    }
+    values = {"gap": np.zeros(n), "ablation": ablation}
+
+    def check(ablation_tost):
+        ends = {"gap": {"tost": tost["gap"]}, "gate_ablation": {"tost": ablation_tost}}
+        return parts.statistics_cross_check(values, ends, n, plan, alpha)
+
+    assert check(honest).holds
+    assert not check({**honest, "p": honest["p"] * 1.5}).holds
+
+
+def test_e1_hands_its_runs_to_the_scheduler_it_is_given(monkeypatch):
+    """``--param scheduler=ADDRESS``: the runs go to that cluster (``executor_for`` is asked for
+    it); an empty scheduler means local workers."""
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def record(workers, scheduler, tasks=None):
+        asked.append(scheduler)
+        raise Stop
+
+    monkeypatch.setattr(sweep, "executor_for", record)
+    for given, expected in (("tcp://10.0.0.1:8786", "tcp://10.0.0.1:8786"), ("", None)):
+        inst = SimpleNamespace(p={"scheduler": given, "workers": 1}, corpus=None)
+        with pytest.raises(Stop):
+            e1.runs.train_runs(inst, [])
+        assert asked[-1] == expected

@@ -36,6 +36,7 @@ from fastslow.verify.checks.f1 import (
     theory_against_numerics,
 )
 from fastslow.verify.checks.f1.hypotheses import normally_hyperbolic
+from fastslow.verify.checks.f1.integrators import deciding_eps
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.systems import DepthFlow
 
@@ -354,3 +355,18 @@ def test_normal_hyperbolicity_needs_both_n_closed_classes_and_every_one_aperiodi
     assert not d.holds and d.value["closed_class_periods"] == [1, 2]
     d = normally_hyperbolic(inst(one_class))
     assert not d.holds and d.value["eigenvalue_1_multiplicity"] == 1
+
+
+def test_the_deciding_eps_is_the_windows_finest_else_the_finest_evaluated_else_eps_max():
+    """``deciding_eps``: where an order's rate was decided, the finest ε of its window; without a
+    window, the finest ε evaluated; with none evaluated, ``eps_max``."""
+    rates = {
+        "windowed": {"window": [0.2, 0.02], "h": [0.2, 0.1, 0.05, 0.02, 0.01]},
+        "no_window": {"window": None, "h": [0.2, 0.1, 0.05]},
+        "nothing": {"window": None, "h": []},
+    }
+    assert deciding_eps({"eps_max": 0.3}, rates) == {
+        "windowed": 0.02,
+        "no_window": 0.05,
+        "nothing": 0.3,
+    }
