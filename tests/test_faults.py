@@ -939,6 +939,21 @@ class _SkipsOnSize(_ImplementationHypothesis):
         return out
 
 
+class _SkipsAHypothesis(_ImplementationHypothesis):
+    """The fake claim whose hypothesis ``given`` is skipped (shown "not evaluated", holding)."""
+
+    def diagnose(self, inst):
+        return {**super().diagnose(inst), "given": not_evaluated("skipped by a bug")}
+
+
+def test_a_hypothesis_not_evaluated_on_a_main_instance_is_a_failure_of_the_suite():
+    """Likewise a hypothesis: skipped on a main instance it would hold vacuously."""
+    v = _SkipsAHypothesis().check({})
+    assert v.outcome == "fails" and v.violated == [] and v.failed_parts == [], v.summary()
+    assert "given (not evaluated: skipped by a bug)" in v.reason()
+    assert _SkipsAHypothesis().check({"size": 5}).outcome == "holds"
+
+
 def test_a_part_not_evaluated_on_a_main_instance_is_a_failure_of_the_suite():
     """A main instance evaluates every part of the conclusion: a part its parameters exclude
     there (a switch or bound read the wrong way: the part would silently go unchecked) makes the

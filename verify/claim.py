@@ -30,8 +30,8 @@ defines one subclass of :class:`Claim` and exposes an instance of it as ``CLAIM`
   the suite, and the outcome is ``fails`` with the hypothesis named (:meth:`Claim.suite_faults`:
   whatever its source at the main seeds, :attr:`Claim.main_seeds`; one measured through the
   implementation at any seed). User systems, user parameters and negative controls keep
-  ``outside-hypotheses``. Likewise a part of the conclusion not evaluated on a main instance
-  (:meth:`Claim.skipped_on_main`) makes it ``fails``;
+  ``outside-hypotheses``. Likewise a hypothesis or a part of the conclusion not evaluated on a
+  main instance (:meth:`Claim.skipped_on_main`) makes it ``fails``;
 * ``undecided``: the hypotheses hold but the check's own numerics cannot decide this instance: a
   declared limit of the check (:attr:`Claim.limits`: integrators disagreeing beyond what their
   tolerances allow, no asymptotic window above the accuracy floor, an accuracy asked for and not
@@ -585,14 +585,15 @@ class Claim:
         if faults:
             outcome = "fails"
             notes.insert(0, self._fault_note(faults))
-        skipped = self.skipped_on_main(p, parts, control, system)
+        skipped = self.skipped_on_main(p, {**hyps, **parts}, control, system)
         if skipped:
             outcome = "fails"
             notes.insert(
                 0,
                 "failure of the suite: "
                 + ", ".join(skipped)
-                + " not evaluated on a declared main instance, which evaluates every part",
+                + " not evaluated on a declared main instance, which evaluates every hypothesis "
+                "and every part",
             )
         return Verdict(
             self.id,
@@ -646,11 +647,12 @@ class Claim:
         ]
 
     def skipped_on_main(self, p: Mapping, parts: Mapping, control=None, system=None) -> list[str]:
-        """The parts of the conclusion not evaluated (:func:`~verify.verdict.not_evaluated`) on a
-        declared main instance (no control, no user system). Parameters may exclude a part (a
-        brute force above its size, a symbolic oracle above its dimension), but a main instance is
-        declared to evaluate every part: a part skipped there is a failure of the suite (a switch
-        or a bound read the wrong way would otherwise leave the part silently unchecked)."""
+        """The hypotheses and parts of the conclusion (``parts``) not evaluated
+        (:func:`~verify.verdict.not_evaluated`) on a declared main instance (no control, no user
+        system). Parameters may exclude a part (a brute force above its size, a symbolic oracle
+        above its dimension), but a main instance is declared to evaluate every hypothesis and
+        every part: one skipped there is a failure of the suite (a switch or a bound read the wrong
+        way would otherwise leave it silently holding)."""
         if control is not None or system is not None or not self.is_main_instance(p):
             return []
         return [k for k, d in parts.items() if not d.evaluated]

@@ -215,11 +215,12 @@ class Verdict:
         if self.outcome == "fails" and not self.failed_parts:
             # a part not evaluated on a declared main instance: a failure of the suite
             # (verify.claim.Claim.skipped_on_main)
-            skipped = [k for k, d in self.conclusion.items() if not d.evaluated]
+            shown = {**self.hypotheses, **self.conclusion}
+            skipped = [k for k, d in shown.items() if not d.evaluated]
             return (
                 "failure of the suite: not evaluated on a declared main instance (which "
-                "evaluates every part): "
-                + ", ".join(f"{k} ({short(self.conclusion[k].value)})" for k in skipped)
+                "evaluates every hypothesis and every part): "
+                + ", ".join(f"{k} ({short(shown[k].value)})" for k in skipped)
             )
         if self.outcome == "fails":
             return "conclusion fails: " + ", ".join(

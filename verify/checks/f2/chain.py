@@ -19,7 +19,7 @@ from fastslow.theory import markov as theory_markov
 from ...budgets import time_budget, time_hint
 from ...reference import chains as reference_chains
 from ...systems import GeneratorFamily
-from ...verdict import Diagnostic, at_most
+from ...verdict import Diagnostic, at_most, not_evaluated
 
 H1_TOL_FACTOR = 1e3
 """``h_1`` (a group inverse applied twice) agrees to ``H1_TOL_FACTOR·manifold_tol``."""
@@ -192,13 +192,14 @@ def reduced_solution_inside_grid(inst: CoupledChain) -> Diagnostic:
     :mod:`verify.reference.chains`, lambdified), never from theory or the code under test:
     ``p_st(y)`` solves ``Q(y) p = 0``, ``1ᵀp = 1`` (the last row of ``Q`` replaced by ones),
     integrated by LSODA at rtol 1e-9 with the grid's ends as terminal events. Not evaluated
-    (holds, value ``None``) where ``Q(y0)`` has no unique stationary distribution: another
-    hypothesis is violated there and says why."""
+    (:func:`~verify.verdict.not_evaluated`: holds, shown as not evaluated) where ``Q(y0)`` has no
+    unique stationary distribution (another hypothesis is violated there and says why) and for a
+    negative control's chain."""
     from scipy.integrate import solve_ivp  # deferred: only the checks that integrate need it
 
     p = inst.p
     if inst.reduced_inputs is None:
-        return Diagnostic(True, None, "not evaluated: a negative control's chain")
+        return not_evaluated("a negative control's chain")
     Q, slow, ys, xs, ts = inst.reduced_inputs
     n = Q.shape[0]
     Qf, gf = sp.lambdify(ys, Q, "numpy"), sp.lambdify((ys, xs, ts), slow, "numpy")
@@ -215,9 +216,7 @@ def reduced_solution_inside_grid(inst: CoupledChain) -> Diagnostic:
 
     with np.errstate(all="ignore"):
         if not np.all(np.isfinite(p_st(p["y0"]))):
-            return Diagnostic(
-                True, None, "not evaluated: Q(y0) has no unique stationary distribution"
-            )
+            return not_evaluated("Q(y0) has no unique stationary distribution")
     lo, hi = p["y_min"], p["y_max"]
 
     def field(t, y):
