@@ -159,3 +159,22 @@ def test_every_module_function_without_a_python_entry_refuses_a_python_call():
     assert all(isinstance(f, CompiledOnlyDispatcher) for f in without.values()), [
         k for k, f in without.items() if not isinstance(f, CompiledOnlyDispatcher)
     ]
+
+
+def test_the_drivers_function_values_are_typed_as_the_method_signatures():
+    """``compiled_functions`` turns eighteen addresses into the six first-class function values
+    the compiled driver calls; compiled afresh here (a warm cache would skip the intrinsics that
+    build them, which run only when Numba compiles), its result has exactly the types of the
+    right-hand side, the Jacobian and the method's four functions, in that order."""
+    from numba import types  # Numba's type objects, for the signature compiled here
+
+    from fastslow.numerics.integrators import base, numba_binding
+
+    fresh = numba.njit(numba_binding.compiled_functions.py_func)
+    fresh.compile((types.UniTuple(types.int64, 18),))
+    (cres,) = fresh.overloads.values()
+    assert tuple(cres.signature.return_type) == (
+        base.RHS_TYPE,
+        base.JAC_TYPE,
+        *base.METHOD_TYPES,
+    )
