@@ -98,3 +98,19 @@ def test_a_jacobian_of_the_wrong_shape_or_kind_is_refused(method):
         run(lambda t, y: -y, method, jac=lambda t, y: -np.eye(2).ravel())
     with pytest.raises(TypeError, match="jac returned complex"):
         run(lambda t, y: -y, method, jac=lambda t, y: -np.eye(2) + 0j)
+
+
+def test_an_attempt_that_meets_a_non_finite_stage_value_stops_at_once():
+    """``f`` is +inf after t = 1/2: Radau IIA's attempts across it meet a non-finite stage value
+    and are rejected at their first evaluation (three stages), not iterated to Newton's limit;
+    the run ends non-finite just before 1/2. Evaluations: at most ``NEWTON_MAXITER`` iterations
+    of three stages and one end-point call per accepted step, three per rejection, three to start."""
+    from fastslow.numerics.integrators import controllers  # the Newton limit of the methods
+
+    def f(t, y):
+        return np.full_like(y, np.inf) if t > 0.5 else -y
+
+    r = run(f, "radau", y0=np.array([1.0]), jac="zero")
+    assert r.status == -3 and 0.49 < r.t[-1] <= 0.5 and r.nreject > 10
+    bound = (3 * controllers.NEWTON_MAXITER + 1) * r.nsteps + 3 * r.nreject + 3
+    assert r.nfev <= bound, (r.nfev, bound, r.nsteps, r.nreject)
