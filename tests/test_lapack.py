@@ -107,3 +107,19 @@ def test_radau_transform_does_not_depend_on_lapacks_eigenvectors(seed):
     assert np.allclose(T2, T, rtol=1e-12, atol=1e-14) and np.allclose(
         Ti2, Ti, rtol=1e-12, atol=1e-14
     )
+
+
+def test_the_clusters_of_equal_values_partition_every_index():
+    """Other valid answers mix the eigenvectors within each cluster of equal eigenvalues: the
+    clusters partition the indices (each index in exactly one; equal values together, in order
+    of first appearance), so every eigenvalue's vectors can be mixed, however they are ordered."""
+    alt = lapack._Alternatives(0, 10.0)
+    w = np.array([1.0, 2.0, 1.0, 3.0, 2.0 + 1e-14, 5.0])
+    groups = alt._clusters(w)
+    assert [g.tolist() for g in groups] == [[0, 2], [1, 4], [3], [5]]
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        w = rng.integers(0, 4, size=9).astype(float)
+        groups = alt._clusters(w)
+        assert sorted(i for g in groups for i in g) == list(range(9))
+        assert all(len(set(w[g])) == 1 for g in groups) and len(groups) == len(set(w))
