@@ -307,3 +307,24 @@ def test_e1_hands_its_runs_to_the_scheduler_it_is_given(monkeypatch):
         with pytest.raises(Stop):
             e1.runs.train_runs(inst, [])
         assert asked[-1] == expected
+
+
+def test_the_learning_rate_is_the_grids_argmin_of_validation_loss_or_its_only_value(monkeypatch):
+    """A grid of several rates trains one frozen model per rate at the selection seed and picks
+    the lowest validation loss; a grid of one rate trains nothing for the choice."""
+    trained = []
+
+    def fake_runs(inst, specs):
+        trained.extend(specs)
+        return [{"validation_loss": v} for v in (3.0, 1.0, 2.0)[: len(specs)]]
+
+    monkeypatch.setattr(e1.runs, "train_runs", fake_runs)
+    spec = lambda kind, seed, lr, tokens=None: (kind, seed, lr, tokens)
+    inst = SimpleNamespace(
+        p={"lr_grid": (1e-3, 3e-3, 1e-2), "lr_tokens": 5000}, selection_seed=9, spec=spec
+    )
+    assert e1.runs.select_lr(inst) == (3e-3, [3.0, 1.0, 2.0])
+    assert trained == [("frozen", 9, lr, 5000) for lr in (1e-3, 3e-3, 1e-2)]
+    trained.clear()
+    inst.p = {"lr_grid": (1e-2,), "lr_tokens": 5000}
+    assert e1.runs.select_lr(inst) == (1e-2, []) and trained == []
