@@ -1,6 +1,6 @@
 """The automated mutation run's plumbing (tools/mutation/mutate.py) and the coverage table's
-reading of Numba-compiled functions and its tables (verify/line_coverage.py); cheap: no mutant is run here (the
-run is ``bash run.sh mutate``)."""
+reading of Numba-compiled functions and its tables (verify/line_coverage.py); cheap: no mutant is
+run here (the run is ``bash run.sh mutate``)."""
 
 import hashlib
 import json
