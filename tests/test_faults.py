@@ -551,6 +551,44 @@ def test_outside_its_own_checkout_provenance_says_not_a_git_checkout(tmp_path, m
     assert provenance.project_root() == ROOT  # this checkout is one
 
 
+RECORD = {
+    "fastslow": "1.2.3",
+    "python": "3.12.1",
+    "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True},
+    "packages": {"numpy": "2.0.1", "scipy": "1.14.0", "sympy": "1.13.2", "numba": "0.60.0"},
+    "blas": {"summary": "openblas 0.3.27 (Haswell kernel)"},
+}
+"""A provenance record (:func:`provenance.provenance`'s fields that the summary line reads)."""
+
+
+def test_the_provenance_line_names_versions_the_commit_or_why_there_is_none():
+    assert provenance.short(RECORD) == (
+        "fastslow 1.2.3 @ 0123456789abcdef0123+dirty; python 3.12.1; numpy 2.0.1; scipy 1.14.0; "
+        "sympy 1.13.2; numba 0.60.0; BLAS openblas 0.3.27 (Haswell kernel)"
+    )
+    outside = {**RECORD, "git": {"commit": None, "dirty": None, "note": "not a git checkout"}}
+    assert provenance.short(outside).startswith("fastslow 1.2.3 @ not a git checkout; python")
+    unknown = {**RECORD, "git": {"commit": None, "dirty": False}}
+    assert provenance.short(unknown).startswith("fastslow 1.2.3 @ unknown; python")
+    # without a record: this process's own
+    live = provenance.provenance()
+    commit = live["git"]["commit"] or live["git"]["note"]  # a checkout, or says it is none
+    assert provenance.short().startswith(f"fastslow {live['fastslow']} @ {commit[:20]}")
+    assert f"; numpy {live['packages']['numpy']}; " in provenance.short()
+
+
+def test_bench_heads_its_tables_with_the_provenance_line(tmp_path, monkeypatch, capsys):
+    table = {"title": "S", "columns": ["case", "ratio"], "rows": [["a", 0.5]], "notes": ["n"]}
+    monkeypatch.setattr(bench, "discover", lambda: {"s": lambda quick: table if quick else None})
+    monkeypatch.setattr(bench, "provenance", lambda: RECORD)
+    out, md = tmp_path / "b.json", tmp_path / "b.md"
+    assert bench.main(quick=True, out=str(out), only=["s"], markdown=str(md)) == 0
+    header = f"<!-- {provenance.short(RECORD)}; quick run -->"
+    assert capsys.readouterr().out.startswith(header + "\n")
+    assert md.read_text() == header + "\n\n### S\n\n| case | ratio |\n|---|---|\n| a | 0.5 |\n\nn\n"
+    assert json.loads(out.read_text()) == {"provenance": RECORD, "sections": {"s": table}}
+
+
 # --------------------------------------------------------------------------- run.sh
 
 STUB_PYTHON = """#!/bin/sh
