@@ -195,3 +195,14 @@ def test_d9t_decides_the_cost_of_zeroing_the_gates_by_tost_against_the_frozen_sp
         assert (-margin < ci[0] and ci[1] < margin) == (outcome == "holds")
     with pytest.raises(ValueError, match="at least 3 runs"):
         trained_section.TrainedD9().check({**params, "seeds": (0, 1)})
+
+
+@pytest.mark.parametrize(
+    "unit", [trained_theory.TrainedD5, trained_theory.TrainedD6, trained_theory.TrainedD7]
+)
+def test_a_trained_prediction_without_trained_weights_says_what_to_give(unit):
+    """D5t, D6t and D7t have no instance of their own (``_OnTrained.build``): checked without a
+    system they compute nothing and the verdict says to give a TrainedStack."""
+    v = unit().check({})
+    assert v.outcome == "error" and not v.conclusion
+    assert f"{unit.id} is checked on trained weights: give a TrainedStack" in v.reason()
