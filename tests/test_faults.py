@@ -421,6 +421,56 @@ def test_pool_workers_die_with_their_parent(tmp_path):
     assert _gone(workers)
 
 
+WATCHED_CHILD = """
+import ctypes, json, os, sys, threading, time
+from fastslow.verify import sweep
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    print(json.dumps(None)); sys.exit(0)
+r, w = os.pipe()
+a = os.fork()
+if a == 0:  # the parent that will die
+    b = os.fork()
+    if b == 0:  # the worker: watch the parent, else sleep a minute
+        threading.Thread(target=sweep._watch_parent, args=(os.getppid(),), daemon=True).start()
+        time.sleep(60)
+        os._exit(0)
+    os.write(w, str(b).encode())
+    time.sleep(1.6)  # three watch intervals: the worker must still run
+    os._exit(0 if os.waitpid(b, os.WNOHANG) == (0, 0) else 3)
+b = int(os.read(r, 32))
+a_status = os.waitpid(a, 0)[1]
+died = time.monotonic()
+while True:  # the orphaned worker is this process's child now
+    pid, status = os.waitpid(b, os.WNOHANG)
+    if pid or time.monotonic() - died > 10:
+        break
+    time.sleep(0.02)
+out = {"parent_exit": os.waitstatus_to_exitcode(a_status), "seconds": time.monotonic() - died}
+out["worker_exit"] = os.waitstatus_to_exitcode(status) if pid else None
+print(json.dumps(out))
+"""
+
+
+def test_the_watch_thread_ends_a_worker_whose_parent_died():
+    """Where ``PR_SET_PDEATHSIG`` is missing a pool worker runs ``sweep._watch_parent`` in a
+    thread: the worker keeps running while its parent lives and exits with status 1 within one
+    0.5 s interval once the parent dies. Run in a child process that adopts the orphaned worker
+    (``PR_SET_CHILD_SUBREAPER``, Linux) to read its exit status."""
+    res = subprocess.run(
+        [sys.executable, "-c", WATCHED_CHILD],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+        check=True,
+    )
+    out = json.loads(res.stdout)
+    if out is None:
+        pytest.skip("no PR_SET_CHILD_SUBREAPER here")
+    assert out["parent_exit"] == 0  # the worker outlived three intervals of its living parent
+    assert out["worker_exit"] == 1 and out["seconds"] < 2.0, out
+
+
 # --------------------------------------------------------------------------- pytest options
 
 
@@ -549,6 +599,44 @@ def test_outside_its_own_checkout_provenance_says_not_a_git_checkout(tmp_path, m
         provenance.project_root.cache_clear()
         provenance.git_state.cache_clear()
     assert provenance.project_root() == ROOT  # this checkout is one
+
+
+RECORD = {
+    "fastslow": "1.2.3",
+    "python": "3.12.1",
+    "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": True},
+    "packages": {"numpy": "2.0.1", "scipy": "1.14.0", "sympy": "1.13.2", "numba": "0.60.0"},
+    "blas": {"summary": "openblas 0.3.27 (Haswell kernel)"},
+}
+"""A provenance record (:func:`provenance.provenance`'s fields that the summary line reads)."""
+
+
+def test_the_provenance_line_names_versions_the_commit_or_why_there_is_none():
+    assert provenance.short(RECORD) == (
+        "fastslow 1.2.3 @ 0123456789abcdef0123+dirty; python 3.12.1; numpy 2.0.1; scipy 1.14.0; "
+        "sympy 1.13.2; numba 0.60.0; BLAS openblas 0.3.27 (Haswell kernel)"
+    )
+    outside = {**RECORD, "git": {"commit": None, "dirty": None, "note": "not a git checkout"}}
+    assert provenance.short(outside).startswith("fastslow 1.2.3 @ not a git checkout; python")
+    unknown = {**RECORD, "git": {"commit": None, "dirty": False}}
+    assert provenance.short(unknown).startswith("fastslow 1.2.3 @ unknown; python")
+    # without a record: this process's own
+    live = provenance.provenance()
+    commit = live["git"]["commit"] or live["git"]["note"]  # a checkout, or says it is none
+    assert provenance.short().startswith(f"fastslow {live['fastslow']} @ {commit[:20]}")
+    assert f"; numpy {live['packages']['numpy']}; " in provenance.short()
+
+
+def test_bench_heads_its_tables_with_the_provenance_line(tmp_path, monkeypatch, capsys):
+    table = {"title": "S", "columns": ["case", "ratio"], "rows": [["a", 0.5]], "notes": ["n"]}
+    monkeypatch.setattr(bench, "discover", lambda: {"s": lambda quick: table if quick else None})
+    monkeypatch.setattr(bench, "provenance", lambda: RECORD)
+    out, md = tmp_path / "b.json", tmp_path / "b.md"
+    assert bench.main(quick=True, out=str(out), only=["s"], markdown=str(md)) == 0
+    header = f"<!-- {provenance.short(RECORD)}; quick run -->"
+    assert capsys.readouterr().out.startswith(header + "\n")
+    assert md.read_text() == header + "\n\n### S\n\n| case | ratio |\n|---|---|\n| a | 0.5 |\n\nn\n"
+    assert json.loads(out.read_text()) == {"provenance": RECORD, "sections": {"s": table}}
 
 
 # --------------------------------------------------------------------------- run.sh

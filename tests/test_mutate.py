@@ -1,6 +1,6 @@
 """The automated mutation run's plumbing (tools/mutation/mutate.py) and the coverage table's
-reading of Numba-compiled functions (verify/line_coverage.py); cheap: no mutant is run here (the
-run is ``bash run.sh mutate``)."""
+reading of Numba-compiled functions and its tables (verify/line_coverage.py); cheap: no mutant is
+run here (the run is ``bash run.sh mutate``)."""
 
 import hashlib
 import json
@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -305,3 +306,84 @@ def test_a_sessions_triage_is_read_from_its_own_commits_file_only():
     assert len(first) >= 70
     assert all(v[0] in mutate_report.VERDICTS for v in first.values())
     assert mutate_report.triage_of("0000000" + "0" * 33) == {}
+
+
+def _fn(executed, missing) -> dict:
+    """One entry of coverage.py's JSON ``functions`` (or ``files``) map."""
+    return {
+        "executed_lines": executed,
+        "missing_lines": missing,
+        "summary": {"num_statements": len(executed) + len(missing)},
+    }
+
+
+def _write_coverage_report(root) -> Path:
+    """Two measured files (a Python module with one unrun function; a Numba module with one
+    compiled function never run and one run as Python) and a test file outside the packages,
+    with coverage.py's JSON report of them (line numbers as coverage.py gives them)."""
+    (root / "theory").mkdir()
+    (root / "numerics").mkdir()
+    (root / "theory" / "a.py").write_text(
+        "def f(x):\n    return x\n\n\ndef g(x):\n    y = x + 1\n    return y\n"
+    )
+    (root / "numerics" / "b.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef h(x):\n    return x\n\n\n"
+        "@njit\ndef h2(x):\n    return -x\n\n\ndef k(x):\n    return 2 * x\n"
+    )
+    report = {
+        "files": {
+            "theory/a.py": {
+                **_fn([1, 2, 5], [6, 7]),
+                "functions": {"": _fn([1, 5], []), "f": _fn([2], []), "g": _fn([], [6, 7])},
+            },
+            "numerics/b.py": {
+                **_fn([1, 4, 9, 11, 14, 15], [6]),
+                "functions": {
+                    "": _fn([1, 4, 9, 14], []),
+                    "h": _fn([], [6]),
+                    "h2": _fn([11], []),
+                    "k": _fn([15], []),
+                },
+            },
+            # not a measured package: skipped (and never read from disk, it does not exist)
+            "tests/test_x.py": {**_fn([1], [2]), "functions": {"t": _fn([], [2])}},
+        }
+    }
+    path = root / "build" / "coverage.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_the_coverage_tables_count_python_statements_and_set_compiled_ones_apart(tmp_path):
+    report = json.loads(_write_coverage_report(tmp_path).read_text())
+    t = line_coverage.tables(report, tmp_path)
+    # per file: (statements, missed, compiled statements, compiled statements run as Python);
+    # h's line 6 and h2's line 11 leave the Python count: b.py has 5 Python statements, all run
+    assert t["files"] == {"theory/a.py": (5, 2, 0, 0), "numerics/b.py": (5, 0, 2, 1)}
+    # g never ran; h never ran either but is compiled (not traced), so it is not listed
+    assert t["unrun"] == [("theory/a.py", "g", 2)]
+    # numerics: 2 compiled functions, 1 of them run as Python, 2 compiled statements
+    assert t["compiled"] == {"numerics": [2, 1, 2]}
+    md = line_coverage.markdown(t, lowest=1)
+    rows = md.splitlines()
+    assert "| theory/ | 5 | 2 | 60.0 % | 0 (0) | 0 |" in rows
+    assert "| numerics/ | 5 | 0 | 100.0 % | 2 (1) | 2 |" in rows
+    assert "| verify/ | 0 | 0 | 0.0 % | 0 (0) | 0 |" in rows  # no file: no division by zero
+    # the files covered least: only the lowest one (3 of 5 statements run)
+    assert "The 1 files covered least (Python statements):" in rows
+    assert "| theory/a.py | 5 | 2 | 60.0 % |" in rows and "| numerics/b.py |" not in md
+    assert rows[-1] == "- `theory/a.py`: `g` (2 statements)"
+    assert line_coverage.markdown({**t, "unrun": []}).splitlines()[-1] == "- none"
+
+
+def test_the_coverage_command_writes_the_table_next_to_the_report(tmp_path, monkeypatch, capsys):
+    path = _write_coverage_report(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the report's file names are relative to the root
+    assert line_coverage.main([str(path)]) == 0
+    table = (tmp_path / "build" / "table.md").read_text()
+    assert table == line_coverage.markdown(
+        line_coverage.tables(json.loads(path.read_text()), tmp_path)
+    )
+    assert capsys.readouterr().out == table + "\n"
+    assert "| numerics/b.py | 5 | 0 | 100.0 % |" in table  # both files ranked by default

@@ -195,3 +195,49 @@ def test_d9t_decides_the_cost_of_zeroing_the_gates_by_tost_against_the_frozen_sp
         assert (-margin < ci[0] and ci[1] < margin) == (outcome == "holds")
     with pytest.raises(ValueError, match="at least 3 runs"):
         trained_section.TrainedD9().check({**params, "seeds": (0, 1)})
+
+
+@pytest.mark.parametrize(
+    "unit", [trained_theory.TrainedD5, trained_theory.TrainedD6, trained_theory.TrainedD7]
+)
+def test_a_trained_prediction_without_trained_weights_says_what_to_give(unit):
+    """D5t, D6t and D7t have no instance of their own (``_OnTrained.build``): checked without a
+    system they compute nothing and the verdict says to give a TrainedStack."""
+    v = unit().check({})
+    assert v.outcome == "error" and not v.conclusion
+    assert f"{unit.id} is checked on trained weights: give a TrainedStack" in v.reason()
+
+
+def test_a_run_of_the_section_is_read_from_the_cache_and_trained_only_when_asked(
+    tmp_path, monkeypatch
+):
+    """``run_result`` and ``network`` on an empty run cache: without ``TRAIN`` a missing run (here
+    the shuffled control's coupled seed 3, E1's text's network) is a ValueError naming it, the
+    cache and how to train it, and nothing is written; a cached run is ``lm_train.run`` of the
+    run's own spec on its own corpus, and ``TRAIN`` is what lets a missing one train."""
+    monkeypatch.setenv(lm_train.CACHE_ENV, str(tmp_path))
+    with pytest.raises(ValueError, match="fastslow trained-report --profile short --train") as e:
+        trained_section.run_result("shuffled", "coupled", 3, 2000, "short")
+    assert "run shuffled coupled seed 3 at 2000 tokens (short profile)" in str(e.value)
+    assert str(tmp_path) in str(e.value)
+    with pytest.raises(ValueError, match="not in the run cache"):
+        trained_section.network("coupled", 3, 2000, "short")
+    assert not any(tmp_path.iterdir())  # nothing trained, nothing written
+
+    calls = []
+    monkeypatch.setattr(lm_train, "run", lambda spec, corpus, **k: calls.append((spec, corpus, k)))
+    monkeypatch.setattr(lm_train, "cached", lambda spec, corpus, cache_dir=None: True)
+    trained_section.run_result("shuffled", "frozen", 4, 2000, "short")
+    spec, corpus = trained_section.run_spec("shuffled", "frozen", 4, 2000, "short")
+    assert calls == [(spec, corpus, {"train_missing": False})]
+    assert spec.meta == {"label": "D9 control shuffled frozen seed 4 2000 tokens"}
+    monkeypatch.setattr(lm_train, "cached", lambda spec, corpus, cache_dir=None: False)
+    monkeypatch.setitem(trained_section.TRAIN, "on", True)
+    trained_section.run_result("pydoc", "coupled", 0, 2000, "short")
+    assert calls[-1][2] == {"train_missing": True}
+    seen = []
+    monkeypatch.setattr(
+        trained_section.TrainedStack, "from_e1", lambda *a, **k: seen.append((a, k))
+    )
+    trained_section.network("dense", 1, 6000, "short")
+    assert seen == [(("dense", 1, 6000, "short"), {"train": True})]

@@ -89,6 +89,26 @@ def test_exact_decomposition_reproduces_the_named_closed_forms(name):
     R, L = coarse_maps(name, 8, 4)
     R2, L2 = uk.coarse_maps()
     assert np.array_equal(R @ L.T, R2 @ L2.T)
+    assert np.array_equal(uk.persistent_projector(), R2 @ L2.T)
+    assert np.allclose(uk.persistent_projector(), closed[1.0], rtol=0, atol=1e-15)
+
+
+def test_the_persistent_projector_of_several_closed_classes_is_the_limit_of_the_kernel():
+    """Π is the projector onto K's eigenvalue 1: with one closed class per block it is ``R Lᵀ``
+    (above); a block with two closed classes (tokens 3 and 4 read only themselves, token 5 reads
+    all three) has no such ``R Lᵀ`` and Π is K's limit ``lim Kⁿ`` (the other eigenvalue is 1/3):
+    token 5 ends in token 3 or 4 with probability ½ each; the full block averages (⅓ 1 1ᵀ)."""
+    uk = user_kernel(blocks(FULL3, TWO_CLASSES3), 3)
+    assert uk.several_closed_classes
+    expected = np.zeros((6, 6))
+    expected[:3, :3] = 1.0 / 3.0
+    expected[3:, 3:] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.5, 0.0]]
+    Pi = uk.persistent_projector()
+    assert np.allclose(Pi, expected, rtol=0, atol=1e-15)
+    K = frozen_kernel(blocks(FULL3, TWO_CLASSES3))
+    assert np.allclose(np.linalg.matrix_power(K, 60), Pi, rtol=0, atol=1e-14)
+    with pytest.raises(ValueError, match="2 closed classes"):
+        uk.coarse_maps()
 
 
 @settings(max_examples=30, deadline=None)

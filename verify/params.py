@@ -38,11 +38,6 @@ class Param:
     min_len: int = 1
     max_len: int | None = None
 
-    @classmethod
-    def positive(cls, default: float, meaning: str, high: float = 1.0) -> Param:
-        """A float in ``(0, high]``: the usual declaration of a step size or a tolerance."""
-        return cls(default, meaning, low=0.0, high=high, open_low=True)
-
     @property
     def kind(self) -> str:
         """``bool``, ``int``, ``float``, ``str``, ``tuple[int]`` or ``tuple[float]``."""

@@ -196,15 +196,6 @@ def layer(s: Setting, w: dict, g: float, X: np.ndarray, E: np.ndarray | None = N
     return X + s.h * increment(s, w, g, X, E)
 
 
-def stack(s: Setting, layers: list, X0: np.ndarray, E: np.ndarray | None = None) -> list:
-    """``[X_0, …, X_L]`` for ``layers`` a list of ``(weights, g)``; ``E`` defaults to ``X_0``."""
-    E = X0 if E is None else E
-    out = [X0]
-    for w, g in layers:
-        out.append(layer(s, w, g, out[-1], E))
-    return out
-
-
 # ----------------------------------------------------------------------------- derivatives
 
 
