@@ -25,6 +25,8 @@ from fastslow.numerics.integrators.integration import integrate
 from fastslow.numerics.integrators.numba_binding import with_globals
 from fastslow.numerics.model import compiled
 from fastslow.numerics.model.activations import COMPILED_CODES
+from fastslow.numerics.model.coupling import jacobian as coupling_jacobian
+from fastslow.numerics.model.coupling import layout as coupling_layout
 from fastslow.numerics.model.coupling import rhs as coupling_rhs
 from fastslow.numerics.model.coupling.packing import pack_coupling
 from fastslow.numerics.model.weights import ModelConfig, init_model
@@ -102,6 +104,21 @@ def test_the_row_path_copies_type_only_their_branch():
     for block_local, kept, dropped in ((True, block, other), (False, other, block)):
         names = callees(coupling_rhs.rows_copy(block_local, tanh).py_func, args)
         assert names >= kept - dropped and not names & (dropped - kept), (block_local, names)
+
+
+def test_the_jacobian_copies_jac_for_hands_out_type_only_their_branch():
+    """As the row path: ``jac_for``'s copy for a block-local mask never types the dense kernel's
+    rows, the other never the block weights (a copy with both branches on computes the same, at
+    the compile time the copies exist to save)."""
+    args = (types.float64, F1, F1, types.int64, types.float64[:, ::1])
+    for block_local, kept, dropped in (
+        (True, "block_weights", "_kernel_rows_into"),
+        (False, "_kernel_rows_into", "block_weights"),
+    ):
+        p = np.zeros(coupling_layout.HEADER + 1)
+        p[coupling_layout.BLOCK_LOCAL] = float(block_local)
+        names = callees(coupling_jacobian.jac_for(p).py_func, args)
+        assert kept in names and dropped not in names, (block_local, sorted(names))
 
 
 @pytest.mark.parametrize(

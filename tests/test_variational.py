@@ -78,3 +78,16 @@ def test_validation_errors():
         variational.train(theta, np.zeros(4), np.full((4, 3), 1 / 3), 10, lr=0.0)
     with pytest.raises(ValueError, match="steps"):
         variational.train(theta, np.zeros(4), np.full((4, 3), 1 / 3), -1)
+
+
+def test_both_generator_conditions_must_break_for_both_conditions_break():
+    """F3's control condition: *both* the negative off-diagonal rate and the row-sum defect beyond
+    ``tol`` on every sampled state; one of them alone is not enough."""
+    from fastslow.verify.checks import f3  # the one predicate tested here
+
+    def g(neg, defect):
+        return {"negative_offdiag_rel": {"min": neg}, "sum_defect_rel": {"min": defect}}
+
+    assert f3.both_conditions_break(g(0.2, 0.3), 0.1)
+    assert not f3.both_conditions_break(g(0.2, 0.05), 0.1)
+    assert not f3.both_conditions_break(g(0.05, 0.3), 0.1)

@@ -108,7 +108,11 @@ CONTROL_MEANINGS = {
 
 
 def default_emission(family: str, K: int, tau: float = 1.0, sigma: float = 1.0) -> Emission:
-    """The emission used by the check for a chain family with ``K`` states (see module docstring)."""
+    """The emission used by the check for a chain family with ``K`` states, at the ``K`` points
+    ``u`` evenly spaced on ``[−1, 1]`` (``u = 0`` for one state): Gaussian means ``1.5τu``
+    (sd ``σ``), Poisson rates ``e^{1+u}``, Bernoulli probabilities ``0.5 + 0.35u``, the scale
+    control's sds ``τ·2^u`` (mean 0), Cauchy locations ``1.5τu`` (scale ``τ``), the mixture's
+    shifts ``τu``: states symmetric about the family's centre."""
     u = np.linspace(-1.0, 1.0, K) if K > 1 else np.zeros(1)
     if family == "gaussian":
         return Emission.gaussian(1.5 * tau * u, sigma)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fastslow.numerics.toy.bayes import token_loglik
 from fastslow.numerics.toy.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
 from fastslow.theory.exponential_family import FAMILIES, factorisation, likelihood_ratio
-from fastslow.verify.checks.d8 import compare_ar1, compare_chain
+from fastslow.verify.checks.d8 import compare_ar1, compare_chain, default_emission
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import CLAIMS, run_check
 
@@ -144,3 +144,18 @@ def test_symbolic_factors_match_numeric_token_likelihoods():
 def test_bad_parameters_are_rejected_before_any_work(params, name):
     with pytest.raises(ValueError, match=name):
         CLAIMS["D8"].resolve(params)
+
+
+def test_the_default_emissions_states_are_symmetric_about_the_familys_centre():
+    """Three states at ``u = −1, 0, 1``: the documented parameters of each family."""
+    tau, sigma = 0.5, 2.0
+    em = default_emission("gaussian", 3, tau, sigma)
+    np.testing.assert_allclose(em["means"], [-0.75, 0.0, 0.75], rtol=0, atol=1e-15)
+    assert em["sigma"].tolist() == [2.0]
+    np.testing.assert_allclose(
+        default_emission("poisson", 3)["rates"], np.exp([0.0, 1.0, 2.0]), rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        default_emission("bernoulli", 3)["probs"], [0.15, 0.5, 0.85], rtol=1e-15
+    )
+    assert default_emission("gaussian", 1)["means"].tolist() == [0.0]
