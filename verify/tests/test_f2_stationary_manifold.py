@@ -18,6 +18,7 @@ from fastslow.numerics import lapack
 from fastslow.numerics.toy import markov
 from fastslow.theory import markov as theory_markov
 from fastslow.verify.checks.f2 import attention_link_parts, tracking
+from fastslow.verify.checks.f2 import claim as f2_claim
 from fastslow.verify.measure import symbolic_agrees
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.strategies import generator_families
@@ -297,3 +298,15 @@ def test_a_measured_wrong_rate_fails_unless_p_st_is_constant_and_every_error_at_
     assert not tracking.rate_part(res("fails", False), 1, "order 1", True).holds
     assert tracking.rate_part(res("fails", True), 1, "order 1", True).holds
     assert tracking.rate_part(res("holds", False), 1, "order 1", False).holds
+
+
+def test_the_initial_layer_rule_offers_a_larger_t0_only_when_the_layer_is_not_negligible():
+    """Where the initial layer is negligible (the default instance) the rule states the ``t0`` it
+    needs; only where it is not does it name the ``t0`` that would bring the system in."""
+    claim = CLAIMS["F2"]
+    inst = claim.build(claim.resolve({}), 0)
+    d = f2_claim.initial_layer_part(inst)
+    assert d.holds and "; needs t0 ≥ " in d.rule and "would bring it in" not in d.rule
+    inst = claim.build(claim.resolve({"t0": 1e-9}), 0)
+    d = f2_claim.initial_layer_part(inst)
+    assert not d.holds and "would bring it in" in d.rule
