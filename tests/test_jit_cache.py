@@ -298,3 +298,21 @@ def test_a_second_process_loads_every_compiled_function_of_an_integration_from_t
         assert out.returncode == 0, out.stderr[-2000:]
         counts.append(int(out.stdout.split()[-1]))
     assert counts[1] == 0, counts
+
+
+def test_prune_goes_on_past_the_current_directory_and_past_a_recently_used_one(tmp_path):
+    """The newest ``keep`` stay; below them the current directory and one used within the grace
+    period stay too, and every older one is still removed (the scan does not stop at the first
+    directory it keeps)."""
+    now = time.time()
+    dirs = []
+    for i, age in enumerate((10, 20, 30, 7200, 7300, 7400, 7500)):
+        d = tmp_path / f"{i:016x}"
+        d.mkdir()
+        (d / jit_cache.MARKER).write_text("")
+        os.utime(d, (now - age, now - age))
+        dirs.append(d)
+    # keep the newest one; dirs[1] and dirs[2] are within the grace period; dirs[3] is current
+    removed = jit_cache.prune(tmp_path, current=dirs[3], keep=1, grace=3600)
+    assert sorted(removed) == dirs[4:]
+    assert all(d.exists() for d in dirs[:4])

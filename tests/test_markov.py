@@ -426,3 +426,17 @@ def test_only_a_non_zero_rational_rate_of_y_makes_an_exponential_a_rate():
     rates, atoms = set(), []
     theory_markov._collect_atoms(sp.exp(sp.sqrt(2) * ys) + sp.exp(ys / 2), ys, set(), rates, atoms)
     assert rates == {sp.Rational(1, 2)} and atoms == [sp.exp(sp.sqrt(2) * ys)]
+
+
+@pytest.mark.parametrize(
+    "kind", ["irreducible", "reducible", "not_generator_mass", "not_generator_sign"]
+)
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_example_chains_analytic_derivative_is_the_derivative_of_its_generator(kind, n):
+    """``generator_dy`` is ``∂Q/∂y`` of ``generator`` (central difference at 1e-6, to 1e-8) for
+    the example chain and each of its negative controls, at points of the checked grid."""
+    chain = markov.example_chain(n, kind)
+    h = 1e-6
+    for y in (-2.5, -0.3, 0.8, 2.9):
+        fd = (chain.generator(y + h) - chain.generator(y - h)) / (2 * h)
+        assert np.abs(fd - chain.generator_dy(y)).max() <= 1e-8, (kind, n, y)

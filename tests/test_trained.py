@@ -12,6 +12,7 @@ Sizes: V = 5, T = 8, P = 4, d = 3, m = 4, L = 2 (each check about a second).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -350,3 +351,15 @@ def test_claims_on_gives_a_row_per_claim_bad_input_included_and_says_what_decide
     (outside,) = claims_on(LinearLoop(J=1.5 * np.eye(3), G=0.1 * np.ones((3, 3))), ids=("D7",))
     assert outside["outcome"] == "outside-hypotheses" and outside["exit"] == 4
     assert outside["why"].startswith("outside: reference_contractive (1.5")
+
+
+def test_a_run_trained_on_request_shows_its_progress_and_a_cached_one_is_read_quietly(tmp_path):
+    """``e1_run_spec``: with ``train`` the run's spec asks for progress lines (a user waiting on a
+    training run sees it advance); without, the spec is E1's own (read from the cache)."""
+    from fastslow.verify import trained  # the spec builder, no training here
+
+    args = ("coupled", 0, 2000, "short", "pydoc", tmp_path)
+    shown, _ = trained.e1_run_spec(args[0], args[1], args[2], args[3], True, args[4], args[5])
+    quiet, _ = trained.e1_run_spec(args[0], args[1], args[2], args[3], False, args[4], args[5])
+    assert shown.progress is True and quiet.progress is not True
+    assert dataclasses.replace(shown, progress=quiet.progress) == quiet
