@@ -7,6 +7,8 @@ stated in :mod:`verify.checks.d8`) run in ``verify/tests/test_negative_controls.
 below exercise the filters of :mod:`numerics.toy.bayes` and the symbolic factorisation directly.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 from fastslow.numerics.toy.bayes import token_loglik
 from fastslow.numerics.toy.data import Emission, gaussian_ar1_blocks, hmm_blocks, sticky_transition
 from fastslow.theory.exponential_family import FAMILIES, factorisation, likelihood_ratio
+from fastslow.verify.checks import d8
 from fastslow.verify.checks.d8 import compare_ar1, compare_chain, default_emission
 from fastslow.verify.portability import assert_portable
 from fastslow.verify.registry import CLAIMS, run_check
@@ -159,3 +162,15 @@ def test_the_default_emissions_states_are_symmetric_about_the_familys_centre():
         default_emission("bernoulli", 3)["probs"], [0.15, 0.5, 0.85], rtol=1e-15
     )
     assert default_emission("gaussian", 1)["means"].tolist() == [0.0]
+
+
+def test_token_values_are_at_most_n_max_distinct_sorted_observed_values():
+    """The token values the symbolic oracle is evaluated at: every distinct observed value when
+    there are at most ``n_max``, else ``n_max`` of them spread over the sorted range (first and
+    last included); never a repeated or unobserved value."""
+    x = np.array([[3.0, 1.0, 3.0], [2.0, 5.0, 1.0]])
+    fake = SimpleNamespace(data=SimpleNamespace(x=x))
+    assert d8.Instance.token_values(fake, n_max=10).tolist() == [1.0, 2.0, 3.0, 5.0]
+    many = SimpleNamespace(data=SimpleNamespace(x=np.arange(1000.0)))
+    vals = d8.Instance.token_values(many, n_max=7)
+    assert vals.size == 7 and np.all(np.diff(vals) > 0) and vals[0] == 0 and vals[-1] == 999

@@ -32,11 +32,13 @@ from fastslow.verify.checks.f1 import (
     initial_state_in_basin,
     integrator_orders,
     integrators_part,
+    measurements,
     reduced_trajectory_points,
     theory_against_numerics,
 )
 from fastslow.verify.checks.f1.hypotheses import normally_hyperbolic
 from fastslow.verify.checks.f1.integrators import deciding_eps
+from fastslow.verify.checks.f1.parts import rates_resolved
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.systems import DepthFlow
 
@@ -370,3 +372,36 @@ def test_the_deciding_eps_is_the_windows_finest_else_the_finest_evaluated_else_e
         "no_window": 0.05,
         "nothing": 0.3,
     }
+
+
+def test_rates_resolved_states_each_orders_measured_floor():
+    """The limit's rule names, per order, its resolved points, the finest ε and the measured
+    accuracy floor there (NaN only where none was measured)."""
+    rates = {
+        "order0": {"verdict": "holds", "why": "", "h": [0.1, 0.05], "floor": [1e-9, 2e-9]},
+        "order1": {"verdict": "unresolved", "why": "x", "h": [], "floor": []},
+    }
+    d = rates_resolved({"window": 5}, rates)
+    assert not d.holds
+    assert "order0: holds (2 resolved points down to ε = 0.05, measured floor 2e-09)" in d.rule
+    assert "order1: unresolved (0 resolved points down to ε = nan, measured floor nan)" in d.rule
+
+
+def test_a_start_that_never_reaches_the_band_is_followed_only_up_to_the_first_layers_depth(
+    monkeypatch,
+):
+    """The attraction rate's horizon doubles while the deviation stays above the fit band, but
+    never past ``1/L``, the first layer's depth (the flow is a different one beyond it); a
+    deviation that never falls is then a limit (``n_fit < 3``), not a rate."""
+    p = CLAIMS["F1"].defaults()
+    inst = Instance(p, 0)
+    horizons = []
+
+    def flat(model, X0, eps, *, t_eval, **kw):
+        horizons.append(float(np.max(t_eval)))
+        return SimpleNamespace(extra={"X": [X0] * len(t_eval)})
+
+    monkeypatch.setattr(measurements, "integrate_coupling", flat)
+    rate = measurements.attraction_rate(inst, p["rate_eps"])
+    assert rate["n_fit"] < 3 and len(horizons) > 1
+    assert max(horizons) == pytest.approx(1.0 / inst.model.L)
