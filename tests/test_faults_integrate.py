@@ -70,6 +70,7 @@ def test_a_right_hand_side_non_finite_exactly_at_a_breakpoint_stops_there(method
     r = run(fun, method, breakpoints=[0.5], t_eval=[0.0, 0.25, 0.5, 1.0])
     assert r.status == -3
     assert r.t[-1] == 0.5 and np.all(np.isfinite(r.y))
+    assert np.all(np.diff(r.t) > 0), r.t  # the stop is an output time once, not twice
     np.testing.assert_allclose(r.y[:, -1], np.exp(-0.5) * Y0, rtol=1e-4)
 
 
@@ -114,3 +115,11 @@ def test_an_attempt_that_meets_a_non_finite_stage_value_stops_at_once():
     assert r.status == -3 and 0.49 < r.t[-1] <= 0.5 and r.nreject > 10
     bound = (3 * controllers.NEWTON_MAXITER + 1) * r.nsteps + 3 * r.nreject + 3
     assert r.nfev <= bound, (r.nfev, bound, r.nsteps, r.nreject)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "rosw", "radau"])
+def test_a_first_step_below_the_spacing_of_t_is_step_too_small_not_non_finite(method):
+    """At t = 1e20 the spacing of floats is 16384: the first step the problem asks for is below
+    what t can resolve, so the run stops at once with status −2 (nothing non-finite was met)."""
+    r = integrate(lambda t, y: -1e-3 * y, (1e20, 1e20 + 1e8), np.array([1.0]), method=method)
+    assert r.status == -2 and "non-finite" not in r.message and r.t.tolist() == [1e20]

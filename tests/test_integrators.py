@@ -1046,3 +1046,14 @@ def test_a_repeated_output_time_is_filled_and_so_are_the_ones_after_it(method, c
     assert r.success and list(r.t) == list(t_eval)
     exact = np.vstack([np.cos(t_eval), np.sin(t_eval)])
     assert np.abs(r.y - exact).max() < 1e-6
+
+
+def test_the_coupling_form_refuses_a_zero_or_negative_eps_naming_it():
+    """``ε`` divides the fast term: ``make_rhs(form="coupling")`` refuses ``ε ≤ 0`` in one line,
+    before any evaluation (never an infinite right-hand side)."""
+    cfg = ModelConfig(T=4, P=2, d=2, mask="causal")
+    model = init_model(cfg, 2, 1)
+    for eps in (0.0, -1e-3):
+        with pytest.raises(ValueError, match="eps"):
+            make_rhs(model, form="coupling", eps=eps)
+    assert make_rhs(model, form="coupling", eps=1e-3)(0.5, np.ones((4, 2))).shape == (4, 2)

@@ -141,6 +141,10 @@ def test_bad_parameters_are_rejected():
         run_check("D1", {"distance": 0.1}, seed=0)
     with pytest.raises(ValueError, match="order_tol"):
         run_check("D1", {"order_tol": -1.0}, seed=0)
+    # the depth step's bound is inclusive: h = 1e-6 is valid input, below it is not
+    assert CLAIMS["D1"].resolve({"h": 1e-6})["h"] == 1e-6
+    with pytest.raises(ValueError, match=r"h=5e-07"):
+        run_check("D1", {"h": 5e-7}, seed=0)
     # a finite difference needs a displacement: 0 is bad input, not a NaN ending in `error`
     with pytest.raises(ValueError, match=r"fd_step=0.0: expected float in \(0.0, 0.01\]"):
         run_check("D1", {"fd_step": 0.0}, seed=0)

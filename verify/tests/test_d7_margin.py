@@ -20,6 +20,7 @@ from fastslow.numerics.analysis.stability import (
     stability_margin,
 )
 from fastslow.theory.stability import normal_critical_gates, scalar_critical_gates
+from fastslow.verify.checks.d7 import claim as d7_loop
 from fastslow.verify.portability import assert_same_decision, under_other_answers
 from fastslow.verify.registry import CLAIMS, run_check
 from fastslow.verify.strategies import linear_loops
@@ -205,3 +206,15 @@ def test_a_bound_attained_exactly_holds():
     assert v.outcome == "holds", v.summary()
     assert v.figures["critical_gate"] == pytest.approx(1 / 3, rel=1e-11)
     assert v.figures["critical_gate_comparison_slack"] < 1e-11
+
+
+def test_the_loop_budget_follows_the_rate_only_for_a_contraction():
+    """Iterations a loop gets: ``n_iter`` for a rate ρ ≥ 1 or ρ ≤ 0 (no contraction to count on),
+    else enough for the rate to shrink the start to the step tolerance three times over, between
+    ``n_iter`` and the cap; the tiniest start does not make a diverging loop run longer."""
+    p = {"n_iter": 5, "init_size": 1e-13}
+    assert d7_loop.loop_budget(1.5, p) == 5 and d7_loop.loop_budget(1.0, p) == 5
+    assert d7_loop.loop_budget(0.0, {**p, "init_size": 1e-2}) == 5
+    need = 3.0 * np.log(d7_loop.LOOP_STEP_TOL / 1e-2) / np.log(0.9)
+    expected = int(min(max(5, need), d7_loop.LOOP_MAX_ITER))
+    assert d7_loop.loop_budget(0.9, {**p, "init_size": 1e-2}) == expected > 5
