@@ -440,3 +440,9 @@ def test_every_example_chains_analytic_derivative_is_the_derivative_of_its_gener
     for y in (-2.5, -0.3, 0.8, 2.9):
         fd = (chain.generator(y + h) - chain.generator(y - h)) / (2 * h)
         assert np.abs(fd - chain.generator_dy(y)).max() <= 1e-8, (kind, n, y)
+
+
+@pytest.mark.parametrize("P", [0, -2, 1.5, True])
+def test_the_within_block_kernel_refuses_a_block_size_that_is_not_a_positive_integer(P):
+    with pytest.raises(ValueError, match="P must be a positive integer"):
+        theory_markov.within_block_kernel("block_causal", P)

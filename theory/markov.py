@@ -601,7 +601,7 @@ def within_block_kernel(kind: str, P: int) -> sp.Matrix:
     row divided by its count; ``block_causal``: ``s ≤ t``; ``block_bidirectional``: all ``s``."""
     if kind not in ("block_causal", "block_bidirectional"):
         raise ValueError(f"kind must be 'block_causal' or 'block_bidirectional', got {kind!r}")
-    if not isinstance(P, int) or P < 1:
+    if isinstance(P, bool) or not isinstance(P, int) or P < 1:
         raise ValueError(f"P must be a positive integer, got {P!r}")
     allowed = (lambda r, s: s <= r) if kind == "block_causal" else (lambda r, s: True)
     K = sp.zeros(P, P)
